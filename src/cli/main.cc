@@ -1,0 +1,18 @@
+// The tidepool command.
+#include <CLI/CLI.hpp>
+
+#include "cli/sim_pack_command.h"
+
+int main(int argc, char** argv) {
+  CLI::App app("Tidepool: one GPU pool shared by business units", "tidepool");
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "tidepool 0.1.0");
+  int exit_code = 0;
+
+  CLI::App* sim = app.add_subcommand("sim", "Trace-driven simulation with the scheduler's own code");
+  sim->require_subcommand(1);
+  tidepool::add_sim_pack_command(*sim, &exit_code);
+
+  CLI11_PARSE(app, argc, argv);
+  return exit_code;
+}

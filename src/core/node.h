@@ -1,0 +1,68 @@
+// A GPU node: what it has (NodeSpec, fixed) and what is free on it now (NodeState).
+#pragma once
+
+#include <array>
+#include <bit>
+#include <cstdint>
+#include <string>
+
+#include "core/ids.h"
+#include "core/resources.h"
+#include "core/task.h"
+
+namespace tidepool {
+
+// A set of GPU indexes on one node, as a bit mask (bit i = GPU i).
+using GpuSet = std::uint32_t;
+static_assert(kMaxGpusPerNode <= 32, "GpuSet holds one bit per GPU of a node");
+
+[[nodiscard]] inline int gpu_set_size(GpuSet gpus) { return std::popcount(gpus); }
+[[nodiscard]] inline bool gpu_set_contains(GpuSet gpus, int index) {
+  return ((gpus >> index) & 1U) != 0;
+}
+
+struct NodeSpec {
+  std::string name;
+  GpuModelId model;
+  int gpu_count = 0;  // 0..kMaxGpusPerNode
+  MilliCpu milli_cpu = 0;
+  MemoryMib memory_mib = 0;
+  LeafId leaf;
+  // NVLink domain of each GPU, numbered from 0 within the node. All zero: one domain.
+  std::array<std::uint8_t, kMaxGpusPerNode> nvlink_domain{};
+};
+
+// What is free on a node. Kept consistent by Pool::allocate/release; the summary fields
+// (whole_free_gpus, max_free_milli, total_free_milli) are derived from free_milli and cached
+// because every placement decision reads them for every node.
+struct NodeState {
+  MilliCpu free_cpu = 0;
+  MemoryMib free_memory = 0;
+  std::array<MilliGpu, kMaxGpusPerNode> free_milli{};  // per GPU; slots past gpu_count stay 0
+  int whole_free_gpus = 0;
+  MilliGpu max_free_milli = 0;
+  std::int32_t total_free_milli = 0;
+  // Running tasks per task_class(): which kinds of work already share this node.
+  std::array<std::uint16_t, kTaskClassCount> tasks_by_class{};
+
+  [[nodiscard]] int running_tasks() const;
+};
+
+// An empty node of this spec.
+NodeState empty_state(const NodeSpec& spec);
+
+// Recomputes the cached summary fields from free_milli.
+void refresh_summary(NodeState& state, int gpu_count);
+
+// Whether `task` fits on the node now: CPU, memory, GPU model and GPU capacity (one GPU with
+// enough free share for a fraction, enough wholly free GPUs otherwise). CPU-only tasks ignore the
+// model constraint, as GPU-model constraints only concern GPUs.
+[[nodiscard]] inline bool fits(const NodeSpec& spec, const NodeState& state, const TaskShape& task) {
+  if (state.free_cpu < task.milli_cpu || state.free_memory < task.memory_mib) return false;
+  if (!task.needs_gpu()) return true;
+  if (!task.models.accepts(spec.model)) return false;
+  if (task.is_fractional()) return state.max_free_milli >= task.milli_per_gpu;
+  return state.whole_free_gpus >= task.gpu_count;
+}
+
+}  // namespace tidepool

@@ -1,0 +1,58 @@
+// FGD, Fragmentation Gradient Descent (Weng et al., "Beware of Fragmentation", USENIX ATC'23,
+// section 4): place the task where the node's fragmentation (see core/fragmentation.h) grows
+// least. As in the paper's implementation, the growth d (in milli-GPUs) is turned into a
+// kube-scheduler score floor(100 * sigmoid(-d / 1000)), so nodes whose growth differs by little
+// score alike and are drawn among at random. For a GPU fraction every GPU with the share free is
+// tried and the one with the best score taken (lowest index on ties); whole GPUs are the
+// lowest-indexed free ones.
+#include <cmath>
+
+#include "core/policies/fragmentation_delta.h"
+#include "core/policies/node_choice.h"
+#include "core/policies/policy_factories.h"
+#include "core/policies/score_cache.h"
+
+namespace tidepool {
+namespace {
+
+class FgdPolicy final : public PlacementPolicy {
+ public:
+  explicit FgdPolicy(const WorkloadProfile& profile) : profile_(profile) {}
+
+  std::string_view name() const override { return "fgd"; }
+
+  PlacementResult place(const Pool& pool, const TaskShape& task, Rng& /*rng*/) override {
+    const int slot = cache_.slot_for(task, pool.node_count());
+    const double scale = 1000.0 * static_cast<double>(profile_.total_count());
+    auto score_of = [&](std::int64_t growth) {
+      const double x = -static_cast<double>(growth) / scale;
+      return static_cast<std::int64_t>(100.0 / (1.0 + std::exp(-x)));
+    };
+    auto node = pick_highest_score(pool, task, [&](NodeId n) {
+      const std::uint32_t version = pool.version(n);
+      if (const ScoredChoice* hit = cache_.find(slot, n, version)) return hit->score;
+      ScoredChoice best{std::numeric_limits<std::int64_t>::min(), 0};
+      for_each_gpu_choice(pool.spec(n), pool.state(n), task, [&](GpuSet gpus) {
+        const std::int64_t s =
+            score_of(fragmentation_growth(pool.spec(n), pool.state(n), task, gpus, profile_));
+        if (s > best.score) best = {s, gpus};
+      });
+      cache_.store(slot, n, version, best);
+      return best.score;
+    });
+    if (!node) return std::unexpected(Unplaceable{explain_unplaceable(pool, task)});
+    return Assignment{*node, cache_.find(slot, *node, pool.version(*node))->gpus};
+  }
+
+ private:
+  WorkloadProfile profile_;
+  NodeScoreCache cache_;
+};
+
+}  // namespace
+
+std::unique_ptr<PlacementPolicy> make_fgd_policy(const WorkloadProfile& profile) {
+  return std::make_unique<FgdPolicy>(profile);
+}
+
+}  // namespace tidepool

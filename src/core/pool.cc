@@ -1,0 +1,237 @@
+#include "core/pool.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+#include <fmt/format.h>
+
+namespace tidepool {
+
+Result<Pool> Pool::create(GpuModelCatalog models, Topology topology, std::vector<NodeSpec> nodes) {
+  Pool pool;
+  std::unordered_set<std::string> names;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const NodeSpec& node = nodes[i];
+    const std::string where = fmt::format("node {} ('{}')", i, node.name);
+    if (node.name.empty()) return fail(where, "the node has no name");
+    if (!names.insert(node.name).second) return fail(where, "the node name is used twice");
+    if (node.gpu_count < 0 || node.gpu_count > kMaxGpusPerNode) {
+      return fail(where, fmt::format("gpu count must be 0..{}, got {}", kMaxGpusPerNode,
+                                     node.gpu_count));
+    }
+    if (node.gpu_count > 0 && static_cast<int>(node.model.value) >= models.size()) {
+      return fail(where, "the GPU model is not in the catalog");
+    }
+    if (node.milli_cpu < 0) return fail(where, "cpu must not be negative");
+    if (node.memory_mib < 0) return fail(where, "memory must not be negative");
+    if (node.leaf.value >= topology.leaves.size()) {
+      return fail(where, "the leaf switch is not in the topology");
+    }
+    // Domains are numbered 0..k-1 without gaps, so that callers can size arrays by the highest.
+    int highest = -1;
+    std::uint32_t seen = 0;
+    for (int g = 0; g < node.gpu_count; ++g) {
+      highest = std::max<int>(highest, node.nvlink_domain[g]);
+      seen |= 1U << std::min<int>(node.nvlink_domain[g], 31);
+    }
+    if (node.gpu_count > 0 && seen != (std::uint32_t{1} << (highest + 1)) - 1) {
+      return fail(where, "NVLink domains must be numbered 0, 1, ... without gaps");
+    }
+  }
+  for (const LeafSpec& leaf : topology.leaves) {
+    if (leaf.spine.value >= topology.spines.size()) {
+      return fail("leaf '" + leaf.name + "'", "the spine switch is not in the topology");
+    }
+  }
+  pool.models_ = std::move(models);
+  pool.topology_ = std::move(topology);
+  pool.specs_ = std::move(nodes);
+  pool.states_.reserve(pool.specs_.size());
+  for (const NodeSpec& spec : pool.specs_) {
+    pool.states_.push_back(empty_state(spec));
+    pool.total_gpus_ += spec.gpu_count;
+    pool.capacity_cpu_ += spec.milli_cpu;
+  }
+  pool.versions_.assign(pool.specs_.size(), 0);
+  pool.tie_ranks_.resize(pool.specs_.size());
+  for (std::uint32_t i = 0; i < pool.tie_ranks_.size(); ++i) pool.tie_ranks_[i] = i;
+  return pool;
+}
+
+Result<void> Pool::set_tie_order(std::span<const NodeId> order) {
+  if (order.size() != specs_.size()) {
+    return fail("tie order", fmt::format("lists {} nodes, the pool has {}", order.size(),
+                                         specs_.size()));
+  }
+  std::vector<std::uint32_t> ranks(specs_.size(), UINT32_MAX);
+  for (std::uint32_t rank = 0; rank < order.size(); ++rank) {
+    const NodeId node = order[rank];
+    if (node.value >= specs_.size() || ranks[node.value] != UINT32_MAX) {
+      return fail("tie order", fmt::format("node id {} is unknown or listed twice", node.value));
+    }
+    ranks[node.value] = rank;
+  }
+  tie_ranks_ = std::move(ranks);
+  return {};
+}
+
+Result<void> Pool::check_assignment(const TaskShape& task, const Assignment& where) const {
+  if (where.node.value >= specs_.size()) {
+    return fail("node", fmt::format("no node with id {}", where.node.value));
+  }
+  const NodeSpec& spec = specs_[where.node.value];
+  const int wanted = task.gpu_count;
+  if (gpu_set_size(where.gpus) != wanted) {
+    return fail("gpus", fmt::format("the task needs {} GPU(s), {} given on {}", wanted,
+                                    gpu_set_size(where.gpus), spec.name));
+  }
+  if (spec.gpu_count < kMaxGpusPerNode && (where.gpus >> spec.gpu_count) != 0) {
+    return fail("gpus", fmt::format("{} has only {} GPU(s)", spec.name, spec.gpu_count));
+  }
+  if (wanted > 0 && !task.models.accepts(spec.model)) {
+    return fail("gpu model", fmt::format("{} has {} GPUs, which the task does not accept",
+                                         spec.name, models_.name(spec.model)));
+  }
+  return {};
+}
+
+Result<void> Pool::allocate(const TaskShape& task, const Assignment& where) {
+  if (auto ok = check_assignment(task, where); !ok) return ok;
+  const NodeSpec& spec = specs_[where.node.value];
+  const NodeState& state = states_[where.node.value];
+  if (state.free_cpu < task.milli_cpu) {
+    return fail("cpu", fmt::format("{} has {}m CPU free, the task needs {}m", spec.name,
+                                   state.free_cpu, task.milli_cpu));
+  }
+  if (state.free_memory < task.memory_mib) {
+    return fail("memory", fmt::format("{} has {} MiB free, the task needs {} MiB", spec.name,
+                                      state.free_memory, task.memory_mib));
+  }
+  for (int g = 0; g < spec.gpu_count; ++g) {
+    if (gpu_set_contains(where.gpus, g) && state.free_milli[g] < task.milli_per_gpu) {
+      return fail("gpus", fmt::format("GPU {} of {} has {}m free, the task needs {}m", g,
+                                      spec.name, state.free_milli[g], task.milli_per_gpu));
+    }
+  }
+  apply(task, where, -1);
+  return {};
+}
+
+Result<void> Pool::release(const TaskShape& task, const Assignment& where) {
+  if (auto ok = check_assignment(task, where); !ok) return ok;
+  const NodeSpec& spec = specs_[where.node.value];
+  const NodeState& state = states_[where.node.value];
+  if (state.free_cpu + task.milli_cpu > spec.milli_cpu ||
+      state.free_memory + task.memory_mib > spec.memory_mib ||
+      state.tasks_by_class[task_class(task)] == 0) {
+    return fail("release", fmt::format("{} does not hold this task", spec.name));
+  }
+  for (int g = 0; g < spec.gpu_count; ++g) {
+    if (gpu_set_contains(where.gpus, g) && state.free_milli[g] + task.milli_per_gpu > kMilliPerGpu) {
+      return fail("release", fmt::format("GPU {} of {} does not hold this task", g, spec.name));
+    }
+  }
+  apply(task, where, +1);
+  return {};
+}
+
+void Pool::apply(const TaskShape& task, const Assignment& where, int sign) {
+  const NodeSpec& spec = specs_[where.node.value];
+  NodeState& state = states_[where.node.value];
+  state.free_cpu += sign * task.milli_cpu;
+  state.free_memory += sign * task.memory_mib;
+  for (int g = 0; g < spec.gpu_count; ++g) {
+    if (gpu_set_contains(where.gpus, g)) state.free_milli[g] += sign * task.milli_per_gpu;
+  }
+  refresh_summary(state, spec.gpu_count);
+  auto& running = state.tasks_by_class[task_class(task)];
+  running = static_cast<std::uint16_t>(sign < 0 ? running + 1 : running - 1);
+  allocated_milli_gpu_ -= sign * task.total_milli_gpu();
+  allocated_cpu_ -= sign * task.milli_cpu;
+  ++versions_[where.node.value];
+}
+
+Result<void> Pool::check_invariants() const {
+  std::int64_t allocated_gpu = 0;
+  MilliCpu allocated_cpu = 0;
+  for (std::size_t i = 0; i < specs_.size(); ++i) {
+    const NodeSpec& spec = specs_[i];
+    const NodeState& state = states_[i];
+    if (state.free_cpu < 0 || state.free_cpu > spec.milli_cpu) {
+      return fail(spec.name, fmt::format("free CPU {}m outside 0..{}m", state.free_cpu,
+                                         spec.milli_cpu));
+    }
+    if (state.free_memory < 0 || state.free_memory > spec.memory_mib) {
+      return fail(spec.name, fmt::format("free memory {} MiB outside 0..{} MiB",
+                                         state.free_memory, spec.memory_mib));
+    }
+    for (int g = 0; g < kMaxGpusPerNode; ++g) {
+      const MilliGpu free = state.free_milli[g];
+      const MilliGpu capacity = g < spec.gpu_count ? kMilliPerGpu : 0;
+      if (free < 0 || free > capacity) {
+        return fail(spec.name, fmt::format("GPU {} has {}m free, outside 0..{}m", g, free,
+                                           capacity));
+      }
+      allocated_gpu += capacity - free;
+    }
+    NodeState expected = state;
+    refresh_summary(expected, spec.gpu_count);
+    if (expected.whole_free_gpus != state.whole_free_gpus ||
+        expected.max_free_milli != state.max_free_milli ||
+        expected.total_free_milli != state.total_free_milli) {
+      return fail(spec.name, "cached GPU summary disagrees with the per-GPU figures");
+    }
+    allocated_cpu += spec.milli_cpu - state.free_cpu;
+  }
+  if (allocated_gpu != allocated_milli_gpu_) {
+    return fail("pool", fmt::format("allocated GPU {}m, per-node sum {}m", allocated_milli_gpu_,
+                                    allocated_gpu));
+  }
+  if (allocated_cpu != allocated_cpu_) {
+    return fail("pool", fmt::format("allocated CPU {}m, per-node sum {}m", allocated_cpu_,
+                                    allocated_cpu));
+  }
+  return {};
+}
+
+std::string describe(const TaskShape& task, const GpuModelCatalog& models) {
+  std::string gpus = task.needs_gpu()
+                         ? fmt::format("{} GPU x {}m ({}), ", task.gpu_count, task.milli_per_gpu,
+                                       describe(task.models, models))
+                         : std::string("no GPU, ");
+  return fmt::format("{}{}m CPU, {} MiB", gpus, task.milli_cpu, task.memory_mib);
+}
+
+std::string explain_unplaceable(const Pool& pool, const TaskShape& task) {
+  int lack_cpu = 0, lack_memory = 0, other_model = 0, lack_gpu = 0;
+  int best_whole = 0;
+  MilliGpu best_share = 0;
+  for (int i = 0; i < pool.node_count(); ++i) {
+    const NodeSpec& spec = pool.spec(NodeId{static_cast<std::uint32_t>(i)});
+    const NodeState& state = pool.state(NodeId{static_cast<std::uint32_t>(i)});
+    if (task.needs_gpu() && !task.models.accepts(spec.model)) {
+      ++other_model;
+    } else if (state.free_cpu < task.milli_cpu) {
+      ++lack_cpu;
+    } else if (state.free_memory < task.memory_mib) {
+      ++lack_memory;
+    } else if (!fits(spec, state, task)) {
+      ++lack_gpu;
+      best_whole = std::max(best_whole, state.whole_free_gpus);
+      best_share = std::max(best_share, state.max_free_milli);
+    }
+  }
+  std::string gpu_detail;
+  if (lack_gpu > 0) {
+    gpu_detail = task.is_fractional()
+                     ? fmt::format(" (largest free share on one GPU: {}m)", best_share)
+                     : fmt::format(" (most whole GPUs free on one node: {})", best_whole);
+  }
+  return fmt::format(
+      "no node fits {}: of {} nodes, {} have other GPU models, {} lack CPU, {} lack memory, {} "
+      "lack free GPUs{}",
+      describe(task, pool.models()), pool.node_count(), other_model, lack_cpu, lack_memory,
+      lack_gpu, gpu_detail);
+}
+
+}  // namespace tidepool

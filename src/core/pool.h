@@ -1,0 +1,91 @@
+// The pool: every node of a site with what is free on it. The only mutable state of the
+// scheduling core; allocate() and release() keep it consistent (no overcommit, allocated + free =
+// capacity) and refuse, with a reason, any change that would break that.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/gpu_model.h"
+#include "core/node.h"
+#include "core/task.h"
+#include "core/topology.h"
+
+namespace tidepool {
+
+// Where one task runs: a node and the GPUs it holds there (empty for CPU-only tasks).
+struct Assignment {
+  NodeId node;
+  GpuSet gpus = 0;
+
+  friend bool operator==(const Assignment&, const Assignment&) = default;
+};
+
+class Pool {
+ public:
+  // Validates the node list (unique names, GPU counts within bounds, known models and leaves,
+  // NVLink domains numbered densely) and builds an empty pool.
+  static Result<Pool> create(GpuModelCatalog models, Topology topology, std::vector<NodeSpec> nodes);
+
+  [[nodiscard]] int node_count() const { return static_cast<int>(specs_.size()); }
+  [[nodiscard]] const NodeSpec& spec(NodeId node) const { return specs_[node.value]; }
+  [[nodiscard]] const NodeState& state(NodeId node) const { return states_[node.value]; }
+  [[nodiscard]] std::span<const NodeSpec> specs() const { return specs_; }
+  [[nodiscard]] std::span<const NodeState> states() const { return states_; }
+  // Bumped on every change of the node; lets callers cache per-node computations.
+  [[nodiscard]] std::uint32_t version(NodeId node) const { return versions_[node.value]; }
+  [[nodiscard]] const GpuModelCatalog& models() const { return models_; }
+
+  // Where the node stands in the order that breaks ties between equally good placements:
+  // lower ranks win. By default the node list order; set_tie_order changes it (the FGD
+  // experiments draw a random order per run, as their simulator does with node names).
+  [[nodiscard]] std::uint32_t tie_rank(NodeId node) const { return tie_ranks_[node.value]; }
+  // `order` lists every node once, best first.
+  Result<void> set_tie_order(std::span<const NodeId> order);
+  [[nodiscard]] const Topology& topology() const { return topology_; }
+
+  [[nodiscard]] std::int64_t total_gpus() const { return total_gpus_; }
+  [[nodiscard]] std::int64_t capacity_milli_gpu() const { return total_gpus_ * kMilliPerGpu; }
+  [[nodiscard]] std::int64_t allocated_milli_gpu() const { return allocated_milli_gpu_; }
+  [[nodiscard]] MilliCpu capacity_milli_cpu() const { return capacity_cpu_; }
+  [[nodiscard]] MilliCpu allocated_milli_cpu() const { return allocated_cpu_; }
+
+  // Places `task` on `where`. Fails, changing nothing, if the node lacks CPU or memory, the GPU
+  // model is not accepted, the GPU set does not match the task, or a GPU lacks the share.
+  Result<void> allocate(const TaskShape& task, const Assignment& where);
+
+  // Returns what `task` held on `where`. Fails, changing nothing, if that would free more than
+  // the node's capacity (the task was not there).
+  Result<void> release(const TaskShape& task, const Assignment& where);
+
+  // Checks every node: 0 <= free <= capacity for CPU, memory and each GPU, and the cached summary
+  // fields and pool totals agree with the per-GPU figures.
+  Result<void> check_invariants() const;
+
+ private:
+  Pool() = default;
+  Result<void> check_assignment(const TaskShape& task, const Assignment& where) const;
+  void apply(const TaskShape& task, const Assignment& where, int sign);
+
+  GpuModelCatalog models_;
+  Topology topology_;
+  std::vector<NodeSpec> specs_;
+  std::vector<NodeState> states_;
+  std::vector<std::uint32_t> versions_;
+  std::vector<std::uint32_t> tie_ranks_;
+  std::int64_t total_gpus_ = 0;
+  std::int64_t allocated_milli_gpu_ = 0;
+  MilliCpu capacity_cpu_ = 0;
+  MilliCpu allocated_cpu_ = 0;
+};
+
+// Why `task` fits on no node of `pool` now, with counts ("1213 nodes: 40 lack CPU, ...").
+std::string explain_unplaceable(const Pool& pool, const TaskShape& task);
+
+// "2 GPU x 1000m (T4|P100), 8000m CPU, 16384 MiB"
+std::string describe(const TaskShape& task, const GpuModelCatalog& models);
+
+}  // namespace tidepool

@@ -1,0 +1,22 @@
+// Plain-text tables for terminal reports: columns padded to their widest cell, numbers right-
+// aligned.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace tidepool {
+
+class TextTable {
+ public:
+  explicit TextTable(std::vector<std::string> header) : header_(std::move(header)) {}
+  void add_row(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+  void print(std::ostream& out) const;
+
+ private:
+  std::vector<std::string> header_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+}  // namespace tidepool
