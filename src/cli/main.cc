@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/sim_pack_command.h"
+#include "cli/sim_replay_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app("Tidepool: one GPU pool shared by business units", "tidepool");
@@ -9,9 +10,11 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "tidepool 0.1.0");
   int exit_code = 0;
 
-  CLI::App* sim = app.add_subcommand("sim", "Trace-driven simulation with the scheduler's own code");
+  CLI::App* sim =
+      app.add_subcommand("sim", "Trace-driven simulation with the scheduler's own code");
   sim->require_subcommand(1);
   tidepool::add_sim_pack_command(*sim, &exit_code);
+  tidepool::add_sim_replay_command(*sim, &exit_code);
 
   CLI11_PARSE(app, argc, argv);
   return exit_code;

@@ -1,15 +1,15 @@
 #include "cli/progress.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cstdio>
 
-#include <fmt/format.h>
-
 namespace tidepool {
 
 ProgressLine::ProgressLine(std::string what)
-    : what_(std::move(what)), enabled_(isatty(STDERR_FILENO) == 1),
+    : what_(std::move(what)),
+      enabled_(isatty(STDERR_FILENO) == 1),
       start_(std::chrono::steady_clock::now()) {}
 
 ProgressLine::~ProgressLine() {

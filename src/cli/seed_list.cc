@@ -10,8 +10,8 @@ Result<std::uint64_t> parse_seed(std::string_view text, std::string_view whole) 
   std::uint64_t value = 0;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (text.empty() || error != std::errc{} || end != text.data() + text.size()) {
-    return fail("--seeds", "'" + std::string(whole) +
-                               "' is not a seed list such as 42, 42-51 or 1,5,9");
+    return fail("--seeds",
+                "'" + std::string(whole) + "' is not a seed list such as 42, 42-51 or 1,5,9");
   }
   return value;
 }
@@ -34,8 +34,12 @@ Result<std::vector<std::uint64_t>> parse_seed_list(std::string_view text) {
       last = *parsed;
     }
     if (last < *first) return fail("--seeds", "range '" + std::string(item) + "' runs backwards");
-    if (last - *first >= 100000) return fail("--seeds", "range '" + std::string(item) + "' is too long");
-    for (std::uint64_t s = *first; s <= last; ++s) seeds.push_back(s);
+    if (last - *first >= 100000)
+      return fail("--seeds", "range '" + std::string(item) + "' is too long");
+    for (std::uint64_t s = *first;; ++s) {
+      seeds.push_back(s);
+      if (s == last) break;  // also ends a range that reaches the largest seed
+    }
     if (comma == std::string_view::npos) break;
     text.remove_prefix(comma + 1);
   }

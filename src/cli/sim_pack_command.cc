@@ -1,14 +1,15 @@
 #include "cli/sim_pack_command.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <set>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "cli/progress.h"
 #include "cli/seed_list.h"
@@ -40,7 +41,9 @@ bool is_pod_list(const fs::path& path) {
   std::string header;
   if (!std::getline(in, header)) return false;
   const auto columns = split_csv_line(header);
-  auto has = [&](std::string_view c) { return std::find(columns.begin(), columns.end(), c) != columns.end(); };
+  auto has = [&](std::string_view c) {
+    return std::find(columns.begin(), columns.end(), c) != columns.end();
+  };
   return has("name") && has("num_gpu") && has("gpu_milli");
 }
 
@@ -52,9 +55,12 @@ Result<std::vector<fs::path>> expand_pod_paths(const std::vector<std::string>& a
     if (fs::is_directory(arg, error)) {
       std::vector<fs::path> found;
       for (const auto& entry : fs::directory_iterator(arg, error)) {
-        if (entry.path().extension() == ".csv" && is_pod_list(entry.path())) found.push_back(entry.path());
+        if (entry.path().extension() == ".csv" && is_pod_list(entry.path()))
+          found.push_back(entry.path());
       }
-      if (found.empty()) return fail("--pods", "no pod list (*.csv with name,num_gpu,gpu_milli) in folder '" + arg + "'");
+      if (found.empty())
+        return fail("--pods",
+                    "no pod list (*.csv with name,num_gpu,gpu_milli) in folder '" + arg + "'");
       std::sort(found.begin(), found.end());
       files.insert(files.end(), found.begin(), found.end());
     } else if (fs::is_regular_file(arg, error)) {
@@ -67,7 +73,8 @@ Result<std::vector<fs::path>> expand_pod_paths(const std::vector<std::string>& a
 }
 
 Result<std::vector<PolicyInfo>> select_policies(const std::string& spec) {
-  if (spec == "all") return std::vector<PolicyInfo>(placement_policies().begin(), placement_policies().end());
+  if (spec == "all")
+    return std::vector<PolicyInfo>(placement_policies().begin(), placement_policies().end());
   std::vector<PolicyInfo> chosen;
   std::string_view rest = spec;
   while (true) {
@@ -81,8 +88,13 @@ Result<std::vector<PolicyInfo>> select_policies(const std::string& spec) {
   return chosen;
 }
 
-std::string percent_text(double value) { return std::isnan(value) ? "-" : fmt::format("{:.2f}", value); }
-std::string signed_text(double value) { return std::isnan(value) ? "-" : fmt::format("{:+.2f}", value); }
+std::string percent_text(double value) {
+  return std::isnan(value) ? "-" : fmt::format("{:.2f}", value);
+}
+std::string signed_text(double value) {
+  if (std::isnan(value)) return "-";
+  return fmt::format("{:+.2f}", std::abs(value) < 0.005 ? 0.0 : value);
+}
 
 void print_summary(std::span<const PackGridResult> results) {
   const MetricSamples allocation = collect_samples(results, PackMetric::kAllocation, 100);
@@ -97,7 +109,8 @@ void print_summary(std::span<const PackGridResult> results) {
   for (const auto& [key, values] : allocation) {
     auto frag = fragmentation.find(key);
     const auto& f = failed[key];
-    table.add_row({key.first, key.second, std::to_string(values.size()), percent_text(median(values)),
+    table.add_row({key.first, key.second, std::to_string(values.size()),
+                   percent_text(median(values)),
                    frag == fragmentation.end() ? "-" : percent_text(median(frag->second)),
                    fmt::format("{:.1f}%", 100.0 * f.first / std::max(1, f.second))});
   }
@@ -105,16 +118,28 @@ void print_summary(std::span<const PackGridResult> results) {
   table.print(std::cout);
 }
 
-Result<void> print_comparison(std::span<const PackGridResult> results, const std::string& folder) {
+struct PublishedResults {
+  MetricSamples allocation;
+  MetricSamples fragmentation;
+};
+
+Result<PublishedResults> read_published(const std::string& folder) {
   const fs::path dir(folder);
-  auto published_alloc = read_fgd_results((dir / "analysis_allo_discrete.csv").string(), 100);
-  if (!published_alloc) return std::unexpected(published_alloc.error());
-  auto published_frag = read_fgd_results((dir / "analysis_frag_discrete.csv").string(), 100);
-  if (!published_frag) return std::unexpected(published_frag.error());
+  auto allocation = read_fgd_results((dir / "analysis_allo_discrete.csv").string(), 100);
+  if (!allocation) return fail("--compare", allocation.error().message());
+  auto fragmentation = read_fgd_results((dir / "analysis_frag_discrete.csv").string(), 100);
+  if (!fragmentation) return fail("--compare", fragmentation.error().message());
+  return PublishedResults{std::move(*allocation), std::move(*fragmentation)};
+}
+
+void print_comparison(std::span<const PackGridResult> results, const PublishedResults& published) {
+  const MetricSamples* published_alloc = &published.allocation;
+  const MetricSamples* published_frag = &published.fragmentation;
   const MetricSamples ours_alloc = collect_samples(results, PackMetric::kAllocation, 100);
   const MetricSamples ours_frag = collect_samples(results, PackMetric::kFragmentation, 100);
 
-  auto published_median = [](const MetricSamples& samples, const std::pair<std::string, std::string>& key) {
+  auto published_median = [](const MetricSamples& samples,
+                             const std::pair<std::string, std::string>& key) {
     auto it = samples.find(key);
     return it == samples.end() ? std::nan("") : median(it->second);
   };
@@ -133,7 +158,6 @@ Result<void> print_comparison(std::span<const PackGridResult> results, const std
   std::cout << "\nBeside the published FGD results (medians over seeds at 100% arrived, % of GPU "
                "capacity):\n";
   table.print(std::cout);
-  return {};
 }
 
 Result<void> run_sim_pack(const PackOptions& options) {
@@ -145,12 +169,19 @@ Result<void> run_sim_pack(const PackOptions& options) {
   auto pod_files = expand_pod_paths(options.pods);
   if (!pod_files) return std::unexpected(pod_files.error());
 
+  // Read the published results first: a bad --compare folder should not cost a whole grid.
+  std::optional<PublishedResults> published;
+  if (options.published_only && options.compare.empty()) {
+    return fail("--published-only", "needs --compare");
+  }
+  if (!options.compare.empty()) {
+    auto read = read_published(options.compare);
+    if (!read) return std::unexpected(read.error());
+    published = std::move(*read);
+  }
   std::set<std::string> published_workloads;
-  if (options.published_only) {
-    if (options.compare.empty()) return fail("--published-only", "needs --compare");
-    auto published = read_fgd_results((fs::path(options.compare) / "analysis_allo_discrete.csv").string(), 100);
-    if (!published) return std::unexpected(published.error());
-    for (const auto& [key, values] : *published) published_workloads.insert(key.first);
+  if (published) {
+    for (const auto& [key, values] : published->allocation) published_workloads.insert(key.first);
   }
 
   GpuModelCatalog models;
@@ -162,7 +193,8 @@ Result<void> run_sim_pack(const PackOptions& options) {
     if (options.published_only && !published_workloads.contains(name)) continue;
     auto pods = load_openb_pods(file.string(), models);
     if (!pods) return std::unexpected(pods.error());
-    std::stable_sort(pods->begin(), pods->end(), [](const PodRecord& a, const PodRecord& b) { return a.name < b.name; });
+    std::stable_sort(pods->begin(), pods->end(),
+                     [](const PodRecord& a, const PodRecord& b) { return a.name < b.name; });
     PackWorkload workload;
     workload.name = name;
     for (const PodRecord& pod : *pods) workload.tasks.push_back(pod.shape);
@@ -173,18 +205,21 @@ Result<void> run_sim_pack(const PackOptions& options) {
   auto pool = Pool::create(std::move(models), Topology::single_leaf(), std::move(*nodes));
   if (!pool) return std::unexpected(pool.error());
 
-  const int threads = options.threads > 0 ? options.threads
-                                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  std::cerr << fmt::format("pack: {} workload(s) x {} policies x {} seed(s) on {} nodes / {} GPUs, {} thread(s)\n",
-                           workloads.size(), policies->size(), seeds->size(), pool->node_count(),
-                           pool->total_gpus(), threads);
+  const int threads = options.threads > 0
+                          ? options.threads
+                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  std::cerr << fmt::format(
+      "pack: {} workload(s) x {} policies x {} seed(s) on {} nodes / {} GPUs, {} thread(s)\n",
+      workloads.size(), policies->size(), seeds->size(), pool->node_count(), pool->total_gpus(),
+      threads);
   std::vector<PackGridResult> results;
   {
     ProgressLine progress("pack");
     results = run_pack_grid(*pool, workloads, *policies, *seeds, options.tune, threads,
                             [&](int done, int total, const PackGridResult& r) {
-                              progress.update(done, total, fmt::format("{} {} seed {}", r.workload,
-                                                                       r.policy_label, r.seed));
+                              progress.update(
+                                  done, total,
+                                  fmt::format("{} {} seed {}", r.workload, r.policy_label, r.seed));
                             });
   }
 
@@ -199,9 +234,7 @@ Result<void> run_sim_pack(const PackOptions& options) {
     if (!out) return fail("--out", "cannot write '" + path.string() + "'");
   }
   print_summary(results);
-  if (!options.compare.empty()) {
-    if (auto ok = print_comparison(results, options.compare); !ok) return ok;
-  }
+  if (published) print_comparison(results, *published);
   std::cout << "\nWrote " << (fs::path(options.out) / "allocation.csv").string() << " and "
             << (fs::path(options.out) / "fragmentation.csv").string() << '\n';
   return {};
@@ -216,7 +249,8 @@ void add_sim_pack_command(CLI::App& sim, int* exit_code) {
       "Packing experiment of the FGD paper: tasks arrive (resampled to --tune x GPU capacity, "
       "shuffled by seed) and never leave; writes allocation.csv and fragmentation.csv in the "
       "layout of the published FGD results");
-  pack->add_option("--nodes", options->nodes, "GPU node list (openb format: sn,cpu_milli,memory_mib,gpu,model)")
+  pack->add_option("--nodes", options->nodes,
+                   "GPU node list (openb format: sn,cpu_milli,memory_mib,gpu,model)")
       ->required()
       ->check(CLI::ExistingFile);
   pack->add_option("--pods", options->pods,
@@ -229,7 +263,8 @@ void add_sim_pack_command(CLI::App& sim, int* exit_code) {
   pack->add_option("--tune", options->tune, "arrived GPU demand at the end, x GPU capacity")
       ->capture_default_str();
   pack->add_option("--seeds", options->seeds, "seeds: 42, 42-51 or 1,5,9")->capture_default_str();
-  pack->add_option("--out", options->out, "folder for allocation.csv and fragmentation.csv")->required();
+  pack->add_option("--out", options->out, "folder for allocation.csv and fragmentation.csv")
+      ->required();
   pack->add_option("--compare", options->compare,
                    "folder with the published analysis_allo_discrete.csv and "
                    "analysis_frag_discrete.csv to print ours beside");

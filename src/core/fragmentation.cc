@@ -9,7 +9,8 @@ namespace {
 
 // Total order used to break frequency ties: larger shapes first.
 bool larger_shape(const TaskShape& a, const TaskShape& b) {
-  return std::tuple(a.milli_cpu, a.milli_per_gpu, a.gpu_count, a.models.bits(), !a.models.is_any()) >
+  return std::tuple(a.milli_cpu, a.milli_per_gpu, a.gpu_count, a.models.bits(),
+                    !a.models.is_any()) >
          std::tuple(b.milli_cpu, b.milli_per_gpu, b.gpu_count, b.models.bits(), !b.models.is_any());
 }
 
@@ -39,15 +40,23 @@ WorkloadProfile WorkloadProfile::from_tasks(std::span<const TaskShape> tasks,
     covered += typical.count;
     profile.tasks_.push_back(typical);
   }
-  for (const TypicalTask& typical : profile.tasks_) {
-    profile.total_count_ += typical.count;
+  profile.all_shapes_ = sorted;
+  profile.finish();
+  return profile;
+}
+
+void WorkloadProfile::finish() {
+  total_count_ = 0;
+  cpu_only_count_ = 0;
+  gpu_tasks_.clear();
+  for (const TypicalTask& typical : tasks_) {
+    total_count_ += typical.count;
     if (typical.shape.needs_gpu()) {
-      profile.gpu_tasks_.push_back(typical);
+      gpu_tasks_.push_back(typical);
     } else {
-      profile.cpu_only_count_ += typical.count;
+      cpu_only_count_ += typical.count;
     }
   }
-  return profile;
 }
 
 std::int64_t scaled_node_fragmentation(const NodeSpec& spec, MilliCpu free_cpu,

@@ -36,20 +36,23 @@ class WorkloadProfile {
   static WorkloadProfile from_tasks(std::span<const TaskShape> tasks, int coverage_percent = 95);
 
   [[nodiscard]] std::span<const TypicalTask> tasks() const { return tasks_; }
+  // Every shape of the workload with its count (typical or not), in the same order.
+  [[nodiscard]] std::span<const TypicalTask> all_shapes() const { return all_shapes_; }
   // Sum of the counts of the typical tasks: fragmentation amounts are scaled by it.
   [[nodiscard]] std::int64_t total_count() const { return total_count_; }
   // Sum of the counts of typical tasks that need no GPU.
   [[nodiscard]] std::int64_t cpu_only_count() const { return cpu_only_count_; }
 
  private:
+  void finish();
   std::vector<TypicalTask> tasks_;      // all typical tasks
   std::vector<TypicalTask> gpu_tasks_;  // those that need a GPU
+  std::vector<TypicalTask> all_shapes_;
   std::int64_t total_count_ = 0;
   std::int64_t cpu_only_count_ = 0;
 
   friend std::int64_t scaled_node_fragmentation(const NodeSpec&, MilliCpu,
-                                                std::span<const MilliGpu>,
-                                                const WorkloadProfile&);
+                                                std::span<const MilliGpu>, const WorkloadProfile&);
 };
 
 // FGD fragmentation of a node with `free_cpu` and per-GPU `free_milli` (one entry per GPU), in

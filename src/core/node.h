@@ -57,7 +57,8 @@ void refresh_summary(NodeState& state, int gpu_count);
 // Whether `task` fits on the node now: CPU, memory, GPU model and GPU capacity (one GPU with
 // enough free share for a fraction, enough wholly free GPUs otherwise). CPU-only tasks ignore the
 // model constraint, as GPU-model constraints only concern GPUs.
-[[nodiscard]] inline bool fits(const NodeSpec& spec, const NodeState& state, const TaskShape& task) {
+[[nodiscard]] inline bool fits(const NodeSpec& spec, const NodeState& state,
+                               const TaskShape& task) {
   if (state.free_cpu < task.milli_cpu || state.free_memory < task.memory_mib) return false;
   if (!task.needs_gpu()) return true;
   if (!task.models.accepts(spec.model)) return false;

@@ -1,9 +1,9 @@
 #include "core/pool.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <unordered_set>
-
-#include <fmt/format.h>
 
 namespace tidepool {
 
@@ -16,8 +16,8 @@ Result<Pool> Pool::create(GpuModelCatalog models, Topology topology, std::vector
     if (node.name.empty()) return fail(where, "the node has no name");
     if (!names.insert(node.name).second) return fail(where, "the node name is used twice");
     if (node.gpu_count < 0 || node.gpu_count > kMaxGpusPerNode) {
-      return fail(where, fmt::format("gpu count must be 0..{}, got {}", kMaxGpusPerNode,
-                                     node.gpu_count));
+      return fail(where,
+                  fmt::format("gpu count must be 0..{}, got {}", kMaxGpusPerNode, node.gpu_count));
     }
     if (node.gpu_count > 0 && static_cast<int>(node.model.value) >= models.size()) {
       return fail(where, "the GPU model is not in the catalog");
@@ -28,13 +28,17 @@ Result<Pool> Pool::create(GpuModelCatalog models, Topology topology, std::vector
       return fail(where, "the leaf switch is not in the topology");
     }
     // Domains are numbered 0..k-1 without gaps, so that callers can size arrays by the highest.
+    // A node has at most kMaxGpusPerNode domains, so a valid number is below that.
     int highest = -1;
     std::uint32_t seen = 0;
+    bool in_range = true;
     for (int g = 0; g < node.gpu_count; ++g) {
-      highest = std::max<int>(highest, node.nvlink_domain[g]);
-      seen |= 1U << std::min<int>(node.nvlink_domain[g], 31);
+      const int domain = node.nvlink_domain[g];
+      in_range = in_range && domain < kMaxGpusPerNode;
+      highest = std::max(highest, domain);
+      if (domain < kMaxGpusPerNode) seen |= 1U << domain;
     }
-    if (node.gpu_count > 0 && seen != (std::uint32_t{1} << (highest + 1)) - 1) {
+    if (node.gpu_count > 0 && (!in_range || seen != (std::uint32_t{1} << (highest + 1)) - 1)) {
       return fail(where, "NVLink domains must be numbered 0, 1, ... without gaps");
     }
   }
@@ -60,8 +64,8 @@ Result<Pool> Pool::create(GpuModelCatalog models, Topology topology, std::vector
 
 Result<void> Pool::set_tie_order(std::span<const NodeId> order) {
   if (order.size() != specs_.size()) {
-    return fail("tie order", fmt::format("lists {} nodes, the pool has {}", order.size(),
-                                         specs_.size()));
+    return fail("tie order",
+                fmt::format("lists {} nodes, the pool has {}", order.size(), specs_.size()));
   }
   std::vector<std::uint32_t> ranks(specs_.size(), UINT32_MAX);
   for (std::uint32_t rank = 0; rank < order.size(); ++rank) {
@@ -85,7 +89,7 @@ Result<void> Pool::check_assignment(const TaskShape& task, const Assignment& whe
     return fail("gpus", fmt::format("the task needs {} GPU(s), {} given on {}", wanted,
                                     gpu_set_size(where.gpus), spec.name));
   }
-  if (spec.gpu_count < kMaxGpusPerNode && (where.gpus >> spec.gpu_count) != 0) {
+  if ((std::uint64_t{where.gpus} >> spec.gpu_count) != 0) {
     return fail("gpus", fmt::format("{} has only {} GPU(s)", spec.name, spec.gpu_count));
   }
   if (wanted > 0 && !task.models.accepts(spec.model)) {
@@ -109,8 +113,8 @@ Result<void> Pool::allocate(const TaskShape& task, const Assignment& where) {
   }
   for (int g = 0; g < spec.gpu_count; ++g) {
     if (gpu_set_contains(where.gpus, g) && state.free_milli[g] < task.milli_per_gpu) {
-      return fail("gpus", fmt::format("GPU {} of {} has {}m free, the task needs {}m", g,
-                                      spec.name, state.free_milli[g], task.milli_per_gpu));
+      return fail("gpus", fmt::format("GPU {} of {} has {}m free, the task needs {}m", g, spec.name,
+                                      state.free_milli[g], task.milli_per_gpu));
     }
   }
   apply(task, where, -1);
@@ -127,7 +131,8 @@ Result<void> Pool::release(const TaskShape& task, const Assignment& where) {
     return fail("release", fmt::format("{} does not hold this task", spec.name));
   }
   for (int g = 0; g < spec.gpu_count; ++g) {
-    if (gpu_set_contains(where.gpus, g) && state.free_milli[g] + task.milli_per_gpu > kMilliPerGpu) {
+    if (gpu_set_contains(where.gpus, g) &&
+        state.free_milli[g] + task.milli_per_gpu > kMilliPerGpu) {
       return fail("release", fmt::format("GPU {} of {} does not hold this task", g, spec.name));
     }
   }
@@ -158,19 +163,19 @@ Result<void> Pool::check_invariants() const {
     const NodeSpec& spec = specs_[i];
     const NodeState& state = states_[i];
     if (state.free_cpu < 0 || state.free_cpu > spec.milli_cpu) {
-      return fail(spec.name, fmt::format("free CPU {}m outside 0..{}m", state.free_cpu,
-                                         spec.milli_cpu));
+      return fail(spec.name,
+                  fmt::format("free CPU {}m outside 0..{}m", state.free_cpu, spec.milli_cpu));
     }
     if (state.free_memory < 0 || state.free_memory > spec.memory_mib) {
-      return fail(spec.name, fmt::format("free memory {} MiB outside 0..{} MiB",
-                                         state.free_memory, spec.memory_mib));
+      return fail(spec.name, fmt::format("free memory {} MiB outside 0..{} MiB", state.free_memory,
+                                         spec.memory_mib));
     }
     for (int g = 0; g < kMaxGpusPerNode; ++g) {
       const MilliGpu free = state.free_milli[g];
       const MilliGpu capacity = g < spec.gpu_count ? kMilliPerGpu : 0;
       if (free < 0 || free > capacity) {
-        return fail(spec.name, fmt::format("GPU {} has {}m free, outside 0..{}m", g, free,
-                                           capacity));
+        return fail(spec.name,
+                    fmt::format("GPU {} has {}m free, outside 0..{}m", g, free, capacity));
       }
       allocated_gpu += capacity - free;
     }
@@ -188,8 +193,8 @@ Result<void> Pool::check_invariants() const {
                                     allocated_gpu));
   }
   if (allocated_cpu != allocated_cpu_) {
-    return fail("pool", fmt::format("allocated CPU {}m, per-node sum {}m", allocated_cpu_,
-                                    allocated_cpu));
+    return fail("pool",
+                fmt::format("allocated CPU {}m, per-node sum {}m", allocated_cpu_, allocated_cpu));
   }
   return {};
 }

@@ -28,7 +28,8 @@ class Pool {
  public:
   // Validates the node list (unique names, GPU counts within bounds, known models and leaves,
   // NVLink domains numbered densely) and builds an empty pool.
-  static Result<Pool> create(GpuModelCatalog models, Topology topology, std::vector<NodeSpec> nodes);
+  static Result<Pool> create(GpuModelCatalog models, Topology topology,
+                             std::vector<NodeSpec> nodes);
 
   [[nodiscard]] int node_count() const { return static_cast<int>(specs_.size()); }
   [[nodiscard]] const NodeSpec& spec(NodeId node) const { return specs_[node.value]; }

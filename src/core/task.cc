@@ -8,8 +8,8 @@ Result<TaskShape> make_task_shape(std::int64_t gpu_count, std::int64_t milli_per
                                   std::int64_t milli_cpu, std::int64_t memory_mib,
                                   ModelSet models) {
   if (gpu_count < 0 || gpu_count > kMaxGpusPerNode) {
-    return fail("gpu_count", "must be between 0 and " + std::to_string(kMaxGpusPerNode) +
-                                 ", got " + std::to_string(gpu_count));
+    return fail("gpu_count", "must be between 0 and " + std::to_string(kMaxGpusPerNode) + ", got " +
+                                 std::to_string(gpu_count));
   }
   if (gpu_count == 0 && milli_per_gpu != 0) {
     return fail("gpu_milli", "a task without GPUs must ask for 0 milli-GPU, got " +
@@ -24,7 +24,8 @@ Result<TaskShape> make_task_shape(std::int64_t gpu_count, std::int64_t milli_per
                                  std::to_string(gpu_count) + " GPUs need 1000 each, got " +
                                  std::to_string(milli_per_gpu));
   }
-  if (milli_cpu < 0) return fail("cpu_milli", "must not be negative, got " + std::to_string(milli_cpu));
+  if (milli_cpu < 0)
+    return fail("cpu_milli", "must not be negative, got " + std::to_string(milli_cpu));
   if (memory_mib < 0) {
     return fail("memory_mib", "must not be negative, got " + std::to_string(memory_mib));
   }
@@ -39,9 +40,7 @@ Result<TaskShape> make_task_shape(std::int64_t gpu_count, std::int64_t milli_per
 
 std::size_t TaskShapeHash::operator()(const TaskShape& t) const noexcept {
   std::uint64_t h = 0xcbf29ce484222325ULL;
-  auto mix = [&h](std::uint64_t v) {
-    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-  };
+  auto mix = [&h](std::uint64_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
   mix(static_cast<std::uint64_t>(t.gpu_count));
   mix(static_cast<std::uint64_t>(t.milli_per_gpu));
   mix(static_cast<std::uint64_t>(t.milli_cpu));

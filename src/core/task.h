@@ -20,7 +20,9 @@ struct TaskShape {
   ModelSet models;  // GPU models the task accepts
 
   [[nodiscard]] bool needs_gpu() const { return gpu_count > 0; }
-  [[nodiscard]] bool is_fractional() const { return gpu_count == 1 && milli_per_gpu < kMilliPerGpu; }
+  [[nodiscard]] bool is_fractional() const {
+    return gpu_count == 1 && milli_per_gpu < kMilliPerGpu;
+  }
   [[nodiscard]] std::int64_t total_milli_gpu() const {
     return std::int64_t{gpu_count} * milli_per_gpu;
   }

@@ -19,7 +19,9 @@ class CsvReader {
   // Reads the header line. `source` names the input in error messages.
   static Result<CsvReader> open(std::istream& in, std::string source);
 
-  [[nodiscard]] bool has_column(std::string_view name) const { return columns_.contains(std::string(name)); }
+  [[nodiscard]] bool has_column(std::string_view name) const {
+    return columns_.contains(std::string(name));
+  }
   // Fails naming the missing columns if any of `names` is absent.
   Result<void> require(std::initializer_list<std::string_view> names) const;
 

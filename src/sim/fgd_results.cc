@@ -1,11 +1,11 @@
 #include "sim/fgd_results.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <fstream>
-
-#include <fmt/format.h>
 
 #include "sim/csv.h"
 

@@ -21,7 +21,8 @@ enum class PackMetric { kAllocation, kFragmentation };
 // Writes rows in the published column layout: allocation files carry a total_gpus column after
 // the seed, fragmentation files do not (as in analysis_allo_discrete.csv and
 // analysis_frag_discrete.csv).
-void write_fgd_results(std::ostream& out, std::span<const PackGridResult> results, PackMetric metric);
+void write_fgd_results(std::ostream& out, std::span<const PackGridResult> results,
+                       PackMetric metric);
 
 // Values at one arrived percentage, per (workload, policy label), in file order.
 using MetricSamples = std::map<std::pair<std::string, std::string>, std::vector<double>>;
@@ -30,7 +31,8 @@ using MetricSamples = std::map<std::pair<std::string, std::string>, std::vector<
 Result<MetricSamples> read_fgd_results(const std::string& path, int percent);
 
 // Our values at `percent`, grouped the same way.
-MetricSamples collect_samples(std::span<const PackGridResult> results, PackMetric metric, int percent);
+MetricSamples collect_samples(std::span<const PackGridResult> results, PackMetric metric,
+                              int percent);
 
 // The median, as pandas computes it (mean of the two middle values for an even count).
 double median(std::vector<double> values);

@@ -21,7 +21,7 @@ namespace tidepool {
 struct PodRecord {
   std::string name;
   TaskShape shape;
-  std::optional<Seconds> creation_time;   // seconds from trace start
+  std::optional<Seconds> creation_time;  // seconds from trace start
   std::optional<Seconds> deletion_time;
   std::optional<Seconds> scheduled_time;  // absent for pods that never ran
 };

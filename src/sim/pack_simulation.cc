@@ -58,10 +58,11 @@ PackRun run_pack(Pool pool, std::span<const TaskShape> tasks, const WorkloadProf
     node_fragment[i] = scaled_node_fragmentation(pool.spec(node), pool.state(node), profile);
     fragment += node_fragment[i];
   }
-  const double per_count = profile.total_count() > 0 ? 1.0 / static_cast<double>(profile.total_count()) : 0.0;
+  const double per_count =
+      profile.total_count() > 0 ? 1.0 / static_cast<double>(profile.total_count()) : 0.0;
   auto sample = [&](std::int64_t arrived) {
-    run.samples.push_back({arrived, pool.allocated_milli_gpu(),
-                           static_cast<double>(fragment) * per_count});
+    run.samples.push_back(
+        {arrived, pool.allocated_milli_gpu(), static_cast<double>(fragment) * per_count});
   };
 
   std::int64_t arrived = 0;
@@ -73,7 +74,8 @@ PackRun run_pack(Pool pool, std::span<const TaskShape> tasks, const WorkloadProf
     PlacementResult where = policy.place(pool, task, rng);
     if (where && pool.allocate(task, *where)) {
       const NodeId node = where->node;
-      const std::int64_t now = scaled_node_fragmentation(pool.spec(node), pool.state(node), profile);
+      const std::int64_t now =
+          scaled_node_fragmentation(pool.spec(node), pool.state(node), profile);
       fragment += now - node_fragment[node.value];
       node_fragment[node.value] = now;
     } else {
@@ -128,9 +130,8 @@ PercentCurve allocation_curve(const PackRun& run) {
 }
 
 PercentCurve fragmentation_curve(const PackRun& run) {
-  return percent_curve(run, [](const PackSample& s, double capacity) {
-    return s.fragmented_milli_gpu / capacity;
-  });
+  return percent_curve(
+      run, [](const PackSample& s, double capacity) { return s.fragmented_milli_gpu / capacity; });
 }
 
 }  // namespace tidepool

@@ -24,7 +24,7 @@
 namespace tidepool {
 
 struct PackSettings {
-  double tune = 1.3;         // arrived GPU demand at the end, as a multiple of GPU capacity
+  double tune = 1.3;  // arrived GPU demand at the end, as a multiple of GPU capacity
   std::uint64_t seed = 42;
 };
 

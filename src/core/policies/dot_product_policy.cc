@@ -1,9 +1,9 @@
 // DotProduct: Tetris' alignment score (Grandl et al., SIGCOMM'14) in the form the FGD paper
 // evaluates (its "DotProd" baseline, with merged GPU dimension and max-spec normalisation):
 //   free = (free CPU / 128 cores, free GPU / 8 GPUs), demand = (CPU / 128 cores, GPU / 8 GPUs),
-//   score = floor(100 * (1 - free . demand / 2)),
+//   score = 100 * (1 - free . demand / 2) truncated to an integer,
 // highest score wins, so the node whose free resources align least with the demand is filled
-// first; ties are drawn at random. GPUs within the node: best fit.
+// first; equal scores go to the lowest tie rank. GPUs within the node: best fit.
 #include "core/policies/node_choice.h"
 #include "core/policies/policy_factories.h"
 

@@ -2,9 +2,10 @@
 // section 4): place the task where the node's fragmentation (see core/fragmentation.h) grows
 // least. As in the paper's implementation, the growth d (in milli-GPUs) is turned into a
 // kube-scheduler score floor(100 * sigmoid(-d / 1000)), so nodes whose growth differs by little
-// score alike and are drawn among at random. For a GPU fraction every GPU with the share free is
-// tried and the one with the best score taken (lowest index on ties); whole GPUs are the
-// lowest-indexed free ones.
+// score alike, and equal scores go to the lowest tie rank (the authors' simulator takes the
+// smallest node name, the names carrying a random per-run prefix). For a GPU fraction every GPU
+// with the share free is tried and the one with the best score taken (lowest index on ties); whole
+// GPUs are the lowest-indexed free ones.
 #include <cmath>
 
 #include "core/policies/fragmentation_delta.h"

@@ -4,8 +4,8 @@
 //   (75, 100] only the task's own class, (50, 75] its class among others,
 //   (25, 50]  an idle node,               [0, 25]  only other classes,
 // and within each band more allocated GPU scores higher: band + 25 * (8000 - free milli) / 8000
-// (integer arithmetic). CPU-only tasks score 0 everywhere (a random feasible node). GPUs within
-// the node: best fit.
+// (integer arithmetic). CPU-only tasks score 0 everywhere (the lowest-ranked feasible node). GPUs
+// within the node: best fit.
 #include "core/policies/node_choice.h"
 #include "core/policies/policy_factories.h"
 
@@ -25,9 +25,9 @@ class GpuClusteringPolicy final : public PlacementPolicy {
       for (int c = kFractionalClass; c < kTaskClassCount; ++c) {
         if (s.tasks_by_class[c] > 0) ++classes_present;
       }
-      const std::int64_t used =
-          std::int64_t{25} * (static_cast<std::int64_t>(kMaxSpecMilliGpu) - s.total_free_milli) /
-          static_cast<std::int64_t>(kMaxSpecMilliGpu);
+      const std::int64_t used = std::int64_t{25} *
+                                (static_cast<std::int64_t>(kMaxSpecMilliGpu) - s.total_free_milli) /
+                                static_cast<std::int64_t>(kMaxSpecMilliGpu);
       std::int64_t band = 0;
       if (s.tasks_by_class[own] > 0) {
         band = classes_present == 1 ? 75 : 50;

@@ -4,7 +4,7 @@
 //   needs wholly free GPUs of a used node: 50 - (number of them), at least 33;
 //   idle node:                       33 - (its GPU count), at least its GPU count.
 // The GPUs considered are those with the least free share that still hold the task. CPU-only
-// tasks score 0 everywhere (a random feasible node). GPUs within the node: best fit.
+// tasks score 0 everywhere (the lowest-ranked feasible node). GPUs within the node: best fit.
 #include <algorithm>
 
 #include "core/policies/node_choice.h"

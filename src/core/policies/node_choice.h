@@ -4,8 +4,8 @@
 
 #include <cstdint>
 #include <limits>
-#include <type_traits>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 #include "core/node.h"

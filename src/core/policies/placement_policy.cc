@@ -16,7 +16,7 @@ constexpr std::array<PolicyInfo, 7> kPolicies{{
     {"gpu-packing", "04-GpuPacking", "fill used GPUs, then used nodes, then idle nodes"},
     {"best-fit", "05-BestFit", "the node with the least resources left"},
     {"fgd", "06-FGD", "fragmentation gradient descent (Weng et al., ATC'23)"},
-    {"tidepool", "07-Tidepool", "Tidepool's default: exact fragmentation growth, then packing"},
+    {"tidepool", "07-Tidepool", "Tidepool's default: FGD plus GPU capacity stranded behind CPU"},
 }};
 
 bool equal_ignoring_case(std::string_view a, std::string_view b) {
@@ -46,7 +46,7 @@ Result<PolicyInfo> find_placement_policy(std::string_view name_or_label) {
 }
 
 Result<std::unique_ptr<PlacementPolicy>> make_placement_policy(std::string_view name_or_label,
-                                                              const WorkloadProfile& profile) {
+                                                               const WorkloadProfile& profile) {
   auto info = find_placement_policy(name_or_label);
   if (!info) return std::unexpected(info.error());
   const std::string_view name = info->name;

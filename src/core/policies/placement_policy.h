@@ -48,6 +48,6 @@ Result<PolicyInfo> find_placement_policy(std::string_view name_or_label);
 // Builds a policy. `profile` is the workload's task-shape distribution (used by the
 // fragmentation-aware policies; copied).
 Result<std::unique_ptr<PlacementPolicy>> make_placement_policy(std::string_view name_or_label,
-                                                              const WorkloadProfile& profile);
+                                                               const WorkloadProfile& profile);
 
 }  // namespace tidepool

@@ -1,0 +1,267 @@
+// Placement decisions per second of every policy on a synthetic pool of 10,000 nodes / 80,000
+// GPUs, held at 50% and 90% GPU allocation, and the cost of the FGD fragmentation measure alone.
+//
+// The task mix is shaped like the openb trace (Alibaba GPU cluster trace v2023): 13% CPU-only,
+// 38% a GPU fraction (810/470/320/650/230 milli-GPU), 48% one GPU, 1% 2/4/8 GPUs. A fixture is
+// filled to its target allocation by the policy under test itself. One benchmark iteration is
+// the steady state of a live scheduler: one decision, its commit, and the release of random
+// earlier allocations while the pool is above the target. items_per_second is decisions/s.
+//
+// Read the figures as ratios between policies of the same run (see bench/README.md).
+#include <benchmark/benchmark.h>
+
+#include <array>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/fragmentation.h"
+#include "core/policies/placement_policy.h"
+#include "core/pool.h"
+#include "core/rng.h"
+#include "core/task.h"
+#include "core/topology.h"
+
+namespace tidepool {
+namespace {
+
+constexpr int kNodes = 10'000;
+constexpr int kGpusPerNode = 8;
+constexpr int kNodesPerLeaf = 32;
+constexpr int kSpines = 8;
+constexpr std::uint64_t kPoolSeed = 7;
+constexpr std::uint64_t kProfileSeed = 11;
+constexpr std::uint64_t kFillSeed = 42;
+constexpr int kProfileSample = 200'000;
+constexpr std::array<int, 2> kOccupancies = {50, 90};
+
+[[noreturn]] void die(const std::string& what) {
+  std::fprintf(stderr, "placement_bench: %s\n", what.c_str());
+  std::abort();
+}
+
+template <class T>
+T take(Result<T> result, const char* what) {
+  if (!result) die(std::string(what) + ": " + result.error().message());
+  return std::move(*result);
+}
+
+// 10,000 nodes of 8 GPUs: 60% H100, 30% A100, 10% T4 (two NVLink domains of 4), 96-128 cores,
+// 1-2 TiB memory; 32 nodes per leaf switch, leaves spread over 8 spine switches.
+Pool make_synthetic_pool() {
+  GpuModelCatalog models;
+  const GpuModelId h100 = take(models.intern("H100"), "model");
+  const GpuModelId a100 = take(models.intern("A100"), "model");
+  const GpuModelId t4 = take(models.intern("T4"), "model");
+  Topology topology;
+  topology.site = "bench";
+  for (int s = 0; s < kSpines; ++s) topology.spines.push_back({"spine-" + std::to_string(s)});
+  const int leaves = (kNodes + kNodesPerLeaf - 1) / kNodesPerLeaf;
+  for (int l = 0; l < leaves; ++l) {
+    topology.leaves.push_back(
+        {"leaf-" + std::to_string(l), SpineId{static_cast<std::uint32_t>(l * kSpines / leaves)}});
+  }
+  Rng rng(kPoolSeed);
+  std::vector<NodeSpec> nodes(kNodes);
+  for (int i = 0; i < kNodes; ++i) {
+    NodeSpec& node = nodes[i];
+    node.name = "node-" + std::to_string(i);
+    const std::uint64_t kind = rng.below(10);
+    node.model = kind < 6 ? h100 : kind < 9 ? a100 : t4;
+    node.gpu_count = kGpusPerNode;
+    node.milli_cpu = (96 + 16 * static_cast<MilliCpu>(rng.below(3))) * 1000;
+    node.memory_mib = (1024 + 512 * static_cast<MemoryMib>(rng.below(3))) * 1024;
+    node.leaf = LeafId{static_cast<std::uint32_t>(i / kNodesPerLeaf)};
+    if (node.model == t4) {
+      for (int g = 4; g < kGpusPerNode; ++g) node.nvlink_domain[g] = 1;
+    }
+  }
+  return take(Pool::create(std::move(models), std::move(topology), std::move(nodes)), "pool");
+}
+
+template <std::size_t N, class T>
+T pick(Rng& rng, const std::array<T, N>& values) {
+  return values[rng.below(N)];
+}
+
+// One task of the openb-shaped mix.
+TaskShape draw_task(Rng& rng) {
+  constexpr MemoryMib kGib = 1024;
+  const std::uint64_t r = rng.below(1000);
+  std::int64_t gpus = 0, milli = 0, cpu = 0, memory = 0;
+  if (r < 130) {  // CPU-only
+    cpu = pick(rng, std::array<std::int64_t, 4>{1000, 2000, 4000, 8000});
+    memory = pick(rng, std::array<std::int64_t, 4>{2, 4, 8, 16}) * kGib;
+  } else if (r < 510) {  // a GPU fraction
+    gpus = 1;
+    milli = pick(rng, std::array<std::int64_t, 5>{810, 470, 320, 650, 230});
+    cpu = pick(rng, std::array<std::int64_t, 3>{2000, 4000, 8000});
+    memory = pick(rng, std::array<std::int64_t, 3>{8, 16, 32}) * kGib;
+  } else if (r < 990) {  // one GPU
+    gpus = 1;
+    milli = kMilliPerGpu;
+    cpu = pick(rng, std::array<std::int64_t, 3>{4000, 8000, 12000});
+    memory = pick(rng, std::array<std::int64_t, 3>{16, 32, 64}) * kGib;
+  } else {  // 2, 4 or 8 GPUs
+    gpus = pick(rng, std::array<std::int64_t, 3>{2, 4, 8});
+    milli = kMilliPerGpu;
+    cpu = gpus * pick(rng, std::array<std::int64_t, 2>{4000, 8000});
+    memory = gpus * 32 * kGib;
+  }
+  return take(make_task_shape(gpus, milli, cpu, memory), "task");
+}
+
+const WorkloadProfile& workload_profile() {
+  static const WorkloadProfile profile = [] {
+    Rng rng(kProfileSeed);
+    std::vector<TaskShape> sample;
+    sample.reserve(kProfileSample);
+    for (int i = 0; i < kProfileSample; ++i) sample.push_back(draw_task(rng));
+    return WorkloadProfile::from_tasks(sample);
+  }();
+  return profile;
+}
+
+struct Running {
+  TaskShape task;
+  Assignment where;
+};
+
+std::unique_ptr<PlacementPolicy> make_policy(const std::string& name) {
+  return take(make_placement_policy(name, workload_profile()), "policy");
+}
+
+// A pool held at a target allocation, with the policy that filled it.
+struct Fixture {
+  Fixture(Pool start, std::vector<Running> tasks, Rng random, const std::string& policy_name,
+          int target_percent)
+      : pool(std::move(start)),
+        policy(make_policy(policy_name)),
+        running(std::move(tasks)),
+        rng(random),
+        target_milli_gpu(pool.capacity_milli_gpu() * target_percent / 100) {}
+
+  // One decision and its commit; false if the task fits nowhere.
+  bool place_one() {
+    const TaskShape task = draw_task(rng);
+    auto where = policy->place(pool, task, rng);
+    if (!where) return false;
+    if (auto ok = pool.allocate(task, *where); !ok) die("allocate: " + ok.error().message());
+    running.push_back({task, *where});
+    return true;
+  }
+
+  // Releases random running tasks while the pool is above its target.
+  void release_to_target() {
+    while (pool.allocated_milli_gpu() > target_milli_gpu && !running.empty()) {
+      const std::size_t i = rng.below(running.size());
+      if (auto ok = pool.release(running[i].task, running[i].where); !ok) {
+        die("release: " + ok.error().message());
+      }
+      running[i] = running.back();
+      running.pop_back();
+    }
+  }
+
+  // Places tasks until the target is reached (or 20,000 decisions in a row fail).
+  void fill() {
+    int failures_in_a_row = 0;
+    while (pool.allocated_milli_gpu() < target_milli_gpu && failures_in_a_row < 20'000) {
+      failures_in_a_row = place_one() ? 0 : failures_in_a_row + 1;
+    }
+  }
+
+  [[nodiscard]] double occupancy_percent() const {
+    return 100.0 * static_cast<double>(pool.allocated_milli_gpu()) /
+           static_cast<double>(pool.capacity_milli_gpu());
+  }
+
+  Pool pool;
+  std::unique_ptr<PlacementPolicy> policy;
+  std::vector<Running> running;
+  Rng rng;
+  std::int64_t target_milli_gpu;
+};
+
+// The fixtures of one policy, all built on first use of any: the empty pool filled to the first
+// occupancy, a copy of that filled on to the next, and so on (each pool with a policy object of
+// its own, as a policy serves one pool). Built before any is measured, so they do not depend on
+// which benchmarks run.
+Fixture& fixture(const std::string& policy, int occupancy) {
+  static std::map<std::pair<std::string, int>, std::unique_ptr<Fixture>> cache;
+  if (!cache.contains({policy, kOccupancies.front()})) {
+    static const Pool empty = make_synthetic_pool();
+    const Fixture* previous = nullptr;
+    for (int target : kOccupancies) {
+      auto fx = previous != nullptr ? std::make_unique<Fixture>(previous->pool, previous->running,
+                                                                previous->rng, policy, target)
+                                    : std::make_unique<Fixture>(empty, std::vector<Running>{},
+                                                                Rng(kFillSeed), policy, target);
+      fx->fill();
+      previous = fx.get();
+      cache[{policy, target}] = std::move(fx);
+    }
+  }
+  return *cache.at({policy, occupancy});
+}
+
+void BM_place(benchmark::State& state, const std::string& policy, int occupancy) {
+  Fixture& fx = fixture(policy, occupancy);
+  std::int64_t unplaceable = 0;
+  for (auto _ : state) {
+    if (!fx.place_one()) ++unplaceable;
+    fx.release_to_target();
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.SetLabel(policy + " @ " + std::to_string(occupancy) + "% GPU");
+  state.counters["occupancy_%"] = fx.occupancy_percent();
+  state.counters["unplaceable_%"] =
+      100.0 * static_cast<double>(unplaceable) / static_cast<double>(state.iterations());
+}
+
+// The FGD fragmentation of one node (against the workload profile), over the nodes of a pool
+// filled by best-fit.
+void BM_node_fragmentation(benchmark::State& state, int occupancy) {
+  const Fixture& fx = fixture("best-fit", occupancy);
+  const WorkloadProfile& profile = workload_profile();
+  const auto specs = fx.pool.specs();
+  const auto states = fx.pool.states();
+  std::size_t i = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(scaled_node_fragmentation(specs[i], states[i], profile));
+    if (++i == specs.size()) i = 0;
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.SetLabel(std::to_string(profile.tasks().size()) + " typical tasks @ " +
+                 std::to_string(occupancy) + "% GPU");
+  state.counters["occupancy_%"] = fx.occupancy_percent();
+}
+
+}  // namespace
+}  // namespace tidepool
+
+int main(int argc, char** argv) {
+  using tidepool::kOccupancies;
+  for (const tidepool::PolicyInfo& info : tidepool::placement_policies()) {
+    for (int occupancy : kOccupancies) {
+      const std::string name =
+          "place/" + std::string(info.name) + "/occupancy:" + std::to_string(occupancy);
+      benchmark::RegisterBenchmark(name.c_str(), tidepool::BM_place, std::string(info.name),
+                                   occupancy);
+    }
+  }
+  for (int occupancy : kOccupancies) {
+    const std::string name = "scaled_node_fragmentation/occupancy:" + std::to_string(occupancy);
+    benchmark::RegisterBenchmark(name.c_str(), tidepool::BM_node_fragmentation, occupancy);
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,425 @@
+#include "sim/cluster_file.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cstdint>
+#include <exception>
+#include <fstream>
+#include <initializer_list>
+#include <optional>
+#include <sstream>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace tidepool {
+namespace {
+
+// Bound on CPU and memory figures, so that pool totals cannot overflow (kMaxClusterNodes x 2^40
+// is far below 2^63).
+constexpr std::int64_t kMaxQuantity = std::int64_t{1} << 40;
+
+std::string position(const std::string& source, const YAML::Mark& mark) {
+  if (mark.is_null()) return source;
+  return fmt::format("{}:{}:{}", source, mark.line + 1, mark.column + 1);
+}
+
+std::string node_kind(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Map:
+      return "a map";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Scalar:
+      return "'" + node.Scalar() + "'";
+    default:
+      return "nothing";
+  }
+}
+
+// Parses "123", or with `decimals` > 0 also "12.5", as an integer in units of 10^-decimals.
+// Magnitudes too large for any bound come back as +-kHuge, so that range checks reject them.
+constexpr std::int64_t kHuge = std::int64_t{1} << 60;
+std::optional<std::int64_t> parse_fixed(std::string_view text, int decimals) {
+  const bool negative = text.starts_with('-');
+  if (negative) text.remove_prefix(1);
+  const std::size_t dot = decimals > 0 ? text.find('.') : std::string_view::npos;
+  const std::string_view whole = text.substr(0, dot);
+  const std::string_view fraction =
+      dot == std::string_view::npos ? std::string_view() : text.substr(dot + 1);
+  const auto digits = [](std::string_view s) {
+    return std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (whole.empty() || !digits(whole) || !digits(fraction)) return std::nullopt;
+  if (dot != std::string_view::npos &&
+      (fraction.empty() || static_cast<int>(fraction.size()) > decimals)) {
+    return std::nullopt;
+  }
+  std::int64_t value = 0;
+  const auto [end, error] = std::from_chars(whole.data(), whole.data() + whole.size(), value);
+  if (error != std::errc() || value > kMaxQuantity * 1000) return negative ? -kHuge : kHuge;
+  for (int i = 0; i < decimals; ++i) {
+    value = value * 10 + (i < static_cast<int>(fraction.size()) ? fraction[i] - '0' : 0);
+  }
+  return negative ? -value : value;
+}
+
+// Notes where each YAML document starts, and nothing else.
+class DocumentStarts final : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& mark) override { marks.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+
+  std::vector<YAML::Mark> marks;
+};
+
+// Reads one YAML tree into a ClusterSpec, failing with the path of the first bad value.
+class ClusterReader {
+ public:
+  explicit ClusterReader(const std::string& source) : source_(source) {}
+
+  Result<ClusterSpec> read(const YAML::Node& root);
+
+ private:
+  // The keys of one YAML map, checked against the keys it may have.
+  struct Fields {
+    std::unordered_map<std::string, YAML::Node> values;
+    [[nodiscard]] std::optional<YAML::Node> get(const std::string& key) const {
+      const auto it = values.find(key);
+      if (it == values.end()) return std::nullopt;
+      return it->second;
+    }
+  };
+
+  std::unexpected<Error> error_at(const YAML::Node& node, const std::string& path,
+                                  std::string reason) const {
+    const std::string where = position(source_, node.Mark());
+    return fail(path.empty() ? where : where + " " + path, std::move(reason));
+  }
+
+  Result<Fields> fields(const YAML::Node& node, const std::string& path,
+                        std::initializer_list<std::string_view> known) const;
+  Result<YAML::Node> required(const Fields& fields, const YAML::Node& map, const std::string& path,
+                              const std::string& key) const;
+  Result<YAML::Node> sequence(const YAML::Node& node, const std::string& path) const;
+  Result<std::string> text(const YAML::Node& node, const std::string& path) const;
+  Result<std::int64_t> number(const YAML::Node& node, const std::string& path, std::int64_t low,
+                              std::int64_t high, int decimals = 0) const;
+  // Exactly one of `exact` (taken as is) and `scaled` (multiplied by `scale`, with `decimals`).
+  Result<std::int64_t> quantity(const Fields& fields, const YAML::Node& map,
+                                const std::string& path, const std::string& exact,
+                                const std::string& scaled, std::int64_t scale, int decimals) const;
+
+  Result<void> read_leaf(const YAML::Node& leaf, const std::string& path, LeafId id);
+  Result<void> read_nodes(const YAML::Node& entry, const std::string& path, LeafId leaf);
+  Result<void> read_domains(const YAML::Node& domains, const std::string& path, NodeSpec& node);
+
+  const std::string& source_;
+  ClusterSpec spec_;
+  std::unordered_map<std::string, std::string> spine_paths_, leaf_paths_, node_paths_;
+};
+
+Result<ClusterReader::Fields> ClusterReader::fields(
+    const YAML::Node& node, const std::string& path,
+    std::initializer_list<std::string_view> known) const {
+  if (!node.IsMap()) return error_at(node, path, "expected a map, got " + node_kind(node));
+  Fields result;
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    // it-> yields a temporary pair: copy the nodes (handles), never bind references to them.
+    const YAML::Node key = it->first;
+    const YAML::Node value = it->second;
+    const std::string where = path.empty() ? "" : path + ".";
+    if (!key.IsScalar()) return error_at(key, path, "a key must be a name, got " + node_kind(key));
+    const std::string& name = key.Scalar();
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      std::string list;
+      for (std::string_view k : known) list += (list.empty() ? "" : ", ") + std::string(k);
+      return error_at(key, where + name, "unknown key; expected one of " + list);
+    }
+    if (!result.values.emplace(name, value).second) {
+      return error_at(key, where + name, "the key is given twice");
+    }
+  }
+  return result;
+}
+
+Result<YAML::Node> ClusterReader::required(const Fields& fields, const YAML::Node& map,
+                                           const std::string& path, const std::string& key) const {
+  auto value = fields.get(key);
+  if (!value) return error_at(map, path.empty() ? key : path + "." + key, "the key is missing");
+  return *value;
+}
+
+Result<YAML::Node> ClusterReader::sequence(const YAML::Node& node, const std::string& path) const {
+  if (!node.IsSequence()) return error_at(node, path, "expected a list, got " + node_kind(node));
+  return node;
+}
+
+Result<std::string> ClusterReader::text(const YAML::Node& node, const std::string& path) const {
+  if (!node.IsScalar()) return error_at(node, path, "expected a name, got " + node_kind(node));
+  if (node.Scalar().empty()) return error_at(node, path, "must not be empty");
+  return node.Scalar();
+}
+
+Result<std::int64_t> ClusterReader::number(const YAML::Node& node, const std::string& path,
+                                           std::int64_t low, std::int64_t high,
+                                           int decimals) const {
+  if (!node.IsScalar()) {
+    return error_at(node, path, "expected a number, got " + node_kind(node));
+  }
+  const auto value = parse_fixed(node.Scalar(), decimals);
+  if (!value) {
+    return error_at(
+        node, path,
+        fmt::format("expected {}, got '{}'",
+                    decimals > 0 ? "a number (up to 3 decimals)" : "an integer", node.Scalar()));
+  }
+  if (*value < low || *value > high) {
+    std::int64_t unit = 1;  // bounds are shown in the unit of the text
+    for (int i = 0; i < decimals; ++i) unit *= 10;
+    return error_at(node, path,
+                    fmt::format("must be {}..{}, got {}", low / unit, high / unit, node.Scalar()));
+  }
+  return *value;
+}
+
+Result<std::int64_t> ClusterReader::quantity(const Fields& fields, const YAML::Node& map,
+                                             const std::string& path, const std::string& exact,
+                                             const std::string& scaled, std::int64_t scale,
+                                             int decimals) const {
+  const auto exact_value = fields.get(exact);
+  const auto scaled_value = fields.get(scaled);
+  if (exact_value && scaled_value) {
+    return error_at(*scaled_value, path + "." + scaled,
+                    "give either " + exact + " or " + scaled + ", not both");
+  }
+  if (exact_value) return number(*exact_value, path + "." + exact, 0, kMaxQuantity);
+  if (!scaled_value) {
+    return error_at(map, path + "." + exact, "the key is missing (or give " + scaled + ")");
+  }
+  // Whole units are bounded so that the product stays within kMaxQuantity.
+  std::int64_t unit = 1;
+  for (int i = 0; i < decimals; ++i) unit *= 10;
+  auto value = number(*scaled_value, path + "." + scaled, 0, kMaxQuantity / scale * unit, decimals);
+  if (!value) return value;
+  return *value * scale / unit;
+}
+
+Result<ClusterSpec> ClusterReader::read(const YAML::Node& root) {
+  if (root.IsNull()) return error_at(root, "", "the file is empty; expected site and spines");
+  auto top = fields(root, "", {"site", "spines"});
+  if (!top) return std::unexpected(top.error());
+  auto site = required(*top, root, "", "site");
+  if (!site) return std::unexpected(site.error());
+  auto site_name = text(*site, "site");
+  if (!site_name) return std::unexpected(site_name.error());
+  spec_.topology.site = *site_name;
+
+  auto spines = required(*top, root, "", "spines");
+  if (!spines) return std::unexpected(spines.error());
+  if (auto ok = sequence(*spines, "spines"); !ok) return std::unexpected(ok.error());
+  for (std::size_t s = 0; s < spines->size(); ++s) {
+    const YAML::Node spine = (*spines)[s];
+    const std::string path = fmt::format("spines[{}]", s);
+    auto spine_fields = fields(spine, path, {"name", "leaves"});
+    if (!spine_fields) return std::unexpected(spine_fields.error());
+    auto name_node = required(*spine_fields, spine, path, "name");
+    if (!name_node) return std::unexpected(name_node.error());
+    auto name = text(*name_node, path + ".name");
+    if (!name) return std::unexpected(name.error());
+    if (auto [it, added] = spine_paths_.emplace(*name, path); !added) {
+      return error_at(*name_node, path + ".name",
+                      "spine '" + *name + "' is already defined at " + it->second);
+    }
+    const SpineId spine_id{static_cast<std::uint32_t>(spec_.topology.spines.size())};
+    spec_.topology.spines.push_back({*name});
+
+    auto leaves = required(*spine_fields, spine, path, "leaves");
+    if (!leaves) return std::unexpected(leaves.error());
+    if (auto ok = sequence(*leaves, path + ".leaves"); !ok) return std::unexpected(ok.error());
+    for (std::size_t l = 0; l < leaves->size(); ++l) {
+      const LeafId leaf_id{static_cast<std::uint32_t>(spec_.topology.leaves.size())};
+      spec_.topology.leaves.push_back({"", spine_id});
+      auto ok = read_leaf((*leaves)[l], fmt::format("{}.leaves[{}]", path, l), leaf_id);
+      if (!ok) return std::unexpected(ok.error());
+    }
+  }
+  if (spec_.nodes.empty()) return error_at(*spines, "spines", "the cluster has no nodes");
+  return std::move(spec_);
+}
+
+Result<void> ClusterReader::read_leaf(const YAML::Node& leaf, const std::string& path, LeafId id) {
+  auto leaf_fields = fields(leaf, path, {"name", "nodes"});
+  if (!leaf_fields) return std::unexpected(leaf_fields.error());
+  auto name_node = required(*leaf_fields, leaf, path, "name");
+  if (!name_node) return std::unexpected(name_node.error());
+  auto name = text(*name_node, path + ".name");
+  if (!name) return std::unexpected(name.error());
+  if (auto [it, added] = leaf_paths_.emplace(*name, path); !added) {
+    return error_at(*name_node, path + ".name",
+                    "leaf '" + *name + "' is already defined at " + it->second);
+  }
+  spec_.topology.leaves[id.value].name = *name;
+
+  auto nodes = required(*leaf_fields, leaf, path, "nodes");
+  if (!nodes) return std::unexpected(nodes.error());
+  if (auto ok = sequence(*nodes, path + ".nodes"); !ok) return std::unexpected(ok.error());
+  for (std::size_t n = 0; n < nodes->size(); ++n) {
+    auto ok = read_nodes((*nodes)[n], fmt::format("{}.nodes[{}]", path, n), id);
+    if (!ok) return ok;
+  }
+  return {};
+}
+
+Result<void> ClusterReader::read_nodes(const YAML::Node& entry, const std::string& path,
+                                       LeafId leaf) {
+  auto f = fields(entry, path,
+                  {"name", "count", "gpu_model", "gpus", "cpu_millicores", "cpus", "memory_mib",
+                   "memory_gib", "nvlink_domains"});
+  if (!f) return std::unexpected(f.error());
+  NodeSpec node;
+  node.leaf = leaf;
+
+  auto name_node = required(*f, entry, path, "name");
+  if (!name_node) return std::unexpected(name_node.error());
+  auto name = text(*name_node, path + ".name");
+  if (!name) return std::unexpected(name.error());
+
+  std::optional<std::int64_t> count;
+  if (auto count_node = f->get("count")) {
+    auto value = number(*count_node, path + ".count", 1, kMaxClusterNodes);
+    if (!value) return std::unexpected(value.error());
+    count = *value;
+  }
+  const std::int64_t copies = count.value_or(1);
+  if (static_cast<std::int64_t>(spec_.nodes.size()) + copies > kMaxClusterNodes) {
+    return error_at(count ? *f->get("count") : entry, path + (count ? ".count" : ""),
+                    fmt::format("the cluster would have more than {} nodes", kMaxClusterNodes));
+  }
+
+  auto gpus_node = required(*f, entry, path, "gpus");
+  if (!gpus_node) return std::unexpected(gpus_node.error());
+  auto gpus = number(*gpus_node, path + ".gpus", 0, kMaxGpusPerNode);
+  if (!gpus) return std::unexpected(gpus.error());
+  node.gpu_count = static_cast<int>(*gpus);
+
+  const auto model_node = f->get("gpu_model");
+  if (node.gpu_count > 0) {
+    if (!model_node) {
+      return error_at(entry, path + ".gpu_model", "the key is missing (the node has GPUs)");
+    }
+    auto model_name = text(*model_node, path + ".gpu_model");
+    if (!model_name) return std::unexpected(model_name.error());
+    auto model = spec_.models.intern(*model_name);
+    if (!model) return error_at(*model_node, path + ".gpu_model", model.error().reason);
+    node.model = *model;
+  } else if (model_node) {
+    return error_at(*model_node, path + ".gpu_model", "a node without GPUs takes no GPU model");
+  }
+
+  auto cpu = quantity(*f, entry, path, "cpu_millicores", "cpus", 1000, 3);
+  if (!cpu) return std::unexpected(cpu.error());
+  node.milli_cpu = *cpu;
+  auto memory = quantity(*f, entry, path, "memory_mib", "memory_gib", 1024, 0);
+  if (!memory) return std::unexpected(memory.error());
+  node.memory_mib = *memory;
+
+  if (auto domains = f->get("nvlink_domains")) {
+    if (auto ok = read_domains(*domains, path + ".nvlink_domains", node); !ok) return ok;
+  }
+
+  const int width = std::max<int>(2, static_cast<int>(std::to_string(copies).size()));
+  for (std::int64_t i = 1; i <= copies; ++i) {
+    node.name = count ? fmt::format("{}-{:0{}}", *name, i, width) : *name;
+    if (auto [it, added] = node_paths_.emplace(node.name, path); !added) {
+      return error_at(*name_node, path + ".name",
+                      "node '" + node.name + "' is already defined at " + it->second);
+    }
+    spec_.nodes.push_back(node);
+  }
+  return {};
+}
+
+Result<void> ClusterReader::read_domains(const YAML::Node& domains, const std::string& path,
+                                         NodeSpec& node) {
+  if (auto ok = sequence(domains, path); !ok) return std::unexpected(ok.error());
+  std::array<int, kMaxGpusPerNode> domain_of;
+  domain_of.fill(-1);
+  for (std::size_t d = 0; d < domains.size(); ++d) {
+    const YAML::Node domain = domains[d];
+    const std::string domain_path = fmt::format("{}[{}]", path, d);
+    if (auto ok = sequence(domain, domain_path); !ok) return std::unexpected(ok.error());
+    if (domain.size() == 0) return error_at(domain, domain_path, "a domain must list its GPUs");
+    for (std::size_t g = 0; g < domain.size(); ++g) {
+      const std::string gpu_path = fmt::format("{}[{}]", domain_path, g);
+      if (node.gpu_count == 0) return error_at(domain[g], gpu_path, "the node has no GPUs");
+      auto gpu = number(domain[g], gpu_path, 0, node.gpu_count - 1);
+      if (!gpu) return std::unexpected(gpu.error());
+      if (domain_of[*gpu] >= 0) {
+        return error_at(domain[g], gpu_path,
+                        fmt::format("GPU {} is already in domain {}", *gpu, domain_of[*gpu]));
+      }
+      domain_of[*gpu] = static_cast<int>(d);
+      node.nvlink_domain[*gpu] = static_cast<std::uint8_t>(d);
+    }
+  }
+  std::string missing;
+  for (int g = 0; g < node.gpu_count; ++g) {
+    if (domain_of[g] < 0) missing += (missing.empty() ? "" : ", ") + std::to_string(g);
+  }
+  if (!missing.empty()) {
+    return error_at(domains, path, "GPUs " + missing + " are in no domain; list each GPU once");
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<ClusterSpec> read_cluster_yaml(std::string_view text, const std::string& source) {
+  try {
+    // Count documents with a bounded number of parser calls rather than YAML::LoadAll, which in
+    // yaml-cpp 0.7 loops forever, eating memory, on some malformed input such as "- a\n,"
+    // (jbeder/yaml-cpp#1319).
+    std::istringstream in{std::string(text)};
+    YAML::Parser parser(in);
+    DocumentStarts documents;
+    for (int i = 0; i < 2 && parser.HandleNextDocument(documents); ++i) {
+    }
+    if (documents.marks.size() > 1) {
+      return fail(position(source, documents.marks[1]),
+                  "a second YAML document starts here; a cluster file holds one");
+    }
+    ClusterReader reader(source);
+    return reader.read(YAML::Load(std::string(text)));
+  } catch (const YAML::Exception& e) {
+    return fail(position(source, e.mark), "malformed YAML: " + e.msg);
+  } catch (const std::exception& e) {
+    return fail(source, std::string("cannot read the cluster file: ") + e.what());
+  }
+}
+
+Result<ClusterSpec> load_cluster_yaml(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return fail(path, "cannot open the file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return fail(path, "cannot read the file");
+  return read_cluster_yaml(text.str(), path);
+}
+
+}  // namespace tidepool
