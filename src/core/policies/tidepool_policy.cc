@@ -15,10 +15,12 @@
 // goes through FGD's own scoring (an integer 0..100 from a sigmoid, equal scores to the lowest
 // tie rank), whose coarse grain packs equally good nodes in a consistent order.
 //
-// Two limits, both measured on the FGD traces (see README, "Results"):
-//   - Only tasks that need GPUs are steered by stranding. CPU-only tasks already go, by FGD's
-//     measure, where they block no typical task; steering them as well cost 0.85 pp of
-//     allocation on the trace with most CPU-only tasks (cpu250).
+// Three limits, each measured on the FGD traces (see README, "Results"):
+//   - Only tasks on one GPU (a whole GPU or a fraction) are steered by stranding. CPU-only tasks
+//     already go, by FGD's measure, where they block no typical task; steering them as well cost
+//     0.85 pp of allocation on the trace with most CPU-only tasks (cpu250). Multi-GPU tasks need
+//     wholly free GPUs, mostly whole nodes that FGD keeps together for them; steering them by CPU
+//     cost up to 0.1 pp on the multigpu traces.
 //   - Only on nodes whose GPU model (nearly) all of the workload's GPU demand accepts. Where part
 //     of the demand is tied to particular models, FGD's measure keeps those models for it, and
 //     steering other work by CPU onto them cost 3 to 4 pp on the gpuspec traces.
@@ -63,7 +65,7 @@ class TidepoolPolicy final : public PlacementPolicy {
   ScoredChoice evaluate(const NodeSpec& spec, const NodeState& state, const TaskShape& task) {
     const double scale = 1000.0 * static_cast<double>(profile_.total_count());
     double stranding = 0;  // milli-GPU, the same for every GPU choice on this node
-    if (task.needs_gpu() && accepted_by_all_demand(spec.model)) {
+    if (task.gpu_count == 1 && accepted_by_all_demand(spec.model)) {
       stranding = stranded(spec, state.total_free_milli - task.total_milli_gpu(),
                            state.free_cpu - task.milli_cpu) -
                   stranded(spec, state.total_free_milli, state.free_cpu);
