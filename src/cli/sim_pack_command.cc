@@ -11,6 +11,7 @@
 #include <set>
 #include <thread>
 
+#include "cli/pool_source.h"
 #include "cli/progress.h"
 #include "cli/seed_list.h"
 #include "sim/csv.h"
@@ -25,7 +26,7 @@ namespace {
 namespace fs = std::filesystem;
 
 struct PackOptions {
-  std::string nodes;
+  PoolSource pool;
   std::vector<std::string> pods;
   std::string policy = "all";
   double tune = 1.3;
@@ -184,9 +185,9 @@ Result<void> run_sim_pack(const PackOptions& options) {
     for (const auto& [key, values] : published->allocation) published_workloads.insert(key.first);
   }
 
-  GpuModelCatalog models;
-  auto nodes = load_openb_nodes(options.nodes, models);
-  if (!nodes) return std::unexpected(nodes.error());
+  auto cluster = load_pool_source(options.pool);
+  if (!cluster) return std::unexpected(cluster.error());
+  GpuModelCatalog& models = cluster->models;
   std::vector<PackWorkload> workloads;
   for (const fs::path& file : *pod_files) {
     const std::string name = file.stem().string();
@@ -202,7 +203,8 @@ Result<void> run_sim_pack(const PackOptions& options) {
     workloads.push_back(std::move(workload));
   }
   if (workloads.empty()) return fail("--pods", "no pod list left to run");
-  auto pool = Pool::create(std::move(models), Topology::single_leaf(), std::move(*nodes));
+  auto pool = Pool::create(std::move(cluster->models), std::move(cluster->topology),
+                           std::move(cluster->nodes));
   if (!pool) return std::unexpected(pool.error());
 
   const int threads = options.threads > 0
@@ -249,10 +251,7 @@ void add_sim_pack_command(CLI::App& sim, int* exit_code) {
       "Packing experiment of the FGD paper: tasks arrive (resampled to --tune x GPU capacity, "
       "shuffled by seed) and never leave; writes allocation.csv and fragmentation.csv in the "
       "layout of the published FGD results");
-  pack->add_option("--nodes", options->nodes,
-                   "GPU node list (openb format: sn,cpu_milli,memory_mib,gpu,model)")
-      ->required()
-      ->check(CLI::ExistingFile);
+  add_pool_options(*pack, options->pool);
   pack->add_option("--pods", options->pods,
                    "pod list (openb format) or a folder of them; repeat for several traces")
       ->required();

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <memory>
 
+#include "cli/pool_source.h"
 #include "sim/openb_trace.h"
 #include "sim/replay_simulation.h"
 #include "sim/text_table.h"
@@ -17,9 +18,9 @@ namespace {
 namespace fs = std::filesystem;
 
 struct ReplayOptions {
-  std::string nodes;
+  PoolSource pool;
   std::string pods;
-  std::string policy;
+  std::string policy = "tidepool";
   std::uint64_t seed = 42;
   Seconds interval = 3600;
   std::string out;
@@ -86,12 +87,12 @@ Result<void> run_sim_replay(const ReplayOptions& options) {
   auto policy_info = find_placement_policy(options.policy);
   if (!policy_info) return fail("--policy", policy_info.error().reason);
 
-  GpuModelCatalog models;
-  auto nodes = load_openb_nodes(options.nodes, models);
-  if (!nodes) return std::unexpected(nodes.error());
-  auto pods = load_openb_pods(options.pods, models);
+  auto cluster = load_pool_source(options.pool);
+  if (!cluster) return std::unexpected(cluster.error());
+  auto pods = load_openb_pods(options.pods, cluster->models);
   if (!pods) return std::unexpected(pods.error());
-  auto pool = Pool::create(std::move(models), Topology::single_leaf(), std::move(*nodes));
+  auto pool = Pool::create(std::move(cluster->models), std::move(cluster->topology),
+                           std::move(cluster->nodes));
   if (!pool) return std::unexpected(pool.error());
 
   std::vector<TaskShape> shapes;
@@ -138,11 +139,7 @@ void add_sim_replay_command(CLI::App& sim, int* exit_code) {
       "Replay of a pod list in trace time: pods arrive at their creation time, wait in a FIFO "
       "queue until they fit (no head-of-line blocking) and leave after their recorded run time; "
       "writes timeline.csv and queueing.csv");
-  replay
-      ->add_option("--nodes", options->nodes,
-                   "GPU node list (openb format: sn,cpu_milli,memory_mib,gpu,model)")
-      ->required()
-      ->check(CLI::ExistingFile);
+  add_pool_options(*replay, options->pool);
   replay
       ->add_option("--pods", options->pods,
                    "pod list with creation_time, deletion_time and scheduled_time (openb format)")
@@ -152,7 +149,7 @@ void add_sim_replay_command(CLI::App& sim, int* exit_code) {
       ->add_option("--policy", options->policy,
                    "policy name or label (random, dot-product, gpu-clustering, gpu-packing, "
                    "best-fit, fgd, tidepool)")
-      ->required();
+      ->capture_default_str();
   replay->add_option("--seed", options->seed, "seed of the policy's random choices")
       ->capture_default_str();
   replay->add_option("--interval", options->interval, "seconds of trace time between samples")
