@@ -22,30 +22,8 @@ published="$data/fgd-results"
 work=$(mktemp -d "${TMPDIR:-/tmp}/tidepool-pack-test.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
-
-# Runs tidepool with the given arguments, expecting a non-zero exit and every pattern (fixed
-# strings) in its error output.
-expect_error() {
-  local -a patterns=()
-  while [[ $1 != "--" ]]; do
-    patterns+=("$1")
-    shift
-  done
-  shift
-  local status=0
-  "$tidepool" "$@" >"$work/stdout" 2>"$work/stderr" || status=$?
-  echo "exit status $status; error output:"
-  cat "$work/stderr"
-  [[ $status -ne 0 ]] || fail "expected a non-zero exit status: tidepool $*"
-  local pattern
-  for pattern in "${patterns[@]}"; do
-    grep -qF -- "$pattern" "$work/stderr" || fail "the error output does not mention '$pattern'"
-  done
-}
+# shellcheck source=cli_test_helpers.sh
+source "$(dirname "${BASH_SOURCE[0]}")/cli_test_helpers.sh"
 
 case "$case_name" in
   outputs)

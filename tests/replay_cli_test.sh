@@ -16,26 +16,8 @@ data="$source_dir/data/openb"
 work=$(mktemp -d "${TMPDIR:-/tmp}/tidepool-replay-test.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
-
-# expect_error PATTERN... -- ARGS...: tidepool ARGS must exit non-zero and print every pattern.
-expect_error() {
-  local -a patterns=()
-  while [[ $1 != "--" ]]; do
-    patterns+=("$1")
-    shift
-  done
-  shift
-  local status=0
-  "$tidepool" "$@" >"$work/stdout" 2>"$work/stderr" || status=$?
-  [[ $status -ne 0 ]] || fail "expected a failure from: $*"
-  for pattern in "${patterns[@]}"; do
-    grep -qF -- "$pattern" "$work/stderr" || fail "'$pattern' not in the error of: $* ($(cat "$work/stderr"))"
-  done
-}
+# shellcheck source=cli_test_helpers.sh
+source "$(dirname "${BASH_SOURCE[0]}")/cli_test_helpers.sh"
 
 case "$case_name" in
   outputs)

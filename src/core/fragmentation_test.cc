@@ -20,12 +20,6 @@ TaskShape shape(int gpus, MilliGpu milli, MilliCpu cpu, MemoryMib memory = 0,
   return task.value();
 }
 
-ModelSet only(GpuModelId model) {
-  ModelSet set;
-  set.add(model);
-  return set;
-}
-
 // `count` copies of `task` appended to `tasks`.
 void add(std::vector<TaskShape>& tasks, const TaskShape& task, int count) {
   tasks.insert(tasks.end(), count, task);
@@ -155,12 +149,12 @@ TEST(WorkloadProfileMemoryTest, ShapesDifferingOnlyInMemoryAreOne) {
 
 TEST(WorkloadProfileMemoryTest, ModelConstraintsKeepShapesApart) {
   std::vector<TaskShape> tasks;
-  add(tasks, shape(1, 1000, 0, 0, only(kT4)), 2);
-  add(tasks, shape(1, 1000, 0, 0, only(kA100)), 1);
+  add(tasks, shape(1, 1000, 0, 0, ModelSet::only(kT4)), 2);
+  add(tasks, shape(1, 1000, 0, 0, ModelSet::only(kA100)), 1);
   add(tasks, shape(1, 1000, 0, 0), 1);
   const WorkloadProfile profile = WorkloadProfile::from_tasks(tasks, 100);
   EXPECT_EQ(profile.tasks().size(), 3U);
-  EXPECT_EQ(profile.tasks()[0].shape.models, only(kT4));
+  EXPECT_EQ(profile.tasks()[0].shape.models, ModelSet::only(kT4));
 }
 
 TEST(WorkloadProfileMemoryTest, EmptyWorkloadGivesAnEmptyProfile) {
@@ -201,7 +195,7 @@ TEST(NodeFragmentationTest, TooFewGpusWithTheShareCountsAllIdleGpu) {
 }
 
 TEST(NodeFragmentationTest, ModelNotAcceptedCountsAllIdleGpu) {
-  const WorkloadProfile profile = profile_of({{shape(1, 500, 1000, 0, only(kA100)), 1}});
+  const WorkloadProfile profile = profile_of({{shape(1, 500, 1000, 0, ModelSet::only(kA100)), 1}});
   EXPECT_EQ(fragmentation(node(2, kT4), 32000, {1000, 1000}, profile), 2000);
   EXPECT_EQ(fragmentation(node(2, kA100), 32000, {1000, 1000}, profile), 0);
 }

@@ -34,6 +34,12 @@ class ModelSet {
   ModelSet() = default;
   static ModelSet any() { return ModelSet(); }
   static ModelSet none() { return ModelSet(false, 0); }
+  // A set that accepts exactly `model`.
+  static ModelSet only(GpuModelId model) {
+    ModelSet set = none();
+    set.add(model);
+    return set;
+  }
 
   // Adds one model; a set built this way accepts only the models added.
   void add(GpuModelId model);

@@ -48,12 +48,6 @@ TaskShape shape(int gpus, MilliGpu milli, MilliCpu cpu = 1000, MemoryMib memory 
   return task.value();
 }
 
-ModelSet only(GpuModelId model) {
-  ModelSet set;
-  set.add(model);
-  return set;
-}
-
 // Everything observable about a pool's mutable state, to check that a refused operation changed
 // nothing.
 struct Snapshot {
@@ -274,7 +268,7 @@ TEST(PoolAllocateTest, FractionsShareAGpu) {
 
 TEST(PoolAllocateTest, CpuOnlyTaskIgnoresTheModelAndTakesNoGpu) {
   Pool pool = make_pool({make_node("a", 2, kA100)});
-  const TaskShape task = shape(0, 0, 4000, 100, only(kT4));
+  const TaskShape task = shape(0, 0, 4000, 100, ModelSet::only(kT4));
   ASSERT_TRUE(pool.allocate(task, {NodeId{0}, 0}).has_value());
   EXPECT_EQ(pool.state(NodeId{0}).free_cpu, 28000);
   EXPECT_EQ(pool.state(NodeId{0}).total_free_milli, 2000);
@@ -330,7 +324,10 @@ TEST(PoolAllocateTest, RefusesAndChangesNothing) {
       {"memory lacking", shape(1, 1000, 0, 7169), {NodeId{0}, 0b0010}, "memory"},
       {"share lacking", shape(1, 401, 0, 0), {NodeId{0}, 0b0001}, "gpus"},
       {"whole GPU on a shared GPU", shape(2, 1000, 0, 0), {NodeId{0}, 0b0011}, "gpus"},
-      {"wrong model", shape(1, 1000, 0, 0, only(kA100)), {NodeId{0}, 0b0010}, "gpu model"},
+      {"wrong model",
+       shape(1, 1000, 0, 0, ModelSet::only(kA100)),
+       {NodeId{0}, 0b0010},
+       "gpu model"},
       {"too few GPUs given", shape(2, 1000, 0, 0), {NodeId{0}, 0b0010}, "gpus"},
       {"too many GPUs given", shape(1, 1000, 0, 0), {NodeId{0}, 0b0110}, "gpus"},
       {"GPUs for a CPU-only task", shape(0, 0, 100, 0), {NodeId{0}, 0b0010}, "gpus"},
@@ -354,7 +351,7 @@ TEST(PoolAllocateTest, RefusalsNameTheShortfall) {
   ASSERT_FALSE(cpu.has_value());
   EXPECT_NE(cpu.error().reason.find("8000m"), std::string::npos) << cpu.error().reason;
   EXPECT_NE(cpu.error().reason.find("9000m"), std::string::npos) << cpu.error().reason;
-  auto model = pool.allocate(shape(1, 1000, 0, 0, only(kA100)), {NodeId{0}, 1});
+  auto model = pool.allocate(shape(1, 1000, 0, 0, ModelSet::only(kA100)), {NodeId{0}, 1});
   ASSERT_FALSE(model.has_value());
   EXPECT_NE(model.error().reason.find("T4"), std::string::npos) << model.error().reason;
 }
@@ -426,7 +423,7 @@ TEST(PoolReleaseTest, ValidatesTheAssignmentLikeAllocate) {
   auto size = pool.release(task, {NodeId{0}, 0b11});
   ASSERT_FALSE(size.has_value());
   EXPECT_EQ(size.error().field, "gpus");
-  auto model = pool.release(shape(1, 1000, 0, 0, only(kA100)), {NodeId{0}, 0b01});
+  auto model = pool.release(shape(1, 1000, 0, 0, ModelSet::only(kA100)), {NodeId{0}, 0b01});
   ASSERT_FALSE(model.has_value());
   EXPECT_EQ(model.error().field, "gpu model");
   EXPECT_TRUE(snapshot(pool) == before);
@@ -495,7 +492,7 @@ TEST(PoolTieOrderTest, RejectsBadOrdersAndKeepsTheOldOne) {
 
 TEST(DescribeTaskTest, GpuAndCpuOnlyTasks) {
   GpuModelCatalog catalog = t4_and_a100();
-  EXPECT_EQ(describe(shape(2, 1000, 8000, 16384, only(kT4)), catalog),
+  EXPECT_EQ(describe(shape(2, 1000, 8000, 16384, ModelSet::only(kT4)), catalog),
             "2 GPU x 1000m (T4), 8000m CPU, 16384 MiB");
   EXPECT_EQ(describe(shape(1, 250, 500, 0), catalog), "1 GPU x 250m (any), 500m CPU, 0 MiB");
   EXPECT_EQ(describe(shape(0, 0, 4000, 512), catalog), "no GPU, 4000m CPU, 512 MiB");
@@ -512,7 +509,7 @@ TEST(ExplainUnplaceableTest, CountsEachReason) {
       make_node("gpu2", 4, kT4),
   });
   ASSERT_TRUE(pool.allocate(shape(2, 1000, 0, 0), {NodeId{4}, 0b0011}).has_value());
-  const TaskShape task = shape(4, 1000, 2000, 1024, only(kT4));
+  const TaskShape task = shape(4, 1000, 2000, 1024, ModelSet::only(kT4));
   const std::string text = explain_unplaceable(pool, task);
   EXPECT_EQ(text,
             "no node fits 4 GPU x 1000m (T4), 2000m CPU, 1024 MiB: of 5 nodes, 1 have other GPU "
@@ -533,7 +530,7 @@ TEST(ExplainUnplaceableTest, FractionsReportTheLargestFreeShare) {
 
 TEST(ExplainUnplaceableTest, CpuOnlyTasksDoNotCountModels) {
   Pool pool = make_pool({make_node("a", 1, kA100, 1000), make_node("b", 0, kT4, 1000)});
-  const std::string text = explain_unplaceable(pool, shape(0, 0, 2000, 0, only(kT4)));
+  const std::string text = explain_unplaceable(pool, shape(0, 0, 2000, 0, ModelSet::only(kT4)));
   EXPECT_NE(text.find("of 2 nodes, 0 have other GPU models, 2 lack CPU, 0 lack memory, 0 lack "
                       "free GPUs"),
             std::string::npos)

@@ -43,12 +43,6 @@ TaskShape shape(int gpus, MilliGpu milli, MilliCpu cpu = 0, ModelSet models = Mo
   return task.value();
 }
 
-ModelSet only(GpuModelId model) {
-  ModelSet set;
-  set.add(model);
-  return set;
-}
-
 void occupy(Pool& pool, std::uint32_t node, const TaskShape& task, GpuSet gpus) {
   auto ok = pool.allocate(task, {NodeId{node}, gpus});
   ASSERT_TRUE(ok.has_value()) << ok.error().message();
@@ -167,10 +161,10 @@ TEST_P(EveryPolicyTest, UnplaceableWithAReasonWhenNothingFits) {
   Pool pool = make_pool({make_node("a", 2, 4000), make_node("b", 1, 64000, kA100)});
   occupy(pool, 0, shape(1, 1000), 0b01);
   const TaskShape tasks[] = {
-      shape(2, 1000),                   // a has one GPU left, b has one
-      shape(1, 1000, 8000, only(kT4)),  // a lacks CPU, b has another model
-      shape(0, 0, 100000),              // no node has 100 cores
-      shape(3, 1000),                   // no node has 3 GPUs
+      shape(2, 1000),                             // a has one GPU left, b has one
+      shape(1, 1000, 8000, ModelSet::only(kT4)),  // a lacks CPU, b has another model
+      shape(0, 0, 100000),                        // no node has 100 cores
+      shape(3, 1000),                             // no node has 3 GPUs
   };
   for (const TaskShape& task : tasks) {
     Rng rng(3);
@@ -186,7 +180,7 @@ TEST_P(EveryPolicyTest, PlacesOnTheOnlyFeasibleNodeWithValidGpus) {
                          make_node("c", 4), make_node("d", 2)});
   occupy(pool, 2, shape(1, 600), 0b0100);
   occupy(pool, 3, shape(1, 1000), 0b01);
-  const TaskShape task = shape(2, 1000, 8000, only(kT4));
+  const TaskShape task = shape(2, 1000, 8000, ModelSet::only(kT4));
   Rng rng(5);
   const PlacementResult result = make(GetParam())->place(pool, task, rng);
   ASSERT_TRUE(result.has_value()) << result.error().reason;
@@ -270,7 +264,7 @@ TEST(RandomPolicyTest, ReturnsFeasibleNodesAndReachesEach) {
   occupy(pool, 1, shape(1, 800), 0b01);   // b: GPU 0 has 200m free, GPU 1 is whole
   occupy(pool, 3, shape(1, 600), 0b001);  // d: GPU 0 has 400m free
   occupy(pool, 3, shape(1, 1000), 0b010);
-  const TaskShape task = shape(1, 500, 4000, only(kT4));
+  const TaskShape task = shape(1, 500, 4000, ModelSet::only(kT4));
   std::set<std::uint32_t> nodes;
   std::set<std::pair<std::uint32_t, GpuSet>> choices;
   auto policy = make("random");
@@ -480,7 +474,7 @@ TEST(FgdPolicyTest, ChoosesTheGpuThatReducesFragmentation) {
 TEST(FgdPolicyTest, KeepsGpusForTasksOfTheirModel) {
   // Typical task: 1 x 500m on A100 only. A CPU-only task fits on both nodes; on the A100 node it
   // would take the CPU the typical task needs, making all its GPU a fragment.
-  const WorkloadProfile profile = profile_of(shape(1, 500, 8000, only(kA100)));
+  const WorkloadProfile profile = profile_of(shape(1, 500, 8000, ModelSet::only(kA100)));
   Pool pool = make_pool({make_node("a100", 2, 16000, kA100), make_node("t4", 2, 16000, kT4)});
   const auto result = place("fgd", pool, shape(0, 0, 10000), profile);
   ASSERT_TRUE(result.has_value());
