@@ -18,6 +18,9 @@ using NodeId = Id<struct NodeTag>;
 using GpuModelId = Id<struct GpuModelTag>;
 using LeafId = Id<struct LeafTag>;
 using SpineId = Id<struct SpineTag>;
+using OrgId = Id<struct OrgTag>;
+using TenantId = Id<struct TenantTag>;
+using QueueId = Id<struct QueueTag>;
 
 }  // namespace tidepool
 

@@ -125,6 +125,7 @@ class ClusterReader {
                                 const std::string& path, const std::string& exact,
                                 const std::string& scaled, std::int64_t scale, int decimals) const;
 
+  Result<void> read_links(const YAML::Node& links, const std::string& path);
   Result<void> read_leaf(const YAML::Node& leaf, const std::string& path, LeafId id);
   Result<void> read_nodes(const YAML::Node& entry, const std::string& path, LeafId leaf);
   Result<void> read_domains(const YAML::Node& domains, const std::string& path, NodeSpec& node);
@@ -222,13 +223,16 @@ Result<std::int64_t> ClusterReader::quantity(const Fields& fields, const YAML::N
 
 Result<ClusterSpec> ClusterReader::read(const YAML::Node& root) {
   if (root.IsNull()) return error_at(root, "", "the file is empty; expected site and spines");
-  auto top = fields(root, "", {"site", "spines"});
+  auto top = fields(root, "", {"site", "links", "spines"});
   if (!top) return std::unexpected(top.error());
   auto site = required(*top, root, "", "site");
   if (!site) return std::unexpected(site.error());
   auto site_name = text(*site, "site");
   if (!site_name) return std::unexpected(site_name.error());
   spec_.topology.site = *site_name;
+  if (auto links = top->get("links")) {
+    if (auto ok = read_links(*links, "links"); !ok) return std::unexpected(ok.error());
+  }
 
   auto spines = required(*top, root, "", "spines");
   if (!spines) return std::unexpected(spines.error());
@@ -236,7 +240,7 @@ Result<ClusterSpec> ClusterReader::read(const YAML::Node& root) {
   for (std::size_t s = 0; s < spines->size(); ++s) {
     const YAML::Node spine = (*spines)[s];
     const std::string path = fmt::format("spines[{}]", s);
-    auto spine_fields = fields(spine, path, {"name", "leaves"});
+    auto spine_fields = fields(spine, path, {"name", "oversubscription", "leaves"});
     if (!spine_fields) return std::unexpected(spine_fields.error());
     auto name_node = required(*spine_fields, spine, path, "name");
     if (!name_node) return std::unexpected(name_node.error());
@@ -246,8 +250,14 @@ Result<ClusterSpec> ClusterReader::read(const YAML::Node& root) {
       return error_at(*name_node, path + ".name",
                       "spine '" + *name + "' is already defined at " + it->second);
     }
+    SpineSpec spine_spec{.name = *name};
+    if (auto ratio = spine_fields->get("oversubscription")) {
+      auto value = number(*ratio, path + ".oversubscription", 1, kMaxOversubscription);
+      if (!value) return std::unexpected(value.error());
+      spine_spec.oversubscription = static_cast<int>(*value);
+    }
     const SpineId spine_id{static_cast<std::uint32_t>(spec_.topology.spines.size())};
-    spec_.topology.spines.push_back({*name});
+    spec_.topology.spines.push_back(std::move(spine_spec));
 
     auto leaves = required(*spine_fields, spine, path, "leaves");
     if (!leaves) return std::unexpected(leaves.error());
@@ -261,6 +271,24 @@ Result<ClusterSpec> ClusterReader::read(const YAML::Node& root) {
   }
   if (spec_.nodes.empty()) return error_at(*spines, "spines", "the cluster has no nodes");
   return std::move(spec_);
+}
+
+Result<void> ClusterReader::read_links(const YAML::Node& links, const std::string& path) {
+  auto f = fields(links, path, {"nvlink_gbps", "pcie_gbps", "leaf_gbps", "spine_gbps"});
+  if (!f) return std::unexpected(f.error());
+  LinkSpeeds& speeds = spec_.topology.links;
+  const std::pair<const char*, int*> keys[] = {{"nvlink_gbps", &speeds.nvlink_gbps},
+                                               {"pcie_gbps", &speeds.pcie_gbps},
+                                               {"leaf_gbps", &speeds.leaf_gbps},
+                                               {"spine_gbps", &speeds.spine_gbps}};
+  for (const auto& [key, slot] : keys) {
+    const auto node = f->get(key);
+    if (!node) continue;  // the default stays
+    auto value = number(*node, path + "." + key, 1, kMaxLinkGbps);
+    if (!value) return std::unexpected(value.error());
+    *slot = static_cast<int>(*value);
+  }
+  return {};
 }
 
 Result<void> ClusterReader::read_leaf(const YAML::Node& leaf, const std::string& path, LeafId id) {

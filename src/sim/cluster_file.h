@@ -4,8 +4,10 @@
 // Example (data/clusters/example.yaml is a complete one):
 //
 //   site: dc-west
+//   links: {nvlink_gbps: 2400, pcie_gbps: 256, leaf_gbps: 200, spine_gbps: 200}  # optional
 //   spines:
 //     - name: spine-1
+//       oversubscription: 2    # optional: 2:1 (default 1)
 //       leaves:
 //         - name: leaf-1
 //           nodes:
@@ -23,7 +25,14 @@
 //
 // Keys:
 //   site             required, non-empty.
-//   spines           required; each spine has `name` (unique) and `leaves`.
+//   links            optional map of the site's link bandwidths in whole Gbit/s, each key
+//                    optional and 1..kMaxLinkGbps (defaults in parentheses; see LinkSpeeds in
+//                    core/topology.h): nvlink_gbps (2400, per GPU inside an NVLink domain),
+//                    pcie_gbps (256, per GPU between domains of a node), leaf_gbps (200, a
+//                    node's NIC to its leaf), spine_gbps (200, a node's share of the leaf-to-spine
+//                    uplinks before oversubscription).
+//   spines           required; each spine has `name` (unique) and `leaves`, and optionally
+//                    `oversubscription`: N for N:1, an integer 1..kMaxOversubscription (default 1).
 //   leaves           each leaf has `name` (unique in the site) and `nodes` (may be empty).
 //   nodes[].name     required, non-empty. Node names are unique in the site.
 //   nodes[].count    optional, 1..kMaxClusterNodes (default 1). With a count, the entry stands for

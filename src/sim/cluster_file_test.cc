@@ -270,6 +270,135 @@ TEST(ClusterFileTest, TurnsMalformedYamlIntoErrorsWithAPosition) {
   EXPECT_EQ(parse_error("- a\n- b\n").field, "test.yaml:1:1");
 }
 
+TEST(ClusterFileTest, LinkFiguresDefaultWhenAbsent) {
+  auto spec = read_cluster_yaml(
+      one_leaf("          - {name: a, gpus: 0, cpus: 1, memory_mib: 1}\n"), "t.yaml");
+  ASSERT_TRUE(spec.has_value()) << spec.error().message();
+  const LinkSpeeds defaults;
+  EXPECT_EQ(spec->topology.links.nvlink_gbps, defaults.nvlink_gbps);
+  EXPECT_EQ(spec->topology.links.pcie_gbps, defaults.pcie_gbps);
+  EXPECT_EQ(spec->topology.links.leaf_gbps, defaults.leaf_gbps);
+  EXPECT_EQ(spec->topology.links.spine_gbps, defaults.spine_gbps);
+  ASSERT_EQ(spec->topology.spines.size(), 1U);
+  EXPECT_EQ(spec->topology.spines[0].oversubscription, 1);
+
+  // The example file gives none either.
+  spec = load_cluster_yaml(source_dir() + "/data/clusters/example.yaml");
+  ASSERT_TRUE(spec.has_value()) << spec.error().message();
+  EXPECT_EQ(spec->topology.links.spine_gbps, 200);
+  EXPECT_EQ(spec->topology.spines[1].oversubscription, 1);
+}
+
+TEST(ClusterFileTest, ReadsLinkFiguresAndOversubscription) {
+  auto spec = read_cluster_yaml(
+      "site: s\n"
+      "links: {nvlink_gbps: 4800, leaf_gbps: 400}\n"
+      "spines:\n"
+      "  - name: a\n"
+      "    oversubscription: 3\n"
+      "    leaves: [{name: l1, nodes: [{name: x, gpus: 0, cpus: 1, memory_mib: 1}]}]\n"
+      "  - {name: b, leaves: []}\n",
+      "t.yaml");
+  ASSERT_TRUE(spec.has_value()) << spec.error().message();
+  EXPECT_EQ(spec->topology.links.nvlink_gbps, 4800);
+  EXPECT_EQ(spec->topology.links.pcie_gbps, 256);  // not given: the default
+  EXPECT_EQ(spec->topology.links.leaf_gbps, 400);
+  EXPECT_EQ(spec->topology.links.spine_gbps, 200);
+  ASSERT_EQ(spec->topology.spines.size(), 2U);
+  EXPECT_EQ(spec->topology.spines[0].name, "a");
+  EXPECT_EQ(spec->topology.spines[0].oversubscription, 3);
+  EXPECT_EQ(spec->topology.spines[1].oversubscription, 1);
+
+  spec = read_cluster_yaml(
+      "site: s\n"
+      "links: {}\n"
+      "spines: [{name: a, leaves: [{name: l, nodes: [{name: x, gpus: 0, cpus: 1, "
+      "memory_mib: 1}]}]}]\n",
+      "t.yaml");
+  ASSERT_TRUE(spec.has_value()) << spec.error().message();
+  EXPECT_EQ(spec->topology.links.nvlink_gbps, 2400);
+}
+
+TEST(ClusterFileTest, RejectsBadLinkFigures) {
+  const std::string spines =
+      "spines: [{name: a, leaves: [{name: l, nodes: [{name: x, gpus: 0, cpus: 1, "
+      "memory_mib: 1}]}]}]\n";
+  Error error = parse_error("site: s\nlinks: {nvlink_gbps: 0}\n" + spines);
+  EXPECT_EQ(error.field, "test.yaml:2:22 links.nvlink_gbps");
+  EXPECT_EQ(error.reason, "must be 1..1000000, got 0");
+
+  error = parse_error("site: s\nlinks: {pcie_gbps: 12.5}\n" + spines);
+  EXPECT_EQ(error.field, "test.yaml:2:20 links.pcie_gbps");
+  EXPECT_THAT(error.reason, HasSubstr("expected an integer"));
+
+  error = parse_error("site: s\nlinks: {leaf_gbps: 2000000}\n" + spines);
+  EXPECT_THAT(error.field, EndsWith(" links.leaf_gbps"));
+
+  error = parse_error("site: s\nlinks: {spine_bandwidth: 100}\n" + spines);
+  EXPECT_EQ(error.field, "test.yaml:2:9 links.spine_bandwidth");
+  EXPECT_THAT(error.reason, HasSubstr("unknown key"));
+  EXPECT_THAT(error.reason, HasSubstr("spine_gbps"));
+
+  error = parse_error("site: s\nlinks: {leaf_gbps: 100, leaf_gbps: 200}\n" + spines);
+  EXPECT_THAT(error.field, EndsWith(" links.leaf_gbps"));
+  EXPECT_EQ(error.reason, "the key is given twice");
+
+  error = parse_error("site: s\nlinks: [100]\n" + spines);
+  EXPECT_EQ(error.field, "test.yaml:2:8 links");
+  EXPECT_THAT(error.reason, HasSubstr("expected a map"));
+
+  const std::string leaves =
+      "leaves: [{name: l, nodes: [{name: x, gpus: 0, cpus: 1, memory_mib: 1}]}]}]\n";
+  error = parse_error("site: s\nspines: [{name: a, oversubscription: 0, " + leaves);
+  EXPECT_EQ(error.field, "test.yaml:2:38 spines[0].oversubscription");
+  EXPECT_EQ(error.reason, "must be 1..64, got 0");
+  error = parse_error("site: s\nspines: [{name: a, oversubscription: 1.5, " + leaves);
+  EXPECT_THAT(error.field, EndsWith(" spines[0].oversubscription"));
+  EXPECT_THAT(error.reason, HasSubstr("expected an integer"));
+  error = parse_error("site: s\nspines: [{name: a, oversubscription: 65, " + leaves);
+  EXPECT_THAT(error.field, EndsWith(" spines[0].oversubscription"));
+  error = parse_error("site: s\nspines: [{name: a, oversubscribed: 2, " + leaves);
+  EXPECT_THAT(error.field, EndsWith(" spines[0].oversubscribed"));
+  EXPECT_THAT(error.reason, HasSubstr("oversubscription"));
+  // Link figures belong to the site, oversubscription to a spine.
+  error = parse_error("site: s\noversubscription: 2\n" + spines);
+  EXPECT_THAT(error.field, EndsWith(" oversubscription"));
+  EXPECT_THAT(error.reason, HasSubstr("unknown key"));
+  error = parse_error("site: s\nspines: [{name: a, links: {}, " + leaves);
+  EXPECT_THAT(error.field, EndsWith(" spines[0].links"));
+}
+
+TEST(ClusterFileTest, ReadsThePhilly512File) {
+  auto spec = load_cluster_yaml(source_dir() + "/data/clusters/philly-512.yaml");
+  ASSERT_TRUE(spec.has_value()) << spec.error().message();
+  EXPECT_EQ(spec->topology.site, "philly");
+  ASSERT_EQ(spec->topology.spines.size(), 1U);
+  EXPECT_EQ(spec->topology.spines[0].oversubscription, 2);
+  ASSERT_EQ(spec->topology.leaves.size(), 8U);
+  ASSERT_EQ(spec->nodes.size(), 64U);
+  ASSERT_EQ(spec->models.size(), 1);
+  EXPECT_EQ(spec->models.name(GpuModelId{0}), "P100");
+  EXPECT_EQ(spec->topology.links.nvlink_gbps, 2400);
+  EXPECT_EQ(spec->topology.links.spine_gbps, 200);
+  for (std::size_t i = 0; i < spec->nodes.size(); ++i) {
+    const NodeSpec& node = spec->nodes[i];
+    EXPECT_EQ(node.leaf, LeafId{static_cast<std::uint32_t>(i / 8)}) << node.name;
+    EXPECT_EQ(node.gpu_count, 8) << node.name;
+    EXPECT_EQ(node.milli_cpu, 48000) << node.name;
+    EXPECT_EQ(node.memory_mib, 512 * 1024) << node.name;
+    for (int g = 0; g < 8; ++g) EXPECT_EQ(node.nvlink_domain[g], 0) << node.name;
+  }
+  EXPECT_EQ(spec->nodes.front().name, "node-1-01");
+  EXPECT_EQ(spec->nodes.back().name, "node-8-08");
+
+  auto pool =
+      Pool::create(std::move(spec->models), std::move(spec->topology), std::move(spec->nodes));
+  ASSERT_TRUE(pool.has_value()) << pool.error().message();
+  EXPECT_EQ(pool->node_count(), 64);
+  EXPECT_EQ(pool->total_gpus(), 512);
+  EXPECT_EQ(pool->topology().spines[0].oversubscription, 2);
+}
+
 TEST(ClusterFileTest, ReportsAMissingFile) {
   auto spec = load_cluster_yaml("/nonexistent/cluster.yaml");
   ASSERT_FALSE(spec.has_value());

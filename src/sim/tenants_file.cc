@@ -1,0 +1,432 @@
+#include "sim/tenants_file.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdint>
+#include <exception>
+#include <fstream>
+#include <initializer_list>
+#include <optional>
+#include <sstream>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace tidepool {
+namespace {
+
+constexpr int kDecimals = 3;  // GPU figures: milli-GPU precision
+
+std::string position(const std::string& source, const YAML::Mark& mark) {
+  if (mark.is_null()) return source;
+  return fmt::format("{}:{}:{}", source, mark.line + 1, mark.column + 1);
+}
+
+std::string node_kind(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Map:
+      return "a map";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Scalar:
+      return "'" + node.Scalar() + "'";
+    default:
+      return "nothing";
+  }
+}
+
+// Parses "12" or "12.5" (up to kDecimals decimals) as an integer in thousandths; nullopt if it is
+// not such a number or is far above any bound.
+std::optional<std::int64_t> parse_milli(std::string_view text) {
+  const std::size_t dot = text.find('.');
+  const std::string_view whole = text.substr(0, dot);
+  const std::string_view fraction =
+      dot == std::string_view::npos ? std::string_view() : text.substr(dot + 1);
+  const auto digits = [](std::string_view s) {
+    return std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (whole.empty() || !digits(whole) || !digits(fraction)) return std::nullopt;
+  if (dot != std::string_view::npos && (fraction.empty() || fraction.size() > kDecimals)) {
+    return std::nullopt;
+  }
+  std::int64_t value = 0;
+  const auto [end, error] = std::from_chars(whole.data(), whole.data() + whole.size(), value);
+  if (error != std::errc() || value > kMaxQuotaMilli) return kMaxQuotaMilli + 1;
+  for (int i = 0; i < kDecimals; ++i) {
+    value = value * 10 + (i < static_cast<int>(fraction.size()) ? fraction[i] - '0' : 0);
+  }
+  return value;
+}
+
+// A milli-GPU figure as GPUs: "64", "0.5".
+std::string gpu_text(std::int64_t milli) {
+  if (milli % 1000 == 0) return std::to_string(milli / 1000);
+  std::string fraction = fmt::format("{:03}", milli % 1000);
+  while (fraction.back() == '0') fraction.pop_back();
+  return fmt::format("{}.{}", milli / 1000, fraction);
+}
+
+// Notes where each YAML document starts, and nothing else.
+class DocumentStarts final : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& mark) override { marks.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+
+  std::vector<YAML::Mark> marks;
+};
+
+// Reads one YAML tree into a TenantsSpec, failing with the path of the first bad value.
+class TenantsReader {
+ public:
+  TenantsReader(const std::string& source, GpuModelCatalog& models)
+      : source_(source), models_(models) {}
+
+  Result<TenantsSpec> read(const YAML::Node& root);
+
+ private:
+  // A YAML map's entries in file order, keys checked to be names given once.
+  struct Entry {
+    std::string name;
+    YAML::Node key, value;
+  };
+  using Entries = std::vector<Entry>;
+  struct Fields {
+    std::unordered_map<std::string, YAML::Node> values;
+    [[nodiscard]] std::optional<YAML::Node> get(const std::string& key) const {
+      const auto it = values.find(key);
+      if (it == values.end()) return std::nullopt;
+      return it->second;
+    }
+  };
+  // The figures of one quota entry, with the nodes they came from (for errors).
+  struct Figures {
+    std::optional<std::int64_t> guaranteed, borrowing_limit, lending_limit;
+    std::optional<YAML::Node> guaranteed_node, lending_node;
+  };
+
+  std::unexpected<Error> error_at(const YAML::Node& node, const std::string& path,
+                                  std::string reason) const {
+    const std::string where = position(source_, node.Mark());
+    return fail(path.empty() ? where : where + " " + path, std::move(reason));
+  }
+
+  Result<Entries> entries(const YAML::Node& node, const std::string& path) const;
+  Result<Fields> fields(const YAML::Node& node, const std::string& path,
+                        std::initializer_list<std::string_view> known) const;
+  Result<YAML::Node> required(const Fields& fields, const YAML::Node& map, const std::string& path,
+                              const std::string& key) const;
+  Result<YAML::Node> sequence(const YAML::Node& node, const std::string& path) const;
+  Result<std::string> text(const YAML::Node& node, const std::string& path) const;
+  Result<std::int64_t> gpus(const YAML::Node& node, const std::string& path) const;
+  // Reads a quota map (model name -> figures), calling `add(model, figures, path)` per entry.
+  template <class Add>
+  Result<void> read_quota(const YAML::Node& quota, const std::string& path, Add add);
+
+  Result<void> read_org(const YAML::Node& node, const std::string& path, TenantsSpec& spec);
+  Result<TenantSpec> read_tenant(const YAML::Node& node, const std::string& path);
+
+  const std::string& source_;
+  GpuModelCatalog& models_;
+  std::unordered_map<std::string, std::string> org_paths_, tenant_paths_;
+  int tenant_count_ = 0;
+};
+
+Result<TenantsReader::Entries> TenantsReader::entries(const YAML::Node& node,
+                                                      const std::string& path) const {
+  if (!node.IsMap()) return error_at(node, path, "expected a map, got " + node_kind(node));
+  Entries result;
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    // it-> yields a temporary pair: copy the nodes (handles), never bind references to them.
+    const YAML::Node key = it->first;
+    const YAML::Node value = it->second;
+    if (!key.IsScalar()) return error_at(key, path, "a key must be a name, got " + node_kind(key));
+    const std::string where = (path.empty() ? "" : path + ".") + key.Scalar();
+    if (key.Scalar().empty()) return error_at(key, where, "a key must not be empty");
+    for (const Entry& entry : result) {
+      if (entry.name == key.Scalar()) return error_at(key, where, "the key is given twice");
+    }
+    result.push_back({key.Scalar(), key, value});
+  }
+  return result;
+}
+
+Result<TenantsReader::Fields> TenantsReader::fields(
+    const YAML::Node& node, const std::string& path,
+    std::initializer_list<std::string_view> known) const {
+  auto list = entries(node, path);
+  if (!list) return std::unexpected(list.error());
+  Fields result;
+  for (const Entry& entry : *list) {
+    if (std::find(known.begin(), known.end(), entry.name) == known.end()) {
+      std::string names;
+      for (std::string_view k : known) names += (names.empty() ? "" : ", ") + std::string(k);
+      return error_at(entry.key, (path.empty() ? "" : path + ".") + entry.name,
+                      "unknown key; expected one of " + names);
+    }
+    result.values.emplace(entry.name, entry.value);
+  }
+  return result;
+}
+
+Result<YAML::Node> TenantsReader::required(const Fields& fields, const YAML::Node& map,
+                                           const std::string& path, const std::string& key) const {
+  auto value = fields.get(key);
+  if (!value) return error_at(map, path.empty() ? key : path + "." + key, "the key is missing");
+  return *value;
+}
+
+Result<YAML::Node> TenantsReader::sequence(const YAML::Node& node, const std::string& path) const {
+  if (!node.IsSequence()) return error_at(node, path, "expected a list, got " + node_kind(node));
+  return node;
+}
+
+Result<std::string> TenantsReader::text(const YAML::Node& node, const std::string& path) const {
+  if (!node.IsScalar()) return error_at(node, path, "expected a name, got " + node_kind(node));
+  if (node.Scalar().empty()) return error_at(node, path, "must not be empty");
+  return node.Scalar();
+}
+
+Result<std::int64_t> TenantsReader::gpus(const YAML::Node& node, const std::string& path) const {
+  if (!node.IsScalar()) return error_at(node, path, "expected a number, got " + node_kind(node));
+  const auto value = parse_milli(node.Scalar());
+  if (!value) {
+    return error_at(node, path,
+                    "expected a GPU count (up to 3 decimals), got '" + node.Scalar() + "'");
+  }
+  if (*value > kMaxQuotaMilli) {
+    return error_at(node, path,
+                    fmt::format("must be 0..{}, got {}", kMaxQuotaMilli / 1000, node.Scalar()));
+  }
+  return *value;
+}
+
+template <class Add>
+Result<void> TenantsReader::read_quota(const YAML::Node& quota, const std::string& path, Add add) {
+  auto list = entries(quota, path);
+  if (!list) return std::unexpected(list.error());
+  for (const Entry& entry : *list) {
+    const std::string model_path = path + "." + entry.name;
+    const YAML::Node& value = entry.value;
+    auto f = fields(value, model_path,
+                    {"guaranteed_gpus", "borrowing_limit_gpus", "lending_limit_gpus"});
+    if (!f) return std::unexpected(f.error());
+    Figures figures;
+    for (auto [key, target] : {std::pair{"guaranteed_gpus", &figures.guaranteed},
+                               std::pair{"borrowing_limit_gpus", &figures.borrowing_limit},
+                               std::pair{"lending_limit_gpus", &figures.lending_limit}}) {
+      if (auto node = f->get(key)) {
+        auto milli = gpus(*node, model_path + "." + key);
+        if (!milli) return std::unexpected(milli.error());
+        *target = *milli;
+      }
+    }
+    figures.guaranteed_node = f->get("guaranteed_gpus");
+    figures.lending_node = f->get("lending_limit_gpus");
+    auto model = models_.intern(entry.name);
+    if (!model) return error_at(entry.key, model_path, model.error().reason);
+    if (auto ok = add(*model, figures, model_path); !ok) return ok;
+  }
+  return {};
+}
+
+Result<TenantsSpec> TenantsReader::read(const YAML::Node& root) {
+  if (root.IsNull()) return error_at(root, "", "the file is empty; expected orgs");
+  auto top = fields(root, "", {"orgs"});
+  if (!top) return std::unexpected(top.error());
+  auto orgs = required(*top, root, "", "orgs");
+  if (!orgs) return std::unexpected(orgs.error());
+  if (auto ok = sequence(*orgs, "orgs"); !ok) return std::unexpected(ok.error());
+  TenantsSpec spec;
+  for (std::size_t o = 0; o < orgs->size(); ++o) {
+    if (auto ok = read_org((*orgs)[o], fmt::format("orgs[{}]", o), spec); !ok) {
+      return std::unexpected(ok.error());
+    }
+  }
+  if (tenant_count_ == 0) return error_at(*orgs, "orgs", "the file has no tenants");
+  // Everything create() checks was checked above, with positions; this is a last guard.
+  if (auto book = TenantBook::create(spec, models_); !book) {
+    return fail(source_ + " " + book.error().field, book.error().reason);
+  }
+  return spec;
+}
+
+Result<void> TenantsReader::read_org(const YAML::Node& node, const std::string& path,
+                                     TenantsSpec& spec) {
+  auto f = fields(node, path, {"name", "quota", "tenants"});
+  if (!f) return std::unexpected(f.error());
+  auto name_node = required(*f, node, path, "name");
+  if (!name_node) return std::unexpected(name_node.error());
+  auto name = text(*name_node, path + ".name");
+  if (!name) return std::unexpected(name.error());
+  if (auto [it, added] = org_paths_.emplace(*name, path); !added) {
+    return error_at(*name_node, path + ".name",
+                    "org '" + *name + "' is already defined at " + it->second);
+  }
+  OrgSpec org;
+  org.name = *name;
+  // Org guarantees, checked against the tenants' sum once they are read.
+  struct GuaranteeCap {
+    GpuModelId model;
+    std::int64_t milli;
+    std::string path;
+    YAML::Node node;
+  };
+  std::vector<GuaranteeCap> guarantee_caps;
+  if (auto quota = f->get("quota")) {
+    auto ok = read_quota(
+        *quota, path + ".quota",
+        [&](GpuModelId model, const Figures& figures, const std::string& where) -> Result<void> {
+          org.caps.push_back(
+              {model, figures.guaranteed, figures.borrowing_limit, figures.lending_limit});
+          if (figures.guaranteed) {
+            guarantee_caps.push_back(
+                {model, *figures.guaranteed, where + ".guaranteed_gpus", *figures.guaranteed_node});
+          }
+          return {};
+        });
+    if (!ok) return ok;
+  }
+
+  auto tenants = required(*f, node, path, "tenants");
+  if (!tenants) return std::unexpected(tenants.error());
+  if (auto ok = sequence(*tenants, path + ".tenants"); !ok) return std::unexpected(ok.error());
+  for (std::size_t t = 0; t < tenants->size(); ++t) {
+    auto tenant = read_tenant((*tenants)[t], fmt::format("{}.tenants[{}]", path, t));
+    if (!tenant) return std::unexpected(tenant.error());
+    org.tenants.push_back(std::move(*tenant));
+  }
+
+  for (const GuaranteeCap& cap : guarantee_caps) {
+    std::int64_t sum = 0;
+    for (const TenantSpec& tenant : org.tenants) {
+      for (const ModelQuota& quota : tenant.quotas) {
+        if (quota.model == cap.model) sum += quota.guaranteed_milli;
+      }
+    }
+    if (sum > cap.milli) {
+      return error_at(cap.node, cap.path,
+                      fmt::format("the org's tenants are guaranteed {} {} GPUs in total, more "
+                                  "than the org's {}",
+                                  gpu_text(sum), models_.name(cap.model), cap.node.Scalar()));
+    }
+  }
+  spec.orgs.push_back(std::move(org));
+  return {};
+}
+
+Result<TenantSpec> TenantsReader::read_tenant(const YAML::Node& node, const std::string& path) {
+  auto f = fields(node, path, {"name", "weight", "quota", "queues"});
+  if (!f) return std::unexpected(f.error());
+  auto name_node = required(*f, node, path, "name");
+  if (!name_node) return std::unexpected(name_node.error());
+  auto name = text(*name_node, path + ".name");
+  if (!name) return std::unexpected(name.error());
+  if (auto [it, added] = tenant_paths_.emplace(*name, path); !added) {
+    return error_at(*name_node, path + ".name",
+                    "tenant '" + *name + "' is already defined at " + it->second);
+  }
+  if (++tenant_count_ > kMaxTenants) {
+    return error_at(node, path, fmt::format("more than {} tenants", kMaxTenants));
+  }
+  TenantSpec tenant;
+  tenant.name = *name;
+
+  if (auto weight = f->get("weight")) {
+    const std::string weight_path = path + ".weight";
+    const std::string digits = weight->IsScalar() ? weight->Scalar() : "";
+    std::int64_t value = 0;
+    const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+    if (digits.empty() || error != std::errc() || end != digits.data() + digits.size() ||
+        value < 1 || value > kMaxTenantWeight) {
+      return error_at(*weight, weight_path,
+                      fmt::format("expected an integer 1..{}, got {}", kMaxTenantWeight,
+                                  weight->IsScalar() ? "'" + digits + "'" : node_kind(*weight)));
+    }
+    tenant.weight = value;
+  }
+
+  if (auto quota = f->get("quota")) {
+    auto ok = read_quota(
+        *quota, path + ".quota",
+        [&](GpuModelId model, const Figures& figures, const std::string& where) -> Result<void> {
+          const std::int64_t guaranteed = figures.guaranteed.value_or(0);
+          if (figures.lending_limit && *figures.lending_limit > guaranteed) {
+            return error_at(*figures.lending_node, where + ".lending_limit_gpus",
+                            fmt::format("must be at most the guarantee ({} GPUs), got {}",
+                                        gpu_text(guaranteed), figures.lending_node->Scalar()));
+          }
+          tenant.quotas.push_back(
+              {model, guaranteed, figures.borrowing_limit, figures.lending_limit});
+          return {};
+        });
+    if (!ok) return std::unexpected(ok.error());
+  }
+
+  if (auto queues = f->get("queues")) {
+    const std::string queues_path = path + ".queues";
+    if (auto ok = sequence(*queues, queues_path); !ok) return std::unexpected(ok.error());
+    std::unordered_map<std::string, std::size_t> seen;
+    for (std::size_t q = 0; q < queues->size(); ++q) {
+      const std::string queue_path = fmt::format("{}[{}]", queues_path, q);
+      auto queue = text((*queues)[q], queue_path);
+      if (!queue) return std::unexpected(queue.error());
+      if (auto [it, added] = seen.emplace(*queue, q); !added) {
+        return error_at(
+            (*queues)[q], queue_path,
+            fmt::format("queue '{}' is already listed at {}[{}]", *queue, queues_path, it->second));
+      }
+      tenant.queues.push_back(*queue);
+    }
+  }
+  return tenant;
+}
+
+}  // namespace
+
+Result<TenantsSpec> read_tenants_yaml(std::string_view text, const std::string& source,
+                                      GpuModelCatalog& models) {
+  try {
+    // Count documents with a bounded number of parser calls rather than YAML::LoadAll, which in
+    // yaml-cpp 0.7 loops forever on some malformed input (jbeder/yaml-cpp#1319).
+    std::istringstream in{std::string(text)};
+    YAML::Parser parser(in);
+    DocumentStarts documents;
+    for (int i = 0; i < 2 && parser.HandleNextDocument(documents); ++i) {
+    }
+    if (documents.marks.size() > 1) {
+      return fail(position(source, documents.marks[1]),
+                  "a second YAML document starts here; a tenants file holds one");
+    }
+    TenantsReader reader(source, models);
+    return reader.read(YAML::Load(std::string(text)));
+  } catch (const YAML::Exception& e) {
+    return fail(position(source, e.mark), "malformed YAML: " + e.msg);
+  } catch (const std::exception& e) {
+    return fail(source, std::string("cannot read the tenants file: ") + e.what());
+  }
+}
+
+Result<TenantsSpec> load_tenants_yaml(const std::string& path, GpuModelCatalog& models) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return fail(path, "cannot open the file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return fail(path, "cannot read the file");
+  return read_tenants_yaml(text.str(), path, models);
+}
+
+}  // namespace tidepool
