@@ -21,6 +21,7 @@ using SpineId = Id<struct SpineTag>;
 using OrgId = Id<struct OrgTag>;
 using TenantId = Id<struct TenantTag>;
 using QueueId = Id<struct QueueTag>;
+using JobId = Id<struct JobTag>;
 
 }  // namespace tidepool
 
