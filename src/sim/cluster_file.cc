@@ -1,21 +1,17 @@
 #include "sim/cluster_file.h"
 
 #include <fmt/format.h>
-#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <array>
 #include <charconv>
 #include <cstdint>
-#include <exception>
-#include <fstream>
-#include <initializer_list>
 #include <optional>
-#include <sstream>
 #include <unordered_map>
 #include <utility>
-#include <vector>
+
+#include "sim/yaml_reader.h"
 
 namespace tidepool {
 namespace {
@@ -23,24 +19,6 @@ namespace {
 // Bound on CPU and memory figures, so that pool totals cannot overflow (kMaxClusterNodes x 2^40
 // is far below 2^63).
 constexpr std::int64_t kMaxQuantity = std::int64_t{1} << 40;
-
-std::string position(const std::string& source, const YAML::Mark& mark) {
-  if (mark.is_null()) return source;
-  return fmt::format("{}:{}:{}", source, mark.line + 1, mark.column + 1);
-}
-
-std::string node_kind(const YAML::Node& node) {
-  switch (node.Type()) {
-    case YAML::NodeType::Map:
-      return "a map";
-    case YAML::NodeType::Sequence:
-      return "a list";
-    case YAML::NodeType::Scalar:
-      return "'" + node.Scalar() + "'";
-    default:
-      return "nothing";
-  }
-}
 
 // Parses "123", or with `decimals` > 0 also "12.5", as an integer in units of 10^-decimals.
 // Magnitudes too large for any bound come back as +-kHuge, so that range checks reject them.
@@ -69,55 +47,14 @@ std::optional<std::int64_t> parse_fixed(std::string_view text, int decimals) {
   return negative ? -value : value;
 }
 
-// Notes where each YAML document starts, and nothing else.
-class DocumentStarts final : public YAML::EventHandler {
- public:
-  void OnDocumentStart(const YAML::Mark& mark) override { marks.push_back(mark); }
-  void OnDocumentEnd() override {}
-  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                const std::string&) override {}
-  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                       YAML::EmitterStyle::value) override {}
-  void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                  YAML::EmitterStyle::value) override {}
-  void OnMapEnd() override {}
-
-  std::vector<YAML::Mark> marks;
-};
-
 // Reads one YAML tree into a ClusterSpec, failing with the path of the first bad value.
-class ClusterReader {
+class ClusterReader : private YamlReader {
  public:
-  explicit ClusterReader(const std::string& source) : source_(source) {}
+  explicit ClusterReader(const std::string& source) : YamlReader(source) {}
 
   Result<ClusterSpec> read(const YAML::Node& root);
 
  private:
-  // The keys of one YAML map, checked against the keys it may have.
-  struct Fields {
-    std::unordered_map<std::string, YAML::Node> values;
-    [[nodiscard]] std::optional<YAML::Node> get(const std::string& key) const {
-      const auto it = values.find(key);
-      if (it == values.end()) return std::nullopt;
-      return it->second;
-    }
-  };
-
-  std::unexpected<Error> error_at(const YAML::Node& node, const std::string& path,
-                                  std::string reason) const {
-    const std::string where = position(source_, node.Mark());
-    return fail(path.empty() ? where : where + " " + path, std::move(reason));
-  }
-
-  Result<Fields> fields(const YAML::Node& node, const std::string& path,
-                        std::initializer_list<std::string_view> known) const;
-  Result<YAML::Node> required(const Fields& fields, const YAML::Node& map, const std::string& path,
-                              const std::string& key) const;
-  Result<YAML::Node> sequence(const YAML::Node& node, const std::string& path) const;
-  Result<std::string> text(const YAML::Node& node, const std::string& path) const;
   Result<std::int64_t> number(const YAML::Node& node, const std::string& path, std::int64_t low,
                               std::int64_t high, int decimals = 0) const;
   // Exactly one of `exact` (taken as is) and `scaled` (multiplied by `scale`, with `decimals`).
@@ -130,58 +67,15 @@ class ClusterReader {
   Result<void> read_nodes(const YAML::Node& entry, const std::string& path, LeafId leaf);
   Result<void> read_domains(const YAML::Node& domains, const std::string& path, NodeSpec& node);
 
-  const std::string& source_;
   ClusterSpec spec_;
   std::unordered_map<std::string, std::string> spine_paths_, leaf_paths_, node_paths_;
 };
-
-Result<ClusterReader::Fields> ClusterReader::fields(
-    const YAML::Node& node, const std::string& path,
-    std::initializer_list<std::string_view> known) const {
-  if (!node.IsMap()) return error_at(node, path, "expected a map, got " + node_kind(node));
-  Fields result;
-  for (auto it = node.begin(); it != node.end(); ++it) {
-    // it-> yields a temporary pair: copy the nodes (handles), never bind references to them.
-    const YAML::Node key = it->first;
-    const YAML::Node value = it->second;
-    const std::string where = path.empty() ? "" : path + ".";
-    if (!key.IsScalar()) return error_at(key, path, "a key must be a name, got " + node_kind(key));
-    const std::string& name = key.Scalar();
-    if (std::find(known.begin(), known.end(), name) == known.end()) {
-      std::string list;
-      for (std::string_view k : known) list += (list.empty() ? "" : ", ") + std::string(k);
-      return error_at(key, where + name, "unknown key; expected one of " + list);
-    }
-    if (!result.values.emplace(name, value).second) {
-      return error_at(key, where + name, "the key is given twice");
-    }
-  }
-  return result;
-}
-
-Result<YAML::Node> ClusterReader::required(const Fields& fields, const YAML::Node& map,
-                                           const std::string& path, const std::string& key) const {
-  auto value = fields.get(key);
-  if (!value) return error_at(map, path.empty() ? key : path + "." + key, "the key is missing");
-  return *value;
-}
-
-Result<YAML::Node> ClusterReader::sequence(const YAML::Node& node, const std::string& path) const {
-  if (!node.IsSequence()) return error_at(node, path, "expected a list, got " + node_kind(node));
-  return node;
-}
-
-Result<std::string> ClusterReader::text(const YAML::Node& node, const std::string& path) const {
-  if (!node.IsScalar()) return error_at(node, path, "expected a name, got " + node_kind(node));
-  if (node.Scalar().empty()) return error_at(node, path, "must not be empty");
-  return node.Scalar();
-}
 
 Result<std::int64_t> ClusterReader::number(const YAML::Node& node, const std::string& path,
                                            std::int64_t low, std::int64_t high,
                                            int decimals) const {
   if (!node.IsScalar()) {
-    return error_at(node, path, "expected a number, got " + node_kind(node));
+    return error_at(node, path, "expected a number, got " + yaml_node_kind(node));
   }
   const auto value = parse_fixed(node.Scalar(), decimals);
   if (!value) {
@@ -242,14 +136,8 @@ Result<ClusterSpec> ClusterReader::read(const YAML::Node& root) {
     const std::string path = fmt::format("spines[{}]", s);
     auto spine_fields = fields(spine, path, {"name", "oversubscription", "leaves"});
     if (!spine_fields) return std::unexpected(spine_fields.error());
-    auto name_node = required(*spine_fields, spine, path, "name");
-    if (!name_node) return std::unexpected(name_node.error());
-    auto name = text(*name_node, path + ".name");
+    auto name = unique_name(*spine_fields, spine, path, "spine", spine_paths_);
     if (!name) return std::unexpected(name.error());
-    if (auto [it, added] = spine_paths_.emplace(*name, path); !added) {
-      return error_at(*name_node, path + ".name",
-                      "spine '" + *name + "' is already defined at " + it->second);
-    }
     SpineSpec spine_spec{.name = *name};
     if (auto ratio = spine_fields->get("oversubscription")) {
       auto value = number(*ratio, path + ".oversubscription", 1, kMaxOversubscription);
@@ -294,14 +182,8 @@ Result<void> ClusterReader::read_links(const YAML::Node& links, const std::strin
 Result<void> ClusterReader::read_leaf(const YAML::Node& leaf, const std::string& path, LeafId id) {
   auto leaf_fields = fields(leaf, path, {"name", "nodes"});
   if (!leaf_fields) return std::unexpected(leaf_fields.error());
-  auto name_node = required(*leaf_fields, leaf, path, "name");
-  if (!name_node) return std::unexpected(name_node.error());
-  auto name = text(*name_node, path + ".name");
+  auto name = unique_name(*leaf_fields, leaf, path, "leaf", leaf_paths_);
   if (!name) return std::unexpected(name.error());
-  if (auto [it, added] = leaf_paths_.emplace(*name, path); !added) {
-    return error_at(*name_node, path + ".name",
-                    "leaf '" + *name + "' is already defined at " + it->second);
-  }
   spec_.topology.leaves[id.value].name = *name;
 
   auto nodes = required(*leaf_fields, leaf, path, "nodes");
@@ -419,35 +301,16 @@ Result<void> ClusterReader::read_domains(const YAML::Node& domains, const std::s
 }  // namespace
 
 Result<ClusterSpec> read_cluster_yaml(std::string_view text, const std::string& source) {
-  try {
-    // Count documents with a bounded number of parser calls rather than YAML::LoadAll, which in
-    // yaml-cpp 0.7 loops forever, eating memory, on some malformed input such as "- a\n,"
-    // (jbeder/yaml-cpp#1319).
-    std::istringstream in{std::string(text)};
-    YAML::Parser parser(in);
-    DocumentStarts documents;
-    for (int i = 0; i < 2 && parser.HandleNextDocument(documents); ++i) {
-    }
-    if (documents.marks.size() > 1) {
-      return fail(position(source, documents.marks[1]),
-                  "a second YAML document starts here; a cluster file holds one");
-    }
+  return read_one_yaml_document(text, source, "cluster file", [&](const YAML::Node& root) {
     ClusterReader reader(source);
-    return reader.read(YAML::Load(std::string(text)));
-  } catch (const YAML::Exception& e) {
-    return fail(position(source, e.mark), "malformed YAML: " + e.msg);
-  } catch (const std::exception& e) {
-    return fail(source, std::string("cannot read the cluster file: ") + e.what());
-  }
+    return reader.read(root);
+  });
 }
 
 Result<ClusterSpec> load_cluster_yaml(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fail(path, "cannot open the file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return fail(path, "cannot read the file");
-  return read_cluster_yaml(text.str(), path);
+  auto text = read_file_text(path);
+  if (!text) return std::unexpected(text.error());
+  return read_cluster_yaml(*text, path);
 }
 
 }  // namespace tidepool

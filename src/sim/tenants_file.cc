@@ -1,43 +1,23 @@
 #include "sim/tenants_file.h"
 
 #include <fmt/format.h>
-#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
-#include <exception>
-#include <fstream>
 #include <initializer_list>
 #include <optional>
-#include <sstream>
 #include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include "sim/yaml_reader.h"
 
 namespace tidepool {
 namespace {
 
 constexpr int kDecimals = 3;  // GPU figures: milli-GPU precision
-
-std::string position(const std::string& source, const YAML::Mark& mark) {
-  if (mark.is_null()) return source;
-  return fmt::format("{}:{}:{}", source, mark.line + 1, mark.column + 1);
-}
-
-std::string node_kind(const YAML::Node& node) {
-  switch (node.Type()) {
-    case YAML::NodeType::Map:
-      return "a map";
-    case YAML::NodeType::Sequence:
-      return "a list";
-    case YAML::NodeType::Scalar:
-      return "'" + node.Scalar() + "'";
-    default:
-      return "nothing";
-  }
-}
 
 // Parses "12" or "12.5" (up to kDecimals decimals) as an integer in thousandths; nullopt if it is
 // not such a number or is far above any bound.
@@ -70,67 +50,21 @@ std::string gpu_text(std::int64_t milli) {
   return fmt::format("{}.{}", milli / 1000, fraction);
 }
 
-// Notes where each YAML document starts, and nothing else.
-class DocumentStarts final : public YAML::EventHandler {
- public:
-  void OnDocumentStart(const YAML::Mark& mark) override { marks.push_back(mark); }
-  void OnDocumentEnd() override {}
-  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                const std::string&) override {}
-  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                       YAML::EmitterStyle::value) override {}
-  void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                  YAML::EmitterStyle::value) override {}
-  void OnMapEnd() override {}
-
-  std::vector<YAML::Mark> marks;
-};
-
 // Reads one YAML tree into a TenantsSpec, failing with the path of the first bad value.
-class TenantsReader {
+class TenantsReader : private YamlReader {
  public:
   TenantsReader(const std::string& source, GpuModelCatalog& models)
-      : source_(source), models_(models) {}
+      : YamlReader(source), models_(models) {}
 
   Result<TenantsSpec> read(const YAML::Node& root);
 
  private:
-  // A YAML map's entries in file order, keys checked to be names given once.
-  struct Entry {
-    std::string name;
-    YAML::Node key, value;
-  };
-  using Entries = std::vector<Entry>;
-  struct Fields {
-    std::unordered_map<std::string, YAML::Node> values;
-    [[nodiscard]] std::optional<YAML::Node> get(const std::string& key) const {
-      const auto it = values.find(key);
-      if (it == values.end()) return std::nullopt;
-      return it->second;
-    }
-  };
   // The figures of one quota entry, with the nodes they came from (for errors).
   struct Figures {
     std::optional<std::int64_t> guaranteed, borrowing_limit, lending_limit;
     std::optional<YAML::Node> guaranteed_node, lending_node;
   };
 
-  std::unexpected<Error> error_at(const YAML::Node& node, const std::string& path,
-                                  std::string reason) const {
-    const std::string where = position(source_, node.Mark());
-    return fail(path.empty() ? where : where + " " + path, std::move(reason));
-  }
-
-  Result<Entries> entries(const YAML::Node& node, const std::string& path) const;
-  Result<Fields> fields(const YAML::Node& node, const std::string& path,
-                        std::initializer_list<std::string_view> known) const;
-  Result<YAML::Node> required(const Fields& fields, const YAML::Node& map, const std::string& path,
-                              const std::string& key) const;
-  Result<YAML::Node> sequence(const YAML::Node& node, const std::string& path) const;
-  Result<std::string> text(const YAML::Node& node, const std::string& path) const;
   Result<std::int64_t> gpus(const YAML::Node& node, const std::string& path) const;
   // Reads a quota map (model name -> figures), calling `add(model, figures, path)` per entry.
   template <class Add>
@@ -139,69 +73,14 @@ class TenantsReader {
   Result<void> read_org(const YAML::Node& node, const std::string& path, TenantsSpec& spec);
   Result<TenantSpec> read_tenant(const YAML::Node& node, const std::string& path);
 
-  const std::string& source_;
   GpuModelCatalog& models_;
   std::unordered_map<std::string, std::string> org_paths_, tenant_paths_;
   int tenant_count_ = 0;
 };
 
-Result<TenantsReader::Entries> TenantsReader::entries(const YAML::Node& node,
-                                                      const std::string& path) const {
-  if (!node.IsMap()) return error_at(node, path, "expected a map, got " + node_kind(node));
-  Entries result;
-  for (auto it = node.begin(); it != node.end(); ++it) {
-    // it-> yields a temporary pair: copy the nodes (handles), never bind references to them.
-    const YAML::Node key = it->first;
-    const YAML::Node value = it->second;
-    if (!key.IsScalar()) return error_at(key, path, "a key must be a name, got " + node_kind(key));
-    const std::string where = (path.empty() ? "" : path + ".") + key.Scalar();
-    if (key.Scalar().empty()) return error_at(key, where, "a key must not be empty");
-    for (const Entry& entry : result) {
-      if (entry.name == key.Scalar()) return error_at(key, where, "the key is given twice");
-    }
-    result.push_back({key.Scalar(), key, value});
-  }
-  return result;
-}
-
-Result<TenantsReader::Fields> TenantsReader::fields(
-    const YAML::Node& node, const std::string& path,
-    std::initializer_list<std::string_view> known) const {
-  auto list = entries(node, path);
-  if (!list) return std::unexpected(list.error());
-  Fields result;
-  for (const Entry& entry : *list) {
-    if (std::find(known.begin(), known.end(), entry.name) == known.end()) {
-      std::string names;
-      for (std::string_view k : known) names += (names.empty() ? "" : ", ") + std::string(k);
-      return error_at(entry.key, (path.empty() ? "" : path + ".") + entry.name,
-                      "unknown key; expected one of " + names);
-    }
-    result.values.emplace(entry.name, entry.value);
-  }
-  return result;
-}
-
-Result<YAML::Node> TenantsReader::required(const Fields& fields, const YAML::Node& map,
-                                           const std::string& path, const std::string& key) const {
-  auto value = fields.get(key);
-  if (!value) return error_at(map, path.empty() ? key : path + "." + key, "the key is missing");
-  return *value;
-}
-
-Result<YAML::Node> TenantsReader::sequence(const YAML::Node& node, const std::string& path) const {
-  if (!node.IsSequence()) return error_at(node, path, "expected a list, got " + node_kind(node));
-  return node;
-}
-
-Result<std::string> TenantsReader::text(const YAML::Node& node, const std::string& path) const {
-  if (!node.IsScalar()) return error_at(node, path, "expected a name, got " + node_kind(node));
-  if (node.Scalar().empty()) return error_at(node, path, "must not be empty");
-  return node.Scalar();
-}
-
 Result<std::int64_t> TenantsReader::gpus(const YAML::Node& node, const std::string& path) const {
-  if (!node.IsScalar()) return error_at(node, path, "expected a number, got " + node_kind(node));
+  if (!node.IsScalar())
+    return error_at(node, path, "expected a number, got " + yaml_node_kind(node));
   const auto value = parse_milli(node.Scalar());
   if (!value) {
     return error_at(node, path,
@@ -221,8 +100,8 @@ Result<void> TenantsReader::read_quota(const YAML::Node& quota, const std::strin
   for (const Entry& entry : *list) {
     const std::string model_path = path + "." + entry.name;
     const YAML::Node& value = entry.value;
-    auto f = fields(value, model_path,
-                    {"guaranteed_gpus", "borrowing_limit_gpus", "lending_limit_gpus"});
+    auto f = entry_fields(value, model_path,
+                          {"guaranteed_gpus", "borrowing_limit_gpus", "lending_limit_gpus"});
     if (!f) return std::unexpected(f.error());
     Figures figures;
     for (auto [key, target] : {std::pair{"guaranteed_gpus", &figures.guaranteed},
@@ -245,7 +124,7 @@ Result<void> TenantsReader::read_quota(const YAML::Node& quota, const std::strin
 
 Result<TenantsSpec> TenantsReader::read(const YAML::Node& root) {
   if (root.IsNull()) return error_at(root, "", "the file is empty; expected orgs");
-  auto top = fields(root, "", {"orgs"});
+  auto top = entry_fields(root, "", {"orgs"});
   if (!top) return std::unexpected(top.error());
   auto orgs = required(*top, root, "", "orgs");
   if (!orgs) return std::unexpected(orgs.error());
@@ -259,23 +138,17 @@ Result<TenantsSpec> TenantsReader::read(const YAML::Node& root) {
   if (tenant_count_ == 0) return error_at(*orgs, "orgs", "the file has no tenants");
   // Everything create() checks was checked above, with positions; this is a last guard.
   if (auto book = TenantBook::create(spec, models_); !book) {
-    return fail(source_ + " " + book.error().field, book.error().reason);
+    return fail(source() + " " + book.error().field, book.error().reason);
   }
   return spec;
 }
 
 Result<void> TenantsReader::read_org(const YAML::Node& node, const std::string& path,
                                      TenantsSpec& spec) {
-  auto f = fields(node, path, {"name", "quota", "tenants"});
+  auto f = entry_fields(node, path, {"name", "quota", "tenants"});
   if (!f) return std::unexpected(f.error());
-  auto name_node = required(*f, node, path, "name");
-  if (!name_node) return std::unexpected(name_node.error());
-  auto name = text(*name_node, path + ".name");
+  auto name = unique_name(*f, node, path, "org", org_paths_);
   if (!name) return std::unexpected(name.error());
-  if (auto [it, added] = org_paths_.emplace(*name, path); !added) {
-    return error_at(*name_node, path + ".name",
-                    "org '" + *name + "' is already defined at " + it->second);
-  }
   OrgSpec org;
   org.name = *name;
   // Org guarantees, checked against the tenants' sum once they are read.
@@ -329,16 +202,10 @@ Result<void> TenantsReader::read_org(const YAML::Node& node, const std::string& 
 }
 
 Result<TenantSpec> TenantsReader::read_tenant(const YAML::Node& node, const std::string& path) {
-  auto f = fields(node, path, {"name", "weight", "quota", "queues"});
+  auto f = entry_fields(node, path, {"name", "weight", "quota", "queues"});
   if (!f) return std::unexpected(f.error());
-  auto name_node = required(*f, node, path, "name");
-  if (!name_node) return std::unexpected(name_node.error());
-  auto name = text(*name_node, path + ".name");
+  auto name = unique_name(*f, node, path, "tenant", tenant_paths_);
   if (!name) return std::unexpected(name.error());
-  if (auto [it, added] = tenant_paths_.emplace(*name, path); !added) {
-    return error_at(*name_node, path + ".name",
-                    "tenant '" + *name + "' is already defined at " + it->second);
-  }
   if (++tenant_count_ > kMaxTenants) {
     return error_at(node, path, fmt::format("more than {} tenants", kMaxTenants));
   }
@@ -352,9 +219,10 @@ Result<TenantSpec> TenantsReader::read_tenant(const YAML::Node& node, const std:
     const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
     if (digits.empty() || error != std::errc() || end != digits.data() + digits.size() ||
         value < 1 || value > kMaxTenantWeight) {
-      return error_at(*weight, weight_path,
-                      fmt::format("expected an integer 1..{}, got {}", kMaxTenantWeight,
-                                  weight->IsScalar() ? "'" + digits + "'" : node_kind(*weight)));
+      return error_at(
+          *weight, weight_path,
+          fmt::format("expected an integer 1..{}, got {}", kMaxTenantWeight,
+                      weight->IsScalar() ? "'" + digits + "'" : yaml_node_kind(*weight)));
     }
     tenant.weight = value;
   }
@@ -399,34 +267,16 @@ Result<TenantSpec> TenantsReader::read_tenant(const YAML::Node& node, const std:
 
 Result<TenantsSpec> read_tenants_yaml(std::string_view text, const std::string& source,
                                       GpuModelCatalog& models) {
-  try {
-    // Count documents with a bounded number of parser calls rather than YAML::LoadAll, which in
-    // yaml-cpp 0.7 loops forever on some malformed input (jbeder/yaml-cpp#1319).
-    std::istringstream in{std::string(text)};
-    YAML::Parser parser(in);
-    DocumentStarts documents;
-    for (int i = 0; i < 2 && parser.HandleNextDocument(documents); ++i) {
-    }
-    if (documents.marks.size() > 1) {
-      return fail(position(source, documents.marks[1]),
-                  "a second YAML document starts here; a tenants file holds one");
-    }
+  return read_one_yaml_document(text, source, "tenants file", [&](const YAML::Node& root) {
     TenantsReader reader(source, models);
-    return reader.read(YAML::Load(std::string(text)));
-  } catch (const YAML::Exception& e) {
-    return fail(position(source, e.mark), "malformed YAML: " + e.msg);
-  } catch (const std::exception& e) {
-    return fail(source, std::string("cannot read the tenants file: ") + e.what());
-  }
+    return reader.read(root);
+  });
 }
 
 Result<TenantsSpec> load_tenants_yaml(const std::string& path, GpuModelCatalog& models) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fail(path, "cannot open the file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return fail(path, "cannot read the file");
-  return read_tenants_yaml(text.str(), path, models);
+  auto text = read_file_text(path);
+  if (!text) return std::unexpected(text.error());
+  return read_tenants_yaml(*text, path, models);
 }
 
 }  // namespace tidepool

@@ -32,7 +32,7 @@ src="${repo_root}/src"
 sources=(
   "${src}/core/gpu_model.cc" "${src}/core/node.cc" "${src}/core/pool.cc" "${src}/core/task.cc"
   "${src}/core/topology.cc" "${src}/sim/csv.cc" "${src}/sim/openb_trace.cc"
-  "${src}/sim/cluster_file.cc"
+  "${src}/sim/cluster_file.cc" "${src}/sim/yaml_reader.cc"
 )
 flags=(
   -std=c++2b -g -O1 -fno-omit-frame-pointer
