@@ -3,6 +3,7 @@
 
 #include "cli/sim_pack_command.h"
 #include "cli/sim_replay_command.h"
+#include "cli/sim_run_command.h"
 #include "cli/sim_tenants_command.h"
 
 int main(int argc, char** argv) {
@@ -16,6 +17,7 @@ int main(int argc, char** argv) {
   sim->require_subcommand(1);
   tidepool::add_sim_pack_command(*sim, &exit_code);
   tidepool::add_sim_replay_command(*sim, &exit_code);
+  tidepool::add_sim_run_command(*sim, &exit_code);
   tidepool::add_sim_tenants_command(*sim, &exit_code);
 
   CLI11_PARSE(app, argc, argv);

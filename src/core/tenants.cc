@@ -368,4 +368,21 @@ Result<void> TenantBook::refund(TenantId t, GpuModelId m, std::int64_t milli) {
   return {};
 }
 
+Result<void> TenantBook::adjust_guarantee(TenantId t, GpuModelId m, std::int64_t milli) {
+  if (t.value >= tenants_.size()) return fail("tenant", fmt::format("unknown tenant #{}", t.value));
+  const std::string field = "tenant " + tenants_[t.value].name;
+  if (!known_model(m, models_)) return fail(field, fmt::format("unknown GPU model #{}", m.value));
+  Figures& f = figures_[slot(t, m)];
+  if (milli < -kMaxQuotaMilli || milli > kMaxQuotaMilli) {
+    return fail(field, fmt::format("a guarantee change must be within +-{}m", kMaxQuotaMilli));
+  }
+  const std::int64_t next = f.guaranteed + milli;
+  if (next < f.lending_limit || next > kMaxQuotaMilli) {
+    return fail(field, fmt::format("guarantee of {} would become {}m; it must be {}..{}m",
+                                   models_.name(m), next, f.lending_limit, kMaxQuotaMilli));
+  }
+  f.guaranteed = next;
+  return {};
+}
+
 }  // namespace tidepool

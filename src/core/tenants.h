@@ -203,6 +203,12 @@ class TenantBook {
   // tenant uses of the model.
   Result<void> refund(TenantId t, GpuModelId m, std::int64_t milli);
 
+  // An emergency loan: adds `milli` (may be negative, to return one) to the tenant's guarantee of
+  // the model; the lending limit is unchanged (a loan is not lent on). Fails, changing nothing,
+  // if the guarantee would leave 0..kMaxQuotaMilli or fall below the lending limit. The quota may
+  // become inconsistent: reclaim_needed says how much borrowed capacity must come back.
+  Result<void> adjust_guarantee(TenantId t, GpuModelId m, std::int64_t milli);
+
  private:
   struct Figures {
     std::int64_t guaranteed = 0;

@@ -1,0 +1,910 @@
+#include "core/scheduler.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <limits>
+
+#include "core/simple_placement.h"
+
+namespace tidepool {
+namespace {
+
+constexpr std::array<std::string_view, 4> kPolicyNames = {"fifo-firstfit", "quota-borrow",
+                                                          "tiresias", "tidepool"};
+constexpr int kJobClasses = 4;
+constexpr Seconds kOverrunSlack = 600;  // a job past its predicted end: assumed to end this soon
+
+std::int64_t whole_gpus(std::int64_t milli) { return (milli + kMilliPerGpu - 1) / kMilliPerGpu; }
+
+std::string duration_text(Seconds s) {
+  if (s < 60) return fmt::format("{}s", s);
+  if (s < 3600) return fmt::format("{}m", s / 60);
+  return fmt::format("{}h{:02}m", s / 3600, (s % 3600) / 60);
+}
+
+}  // namespace
+
+std::span<const std::string_view> scheduler_policy_names() { return kPolicyNames; }
+
+Result<SchedulerConfig> scheduler_policy(std::string_view name) {
+  SchedulerConfig c;
+  if (name == "fifo-firstfit") {
+    // A plain Slurm partition with the builtin scheduler: strict FIFO, first fit, no topology.
+    c.order = OrderRule::kFifo;
+    c.head_of_line_blocking = true;
+    c.placement = PlacementRule::kFirstFit;
+    c.quotas = c.reclaim = c.priority_preemption = c.backfill = false;
+  } else if (name == "quota-borrow") {
+    // Kueue-like: per-tenant quotas with borrowing and reclaim, FIFO that skips jobs that do not
+    // fit (BestEffortFIFO), best fit, no topology.
+    c.order = OrderRule::kFifo;
+    c.placement = PlacementRule::kBestFit;
+    c.quotas = c.reclaim = true;
+    c.priority_preemption = c.backfill = false;
+  } else if (name == "tiresias") {
+    // Tiresias: discretised 2D-LAS with preemption, consolidated placement, no quotas.
+    c.order = OrderRule::kLeastAttained;
+    c.placement = PlacementRule::kTopology;
+    c.quotas = c.reclaim = c.priority_preemption = c.backfill = false;
+    c.las_preemption = true;
+  } else if (name == "tidepool") {
+    // Everything: fair share, quotas with borrowing and reclaim, topology-aware gangs, EASY
+    // backfill with predicted runtimes, tidal windows and loans.
+  } else {
+    return fail("policy", fmt::format("unknown policy '{}'; known: fifo-firstfit, quota-borrow, "
+                                      "tiresias, tidepool",
+                                      name));
+  }
+  return c;
+}
+
+std::string_view preemption_cause_name(PreemptionCause cause) {
+  switch (cause) {
+    case PreemptionCause::kReclaim:
+      return "reclaim";
+    case PreemptionCause::kPriority:
+      return "priority";
+    case PreemptionCause::kLeastAttained:
+      return "least-attained";
+    case PreemptionCause::kDrain:
+      return "drain";
+  }
+  return "reclaim";
+}
+
+// What one pass knows beyond the scheduler's state.
+struct Scheduler::PassState {
+  Seconds now = 0;
+  std::vector<int> tenant_rank;  // fair share: position of the tenant's share, equal shares equal
+  std::map<std::tuple<std::uint32_t, std::uint64_t, bool, std::int64_t>,
+           std::pair<std::vector<Admission>, PendingReason>>
+      admissions;  // cleared when the book changes
+  std::map<std::tuple<int, TaskShape, std::uint8_t, std::uint8_t>, PendingReason>
+      unplaceable;                                                 // cleared when capacity is freed
+  std::set<std::tuple<std::uint32_t, std::int64_t, int>> no_room;  // make_room failures
+  std::optional<Reservation> reservation;
+  std::map<TenantId, PendingReason> tenant_blocked;  // tenants whose quota head waits
+  // Lanes with nothing more to start in this pass, and the reason their new jobs get.
+  std::vector<std::optional<PendingReason>> lane_done;
+  std::optional<JobId> blocking;  // head-of-line: the first job that waits
+  PendingReason blocked_reason;
+  struct Window {
+    const TidalWindow* window = nullptr;
+    bool open = false;
+    Seconds opens_at = 0;   // when closed: the next opening
+    Seconds closes_at = 0;  // when open
+  };
+  std::vector<Window> windows;
+};
+
+Scheduler::Scheduler(Pool pool, TenantBook book, FairShareLedger ledger, RuntimePredictor predictor,
+                     SchedulerConfig config)
+    : pool_(std::move(pool)),
+      book_(std::move(book)),
+      ledger_(std::move(ledger)),
+      predictor_(std::move(predictor)),
+      config_(std::move(config)) {
+  // One lane per tenant (merged in order during a pass), except under LAS (one lane).
+  lanes_.resize(config_.order != OrderRule::kLeastAttained
+                    ? static_cast<std::size_t>(std::max(1, book_.tenant_count()))
+                    : 1);
+  tenant_usage_.assign(static_cast<std::size_t>(book_.tenant_count()), 0);
+  class_usage_.assign(kJobClasses, 0);
+}
+
+Result<Scheduler> Scheduler::create(Pool pool, TenantBook book, SchedulerConfig config) {
+  if (config.drain_lead < 0) return fail("drain_lead", "must not be negative");
+  if (config.day_offset < 0 || config.day_offset >= kSecondsPerDay) {
+    return fail("day_offset", "must be 0..86399 seconds after midnight");
+  }
+  if (config.las_thresholds.empty() ||
+      !std::is_sorted(config.las_thresholds.begin(), config.las_thresholds.end()) ||
+      config.las_thresholds.front() <= 0) {
+    return fail("las_thresholds", "must be positive and ascending, at least one");
+  }
+  for (const TidalWindow& w : config.windows) {
+    if (auto ok = make_tidal_window(w); !ok) return std::unexpected(ok.error());
+  }
+  auto ledger = FairShareLedger::for_tenants(book, config.fair_share_half_life);
+  if (!ledger) return std::unexpected(ledger.error());
+  auto predictor = RuntimePredictor::create(config.predictor);
+  if (!predictor) return std::unexpected(predictor.error());
+  return Scheduler(std::move(pool), std::move(book), std::move(*ledger), std::move(*predictor),
+                   std::move(config));
+}
+
+// --- Bookkeeping ---
+
+void Scheduler::account_until(Seconds now) {
+  if (now <= accounted_until_) return;
+  for (int t = 0; t < book_.tenant_count(); ++t) {
+    const std::int64_t milli = tenant_usage_[static_cast<std::size_t>(t)];
+    if (milli > 0) {
+      (void)ledger_.charge(TenantId{static_cast<std::uint32_t>(t)}, milli, accounted_until_, now);
+    }
+  }
+  (void)ledger_.advance_to(now);
+  accounted_until_ = now;
+}
+
+void Scheduler::close_reason(Entry& e, Seconds now) {
+  const Seconds spent = std::max<Seconds>(0, now - e.reason_since);
+  e.waited[static_cast<std::size_t>(e.reason.kind)] += spent;
+  pending_total_[static_cast<std::size_t>(e.reason.kind)] += spent;
+  e.reason_since = now;
+}
+
+void Scheduler::set_reason(Entry& e, Seconds now, PendingReason reason) {
+  if (reason.text == e.reason.text && reason.kind == e.reason.kind) return;
+  if (reason.kind != e.reason.kind) close_reason(e, now);
+  e.reason = std::move(reason);
+}
+
+int Scheduler::las_level(std::int64_t attained) const {
+  int level = 0;
+  for (std::int64_t threshold : config_.las_thresholds) {
+    if (attained < threshold) break;
+    ++level;
+  }
+  return level;
+}
+
+void Scheduler::enqueue(Entry& e) {
+  const Job& j = e.job;
+  switch (config_.order) {
+    case OrderRule::kFifo:
+    case OrderRule::kFairShare:
+      e.lane = j.tenant.value < lanes_.size() ? j.tenant.value : 0;
+      e.key = {-std::int64_t{j.priority_class}, j.submit_time, j.id.value};
+      break;
+    case OrderRule::kLeastAttained:
+      e.lane = 0;
+      e.key = {las_level(e.attained), j.submit_time, j.id.value};
+      break;
+  }
+  lanes_[e.lane].insert(e.key);
+  e.phase = JobPhase::kPending;
+  ++pending_count_;
+}
+
+void Scheduler::dequeue(Entry& e) {
+  lanes_[e.lane].erase(e.key);
+  --pending_count_;
+}
+
+Seconds Scheduler::predicted_remaining(const Entry& e, Seconds now) const {
+  (void)now;
+  return std::max<Seconds>(60, e.prediction.runtime - e.kept_seconds);
+}
+
+Seconds Scheduler::lost_if_preempted(const Entry& e, Seconds now) const {
+  const Seconds run = now - e.segment_start;
+  if (!e.job.checkpoint_interval) return run;
+  return run % *e.job.checkpoint_interval;
+}
+
+std::int64_t Scheduler::whole_free_gpus(const ModelSet& models) const {
+  std::int64_t free = 0;
+  for (int n = 0; n < pool_.node_count(); ++n) {
+    const NodeId node{static_cast<std::uint32_t>(n)};
+    if (models.accepts(pool_.spec(node).model)) free += pool_.state(node).whole_free_gpus;
+  }
+  return free;
+}
+
+std::int64_t Scheduler::usage_milli(TenantId tenant) const {
+  return tenant.value < tenant_usage_.size() ? tenant_usage_[tenant.value] : 0;
+}
+
+std::int64_t Scheduler::class_usage_milli(JobClass job_class) const {
+  return class_usage_[static_cast<std::size_t>(job_class)];
+}
+
+std::optional<JobPhase> Scheduler::phase(JobId job) const {
+  auto it = index_.find(job);
+  if (it == index_.end()) return std::nullopt;
+  return entries_[it->second].phase;
+}
+
+const PendingReason* Scheduler::reason(JobId job) const {
+  auto it = index_.find(job);
+  if (it == index_.end() || entries_[it->second].phase != JobPhase::kPending) return nullptr;
+  return &entries_[it->second].reason;
+}
+
+const PendingSeconds* Scheduler::pending_seconds(JobId job) const {
+  auto it = index_.find(job);
+  return it == index_.end() ? nullptr : &entries_[it->second].waited;
+}
+
+std::optional<Prediction> Scheduler::prediction(JobId job) const {
+  auto it = index_.find(job);
+  if (it == index_.end()) return std::nullopt;
+  return entries_[it->second].prediction;
+}
+
+// --- Events from outside ---
+
+Result<void> Scheduler::submit(const Job& job, Seconds now) {
+  if (auto valid = validate_job(job); !valid) return std::unexpected(valid.error());
+  if (index_.contains(job.id)) {
+    return fail("id", fmt::format("job {} was already submitted", job.id.value));
+  }
+  if (job.tenant.value >= tenant_usage_.size()) {
+    return fail("tenant", fmt::format("unknown tenant #{}", job.tenant.value));
+  }
+  if (config_.quotas) {
+    if (auto ok = validate_job_tenancy(job, book_); !ok) return std::unexpected(ok.error());
+  }
+  const std::int64_t milli = job.total_milli_gpu();
+  auto prediction = predictor_.predict(RuntimeQuery{
+      job.tenant,
+      static_cast<int>(std::clamp<std::int64_t>(whole_gpus(milli), 1, kMaxPredictorGpus)),
+      job.runtime_estimate});
+  if (!prediction) return std::unexpected(prediction.error());
+  account_until(now);
+  Entry e;
+  e.job = job;
+  e.prediction = *prediction;
+  e.milli = milli;
+  e.reason_since = now;
+  e.pending_since = now;
+  index_.emplace(job.id, entries_.size());
+  entries_.push_back(std::move(e));
+  enqueue(entries_.back());
+  fresh_.push_back(job.id);
+  return {};
+}
+
+Result<void> Scheduler::finish(JobId job, Seconds now, std::optional<Seconds> observed_runtime) {
+  auto it = index_.find(job);
+  if (it == index_.end()) return fail("job", fmt::format("unknown job {}", job.value));
+  Entry& e = entries_[it->second];
+  if (e.phase != JobPhase::kRunning) {
+    return fail("job", fmt::format("job {} is not running", job.value));
+  }
+  account_until(now);
+  for (const Assignment& a : e.assignments) {
+    if (auto ok = pool_.release(e.job.gang.task, a); !ok) return std::unexpected(ok.error());
+  }
+  for (const ModelCharge& c : e.charges) (void)book_.refund(e.job.tenant, c.model, c.milli);
+  tenant_usage_[e.job.tenant.value] -= e.milli;
+  class_usage_[static_cast<std::size_t>(e.job.job_class)] -= e.milli;
+  running_.erase(job);
+  e.phase = JobPhase::kDone;
+  e.assignments.clear();
+  e.charges.clear();
+  if (observed_runtime) {
+    (void)predictor_.observe(RuntimeObservation{
+        e.job.tenant,
+        static_cast<int>(std::clamp<std::int64_t>(whole_gpus(e.milli), 1, kMaxPredictorGpus)),
+        e.job.runtime_estimate, std::clamp<Seconds>(*observed_runtime, 0, kMaxPredictedRuntime)});
+  }
+  return {};
+}
+
+Result<void> Scheduler::grant_loan(const Loan& loan, Seconds now) {
+  if (loan.end <= now) return fail("end", "a loan must end after it is granted");
+  if (loan.milli <= 0) return fail("milli", "a loan lends a positive amount");
+  if (auto ok = book_.adjust_guarantee(loan.tenant, loan.model, loan.milli); !ok) {
+    return std::unexpected(ok.error());
+  }
+  loans_.push_back(loan);
+  return {};
+}
+
+std::optional<Seconds> Scheduler::next_wakeup(Seconds now) const {
+  std::optional<Seconds> next;
+  auto consider = [&](Seconds t) {
+    if (t > now && (!next || t < *next)) next = t;
+  };
+  for (const Loan& loan : loans_) consider(loan.end);
+  for (const TidalWindow& w : config_.windows) {
+    consider(next_window_change(w, now, config_.day_offset));
+    const Seconds opens = next_window_open(w, now + 1, config_.day_offset);
+    consider(opens - config_.drain_lead);
+  }
+  return next;
+}
+
+// --- The pass ---
+
+GangResult Scheduler::place(const Pool& pool, const GangRequest& request) const {
+  switch (config_.placement) {
+    case PlacementRule::kFirstFit:
+      return place_gang_by_node_rule(pool, request, NodeRule::kFirstFit);
+    case PlacementRule::kBestFit:
+      return place_gang_by_node_rule(pool, request, NodeRule::kBestFit);
+    case PlacementRule::kTopology:
+      if (request.task.is_fractional()) {
+        return place_gang_by_node_rule(pool, request, NodeRule::kBestFit);
+      }
+      return place_gang(pool, request);
+  }
+  return place_gang(pool, request);
+}
+
+void Scheduler::start(Entry& e, const GangPlacement& placement, Seconds now,
+                      StartAdmission admission, std::int64_t borrowed, bool backfilled,
+                      PassResult& out) {
+  for (const Assignment& a : placement.assignments) {
+    (void)pool_.allocate(e.job.gang.task, a);  // checked by the placement on this very pool
+  }
+  if (config_.quotas && admission != StartAdmission::kWindow) {
+    std::map<GpuModelId, std::int64_t> by_model;
+    for (const Assignment& a : placement.assignments) {
+      by_model[pool_.spec(a.node).model] += e.job.gang.task.total_milli_gpu();
+    }
+    for (const auto& [model, milli] : by_model) {
+      if (milli <= 0) continue;
+      (void)book_.charge(e.job.tenant, model, milli);
+      e.charges.push_back({model, milli});
+    }
+  }
+  close_reason(e, now);
+  dequeue(e);
+  e.phase = JobPhase::kRunning;
+  e.assignments = placement.assignments;
+  e.window_admitted = admission == StartAdmission::kWindow;
+  e.borrowing = borrowed > 0;
+  e.segment_start = now;
+  e.predicted_end = now + predicted_remaining(e, now);
+  tenant_usage_[e.job.tenant.value] += e.milli;
+  class_usage_[static_cast<std::size_t>(e.job.job_class)] += e.milli;
+  running_.insert(e.job.id);
+  out.started.push_back(
+      StartedJob{e.job.id, placement.assignments, placement.span, admission, borrowed, backfilled});
+}
+
+PreemptedJob Scheduler::preempt(Entry& e, Seconds now, PreemptionCause cause,
+                                std::optional<JobId> beneficiary) {
+  PreemptedJob p;
+  p.job = e.job.id;
+  p.cause = cause;
+  p.beneficiary = beneficiary;
+  p.segment_seconds = now - e.segment_start;
+  const bool checkpoints = e.job.checkpoint_interval.has_value();
+  if (cause == PreemptionCause::kDrain && checkpoints) {
+    p.kept_seconds = p.segment_seconds;
+  } else if (checkpoints) {
+    p.kept_seconds = p.segment_seconds - p.segment_seconds % *e.job.checkpoint_interval;
+  }
+  const std::int64_t gpus = whole_gpus(e.milli);
+  p.lost_gpu_seconds = (p.segment_seconds - p.kept_seconds) * gpus;
+  for (const Assignment& a : e.assignments) (void)pool_.release(e.job.gang.task, a);
+  for (const ModelCharge& c : e.charges) (void)book_.refund(e.job.tenant, c.model, c.milli);
+  tenant_usage_[e.job.tenant.value] -= e.milli;
+  class_usage_[static_cast<std::size_t>(e.job.job_class)] -= e.milli;
+  running_.erase(e.job.id);
+  e.assignments.clear();
+  e.charges.clear();
+  e.attained += gpus * p.segment_seconds;
+  e.kept_seconds = checkpoints ? e.kept_seconds + p.kept_seconds : 0;
+  e.reason = {};
+  e.reason_since = now;
+  e.pending_since = now;
+  enqueue(e);
+  fresh_.push_back(e.job.id);
+  return p;
+}
+
+void Scheduler::return_loans(Seconds now, PassResult& out) {
+  auto ended = std::stable_partition(loans_.begin(), loans_.end(),
+                                     [&](const Loan& l) { return l.end > now; });
+  for (auto it = ended; it != loans_.end(); ++it) {
+    (void)book_.adjust_guarantee(it->tenant, it->model, -it->milli);
+    out.loans_returned.push_back(*it);
+  }
+  loans_.erase(ended, loans_.end());
+}
+
+void Scheduler::drain_for_windows(Seconds now, PassResult& out) {
+  for (const TidalWindow& w : config_.windows) {
+    if (!window_open(w, now, config_.day_offset)) continue;
+    const std::int64_t used = whole_gpus(class_usage_milli(w.job_class));
+    const std::int64_t keep = std::max<std::int64_t>(0, w.gpus - used);
+    std::int64_t free = whole_free_gpus(ModelSet::any());
+    if (free >= keep) continue;
+    // Victims: preemptible jobs of other classes not admitted by a window; lowest priority,
+    // then the most recently started, then id.
+    std::vector<std::tuple<int, Seconds, std::uint32_t>> order;
+    for (JobId id : running_) {
+      const Entry& v = entry(id);
+      if (v.job.job_class == w.job_class || !v.job.preemptible || v.window_admitted) continue;
+      order.emplace_back(v.job.priority_class, -v.segment_start, id.value);
+    }
+    std::sort(order.begin(), order.end());
+    for (const auto& [priority, neg_start, id] : order) {
+      if (free >= keep) break;
+      Entry& v = entry(JobId{id});
+      free += whole_gpus(v.milli);
+      out.preempted.push_back(preempt(v, now, PreemptionCause::kDrain, std::nullopt));
+    }
+  }
+}
+
+std::optional<Scheduler::Reservation> Scheduler::reserve(const Entry& e, const GangRequest& request,
+                                                         Seconds now) {
+  // Running jobs by predicted end; the job fits once some prefix of them has ended, and a longer
+  // prefix only frees more, so the shortest such prefix is found by bisection.
+  std::vector<std::tuple<Seconds, std::uint32_t>> ends;
+  ends.reserve(running_.size());
+  for (JobId id : running_) {
+    const Entry& r = entry(id);
+    ends.emplace_back(std::max(r.predicted_end, now + kOverrunSlack), id.value);
+  }
+  std::sort(ends.begin(), ends.end());
+  const std::int64_t need = whole_gpus(e.milli);
+  std::int64_t free = whole_free_gpus(request.task.models);
+  std::size_t low = 0;  // fewer ends than this cannot free enough GPUs
+  while (low < ends.size() && free < need) {
+    const Entry& r = entry(JobId{std::get<1>(ends[low])});
+    for (const Assignment& a : r.assignments) {
+      if (request.task.models.accepts(pool_.spec(a.node).model)) free += gpu_set_size(a.gpus);
+    }
+    ++low;
+  }
+  if (free < need) return std::nullopt;
+  auto shadow_after = [&](std::size_t k) {
+    Pool shadow = pool_;
+    for (std::size_t i = 0; i < k; ++i) {
+      const Entry& r = entry(JobId{std::get<1>(ends[i])});
+      for (const Assignment& a : r.assignments) (void)shadow.release(r.job.gang.task, a);
+    }
+    return shadow;
+  };
+  std::size_t high = ends.size();
+  if (!place(shadow_after(high), request)) return std::nullopt;
+  while (low < high) {
+    const std::size_t mid = low + (high - low) / 2;
+    if (place(shadow_after(mid), request)) {
+      high = mid;
+    } else {
+      low = mid + 1;
+    }
+  }
+  Pool shadow = shadow_after(high);
+  auto placed = place(shadow, request);
+  if (!placed) return std::nullopt;
+  for (const Assignment& a : placed->assignments) (void)shadow.allocate(request.task, a);
+  const Seconds start = high == 0 ? now : std::get<0>(ends[high - 1]);
+  Reservation res{e.job.id, start, std::move(shadow), {}};
+  res.reason =
+      make_reason(PendingKind::kReservation,
+                  fmt::format("behind the reservation of job {} (predicted to start in {})",
+                              e.job.id.value, duration_text(start - now)));
+  return res;
+}
+
+std::optional<std::pair<std::vector<JobId>, GangPlacement>> Scheduler::make_room(
+    const Entry& e, const GangRequest& request, bool reclaim, bool admit_after, Seconds now) {
+  const int level = las_level(e.attained);
+  // Candidates and their order: borrowing tenants first, lower priority, least lost work, id.
+  struct Candidate {
+    bool not_borrowing;
+    int priority;
+    std::int64_t lost;
+    std::uint32_t id;
+    auto operator<=>(const Candidate&) const = default;
+  };
+  std::vector<Candidate> candidates;
+  std::int64_t offered = 0;
+  for (JobId id : running_) {
+    const Entry& v = entry(id);
+    // Never a job started in this pass: victims are taken before the starts they enable.
+    if (!v.job.preemptible || v.segment_start == now) continue;
+    bool borrowing_tenant = false;
+    if (config_.quotas) {
+      for (const ModelCharge& c : v.charges) {
+        borrowing_tenant = borrowing_tenant || book_.borrowed(v.job.tenant, c.model) > 0;
+      }
+    }
+    const bool by_reclaim = reclaim && borrowing_tenant && v.job.tenant != e.job.tenant;
+    const bool by_priority =
+        config_.priority_preemption && v.job.priority_class < e.job.priority_class;
+    const bool by_las =
+        config_.las_preemption &&
+        las_level(v.attained + whole_gpus(v.milli) * (now - v.segment_start)) > level;
+    if (!by_reclaim && !by_priority && !by_las) continue;
+    candidates.push_back({!borrowing_tenant, v.job.priority_class,
+                          lost_if_preempted(v, now) * whole_gpus(v.milli), id.value});
+    offered += whole_gpus(v.milli);
+  }
+  if (candidates.empty()) return std::nullopt;
+  if (whole_free_gpus(request.task.models) + offered < whole_gpus(e.milli)) return std::nullopt;
+  std::sort(candidates.begin(), candidates.end());
+  // A gang that must sit on one node needs a node cleared: take the victims node by node, the
+  // nodes that free the most GPUs first, each node's victims in candidate order.
+  const bool one_node = request.topology.requires_level(TopologyLevel::kNode) ||
+                        (request.task_count == 1 && request.task.gpu_count > 1);
+  if (one_node) {
+    std::vector<std::int64_t> obtainable(static_cast<std::size_t>(pool_.node_count()), 0);
+    for (int n = 0; n < pool_.node_count(); ++n) {
+      obtainable[n] = pool_.state(NodeId{static_cast<std::uint32_t>(n)}).whole_free_gpus;
+    }
+    std::vector<std::pair<std::tuple<std::int64_t, std::uint32_t, std::size_t>, Candidate>> keyed;
+    for (const Candidate& c : candidates) {
+      for (const Assignment& a : entry(JobId{c.id}).assignments) {
+        obtainable[a.node.value] += gpu_set_size(a.gpus);
+      }
+    }
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+      const std::uint32_t node = entry(JobId{candidates[i].id}).assignments.front().node.value;
+      keyed.push_back({{-obtainable[node], node, i}, candidates[i]});
+    }
+    std::sort(keyed.begin(), keyed.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (std::size_t i = 0; i < keyed.size(); ++i) candidates[i] = keyed[i].second;
+  }
+  // Reclaim takes from a tenant no more than it borrows, so that it stays at or above its
+  // guarantee and has no claim to reclaim in turn.
+  std::vector<std::uint32_t> order;
+  std::map<TenantId, std::int64_t> taken;
+  for (const Candidate& c : candidates) {
+    const Entry& v = entry(JobId{c.id});
+    const bool only_reclaim =
+        v.job.priority_class >= e.job.priority_class && !config_.las_preemption;
+    if (only_reclaim && config_.quotas) {
+      std::int64_t borrowed = 0;
+      for (const ModelCharge& ch : v.charges) borrowed += book_.borrowed(v.job.tenant, ch.model);
+      if (taken[v.job.tenant] + v.milli > borrowed) continue;
+      taken[v.job.tenant] += v.milli;
+    }
+    order.push_back(c.id);
+  }
+  if (order.empty()) return std::nullopt;
+
+  // The trial pool (and book, when the job's admission depends on the victims) without a set of
+  // victims, and whether the job then fits.
+  struct Trial {
+    Pool pool;
+    std::optional<TenantBook> book;
+  };
+  auto without = [&](std::span<const std::uint32_t> victims) {
+    Trial t{pool_, std::nullopt};
+    if (admit_after) t.book = book_;
+    for (std::uint32_t id : victims) {
+      const Entry& v = entry(JobId{id});
+      for (const Assignment& a : v.assignments) (void)t.pool.release(v.job.gang.task, a);
+      if (t.book) {
+        for (const ModelCharge& ch : v.charges)
+          (void)t.book->refund(v.job.tenant, ch.model, ch.milli);
+      }
+    }
+    return t;
+  };
+  auto fits = [&](const Trial& t) -> std::optional<GangPlacement> {
+    if (t.book) {
+      bool admitted = false;
+      for (const Admission& a : t.book->admit(e.job.tenant, request.task.models, e.milli)) {
+        admitted = admitted || a.admitted();
+      }
+      if (!admitted) return std::nullopt;
+    }
+    auto placed = place(t.pool, request);
+    if (!placed) return std::nullopt;
+    return std::move(*placed);
+  };
+  // The shortest prefix of the order that makes the job fit (more victims only free more).
+  if (!fits(without(order))) return std::nullopt;
+  std::size_t low = 1, high = order.size();
+  while (low < high) {
+    const std::size_t mid = low + (high - low) / 2;
+    if (fits(without(std::span(order).first(mid)))) {
+      high = mid;
+    } else {
+      low = mid + 1;
+    }
+  }
+  std::vector<JobId> chosen;
+  for (std::size_t i = 0; i < high; ++i) chosen.push_back(JobId{order[i]});
+  // Keep running the victims that are not needed after all (the last one is).
+  constexpr std::size_t kPruneLimit = 16;
+  for (std::size_t i = chosen.size() - 1, tried = 0; i-- > 0 && tried < kPruneLimit; ++tried) {
+    std::vector<std::uint32_t> rest;
+    for (std::size_t j = 0; j < chosen.size(); ++j) {
+      if (j != i) rest.push_back(chosen[j].value);
+    }
+    if (fits(without(rest))) chosen.erase(chosen.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+  std::vector<std::uint32_t> final_ids;
+  for (JobId id : chosen) final_ids.push_back(id.value);
+  auto placed = fits(without(final_ids));
+  if (!placed) return std::nullopt;
+  return std::make_pair(std::move(chosen), std::move(*placed));
+}
+
+std::string Scheduler::time_of_day_text(Seconds t) const {
+  const Seconds tod = (t + config_.day_offset) % kSecondsPerDay;
+  return clock_text(tod == 0 ? kSecondsPerDay : tod);
+}
+
+void Scheduler::evaluate(Entry& e, Seconds now, PassState& state, PassResult& out) {
+  const Job& job = e.job;
+  if (state.blocking) {
+    set_reason(e, now, state.blocked_reason);
+    return;
+  }
+  if (auto it = state.tenant_blocked.find(job.tenant); it != state.tenant_blocked.end()) {
+    set_reason(e, now, it->second);
+    return;
+  }
+  const std::int64_t gpus = whole_gpus(e.milli);
+
+  // Tidal windows.
+  bool window_admitted = false;
+  for (const PassState::Window& w : state.windows) {
+    const JobClass protected_class = w.window->job_class;
+    const std::int64_t class_gpus = whole_gpus(class_usage_milli(protected_class));
+    if (job.job_class == protected_class) {
+      window_admitted = window_admitted || (w.open && class_gpus + gpus <= w.window->gpus);
+      continue;
+    }
+    const std::int64_t hold = std::max<std::int64_t>(0, w.window->gpus - class_gpus);
+    const bool runs_into = w.open || now + predicted_remaining(e, now) > w.opens_at;
+    if (!runs_into || hold == 0 || whole_free_gpus(job.gang.task.models) - gpus >= hold) continue;
+    const std::string name(job_class_name(protected_class));
+    set_reason(e, now,
+               make_reason(PendingKind::kWindow,
+                           w.open ? fmt::format("{} window until {}: {} GPUs held free for {}",
+                                                name, time_of_day_text(w.closes_at), hold, name)
+                                  : fmt::format("{} window opens at {}; {} GPUs kept for it", name,
+                                                time_of_day_text(w.opens_at), hold)));
+    return;
+  }
+
+  // Quota.
+  GangRequest request = job.gang;
+  StartAdmission admission =
+      config_.quotas ? StartAdmission::kWithinGuarantee : StartAdmission::kNoQuota;
+  std::int64_t borrowed = 0;
+  bool within_guarantee = false;
+  std::optional<PendingReason> quota_refused;  // admitted only if reclaim makes room
+  if (window_admitted) {
+    admission = StartAdmission::kWindow;
+  } else if (config_.quotas && e.milli > 0) {
+    const auto key = std::make_tuple(job.tenant.value, job.gang.task.models.bits(),
+                                     job.gang.task.models.is_any(), e.milli);
+    auto it = state.admissions.find(key);
+    if (it == state.admissions.end()) {
+      std::vector<Admission> answers = book_.admit(job.tenant, job.gang.task.models, e.milli);
+      PendingReason refused;
+      if (!answers.empty()) refused = make_reason(PendingKind::kQuota, answers.front().reason);
+      it = state.admissions.emplace(key, std::make_pair(std::move(answers), refused)).first;
+    }
+    const std::vector<Admission>& answers = it->second.first;
+    ModelSet admitted = ModelSet::none();
+    const Admission* best = nullptr;
+    const Admission* straddler = nullptr;
+    for (const Admission& a : answers) {
+      if (!a.admitted()) continue;
+      admitted.add(a.model);
+      if (!best || a.borrowed_milli < best->borrowed_milli) best = &a;
+    }
+    if (!best && config_.reclaim) {
+      // Below its guarantee but refused for the part above it: the job may still start if
+      // reclaiming borrowed capacity of others makes room for it in the pool and in the book.
+      for (const Admission& a : answers) {
+        if (a.guaranteed_milli > 0 &&
+            (!straddler || a.borrowed_milli < straddler->borrowed_milli)) {
+          straddler = &a;
+        }
+      }
+    }
+    if (!best && !straddler) {
+      const PendingReason refused =
+          it->second.second.text ? it->second.second
+                                 : make_reason(PendingKind::kQuota,
+                                               "no GPU model the job accepts is in the tenant's "
+                                               "quota book");
+      set_reason(e, now, refused);
+      // A tenant at or above its guarantee with nothing to borrow: all its jobs wait alike.
+      const bool exhausted = std::all_of(answers.begin(), answers.end(), [](const Admission& a) {
+        return a.guaranteed_milli == 0 && a.borrowable_milli == 0;
+      });
+      if (exhausted && lanes_.size() > 1) state.lane_done[e.lane] = refused;
+      // A job refused for quota long enough holds its tenant's later jobs back, so that the
+      // tenant's usage drains until it fits: small jobs never starve a large one of its tenant.
+      if (now - e.pending_since >= config_.quota_head_patience) {
+        state.tenant_blocked.emplace(
+            job.tenant,
+            make_reason(PendingKind::kQuota,
+                        fmt::format("behind job {} of the same tenant, waiting {} for quota: {}",
+                                    job.id.value, duration_text(now - e.pending_since),
+                                    refused.message())));
+        if (lanes_.size() > 1) state.lane_done[e.lane] = state.tenant_blocked.at(job.tenant);
+      }
+      return;
+    }
+    if (best) {
+      request.task.models = admitted;
+      borrowed = best->borrowed_milli;
+      within_guarantee = best->guaranteed_milli > 0;
+    } else {
+      request.task.models = ModelSet::only(straddler->model);
+      borrowed = straddler->borrowed_milli;
+      within_guarantee = true;
+      quota_refused = it->second.second;
+    }
+    admission = borrowed == 0 ? StartAdmission::kWithinGuarantee : StartAdmission::kBorrowing;
+  }
+
+  // Placement.
+  const auto shape_key = std::make_tuple(request.task_count, request.task,
+                                         static_cast<std::uint8_t>(request.topology.level),
+                                         static_cast<std::uint8_t>(request.topology.strength));
+  std::optional<PendingReason> unplaceable;
+  if (quota_refused) {
+    unplaceable = *quota_refused;
+  } else if (auto it = state.unplaceable.find(shape_key); it != state.unplaceable.end()) {
+    unplaceable = it->second;
+  } else if (const std::int64_t free = whole_free_gpus(request.task.models);
+             !request.task.is_fractional() && free < gpus) {
+    unplaceable = make_reason(PendingKind::kCapacity,
+                              fmt::format("needs {} GPUs ({}); {} free", gpus,
+                                          describe(request.task.models, pool_.models()), free));
+    state.unplaceable.emplace(shape_key, *unplaceable);
+  } else {
+    GangResult placed = place(pool_, request);
+    if (placed) {
+      bool backfilled = false;
+      if (state.reservation) {
+        Reservation& r = *state.reservation;
+        bool fits_beside = true;
+        if (now + predicted_remaining(e, now) > r.start) {
+          Pool trial = r.shadow;
+          for (const Assignment& a : placed->assignments) {
+            fits_beside = fits_beside && trial.allocate(request.task, a).has_value();
+          }
+          if (fits_beside) r.shadow = std::move(trial);
+        }
+        if (!fits_beside) {
+          set_reason(e, now, r.reason);
+          return;
+        }
+        backfilled = true;
+      }
+      start(e, *placed, now, admission, borrowed, backfilled, out);
+      state.admissions.clear();
+      return;
+    }
+    unplaceable = make_reason(free >= gpus ? PendingKind::kTopology : PendingKind::kCapacity,
+                              placed.error().reason);
+    state.unplaceable.emplace(shape_key, *unplaceable);
+  }
+
+  // Preemption.
+  const bool may_reclaim = config_.reclaim && config_.quotas && within_guarantee;
+  const bool may_preempt = may_reclaim || config_.priority_preemption || config_.las_preemption;
+  const auto room_key = std::make_tuple(job.tenant.value, e.milli, job.priority_class);
+  if (may_preempt && !state.no_room.contains(room_key)) {
+    if (auto room = make_room(e, request, may_reclaim, quota_refused.has_value(), now)) {
+      for (JobId victim : room->first) {
+        Entry& v = entry(victim);
+        const PreemptionCause cause = v.job.priority_class < job.priority_class
+                                          ? PreemptionCause::kPriority
+                                      : config_.las_preemption ? PreemptionCause::kLeastAttained
+                                                               : PreemptionCause::kReclaim;
+        out.preempted.push_back(preempt(v, now, cause, job.id));
+      }
+      start(e, room->second, now, admission, borrowed, false, out);
+      state.admissions.clear();
+      state.unplaceable.clear();
+      state.no_room.clear();
+      return;
+    }
+    state.no_room.insert(room_key);
+  }
+
+  set_reason(e, now, *unplaceable);
+  if (quota_refused) return;
+  if (config_.backfill && !state.reservation) state.reservation = reserve(e, request, now);
+  if (config_.head_of_line_blocking) {
+    state.blocking = job.id;
+    state.blocked_reason = make_reason(
+        PendingKind::kHeadOfLine, fmt::format("behind job {}, first in the queue, which waits: {}",
+                                              job.id.value, unplaceable->message()));
+  }
+}
+
+PassResult Scheduler::pass(Seconds now) {
+  PassResult out;
+  account_until(now);
+  return_loans(now, out);
+  drain_for_windows(now, out);
+
+  PassState state;
+  state.now = now;
+  for (const TidalWindow& w : config_.windows) {
+    PassState::Window pw;
+    pw.window = &w;
+    pw.open = window_open(w, now, config_.day_offset);
+    if (pw.open) {
+      pw.closes_at = next_window_close(w, now, config_.day_offset);
+      state.windows.push_back(pw);
+    } else {
+      pw.opens_at = next_window_open(w, now, config_.day_offset);
+      if (pw.opens_at - now <= config_.drain_lead) state.windows.push_back(pw);
+    }
+  }
+
+  // Walk the lanes in admission order. Under fair share, tenants are ranked by share once: the
+  // ledger does not change during a pass.
+  std::vector<int> rank(lanes_.size(), 0);
+  if (config_.order == OrderRule::kFairShare) {
+    std::vector<TenantId> tenants;
+    for (std::size_t t = 0; t < lanes_.size(); ++t) {
+      tenants.push_back(TenantId{static_cast<std::uint32_t>(t)});
+    }
+    std::sort(tenants.begin(), tenants.end(), [&](TenantId a, TenantId b) {
+      const auto c = ledger_.compare_share(a, b);
+      return c < 0 || (c == 0 && a < b);
+    });
+    for (std::size_t i = 0; i < tenants.size(); ++i) {
+      const bool tied = i > 0 && ledger_.compare_share(tenants[i - 1], tenants[i]) == 0;
+      rank[tenants[i].value] = tied ? rank[tenants[i - 1].value] : static_cast<int>(i);
+    }
+  }
+  std::vector<std::set<LaneKey>::iterator> cursor;
+  for (auto& lane : lanes_) cursor.push_back(lane.begin());
+  state.lane_done.assign(lanes_.size(), std::nullopt);
+  while (true) {
+    std::size_t best = lanes_.size();
+    for (std::size_t l = 0; l < lanes_.size(); ++l) {
+      if (cursor[l] == lanes_[l].end()) continue;
+      if (best == lanes_.size()) {
+        best = l;
+        continue;
+      }
+      const LaneKey& a = *cursor[l];
+      const LaneKey& b = *cursor[best];
+      // (priority, tenant rank, submit, id); lanes other than fair share have one lane.
+      const auto ka = std::make_tuple(std::get<0>(a), rank[l], std::get<1>(a), std::get<2>(a));
+      const auto kb = std::make_tuple(std::get<0>(b), rank[best], std::get<1>(b), std::get<2>(b));
+      if (ka < kb) best = l;
+    }
+    if (best == lanes_.size()) break;
+    const JobId id{std::get<2>(*cursor[best])};
+    ++cursor[best];
+    evaluate(entry(id), now, state, out);
+    if (state.blocking) break;
+    if (state.lane_done[best]) cursor[best] = lanes_[best].end();
+  }
+  // Jobs the walk did not reach (behind a blocked queue or in a lane with nothing to start)
+  // keep their reason; those new since the last pass get the reason of what holds them.
+  for (JobId id : fresh_) {
+    Entry& e = entry(id);
+    if (e.phase != JobPhase::kPending || e.reason.kind != PendingKind::kNotConsidered) continue;
+    if (state.blocking) {
+      set_reason(e, now, state.blocked_reason);
+    } else if (state.lane_done[e.lane]) {
+      set_reason(e, now, *state.lane_done[e.lane]);
+    }
+  }
+  fresh_.clear();
+  return out;
+}
+
+}  // namespace tidepool

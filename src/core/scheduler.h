@@ -1,0 +1,266 @@
+// The scheduler: the multi-tenant brain that the simulator and the server both drive. It owns the
+// pool, the tenants' quota book, the fair-share ledger, the runtime predictor and every job it was
+// given, and decides, one pass at a time, which pending jobs start where and which running jobs
+// are preempted for them. Pure: no I/O, threads or clock; the caller passes the time.
+//
+// A pass (Scheduler::pass), with the policy's rules switched on or off by SchedulerConfig:
+//   1. Bookkeeping: fair-share usage is charged up to now; loans past their end are returned (the
+//      tenant's guarantee goes back down).
+//   2. Tidal windows: while a window is open, its class's protected GPUs that its jobs do not use
+//      are kept free. If fewer are free, running preemptible jobs of other classes are drained:
+//      they checkpoint on notice (no work lost) and stop; lowest priority, then the most recently
+//      started first. In the drain lead before a window opens, no job of another class starts on
+//      the protected capacity unless it is predicted to end before the window opens.
+//   3. Pending jobs are taken in the policy's order (kFifo: priority, submit time, id;
+//      kFairShare: queue_order.h; kLeastAttained: Tiresias' discretised 2D-LAS level, then submit
+//      time, then id). For each job:
+//        - window: the job is held back if it would eat into protected capacity (kWindow); a job
+//          of the window's class within the protected amount is admitted by the window itself;
+//        - quota (if on): TenantBook::admit must admit it, within guarantee or by borrowing
+//          (kQuota with the book's reason). A job refused for quota for quota_head_patience or
+//          longer holds back the later jobs of its tenant in this pass, so that small jobs do
+//          not starve a large one of the same tenant;
+//        - placement by the policy's rule (place_gang with the topology objective, or first/best
+//          fit without topology); if it fits and starting it would not delay the reservation of
+//          the head job (EASY backfill, below), it starts now;
+//        - if it does not fit, preemption may make room: reclaim (the job is admitted and part of
+//          it is within its tenant's guarantee: running jobs of other tenants that borrow),
+//          priority (preemptible jobs of a lower priority class) and least-attained (Tiresias: jobs
+//          of a higher LAS level). Victims are whole gangs, tried in order (jobs of borrowing
+//          tenants first, then lower priority, then least work lost since their last checkpoint,
+//          then id) until the job fits on the pool without them; victims not needed after all are
+//          then kept running. Only if the job then fits are the victims preempted (they return to
+//          pending) and the job started, in the same pass;
+//        - otherwise it waits with the reason (kCapacity or kTopology with the placement's
+//          numbers). With backfill on, the first such job gets the reservation: the earliest time
+//          at which it fits when running jobs end at their predicted ends, and the place it would
+//          take then. A later job may start only if it is predicted to end by then or uses none of
+//          that place (kReservation otherwise). With head-of-line blocking (strict FIFO) nothing
+//          after the first waiting job starts (kHeadOfLine).
+//   4. Every pending job's reason is updated, and time spent waiting is totalled per reason.
+//
+// Lost work: a job preempted with a checkpoint interval c keeps floor(run / c) x c of a segment
+// of `run` seconds and loses the rest; without one it loses the whole segment (it restarts from
+// scratch); a drained job loses nothing. Lost GPU-seconds = lost seconds x the job's GPUs.
+//
+// Everything is deterministic: the same calls give the same passes, bit for bit.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "core/error.h"
+#include "core/gang_placement.h"
+#include "core/ids.h"
+#include "core/job.h"
+#include "core/pending_reason.h"
+#include "core/pool.h"
+#include "core/queue_order.h"
+#include "core/runtime_predictor.h"
+#include "core/tenants.h"
+#include "core/tidal_window.h"
+
+namespace tidepool {
+
+enum class OrderRule : std::uint8_t { kFifo, kFairShare, kLeastAttained };
+enum class PlacementRule : std::uint8_t { kFirstFit, kBestFit, kTopology };
+
+struct SchedulerConfig {
+  OrderRule order = OrderRule::kFairShare;
+  bool head_of_line_blocking = false;
+  PlacementRule placement = PlacementRule::kTopology;
+  bool quotas = true;
+  bool reclaim = true;
+  bool priority_preemption = true;
+  bool backfill = true;
+  bool las_preemption = false;
+  // Attained-service thresholds of the LAS levels, GPU-seconds, ascending (level i holds jobs
+  // below threshold i; past the last: the last level).
+  std::vector<std::int64_t> las_thresholds = {3600, 36000};
+  std::vector<TidalWindow> windows;
+  Seconds day_offset = 0;  // time of day of time 0, seconds after midnight
+  Seconds drain_lead = 1800;
+  // A job refused for quota this long holds back its tenant's later jobs (see the pass).
+  Seconds quota_head_patience = 1800;
+  Seconds fair_share_half_life = kDefaultFairShareHalfLife;
+  RuntimePredictorConfig predictor;
+};
+
+// The policies of `tidepool sim run`: "fifo-firstfit", "quota-borrow", "tiresias", "tidepool".
+std::span<const std::string_view> scheduler_policy_names();
+Result<SchedulerConfig> scheduler_policy(std::string_view name);
+
+enum class JobPhase : std::uint8_t { kPending, kRunning, kDone };
+enum class PreemptionCause : std::uint8_t { kReclaim, kPriority, kLeastAttained, kDrain };
+std::string_view preemption_cause_name(PreemptionCause cause);
+
+// How a started job was admitted.
+enum class StartAdmission : std::uint8_t { kNoQuota, kWithinGuarantee, kBorrowing, kWindow };
+
+struct StartedJob {
+  JobId job;
+  std::vector<Assignment> assignments;
+  GangSpan span;
+  StartAdmission admission = StartAdmission::kNoQuota;
+  std::int64_t borrowed_milli = 0;  // the part above the tenant's guarantee
+  bool backfilled = false;          // started while an earlier job held the reservation
+};
+
+struct PreemptedJob {
+  JobId job;
+  PreemptionCause cause = PreemptionCause::kReclaim;
+  std::optional<JobId> beneficiary;  // the job it made room for (none for drains)
+  Seconds segment_seconds = 0;       // how long it ran since its last start
+  Seconds kept_seconds = 0;          // of those, saved by a checkpoint
+  std::int64_t lost_gpu_seconds = 0;
+};
+
+// An emergency loan: `milli` of `model` added to `tenant`'s guarantee over [start, end).
+struct Loan {
+  TenantId tenant;
+  GpuModelId model;
+  std::int64_t milli = 0;
+  Seconds start = 0;
+  Seconds end = 0;
+};
+
+struct PassResult {
+  // A job is preempted at most once per pass, and only if it did not start in the same pass; a
+  // preempted job may start again later in the pass. Apply preemptions first, then starts.
+  std::vector<PreemptedJob> preempted;
+  std::vector<StartedJob> started;
+  std::vector<Loan> loans_returned;
+};
+
+class Scheduler {
+ public:
+  static Result<Scheduler> create(Pool pool, TenantBook book, SchedulerConfig config);
+
+  // Adds a pending job (validated; tenant and queue known when quotas are on; id unused).
+  Result<void> submit(const Job& job, Seconds now);
+  // A running job ended (finished, failed or stopped): its resources return. `observed_runtime`,
+  // when given, teaches the runtime predictor.
+  Result<void> finish(JobId job, Seconds now, std::optional<Seconds> observed_runtime);
+  // Grants a loan from now to loan.end (> now); it is returned by the first pass at or after its
+  // end.
+  Result<void> grant_loan(const Loan& loan, Seconds now);
+
+  PassResult pass(Seconds now);
+
+  // The next time after `now` at which a pass has something new to do without any event from
+  // outside (a window opens, closes or enters its drain lead; a loan ends); nullopt if none.
+  [[nodiscard]] std::optional<Seconds> next_wakeup(Seconds now) const;
+
+  [[nodiscard]] const Pool& pool() const { return pool_; }
+  [[nodiscard]] const TenantBook& book() const { return book_; }
+  [[nodiscard]] const SchedulerConfig& config() const { return config_; }
+  [[nodiscard]] const FairShareLedger& ledger() const { return ledger_; }
+  [[nodiscard]] int pending_count() const { return pending_count_; }
+  [[nodiscard]] int running_count() const { return static_cast<int>(running_.size()); }
+  // Milli-GPUs held by the tenant's running jobs (all models).
+  [[nodiscard]] std::int64_t usage_milli(TenantId tenant) const;
+  // Milli-GPUs held by running jobs of the class.
+  [[nodiscard]] std::int64_t class_usage_milli(JobClass job_class) const;
+
+  [[nodiscard]] std::optional<JobPhase> phase(JobId job) const;
+  // The current reason of a pending job (kNotConsidered before its first pass).
+  [[nodiscard]] const PendingReason* reason(JobId job) const;
+  // Seconds the job has spent pending, per reason, up to its last reason change.
+  [[nodiscard]] const PendingSeconds* pending_seconds(JobId job) const;
+  // The prediction made when the job was submitted.
+  [[nodiscard]] std::optional<Prediction> prediction(JobId job) const;
+  // Pending time of all jobs per reason, up to each job's last reason change.
+  [[nodiscard]] const PendingSeconds& pending_seconds_total() const { return pending_total_; }
+
+ private:
+  using LaneKey = std::tuple<std::int64_t, std::int64_t, std::uint32_t>;
+  struct ModelCharge {
+    GpuModelId model;
+    std::int64_t milli = 0;
+  };
+  struct Entry {
+    Job job;
+    JobPhase phase = JobPhase::kPending;
+    Prediction prediction;
+    std::int64_t milli = 0;  // the gang's milli-GPUs
+    // pending
+    PendingReason reason;
+    Seconds reason_since = 0;
+    Seconds pending_since = 0;  // since its submission or its last preemption
+    PendingSeconds waited{};
+    LaneKey key{};
+    std::size_t lane = 0;
+    // running
+    std::vector<Assignment> assignments;
+    std::vector<ModelCharge> charges;
+    bool window_admitted = false;
+    bool borrowing = false;
+    Seconds segment_start = 0;
+    Seconds kept_seconds = 0;   // run time saved by checkpoints, over all segments
+    std::int64_t attained = 0;  // GPU-seconds of service before the current segment
+    Seconds predicted_end = 0;
+  };
+  struct Reservation {
+    JobId job;
+    Seconds start = 0;
+    Pool shadow;  // the pool at `start` with the reserved job placed
+    PendingReason reason;
+  };
+  struct PassState;
+
+  Scheduler(Pool pool, TenantBook book, FairShareLedger ledger, RuntimePredictor predictor,
+            SchedulerConfig config);
+
+  Entry& entry(JobId job) { return entries_[index_.at(job)]; }
+  const Entry& entry(JobId job) const { return entries_[index_.at(job)]; }
+  void account_until(Seconds now);
+  void set_reason(Entry& e, Seconds now, PendingReason reason);
+  void close_reason(Entry& e, Seconds now);
+  void enqueue(Entry& e);
+  void dequeue(Entry& e);
+  [[nodiscard]] int las_level(std::int64_t attained) const;
+  [[nodiscard]] Seconds predicted_remaining(const Entry& e, Seconds now) const;
+  [[nodiscard]] Seconds lost_if_preempted(const Entry& e, Seconds now) const;
+  [[nodiscard]] GangResult place(const Pool& pool, const GangRequest& request) const;
+  void start(Entry& e, const GangPlacement& placement, Seconds now, StartAdmission admission,
+             std::int64_t borrowed, bool backfilled, PassResult& out);
+  PreemptedJob preempt(Entry& e, Seconds now, PreemptionCause cause,
+                       std::optional<JobId> beneficiary);
+  void drain_for_windows(Seconds now, PassResult& out);
+  void return_loans(Seconds now, PassResult& out);
+  std::optional<Reservation> reserve(const Entry& e, const GangRequest& request, Seconds now);
+  // Victims that make `request` fit, and its placement on the pool without them.
+  std::optional<std::pair<std::vector<JobId>, GangPlacement>> make_room(
+      const Entry& e, const GangRequest& request, bool reclaim, bool admit_after, Seconds now);
+  void evaluate(Entry& e, Seconds now, PassState& state, PassResult& out);
+  [[nodiscard]] std::int64_t whole_free_gpus(const ModelSet& models) const;
+  // "08:00" for a time; midnight as "24:00" (the end of a day).
+  [[nodiscard]] std::string time_of_day_text(Seconds t) const;
+
+  Pool pool_;
+  TenantBook book_;
+  FairShareLedger ledger_;
+  RuntimePredictor predictor_;
+  SchedulerConfig config_;
+  std::vector<Entry> entries_;
+  std::unordered_map<JobId, std::size_t> index_;
+  std::vector<std::set<LaneKey>> lanes_;  // pending jobs; one lane per tenant under fair share
+  std::set<JobId> running_;
+  std::vector<std::int64_t> tenant_usage_;  // milli-GPUs, per tenant
+  std::vector<std::int64_t> class_usage_;   // milli-GPUs, per JobClass
+  std::vector<Loan> loans_;
+  std::vector<JobId> fresh_;  // submitted or requeued since the last pass
+  PendingSeconds pending_total_{};
+  int pending_count_ = 0;
+  Seconds accounted_until_ = 0;
+};
+
+}  // namespace tidepool

@@ -1,0 +1,352 @@
+#include "core/scheduler.h"
+
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <array>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/rng.h"
+
+namespace tidepool {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr GpuModelId kH100{0};
+
+GpuModelCatalog catalog() {
+  GpuModelCatalog models;
+  EXPECT_TRUE(models.intern("H100").has_value());
+  return models;
+}
+
+// 2 leaves x 2 nodes x 8 H100 (one NVLink domain each) = 32 GPUs.
+Pool make_pool() {
+  Topology topology;
+  topology.spines = {{"spine-0"}};
+  topology.leaves = {{"leaf-0", SpineId{0}}, {"leaf-1", SpineId{0}}};
+  std::vector<NodeSpec> nodes;
+  for (std::uint32_t n = 0; n < 4; ++n) {
+    NodeSpec spec;
+    spec.name = "n" + std::to_string(n);
+    spec.model = kH100;
+    spec.gpu_count = 8;
+    spec.milli_cpu = 64000;
+    spec.memory_mib = 524288;
+    spec.leaf = LeafId{n / 2};
+    nodes.push_back(spec);
+  }
+  auto pool = Pool::create(catalog(), topology, nodes);
+  EXPECT_TRUE(pool.has_value());
+  return *pool;
+}
+
+// Tenants A and B in one org, each guaranteed `guarantee` H100 GPUs.
+TenantBook make_book(std::int64_t guarantee = 16, std::optional<std::int64_t> b_borrowing = {}) {
+  TenantsSpec spec;
+  OrgSpec org;
+  org.name = "org";
+  for (const char* name : {"A", "B"}) {
+    TenantSpec t;
+    t.name = name;
+    t.quotas.push_back({kH100, guarantee * 1000,
+                        std::string(name) == "B" && b_borrowing
+                            ? std::optional<std::int64_t>(*b_borrowing * 1000)
+                            : std::nullopt,
+                        std::nullopt});
+    org.tenants.push_back(t);
+  }
+  spec.orgs.push_back(org);
+  auto book = TenantBook::create(spec, catalog());
+  EXPECT_TRUE(book.has_value()) << book.error().message();
+  return *book;
+}
+
+constexpr TenantId kA{0};
+constexpr TenantId kB{1};
+
+// A job of `gpus` one-GPU tasks (or `per_task`-GPU tasks), anywhere in the pool.
+Job make_test_job(std::uint32_t id, TenantId tenant, int gpus, Seconds submit,
+                  std::optional<Seconds> estimate = 1000, int per_task = 1) {
+  Job job;
+  job.id = JobId{id};
+  job.tenant = tenant;
+  job.queue = QueueId{tenant.value};
+  job.submit_time = submit;
+  job.runtime_estimate = estimate;
+  job.checkpoint_interval = 600;
+  job.gang.task_count = gpus / per_task;
+  job.gang.task = *make_task_shape(per_task, 1000, 1000, 1024);
+  job.gang.topology = {TopologyLevel::kSpine, TopologyStrength::kPreferred};
+  return job;
+}
+
+Scheduler make_scheduler(SchedulerConfig config, TenantBook book = make_book()) {
+  auto s = Scheduler::create(make_pool(), std::move(book), std::move(config));
+  EXPECT_TRUE(s.has_value()) << s.error().message();
+  return std::move(*s);
+}
+
+SchedulerConfig policy(std::string_view name) {
+  auto c = scheduler_policy(name);
+  EXPECT_TRUE(c.has_value());
+  return *c;
+}
+
+TEST(SchedulerPolicy, KnowsFourPoliciesAndRefusesOthersWithTheList) {
+  EXPECT_EQ(scheduler_policy_names().size(), 4U);
+  for (std::string_view name : scheduler_policy_names()) {
+    EXPECT_TRUE(scheduler_policy(name).has_value()) << name;
+  }
+  auto bad = scheduler_policy("slurm");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(bad.error().field, "policy");
+  EXPECT_THAT(bad.error().reason, HasSubstr("fifo-firstfit"));
+}
+
+TEST(Scheduler, BorrowsIdleCapacityAndReclaimsItWithinOnePass) {
+  Scheduler s = make_scheduler(policy("tidepool"));
+  for (std::uint32_t i = 0; i < 4; ++i) {
+    ASSERT_TRUE(s.submit(make_test_job(i, kB, 8, 0, 100000, 8), 0).has_value());
+  }
+  PassResult first = s.pass(0);
+  ASSERT_EQ(first.started.size(), 4U);
+  EXPECT_EQ(first.started[0].admission, StartAdmission::kWithinGuarantee);
+  EXPECT_EQ(first.started[3].admission, StartAdmission::kBorrowing);
+  EXPECT_EQ(s.book().borrowed(kB, kH100), 16000);
+
+  ASSERT_TRUE(s.submit(make_test_job(10, kA, 8, 1000, 1000, 8), 1000).has_value());
+  PassResult second = s.pass(1000);
+  ASSERT_EQ(second.preempted.size(), 1U);
+  EXPECT_EQ(second.preempted[0].cause, PreemptionCause::kReclaim);
+  EXPECT_EQ(second.preempted[0].beneficiary, JobId{10});
+  // Checkpointed every 600 s: 1000 s run keeps 600, loses 400 s on 8 GPUs.
+  EXPECT_EQ(second.preempted[0].kept_seconds, 600);
+  EXPECT_EQ(second.preempted[0].lost_gpu_seconds, 400 * 8);
+  ASSERT_EQ(second.started.size(), 1U);
+  EXPECT_EQ(second.started[0].job, JobId{10});
+  EXPECT_EQ(s.usage_milli(kA), 8000);
+  EXPECT_EQ(s.book().borrowed(kB, kH100), 8000);
+  EXPECT_EQ(s.phase(second.preempted[0].job), JobPhase::kPending);
+  ASSERT_TRUE(s.pool().check_invariants().has_value());
+}
+
+TEST(Scheduler, QuotaRefusalSaysWhyWithNumbers) {
+  Scheduler s = make_scheduler(policy("tidepool"), make_book(16, 0));
+  for (std::uint32_t i = 0; i < 3; ++i) {
+    ASSERT_TRUE(s.submit(make_test_job(i, kB, 8, 0, 1000, 8), 0).has_value());
+  }
+  PassResult pass = s.pass(0);
+  EXPECT_EQ(pass.started.size(), 2U);
+  const PendingReason* why = s.reason(JobId{2});
+  ASSERT_NE(why, nullptr);
+  EXPECT_EQ(why->kind, PendingKind::kQuota);
+  EXPECT_THAT(std::string(why->message()), HasSubstr("16000/16000m"));
+  EXPECT_THAT(std::string(why->message()), HasSubstr("borrowing limit 0m"));
+}
+
+TEST(Scheduler, BackfillNeverDelaysTheReservedStart) {
+  SchedulerConfig config = policy("tidepool");
+  config.quotas = config.reclaim = config.priority_preemption = false;
+  Scheduler s = make_scheduler(config);
+  ASSERT_TRUE(s.submit(make_test_job(0, kA, 28, 0, 1000), 0).has_value());
+  ASSERT_EQ(s.pass(0).started.size(), 1U);
+  // Job 1 needs 30 GPUs: it is reserved for t = 1000, where 2 GPUs stay free beside it.
+  ASSERT_TRUE(s.submit(make_test_job(1, kA, 30, 10, 1000), 10).has_value());
+  ASSERT_TRUE(s.submit(make_test_job(2, kA, 4, 10, 5000), 10).has_value());  // runs past 1000
+  ASSERT_TRUE(s.submit(make_test_job(3, kA, 4, 10, 500), 10).has_value());   // ends by 1000
+  PassResult pass = s.pass(10);
+  ASSERT_EQ(pass.started.size(), 1U);
+  EXPECT_EQ(pass.started[0].job, JobId{3});
+  EXPECT_TRUE(pass.started[0].backfilled);
+  EXPECT_EQ(s.reason(JobId{1})->kind, PendingKind::kCapacity);
+  EXPECT_EQ(s.reason(JobId{2})->kind, PendingKind::kReservation);
+  EXPECT_THAT(std::string(s.reason(JobId{2})->message()), HasSubstr("reservation of job 1"));
+}
+
+TEST(Scheduler, StrictFifoHoldsEveryoneBehindTheHead) {
+  Scheduler s = make_scheduler(policy("fifo-firstfit"));
+  ASSERT_TRUE(s.submit(make_test_job(0, kA, 24, 0), 0).has_value());
+  ASSERT_TRUE(s.submit(make_test_job(1, kA, 16, 1), 1).has_value());
+  ASSERT_TRUE(s.submit(make_test_job(2, kB, 1, 2), 2).has_value());
+  PassResult pass = s.pass(2);
+  ASSERT_EQ(pass.started.size(), 1U);
+  EXPECT_EQ(s.reason(JobId{1})->kind, PendingKind::kCapacity);
+  EXPECT_EQ(s.reason(JobId{2})->kind, PendingKind::kHeadOfLine);
+  EXPECT_THAT(std::string(s.reason(JobId{2})->message()), HasSubstr("behind job 1"));
+}
+
+TEST(Scheduler, FirstFitSpreadsWhereTopologyPlacementKeepsANodeWhole) {
+  Scheduler fifo = make_scheduler(policy("fifo-firstfit"));
+  Scheduler tide = make_scheduler(policy("tidepool"));
+  for (Scheduler* s : {&fifo, &tide}) {
+    ASSERT_TRUE(s->submit(make_test_job(0, kA, 4, 0), 0).has_value());
+    ASSERT_TRUE(s->pass(0).started.size() == 1U);
+  }
+  for (Scheduler* s : {&fifo, &tide}) ASSERT_TRUE(s->submit(make_test_job(1, kA, 8, 1), 1));
+  EXPECT_EQ(fifo.pass(1).started.at(0).span.nodes, 2);
+  EXPECT_EQ(tide.pass(1).started.at(0).span.nodes, 1);
+}
+
+TEST(Scheduler, TidalWindowHoldsCapacityAndDrainsWithCheckpoints) {
+  SchedulerConfig config = policy("tidepool");
+  config.quotas = false;
+  config.windows.push_back({JobClass::kInference, 12 * 3600, 24 * 3600, 8});
+  config.drain_lead = 1800;
+  Scheduler s = make_scheduler(config);
+  // Before the drain lead, a long training job may take the whole pool.
+  ASSERT_TRUE(s.submit(make_test_job(0, kA, 32, 0, 100000), 0).has_value());
+  ASSERT_EQ(s.pass(0).started.size(), 1U);
+  EXPECT_EQ(s.next_wakeup(0), 12 * 3600 - 1800);
+  // At the window's opening it is drained: checkpointed, no work lost.
+  PassResult open = s.pass(12 * 3600);
+  ASSERT_EQ(open.preempted.size(), 1U);
+  EXPECT_EQ(open.preempted[0].cause, PreemptionCause::kDrain);
+  EXPECT_EQ(open.preempted[0].lost_gpu_seconds, 0);
+  EXPECT_TRUE(open.started.empty());
+  EXPECT_EQ(s.reason(JobId{0})->kind, PendingKind::kWindow);
+  EXPECT_THAT(std::string(s.reason(JobId{0})->message()), HasSubstr("until 24:00"));
+  // A replica of the protected class starts at once; training may use what is not held.
+  Job replica = make_test_job(1, kB, 1, 12 * 3600 + 5);
+  replica.job_class = JobClass::kInference;
+  ASSERT_TRUE(s.submit(replica, 12 * 3600 + 5).has_value());
+  ASSERT_TRUE(s.submit(make_test_job(2, kA, 24, 12 * 3600 + 5), 12 * 3600 + 5).has_value());
+  PassResult next = s.pass(12 * 3600 + 5);
+  ASSERT_EQ(next.started.size(), 2U);
+  EXPECT_EQ(next.started[0].job, JobId{1});
+  EXPECT_EQ(next.started[0].admission, StartAdmission::kWindow);
+  EXPECT_EQ(next.started[1].job, JobId{2});
+}
+
+TEST(Scheduler, EmergencyLoanTakesFromBorrowersAndIsReturned) {
+  Scheduler s = make_scheduler(policy("tidepool"));
+  for (std::uint32_t i = 0; i < 4; ++i) {
+    ASSERT_TRUE(s.submit(make_test_job(i, kB, 8, 0, 100000, 8), 0).has_value());
+  }
+  ASSERT_EQ(s.pass(0).started.size(), 4U);
+  ASSERT_TRUE(s.grant_loan(Loan{kA, kH100, 8000, 100, 700}, 100).has_value());
+  EXPECT_EQ(s.book().guaranteed(kA, kH100), 24000);
+  Job milestone = make_test_job(9, kA, 24, 100, 600, 8);
+  milestone.priority_class = 100;
+  milestone.preemptible = false;
+  ASSERT_TRUE(s.submit(milestone, 100).has_value());
+  PassResult pass = s.pass(100);
+  EXPECT_EQ(pass.preempted.size(), 3U);
+  ASSERT_EQ(pass.started.size(), 1U);
+  EXPECT_EQ(pass.started[0].job, JobId{9});
+  EXPECT_EQ(s.next_wakeup(100), 700);
+  ASSERT_TRUE(s.finish(JobId{9}, 700, std::nullopt).has_value());
+  PassResult end = s.pass(700);
+  ASSERT_EQ(end.loans_returned.size(), 1U);
+  EXPECT_EQ(s.book().guaranteed(kA, kH100), 16000);
+}
+
+TEST(Scheduler, LeastAttainedServicePreemptsLongRunners) {
+  Scheduler s = make_scheduler(policy("tiresias"));
+  ASSERT_TRUE(s.submit(make_test_job(0, kA, 32, 0, 100000), 0).has_value());
+  ASSERT_EQ(s.pass(0).started.size(), 1U);
+  ASSERT_TRUE(s.submit(make_test_job(1, kB, 8, 5000), 5000).has_value());
+  PassResult pass = s.pass(5000);
+  ASSERT_EQ(pass.preempted.size(), 1U);
+  EXPECT_EQ(pass.preempted[0].cause, PreemptionCause::kLeastAttained);
+  ASSERT_EQ(pass.started.size(), 1U);
+  EXPECT_EQ(pass.started[0].job, JobId{1});
+}
+
+TEST(Scheduler, RefusesBadCallsWithoutChangingState) {
+  Scheduler s = make_scheduler(policy("tidepool"));
+  Job bad = make_test_job(0, kA, 8, 0);
+  bad.gang.task_count = 0;
+  EXPECT_FALSE(s.submit(bad, 0).has_value());
+  ASSERT_TRUE(s.submit(make_test_job(1, kA, 8, 0), 0).has_value());
+  auto twice = s.submit(make_test_job(1, kA, 8, 0), 0);
+  ASSERT_FALSE(twice.has_value());
+  EXPECT_EQ(twice.error().field, "id");
+  EXPECT_FALSE(s.finish(JobId{1}, 5, std::nullopt).has_value());  // pending, not running
+  EXPECT_FALSE(s.finish(JobId{7}, 5, std::nullopt).has_value());
+  EXPECT_FALSE(s.grant_loan(Loan{kA, kH100, 8000, 0, 0}, 10).has_value());
+  EXPECT_EQ(s.pending_count(), 1);
+}
+
+// Random workloads: after every pass the pool keeps its invariants, gangs are whole, the book
+// holds exactly the running jobs' GPUs, no tenant is above its guarantee without a recorded
+// borrow, and the same input gives the same decisions.
+std::vector<std::string> random_run(std::uint64_t seed, std::string_view name) {
+  Scheduler s = make_scheduler(policy(name));
+  Rng rng(seed);
+  std::vector<std::string> log;
+  std::vector<Job> jobs;
+  std::map<std::uint32_t, Seconds> ends;
+  std::uint32_t next_id = 0;
+  for (Seconds t = 0; t < 200 * 60; t += 60) {
+    for (auto it = ends.begin(); it != ends.end();) {
+      if (it->second <= t) {
+        EXPECT_TRUE(s.finish(JobId{it->first}, t, t % 900).has_value());
+        it = ends.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    for (std::uint64_t k = rng.below(3); k > 0; --k) {
+      const int gpus = std::array{1, 2, 4, 8, 16}[rng.below(5)];
+      Job job = make_test_job(next_id++, TenantId{static_cast<std::uint32_t>(rng.below(2))}, gpus,
+                              t, static_cast<Seconds>(300 + rng.below(3000)), gpus >= 8 ? 8 : 1);
+      job.priority_class = static_cast<int>(rng.below(2));
+      job.gang.topology.level = gpus <= 8 ? TopologyLevel::kNode : TopologyLevel::kLeaf;
+      job.gang.topology.strength =
+          rng.below(2) == 0 ? TopologyStrength::kRequired : TopologyStrength::kPreferred;
+      EXPECT_TRUE(s.submit(job, t).has_value());
+      jobs.push_back(job);
+    }
+    PassResult pass = s.pass(t);
+    for (const PreemptedJob& p : pass.preempted) {
+      ends.erase(p.job.value);
+      log.push_back(fmt::format("{} preempt {} {}", t, p.job.value, p.lost_gpu_seconds));
+    }
+    for (const StartedJob& st : pass.started) {
+      const Job& job = jobs[st.job.value];
+      EXPECT_EQ(static_cast<int>(st.assignments.size()), job.gang.task_count);
+      if (st.admission == StartAdmission::kWithinGuarantee) {
+        EXPECT_EQ(st.borrowed_milli, 0);
+      }
+      if (st.admission == StartAdmission::kBorrowing) {
+        EXPECT_GT(st.borrowed_milli, 0);
+      }
+      ends[st.job.value] = t + 60 * static_cast<Seconds>(1 + rng.below(30));
+      log.push_back(
+          fmt::format("{} start {} on {}", t, st.job.value, st.assignments.front().node.value));
+    }
+    EXPECT_TRUE(s.pool().check_invariants().has_value());
+    std::int64_t allocated = 0;
+    for (TenantId t2 : {kA, kB}) {
+      if (s.config().quotas) {
+        EXPECT_EQ(s.book().usage(t2, kH100), s.usage_milli(t2));
+        EXPECT_EQ(s.book().borrowed(t2, kH100),
+                  std::max<std::int64_t>(0, s.usage_milli(t2) - s.book().guaranteed(t2, kH100)));
+      }
+      allocated += s.usage_milli(t2);
+    }
+    EXPECT_EQ(allocated, s.pool().allocated_milli_gpu());
+    if (s.config().quotas) {
+      EXPECT_LE(s.book().reclaim_needed(kH100), 0);
+    }
+  }
+  return log;
+}
+
+TEST(SchedulerProperty, InvariantsHoldAndTheSameInputGivesTheSameSchedule) {
+  for (std::string_view name : scheduler_policy_names()) {
+    for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+      const auto first = random_run(seed, name);
+      EXPECT_FALSE(first.empty());
+      EXPECT_EQ(first, random_run(seed, name)) << name << " seed " << seed;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tidepool

@@ -1,0 +1,94 @@
+#include "core/simple_placement.h"
+
+#include <fmt/format.h>
+
+#include <limits>
+#include <tuple>
+#include <vector>
+
+namespace tidepool {
+namespace {
+
+// The lowest-index `count` whole free GPUs of `state`.
+GpuSet lowest_whole_free(const NodeSpec& spec, const NodeState& state, int count) {
+  GpuSet chosen = 0;
+  for (int g = 0; g < spec.gpu_count && count > 0; ++g) {
+    if (state.free_milli[g] == kMilliPerGpu) {
+      chosen |= GpuSet{1} << g;
+      --count;
+    }
+  }
+  return chosen;
+}
+
+// The GPU of `state` that holds `milli` with the least free share (best fit) or the first one.
+int fraction_gpu(const NodeSpec& spec, const NodeState& state, MilliGpu milli, NodeRule rule) {
+  int chosen = -1;
+  for (int g = 0; g < spec.gpu_count; ++g) {
+    if (state.free_milli[g] < milli) continue;
+    if (rule == NodeRule::kFirstFit) return g;
+    if (chosen < 0 || state.free_milli[g] < state.free_milli[chosen]) chosen = g;
+  }
+  return chosen;
+}
+
+void take(NodeState& state, const NodeSpec& spec, const TaskShape& task, GpuSet gpus) {
+  state.free_cpu -= task.milli_cpu;
+  state.free_memory -= task.memory_mib;
+  for (int g = 0; g < spec.gpu_count; ++g) {
+    if (gpus & (GpuSet{1} << g)) state.free_milli[g] -= task.milli_per_gpu;
+  }
+  refresh_summary(state, spec.gpu_count);
+}
+
+}  // namespace
+
+GangResult place_gang_by_node_rule(const Pool& pool, const GangRequest& request, NodeRule rule) {
+  if (auto valid = validate_gang_request(request); !valid) {
+    return std::unexpected(Unplaceable{"invalid gang: " + valid.error().message()});
+  }
+  const TaskShape& task = request.task;
+  std::vector<NodeState> states(pool.states().begin(), pool.states().end());
+  GangPlacement placement;
+  placement.assignments.reserve(static_cast<std::size_t>(request.task_count));
+  for (int t = 0; t < request.task_count; ++t) {
+    int chosen = -1;
+    std::tuple<int, MilliCpu, std::uint32_t> best{std::numeric_limits<int>::max(), 0, 0};
+    for (int n = 0; n < pool.node_count(); ++n) {
+      const NodeId node{static_cast<std::uint32_t>(n)};
+      const NodeSpec& spec = pool.spec(node);
+      if (!fits(spec, states[n], task)) continue;
+      if (rule == NodeRule::kFirstFit) {
+        chosen = n;
+        break;
+      }
+      const std::tuple<int, MilliCpu, std::uint32_t> key{
+          states[n].whole_free_gpus - (task.is_fractional() ? 0 : task.gpu_count),
+          states[n].free_cpu - task.milli_cpu, pool.tie_rank(node)};
+      if (chosen < 0 || key < best) {
+        chosen = n;
+        best = key;
+      }
+    }
+    if (chosen < 0) {
+      return std::unexpected(Unplaceable{fmt::format(
+          "{} of {} tasks fit ({}); task {} fits no node: {}", t, request.task_count,
+          describe(task, pool.models()), t + 1,
+          t == 0 ? explain_unplaceable(pool, task) : "the gang's earlier tasks took the room")});
+    }
+    const NodeId node{static_cast<std::uint32_t>(chosen)};
+    const NodeSpec& spec = pool.spec(node);
+    GpuSet gpus = 0;
+    if (task.is_fractional()) {
+      gpus = GpuSet{1} << fraction_gpu(spec, states[chosen], task.milli_per_gpu, rule);
+    } else if (task.needs_gpu()) {
+      gpus = lowest_whole_free(spec, states[chosen], task.gpu_count);
+    }
+    take(states[chosen], spec, task, gpus);
+    placement.assignments.push_back({node, gpus});
+  }
+  placement.span = gang_span(pool, placement.assignments);
+  return placement;
+}
+
+}  // namespace tidepool

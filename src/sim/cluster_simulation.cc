@@ -1,0 +1,502 @@
+#include "sim/cluster_simulation.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <queue>
+#include <set>
+#include <tuple>
+
+#include "core/efficiency_model.h"
+#include "core/runtime_predictor.h"
+#include "core/tidal_window.h"
+#include "sim/replay_simulation.h"
+
+namespace tidepool {
+namespace {
+
+__extension__ using Int128 = __int128;
+
+enum EventKind : int { kFinish = 0, kLoanStart = 1, kArrival = 2, kWakeup = 3 };
+
+struct Event {
+  Seconds time = 0;
+  int kind = kWakeup;
+  std::uint32_t index = 0;       // job id, or loan index
+  std::uint32_t generation = 0;  // finishes: the job's segment it ends
+
+  friend auto operator<=>(const Event&, const Event&) = default;
+};
+
+// Where one job stands in the simulation (the truth the scheduler does not see).
+struct JobTrack {
+  Seconds progress = 0;  // ideal seconds of work saved (by checkpoints or done)
+  std::uint32_t generation = 0;
+  bool running = false;
+  Seconds segment_start = 0;
+  PlacementEfficiency efficiency;
+  bool multi_gpu = false;
+  int gpus = 0;
+  Seconds ran = 0;  // wall seconds run, all segments
+  Seconds pending_since = 0;
+  double comm_gpu_seconds = 0;
+  double mfu_gpu_seconds = 0;
+  std::optional<SimLoan> loan;
+};
+
+// Work done in `wall` seconds at the placement's slowdown (inverse of scale_runtime), floored.
+Seconds ideal_work(Seconds wall, const PlacementEfficiency& e) {
+  const std::int64_t actual = e.actual.total_us();
+  const std::int64_t ideal = e.ideal.total_us();
+  if (actual <= 0 || ideal <= 0 || actual <= ideal) return wall;
+  return static_cast<Seconds>(static_cast<Int128>(wall) * ideal / actual);
+}
+
+std::int64_t whole_gpus(std::int64_t milli) { return (milli + kMilliPerGpu - 1) / kMilliPerGpu; }
+
+class Simulation {
+ public:
+  Simulation(Scheduler scheduler, const SchedulerConfig& config, std::span<const SimJob> workload,
+             std::span<const SimLoan> loans, const ClusterSimSettings& settings)
+      : sched_(std::move(scheduler)),
+        config_(config),
+        workload_(workload.begin(), workload.end()),
+        loans_(loans.begin(), loans.end()),
+        settings_(settings) {}
+
+  Result<ClusterSimRun> run();
+
+ private:
+  Result<void> submit_loan(std::size_t k, Seconds now);
+  void integrate(Seconds from, Seconds to);
+  void sample(Seconds time);
+  void apply(const PassResult& pass, Seconds now);
+  void stop_segment(JobTrack& track, SimJobResult& result, Seconds now);
+  Seconds wait_in_window(const SimJob& job, Seconds start) const;
+  void summarise(Seconds end);
+
+  Scheduler sched_;
+  SchedulerConfig config_;
+  std::vector<SimJob> workload_;  // the trace's jobs, then one job per loan
+  std::vector<SimLoan> loans_;
+  ClusterSimSettings settings_;
+  std::size_t trace_jobs_ = 0;
+  std::vector<JobTrack> tracks_;
+  ClusterSimRun run_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  std::set<Seconds> wakeups_;
+  std::vector<std::int64_t> pending_milli_;  // per tenant
+  // Integrals over time.
+  long double allocated_milli_seconds_ = 0;
+  std::vector<long double> wanted_, received_;  // per tenant, milli-GPU-seconds
+  std::vector<long double> class_milli_seconds_;
+  Seconds horizon_ = 0;
+  PredictorErrors errors_;
+  TenantMeanBaseline baseline_;
+};
+
+Result<void> Simulation::submit_loan(std::size_t k, Seconds now) {
+  const SimLoan& loan = loans_[k];
+  const JobId id{static_cast<std::uint32_t>(trace_jobs_ + k)};
+  Loan grant{loan.tenant, loan.model, std::int64_t{loan.gpus} * kMilliPerGpu, now,
+             now + loan.duration};
+  if (auto ok = sched_.grant_loan(grant, now); !ok) {
+    return fail("loan " + std::to_string(k + 1), ok.error().message());
+  }
+  if (auto ok = sched_.submit(workload_[id.value].job, now); !ok) {
+    return fail("loan " + std::to_string(k + 1), ok.error().message());
+  }
+  pending_milli_[loan.tenant.value] += workload_[id.value].job.total_milli_gpu();
+  tracks_[id.value].pending_since = now;
+  return {};
+}
+
+void Simulation::integrate(Seconds from, Seconds to) {
+  if (to <= from) return;
+  const auto dt = static_cast<long double>(to - from);
+  allocated_milli_seconds_ += static_cast<long double>(sched_.pool().allocated_milli_gpu()) * dt;
+  const TenantBook& book = sched_.book();
+  for (int t = 0; t < book.tenant_count(); ++t) {
+    const TenantId id{static_cast<std::uint32_t>(t)};
+    std::int64_t guaranteed = 0;
+    for (int m = 0; m < book.model_count(); ++m) {
+      guaranteed += book.guaranteed(id, GpuModelId{static_cast<std::uint32_t>(m)});
+    }
+    const std::int64_t used = sched_.usage_milli(id);
+    const std::int64_t want = std::min(used + pending_milli_[t], guaranteed);
+    wanted_[t] += static_cast<long double>(want) * dt;
+    received_[t] += static_cast<long double>(std::min(used, want)) * dt;
+  }
+  const Seconds h_to = std::min(to, horizon_);
+  if (h_to > from) {
+    for (int c = 0; c < 4; ++c) {
+      class_milli_seconds_[c] +=
+          static_cast<long double>(sched_.class_usage_milli(static_cast<JobClass>(c))) *
+          static_cast<long double>(h_to - from);
+    }
+  }
+}
+
+void Simulation::sample(Seconds time) {
+  SimSample s;
+  s.time = time;
+  for (int t = 0; t < sched_.book().tenant_count(); ++t) {
+    s.tenant_milli.push_back(sched_.usage_milli(TenantId{static_cast<std::uint32_t>(t)}));
+  }
+  const Pool& pool = sched_.pool();
+  s.allocated_milli = pool.allocated_milli_gpu();
+  s.queued = sched_.pending_count();
+  s.running = sched_.running_count();
+  for (int n = 0; n < pool.node_count(); ++n) {
+    const NodeId node{static_cast<std::uint32_t>(n)};
+    const int free = pool.state(node).whole_free_gpus;
+    s.free_gpus += free;
+    if (free > 0 && free < pool.spec(node).gpu_count) s.fragmented_gpus += free;
+  }
+  run_.samples.push_back(std::move(s));
+}
+
+void Simulation::stop_segment(JobTrack& track, SimJobResult& result, Seconds now) {
+  const Seconds wall = now - track.segment_start;
+  const std::int64_t gpu_seconds = wall * track.gpus;
+  result.gpu_seconds += gpu_seconds;
+  track.ran += wall;
+  track.comm_gpu_seconds += static_cast<double>(gpu_seconds) * track.efficiency.comm_share();
+  track.mfu_gpu_seconds += static_cast<double>(gpu_seconds) * track.efficiency.est_mfu();
+  track.running = false;
+  ++track.generation;
+}
+
+Seconds Simulation::wait_in_window(const SimJob& sj, Seconds start) const {
+  Seconds worst = -1;
+  for (const TidalWindow& w : config_.windows) {
+    if (w.job_class != sj.job.job_class) continue;
+    const Seconds submit = sj.job.submit_time;
+    const Seconds from = window_open(w, submit, config_.day_offset)
+                             ? submit
+                             : next_window_open(w, submit, config_.day_offset);
+    if (start <= from) {
+      worst = std::max<Seconds>(worst, 0);
+      continue;
+    }
+    const Seconds closes = next_window_close(w, from, config_.day_offset);
+    worst = std::max(worst, std::min(start, closes) - from);
+  }
+  return worst;
+}
+
+void Simulation::apply(const PassResult& pass, Seconds now) {
+  for (const PreemptedJob& p : pass.preempted) {
+    JobTrack& track = tracks_[p.job.value];
+    SimJobResult& result = run_.jobs[p.job.value];
+    const Seconds remaining =
+        std::max<Seconds>(0, workload_[p.job.value].duration - track.progress);
+    track.progress += std::min(remaining, ideal_work(p.kept_seconds, track.efficiency));
+    stop_segment(track, result, now);
+    ++result.preemptions;
+    result.lost_gpu_seconds += p.lost_gpu_seconds;
+    track.pending_since = now;
+    pending_milli_[workload_[p.job.value].job.tenant.value] +=
+        workload_[p.job.value].job.total_milli_gpu();
+  }
+  for (const StartedJob& s : pass.started) {
+    const SimJob& sj = workload_[s.job.value];
+    JobTrack& track = tracks_[s.job.value];
+    SimJobResult& result = run_.jobs[s.job.value];
+    result.queue_seconds += now - track.pending_since;
+    pending_milli_[sj.job.tenant.value] -= sj.job.total_milli_gpu();
+    if (!result.first_start) {
+      result.first_start = now;
+      result.backfilled = s.backfilled;
+      if (const Seconds w = wait_in_window(sj, now); w >= 0) {
+        run_.summary.inference_max_wait_in_window_s =
+            std::max(run_.summary.inference_max_wait_in_window_s, w);
+      }
+    }
+    track.running = true;
+    track.segment_start = now;
+    track.gpus = static_cast<int>(whole_gpus(sj.job.total_milli_gpu()));
+    track.multi_gpu = track.gpus > 1;
+    if (track.multi_gpu) {
+      track.efficiency = placement_efficiency(draw_comm_profile(settings_.seed, s.job.value),
+                                              sched_.pool(), s.assignments);
+    } else {
+      track.efficiency = PlacementEfficiency{};
+      track.efficiency.actual.compute_us = track.efficiency.ideal.compute_us = 1;
+    }
+    result.nodes = s.span.nodes;
+    result.leaves = s.span.leaves;
+    result.slowdown = track.efficiency.slowdown();
+    const Seconds remaining = std::max<Seconds>(0, sj.duration - track.progress);
+    Seconds wall = scale_runtime(remaining, track.efficiency);
+    if (sj.job.caps.max_runtime)
+      wall = std::min(wall, std::max<Seconds>(0, *sj.job.caps.max_runtime - track.ran));
+    if (track.loan)
+      wall = std::min(wall, std::max<Seconds>(0, track.loan->start + track.loan->duration - now));
+    events_.push({now + wall, kFinish, s.job.value, track.generation});
+  }
+}
+
+Result<ClusterSimRun> Simulation::run() {
+  trace_jobs_ = workload_.size();
+  for (std::size_t i = 0; i < workload_.size(); ++i) {
+    if (workload_[i].job.id.value != i) {
+      return fail("jobs", fmt::format("job {} ('{}') is not indexed by its id",
+                                      workload_[i].job.id.value, workload_[i].name));
+    }
+    if (workload_[i].duration < 0) {
+      return fail("jobs", fmt::format("job '{}' has a negative duration", workload_[i].name));
+    }
+  }
+  // One milestone job per loan.
+  for (std::size_t k = 0; k < loans_.size(); ++k) {
+    const SimLoan& loan = loans_[k];
+    if (loan.gpus <= 0 || loan.duration <= 0 || loan.start < 0) {
+      return fail("loans", fmt::format("loan {} needs positive GPUs and duration", k + 1));
+    }
+    if (loan.tenant.value >= static_cast<std::uint32_t>(sched_.book().tenant_count())) {
+      return fail("loans", fmt::format("loan {} names an unknown tenant", k + 1));
+    }
+    SimJob sj;
+    sj.name = fmt::format("loan-{}", k + 1);
+    sj.duration = loan.duration;
+    Job& job = sj.job;
+    job.id = JobId{static_cast<std::uint32_t>(workload_.size())};
+    job.tenant = loan.tenant;
+    job.queue = sched_.book().queues_of(loan.tenant).front();
+    job.priority_class = loan.priority;
+    job.preemptible = false;
+    job.submit_time = loan.start;
+    job.runtime_estimate = loan.duration;
+    job.caps.max_runtime = loan.duration;
+    const int per_task = loan.gpus % 8 == 0 ? 8 : 1;
+    job.gang.task_count = loan.gpus / per_task;
+    auto shape = make_task_shape(per_task, kMilliPerGpu, 4000 * per_task, 32768 * per_task,
+                                 ModelSet::only(loan.model));
+    if (!shape) return fail("loans", shape.error().message());
+    job.gang.task = *shape;
+    job.gang.topology = {TopologyLevel::kLeaf, TopologyStrength::kPreferred};
+    workload_.push_back(std::move(sj));
+  }
+
+  const std::size_t n = workload_.size();
+  tracks_.assign(n, JobTrack{});
+  run_.jobs.assign(n, SimJobResult{});
+  const int tenants = sched_.book().tenant_count();
+  pending_milli_.assign(static_cast<std::size_t>(tenants), 0);
+  wanted_.assign(static_cast<std::size_t>(tenants), 0);
+  received_.assign(static_cast<std::size_t>(tenants), 0);
+  class_milli_seconds_.assign(4, 0);
+  for (int t = 0; t < tenants; ++t) {
+    run_.tenant_names.push_back(sched_.book().tenant_name(TenantId{static_cast<std::uint32_t>(t)}));
+  }
+  Seconds last_submit = 0;
+  for (std::size_t i = 0; i < trace_jobs_; ++i) {
+    run_.jobs[i].id = workload_[i].job.id;
+    events_.push({workload_[i].job.submit_time, kArrival, static_cast<std::uint32_t>(i), 0});
+    last_submit = std::max(last_submit, workload_[i].job.submit_time);
+  }
+  for (std::size_t k = 0; k < loans_.size(); ++k) {
+    const std::size_t id = trace_jobs_ + k;
+    run_.jobs[id].id = workload_[id].job.id;
+    tracks_[id].loan = loans_[k];
+    events_.push({loans_[k].start, kLoanStart, static_cast<std::uint32_t>(k), 0});
+  }
+  horizon_ = settings_.horizon > 0 ? settings_.horizon : last_submit;
+  run_.summary.inference_max_wait_in_window_s = -1;
+
+  Seconds now = events_.empty() ? 0 : events_.top().time;
+  Seconds next_sample = now;
+  int idle_wakeups = 0;
+  std::size_t arrivals_left = trace_jobs_ + loans_.size();
+  while (!events_.empty()) {
+    const Seconds t = events_.top().time;
+    while (next_sample < t) {
+      integrate(now, next_sample);
+      now = std::max(now, next_sample);
+      sample(next_sample);
+      next_sample += settings_.sample_interval;
+    }
+    integrate(now, t);
+    now = t;
+    bool outside_event = false;
+    while (!events_.empty() && events_.top().time == t) {
+      const Event e = events_.top();
+      events_.pop();
+      switch (e.kind) {
+        case kFinish: {
+          JobTrack& track = tracks_[e.index];
+          if (!track.running || track.generation != e.generation) break;
+          SimJobResult& result = run_.jobs[e.index];
+          stop_segment(track, result, t);
+          result.end = t;
+          const SimJob& sj = workload_[e.index];
+          const bool trace_job = e.index < trace_jobs_;
+          if (auto ok = sched_.finish(
+                  sj.job.id, t, trace_job ? std::optional<Seconds>(sj.duration) : std::nullopt);
+              !ok) {
+            return fail("jobs", fmt::format("job '{}': {}", sj.name, ok.error().message()));
+          }
+          if (trace_job) {
+            const Seconds predicted = run_.jobs[e.index].predicted_runtime;
+            errors_.record(std::min(predicted, kMaxPredictedRuntime),
+                           baseline_.predict(sj.job.tenant),
+                           std::min(sj.duration, kMaxPredictedRuntime));
+            (void)baseline_.observe(sj.job.tenant, std::min(sj.duration, kMaxPredictedRuntime));
+          }
+          outside_event = true;
+          break;
+        }
+        case kLoanStart:
+          if (auto ok = submit_loan(e.index, t); !ok) return std::unexpected(ok.error());
+          --arrivals_left;
+          outside_event = true;
+          break;
+        case kArrival: {
+          const SimJob& sj = workload_[e.index];
+          if (auto ok = sched_.submit(sj.job, t); !ok) {
+            return fail("jobs", fmt::format("job '{}': {}", sj.name, ok.error().message()));
+          }
+          run_.jobs[e.index].predicted_runtime = sched_.prediction(sj.job.id)->runtime;
+          pending_milli_[sj.job.tenant.value] += sj.job.total_milli_gpu();
+          tracks_[e.index].pending_since = t;
+          --arrivals_left;
+          outside_event = true;
+          break;
+        }
+        case kWakeup:
+          wakeups_.erase(t);
+          break;
+      }
+    }
+    const PassResult pass = sched_.pass(t);
+    apply(pass, t);
+    for (const Loan& loan : pass.loans_returned) {
+      for (std::size_t k = 0; k < loans_.size(); ++k) {
+        const std::size_t id = trace_jobs_ + k;
+        if (loans_[k].start + loans_[k].duration != loan.end || loans_[k].tenant != loan.tenant) {
+          continue;
+        }
+        SimLoanResult r;
+        r.loan = loans_[k];
+        r.job = JobId{static_cast<std::uint32_t>(id)};
+        if (run_.jobs[id].first_start)
+          r.served_after = *run_.jobs[id].first_start - loans_[k].start;
+        r.end = t;
+        r.held_after_end_milli = tracks_[id].running ? workload_[id].job.total_milli_gpu() : 0;
+        run_.summary.loans.push_back(r);
+      }
+    }
+    // Keep waking the scheduler for windows and loans while anything can still happen.
+    const bool busy = arrivals_left > 0 || sched_.running_count() > 0;
+    idle_wakeups = (outside_event || !pass.started.empty()) ? 0 : idle_wakeups + 1;
+    if (busy || (sched_.pending_count() > 0 && idle_wakeups < 8)) {
+      if (auto next = sched_.next_wakeup(t); next && !wakeups_.contains(*next)) {
+        wakeups_.insert(*next);
+        events_.push({*next, kWakeup, 0, 0});
+      }
+    } else if (!busy && sched_.pending_count() == 0) {
+      // Nothing left: drop the remaining wakeups.
+      while (!events_.empty() && events_.top().kind == kWakeup) events_.pop();
+    }
+  }
+  sample(now);
+  summarise(now);
+  return std::move(run_);
+}
+
+void Simulation::summarise(Seconds end) {
+  SimSummary& s = run_.summary;
+  s.jobs = static_cast<int>(trace_jobs_);
+  std::vector<Seconds> queues;
+  long double jct = 0;
+  long double gpu_seconds = 0, lost = 0, comm = 0, multi = 0, mfu = 0;
+  Seconds first_submit = workload_.empty() ? 0 : workload_.front().job.submit_time;
+  for (std::size_t i = 0; i < workload_.size(); ++i) {
+    SimJobResult& r = run_.jobs[i];
+    const JobTrack& track = tracks_[i];
+    const SimJob& sj = workload_[i];
+    first_submit = std::min(first_submit, sj.job.submit_time);
+    if (!r.end && track.pending_since >= 0 && !track.running) {
+      r.queue_seconds += end - track.pending_since;
+    }
+    const PendingSeconds* waited = sched_.pending_seconds(sj.job.id);
+    if (waited) {
+      const auto longest = std::max_element(waited->begin(), waited->end());
+      if (*longest > 0) r.main_reason = static_cast<PendingKind>(longest - waited->begin());
+    }
+    const double g = static_cast<double>(r.gpu_seconds);
+    r.comm_share = g > 0 ? track.comm_gpu_seconds / g : 0;
+    r.est_mfu = g > 0 ? track.mfu_gpu_seconds / g : 0;
+    gpu_seconds += r.gpu_seconds;
+    lost += r.lost_gpu_seconds;
+    mfu += track.mfu_gpu_seconds;
+    if (track.gpus > 1) {
+      multi += r.gpu_seconds;
+      comm += track.comm_gpu_seconds;
+    }
+    s.preemptions += r.preemptions;
+    if (i >= trace_jobs_) continue;
+    if (!r.first_start) ++s.never_started;
+    if (r.backfilled) ++s.backfilled;
+    if (r.end) {
+      ++s.finished;
+      queues.push_back(r.queue_seconds);
+      jct += *r.end - sj.job.submit_time;
+    }
+  }
+  std::sort(queues.begin(), queues.end());
+  if (!queues.empty()) {
+    long double total = 0;
+    for (Seconds q : queues) total += q;
+    s.avg_queue_s = static_cast<double>(total / queues.size());
+    s.p50_queue_s = nearest_rank_percentile(queues, 50);
+    s.p95_queue_s = nearest_rank_percentile(queues, 95);
+    s.p99_queue_s = nearest_rank_percentile(queues, 99);
+    s.avg_jct_s = static_cast<double>(jct / queues.size());
+  }
+  s.makespan_s = end - first_submit;
+  const long double capacity = static_cast<long double>(sched_.pool().capacity_milli_gpu());
+  if (s.makespan_s > 0 && capacity > 0) {
+    s.gpu_allocation_avg =
+        static_cast<double>(allocated_milli_seconds_ / (capacity * s.makespan_s));
+  }
+  s.comm_overhead_share = multi > 0 ? static_cast<double>(comm / multi) : 0;
+  s.est_mfu = gpu_seconds > 0 ? static_cast<double>(mfu / gpu_seconds) : 0;
+  s.lost_gpu_hours_share = gpu_seconds > 0 ? static_cast<double>(lost / gpu_seconds) : 0;
+  s.min_tenant_guarantee_ratio = 1.0;
+  for (std::size_t t = 0; t < wanted_.size(); ++t) {
+    const double ratio = wanted_[t] > 0 ? static_cast<double>(received_[t] / wanted_[t]) : 1.0;
+    s.tenant_guarantee_ratio.push_back(ratio);
+    if (wanted_[t] > 0 &&
+        (s.min_guarantee_tenant.empty() || ratio < s.min_tenant_guarantee_ratio)) {
+      s.min_tenant_guarantee_ratio = ratio;
+      s.min_guarantee_tenant = run_.tenant_names[t];
+    }
+  }
+  s.predictor_median_abs_error_s = errors_.median_abs_error();
+  s.baseline_median_abs_error_s = errors_.baseline_median_abs_error();
+  s.pending_seconds = sched_.pending_seconds_total();
+  s.class_gpu_hours_in_horizon.assign(4, 0.0);
+  for (int c = 0; c < 4; ++c) {
+    s.class_gpu_hours_in_horizon[c] =
+        static_cast<double>(class_milli_seconds_[c] / (kMilliPerGpu * 3600.0L));
+  }
+}
+
+}  // namespace
+
+Result<ClusterSimRun> run_cluster_simulation(Pool pool, TenantBook book,
+                                             const SchedulerConfig& config,
+                                             std::span<const SimJob> workload,
+                                             std::span<const SimLoan> loans,
+                                             const ClusterSimSettings& settings) {
+  if (settings.sample_interval <= 0) return fail("sample_interval", "must be positive");
+  auto scheduler = Scheduler::create(std::move(pool), std::move(book), config);
+  if (!scheduler) return std::unexpected(scheduler.error());
+  Simulation sim(std::move(*scheduler), config, workload, loans, settings);
+  return sim.run();
+}
+
+}  // namespace tidepool

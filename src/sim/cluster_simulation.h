@@ -1,0 +1,149 @@
+// The multi-tenant experiment behind `tidepool sim run`: jobs of a trace arrive at their submit
+// times and are scheduled by the core Scheduler (core/scheduler.h) with one policy; they run for
+// their trace duration stretched by the slowdown of where they were placed
+// (core/efficiency_model.h), may be preempted and resumed, and leave. A discrete-event driver on a
+// virtual clock (integer seconds since the first submit); no wall clock, no I/O, no threads.
+//
+// Rules:
+//   - Events at one time are taken finishes first, then loan starts, then arrivals (by job id);
+//     then one scheduling pass runs. A pass also runs when the scheduler asks for one
+//     (Scheduler::next_wakeup: windows, loans). Everything is ordered, so a run is reproducible.
+//   - A job's trace duration is its runtime under the ideal (compact) placement. Placed with a
+//     slowdown s (>= 1), it needs s x the remaining work in wall time. Preempted, it keeps the work
+//     up to its last checkpoint (PreemptedJob::kept_seconds, converted back by the same s) and
+//     loses the rest; it resumes from there when started again. A job with max_runtime stops when
+//     it has run that long (loan jobs).
+//   - Per-job communication figures come from draw_comm_profile(seed, job id), so every policy
+//     sees the same jobs.
+//   - Samples every `sample_interval` seconds show the state after every event before that time.
+//   - The run ends when no event is left. Jobs still pending then never fit (counted apart).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/job.h"
+#include "core/pending_reason.h"
+#include "core/pool.h"
+#include "core/scheduler.h"
+#include "core/tenants.h"
+
+namespace tidepool {
+
+// One job of the workload; its Job::id must be its index in the workload.
+struct SimJob {
+  Job job;
+  Seconds duration = 0;  // runtime under ideal placement (>= 0)
+  std::string name;      // as the trace names it ("philly-12", "inference-3", "loan-1")
+};
+
+// An emergency loan in the experiment: at `start` the tenant's guarantee of `model` grows by
+// `gpus` GPUs until `start + duration`, and a milestone job of `gpus` GPUs (gangs of whole nodes'
+// worth of GPUs) is submitted for it, with priority class `priority` and max runtime `duration`.
+struct SimLoan {
+  TenantId tenant;
+  GpuModelId model;
+  int gpus = 64;
+  Seconds start = 0;
+  Seconds duration = 0;
+  int priority = 100;
+};
+
+struct ClusterSimSettings {
+  std::uint64_t seed = 42;        // per-job communication profiles
+  Seconds sample_interval = 600;  // timeline rows
+  // Training GPU-hours are also totalled over [0, horizon) (0: up to the last submit time), to
+  // compare runs with and without other work in the pool.
+  Seconds horizon = 0;
+};
+
+// What happened to one job.
+struct SimJobResult {
+  JobId id;
+  std::optional<Seconds> first_start;
+  std::optional<Seconds> end;  // when it finished (or was stopped at its max runtime)
+  Seconds queue_seconds = 0;   // all its time pending, up to its end (or the end of the run)
+  int preemptions = 0;
+  std::int64_t lost_gpu_seconds = 0;
+  std::int64_t gpu_seconds = 0;  // allocated GPU-seconds, all segments
+  int nodes = 0;                 // spanned by its last placement
+  int leaves = 0;
+  double slowdown = 1.0;                                  // of its last placement
+  double comm_share = 0.0;                                // GPU-seconds-weighted over its segments
+  double est_mfu = 0.0;                                   // GPU-seconds-weighted over its segments
+  Seconds predicted_runtime = 0;                          // at submission
+  PendingKind main_reason = PendingKind::kNotConsidered;  // the reason it waited longest for
+  bool backfilled = false;                                // its first start was a backfill
+};
+
+// The pool at one instant.
+struct SimSample {
+  Seconds time = 0;
+  std::vector<std::int64_t> tenant_milli;  // allocated per tenant (book order)
+  std::int64_t allocated_milli = 0;
+  int queued = 0;
+  int running = 0;
+  std::int64_t free_gpus = 0;
+  std::int64_t fragmented_gpus = 0;  // free GPUs on nodes that are partly used
+};
+
+struct SimLoanResult {
+  SimLoan loan;
+  JobId job;
+  std::optional<Seconds> served_after;  // from the loan's start until its job started
+  Seconds end = 0;
+  std::int64_t held_after_end_milli = 0;  // the loan job's GPUs still held after the end (0)
+};
+
+// The figures of summary.json.
+struct SimSummary {
+  int jobs = 0;  // jobs of the workload
+  int finished = 0;
+  int never_started = 0;
+  double avg_queue_s = 0;  // over finished jobs of the trace (not generated ones)
+  Seconds p50_queue_s = 0;
+  Seconds p95_queue_s = 0;
+  Seconds p99_queue_s = 0;
+  double avg_jct_s = 0;
+  Seconds makespan_s = 0;
+  double gpu_allocation_avg = 0;   // time-average allocated / capacity over [0, makespan]
+  double comm_overhead_share = 0;  // multi-GPU jobs: communication share of their GPU-seconds
+  double est_mfu = 0;              // GPU-seconds-weighted over all jobs
+  int preemptions = 0;
+  double lost_gpu_hours_share = 0;        // lost / allocated GPU-seconds
+  double min_tenant_guarantee_ratio = 0;  // min over tenants of received / min(demand, guarantee)
+  std::string min_guarantee_tenant;
+  std::vector<double> tenant_guarantee_ratio;  // per tenant (book order); 1 when it wanted none
+  double wall_seconds = 0;                     // set by the caller
+  // Predictor against the tenant-mean baseline, over finished trace jobs (seconds).
+  Seconds predictor_median_abs_error_s = 0;
+  Seconds baseline_median_abs_error_s = 0;
+  int backfilled = 0;
+  PendingSeconds pending_seconds{};  // all jobs' pending time per reason
+  // Per job class: GPU-hours allocated in [0, horizon), and the most a job of the class waited
+  // while a tidal window for it was open (seconds; -1 when no such job).
+  std::vector<double> class_gpu_hours_in_horizon;  // indexed by JobClass
+  Seconds inference_max_wait_in_window_s = -1;
+  std::vector<SimLoanResult> loans;
+};
+
+struct ClusterSimRun {
+  SimSummary summary;
+  std::vector<SimJobResult> jobs;  // by job id
+  std::vector<SimSample> samples;
+  std::vector<std::string> tenant_names;
+};
+
+// Runs `workload` (plus `loans`) on `pool` under `config`. Fails on a workload that is not
+// indexed by id or that the scheduler refuses (the error names the job).
+Result<ClusterSimRun> run_cluster_simulation(Pool pool, TenantBook book,
+                                             const SchedulerConfig& config,
+                                             std::span<const SimJob> workload,
+                                             std::span<const SimLoan> loans,
+                                             const ClusterSimSettings& settings);
+
+}  // namespace tidepool

@@ -1,0 +1,199 @@
+#include "sim/sim_run_report.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/job.h"
+#include "core/pending_reason.h"
+
+namespace tidepool {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+
+constexpr int kJobClassCount = 4;
+
+// A CSV field, quoted when it holds a comma, quote or line break.
+std::string csv_field(std::string_view text) {
+  if (text.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(text);
+  std::string quoted = "\"";
+  for (char c : text) {
+    if (c == '"') quoted += '"';
+    quoted += c;
+  }
+  return quoted + '"';
+}
+
+std::string optional_text(const std::optional<Seconds>& value) {
+  return value ? std::to_string(*value) : std::string();
+}
+
+const std::string& tenant_name(const ClusterSimRun& run, TenantId tenant) {
+  static const std::string kUnknown = "?";
+  return tenant.value < run.tenant_names.size() ? run.tenant_names[tenant.value] : kUnknown;
+}
+
+double gpus_value(std::int64_t milli) { return static_cast<double>(milli) / kMilliPerGpu; }
+
+Json optional_json(const std::optional<Seconds>& value) {
+  return value ? Json(*value) : Json(nullptr);
+}
+
+}  // namespace
+
+std::string gpus_text(std::int64_t milli) {
+  const bool negative = milli < 0;
+  const std::uint64_t m =
+      negative ? 0 - static_cast<std::uint64_t>(milli) : static_cast<std::uint64_t>(milli);
+  std::string text = fmt::format("{}{}", negative ? "-" : "", m / 1000);
+  if (m % 1000 != 0) {
+    std::string fraction = fmt::format("{:03}", m % 1000);
+    while (fraction.back() == '0') fraction.pop_back();
+    text += '.' + fraction;
+  }
+  return text;
+}
+
+void write_jobs_csv(std::ostream& out, const ClusterSimRun& run, std::span<const SimJob> workload,
+                    std::span<const SimLoan> loans) {
+  out << "job,name,tenant,class,gpus,submit_s,start_s,end_s,queue_s,preemptions,lost_gpu_seconds,"
+         "nodes,leaves,slowdown,comm_overhead,est_mfu,predicted_runtime_s,main_pending_reason\n";
+  for (const SimJobResult& r : run.jobs) {
+    std::string name;
+    TenantId tenant;
+    JobClass job_class = JobClass::kTraining;
+    std::int64_t milli = 0;
+    Seconds submit = 0;
+    if (r.id.value < workload.size()) {
+      const SimJob& job = workload[r.id.value];
+      name = job.name;
+      tenant = job.job.tenant;
+      job_class = job.job.job_class;
+      milli = job.job.total_milli_gpu();
+      submit = job.job.submit_time;
+    } else if (const std::size_t k = r.id.value - workload.size(); k < loans.size()) {
+      name = "loan-" + std::to_string(k + 1);
+      tenant = loans[k].tenant;
+      milli = std::int64_t{loans[k].gpus} * kMilliPerGpu;
+      submit = loans[k].start;
+    }
+    out << fmt::format(
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{:.4f},{:.4f},{:.4f},{},{}\n", r.id.value,
+        csv_field(name), csv_field(tenant_name(run, tenant)), job_class_name(job_class),
+        gpus_text(milli), submit, optional_text(r.first_start), optional_text(r.end),
+        r.queue_seconds, r.preemptions, r.lost_gpu_seconds, r.nodes, r.leaves, r.slowdown,
+        r.comm_share, r.est_mfu, r.predicted_runtime, pending_kind_name(r.main_reason));
+  }
+}
+
+void write_timeline_csv(std::ostream& out, const ClusterSimRun& run) {
+  out << "time_s";
+  for (const std::string& tenant : run.tenant_names) out << ',' << csv_field("gpus_" + tenant);
+  out << ",allocated_gpus,queued,running,free_gpus,fragmented_gpus,fragmentation\n";
+  for (const SimSample& s : run.samples) {
+    out << s.time;
+    for (std::size_t t = 0; t < run.tenant_names.size(); ++t) {
+      out << ',' << gpus_text(t < s.tenant_milli.size() ? s.tenant_milli[t] : 0);
+    }
+    const double fragmentation =
+        s.free_gpus > 0 ? static_cast<double>(s.fragmented_gpus) / static_cast<double>(s.free_gpus)
+                        : 0.0;
+    out << fmt::format(",{},{},{},{},{},{:.4f}\n", gpus_text(s.allocated_milli), s.queued,
+                       s.running, s.free_gpus, s.fragmented_gpus, fragmentation);
+  }
+}
+
+std::string summary_json_text(const ClusterSimRun& run, std::string_view policy) {
+  const SimSummary& s = run.summary;
+  Json pending = Json::object();
+  for (int k = 0; k < kPendingKinds; ++k) {
+    pending[std::string(pending_kind_name(static_cast<PendingKind>(k)))] =
+        s.pending_seconds[static_cast<std::size_t>(k)];
+  }
+  Json class_hours = Json::object();
+  for (int c = 0; c < kJobClassCount; ++c) {
+    const auto index = static_cast<std::size_t>(c);
+    class_hours[std::string(job_class_name(static_cast<JobClass>(c)))] =
+        index < s.class_gpu_hours_in_horizon.size() ? s.class_gpu_hours_in_horizon[index] : 0.0;
+  }
+  Json loans = Json::array();
+  for (const SimLoanResult& loan : s.loans) {
+    loans.push_back(Json{{"tenant", tenant_name(run, loan.loan.tenant)},
+                         {"gpus", loan.loan.gpus},
+                         {"start_s", loan.loan.start},
+                         {"duration_s", loan.loan.duration},
+                         {"served_after_s", optional_json(loan.served_after)},
+                         {"end_s", loan.end},
+                         {"held_after_end_gpus", gpus_value(loan.held_after_end_milli)}});
+  }
+  const Json summary = {
+      {"policy", std::string(policy)},
+      {"jobs", s.jobs},
+      {"finished", s.finished},
+      {"never_started", s.never_started},
+      {"avg_queue_s", s.avg_queue_s},
+      {"p50_queue_s", s.p50_queue_s},
+      {"p95_queue_s", s.p95_queue_s},
+      {"p99_queue_s", s.p99_queue_s},
+      {"avg_jct_s", s.avg_jct_s},
+      {"makespan_s", s.makespan_s},
+      {"gpu_allocation_avg", s.gpu_allocation_avg},
+      {"comm_overhead_share", s.comm_overhead_share},
+      {"est_mfu", s.est_mfu},
+      {"preemptions", s.preemptions},
+      {"lost_gpu_hours_share", s.lost_gpu_hours_share},
+      {"min_tenant_guarantee_ratio", s.min_tenant_guarantee_ratio},
+      {"min_guarantee_tenant", s.min_guarantee_tenant},
+      {"wall_seconds", s.wall_seconds},
+      {"predictor_median_abs_error_s", s.predictor_median_abs_error_s},
+      {"baseline_median_abs_error_s", s.baseline_median_abs_error_s},
+      {"backfilled", s.backfilled},
+      {"pending_seconds", pending},
+      {"class_gpu_hours_in_horizon", class_hours},
+      {"inference_max_wait_in_window_s", s.inference_max_wait_in_window_s < 0
+                                             ? Json(nullptr)
+                                             : Json(s.inference_max_wait_in_window_s)},
+      {"loans", loans},
+  };
+  return summary.dump(2) + '\n';
+}
+
+Result<std::string> write_sim_run_report(const std::string& dir, std::string_view policy,
+                                         const ClusterSimRun& run, std::span<const SimJob> workload,
+                                         std::span<const SimLoan> loans) {
+  const fs::path folder = fs::path(dir) / std::string(policy);
+  std::error_code error;
+  fs::create_directories(folder, error);
+  if (error) {
+    return fail("--out", "cannot create folder '" + folder.string() + "': " + error.message());
+  }
+  const auto write = [](const fs::path& path, const auto& fill) -> Result<void> {
+    std::ofstream out(path);
+    if (out) fill(out);
+    out.close();
+    if (!out) return fail("--out", "cannot write '" + path.string() + "'");
+    return {};
+  };
+  if (auto ok = write(folder / "jobs.csv",
+                      [&](std::ostream& out) { write_jobs_csv(out, run, workload, loans); });
+      !ok) {
+    return std::unexpected(ok.error());
+  }
+  if (auto ok =
+          write(folder / "timeline.csv", [&](std::ostream& out) { write_timeline_csv(out, run); });
+      !ok) {
+    return std::unexpected(ok.error());
+  }
+  if (auto ok = write(folder / "summary.json",
+                      [&](std::ostream& out) { out << summary_json_text(run, policy); });
+      !ok) {
+    return std::unexpected(ok.error());
+  }
+  return folder.string();
+}
+
+}  // namespace tidepool

@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# End-to-end checks of `tidepool sim run` on the Philly excerpt shipped in data/philly (the first
+# 2,000 jobs of the trace) and the 512-GPU Philly cluster shape.
+#
+# Usage: run_cli_test.sh TIDEPOOL_BINARY SOURCE_DIR CASE
+#   CASE is one of: outputs, determinism, inference-loan, bad-input.
+set -euo pipefail
+
+if [[ $# -ne 3 ]]; then
+  echo "usage: $0 TIDEPOOL_BINARY SOURCE_DIR CASE" >&2
+  exit 2
+fi
+tidepool=$1
+source_dir=$2
+case_name=$3
+cluster="$source_dir/data/clusters/philly-512.yaml"
+jobs="$source_dir/data/philly/philly-2017-09-10-first-2000.csv"
+work=$(mktemp -d "${TMPDIR:-/tmp}/tidepool-run-test.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+# shellcheck source=cli_test_helpers.sh
+source "$(dirname "${BASH_SOURCE[0]}")/cli_test_helpers.sh"
+
+# The tenants of the excerpt: one per virtual cluster, guaranteed its share of the GPU time.
+"$tidepool" sim tenants-from-trace --jobs "$jobs" --format philly --cluster "$cluster" \
+  --out "$work/tenants.yaml" >/dev/null
+tenants="$work/tenants.yaml"
+
+# run_sim OUT ARGS...: tidepool sim run on the excerpt, stdout to OUT.stdout, stderr to OUT.stderr.
+run_sim() {
+  local out=$1
+  shift
+  "$tidepool" sim run --cluster "$cluster" --jobs "$jobs" --format philly --tenants "$tenants" \
+    --out "$out" "$@" >"$out.stdout" 2>"$out.stderr" ||
+    fail "sim run $* failed: $(cat "$out.stderr")"
+}
+
+# check_summary FILE POLICY: summary.json has every documented key and names its policy.
+check_summary() {
+  python3 - "$1" "$2" <<'PY'
+import json, sys
+summary = json.load(open(sys.argv[1]))
+keys = """jobs finished never_started avg_queue_s p50_queue_s p95_queue_s p99_queue_s avg_jct_s
+makespan_s gpu_allocation_avg comm_overhead_share est_mfu preemptions lost_gpu_hours_share
+min_tenant_guarantee_ratio min_guarantee_tenant wall_seconds predictor_median_abs_error_s
+baseline_median_abs_error_s backfilled pending_seconds class_gpu_hours_in_horizon
+inference_max_wait_in_window_s loans policy""".split()
+missing = [k for k in keys if k not in summary]
+assert not missing, f"missing keys: {missing}"
+assert summary["policy"] == sys.argv[2], summary["policy"]
+assert set(summary["pending_seconds"]) == {"not-considered", "quota", "capacity", "topology",
+                                           "reservation", "head-of-line", "window"}
+assert set(summary["class_gpu_hours_in_horizon"]) == {"training", "inference", "dev", "batch"}
+assert summary["jobs"] == 2000 and summary["finished"] + summary["never_started"] <= 2000
+PY
+}
+
+case "$case_name" in
+  outputs)
+    run_sim "$work/out" --policy fifo-firstfit,tidepool --limit-jobs 2000
+    cat "$work/out.stdout"
+    for policy in fifo-firstfit tidepool; do
+      dir="$work/out/$policy"
+      for file in jobs.csv timeline.csv summary.json; do
+        [[ -s "$dir/$file" ]] || fail "$policy/$file missing"
+      done
+      [[ $(wc -l <"$dir/jobs.csv") -eq 2001 ]] || fail "$policy/jobs.csv should have 2000 jobs"
+      [[ $(head -1 "$dir/jobs.csv") == "job,name,tenant,class,gpus,submit_s,start_s,end_s,queue_s,preemptions,lost_gpu_seconds,nodes,leaves,slowdown,comm_overhead,est_mfu,predicted_runtime_s,main_pending_reason" ]] ||
+        fail "$policy/jobs.csv header"
+      grep -q '^0,philly-0,7f04ca,training,8,0,' "$dir/jobs.csv" || fail "$policy: first job row"
+      head -1 "$dir/timeline.csv" | grep -q '^time_s,gpus_.*,allocated_gpus,queued,running,free_gpus,fragmented_gpus,fragmentation$' ||
+        fail "$policy/timeline.csv header"
+      [[ $(wc -l <"$dir/timeline.csv") -gt 2 ]] || fail "$policy/timeline.csv has no samples"
+      check_summary "$dir/summary.json" "$policy" || fail "$policy/summary.json"
+      grep -q "policy $policy: " "$work/out.stderr" || fail "no progress line for $policy"
+    done
+    grep -q '^figure  *fifo-firstfit  *tidepool$' "$work/out.stdout" || fail "table header"
+    for row in "jobs" "avg queue (h)" "p99 queue (h)" "GPU allocation (%)" "est. MFU" \
+      "min tenant guarantee ratio" "runtime MAE (h): predictor" "pending (h): quota" "wall (s)"; do
+      grep -qF "$row " "$work/out.stdout" || fail "table row '$row' missing"
+    done
+    ;;
+  determinism)
+    run_sim "$work/a" --policy all --limit-jobs 500
+    run_sim "$work/b" --policy all --limit-jobs 500
+    for policy in fifo-firstfit quota-borrow tiresias tidepool; do
+      [[ $(wc -l <"$work/a/$policy/jobs.csv") -eq 501 ]] || fail "--limit-jobs 500: $policy"
+      for file in jobs.csv timeline.csv; do
+        cmp "$work/a/$policy/$file" "$work/b/$policy/$file" || fail "$policy/$file differs"
+      done
+      # Everything but the wall time.
+      diff <(grep -v wall_seconds "$work/a/$policy/summary.json") \
+        <(grep -v wall_seconds "$work/b/$policy/summary.json") || fail "$policy/summary.json"
+    done
+    ;;
+  inference-loan)
+    # 32 inference GPUs at the peak beside the trace, protected 08:00-24:00, and a loan of 64 GPUs
+    # to tenant 6214e9 from day 2 for 6 hours.
+    run_sim "$work/out" --policy tidepool --inference 32:4 \
+      --window inference:08:00-24:00:32 --loan 6214e9:64:2d:6h
+    cat "$work/out.stdout"
+    grep -q "inference replicas" "$work/out.stderr" || fail "no inference replicas"
+    python3 - "$work/out/tidepool/summary.json" <<'PY' || fail "summary.json"
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["class_gpu_hours_in_horizon"]["inference"] > 0, s["class_gpu_hours_in_horizon"]
+assert s["inference_max_wait_in_window_s"] is not None
+assert s["jobs"] > 2000, s["jobs"]
+[loan] = s["loans"]
+assert loan["tenant"] == "6214e9" and loan["gpus"] == 64, loan
+assert loan["start_s"] == 172800 and loan["duration_s"] == 21600, loan
+PY
+    grep -q ',inference-0,inference,inference,1,0,' "$work/out/tidepool/jobs.csv" ||
+      fail "first inference replica row"
+    grep -q ',loan-1,6214e9,training,64,172800,' "$work/out/tidepool/jobs.csv" || fail "loan row"
+    head -1 "$work/out/tidepool/timeline.csv" | grep -q ',gpus_inference,' ||
+      fail "timeline lacks the inference tenant"
+    ;;
+  bad-input)
+    common=(sim run --cluster "$cluster" --jobs "$jobs" --tenants "$tenants" --out "$work/x")
+    expect_error "--policy" "unknown policy 'nope'" "fifo-firstfit" "tidepool" -- \
+      "${common[@]}" --policy fifo-firstfit,nope
+    expect_error "--jobs" "missing.csv" -- sim run --cluster "$cluster" --jobs "$work/missing.csv" \
+      --tenants "$tenants" --policy tidepool --out "$work/x"
+    expect_error "--tenants" "missing.yaml" -- sim run --cluster "$cluster" --jobs "$jobs" \
+      --tenants "$work/missing.yaml" --policy tidepool --out "$work/x"
+    expect_error "--format" "openb" -- "${common[@]}" --policy tidepool --format openb
+    expect_error "--window" -- "${common[@]}" --policy tidepool --window inference:08:00-25:00:64
+    expect_error "--window" -- "${common[@]}" --policy tidepool --window nonsense
+    expect_error "--loan" "6214e9:64:2x:6h" -- "${common[@]}" --policy tidepool \
+      --loan 6214e9:64:2x:6h
+    expect_error "--loan" -- "${common[@]}" --policy tidepool --loan 6214e9:64
+    expect_error "--loan" "duration" -- "${common[@]}" --policy tidepool --loan 6214e9:64:0:0
+    expect_error "--loan" "unknown tenant 'nobody'" "6214e9" -- "${common[@]}" --policy tidepool \
+      --loan nobody:64:0:1h
+    expect_error "--inference" -- "${common[@]}" --policy tidepool --inference lots
+    expect_error "--limit-jobs" -- "${common[@]}" --policy tidepool --limit-jobs -1
+    # A tenants file without the trace's teams.
+    printf 'orgs:\n  - name: o\n    tenants:\n      - name: someone\n' >"$work/other.yaml"
+    expect_error "--jobs" "7f04ca" -- sim run --cluster "$cluster" --jobs "$jobs" \
+      --tenants "$work/other.yaml" --policy tidepool --out "$work/x"
+    ;;
+  *)
+    echo "unknown case '$case_name'" >&2
+    exit 2
+    ;;
+esac
+echo "PASS: $case_name"
