@@ -368,8 +368,8 @@ Result<void> run_sim_run(const RunOptions& options) {
   }
   print_table(*policies, runs);
   std::cout << fmt::format(
-      "\nWrote jobs.csv, timeline.csv and summary.json for {} policies to {}/\n", runs.size(),
-      options.out);
+      "\nWrote jobs.csv, timeline.csv and summary.json for {} polic{} to {}/\n", runs.size(),
+      runs.size() == 1 ? "y" : "ies", options.out);
   return {};
 }
 

@@ -94,7 +94,8 @@ using Key = std::tuple<int, int, int, int, int, std::int64_t, std::int64_t,
 
 class GangPlanner {
  public:
-  GangPlanner(const Pool& pool, const GangRequest& request)
+  GangPlanner(const Pool& pool, const GangRequest& request,
+              std::span<const std::uint8_t> allowed = {})
       : pool_(pool),
         task_(request.task),
         need_(request.task_count),
@@ -109,7 +110,7 @@ class GangPlanner {
     }
     room_.resize(pool.node_count());
     for (std::uint32_t n = 0; n < room_.size(); ++n) {
-      room_[n] = node_room(NodeId{n});
+      room_[n] = allowed.empty() || allowed[n] != 0 ? node_room(NodeId{n}) : 0;
       leaf_nodes_[pool.spec(NodeId{n}).leaf.value].push_back(n);
     }
   }
@@ -478,6 +479,22 @@ GangResult place_gang(const Pool& pool, const GangRequest& request) {
         Unplaceable{"a task with a GPU fraction is placed by a placement policy"});
   }
   return GangPlanner(pool, request).place();
+}
+
+GangResult place_gang(const Pool& pool, const GangRequest& request,
+                      std::span<const std::uint8_t> allowed_nodes) {
+  if (auto valid = validate_gang_request(request); !valid) {
+    return std::unexpected(Unplaceable{"invalid gang: " + valid.error().message()});
+  }
+  if (request.task.is_fractional()) {
+    return std::unexpected(
+        Unplaceable{"a task with a GPU fraction is placed by a placement policy"});
+  }
+  if (!allowed_nodes.empty() &&
+      allowed_nodes.size() != static_cast<std::size_t>(pool.node_count())) {
+    return std::unexpected(Unplaceable{"the node filter does not match the pool"});
+  }
+  return GangPlanner(pool, request, allowed_nodes).place();
 }
 
 GangResult place_gang(const Pool& pool, const GangRequest& request,

@@ -111,6 +111,11 @@ Result<void> validate_gang_request(const GangRequest& request);
 // the reason.
 GangResult place_gang(const Pool& pool, const GangRequest& request);
 
+// As above, on the nodes n with allowed_nodes[n] != 0 only (one flag per node of the pool; empty:
+// all nodes). Callers use it to state a preference and retry on all nodes when it fails.
+GangResult place_gang(const Pool& pool, const GangRequest& request,
+                      std::span<const std::uint8_t> allowed_nodes);
+
 // As above, except that a single fractional task goes to `fraction_policy` (which draws from
 // `rng` if it is randomised); its topology requirement is met by any GPU.
 GangResult place_gang(const Pool& pool, const GangRequest& request,

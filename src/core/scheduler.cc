@@ -14,7 +14,10 @@ namespace {
 constexpr std::array<std::string_view, 4> kPolicyNames = {"fifo-firstfit", "quota-borrow",
                                                           "tiresias", "tidepool"};
 constexpr int kJobClasses = 4;
-constexpr Seconds kOverrunSlack = 600;  // a job past its predicted end: assumed to end this soon
+constexpr Seconds kOverrunSlack = 600;
+// Reclaim may leave a borrowing tenant below its guarantee by at most 1/this of it (see make_room).
+constexpr std::int64_t kReclaimSlackDivisor =
+    20;  // a job past its predicted end: assumed to end this soon
 
 std::int64_t whole_gpus(std::int64_t milli) { return (milli + kMilliPerGpu - 1) / kMilliPerGpu; }
 
@@ -22,6 +25,34 @@ std::string duration_text(Seconds s) {
   if (s < 60) return fmt::format("{}s", s);
   if (s < 3600) return fmt::format("{}m", s / 60);
   return fmt::format("{}h{:02}m", s / 3600, (s % 3600) / 60);
+}
+
+// A cheap necessary condition for `request` to fit `pool`: enough whole free GPUs of its models
+// on one node (when it must sit on one node), under one leaf (when it must sit under one leaf),
+// or in the pool. Placement is only tried when it holds.
+bool may_fit(const Pool& pool, const GangRequest& request) {
+  const TaskShape& task = request.task;
+  if (task.is_fractional() || !task.needs_gpu()) return true;
+  const std::int64_t need = std::int64_t{request.task_count} * task.gpu_count;
+  const bool one_node =
+      request.topology.requires_level(TopologyLevel::kNode) || request.task_count == 1;
+  const bool one_leaf = request.topology.requires_level(TopologyLevel::kLeaf);
+  std::vector<std::int64_t> leaf_free(one_leaf ? pool.topology().leaves.size() : 0, 0);
+  std::int64_t total = 0;
+  for (int n = 0; n < pool.node_count(); ++n) {
+    const NodeId node{static_cast<std::uint32_t>(n)};
+    const NodeSpec& spec = pool.spec(node);
+    if (!task.models.accepts(spec.model)) continue;
+    const int free = pool.state(node).whole_free_gpus;
+    if (one_node && free >= need) return true;
+    if (one_leaf) leaf_free[spec.leaf.value] += free;
+    total += free;
+  }
+  if (one_node) return false;
+  if (one_leaf)
+    return std::any_of(leaf_free.begin(), leaf_free.end(),
+                       [&](std::int64_t f) { return f >= need; });
+  return total >= need;
 }
 
 }  // namespace
@@ -112,6 +143,8 @@ Scheduler::Scheduler(Pool pool, TenantBook book, FairShareLedger ledger, Runtime
                     : 1);
   tenant_usage_.assign(static_cast<std::size_t>(book_.tenant_count()), 0);
   class_usage_.assign(kJobClasses, 0);
+  guaranteed_tasks_.assign(static_cast<std::size_t>(pool_.node_count()), 0);
+  borrowed_tasks_.assign(static_cast<std::size_t>(pool_.node_count()), 0);
 }
 
 Result<Scheduler> Scheduler::create(Pool pool, TenantBook book, SchedulerConfig config) {
@@ -289,6 +322,7 @@ Result<void> Scheduler::finish(JobId job, Seconds now, std::optional<Seconds> ob
   for (const Assignment& a : e.assignments) {
     if (auto ok = pool_.release(e.job.gang.task, a); !ok) return std::unexpected(ok.error());
   }
+  count_tasks(e, -1);
   for (const ModelCharge& c : e.charges) (void)book_.refund(e.job.tenant, c.model, c.milli);
   tenant_usage_[e.job.tenant.value] -= e.milli;
   class_usage_[static_cast<std::size_t>(e.job.job_class)] -= e.milli;
@@ -331,6 +365,11 @@ std::optional<Seconds> Scheduler::next_wakeup(Seconds now) const {
 
 // --- The pass ---
 
+void Scheduler::count_tasks(const Entry& e, int sign) {
+  std::vector<int>& counts = e.borrowing ? borrowed_tasks_ : guaranteed_tasks_;
+  for (const Assignment& a : e.assignments) counts[a.node.value] += sign;
+}
+
 GangResult Scheduler::place(const Pool& pool, const GangRequest& request) const {
   switch (config_.placement) {
     case PlacementRule::kFirstFit:
@@ -369,6 +408,7 @@ void Scheduler::start(Entry& e, const GangPlacement& placement, Seconds now,
   e.assignments = placement.assignments;
   e.window_admitted = admission == StartAdmission::kWindow;
   e.borrowing = borrowed > 0;
+  count_tasks(e, +1);
   e.segment_start = now;
   e.predicted_end = now + predicted_remaining(e, now);
   tenant_usage_[e.job.tenant.value] += e.milli;
@@ -393,6 +433,7 @@ PreemptedJob Scheduler::preempt(Entry& e, Seconds now, PreemptionCause cause,
   }
   const std::int64_t gpus = whole_gpus(e.milli);
   p.lost_gpu_seconds = (p.segment_seconds - p.kept_seconds) * gpus;
+  count_tasks(e, -1);
   for (const Assignment& a : e.assignments) (void)pool_.release(e.job.gang.task, a);
   for (const ModelCharge& c : e.charges) (void)book_.refund(e.job.tenant, c.model, c.milli);
   tenant_usage_[e.job.tenant.value] -= e.milli;
@@ -456,40 +497,19 @@ std::optional<Scheduler::Reservation> Scheduler::reserve(const Entry& e, const G
     ends.emplace_back(std::max(r.predicted_end, now + kOverrunSlack), id.value);
   }
   std::sort(ends.begin(), ends.end());
-  const std::int64_t need = whole_gpus(e.milli);
-  std::int64_t free = whole_free_gpus(request.task.models);
-  std::size_t low = 0;  // fewer ends than this cannot free enough GPUs
-  while (low < ends.size() && free < need) {
-    const Entry& r = entry(JobId{std::get<1>(ends[low])});
-    for (const Assignment& a : r.assignments) {
-      if (request.task.models.accepts(pool_.spec(a.node).model)) free += gpu_set_size(a.gpus);
-    }
-    ++low;
+  // Running jobs end in that order in the shadow pool until the job fits there.
+  Pool shadow = pool_;
+  std::optional<GangPlacement> placed;
+  Seconds start = now;
+  for (std::size_t i = 0; i < ends.size() && !placed; ++i) {
+    const Entry& r = entry(JobId{std::get<1>(ends[i])});
+    for (const Assignment& a : r.assignments) (void)shadow.release(r.job.gang.task, a);
+    start = std::get<0>(ends[i]);
+    if (!may_fit(shadow, request)) continue;
+    if (auto p = place(shadow, request)) placed = std::move(*p);
   }
-  if (free < need) return std::nullopt;
-  auto shadow_after = [&](std::size_t k) {
-    Pool shadow = pool_;
-    for (std::size_t i = 0; i < k; ++i) {
-      const Entry& r = entry(JobId{std::get<1>(ends[i])});
-      for (const Assignment& a : r.assignments) (void)shadow.release(r.job.gang.task, a);
-    }
-    return shadow;
-  };
-  std::size_t high = ends.size();
-  if (!place(shadow_after(high), request)) return std::nullopt;
-  while (low < high) {
-    const std::size_t mid = low + (high - low) / 2;
-    if (place(shadow_after(mid), request)) {
-      high = mid;
-    } else {
-      low = mid + 1;
-    }
-  }
-  Pool shadow = shadow_after(high);
-  auto placed = place(shadow, request);
   if (!placed) return std::nullopt;
   for (const Assignment& a : placed->assignments) (void)shadow.allocate(request.task, a);
-  const Seconds start = high == 0 ? now : std::get<0>(ends[high - 1]);
   Reservation res{e.job.id, start, std::move(shadow), {}};
   res.reason =
       make_reason(PendingKind::kReservation,
@@ -558,8 +578,15 @@ std::optional<std::pair<std::vector<JobId>, GangPlacement>> Scheduler::make_room
               [](const auto& a, const auto& b) { return a.first < b.first; });
     for (std::size_t i = 0; i < keyed.size(); ++i) candidates[i] = keyed[i].second;
   }
-  // Reclaim takes from a tenant no more than it borrows, so that it stays at or above its
-  // guarantee and has no claim to reclaim in turn.
+  // Reclaim takes from a tenant while it borrows, and never leaves it further below its
+  // guarantee than the job's tenant is now: every reclaim lowers the largest shortfall of the two,
+  // so reclaims cannot chase each other in circles.
+  std::int64_t shortfall = 0;  // the job's tenant: guarantee - usage, over the models it accepts
+  for (int m = 0; m < book_.model_count(); ++m) {
+    const GpuModelId model{static_cast<std::uint32_t>(m)};
+    if (!request.task.models.accepts(model)) continue;
+    shortfall += book_.guaranteed(e.job.tenant, model) - book_.usage(e.job.tenant, model);
+  }
   std::vector<std::uint32_t> order;
   std::map<TenantId, std::int64_t> taken;
   for (const Candidate& c : candidates) {
@@ -569,7 +596,13 @@ std::optional<std::pair<std::vector<JobId>, GangPlacement>> Scheduler::make_room
     if (only_reclaim && config_.quotas) {
       std::int64_t borrowed = 0;
       for (const ModelCharge& ch : v.charges) borrowed += book_.borrowed(v.job.tenant, ch.model);
-      if (taken[v.job.tenant] + v.milli > borrowed) continue;
+      const std::int64_t after = taken[v.job.tenant] + v.milli - borrowed;  // its shortfall then
+      std::int64_t guaranteed = 0;
+      for (const ModelCharge& ch : v.charges)
+        guaranteed += book_.guaranteed(v.job.tenant, ch.model);
+      const bool within = after <= 0 || (e.milli <= shortfall && after < shortfall &&
+                                         after * kReclaimSlackDivisor <= guaranteed);
+      if (taken[v.job.tenant] >= borrowed || !within) continue;
       taken[v.job.tenant] += v.milli;
     }
     order.push_back(c.id);
@@ -582,18 +615,13 @@ std::optional<std::pair<std::vector<JobId>, GangPlacement>> Scheduler::make_room
     Pool pool;
     std::optional<TenantBook> book;
   };
-  auto without = [&](std::span<const std::uint32_t> victims) {
-    Trial t{pool_, std::nullopt};
-    if (admit_after) t.book = book_;
-    for (std::uint32_t id : victims) {
-      const Entry& v = entry(JobId{id});
-      for (const Assignment& a : v.assignments) (void)t.pool.release(v.job.gang.task, a);
-      if (t.book) {
-        for (const ModelCharge& ch : v.charges)
-          (void)t.book->refund(v.job.tenant, ch.model, ch.milli);
-      }
+  auto release_into = [&](Trial& t, std::uint32_t id) {
+    const Entry& v = entry(JobId{id});
+    for (const Assignment& a : v.assignments) (void)t.pool.release(v.job.gang.task, a);
+    if (t.book) {
+      for (const ModelCharge& ch : v.charges)
+        (void)t.book->refund(v.job.tenant, ch.model, ch.milli);
     }
-    return t;
   };
   auto fits = [&](const Trial& t) -> std::optional<GangPlacement> {
     if (t.book) {
@@ -603,23 +631,28 @@ std::optional<std::pair<std::vector<JobId>, GangPlacement>> Scheduler::make_room
       }
       if (!admitted) return std::nullopt;
     }
+    if (!may_fit(t.pool, request)) return std::nullopt;
     auto placed = place(t.pool, request);
     if (!placed) return std::nullopt;
     return std::move(*placed);
   };
-  // The shortest prefix of the order that makes the job fit (more victims only free more).
-  if (!fits(without(order))) return std::nullopt;
-  std::size_t low = 1, high = order.size();
-  while (low < high) {
-    const std::size_t mid = low + (high - low) / 2;
-    if (fits(without(std::span(order).first(mid)))) {
-      high = mid;
-    } else {
-      low = mid + 1;
-    }
-  }
+  // Victims in order until the job fits.
+  Trial trial{pool_, std::nullopt};
+  if (admit_after) trial.book = book_;
   std::vector<JobId> chosen;
-  for (std::size_t i = 0; i < high; ++i) chosen.push_back(JobId{order[i]});
+  std::optional<GangPlacement> placed;
+  for (std::uint32_t id : order) {
+    release_into(trial, id);
+    chosen.push_back(JobId{id});
+    if ((placed = fits(trial))) break;
+  }
+  if (!placed) return std::nullopt;
+  auto without = [&](std::span<const std::uint32_t> victims) {
+    Trial t{pool_, std::nullopt};
+    if (admit_after) t.book = book_;
+    for (std::uint32_t id : victims) release_into(t, id);
+    return t;
+  };
   // Keep running the victims that are not needed after all (the last one is).
   constexpr std::size_t kPruneLimit = 16;
   for (std::size_t i = chosen.size() - 1, tried = 0; i-- > 0 && tried < kPruneLimit; ++tried) {
@@ -631,7 +664,7 @@ std::optional<std::pair<std::vector<JobId>, GangPlacement>> Scheduler::make_room
   }
   std::vector<std::uint32_t> final_ids;
   for (JobId id : chosen) final_ids.push_back(id.value);
-  auto placed = fits(without(final_ids));
+  placed = fits(without(final_ids));
   if (!placed) return std::nullopt;
   return std::make_pair(std::move(chosen), std::move(*placed));
 }
@@ -767,7 +800,18 @@ void Scheduler::evaluate(Entry& e, Seconds now, PassState& state, PassResult& ou
                                           describe(request.task.models, pool_.models()), free));
     state.unplaceable.emplace(shape_key, *unplaceable);
   } else {
-    GangResult placed = place(pool_, request);
+    GangResult placed = std::unexpected(Unplaceable{});
+    if (config_.segregate_borrowed && config_.quotas &&
+        config_.placement == PlacementRule::kTopology && !request.task.is_fractional()) {
+      // Borrowed work goes where no guaranteed work runs and the other way round, so that
+      // reclaim can empty whole nodes; anywhere if that fails.
+      std::vector<std::uint8_t> allowed(static_cast<std::size_t>(pool_.node_count()));
+      for (std::size_t n = 0; n < allowed.size(); ++n) {
+        allowed[n] = (borrowed > 0 ? guaranteed_tasks_[n] : borrowed_tasks_[n]) == 0 ? 1 : 0;
+      }
+      placed = place_gang(pool_, request, allowed);
+    }
+    if (!placed) placed = place(pool_, request);
     if (placed) {
       bool backfilled = false;
       if (state.reservation) {
@@ -821,12 +865,6 @@ void Scheduler::evaluate(Entry& e, Seconds now, PassState& state, PassResult& ou
   set_reason(e, now, *unplaceable);
   if (quota_refused) return;
   if (config_.backfill && !state.reservation) state.reservation = reserve(e, request, now);
-  if (config_.head_of_line_blocking) {
-    state.blocking = job.id;
-    state.blocked_reason = make_reason(
-        PendingKind::kHeadOfLine, fmt::format("behind job {}, first in the queue, which waits: {}",
-                                              job.id.value, unplaceable->message()));
-  }
 }
 
 PassResult Scheduler::pass(Seconds now) {
@@ -888,7 +926,15 @@ PassResult Scheduler::pass(Seconds now) {
     if (best == lanes_.size()) break;
     const JobId id{std::get<2>(*cursor[best])};
     ++cursor[best];
-    evaluate(entry(id), now, state, out);
+    Entry& e = entry(id);
+    evaluate(e, now, state, out);
+    if (config_.head_of_line_blocking && e.phase == JobPhase::kPending && !state.blocking) {
+      state.blocking = id;
+      state.blocked_reason =
+          make_reason(PendingKind::kHeadOfLine,
+                      fmt::format("behind job {}, first in the queue, which waits: {}", id.value,
+                                  e.reason.message()));
+    }
     if (state.blocking) break;
     if (state.lane_done[best]) cursor[best] = lanes_[best].end();
   }

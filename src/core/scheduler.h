@@ -88,6 +88,9 @@ struct SchedulerConfig {
   std::vector<TidalWindow> windows;
   Seconds day_offset = 0;  // time of day of time 0, seconds after midnight
   Seconds drain_lead = 1800;
+  // Place borrowed work on nodes without guaranteed work and the other way round, when possible,
+  // so that reclaim can empty whole nodes (HiveD keeps opportunistic work apart the same way).
+  bool segregate_borrowed = true;
   // A job refused for quota this long holds back its tenant's later jobs (see the pass).
   Seconds quota_head_patience = 1800;
   Seconds fair_share_half_life = kDefaultFairShareHalfLife;
@@ -242,6 +245,7 @@ class Scheduler {
       const Entry& e, const GangRequest& request, bool reclaim, bool admit_after, Seconds now);
   void evaluate(Entry& e, Seconds now, PassState& state, PassResult& out);
   [[nodiscard]] std::int64_t whole_free_gpus(const ModelSet& models) const;
+  void count_tasks(const Entry& e, int sign);
   // "08:00" for a time; midnight as "24:00" (the end of a day).
   [[nodiscard]] std::string time_of_day_text(Seconds t) const;
 
@@ -257,6 +261,9 @@ class Scheduler {
   std::vector<std::int64_t> tenant_usage_;  // milli-GPUs, per tenant
   std::vector<std::int64_t> class_usage_;   // milli-GPUs, per JobClass
   std::vector<Loan> loans_;
+  // Running tasks per node admitted within guarantee, and by borrowing (segregate_borrowed).
+  std::vector<int> guaranteed_tasks_;
+  std::vector<int> borrowed_tasks_;
   std::vector<JobId> fresh_;  // submitted or requeued since the last pass
   PendingSeconds pending_total_{};
   int pending_count_ = 0;

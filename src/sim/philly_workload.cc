@@ -8,7 +8,8 @@ namespace tidepool {
 namespace {
 
 // `count` tasks of one whole GPU each.
-GangRequest one_gpu_tasks(int count, TopologyLevel level, const PhillyWorkloadOptions& options) {
+GangRequest one_gpu_tasks(int count, TopologyRequirement topology,
+                          const PhillyWorkloadOptions& options) {
   GangRequest gang;
   gang.task_count = count;
   gang.task.gpu_count = 1;
@@ -16,7 +17,7 @@ GangRequest one_gpu_tasks(int count, TopologyLevel level, const PhillyWorkloadOp
   gang.task.milli_cpu = options.cpu_per_gpu;
   gang.task.memory_mib = options.memory_per_gpu;
   gang.task.models = ModelSet::any();
-  gang.topology = {level, TopologyStrength::kPreferred};
+  gang.topology = topology;
   return gang;
 }
 
@@ -48,9 +49,12 @@ Result<std::vector<SimJob>> philly_workload(const PhillyTrace& trace, const Tena
     job.preemptible = true;
     if (options.checkpoint_interval > 0) job.checkpoint_interval = options.checkpoint_interval;
     job.submit_time = p.submit;
-    job.gang = one_gpu_tasks(
-        p.gpus, p.gpus <= options.gpus_per_node ? TopologyLevel::kNode : TopologyLevel::kLeaf,
-        options);
+    job.gang =
+        one_gpu_tasks(p.gpus,
+                      p.gpus <= options.gpus_per_node
+                          ? TopologyRequirement{TopologyLevel::kNode, TopologyStrength::kRequired}
+                          : TopologyRequirement{TopologyLevel::kLeaf, TopologyStrength::kPreferred},
+                      options);
     auto made = make_job(std::move(job));
     if (!made) return fail("jobs", "job " + p.id + ": " + made.error().message());
     jobs.push_back(SimJob{std::move(*made), p.duration, p.id});
@@ -71,7 +75,7 @@ void append_inference_replicas(std::vector<SimJob>& jobs,
     job.priority_class = 1000;
     job.preemptible = false;
     job.submit_time = replicas[i].submit;
-    job.gang = one_gpu_tasks(1, TopologyLevel::kNode, options);
+    job.gang = one_gpu_tasks(1, {TopologyLevel::kNode, TopologyStrength::kPreferred}, options);
     jobs.push_back(SimJob{std::move(job), replicas[i].duration, "inference-" + std::to_string(i)});
   }
 }

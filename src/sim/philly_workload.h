@@ -10,8 +10,10 @@
 //   - class training, priority class 0, preemptible, checkpoint every options.checkpoint_interval
 //     seconds (none when 0: preempting such a job loses all its work);
 //   - gang: num_gpus tasks of one whole GPU each, with options.cpu_per_gpu / memory_per_gpu, any
-//     GPU model; topology preferred node for jobs of up to options.gpus_per_node GPUs, preferred
-//     leaf for larger ones;
+//     GPU model; topology: required node for jobs of up to options.gpus_per_node GPUs (a job
+//     that fits one server runs on one server, as Philly's own scheduler preferred and
+//     data-parallel jobs need: policies that know no topology ignore it), preferred leaf for larger
+//     ones;
 //   - submit time = the trace's submit (seconds since the earliest submit), duration = the trace's
 //     duration.
 // Every job is checked with make_job; a refusal is returned with field "jobs" and the job's name.

@@ -75,7 +75,7 @@ TEST(PhillyWorkloadTest, BuildsTrainingGangsOfOneGpuTasks) {
   EXPECT_EQ(eight.gang.task.memory_mib, 1024);
   EXPECT_TRUE(eight.gang.task.models.is_any());
   EXPECT_EQ(eight.gang.topology.level, TopologyLevel::kNode);
-  EXPECT_EQ(eight.gang.topology.strength, TopologyStrength::kPreferred);
+  EXPECT_EQ(eight.gang.topology.strength, TopologyStrength::kRequired);
   EXPECT_EQ(eight.total_milli_gpu(), 8000);
 
   const Job& sixteen = (*jobs)[0].job;  // philly-1: 16 GPUs, more than a node
