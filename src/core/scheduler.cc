@@ -113,12 +113,14 @@ struct Scheduler::PassState {
            std::pair<std::vector<Admission>, PendingReason>>
       admissions;  // cleared when the book changes
   std::map<std::tuple<int, TaskShape, std::uint8_t, std::uint8_t>, PendingReason>
-      unplaceable;                                                 // cleared when capacity is freed
-  std::set<std::tuple<std::uint32_t, std::int64_t, int>> no_room;  // make_room failures
+      unplaceable;  // cleared when capacity is freed
+  std::set<std::tuple<std::uint32_t, std::int64_t, int, std::int64_t>>
+      no_room;  // make_room failures
   std::optional<Reservation> reservation;
   std::map<TenantId, PendingReason> tenant_blocked;  // tenants whose quota head waits
   // Lanes with nothing more to start in this pass, and the reason their new jobs get.
   std::vector<std::optional<PendingReason>> lane_done;
+  std::map<std::pair<std::size_t, std::int64_t>, PendingReason> window_reasons;
   std::optional<JobId> blocking;  // head-of-line: the first job that waits
   PendingReason blocked_reason;
   struct Window {
@@ -239,11 +241,16 @@ Seconds Scheduler::lost_if_preempted(const Entry& e, Seconds now) const {
 }
 
 std::int64_t Scheduler::whole_free_gpus(const ModelSet& models) const {
+  const auto key = std::make_pair(models.is_any(), models.bits());
+  if (auto it = free_cache_.find(key); it != free_cache_.end() && it->second.first == changes_) {
+    return it->second.second;
+  }
   std::int64_t free = 0;
   for (int n = 0; n < pool_.node_count(); ++n) {
     const NodeId node{static_cast<std::uint32_t>(n)};
     if (models.accepts(pool_.spec(node).model)) free += pool_.state(node).whole_free_gpus;
   }
+  free_cache_[key] = {changes_, free};
   return free;
 }
 
@@ -322,6 +329,7 @@ Result<void> Scheduler::finish(JobId job, Seconds now, std::optional<Seconds> ob
   for (const Assignment& a : e.assignments) {
     if (auto ok = pool_.release(e.job.gang.task, a); !ok) return std::unexpected(ok.error());
   }
+  ++changes_;
   count_tasks(e, -1);
   for (const ModelCharge& c : e.charges) (void)book_.refund(e.job.tenant, c.model, c.milli);
   tenant_usage_[e.job.tenant.value] -= e.milli;
@@ -391,6 +399,7 @@ void Scheduler::start(Entry& e, const GangPlacement& placement, Seconds now,
   for (const Assignment& a : placement.assignments) {
     (void)pool_.allocate(e.job.gang.task, a);  // checked by the placement on this very pool
   }
+  ++changes_;
   if (config_.quotas && admission != StartAdmission::kWindow) {
     std::map<GpuModelId, std::int64_t> by_model;
     for (const Assignment& a : placement.assignments) {
@@ -435,6 +444,7 @@ PreemptedJob Scheduler::preempt(Entry& e, Seconds now, PreemptionCause cause,
   p.lost_gpu_seconds = (p.segment_seconds - p.kept_seconds) * gpus;
   count_tasks(e, -1);
   for (const Assignment& a : e.assignments) (void)pool_.release(e.job.gang.task, a);
+  ++changes_;
   for (const ModelCharge& c : e.charges) (void)book_.refund(e.job.tenant, c.model, c.milli);
   tenant_usage_[e.job.tenant.value] -= e.milli;
   class_usage_[static_cast<std::size_t>(e.job.job_class)] -= e.milli;
@@ -519,7 +529,8 @@ std::optional<Scheduler::Reservation> Scheduler::reserve(const Entry& e, const G
 }
 
 std::optional<std::pair<std::vector<JobId>, GangPlacement>> Scheduler::make_room(
-    const Entry& e, const GangRequest& request, bool reclaim, bool admit_after, Seconds now) {
+    const Entry& e, const GangRequest& request, bool reclaim, bool admit_after, std::int64_t hold,
+    Seconds now) {
   const int level = las_level(e.attained);
   // Candidates and their order: borrowing tenants first, lower priority, least lost work, id.
   struct Candidate {
@@ -553,7 +564,9 @@ std::optional<std::pair<std::vector<JobId>, GangPlacement>> Scheduler::make_room
     offered += whole_gpus(v.milli);
   }
   if (candidates.empty()) return std::nullopt;
-  if (whole_free_gpus(request.task.models) + offered < whole_gpus(e.milli)) return std::nullopt;
+  if (whole_free_gpus(request.task.models) + offered < whole_gpus(e.milli) + hold) {
+    return std::nullopt;
+  }
   std::sort(candidates.begin(), candidates.end());
   // A gang that must sit on one node needs a node cleared: take the victims node by node, the
   // nodes that free the most GPUs first, each node's victims in candidate order.
@@ -632,6 +645,13 @@ std::optional<std::pair<std::vector<JobId>, GangPlacement>> Scheduler::make_room
       if (!admitted) return std::nullopt;
     }
     if (!may_fit(t.pool, request)) return std::nullopt;
+    if (hold > 0) {
+      std::int64_t free = 0;
+      for (int n = 0; n < t.pool.node_count(); ++n) {
+        free += t.pool.state(NodeId{static_cast<std::uint32_t>(n)}).whole_free_gpus;
+      }
+      if (free - whole_gpus(e.milli) < hold) return std::nullopt;
+    }
     auto placed = place(t.pool, request);
     if (!placed) return std::nullopt;
     return std::move(*placed);
@@ -686,26 +706,33 @@ void Scheduler::evaluate(Entry& e, Seconds now, PassState& state, PassResult& ou
   }
   const std::int64_t gpus = whole_gpus(e.milli);
 
-  // Tidal windows.
+  // Tidal windows: what must stay free beside the job, and why.
   bool window_admitted = false;
-  for (const PassState::Window& w : state.windows) {
+  std::int64_t hold = 0;
+  std::optional<PendingReason> window_reason;
+  for (std::size_t i = 0; i < state.windows.size(); ++i) {
+    const PassState::Window& w = state.windows[i];
     const JobClass protected_class = w.window->job_class;
     const std::int64_t class_gpus = whole_gpus(class_usage_milli(protected_class));
     if (job.job_class == protected_class) {
       window_admitted = window_admitted || (w.open && class_gpus + gpus <= w.window->gpus);
       continue;
     }
-    const std::int64_t hold = std::max<std::int64_t>(0, w.window->gpus - class_gpus);
+    const std::int64_t held = std::max<std::int64_t>(0, w.window->gpus - class_gpus);
     const bool runs_into = w.open || now + predicted_remaining(e, now) > w.opens_at;
-    if (!runs_into || hold == 0 || whole_free_gpus(job.gang.task.models) - gpus >= hold) continue;
-    const std::string name(job_class_name(protected_class));
-    set_reason(e, now,
-               make_reason(PendingKind::kWindow,
+    if (!runs_into || held <= hold) continue;
+    hold = held;
+    if (whole_free_gpus(job.gang.task.models) - gpus >= hold) continue;
+    auto& cached = state.window_reasons[{i, held}];
+    if (!cached.text) {
+      const std::string name(job_class_name(protected_class));
+      cached = make_reason(PendingKind::kWindow,
                            w.open ? fmt::format("{} window until {}: {} GPUs held free for {}",
-                                                name, time_of_day_text(w.closes_at), hold, name)
+                                                name, time_of_day_text(w.closes_at), held, name)
                                   : fmt::format("{} window opens at {}; {} GPUs kept for it", name,
-                                                time_of_day_text(w.opens_at), hold)));
-    return;
+                                                time_of_day_text(w.opens_at), held));
+    }
+    window_reason = cached;
   }
 
   // Quota.
@@ -791,6 +818,8 @@ void Scheduler::evaluate(Entry& e, Seconds now, PassState& state, PassResult& ou
   std::optional<PendingReason> unplaceable;
   if (quota_refused) {
     unplaceable = *quota_refused;
+  } else if (window_reason) {
+    unplaceable = *window_reason;
   } else if (auto it = state.unplaceable.find(shape_key); it != state.unplaceable.end()) {
     unplaceable = it->second;
   } else if (const std::int64_t free = whole_free_gpus(request.task.models);
@@ -842,9 +871,9 @@ void Scheduler::evaluate(Entry& e, Seconds now, PassState& state, PassResult& ou
   // Preemption.
   const bool may_reclaim = config_.reclaim && config_.quotas && within_guarantee;
   const bool may_preempt = may_reclaim || config_.priority_preemption || config_.las_preemption;
-  const auto room_key = std::make_tuple(job.tenant.value, e.milli, job.priority_class);
+  const auto room_key = std::make_tuple(job.tenant.value, e.milli, job.priority_class, hold);
   if (may_preempt && !state.no_room.contains(room_key)) {
-    if (auto room = make_room(e, request, may_reclaim, quota_refused.has_value(), now)) {
+    if (auto room = make_room(e, request, may_reclaim, quota_refused.has_value(), hold, now)) {
       for (JobId victim : room->first) {
         Entry& v = entry(victim);
         const PreemptionCause cause = v.job.priority_class < job.priority_class

@@ -242,7 +242,8 @@ class Scheduler {
   std::optional<Reservation> reserve(const Entry& e, const GangRequest& request, Seconds now);
   // Victims that make `request` fit, and its placement on the pool without them.
   std::optional<std::pair<std::vector<JobId>, GangPlacement>> make_room(
-      const Entry& e, const GangRequest& request, bool reclaim, bool admit_after, Seconds now);
+      const Entry& e, const GangRequest& request, bool reclaim, bool admit_after, std::int64_t hold,
+      Seconds now);
   void evaluate(Entry& e, Seconds now, PassState& state, PassResult& out);
   [[nodiscard]] std::int64_t whole_free_gpus(const ModelSet& models) const;
   void count_tasks(const Entry& e, int sign);
@@ -265,6 +266,10 @@ class Scheduler {
   std::vector<int> guaranteed_tasks_;
   std::vector<int> borrowed_tasks_;
   std::vector<JobId> fresh_;  // submitted or requeued since the last pass
+  // Whole free GPUs per model set, valid while changes_ (bumped by every pool change) holds.
+  std::uint64_t changes_ = 0;
+  mutable std::map<std::pair<bool, std::uint64_t>, std::pair<std::uint64_t, std::int64_t>>
+      free_cache_;
   PendingSeconds pending_total_{};
   int pending_count_ = 0;
   Seconds accounted_until_ = 0;

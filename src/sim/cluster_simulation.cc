@@ -408,7 +408,10 @@ Result<ClusterSimRun> Simulation::run() {
 
 void Simulation::summarise(Seconds end) {
   SimSummary& s = run_.summary;
-  s.jobs = static_cast<int>(trace_jobs_);
+  // Generated work (inference replicas, loan jobs) is reported apart from the trace's jobs.
+  auto from_trace = [&](std::size_t i) {
+    return i < trace_jobs_ && workload_[i].job.job_class != JobClass::kInference;
+  };
   std::vector<Seconds> queues;
   long double jct = 0;
   long double gpu_seconds = 0, lost = 0, comm = 0, multi = 0, mfu = 0;
@@ -437,7 +440,8 @@ void Simulation::summarise(Seconds end) {
       comm += track.comm_gpu_seconds;
     }
     s.preemptions += r.preemptions;
-    if (i >= trace_jobs_) continue;
+    if (!from_trace(i)) continue;
+    ++s.jobs;
     if (!r.first_start) ++s.never_started;
     if (r.backfilled) ++s.backfilled;
     if (r.end) {

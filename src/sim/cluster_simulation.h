@@ -101,7 +101,7 @@ struct SimLoanResult {
 
 // The figures of summary.json.
 struct SimSummary {
-  int jobs = 0;  // jobs of the workload
+  int jobs = 0;  // jobs of the trace (not inference replicas or loan jobs)
   int finished = 0;
   int never_started = 0;
   double avg_queue_s = 0;  // over finished jobs of the trace (not generated ones)
