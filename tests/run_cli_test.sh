@@ -3,7 +3,7 @@
 # 2,000 jobs of the trace) and the 512-GPU Philly cluster shape.
 #
 # Usage: run_cli_test.sh TIDEPOOL_BINARY SOURCE_DIR CASE
-#   CASE is one of: outputs, determinism, inference-loan, bad-input.
+#   CASE is one of: outputs, determinism, compare, inference-loan, bad-input.
 set -euo pipefail
 
 if [[ $# -ne 3 ]]; then
@@ -93,6 +93,23 @@ case "$case_name" in
         <(grep -v wall_seconds "$work/b/$policy/summary.json") || fail "$policy/summary.json"
     done
     ;;
+  compare)
+    # The issue's comparison on the excerpt: tidepool against a plain FIFO/first-fit partition.
+    run_sim "$work/out" --policy fifo-firstfit,tidepool
+    python3 - "$work/out/fifo-firstfit/summary.json" "$work/out/tidepool/summary.json" <<'PY' ||
+import json, sys
+fifo, tide = (json.load(open(p)) for p in sys.argv[1:3])
+assert tide["avg_queue_s"] <= fifo["avg_queue_s"] / 3, (tide["avg_queue_s"], fifo["avg_queue_s"])
+assert tide["p95_queue_s"] <= fifo["p95_queue_s"] / 2, (tide["p95_queue_s"], fifo["p95_queue_s"])
+assert tide["avg_jct_s"] <= 0.7 * fifo["avg_jct_s"], (tide["avg_jct_s"], fifo["avg_jct_s"])
+assert tide["comm_overhead_share"] <= fifo["comm_overhead_share"] / 2
+assert tide["comm_overhead_share"] < 0.12, tide["comm_overhead_share"]
+assert tide["min_tenant_guarantee_ratio"] >= 0.95, tide["min_tenant_guarantee_ratio"]
+assert tide["lost_gpu_hours_share"] <= 0.02, tide["lost_gpu_hours_share"]
+assert tide["predictor_median_abs_error_s"] < tide["baseline_median_abs_error_s"]
+PY
+      fail "tidepool does not beat fifo-firstfit as the issue asks"
+    ;;
   inference-loan)
     # 32 inference GPUs at the peak beside the trace, protected 08:00-24:00, and a loan of 64 GPUs
     # to tenant 6214e9 from day 2 for 6 hours.
@@ -104,11 +121,15 @@ case "$case_name" in
 import json, sys
 s = json.load(open(sys.argv[1]))
 assert s["class_gpu_hours_in_horizon"]["inference"] > 0, s["class_gpu_hours_in_horizon"]
-assert s["inference_max_wait_in_window_s"] is not None
-assert s["jobs"] > 2000, s["jobs"]
+# Replicas start within a minute inside their window; trace jobs are counted apart from them.
+assert 0 <= s["inference_max_wait_in_window_s"] <= 60, s["inference_max_wait_in_window_s"]
+assert s["jobs"] == 2000, s["jobs"]
 [loan] = s["loans"]
 assert loan["tenant"] == "6214e9" and loan["gpus"] == 64, loan
 assert loan["start_s"] == 172800 and loan["duration_s"] == 21600, loan
+# Served within 5 minutes, all of it returned at the end.
+assert loan["served_after_s"] is not None and loan["served_after_s"] <= 300, loan
+assert loan["end_s"] == 172800 + 21600 and loan["held_after_end_gpus"] == 0, loan
 PY
     grep -q ',inference-0,inference,inference,1,0,' "$work/out/tidepool/jobs.csv" ||
       fail "first inference replica row"

@@ -1,0 +1,157 @@
+#include "sim/cluster_simulation.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace tidepool {
+namespace {
+
+constexpr GpuModelId kP100{0};
+
+GpuModelCatalog catalog() {
+  GpuModelCatalog models;
+  EXPECT_TRUE(models.intern("P100").has_value());
+  return models;
+}
+
+// Two nodes of 8 GPUs under one leaf.
+Pool two_nodes() {
+  Topology topology;
+  topology.spines = {{"spine"}};
+  topology.leaves = {{"leaf", SpineId{0}}};
+  std::vector<NodeSpec> nodes;
+  for (int n = 0; n < 2; ++n) {
+    NodeSpec spec;
+    spec.name = "n" + std::to_string(n);
+    spec.model = kP100;
+    spec.gpu_count = 8;
+    spec.milli_cpu = 64000;
+    spec.memory_mib = 524288;
+    spec.leaf = LeafId{0};
+    nodes.push_back(spec);
+  }
+  return *Pool::create(catalog(), topology, nodes);
+}
+
+// Tenants A and B, 8 GPUs guaranteed each.
+TenantBook two_tenants() {
+  TenantsSpec spec;
+  OrgSpec org;
+  org.name = "org";
+  for (const char* name : {"A", "B"}) {
+    TenantSpec t;
+    t.name = name;
+    t.quotas.push_back({kP100, 8000, std::nullopt, std::nullopt});
+    org.tenants.push_back(t);
+  }
+  spec.orgs.push_back(org);
+  return *TenantBook::create(spec, catalog());
+}
+
+SimJob eight_gpus(std::uint32_t id, TenantId tenant, Seconds submit, Seconds duration) {
+  SimJob sj;
+  sj.name = "job-" + std::to_string(id);
+  sj.duration = duration;
+  sj.job.id = JobId{id};
+  sj.job.tenant = tenant;
+  sj.job.queue = QueueId{tenant.value};
+  sj.job.submit_time = submit;
+  sj.job.checkpoint_interval = 600;
+  sj.job.gang.task_count = 8;
+  sj.job.gang.task = *make_task_shape(1, 1000, 1000, 1024);
+  sj.job.gang.topology = {TopologyLevel::kNode, TopologyStrength::kRequired};
+  return sj;
+}
+
+ClusterSimRun run(std::string_view policy, const std::vector<SimJob>& jobs,
+                  const std::vector<SimLoan>& loans = {}) {
+  auto config = scheduler_policy(policy);
+  EXPECT_TRUE(config.has_value());
+  auto result = run_cluster_simulation(two_nodes(), two_tenants(), *config, jobs, loans, {});
+  EXPECT_TRUE(result.has_value()) << result.error().message();
+  return *result;
+}
+
+TEST(ClusterSimulation, ReclaimedJobResumesFromItsCheckpoint) {
+  // B fills the pool (one node within its guarantee, one borrowed); A's job at t = 1000 takes a
+  // node back at once. The job of B that goes kept 600 s (its checkpoint), lost 400 s on 8
+  // GPUs, waits until A's job ends at 1500 and needs 10000 - 600 s more.
+  const std::vector<SimJob> jobs = {eight_gpus(0, TenantId{1}, 0, 10000),
+                                    eight_gpus(1, TenantId{1}, 0, 10000),
+                                    eight_gpus(2, TenantId{0}, 1000, 500)};
+  const ClusterSimRun r = run("tidepool", jobs);
+  const SimJobResult& a = r.jobs[2];
+  EXPECT_EQ(a.first_start, 1000);
+  EXPECT_EQ(a.end, 1500);
+  EXPECT_EQ(a.queue_seconds, 0);
+  // Either of B's jobs may go (equal lost work: the lower id does); the other runs through.
+  const bool first = r.jobs[0].preemptions == 1;
+  const SimJobResult& victim = r.jobs[first ? 0 : 1];
+  const SimJobResult& other = r.jobs[first ? 1 : 0];
+  EXPECT_EQ(victim.preemptions, 1);
+  EXPECT_EQ(victim.lost_gpu_seconds, 400 * 8);
+  EXPECT_EQ(victim.queue_seconds, 500);
+  EXPECT_EQ(victim.end, 1500 + 9400);
+  EXPECT_EQ(other.end, 10000);
+  EXPECT_EQ(r.summary.preemptions, 1);
+  EXPECT_EQ(r.summary.finished, 3);
+  EXPECT_DOUBLE_EQ(r.summary.min_tenant_guarantee_ratio, 1.0);
+  EXPECT_NEAR(r.summary.lost_gpu_hours_share, 3200.0 / (8 * (10000 + 10000 + 500 + 400)), 1e-9);
+}
+
+TEST(ClusterSimulation, PlainFifoSpreadsAndRunsSlowerThanTopologyPlacement) {
+  // A 4-GPU job holds half of node 0; first fit then splits an 8-GPU job over both nodes, and
+  // the job runs longer than its trace duration; tidepool takes node 1 whole.
+  std::vector<SimJob> jobs = {eight_gpus(0, TenantId{0}, 0, 5000),
+                              eight_gpus(1, TenantId{1}, 10, 5000)};
+  jobs[0].job.gang.task_count = 4;
+  const ClusterSimRun fifo = run("fifo-firstfit", jobs);
+  const ClusterSimRun tide = run("tidepool", jobs);
+  EXPECT_EQ(fifo.jobs[1].nodes, 2);
+  EXPECT_GT(fifo.jobs[1].slowdown, 1.0);
+  EXPECT_GT(*fifo.jobs[1].end, 10 + 5000);
+  EXPECT_GT(fifo.summary.comm_overhead_share, tide.summary.comm_overhead_share);
+  EXPECT_EQ(tide.jobs[1].nodes, 1);
+  EXPECT_EQ(tide.jobs[1].end, 10 + 5000);
+}
+
+TEST(ClusterSimulation, LoanIsServedAtOnceAndReturnedAtItsEnd) {
+  std::vector<SimJob> jobs = {eight_gpus(0, TenantId{1}, 0, 100000),
+                              eight_gpus(1, TenantId{1}, 0, 100000)};
+  const ClusterSimRun r = run("tidepool", jobs, {SimLoan{TenantId{0}, kP100, 16, 3600, 1800, 100}});
+  ASSERT_EQ(r.summary.loans.size(), 1U);
+  const SimLoanResult& loan = r.summary.loans[0];
+  EXPECT_EQ(loan.served_after, 0);
+  EXPECT_EQ(loan.end, 3600 + 1800);
+  EXPECT_EQ(loan.held_after_end_milli, 0);
+  EXPECT_EQ(r.jobs[0].preemptions + r.jobs[1].preemptions, 2);
+}
+
+TEST(ClusterSimulation, SameInputSameRun) {
+  std::vector<SimJob> jobs;
+  for (std::uint32_t i = 0; i < 40; ++i) {
+    jobs.push_back(eight_gpus(i, TenantId{i % 2}, i * 300, 1000 + 97 * i));
+    jobs.back().job.gang.task_count = 1 + static_cast<int>(i % 8);
+  }
+  const ClusterSimRun a = run("tidepool", jobs);
+  const ClusterSimRun b = run("tidepool", jobs);
+  ASSERT_EQ(a.jobs.size(), b.jobs.size());
+  for (std::size_t i = 0; i < a.jobs.size(); ++i) {
+    EXPECT_EQ(a.jobs[i].first_start, b.jobs[i].first_start);
+    EXPECT_EQ(a.jobs[i].end, b.jobs[i].end);
+  }
+  EXPECT_EQ(a.summary.finished, 40);
+}
+
+TEST(ClusterSimulation, RefusesAWorkloadNotIndexedById) {
+  std::vector<SimJob> jobs = {eight_gpus(5, TenantId{0}, 0, 10)};
+  auto config = scheduler_policy("tidepool");
+  auto result = run_cluster_simulation(two_nodes(), two_tenants(), *config, jobs, {}, {});
+  ASSERT_FALSE(result.has_value());
+  EXPECT_EQ(result.error().field, "jobs");
+}
+
+}  // namespace
+}  // namespace tidepool
