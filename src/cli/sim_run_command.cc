@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cli/pool_source.h"
+#include "cli/trace_source.h"
 #include "core/scheduler.h"
 #include "core/tidal_window.h"
 #include "sim/cluster_simulation.h"
@@ -31,8 +32,7 @@ constexpr Seconds kMaxLoanSeconds = Seconds{100} * 365 * kSecondsPerDay;
 
 struct RunOptions {
   PoolSource pool;
-  std::string jobs;
-  std::string format = "philly";
+  TraceSource trace;
   std::string tenants;
   std::string policy;
   std::string out;
@@ -230,9 +230,6 @@ void print_table(std::span<const std::string> policies, std::span<const ClusterS
 }
 
 Result<void> run_sim_run(const RunOptions& options) {
-  if (options.format != "philly") {
-    return fail("--format", "unknown trace format '" + options.format + "'; expected philly");
-  }
   if (options.checkpoint_interval < 0) {
     return fail("--checkpoint-interval", "must not be negative (0: no checkpoints)");
   }
@@ -282,7 +279,7 @@ Result<void> run_sim_run(const RunOptions& options) {
       Pool::create(cluster->models, std::move(cluster->topology), std::move(cluster->nodes));
   if (!pool) return std::unexpected(pool.error());
 
-  auto trace = load_philly_jobs(options.jobs);
+  auto trace = load_trace_source(options.trace);
   if (!trace) return std::unexpected(trace.error());
   PhillyWorkloadOptions workload_options;
   workload_options.checkpoint_interval = options.checkpoint_interval;
@@ -384,12 +381,7 @@ void add_sim_run_command(CLI::App& sim, int* exit_code) {
       "timeline.csv and summary.json per policy to <out>/<policy>/ and prints a side-by-side "
       "table");
   add_pool_options(*command, options->pool);
-  command
-      ->add_option("--jobs", options->jobs,
-                   "job trace (philly: timestamp,duration,num_gpus,gpu_time,cluster)")
-      ->required()
-      ->check(CLI::ExistingFile);
-  command->add_option("--format", options->format, "trace format (philly)")->capture_default_str();
+  add_trace_options(*command, options->trace);
   command
       ->add_option("--tenants", options->tenants,
                    "tenants file (YAML); every team (cluster) of the trace must be a tenant")

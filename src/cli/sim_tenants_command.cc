@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "cli/pool_source.h"
+#include "cli/trace_source.h"
 #include "sim/philly_trace.h"
 #include "sim/tenants_file.h"
 #include "sim/tenants_from_trace.h"
@@ -20,8 +21,7 @@ namespace fs = std::filesystem;
 
 struct TenantsOptions {
   PoolSource pool;
-  std::string jobs;
-  std::string format = "philly";
+  TraceSource trace;
   std::string out;
 };
 
@@ -92,12 +92,9 @@ void print_table(const TraceTenants& derived, const GpuModelCatalog& models) {
 }
 
 Result<void> run_sim_tenants(const TenantsOptions& options) {
-  if (options.format != "philly") {
-    return fail("--format", "unknown trace format '" + options.format + "'; expected philly");
-  }
   auto cluster = load_pool_source(options.pool);
   if (!cluster) return std::unexpected(cluster.error());
-  auto trace = load_philly_jobs(options.jobs);
+  auto trace = load_trace_source(options.trace);
   if (!trace) return std::unexpected(trace.error());
   const std::vector<ModelCapacity> capacity = pool_capacity(*cluster);
   auto derived = derive_tenants_from_trace(trace->jobs, capacity, "philly");
@@ -121,7 +118,7 @@ Result<void> run_sim_tenants(const TenantsOptions& options) {
       "One tenant per virtual cluster, all in org philly, guaranteed its share of the trace's GPU\n"
       "time (duration x GPUs) of each model's GPUs, rounded to milli-GPUs by largest remainder;\n"
       "weight 1, no borrowing limit, lends all of its guarantee, one queue \"default\".",
-      options.jobs, options.format, trace->jobs.size(), pool_path, pool_gpus);
+      options.trace.jobs, options.trace.format, trace->jobs.size(), pool_path, pool_gpus);
   const std::string text = write_tenants_yaml(derived->spec, cluster->models, comment);
   if (auto ok = check_reads_back(text, *derived, cluster->models, options.out); !ok) return ok;
 
@@ -148,12 +145,7 @@ void add_sim_tenants_command(CLI::App& sim, int* exit_code) {
       "Derive a tenants file from a job trace: one tenant per team (virtual cluster), guaranteed "
       "its share of the trace's GPU time of each GPU model of the pool");
   add_pool_options(*command, options->pool);
-  command
-      ->add_option("--jobs", options->jobs,
-                   "job trace (philly: timestamp,duration,num_gpus,gpu_time,cluster)")
-      ->required()
-      ->check(CLI::ExistingFile);
-  command->add_option("--format", options->format, "trace format (philly)")->capture_default_str();
+  add_trace_options(*command, options->trace);
   command->add_option("--out", options->out, "tenants file to write (YAML)")->required();
   command->callback([options, exit_code] {
     if (auto ok = run_sim_tenants(*options); !ok) {

@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/test_pool.h"
+
 namespace tidepool {
 namespace {
 
@@ -17,30 +19,10 @@ constexpr GpuModelId kH100{0};
 // (`domains` changes that); node n is in leaf n / 4, leaf l under spine l / 2. Default links:
 // NVLink 2400, PCIe 256, leaf 200, spine 200 Gbit/s.
 Pool make_pool(int domains = 2) {
-  GpuModelCatalog models;
-  (void)models.intern("H100");
-  Topology topology;
-  topology.spines = {{"spine-0", 1}, {"spine-1", 2}};
-  topology.leaves = {{"leaf-0", SpineId{0}},
-                     {"leaf-1", SpineId{0}},
-                     {"leaf-2", SpineId{1}},
-                     {"leaf-3", SpineId{1}}};
-  std::vector<NodeSpec> nodes;
-  for (std::uint32_t n = 0; n < 16; ++n) {
-    NodeSpec spec;
-    spec.name = "n" + std::to_string(n);
-    spec.model = kH100;
-    spec.gpu_count = 8;
-    spec.milli_cpu = 64000;
-    spec.memory_mib = 524288;
-    spec.leaf = LeafId{n / 4};
-    for (int g = 0; g < 8; ++g)
-      spec.nvlink_domain[g] = static_cast<std::uint8_t>(g / (8 / domains));
-    nodes.push_back(std::move(spec));
-  }
-  auto pool = Pool::create(std::move(models), std::move(topology), std::move(nodes));
-  EXPECT_TRUE(pool.has_value()) << pool.error().message();
-  return std::move(pool).value();
+  return testing::make_test_pool({.spine_oversubscription = {1, 2},
+                                  .leaves_per_spine = 2,
+                                  .nodes_per_leaf = 4,
+                                  .domains = domains});
 }
 
 // The first `count` GPUs of each listed node.

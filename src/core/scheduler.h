@@ -13,31 +13,48 @@
 //      the protected capacity unless it is predicted to end before the window opens.
 //   3. Pending jobs are taken in the policy's order (kFifo: priority, submit time, id;
 //      kFairShare: queue_order.h; kLeastAttained: Tiresias' discretised 2D-LAS level, then submit
-//      time, then id). For each job:
-//        - window: the job is held back if it would eat into protected capacity (kWindow); a job
-//          of the window's class within the protected amount is admitted by the window itself;
+//      time, then id). Except under LAS, each tenant's jobs form a lane kept in order, and the
+//      lanes are merged during the pass. For each job:
+//        - window: what must stay free beside the job (the protected GPUs its class does not use)
+//          is its hold; if fewer whole GPUs are free than the job plus the hold, it does not start
+//          on free capacity (kWindow), though preemption below may still make room for both. A
+//          job of the window's class within the protected amount is admitted by the window itself
+//          (not charged to its tenant's quota);
 //        - quota (if on): TenantBook::admit must admit it, within guarantee or by borrowing
-//          (kQuota with the book's reason). A job refused for quota for quota_head_patience or
-//          longer holds back the later jobs of its tenant in this pass, so that small jobs do
-//          not starve a large one of the same tenant;
+//          (kQuota with the book's reason). A tenant below its guarantee whose job needs more
+//          than it may borrow can still start it if reclaim (below) frees room in the pool and in
+//          the book. A job refused for quota for quota_head_patience or longer holds back the
+//          later jobs of its tenant in this pass, so that small jobs do not starve a large one of
+//          the same tenant. A tenant at or above its guarantee with nothing to borrow ends its
+//          lane for the pass (all its jobs would be refused alike);
 //        - placement by the policy's rule (place_gang with the topology objective, or first/best
-//          fit without topology); if it fits and starting it would not delay the reservation of
-//          the head job (EASY backfill, below), it starts now;
-//        - if it does not fit, preemption may make room: reclaim (the job is admitted and part of
-//          it is within its tenant's guarantee: running jobs of other tenants that borrow),
-//          priority (preemptible jobs of a lower priority class) and least-attained (Tiresias: jobs
-//          of a higher LAS level). Victims are whole gangs, tried in order (jobs of borrowing
-//          tenants first, then lower priority, then least work lost since their last checkpoint,
-//          then id) until the job fits on the pool without them; victims not needed after all are
-//          then kept running. Only if the job then fits are the victims preempted (they return to
-//          pending) and the job started, in the same pass;
+//          fit without topology). With segregate_borrowed, borrowed work is first tried on nodes
+//          without guaranteed work and guaranteed work on nodes without borrowed work, so that
+//          reclaim can empty whole nodes (HiveD keeps opportunistic work apart likewise). If it
+//          fits and starting it would not delay the reservation of the head job (EASY backfill,
+//          below), it starts now;
+//        - if it does not fit, preemption may make room: reclaim (part of the job is within its
+//          tenant's guarantee: running jobs of other tenants that borrow), priority (preemptible
+//          jobs of a lower priority class) and least-attained (Tiresias: jobs of a higher LAS
+//          level). Victims are whole gangs, never jobs started in this pass, tried in order (jobs
+//          of borrowing tenants first, then lower priority, then least work lost since their last
+//          checkpoint, then id; for a gang that must sit on one node, node by node, the nodes that
+//          free the most GPUs first) until the job fits on the pool without them; victims not
+//          needed after all are then kept running. Reclaim takes from a tenant only while it
+//          borrows, and leaves it below its guarantee only for a job wholly within the claimant's
+//          guarantee, by less than the claimant's shortfall and at most 1/20 of its own guarantee:
+//          each reclaim lowers the larger shortfall of the two, so reclaims cannot go round in
+//          circles. Only if the job then fits are the victims preempted (they return to pending)
+//          and the job started, in the same pass;
 //        - otherwise it waits with the reason (kCapacity or kTopology with the placement's
 //          numbers). With backfill on, the first such job gets the reservation: the earliest time
 //          at which it fits when running jobs end at their predicted ends, and the place it would
 //          take then. A later job may start only if it is predicted to end by then or uses none of
 //          that place (kReservation otherwise). With head-of-line blocking (strict FIFO) nothing
 //          after the first waiting job starts (kHeadOfLine).
-//   4. Every pending job's reason is updated, and time spent waiting is totalled per reason.
+//   4. Reasons: every job the pass reaches gets its current reason; jobs it does not reach (after
+//      a head-of-line block, or in a lane that ended) keep theirs, and those new since the last
+//      pass get the reason of what holds them. Time spent waiting is totalled per reason.
 //
 // Lost work: a job preempted with a checkpoint interval c keeps floor(run / c) x c of a segment
 // of `run` seconds and loses the rest; without one it loses the whole segment (it restarts from

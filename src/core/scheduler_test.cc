@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/rng.h"
+#include "core/test_pool.h"
 
 namespace tidepool {
 namespace {
@@ -18,32 +19,10 @@ using ::testing::HasSubstr;
 
 constexpr GpuModelId kH100{0};
 
-GpuModelCatalog catalog() {
-  GpuModelCatalog models;
-  EXPECT_TRUE(models.intern("H100").has_value());
-  return models;
-}
+GpuModelCatalog catalog() { return testing::one_model_catalog("H100"); }
 
 // 2 leaves x 2 nodes x 8 H100 (one NVLink domain each) = 32 GPUs.
-Pool make_pool() {
-  Topology topology;
-  topology.spines = {{"spine-0"}};
-  topology.leaves = {{"leaf-0", SpineId{0}}, {"leaf-1", SpineId{0}}};
-  std::vector<NodeSpec> nodes;
-  for (std::uint32_t n = 0; n < 4; ++n) {
-    NodeSpec spec;
-    spec.name = "n" + std::to_string(n);
-    spec.model = kH100;
-    spec.gpu_count = 8;
-    spec.milli_cpu = 64000;
-    spec.memory_mib = 524288;
-    spec.leaf = LeafId{n / 2};
-    nodes.push_back(spec);
-  }
-  auto pool = Pool::create(catalog(), topology, nodes);
-  EXPECT_TRUE(pool.has_value());
-  return *pool;
-}
+Pool make_pool() { return testing::make_test_pool({.leaves_per_spine = 2}); }
 
 // Tenants A and B in one org, each guaranteed `guarantee` H100 GPUs.
 TenantBook make_book(std::int64_t guarantee = 16, std::optional<std::int64_t> b_borrowing = {}) {

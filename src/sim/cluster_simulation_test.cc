@@ -5,35 +5,17 @@
 #include <string>
 #include <vector>
 
+#include "core/test_pool.h"
+
 namespace tidepool {
 namespace {
 
 constexpr GpuModelId kP100{0};
 
-GpuModelCatalog catalog() {
-  GpuModelCatalog models;
-  EXPECT_TRUE(models.intern("P100").has_value());
-  return models;
-}
+GpuModelCatalog catalog() { return testing::one_model_catalog("P100"); }
 
 // Two nodes of 8 GPUs under one leaf.
-Pool two_nodes() {
-  Topology topology;
-  topology.spines = {{"spine"}};
-  topology.leaves = {{"leaf", SpineId{0}}};
-  std::vector<NodeSpec> nodes;
-  for (int n = 0; n < 2; ++n) {
-    NodeSpec spec;
-    spec.name = "n" + std::to_string(n);
-    spec.model = kP100;
-    spec.gpu_count = 8;
-    spec.milli_cpu = 64000;
-    spec.memory_mib = 524288;
-    spec.leaf = LeafId{0};
-    nodes.push_back(spec);
-  }
-  return *Pool::create(catalog(), topology, nodes);
-}
+Pool two_nodes() { return testing::make_test_pool({.model = "P100"}); }
 
 // Tenants A and B, 8 GPUs guaranteed each.
 TenantBook two_tenants() {

@@ -4,7 +4,7 @@
 #
 # Usage: tests/fuzz/run_fuzz.sh [SECONDS] [TARGET...]
 #   SECONDS  fuzzing time per target (default 30)
-#   TARGET   cluster_yaml_fuzz and/or openb_csv_fuzz (default: both)
+#   TARGET   cluster_yaml_fuzz, openb_csv_fuzz and/or sim_inputs_fuzz (default: all three)
 # Environment: CXX (default clang++-14), FUZZ_DIR (default build/fuzz: binaries, corpora, logs,
 # and crash artifacts <target>-crash-*).
 # Exit status: 0 if no target found a problem, 1 if one did, 2 if a build failed.
@@ -14,7 +14,7 @@ repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 seconds="${1:-30}"
 shift || true
 targets=("$@")
-[[ ${#targets[@]} -eq 0 ]] && targets=(cluster_yaml_fuzz openb_csv_fuzz)
+[[ ${#targets[@]} -eq 0 ]] && targets=(cluster_yaml_fuzz openb_csv_fuzz sim_inputs_fuzz)
 cxx="${CXX:-clang++-14}"
 fuzz_dir="${FUZZ_DIR:-${repo_root}/build/fuzz}"
 
@@ -30,9 +30,11 @@ fi
 src="${repo_root}/src"
 # The parsers and what they reach of the core; the rest of the core is not linked.
 sources=(
-  "${src}/core/gpu_model.cc" "${src}/core/node.cc" "${src}/core/pool.cc" "${src}/core/task.cc"
+  "${src}/core/gpu_model.cc" "${src}/core/job.cc" "${src}/core/node.cc" "${src}/core/pool.cc"
+  "${src}/core/task.cc" "${src}/core/tenants.cc" "${src}/core/tidal_window.cc"
   "${src}/core/topology.cc" "${src}/sim/csv.cc" "${src}/sim/openb_trace.cc"
-  "${src}/sim/cluster_file.cc" "${src}/sim/yaml_reader.cc"
+  "${src}/sim/cluster_file.cc" "${src}/sim/philly_trace.cc" "${src}/sim/tenants_file.cc"
+  "${src}/sim/yaml_reader.cc"
 )
 flags=(
   -std=c++2b -g -O1 -fno-omit-frame-pointer
@@ -56,7 +58,8 @@ for target in "${targets[@]}"; do
     exit 2
   fi
 
-  # Seed corpus: the example cluster file, or the first lines of the openb lists where present.
+  # Seed corpus: the example cluster file, the first lines of the openb lists where present, or
+  # for sim_inputs_fuzz a Philly trace head, the example tenants file and two windows.
   corpus="${fuzz_dir}/corpus/${target}"
   mkdir -p "${corpus}"
   case "${target}" in
@@ -70,6 +73,18 @@ for target in "${targets[@]}"; do
         [[ -f "${traces}/${list}" ]] && head -n 20 "${traces}/${list}" > "${corpus}/${list}"
       done
       dict="${repo_root}/tests/fuzz/openb_csv.dict"
+      ;;
+    sim_inputs_fuzz)
+      # The first byte picks the parser (b % 3): '0' Philly trace, '1' tenants file, '2' window.
+      philly="${repo_root}/data/philly/philly-2017-09-10-first-2000.csv"
+      [[ -f "${philly}" ]] && { printf '0'; head -n 20 "${philly}"; } > "${corpus}/philly.csv"
+      for tenants in "${repo_root}"/data/tenants/*.yaml; do
+        [[ -f "${tenants}" ]] && { printf '1'; cat "${tenants}"; } \
+          > "${corpus}/tenants-$(basename "${tenants}")"
+      done
+      printf '2inference:08:00-24:00:64' > "${corpus}/window-inference"
+      printf '2training:22:30-6:00:1' > "${corpus}/window-wrap"
+      dict="${repo_root}/tests/fuzz/sim_inputs.dict"
       ;;
     *) dict="" ;;
   esac

@@ -1,0 +1,63 @@
+// Pools of identical GPU nodes for tests (header only; not part of the core library).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/pool.h"
+
+namespace tidepool::testing {
+
+// A catalog that knows one model, `name`, as model 0.
+inline GpuModelCatalog one_model_catalog(const std::string& name) {
+  GpuModelCatalog models;
+  EXPECT_TRUE(models.intern(name).has_value());
+  return models;
+}
+
+struct TestPoolShape {
+  std::string model = "H100";  // every node's GPUs, model 0 of the pool's catalog
+  // One entry per spine switch: its oversubscription.
+  std::vector<int> spine_oversubscription = {1};
+  int leaves_per_spine = 1;
+  int nodes_per_leaf = 2;
+  int gpus = 8;
+  int domains = 1;  // NVLink domains per node, equal in size
+};
+
+// Spine s holds leaves s * leaves_per_spine .. ; leaf l holds nodes l * nodes_per_leaf .. ; nodes
+// are named "n<i>", leaves "leaf-<l>", spines "spine-<s>"; 64 cores and 512 GiB per node.
+inline Pool make_test_pool(const TestPoolShape& shape = {}) {
+  Topology topology;
+  for (std::size_t s = 0; s < shape.spine_oversubscription.size(); ++s) {
+    topology.spines.push_back({"spine-" + std::to_string(s), shape.spine_oversubscription[s]});
+    for (int l = 0; l < shape.leaves_per_spine; ++l) {
+      topology.leaves.push_back({"leaf-" + std::to_string(topology.leaves.size()),
+                                 SpineId{static_cast<std::uint32_t>(s)}});
+    }
+  }
+  std::vector<NodeSpec> nodes;
+  for (std::uint32_t l = 0; l < topology.leaves.size(); ++l) {
+    for (int i = 0; i < shape.nodes_per_leaf; ++i) {
+      NodeSpec spec;
+      spec.name = "n" + std::to_string(nodes.size());
+      spec.model = GpuModelId{0};
+      spec.gpu_count = shape.gpus;
+      spec.milli_cpu = 64000;
+      spec.memory_mib = 524288;
+      spec.leaf = LeafId{l};
+      for (int g = 0; g < shape.gpus; ++g) {
+        spec.nvlink_domain[g] = static_cast<std::uint8_t>(g / (shape.gpus / shape.domains));
+      }
+      nodes.push_back(std::move(spec));
+    }
+  }
+  auto pool = Pool::create(one_model_catalog(shape.model), std::move(topology), std::move(nodes));
+  EXPECT_TRUE(pool.has_value()) << pool.error().message();
+  return std::move(pool).value();
+}
+
+}  // namespace tidepool::testing
