@@ -24,25 +24,9 @@ GpuModelCatalog catalog() { return testing::one_model_catalog("H100"); }
 // 2 leaves x 2 nodes x 8 H100 (one NVLink domain each) = 32 GPUs.
 Pool make_pool() { return testing::make_test_pool({.leaves_per_spine = 2}); }
 
-// Tenants A and B in one org, each guaranteed `guarantee` H100 GPUs.
+// Tenants A and B, each guaranteed `guarantee` H100 GPUs.
 TenantBook make_book(std::int64_t guarantee = 16, std::optional<std::int64_t> b_borrowing = {}) {
-  TenantsSpec spec;
-  OrgSpec org;
-  org.name = "org";
-  for (const char* name : {"A", "B"}) {
-    TenantSpec t;
-    t.name = name;
-    t.quotas.push_back({kH100, guarantee * 1000,
-                        std::string(name) == "B" && b_borrowing
-                            ? std::optional<std::int64_t>(*b_borrowing * 1000)
-                            : std::nullopt,
-                        std::nullopt});
-    org.tenants.push_back(t);
-  }
-  spec.orgs.push_back(org);
-  auto book = TenantBook::create(spec, catalog());
-  EXPECT_TRUE(book.has_value()) << book.error().message();
-  return *book;
+  return testing::two_tenant_book(catalog(), guarantee, b_borrowing);
 }
 
 constexpr TenantId kA{0};

@@ -3,11 +3,13 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/pool.h"
+#include "core/tenants.h"
 
 namespace tidepool::testing {
 
@@ -58,6 +60,27 @@ inline Pool make_test_pool(const TestPoolShape& shape = {}) {
   auto pool = Pool::create(one_model_catalog(shape.model), std::move(topology), std::move(nodes));
   EXPECT_TRUE(pool.has_value()) << pool.error().message();
   return std::move(pool).value();
+}
+
+// Tenants "A" (id 0) and "B" (id 1) in one org, each guaranteed `guarantee_gpus` GPUs of model 0
+// of `models`; B's borrowing limit is `b_borrowing_gpus` (absent: unlimited).
+inline TenantBook two_tenant_book(const GpuModelCatalog& models, std::int64_t guarantee_gpus,
+                                  std::optional<std::int64_t> b_borrowing_gpus = std::nullopt) {
+  TenantsSpec spec;
+  OrgSpec org;
+  org.name = "org";
+  for (const std::string name : {"A", "B"}) {
+    TenantSpec t;
+    t.name = name;
+    std::optional<std::int64_t> borrowing;
+    if (name == "B" && b_borrowing_gpus) borrowing = *b_borrowing_gpus * kMilliPerGpu;
+    t.quotas.push_back({GpuModelId{0}, guarantee_gpus * kMilliPerGpu, borrowing, std::nullopt});
+    org.tenants.push_back(std::move(t));
+  }
+  spec.orgs.push_back(std::move(org));
+  auto book = TenantBook::create(std::move(spec), models);
+  EXPECT_TRUE(book.has_value()) << book.error().message();
+  return std::move(book).value();
 }
 
 }  // namespace tidepool::testing

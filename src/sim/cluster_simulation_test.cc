@@ -18,19 +18,7 @@ GpuModelCatalog catalog() { return testing::one_model_catalog("P100"); }
 Pool two_nodes() { return testing::make_test_pool({.model = "P100"}); }
 
 // Tenants A and B, 8 GPUs guaranteed each.
-TenantBook two_tenants() {
-  TenantsSpec spec;
-  OrgSpec org;
-  org.name = "org";
-  for (const char* name : {"A", "B"}) {
-    TenantSpec t;
-    t.name = name;
-    t.quotas.push_back({kP100, 8000, std::nullopt, std::nullopt});
-    org.tenants.push_back(t);
-  }
-  spec.orgs.push_back(org);
-  return *TenantBook::create(spec, catalog());
-}
+TenantBook two_tenants() { return testing::two_tenant_book(catalog(), 8); }
 
 SimJob eight_gpus(std::uint32_t id, TenantId tenant, Seconds submit, Seconds duration) {
   SimJob sj;
