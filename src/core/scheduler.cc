@@ -709,6 +709,7 @@ void Scheduler::evaluate(Entry& e, Seconds now, PassState& state, PassResult& ou
   // Tidal windows: what must stay free beside the job, and why.
   bool window_admitted = false;
   std::int64_t hold = 0;
+  bool hold_open = false;  // the hold is of a window open now (not one in its drain lead)
   std::optional<PendingReason> window_reason;
   for (std::size_t i = 0; i < state.windows.size(); ++i) {
     const PassState::Window& w = state.windows[i];
@@ -722,6 +723,7 @@ void Scheduler::evaluate(Entry& e, Seconds now, PassState& state, PassResult& ou
     const bool runs_into = w.open || now + predicted_remaining(e, now) > w.opens_at;
     if (!runs_into || held <= hold) continue;
     hold = held;
+    hold_open = w.open;
     if (whole_free_gpus(job.gang.task.models) - gpus >= hold) continue;
     auto& cached = state.window_reasons[{i, held}];
     if (!cached.text) {
@@ -893,6 +895,15 @@ void Scheduler::evaluate(Entry& e, Seconds now, PassState& state, PassResult& ou
 
   set_reason(e, now, *unplaceable);
   if (quota_refused) return;
+  if (window_reason) {
+    // An open window holds every free GPU, and this job may not reclaim: the later jobs of its
+    // lane (same tenant, no higher priority) can do no better in this pass.
+    if (lanes_.size() > 1 && hold_open && !may_reclaim &&
+        whole_free_gpus(job.gang.task.models) <= hold) {
+      state.lane_done[e.lane] = *window_reason;
+    }
+    return;
+  }
   if (config_.backfill && !state.reservation) state.reservation = reserve(e, request, now);
 }
 
