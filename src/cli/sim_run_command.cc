@@ -344,12 +344,22 @@ Result<void> run_sim_run(const RunOptions& options) {
       pool->node_count(), pool->total_gpus(), book->tenant_count(), windows.size(), loans.size(),
       fmt::join(*policies, ", "));
 
+  // Fractions (none in Philly) are placed by the fragmentation-aware policy, weighed against the
+  // workload's own task shapes.
+  std::vector<TaskShape> shapes;
+  bool fractional = false;
+  for (const SimJob& job : *workload) {
+    shapes.push_back(job.job.gang.task);
+    fractional = fractional || job.job.gang.task.is_fractional();
+  }
+
   std::vector<ClusterSimRun> runs;
   for (const std::string& name : *policies) {
     auto config = scheduler_policy(name);
     if (!config) return fail("--policy", config.error().reason);
     config->windows = windows;
     config->day_offset = day_offset;
+    if (fractional) config->typical_tasks = shapes;
     const auto begin = std::chrono::steady_clock::now();
     auto run = run_cluster_simulation(*pool, *book, *config, *workload, loans, settings);
     if (!run) {

@@ -6,6 +6,7 @@
 #include <array>
 #include <limits>
 
+#include "core/policies/policy_factories.h"
 #include "core/simple_placement.h"
 
 namespace tidepool {
@@ -145,6 +146,9 @@ Scheduler::Scheduler(Pool pool, TenantBook book, FairShareLedger ledger, Runtime
                     : 1);
   tenant_usage_.assign(static_cast<std::size_t>(book_.tenant_count()), 0);
   class_usage_.assign(kJobClasses, 0);
+  if (!config_.typical_tasks.empty()) {
+    fraction_policy_ = make_tidepool_policy(WorkloadProfile::from_tasks(config_.typical_tasks));
+  }
   guaranteed_tasks_.assign(static_cast<std::size_t>(pool_.node_count()), 0);
   borrowed_tasks_.assign(static_cast<std::size_t>(pool_.node_count()), 0);
 }
@@ -386,6 +390,7 @@ GangResult Scheduler::place(const Pool& pool, const GangRequest& request) const 
       return place_gang_by_node_rule(pool, request, NodeRule::kBestFit);
     case PlacementRule::kTopology:
       if (request.task.is_fractional()) {
+        if (fraction_policy_) return place_gang(pool, request, *fraction_policy_, fraction_rng_);
         return place_gang_by_node_rule(pool, request, NodeRule::kBestFit);
       }
       return place_gang(pool, request);

@@ -65,6 +65,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <span>
@@ -81,6 +82,7 @@
 #include "core/pending_reason.h"
 #include "core/pool.h"
 #include "core/queue_order.h"
+#include "core/rng.h"
 #include "core/runtime_predictor.h"
 #include "core/tenants.h"
 #include "core/tidal_window.h"
@@ -112,6 +114,10 @@ struct SchedulerConfig {
   Seconds quota_head_patience = 1800;
   Seconds fair_share_half_life = kDefaultFairShareHalfLife;
   RuntimePredictorConfig predictor;
+  // The task shapes of the workload (FGD's typical tasks): a task with a GPU fraction is placed by
+  // the fragmentation-aware Tidepool policy weighed against them (kTopology only). Empty: by best
+  // fit.
+  std::vector<TaskShape> typical_tasks;
 };
 
 // The policies of `tidepool sim run`: "fifo-firstfit", "quota-borrow", "tiresias", "tidepool".
@@ -283,6 +289,8 @@ class Scheduler {
   std::vector<int> guaranteed_tasks_;
   std::vector<int> borrowed_tasks_;
   std::vector<JobId> fresh_;  // submitted or requeued since the last pass
+  std::unique_ptr<PlacementPolicy> fraction_policy_;
+  mutable Rng fraction_rng_{0};
   // Whole free GPUs per model set, valid while changes_ (bumped by every pool change) holds.
   std::uint64_t changes_ = 0;
   mutable std::map<std::pair<bool, std::uint64_t>, std::pair<std::uint64_t, std::int64_t>>

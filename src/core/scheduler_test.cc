@@ -220,6 +220,24 @@ TEST(Scheduler, LeastAttainedServicePreemptsLongRunners) {
   EXPECT_EQ(pass.started[0].job, JobId{1});
 }
 
+TEST(Scheduler, FractionsArePackedByTheFragmentationAwarePolicy) {
+  SchedulerConfig config = policy("tidepool");
+  config.quotas = false;
+  const TaskShape half = *make_task_shape(1, 500, 1000, 1024);
+  config.typical_tasks = {half, *make_task_shape(1, 1000, 1000, 1024)};
+  Scheduler s = make_scheduler(config);
+  for (std::uint32_t i = 0; i < 2; ++i) {
+    Job job = make_test_job(i, kA, 1, 0);
+    job.gang.task = half;
+    ASSERT_TRUE(s.submit(job, 0).has_value());
+  }
+  PassResult pass = s.pass(0);
+  ASSERT_EQ(pass.started.size(), 2U);
+  // Both halves share one GPU: no GPU is left half used.
+  EXPECT_EQ(pass.started[0].assignments[0], pass.started[1].assignments[0]);
+  EXPECT_EQ(s.pool().allocated_milli_gpu(), 1000);
+}
+
 TEST(Scheduler, RefusesBadCallsWithoutChangingState) {
   Scheduler s = make_scheduler(policy("tidepool"));
   Job bad = make_test_job(0, kA, 8, 0);
