@@ -1,6 +1,7 @@
 #include "core/scheduler.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <array>
@@ -15,10 +16,10 @@ namespace {
 constexpr std::array<std::string_view, 4> kPolicyNames = {"fifo-firstfit", "quota-borrow",
                                                           "tiresias", "tidepool"};
 constexpr int kJobClasses = 4;
+// A job past its predicted end is assumed to end this soon.
 constexpr Seconds kOverrunSlack = 600;
 // Reclaim may leave a borrowing tenant below its guarantee by at most 1/this of it (see make_room).
-constexpr std::int64_t kReclaimSlackDivisor =
-    20;  // a job past its predicted end: assumed to end this soon
+constexpr std::int64_t kReclaimSlackDivisor = 20;
 
 std::int64_t whole_gpus(std::int64_t milli) { return (milli + kMilliPerGpu - 1) / kMilliPerGpu; }
 
@@ -85,9 +86,8 @@ Result<SchedulerConfig> scheduler_policy(std::string_view name) {
     // Everything: fair share, quotas with borrowing and reclaim, topology-aware gangs, EASY
     // backfill with predicted runtimes, tidal windows and loans.
   } else {
-    return fail("policy", fmt::format("unknown policy '{}'; known: fifo-firstfit, quota-borrow, "
-                                      "tiresias, tidepool",
-                                      name));
+    return fail("policy",
+                fmt::format("unknown policy '{}'; known: {}", name, fmt::join(kPolicyNames, ", ")));
   }
   return c;
 }
@@ -108,8 +108,6 @@ std::string_view preemption_cause_name(PreemptionCause cause) {
 
 // What one pass knows beyond the scheduler's state.
 struct Scheduler::PassState {
-  Seconds now = 0;
-  std::vector<int> tenant_rank;  // fair share: position of the tenant's share, equal shares equal
   std::map<std::tuple<std::uint32_t, std::uint64_t, bool, std::int64_t>,
            std::pair<std::vector<Admission>, PendingReason>>
       admissions;  // cleared when the book changes
@@ -503,8 +501,7 @@ void Scheduler::drain_for_windows(Seconds now, PassResult& out) {
 
 std::optional<Scheduler::Reservation> Scheduler::reserve(const Entry& e, const GangRequest& request,
                                                          Seconds now) {
-  // Running jobs by predicted end; the job fits once some prefix of them has ended, and a longer
-  // prefix only frees more, so the shortest such prefix is found by bisection.
+  // Running jobs by predicted end (a job past it is taken to end kOverrunSlack from now).
   std::vector<std::tuple<Seconds, std::uint32_t>> ends;
   ends.reserve(running_.size());
   for (JobId id : running_) {
@@ -711,11 +708,13 @@ void Scheduler::evaluate(Entry& e, Seconds now, PassState& state, PassResult& ou
   }
   const std::int64_t gpus = whole_gpus(e.milli);
 
-  // Tidal windows: what must stay free beside the job, and why.
+  // Tidal windows: what must stay free beside the job (the protected GPUs of every window it
+  // would run into, less what their classes use), and why.
   bool window_admitted = false;
   std::int64_t hold = 0;
-  bool hold_open = false;  // the hold is of a window open now (not one in its drain lead)
-  std::optional<PendingReason> window_reason;
+  bool hold_open = false;   // some of the hold is of a window open now (not in its drain lead)
+  std::size_t binding = 0;  // the window holding the most
+  std::int64_t binding_held = 0;
   for (std::size_t i = 0; i < state.windows.size(); ++i) {
     const PassState::Window& w = state.windows[i];
     const JobClass protected_class = w.window->job_class;
@@ -726,18 +725,25 @@ void Scheduler::evaluate(Entry& e, Seconds now, PassState& state, PassResult& ou
     }
     const std::int64_t held = std::max<std::int64_t>(0, w.window->gpus - class_gpus);
     const bool runs_into = w.open || now + predicted_remaining(e, now) > w.opens_at;
-    if (!runs_into || held <= hold) continue;
-    hold = held;
-    hold_open = w.open;
-    if (whole_free_gpus(job.gang.task.models) - gpus >= hold) continue;
-    auto& cached = state.window_reasons[{i, held}];
+    if (!runs_into || held == 0) continue;
+    hold += held;
+    hold_open = hold_open || w.open;
+    if (held > binding_held) {
+      binding = i;
+      binding_held = held;
+    }
+  }
+  std::optional<PendingReason> window_reason;
+  if (hold > 0 && whole_free_gpus(job.gang.task.models) - gpus < hold) {
+    const PassState::Window& w = state.windows[binding];
+    auto& cached = state.window_reasons[{binding, hold}];
     if (!cached.text) {
-      const std::string name(job_class_name(protected_class));
+      const std::string name(job_class_name(w.window->job_class));
       cached = make_reason(PendingKind::kWindow,
                            w.open ? fmt::format("{} window until {}: {} GPUs held free for {}",
-                                                name, time_of_day_text(w.closes_at), held, name)
+                                                name, time_of_day_text(w.closes_at), hold, name)
                                   : fmt::format("{} window opens at {}; {} GPUs kept for it", name,
-                                                time_of_day_text(w.opens_at), held));
+                                                time_of_day_text(w.opens_at), hold));
     }
     window_reason = cached;
   }
@@ -919,7 +925,6 @@ PassResult Scheduler::pass(Seconds now) {
   drain_for_windows(now, out);
 
   PassState state;
-  state.now = now;
   for (const TidalWindow& w : config_.windows) {
     PassState::Window pw;
     pw.window = &w;

@@ -15,11 +15,12 @@
 //      kFairShare: queue_order.h; kLeastAttained: Tiresias' discretised 2D-LAS level, then submit
 //      time, then id). Except under LAS, each tenant's jobs form a lane kept in order, and the
 //      lanes are merged during the pass. For each job:
-//        - window: what must stay free beside the job (the protected GPUs its class does not use)
-//          is its hold; if fewer whole GPUs are free than the job plus the hold, it does not start
-//          on free capacity (kWindow), though preemption below may still make room for both. A
-//          job of the window's class within the protected amount is admitted by the window itself
-//          (not charged to its tenant's quota);
+//        - window: what must stay free beside the job (over the windows open now, or in their
+//          drain lead for a job predicted to run into them, the protected GPUs their classes do
+//          not use) is its hold; if fewer whole GPUs are free than the job plus the hold, it does
+//          not start on free capacity (kWindow), though preemption below may still make room for
+//          both. A job of the window's class within the protected amount is admitted by the window
+//          itself (not charged to its tenant's quota);
 //        - quota (if on): TenantBook::admit must admit it, within guarantee or by borrowing
 //          (kQuota with the book's reason). A tenant below its guarantee whose job needs more
 //          than it may borrow can still start it if reclaim (below) frees room in the pool and in
