@@ -52,6 +52,8 @@ assert set(summary["pending_seconds"]) == {"not-considered", "quota", "capacity"
                                            "reservation", "head-of-line", "window"}
 assert set(summary["class_gpu_hours_in_horizon"]) == {"training", "inference", "dev", "batch"}
 assert summary["jobs"] == 2000 and summary["finished"] + summary["never_started"] <= 2000
+ratios = summary["tenant_guarantee_ratio"]
+assert ratios and abs(min(ratios.values()) - summary["min_tenant_guarantee_ratio"]) < 1e-12, ratios
 PY
 }
 

@@ -571,23 +571,35 @@ std::optional<std::pair<std::vector<JobId>, GangPlacement>> Scheduler::make_room
   }
   std::sort(candidates.begin(), candidates.end());
   // A gang that must sit on one node needs a node cleared: take the victims node by node, the
-  // nodes that free the most GPUs first, each node's victims in candidate order.
+  // nodes that free the most GPUs first, each node's victims in candidate order. A gang of
+  // multi-GPU tasks over several nodes needs whole nodes close together: the same, leaf by leaf,
+  // the leaves that free the most GPUs first.
   const bool one_node = request.topology.requires_level(TopologyLevel::kNode) ||
                         (request.task_count == 1 && request.task.gpu_count > 1);
-  if (one_node) {
+  const bool by_leaf = !one_node && request.task.gpu_count > 1;
+  if (one_node || by_leaf) {
     std::vector<std::int64_t> obtainable(static_cast<std::size_t>(pool_.node_count()), 0);
+    std::vector<std::int64_t> leaf_obtainable(pool_.topology().leaves.size(), 0);
     for (int n = 0; n < pool_.node_count(); ++n) {
       obtainable[n] = pool_.state(NodeId{static_cast<std::uint32_t>(n)}).whole_free_gpus;
     }
-    std::vector<std::pair<std::tuple<std::int64_t, std::uint32_t, std::size_t>, Candidate>> keyed;
     for (const Candidate& c : candidates) {
       for (const Assignment& a : entry(JobId{c.id}).assignments) {
         obtainable[a.node.value] += gpu_set_size(a.gpus);
       }
     }
+    for (int n = 0; n < pool_.node_count(); ++n) {
+      leaf_obtainable[pool_.spec(NodeId{static_cast<std::uint32_t>(n)}).leaf.value] +=
+          obtainable[n];
+    }
+    using Key = std::tuple<std::int64_t, std::uint32_t, std::int64_t, std::uint32_t, std::size_t>;
+    std::vector<std::pair<Key, Candidate>> keyed;
     for (std::size_t i = 0; i < candidates.size(); ++i) {
-      const std::uint32_t node = entry(JobId{candidates[i].id}).assignments.front().node.value;
-      keyed.push_back({{-obtainable[node], node, i}, candidates[i]});
+      const NodeId node = entry(JobId{candidates[i].id}).assignments.front().node;
+      const std::uint32_t leaf = by_leaf ? pool_.spec(node).leaf.value : 0;
+      keyed.push_back(
+          {{by_leaf ? -leaf_obtainable[leaf] : 0, leaf, -obtainable[node.value], node.value, i},
+           candidates[i]});
     }
     std::sort(keyed.begin(), keyed.end(),
               [](const auto& a, const auto& b) { return a.first < b.first; });

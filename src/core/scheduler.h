@@ -40,7 +40,8 @@
 //          level). Victims are whole gangs, never jobs started in this pass, tried in order (jobs
 //          of borrowing tenants first, then lower priority, then least work lost since their last
 //          checkpoint, then id; for a gang that must sit on one node, node by node, the nodes that
-//          free the most GPUs first) until the job fits on the pool without them; victims not
+//          free the most GPUs first; for a gang of multi-GPU tasks over several nodes, the same
+//          leaf by leaf) until the job fits on the pool without them; victims not
 //          needed after all are then kept running. Reclaim takes from a tenant only while it
 //          borrows, and leaves it below its guarantee only for a job wholly within the claimant's
 //          guarantee, by less than the claimant's shortfall and at most 1/20 of its own guarantee:

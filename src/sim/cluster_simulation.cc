@@ -107,6 +107,7 @@ Result<void> Simulation::submit_loan(std::size_t k, Seconds now) {
   if (auto ok = sched_.submit(workload_[id.value].job, now); !ok) {
     return fail("loan " + std::to_string(k + 1), ok.error().message());
   }
+  run_.jobs[id.value].predicted_runtime = sched_.prediction(id)->runtime;
   pending_milli_[loan.tenant.value] += workload_[id.value].job.total_milli_gpu();
   tracks_[id.value].pending_since = now;
   return {};

@@ -130,6 +130,10 @@ std::string summary_json_text(const ClusterSimRun& run, std::string_view policy)
                          {"end_s", loan.end},
                          {"held_after_end_gpus", gpus_value(loan.held_after_end_milli)}});
   }
+  Json tenant_ratios = Json::object();
+  for (std::size_t t = 0; t < s.tenant_guarantee_ratio.size() && t < run.tenant_names.size(); ++t) {
+    tenant_ratios[run.tenant_names[t]] = s.tenant_guarantee_ratio[t];
+  }
   const Json summary = {
       {"policy", std::string(policy)},
       {"jobs", s.jobs},
@@ -148,6 +152,7 @@ std::string summary_json_text(const ClusterSimRun& run, std::string_view policy)
       {"lost_gpu_hours_share", s.lost_gpu_hours_share},
       {"min_tenant_guarantee_ratio", s.min_tenant_guarantee_ratio},
       {"min_guarantee_tenant", s.min_guarantee_tenant},
+      {"tenant_guarantee_ratio", tenant_ratios},
       {"wall_seconds", s.wall_seconds},
       {"predictor_median_abs_error_s", s.predictor_median_abs_error_s},
       {"baseline_median_abs_error_s", s.baseline_median_abs_error_s},

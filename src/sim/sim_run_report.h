@@ -15,7 +15,8 @@
 //                  fragmented_gpus, fragmentation (= fragmented_gpus / free_gpus, 0 when none
 //                  free).
 //   summary.json   the SimSummary figures under their own names, pending_seconds keyed by
-//                  pending_kind_name, class_gpu_hours_in_horizon keyed by job_class_name,
+//                  pending_kind_name, tenant_guarantee_ratio keyed by tenant name,
+//                  class_gpu_hours_in_horizon keyed by job_class_name,
 //                  inference_max_wait_in_window_s null when no such job (-1), the loans with
 //                  served_after_s null when never served, and the policy's name.
 //
