@@ -1,5 +1,21 @@
-# Helpers shared by the command-line test scripts (sourced, not run). They expect $tidepool (the
-# binary) and $work (a scratch folder) to be set.
+# Helpers shared by the command-line test scripts (sourced, not run). Scripts call cli_test_setup
+# first; the other helpers use the $tidepool (the binary) and $work (a scratch folder) it sets.
+
+# cli_test_setup NAME ARGS...: checks that ARGS are TIDEPOOL_BINARY SOURCE_DIR CASE and sets
+# $tidepool, $source_dir, $case_name and $work (a scratch folder removed when the script exits).
+cli_test_setup() {
+  local name=$1
+  shift
+  if [[ $# -ne 3 ]]; then
+    echo "usage: $(basename "$0") TIDEPOOL_BINARY SOURCE_DIR CASE" >&2
+    exit 2
+  fi
+  tidepool=$1
+  source_dir=$2
+  case_name=$3
+  work=$(mktemp -d "${TMPDIR:-/tmp}/tidepool-${name}-test.XXXXXX")
+  trap 'rm -rf "$work"' EXIT
+}
 
 fail() {
   echo "FAIL: $*" >&2

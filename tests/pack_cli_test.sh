@@ -6,24 +6,14 @@
 #   bad-pod-row, published-only-without-compare.
 set -euo pipefail
 
-if [[ $# -ne 3 ]]; then
-  echo "usage: $0 TIDEPOOL_BINARY SOURCE_DIR CASE" >&2
-  exit 2
-fi
-tidepool=$1
-source_dir=$2
-case_name=$3
+# shellcheck source=cli_test_helpers.sh
+source "$(dirname "${BASH_SOURCE[0]}")/cli_test_helpers.sh"
+cli_test_setup pack "$@"
 
 data="$source_dir/data/openb"
 nodes="$data/openb_node_list_gpu_node.csv"
 pods="$data/openb_pod_list_default.csv"
 published="$data/fgd-results"
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/tidepool-pack-test.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-
-# shellcheck source=cli_test_helpers.sh
-source "$(dirname "${BASH_SOURCE[0]}")/cli_test_helpers.sh"
 
 case "$case_name" in
   outputs)

@@ -5,19 +5,10 @@
 #   CASE is one of: outputs, queueing, cluster-file, bad-input.
 set -euo pipefail
 
-if [[ $# -ne 3 ]]; then
-  echo "usage: $0 TIDEPOOL_BINARY SOURCE_DIR CASE" >&2
-  exit 2
-fi
-tidepool=$1
-source_dir=$2
-case_name=$3
-data="$source_dir/data/openb"
-work=$(mktemp -d "${TMPDIR:-/tmp}/tidepool-replay-test.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-
 # shellcheck source=cli_test_helpers.sh
 source "$(dirname "${BASH_SOURCE[0]}")/cli_test_helpers.sh"
+cli_test_setup replay "$@"
+data="$source_dir/data/openb"
 
 case "$case_name" in
   outputs)

@@ -6,20 +6,11 @@
 #   CASE is one of: outputs, determinism, compare, inference-loan, bad-input.
 set -euo pipefail
 
-if [[ $# -ne 3 ]]; then
-  echo "usage: $0 TIDEPOOL_BINARY SOURCE_DIR CASE" >&2
-  exit 2
-fi
-tidepool=$1
-source_dir=$2
-case_name=$3
-cluster="$source_dir/data/clusters/philly-512.yaml"
-jobs="$source_dir/data/philly/philly-2017-09-10-first-2000.csv"
-work=$(mktemp -d "${TMPDIR:-/tmp}/tidepool-run-test.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-
 # shellcheck source=cli_test_helpers.sh
 source "$(dirname "${BASH_SOURCE[0]}")/cli_test_helpers.sh"
+cli_test_setup run "$@"
+cluster="$source_dir/data/clusters/philly-512.yaml"
+jobs="$source_dir/data/philly/philly-2017-09-10-first-2000.csv"
 
 # The tenants of the excerpt: one per virtual cluster, guaranteed its share of the GPU time.
 "$tidepool" sim tenants-from-trace --jobs "$jobs" --format philly --cluster "$cluster" \

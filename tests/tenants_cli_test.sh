@@ -5,19 +5,10 @@
 #   CASE is one of: philly, nodes, bad-input.
 set -euo pipefail
 
-if [[ $# -ne 3 ]]; then
-  echo "usage: $0 TIDEPOOL_BINARY SOURCE_DIR CASE" >&2
-  exit 2
-fi
-tidepool=$1
-source_dir=$2
-case_name=$3
-cluster="$source_dir/data/clusters/philly-512.yaml"
-work=$(mktemp -d "${TMPDIR:-/tmp}/tidepool-tenants-test.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-
 # shellcheck source=cli_test_helpers.sh
 source "$(dirname "${BASH_SOURCE[0]}")/cli_test_helpers.sh"
+cli_test_setup tenants "$@"
+cluster="$source_dir/data/clusters/philly-512.yaml"
 
 # Three virtual clusters with 600, 300 and 100 GPU-seconds (shares 60%, 30%, 10% of 512 P100:
 # 307.2, 153.6 and 51.2 GPUs) and one whose only job ran 0 s.
