@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <cstdint>
 #include <optional>
 #include <unordered_map>
@@ -20,31 +19,14 @@ namespace {
 // is far below 2^63).
 constexpr std::int64_t kMaxQuantity = std::int64_t{1} << 40;
 
-// Parses "123", or with `decimals` > 0 also "12.5", as an integer in units of 10^-decimals.
-// Magnitudes too large for any bound come back as +-kHuge, so that range checks reject them.
-constexpr std::int64_t kHuge = std::int64_t{1} << 60;
+// parse_decimal with an optional leading minus sign (so that a negative figure is refused by its
+// range, not as a malformed number).
 std::optional<std::int64_t> parse_fixed(std::string_view text, int decimals) {
   const bool negative = text.starts_with('-');
   if (negative) text.remove_prefix(1);
-  const std::size_t dot = decimals > 0 ? text.find('.') : std::string_view::npos;
-  const std::string_view whole = text.substr(0, dot);
-  const std::string_view fraction =
-      dot == std::string_view::npos ? std::string_view() : text.substr(dot + 1);
-  const auto digits = [](std::string_view s) {
-    return std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-  };
-  if (whole.empty() || !digits(whole) || !digits(fraction)) return std::nullopt;
-  if (dot != std::string_view::npos &&
-      (fraction.empty() || static_cast<int>(fraction.size()) > decimals)) {
-    return std::nullopt;
-  }
-  std::int64_t value = 0;
-  const auto [end, error] = std::from_chars(whole.data(), whole.data() + whole.size(), value);
-  if (error != std::errc() || value > kMaxQuantity * 1000) return negative ? -kHuge : kHuge;
-  for (int i = 0; i < decimals; ++i) {
-    value = value * 10 + (i < static_cast<int>(fraction.size()) ? fraction[i] - '0' : 0);
-  }
-  return negative ? -value : value;
+  const auto value = parse_decimal(text, decimals);
+  if (!value) return std::nullopt;
+  return negative ? -*value : *value;
 }
 
 // Reads one YAML tree into a ClusterSpec, failing with the path of the first bad value.

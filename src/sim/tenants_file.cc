@@ -4,7 +4,6 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
@@ -18,29 +17,6 @@ namespace tidepool {
 namespace {
 
 constexpr int kDecimals = 3;  // GPU figures: milli-GPU precision
-
-// Parses "12" or "12.5" (up to kDecimals decimals) as an integer in thousandths; nullopt if it is
-// not such a number or is far above any bound.
-std::optional<std::int64_t> parse_milli(std::string_view text) {
-  const std::size_t dot = text.find('.');
-  const std::string_view whole = text.substr(0, dot);
-  const std::string_view fraction =
-      dot == std::string_view::npos ? std::string_view() : text.substr(dot + 1);
-  const auto digits = [](std::string_view s) {
-    return std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-  };
-  if (whole.empty() || !digits(whole) || !digits(fraction)) return std::nullopt;
-  if (dot != std::string_view::npos && (fraction.empty() || fraction.size() > kDecimals)) {
-    return std::nullopt;
-  }
-  std::int64_t value = 0;
-  const auto [end, error] = std::from_chars(whole.data(), whole.data() + whole.size(), value);
-  if (error != std::errc() || value > kMaxQuotaMilli) return kMaxQuotaMilli + 1;
-  for (int i = 0; i < kDecimals; ++i) {
-    value = value * 10 + (i < static_cast<int>(fraction.size()) ? fraction[i] - '0' : 0);
-  }
-  return value;
-}
 
 // A milli-GPU figure as GPUs: "64", "0.5".
 std::string gpu_text(std::int64_t milli) {
@@ -81,7 +57,7 @@ class TenantsReader : private YamlReader {
 Result<std::int64_t> TenantsReader::gpus(const YAML::Node& node, const std::string& path) const {
   if (!node.IsScalar())
     return error_at(node, path, "expected a number, got " + yaml_node_kind(node));
-  const auto value = parse_milli(node.Scalar());
+  const auto value = parse_decimal(node.Scalar(), kDecimals);
   if (!value) {
     return error_at(node, path,
                     "expected a GPU count (up to 3 decimals), got '" + node.Scalar() + "'");
@@ -215,16 +191,14 @@ Result<TenantSpec> TenantsReader::read_tenant(const YAML::Node& node, const std:
   if (auto weight = f->get("weight")) {
     const std::string weight_path = path + ".weight";
     const std::string digits = weight->IsScalar() ? weight->Scalar() : "";
-    std::int64_t value = 0;
-    const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
-    if (digits.empty() || error != std::errc() || end != digits.data() + digits.size() ||
-        value < 1 || value > kMaxTenantWeight) {
+    const auto value = parse_decimal(digits, 0);
+    if (!value || *value < 1 || *value > kMaxTenantWeight) {
       return error_at(
           *weight, weight_path,
           fmt::format("expected an integer 1..{}, got {}", kMaxTenantWeight,
                       weight->IsScalar() ? "'" + digits + "'" : yaml_node_kind(*weight)));
     }
-    tenant.weight = value;
+    tenant.weight = *value;
   }
 
   if (auto quota = f->get("quota")) {

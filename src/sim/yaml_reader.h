@@ -8,6 +8,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cstdint>
 #include <exception>
 #include <initializer_list>
 #include <optional>
@@ -24,6 +25,15 @@ namespace tidepool {
 // The whole content of the file at `path`; fails with "cannot open the file" or "cannot read the
 // file" (field: the path).
 Result<std::string> read_file_text(const std::string& path);
+
+// Magnitudes too large for any bound a reader checks come back from parse_decimal as this.
+inline constexpr std::int64_t kDecimalTooLarge = std::int64_t{1} << 60;
+
+// Parses "123", or with `decimals` > 0 (at most 3) also "12.5", as a non-negative integer in units
+// of 10^-decimals ("12.5" with 3 decimals: 12500); nullopt if the text is not such a number (no
+// sign, at most `decimals` digits after the point). A whole part above 2^40 x 1000 comes back as
+// kDecimalTooLarge, so that range checks reject it and nothing overflows.
+std::optional<std::int64_t> parse_decimal(std::string_view text, int decimals);
 
 // "source:line:column" (1-based) for a mark, or just `source` for a null mark.
 std::string yaml_position(const std::string& source, const YAML::Mark& mark);
