@@ -19,10 +19,10 @@ constexpr GpuModelId kH100{0};
 // (`domains` changes that); node n is in leaf n / 4, leaf l under spine l / 2. Default links:
 // NVLink 2400, PCIe 256, leaf 200, spine 200 Gbit/s.
 Pool make_pool(int domains = 2) {
-  return testing::make_test_pool({.spine_oversubscription = {1, 2},
-                                  .leaves_per_spine = 2,
-                                  .nodes_per_leaf = 4,
-                                  .domains = domains});
+  return test_support::make_test_pool({.spine_oversubscription = {1, 2},
+                                       .leaves_per_spine = 2,
+                                       .nodes_per_leaf = 4,
+                                       .domains = domains});
 }
 
 // The first `count` GPUs of each listed node.

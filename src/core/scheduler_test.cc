@@ -19,14 +19,14 @@ using ::testing::HasSubstr;
 
 constexpr GpuModelId kH100{0};
 
-GpuModelCatalog catalog() { return testing::one_model_catalog("H100"); }
+GpuModelCatalog catalog() { return test_support::one_model_catalog("H100"); }
 
 // 2 leaves x 2 nodes x 8 H100 (one NVLink domain each) = 32 GPUs.
-Pool make_pool() { return testing::make_test_pool({.leaves_per_spine = 2}); }
+Pool make_pool() { return test_support::make_test_pool({.leaves_per_spine = 2}); }
 
 // Tenants A and B, each guaranteed `guarantee` H100 GPUs.
 TenantBook make_book(std::int64_t guarantee = 16, std::optional<std::int64_t> b_borrowing = {}) {
-  return testing::two_tenant_book(catalog(), guarantee, b_borrowing);
+  return test_support::two_tenant_book(catalog(), guarantee, b_borrowing);
 }
 
 constexpr TenantId kA{0};

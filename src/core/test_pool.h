@@ -11,7 +11,7 @@
 #include "core/pool.h"
 #include "core/tenants.h"
 
-namespace tidepool::testing {
+namespace tidepool::test_support {
 
 // A catalog that knows one model, `name`, as model 0.
 inline GpuModelCatalog one_model_catalog(const std::string& name) {
@@ -83,4 +83,4 @@ inline TenantBook two_tenant_book(const GpuModelCatalog& models, std::int64_t gu
   return std::move(book).value();
 }
 
-}  // namespace tidepool::testing
+}  // namespace tidepool::test_support

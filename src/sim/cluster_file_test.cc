@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/pool.h"
+#include "sim/test_source_dir.h"
 
 namespace tidepool {
 namespace {
@@ -14,10 +15,7 @@ namespace {
 using ::testing::EndsWith;
 using ::testing::HasSubstr;
 
-std::string source_dir() {
-  const char* dir = std::getenv("TIDEPOOL_SOURCE_DIR");
-  return dir != nullptr ? dir : ".";
-}
+std::string source_dir() { return test_support::test_source_dir(); }
 
 const NodeSpec* find_node(const ClusterSpec& spec, std::string_view name) {
   for (const NodeSpec& node : spec.nodes) {

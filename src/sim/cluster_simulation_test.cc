@@ -12,13 +12,13 @@ namespace {
 
 constexpr GpuModelId kP100{0};
 
-GpuModelCatalog catalog() { return testing::one_model_catalog("P100"); }
+GpuModelCatalog catalog() { return test_support::one_model_catalog("P100"); }
 
 // Two nodes of 8 GPUs under one leaf.
-Pool two_nodes() { return testing::make_test_pool({.model = "P100"}); }
+Pool two_nodes() { return test_support::make_test_pool({.model = "P100"}); }
 
 // Tenants A and B, 8 GPUs guaranteed each.
-TenantBook two_tenants() { return testing::two_tenant_book(catalog(), 8); }
+TenantBook two_tenants() { return test_support::two_tenant_book(catalog(), 8); }
 
 SimJob eight_gpus(std::uint32_t id, TenantId tenant, Seconds submit, Seconds duration) {
   SimJob sj;

@@ -8,6 +8,8 @@
 #include <sstream>
 #include <string>
 
+#include "sim/test_source_dir.h"
+
 namespace tidepool {
 namespace {
 
@@ -319,8 +321,8 @@ TEST(LoadOpenbTest, MissingFileIsAnError) {
 
 // The openb files shipped in data/openb (set by the build: TIDEPOOL_SOURCE_DIR).
 std::filesystem::path shipped_openb() {
-  const char* root = std::getenv("TIDEPOOL_SOURCE_DIR");
-  return root == nullptr ? std::filesystem::path() : std::filesystem::path(root) / "data" / "openb";
+  const auto root = test_support::test_source_root();
+  return root ? *root / "data" / "openb" : std::filesystem::path();
 }
 
 TEST(LoadOpenbTest, ReadsTheShippedTrace) {

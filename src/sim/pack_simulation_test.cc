@@ -18,6 +18,7 @@
 #include "sim/csv.h"
 #include "sim/fgd_results.h"
 #include "sim/pack_grid.h"
+#include "sim/test_source_dir.h"
 
 namespace tidepool {
 namespace {
@@ -443,9 +444,9 @@ TEST(FgdResultsTest, WritesThePublishedFragmentationLayout) {
 }
 
 TEST(FgdResultsTest, HeadersMatchTheShippedPublishedFiles) {
-  const char* root = std::getenv("TIDEPOOL_SOURCE_DIR");
-  if (root == nullptr) GTEST_SKIP() << "TIDEPOOL_SOURCE_DIR is not set";
-  const std::filesystem::path dir = std::filesystem::path(root) / "data/openb/fgd-results";
+  const auto root = test_support::test_source_root();
+  if (!root) GTEST_SKIP() << "TIDEPOOL_SOURCE_DIR is not set";
+  const std::filesystem::path dir = *root / "data/openb/fgd-results";
   for (const auto& [file, allocation] : {std::pair{"analysis_allo_discrete.csv", true},
                                          std::pair{"analysis_frag_discrete.csv", false}}) {
     std::ifstream in(dir / file);
@@ -513,9 +514,9 @@ TEST(FgdResultsTest, ReadFailsOnABadNumberNamingTheColumn) {
 }
 
 TEST(FgdResultsTest, ShippedPublishedMediansMatchThePaper) {
-  const char* root = std::getenv("TIDEPOOL_SOURCE_DIR");
-  if (root == nullptr) GTEST_SKIP() << "TIDEPOOL_SOURCE_DIR is not set";
-  const std::string dir = std::string(root) + "/data/openb/fgd-results/";
+  const auto root = test_support::test_source_root();
+  if (!root) GTEST_SKIP() << "TIDEPOOL_SOURCE_DIR is not set";
+  const std::string dir = root->string() + "/data/openb/fgd-results/";
   auto allocation = read_fgd_results(dir + "analysis_allo_discrete.csv", 100);
   auto fragmentation = read_fgd_results(dir + "analysis_frag_discrete.csv", 100);
   ASSERT_TRUE(allocation.has_value()) << allocation.error().message();

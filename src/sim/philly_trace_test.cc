@@ -10,6 +10,8 @@
 #include <sstream>
 #include <string>
 
+#include "sim/test_source_dir.h"
+
 namespace tidepool {
 namespace {
 
@@ -157,10 +159,9 @@ TEST(LoadPhillyJobsTest, ReportsAMissingFile) {
 
 // The September-October 2017 trace of ../shared/traces (beside the source tree), when present.
 TEST(LoadPhillyJobsTest, ReadsTheSharedTrace) {
-  const char* root = std::getenv("TIDEPOOL_SOURCE_DIR");
-  if (root == nullptr) GTEST_SKIP() << "TIDEPOOL_SOURCE_DIR is not set";
-  const auto path =
-      std::filesystem::path(root) / ".." / "shared" / "traces" / "philly" / "philly-2017-09-10.csv";
+  const auto root = test_support::test_source_root();
+  if (!root) GTEST_SKIP() << "TIDEPOOL_SOURCE_DIR is not set";
+  const auto path = *root / ".." / "shared" / "traces" / "philly" / "philly-2017-09-10.csv";
   if (!std::filesystem::exists(path)) GTEST_SKIP() << path.string() << " is absent";
   auto trace = load_philly_jobs(path.string());
   ASSERT_TRUE(trace.has_value()) << trace.error().message();

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/tenants.h"
+#include "sim/test_source_dir.h"
 
 namespace tidepool {
 namespace {
@@ -15,10 +16,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-std::string source_dir() {
-  const char* dir = std::getenv("TIDEPOOL_SOURCE_DIR");
-  return dir != nullptr ? dir : ".";
-}
+std::string source_dir() { return test_support::test_source_dir(); }
 
 // The error for `text`, which must not parse.
 Error parse_error(const std::string& text) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sim/tenants_file.h"
+#include "sim/test_source_dir.h"
 
 namespace tidepool {
 namespace {
@@ -18,10 +19,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-std::string source_dir() {
-  const char* dir = std::getenv("TIDEPOOL_SOURCE_DIR");
-  return dir != nullptr ? dir : ".";
-}
+std::string source_dir() { return test_support::test_source_dir(); }
 
 PhillyJob job(std::string tenant, Seconds duration, int gpus) {
   return PhillyJob{"", 0, duration, gpus, std::move(tenant)};
