@@ -13,6 +13,11 @@ using Seconds = std::int64_t;
 
 inline constexpr MilliGpu kMilliPerGpu = 1000;
 
+// The GPUs that `milli` milli-GPUs occupy (>= 0), a fraction counting as a whole GPU.
+[[nodiscard]] inline constexpr std::int64_t whole_gpus(std::int64_t milli) {
+  return (milli + kMilliPerGpu - 1) / kMilliPerGpu;
+}
+
 // The most GPUs one node can carry. Bounded so that per-node GPU state fits in a fixed array and
 // a set of GPUs fits in a bit mask.
 inline constexpr int kMaxGpusPerNode = 16;

@@ -21,8 +21,6 @@ constexpr Seconds kOverrunSlack = 600;
 // Reclaim may leave a borrowing tenant below its guarantee by at most 1/this of it (see make_room).
 constexpr std::int64_t kReclaimSlackDivisor = 20;
 
-std::int64_t whole_gpus(std::int64_t milli) { return (milli + kMilliPerGpu - 1) / kMilliPerGpu; }
-
 std::string duration_text(Seconds s) {
   if (s < 60) return fmt::format("{}s", s);
   if (s < 3600) return fmt::format("{}m", s / 60);
@@ -231,8 +229,7 @@ void Scheduler::dequeue(Entry& e) {
   --pending_count_;
 }
 
-Seconds Scheduler::predicted_remaining(const Entry& e, Seconds now) const {
-  (void)now;
+Seconds Scheduler::predicted_remaining(const Entry& e) const {
   return std::max<Seconds>(60, e.prediction.runtime - e.kept_seconds);
 }
 
@@ -422,7 +419,7 @@ void Scheduler::start(Entry& e, const GangPlacement& placement, Seconds now,
   e.borrowing = borrowed > 0;
   count_tasks(e, +1);
   e.segment_start = now;
-  e.predicted_end = now + predicted_remaining(e, now);
+  e.predicted_end = now + predicted_remaining(e);
   tenant_usage_[e.job.tenant.value] += e.milli;
   class_usage_[static_cast<std::size_t>(e.job.job_class)] += e.milli;
   running_.insert(e.job.id);
@@ -736,7 +733,7 @@ void Scheduler::evaluate(Entry& e, Seconds now, PassState& state, PassResult& ou
       continue;
     }
     const std::int64_t held = std::max<std::int64_t>(0, w.window->gpus - class_gpus);
-    const bool runs_into = w.open || now + predicted_remaining(e, now) > w.opens_at;
+    const bool runs_into = w.open || now + predicted_remaining(e) > w.opens_at;
     if (!runs_into || held == 0) continue;
     hold += held;
     hold_open = hold_open || w.open;
@@ -871,7 +868,7 @@ void Scheduler::evaluate(Entry& e, Seconds now, PassState& state, PassResult& ou
       if (state.reservation) {
         Reservation& r = *state.reservation;
         bool fits_beside = true;
-        if (now + predicted_remaining(e, now) > r.start) {
+        if (now + predicted_remaining(e) > r.start) {
           Pool trial = r.shadow;
           for (const Assignment& a : placed->assignments) {
             fits_beside = fits_beside && trial.allocate(request.task, a).has_value();

@@ -255,7 +255,8 @@ class Scheduler {
   void enqueue(Entry& e);
   void dequeue(Entry& e);
   [[nodiscard]] int las_level(std::int64_t attained) const;
-  [[nodiscard]] Seconds predicted_remaining(const Entry& e, Seconds now) const;
+  // The predicted runtime less what checkpoints already saved, at least a minute.
+  [[nodiscard]] Seconds predicted_remaining(const Entry& e) const;
   [[nodiscard]] Seconds lost_if_preempted(const Entry& e, Seconds now) const;
   [[nodiscard]] GangResult place(const Pool& pool, const GangRequest& request) const;
   void start(Entry& e, const GangPlacement& placement, Seconds now, StartAdmission admission,

@@ -53,8 +53,6 @@ Seconds ideal_work(Seconds wall, const PlacementEfficiency& e) {
   return static_cast<Seconds>(static_cast<Int128>(wall) * ideal / actual);
 }
 
-std::int64_t whole_gpus(std::int64_t milli) { return (milli + kMilliPerGpu - 1) / kMilliPerGpu; }
-
 class Simulation {
  public:
   Simulation(Scheduler scheduler, const SchedulerConfig& config, std::span<const SimJob> workload,
