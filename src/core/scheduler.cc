@@ -27,6 +27,16 @@ std::string duration_text(Seconds s) {
   return fmt::format("{}h{:02}m", s / 3600, (s % 3600) / 60);
 }
 
+// Whole free GPUs on the nodes of `pool` whose model `models` accepts.
+std::int64_t count_whole_free_gpus(const Pool& pool, const ModelSet& models) {
+  std::int64_t free = 0;
+  for (int n = 0; n < pool.node_count(); ++n) {
+    const NodeId node{static_cast<std::uint32_t>(n)};
+    if (models.accepts(pool.spec(node).model)) free += pool.state(node).whole_free_gpus;
+  }
+  return free;
+}
+
 // A cheap necessary condition for `request` to fit `pool`: enough whole free GPUs of its models
 // on one node (when it must sit on one node), under one leaf (when it must sit under one leaf),
 // or in the pool. Placement is only tried when it holds.
@@ -244,11 +254,7 @@ std::int64_t Scheduler::whole_free_gpus(const ModelSet& models) const {
   if (auto it = free_cache_.find(key); it != free_cache_.end() && it->second.first == changes_) {
     return it->second.second;
   }
-  std::int64_t free = 0;
-  for (int n = 0; n < pool_.node_count(); ++n) {
-    const NodeId node{static_cast<std::uint32_t>(n)};
-    if (models.accepts(pool_.spec(node).model)) free += pool_.state(node).whole_free_gpus;
-  }
+  const std::int64_t free = count_whole_free_gpus(pool_, models);
   free_cache_[key] = {changes_, free};
   return free;
 }
@@ -656,12 +662,8 @@ std::optional<std::pair<std::vector<JobId>, GangPlacement>> Scheduler::make_room
       if (!admitted) return std::nullopt;
     }
     if (!may_fit(t.pool, request)) return std::nullopt;
-    if (hold > 0) {
-      std::int64_t free = 0;
-      for (int n = 0; n < t.pool.node_count(); ++n) {
-        free += t.pool.state(NodeId{static_cast<std::uint32_t>(n)}).whole_free_gpus;
-      }
-      if (free - whole_gpus(e.milli) < hold) return std::nullopt;
+    if (hold > 0 && count_whole_free_gpus(t.pool, ModelSet::any()) - whole_gpus(e.milli) < hold) {
+      return std::nullopt;
     }
     auto placed = place(t.pool, request);
     if (!placed) return std::nullopt;
