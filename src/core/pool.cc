@@ -99,9 +99,49 @@ Result<void> Pool::check_assignment(const TaskShape& task, const Assignment& whe
   return {};
 }
 
+namespace {
+
+// A cordoned node as placement sees it: its running tasks, nothing free.
+NodeState shown_cordoned(NodeState state, int gpu_count) {
+  state.free_cpu = 0;
+  state.free_memory = 0;
+  state.free_milli.fill(0);
+  refresh_summary(state, gpu_count);
+  return state;
+}
+
+}  // namespace
+
+const NodeState& Pool::actual(NodeId node) const {
+  if (!cordoned_.empty()) {
+    if (auto it = cordoned_.find(node.value); it != cordoned_.end()) return it->second;
+  }
+  return states_[node.value];
+}
+
+Result<void> Pool::set_schedulable(NodeId node, bool schedulable) {
+  if (node.value >= specs_.size()) {
+    return fail("node", fmt::format("unknown node #{}", node.value));
+  }
+  if (schedulable == this->schedulable(node)) return {};
+  const int gpu_count = specs_[node.value].gpu_count;
+  if (schedulable) {
+    states_[node.value] = cordoned_.at(node.value);
+    cordoned_.erase(node.value);
+  } else {
+    cordoned_.emplace(node.value, states_[node.value]);
+    states_[node.value] = shown_cordoned(states_[node.value], gpu_count);
+  }
+  ++versions_[node.value];
+  return {};
+}
+
 Result<void> Pool::allocate(const TaskShape& task, const Assignment& where) {
   if (auto ok = check_assignment(task, where); !ok) return ok;
   const NodeSpec& spec = specs_[where.node.value];
+  if (!schedulable(where.node)) {
+    return fail("node", fmt::format("{} is cordoned: it takes no new tasks", spec.name));
+  }
   const NodeState& state = states_[where.node.value];
   if (state.free_cpu < task.milli_cpu) {
     return fail("cpu", fmt::format("{} has {}m CPU free, the task needs {}m", spec.name,
@@ -124,7 +164,7 @@ Result<void> Pool::allocate(const TaskShape& task, const Assignment& where) {
 Result<void> Pool::release(const TaskShape& task, const Assignment& where) {
   if (auto ok = check_assignment(task, where); !ok) return ok;
   const NodeSpec& spec = specs_[where.node.value];
-  const NodeState& state = states_[where.node.value];
+  const NodeState& state = actual(where.node);
   if (state.free_cpu + task.milli_cpu > spec.milli_cpu ||
       state.free_memory + task.memory_mib > spec.memory_mib ||
       state.tasks_by_class[task_class(task)] == 0) {
@@ -142,7 +182,8 @@ Result<void> Pool::release(const TaskShape& task, const Assignment& where) {
 
 void Pool::apply(const TaskShape& task, const Assignment& where, int sign) {
   const NodeSpec& spec = specs_[where.node.value];
-  NodeState& state = states_[where.node.value];
+  const auto cordoned = cordoned_.empty() ? cordoned_.end() : cordoned_.find(where.node.value);
+  NodeState& state = cordoned != cordoned_.end() ? cordoned->second : states_[where.node.value];
   state.free_cpu += sign * task.milli_cpu;
   state.free_memory += sign * task.memory_mib;
   for (int g = 0; g < spec.gpu_count; ++g) {
@@ -151,6 +192,9 @@ void Pool::apply(const TaskShape& task, const Assignment& where, int sign) {
   refresh_summary(state, spec.gpu_count);
   auto& running = state.tasks_by_class[task_class(task)];
   running = static_cast<std::uint16_t>(sign < 0 ? running + 1 : running - 1);
+  if (cordoned != cordoned_.end()) {
+    states_[where.node.value] = shown_cordoned(state, spec.gpu_count);
+  }
   allocated_milli_gpu_ -= sign * task.total_milli_gpu();
   allocated_cpu_ -= sign * task.milli_cpu;
   ++versions_[where.node.value];
@@ -161,7 +205,11 @@ Result<void> Pool::check_invariants() const {
   MilliCpu allocated_cpu = 0;
   for (std::size_t i = 0; i < specs_.size(); ++i) {
     const NodeSpec& spec = specs_[i];
-    const NodeState& state = states_[i];
+    const NodeState& state = actual(NodeId{static_cast<std::uint32_t>(i)});
+    if (&state != &states_[i] &&
+        shown_cordoned(state, spec.gpu_count).tasks_by_class != states_[i].tasks_by_class) {
+      return fail(spec.name, "cordoned node shows other running tasks than it has");
+    }
     if (state.free_cpu < 0 || state.free_cpu > spec.milli_cpu) {
       return fail(spec.name,
                   fmt::format("free CPU {}m outside 0..{}m", state.free_cpu, spec.milli_cpu));

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <span>
 #include <string>
 #include <vector>
@@ -62,6 +63,15 @@ class Pool {
   // the node's capacity (the task was not there).
   Result<void> release(const TaskShape& task, const Assignment& where);
 
+  // A node that is not schedulable (cordoned: drained for maintenance, or down) takes no new
+  // tasks: to placement it shows nothing free, allocate() refuses it, and release() still returns
+  // its running tasks' resources, which it shows again once it is schedulable again. All nodes
+  // start schedulable.
+  Result<void> set_schedulable(NodeId node, bool schedulable);
+  [[nodiscard]] bool schedulable(NodeId node) const {
+    return cordoned_.empty() || !cordoned_.contains(node.value);
+  }
+
   // Checks every node: 0 <= free <= capacity for CPU, memory and each GPU, and the cached summary
   // fields and pool totals agree with the per-GPU figures.
   Result<void> check_invariants() const;
@@ -70,11 +80,14 @@ class Pool {
   Pool() = default;
   Result<void> check_assignment(const TaskShape& task, const Assignment& where) const;
   void apply(const TaskShape& task, const Assignment& where, int sign);
+  // What is really free on the node (its shown state unless cordoned).
+  [[nodiscard]] const NodeState& actual(NodeId node) const;
 
   GpuModelCatalog models_;
   Topology topology_;
   std::vector<NodeSpec> specs_;
-  std::vector<NodeState> states_;
+  std::vector<NodeState> states_;  // as placement sees them: cordoned nodes show nothing free
+  std::map<std::uint32_t, NodeState> cordoned_;  // the actual state of each cordoned node
   std::vector<std::uint32_t> versions_;
   std::vector<std::uint32_t> tie_ranks_;
   std::int64_t total_gpus_ = 0;

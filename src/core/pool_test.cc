@@ -537,5 +537,41 @@ TEST(ExplainUnplaceableTest, CpuOnlyTasksDoNotCountModels) {
       << text;
 }
 
+TEST(PoolCordon, CordonedNodeShowsNothingFreeRefusesTasksAndStillReleases) {
+  Pool pool = make_pool({make_node("a", 4), make_node("b", 4)});
+  const NodeId a{0};
+  const TaskShape two = shape(2, 1000);
+  ASSERT_TRUE(pool.allocate(two, {a, 0b0011}).has_value());
+  ASSERT_TRUE(pool.set_schedulable(a, false).has_value());
+  EXPECT_FALSE(pool.schedulable(a));
+  EXPECT_EQ(pool.state(a).whole_free_gpus, 0);
+  EXPECT_EQ(pool.state(a).free_cpu, 0);
+  EXPECT_EQ(pool.state(a).tasks_by_class[task_class(two)], 1);
+  auto refused = pool.allocate(two, {a, 0b1100});
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().field, "node");
+  ASSERT_TRUE(pool.release(two, {a, 0b0011}).has_value());
+  EXPECT_EQ(pool.state(a).whole_free_gpus, 0);
+  EXPECT_EQ(pool.state(a).tasks_by_class[task_class(two)], 0);
+  EXPECT_EQ(pool.allocated_milli_gpu(), 0);
+  EXPECT_TRUE(pool.check_invariants().has_value());
+  ASSERT_TRUE(pool.set_schedulable(a, true).has_value());
+  EXPECT_EQ(pool.state(a).whole_free_gpus, 4);
+  EXPECT_EQ(pool.state(a).free_cpu, 32000);
+  EXPECT_TRUE(pool.check_invariants().has_value());
+  EXPECT_FALSE(pool.set_schedulable(NodeId{9}, false).has_value());
+}
+
+TEST(PoolCordon, ReleasingTwiceOnACordonedNodeIsRefused) {
+  Pool pool = make_pool({make_node("a", 4)});
+  const NodeId a{0};
+  const TaskShape one = shape(1, 1000);
+  ASSERT_TRUE(pool.allocate(one, {a, 0b0001}).has_value());
+  ASSERT_TRUE(pool.set_schedulable(a, false).has_value());
+  ASSERT_TRUE(pool.release(one, {a, 0b0001}).has_value());
+  EXPECT_FALSE(pool.release(one, {a, 0b0001}).has_value());
+  EXPECT_TRUE(pool.check_invariants().has_value());
+}
+
 }  // namespace
 }  // namespace tidepool

@@ -362,6 +362,82 @@ Result<void> Scheduler::grant_loan(const Loan& loan, Seconds now) {
   return {};
 }
 
+Result<void> Scheduler::withdraw(JobId job, Seconds now) {
+  auto it = index_.find(job);
+  if (it == index_.end()) return fail("job", fmt::format("unknown job {}", job.value));
+  Entry& e = entries_[it->second];
+  if (e.phase != JobPhase::kPending) {
+    return fail("job", fmt::format("job {} is not pending", job.value));
+  }
+  account_until(now);
+  close_reason(e, now);
+  dequeue(e);
+  e.phase = JobPhase::kDone;
+  return {};
+}
+
+Result<void> Scheduler::adopt(const Job& job, std::span<const Assignment> assignments,
+                              Seconds started, Seconds now) {
+  if (std::cmp_not_equal(assignments.size(), job.gang.task_count)) {
+    return fail("assignments", fmt::format("job {} has {} tasks, {} assignments given",
+                                           job.id.value, job.gang.task_count, assignments.size()));
+  }
+  if (started > now) return fail("started", "a job cannot have started after now");
+  if (auto ok = submit(job, now); !ok) return ok;
+  std::size_t placed = 0;
+  for (; placed < assignments.size(); ++placed) {
+    auto ok = pool_.allocate(job.gang.task, assignments[placed]);
+    if (ok) continue;
+    while (placed > 0) (void)pool_.release(job.gang.task, assignments[--placed]);
+    Entry& e = entry(job.id);
+    dequeue(e);
+    fresh_.pop_back();
+    index_.erase(job.id);
+    entries_.pop_back();
+    return ok;
+  }
+  ++changes_;
+  Entry& e = entry(job.id);
+  if (config_.quotas) {
+    std::map<GpuModelId, std::int64_t> by_model;
+    for (const Assignment& a : assignments) {
+      by_model[pool_.spec(a.node).model] += job.gang.task.total_milli_gpu();
+    }
+    for (const auto& [model, milli] : by_model) {
+      if (milli <= 0) continue;
+      const Admission admission = book_.admit(job.tenant, model, milli);
+      e.borrowing = e.borrowing || admission.kind != AdmissionKind::kWithinGuarantee;
+      (void)book_.record_usage(job.tenant, model, milli);
+      e.charges.push_back({model, milli});
+    }
+  }
+  mark_running(e, {assignments.begin(), assignments.end()}, started, now);
+  return {};
+}
+
+Result<void> Scheduler::forget(JobId job) {
+  auto it = index_.find(job);
+  if (it == index_.end()) return fail("job", fmt::format("unknown job {}", job.value));
+  if (entries_[it->second].phase != JobPhase::kDone) {
+    return fail("job", fmt::format("job {} has not ended", job.value));
+  }
+  const std::size_t slot = it->second;
+  index_.erase(it);
+  if (slot + 1 != entries_.size()) {
+    entries_[slot] = std::move(entries_.back());
+    index_[entries_[slot].job.id] = slot;
+  }
+  entries_.pop_back();
+  std::erase(fresh_, job);
+  return {};
+}
+
+Result<void> Scheduler::set_node_schedulable(NodeId node, bool schedulable) {
+  if (auto ok = pool_.set_schedulable(node, schedulable); !ok) return ok;
+  ++changes_;
+  return {};
+}
+
 std::optional<Seconds> Scheduler::next_wakeup(Seconds now) const {
   std::optional<Seconds> next;
   auto consider = [&](Seconds t) {
@@ -417,20 +493,25 @@ void Scheduler::start(Entry& e, const GangPlacement& placement, Seconds now,
       e.charges.push_back({model, milli});
     }
   }
+  e.window_admitted = admission == StartAdmission::kWindow;
+  e.borrowing = borrowed > 0;
+  mark_running(e, placement.assignments, now, now);
+  out.started.push_back(
+      StartedJob{e.job.id, placement.assignments, placement.span, admission, borrowed, backfilled});
+}
+
+void Scheduler::mark_running(Entry& e, std::vector<Assignment> assignments, Seconds since,
+                             Seconds now) {
   close_reason(e, now);
   dequeue(e);
   e.phase = JobPhase::kRunning;
-  e.assignments = placement.assignments;
-  e.window_admitted = admission == StartAdmission::kWindow;
-  e.borrowing = borrowed > 0;
+  e.assignments = std::move(assignments);
   count_tasks(e, +1);
-  e.segment_start = now;
-  e.predicted_end = now + predicted_remaining(e);
+  e.segment_start = since;
+  e.predicted_end = since + predicted_remaining(e);
   tenant_usage_[e.job.tenant.value] += e.milli;
   class_usage_[static_cast<std::size_t>(e.job.job_class)] += e.milli;
   running_.insert(e.job.id);
-  out.started.push_back(
-      StartedJob{e.job.id, placement.assignments, placement.span, admission, borrowed, backfilled});
 }
 
 PreemptedJob Scheduler::preempt(Entry& e, Seconds now, PreemptionCause cause,

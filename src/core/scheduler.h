@@ -181,6 +181,21 @@ class Scheduler {
   // end.
   Result<void> grant_loan(const Loan& loan, Seconds now);
 
+  // Takes back a pending job (cancelled before it started); it is done.
+  Result<void> withdraw(JobId job, Seconds now);
+  // Adds a job that already runs at `assignments` since `started` (a server restoring its state
+  // after a restart): its resources are taken and charged to its tenant even past its quota, so
+  // that the scheduler's view matches what runs. Fails, changing nothing, if the job is invalid or
+  // known, or a task does not fit where it runs.
+  Result<void> adopt(const Job& job, std::span<const Assignment> assignments, Seconds started,
+                     Seconds now);
+  // Forgets a done job (a server that keeps jobs outside the scheduler calls it once a job has
+  // ended, so that memory does not grow with the history).
+  Result<void> forget(JobId job);
+  // Cordons a node (drained, or down) or makes it schedulable again; see Pool::set_schedulable.
+  // Its running jobs keep running.
+  Result<void> set_node_schedulable(NodeId node, bool schedulable);
+
   PassResult pass(Seconds now);
 
   // The next time after `now` at which a pass has something new to do without any event from
@@ -261,6 +276,8 @@ class Scheduler {
   [[nodiscard]] GangResult place(const Pool& pool, const GangRequest& request) const;
   void start(Entry& e, const GangPlacement& placement, Seconds now, StartAdmission admission,
              std::int64_t borrowed, bool backfilled, PassResult& out);
+  // The job's bookkeeping as running at `assignments` since `since` (resources and charges taken).
+  void mark_running(Entry& e, std::vector<Assignment> assignments, Seconds since, Seconds now);
   PreemptedJob preempt(Entry& e, Seconds now, PreemptionCause cause,
                        std::optional<JobId> beneficiary);
   void drain_for_windows(Seconds now, PassResult& out);

@@ -329,5 +329,99 @@ TEST(SchedulerProperty, InvariantsHoldAndTheSameInputGivesTheSameSchedule) {
   }
 }
 
+TEST(SchedulerServerHooks, WithdrawnJobNeverStarts) {
+  Scheduler s = make_scheduler(policy("tidepool"));
+  ASSERT_TRUE(s.submit(make_test_job(1, kA, 8, 0), 0).has_value());
+  ASSERT_TRUE(s.withdraw(JobId{1}, 5).has_value());
+  EXPECT_EQ(s.pending_count(), 0);
+  EXPECT_EQ(s.phase(JobId{1}), JobPhase::kDone);
+  EXPECT_TRUE(s.pass(10).started.empty());
+  EXPECT_FALSE(s.withdraw(JobId{1}, 10).has_value());
+  EXPECT_FALSE(s.withdraw(JobId{7}, 10).has_value());
+}
+
+TEST(SchedulerServerHooks, AdoptedJobHoldsItsPlaceAndItsQuota) {
+  Scheduler s = make_scheduler(policy("tidepool"));
+  const Job job = make_test_job(1, kA, 8, 0, 1000, 8);
+  const std::array<Assignment, 1> where{Assignment{NodeId{2}, 0xFF}};
+  ASSERT_TRUE(s.adopt(job, where, 100, 200).has_value());
+  EXPECT_EQ(s.phase(JobId{1}), JobPhase::kRunning);
+  EXPECT_EQ(s.running_count(), 1);
+  EXPECT_EQ(s.pending_count(), 0);
+  EXPECT_EQ(s.usage_milli(kA), 8000);
+  EXPECT_EQ(s.book().usage(kA, kH100), 8000);
+  EXPECT_EQ(s.pool().state(NodeId{2}).whole_free_gpus, 0);
+  EXPECT_TRUE(s.pass(200).started.empty());
+  // A second job that does not fit where the first runs goes elsewhere.
+  ASSERT_TRUE(s.submit(make_test_job(2, kB, 8, 200, 1000, 8), 200).has_value());
+  PassResult next = s.pass(200);
+  ASSERT_EQ(next.started.size(), 1U);
+  EXPECT_NE(next.started[0].assignments[0].node, NodeId{2});
+  ASSERT_TRUE(s.finish(JobId{1}, 300, 200).has_value());
+  EXPECT_EQ(s.book().usage(kA, kH100), 0);
+  EXPECT_TRUE(s.pool().check_invariants().has_value());
+}
+
+TEST(SchedulerServerHooks, AdoptionThatDoesNotFitChangesNothing) {
+  Scheduler s = make_scheduler(policy("tidepool"));
+  const std::array<Assignment, 1> node2{Assignment{NodeId{2}, 0xFF}};
+  ASSERT_TRUE(s.adopt(make_test_job(1, kA, 8, 0, 1000, 8), node2, 0, 0).has_value());
+  auto clash = s.adopt(make_test_job(2, kB, 8, 0, 1000, 8), node2, 0, 0);
+  ASSERT_FALSE(clash.has_value());
+  EXPECT_FALSE(s.phase(JobId{2}).has_value());
+  EXPECT_EQ(s.running_count(), 1);
+  EXPECT_EQ(s.pending_count(), 0);
+  auto wrong_count = s.adopt(make_test_job(3, kB, 16, 0, 1000, 8), node2, 0, 0);
+  ASSERT_FALSE(wrong_count.has_value());
+  EXPECT_EQ(wrong_count.error().field, "assignments");
+  EXPECT_TRUE(s.pool().check_invariants().has_value());
+}
+
+TEST(SchedulerServerHooks, AdoptionPastTheQuotaIsRecordedAsBorrowing) {
+  // Tenants are guaranteed 8 GPUs each and B may not borrow, yet 16 of B's GPUs already run (its
+  // quota was lowered while they ran): they are recorded all the same.
+  Scheduler s = make_scheduler(policy("tidepool"), make_book(8, 0));
+  const std::array<Assignment, 2> two_nodes{Assignment{NodeId{0}, 0xFF},
+                                            Assignment{NodeId{1}, 0xFF}};
+  ASSERT_TRUE(s.adopt(make_test_job(1, kB, 16, 0, 1000, 8), two_nodes, 0, 0).has_value());
+  EXPECT_EQ(s.book().usage(kB, kH100), 16000);
+  EXPECT_EQ(s.usage_milli(kB), 16000);
+  // B may not start more; A still can.
+  ASSERT_TRUE(s.submit(make_test_job(2, kB, 8, 0, 1000, 8), 0).has_value());
+  ASSERT_TRUE(s.submit(make_test_job(3, kA, 8, 0, 1000, 8), 0).has_value());
+  PassResult pass = s.pass(0);
+  ASSERT_EQ(pass.started.size(), 1U);
+  EXPECT_EQ(pass.started[0].job, JobId{3});
+  EXPECT_TRUE(s.pool().check_invariants().has_value());
+}
+
+TEST(SchedulerServerHooks, CordonedNodeTakesNoJobUntilUncordoned) {
+  Scheduler s = make_scheduler(policy("tidepool"));
+  for (std::uint32_t n = 0; n < 3; ++n) {
+    ASSERT_TRUE(s.set_node_schedulable(NodeId{n}, false).has_value());
+  }
+  ASSERT_TRUE(s.submit(make_test_job(1, kA, 8, 0, 1000, 8), 0).has_value());
+  ASSERT_TRUE(s.submit(make_test_job(2, kA, 8, 0, 1000, 8), 0).has_value());
+  PassResult pass = s.pass(0);
+  ASSERT_EQ(pass.started.size(), 1U);
+  EXPECT_EQ(pass.started[0].assignments[0].node, NodeId{3});
+  ASSERT_TRUE(s.set_node_schedulable(NodeId{1}, true).has_value());
+  PassResult later = s.pass(10);
+  ASSERT_EQ(later.started.size(), 1U);
+  EXPECT_EQ(later.started[0].assignments[0].node, NodeId{1});
+}
+
+TEST(SchedulerServerHooks, ForgetDropsOnlyEndedJobs) {
+  Scheduler s = make_scheduler(policy("tidepool"));
+  ASSERT_TRUE(s.submit(make_test_job(1, kA, 8, 0), 0).has_value());
+  ASSERT_TRUE(s.submit(make_test_job(2, kA, 8, 0), 0).has_value());
+  EXPECT_FALSE(s.forget(JobId{1}).has_value());
+  ASSERT_TRUE(s.withdraw(JobId{1}, 1).has_value());
+  ASSERT_TRUE(s.forget(JobId{1}).has_value());
+  EXPECT_FALSE(s.phase(JobId{1}).has_value());
+  EXPECT_EQ(s.phase(JobId{2}), JobPhase::kPending);
+  EXPECT_EQ(s.pass(2).started.size(), 1U);
+}
+
 }  // namespace
 }  // namespace tidepool

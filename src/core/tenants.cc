@@ -368,6 +368,16 @@ Result<void> TenantBook::refund(TenantId t, GpuModelId m, std::int64_t milli) {
   return {};
 }
 
+Result<void> TenantBook::record_usage(TenantId t, GpuModelId m, std::int64_t milli) {
+  if (t.value >= tenants_.size()) return fail("tenant", fmt::format("unknown tenant #{}", t.value));
+  if (!known_model(m, models_)) {
+    return fail("tenant " + tenants_[t.value].name, fmt::format("unknown GPU model #{}", m.value));
+  }
+  if (milli <= 0) return fail("milli", "usage to record must be positive");
+  usage_[slot(t, m)] += milli;
+  return {};
+}
+
 Result<void> TenantBook::adjust_guarantee(TenantId t, GpuModelId m, std::int64_t milli) {
   if (t.value >= tenants_.size()) return fail("tenant", fmt::format("unknown tenant #{}", t.value));
   const std::string field = "tenant " + tenants_[t.value].name;

@@ -202,6 +202,9 @@ class TenantBook {
   // Gives back usage; fails, changing nothing, if `milli` is not positive or more than the
   // tenant uses of the model.
   Result<void> refund(TenantId t, GpuModelId m, std::int64_t milli);
+  // Adds usage without admission, past any limit: what already runs (restored after a restart)
+  // is recorded as it is. Fails only for an unknown tenant or model or a non-positive amount.
+  Result<void> record_usage(TenantId t, GpuModelId m, std::int64_t milli);
 
   // An emergency loan: adds `milli` (may be negative, to return one) to the tenant's guarantee of
   // the model; the lending limit is unchanged (a loan is not lent on). Fails, changing nothing,

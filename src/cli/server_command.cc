@@ -1,0 +1,138 @@
+#include "cli/server_command.h"
+
+#include <fmt/format.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "core/scheduler.h"
+#include "server/control_loop.h"
+#include "server/http_api.h"
+#include "server/server_config.h"
+#include "server/server_metrics.h"
+#include "sim/cluster_file.h"
+#include "sim/tenants_file.h"
+#include "store/sqlite_store.h"
+
+namespace tidepool {
+namespace {
+
+struct ServerFlags {
+  std::string config;
+  std::string listen;
+  std::string database;
+  std::string tls_cert;
+  std::string tls_key;
+  std::string port_file;
+};
+
+Result<void> write_private_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::trunc);
+  if (!out) return fail(path, "cannot write the file");
+  out << text << '\n';
+  out.close();
+  if (!out) return fail(path, "cannot write the file");
+  if (::chmod(path.c_str(), S_IRUSR | S_IWUSR) != 0) return fail(path, "cannot make it private");
+  return {};
+}
+
+Result<void> run_server(const ServerFlags& flags) {
+  auto config = load_server_config(flags.config);
+  if (!config) return std::unexpected(config.error());
+  if (!flags.listen.empty()) {
+    if (auto ok = parse_listen(flags.listen, "--listen", *config); !ok) return ok;
+  }
+  if (!flags.database.empty()) config->database_path = flags.database;
+  if (!flags.tls_cert.empty()) config->tls_cert = flags.tls_cert;
+  if (!flags.tls_key.empty()) config->tls_key = flags.tls_key;
+  if (config->admin_token_file.empty()) {
+    config->admin_token_file = config->database_path + ".admin-token";
+  }
+
+  ControlPlaneSetup setup;
+  auto cluster = load_cluster_yaml(config->cluster_path);
+  if (!cluster) return std::unexpected(cluster.error());
+  setup.cluster = std::move(*cluster);
+  auto tenants = load_tenants_yaml(config->tenants_path, setup.cluster.models);
+  if (!tenants) return std::unexpected(tenants.error());
+  setup.tenants = std::move(*tenants);
+  auto policy = scheduler_policy(config->policy);
+  if (!policy) return fail("policy", policy.error().reason);
+  setup.scheduler = std::move(*policy);
+
+  auto store = open_sqlite_store(config->database_path);
+  if (!store) return std::unexpected(store.error());
+
+  // Block the stop signals in every thread; this one waits for them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  ServerMetrics metrics;
+  ControlLoop loop(std::move(*store), std::move(setup),
+                   ControlLoop::Options{std::chrono::milliseconds(config->tick_ms)}, metrics);
+  auto started = loop.start();
+  if (!started) return std::unexpected(started.error());
+  if (*started) {
+    if (auto ok = write_private_file(config->admin_token_file, **started); !ok) return ok;
+    spdlog::info("created the first admin token; it is in {}", config->admin_token_file);
+  }
+  HttpApi api(loop, metrics,
+              HttpOptions{config->host, config->port, config->tls_cert, config->tls_key,
+                          config->rate_per_second, config->rate_burst, std::size_t{1} << 20,
+                          config->http_threads});
+  auto port = api.bind();
+  if (!port) {
+    loop.stop();
+    return std::unexpected(port.error());
+  }
+  if (!flags.port_file.empty()) {
+    std::ofstream out(flags.port_file, std::ios::trunc);
+    out << *port << '\n';
+  }
+  spdlog::info("tidepool server listening on {}://{}:{} (database {}, policy {})",
+               config->tls_cert.empty() ? "http" : "https", config->host, *port,
+               config->database_path, config->policy);
+  std::thread http([&api] { api.serve(); });
+  int signal = 0;
+  sigwait(&stop_signals, &signal);
+  spdlog::info("signal {}: shutting down", signal);
+  api.stop();
+  http.join();
+  loop.stop();
+  spdlog::info("stopped");
+  return {};
+}
+
+}  // namespace
+
+void add_server_command(CLI::App& app, int* exit_code) {
+  auto flags = std::make_shared<ServerFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "server", "Run the control plane: the REST API, the scheduler and the job database");
+  cmd->add_option("--config", flags->config, "Server configuration file (YAML)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--listen", flags->listen,
+                  "host:port to listen on (default from the config, else 127.0.0.1:8470; port 0: "
+                  "any free port)");
+  cmd->add_option("--database", flags->database, "SQLite database file (default ./tidepool.db)");
+  cmd->add_option("--tls-cert", flags->tls_cert, "PEM certificate: serve HTTPS");
+  cmd->add_option("--tls-key", flags->tls_key, "PEM private key of --tls-cert");
+  cmd->add_option("--port-file", flags->port_file, "Write the port listened on to this file");
+  cmd->callback([flags, exit_code] {
+    if (auto ok = run_server(*flags); !ok) {
+      fmt::print(stderr, "error: {}\n", ok.error().message());
+      *exit_code = 1;
+    }
+  });
+}
+
+}  // namespace tidepool

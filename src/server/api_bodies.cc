@@ -1,0 +1,326 @@
+#include "server/api_bodies.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <set>
+#include <string_view>
+#include <utility>
+
+#include "core/resources.h"
+#include "core/tenants.h"
+#include "server/body_fields.h"
+#include "server/job_spec.h"
+#include "sim/yaml_reader.h"
+
+namespace tidepool {
+namespace {
+
+using body_fields::check_keys;
+using body_fields::describe;
+using body_fields::index_path;
+using body_fields::integer_in;
+using body_fields::Json;
+using body_fields::key_path;
+using body_fields::member;
+using body_fields::quote;
+using body_fields::read_optional;
+
+constexpr std::int64_t kNoLimit = std::numeric_limits<std::int64_t>::max();
+constexpr std::size_t kShortText = 256;
+
+// Stops at the first failed step.
+Result<void> first_failure(std::initializer_list<Result<void>> steps) {
+  for (const Result<void>& step : steps) {
+    if (!step) return step;
+  }
+  return {};
+}
+
+auto text_of(std::size_t max_bytes) {
+  return [max_bytes](const Json& value, const std::string& path) {
+    return body_fields::read_text(value, path, max_bytes);
+  };
+}
+
+auto short_text() {
+  return [](const Json& value, const std::string& path) {
+    return body_fields::read_short_text(value, path, kShortText);
+  };
+}
+
+// One of `words`.
+Result<std::string> read_word(const Json& value, const std::string& path,
+                              std::initializer_list<std::string_view> words) {
+  std::string list;
+  for (std::string_view word : words) list += (list.empty() ? "" : ", ") + std::string(word);
+  if (value.is_string()) {
+    const auto& text = value.get_ref<const std::string&>();
+    if (std::find(words.begin(), words.end(), text) != words.end()) return text;
+  }
+  return fail(path, fmt::format("expected one of {}, got {}", list, describe(value)));
+}
+
+// "64", "0.5": milli-GPUs as GPUs.
+std::string gpus_text(std::int64_t milli) {
+  if (milli % 1000 == 0) return fmt::format("{}", milli / 1000);
+  std::string text = fmt::format("{}.{:03}", milli / 1000, milli % 1000);
+  while (text.back() == '0') text.pop_back();
+  return text;
+}
+
+// A GPU figure: a number or a string of GPUs with up to 3 decimals, >= 0, in milli-GPUs.
+Result<std::int64_t> read_gpus(const Json& value, const std::string& path) {
+  std::string text;
+  if (value.is_number()) {
+    text = value.dump();  // the shortest text that reads back: 0.5 -> "0.5"
+  } else if (value.is_string()) {
+    text = value.get_ref<const std::string&>();
+  } else {
+    return fail(path, "expected a number of GPUs, got " + describe(value));
+  }
+  if (text.starts_with('-')) return fail(path, fmt::format("{} is negative", quote(text)));
+  const auto milli = parse_decimal(text, 3);
+  if (!milli) {
+    return fail(path, fmt::format("{} is not a number of GPUs with at most 3 decimals", quote(text)));
+  }
+  if (*milli > kMaxQuotaMilli) {
+    return fail(path, fmt::format("{} is out of range 0..{} GPUs", quote(text),
+                                  gpus_text(kMaxQuotaMilli)));
+  }
+  return *milli;
+}
+
+Result<QuotaSpec> read_quota_spec(const Json& value, const std::string& path) {
+  if (auto keys = check_keys(value, path, "a map of guaranteed_gpus, borrowing_limit_gpus and "
+                                          "lending_limit_gpus",
+                             {"guaranteed_gpus", "borrowing_limit_gpus", "lending_limit_gpus"},
+                             false);
+      !keys) {
+    return std::unexpected(keys.error());
+  }
+  QuotaSpec quota;
+  if (auto read = first_failure({
+          read_optional(value, path, "guaranteed_gpus", quota.guaranteed_milli, read_gpus),
+          read_optional(value, path, "borrowing_limit_gpus", quota.borrowing_limit_milli, read_gpus),
+          read_optional(value, path, "lending_limit_gpus", quota.lending_limit_milli, read_gpus),
+      });
+      !read) {
+    return std::unexpected(read.error());
+  }
+  if (quota.lending_limit_milli && *quota.lending_limit_milli > quota.guaranteed_milli) {
+    return fail(key_path(path, "lending_limit_gpus"),
+                fmt::format("{} GPUs is more than the guarantee of {}",
+                            gpus_text(*quota.lending_limit_milli),
+                            gpus_text(quota.guaranteed_milli)));
+  }
+  return quota;
+}
+
+Result<std::map<std::string, QuotaSpec>> read_quota(const Json& value, const std::string& path) {
+  if (auto map = body_fields::check_map(value, path, kMaxTenantGpuModels, "GPU models"); !map) {
+    return std::unexpected(map.error());
+  }
+  std::map<std::string, QuotaSpec> quota;
+  for (const auto& [model, figures] : value.items()) {
+    const std::string model_path = key_path(path, model);
+    if (auto name = check_name(model); !name) {
+      return fail(model_path, "a GPU model must be a name: " + name.error().reason);
+    }
+    auto spec = read_quota_spec(figures, model_path);
+    if (!spec) return std::unexpected(spec.error());
+    quota.emplace(model, *spec);
+  }
+  return quota;
+}
+
+Result<std::vector<std::string>> read_queues(const Json& value, const std::string& path) {
+  if (auto list = body_fields::check_list(value, path, kMaxTenantQueues, "queue names"); !list) {
+    return std::unexpected(list.error());
+  }
+  if (value.empty()) return fail(path, "must name at least one queue");
+  std::vector<std::string> queues;
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    auto name = body_fields::read_name(value[i], index_path(path, i));
+    if (!name) return std::unexpected(name.error());
+    if (std::find(queues.begin(), queues.end(), *name) != queues.end()) {
+      return fail(index_path(path, i), fmt::format("{} is listed twice", quote(*name)));
+    }
+    queues.push_back(std::move(*name));
+  }
+  return queues;
+}
+
+Result<std::vector<std::int64_t>> read_job_ids(const Json& value, const std::string& path) {
+  if (auto list = body_fields::check_list(value, path, kMaxHeartbeatJobs, "job ids"); !list) {
+    return std::unexpected(list.error());
+  }
+  std::vector<std::int64_t> ids;
+  std::set<std::int64_t> seen;
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    auto id = body_fields::read_integer(value[i], index_path(path, i), 1, kNoLimit);
+    if (!id) return std::unexpected(id.error());
+    if (!seen.insert(*id).second) {
+      return fail(index_path(path, i), fmt::format("job {} is listed twice", *id));
+    }
+    ids.push_back(*id);
+  }
+  return ids;
+}
+
+// An optional name, "" when absent or empty.
+Result<std::string> read_optional_name(const Json& value, const std::string& path) {
+  if (value.is_string() && value.get_ref<const std::string&>().empty()) return std::string();
+  return body_fields::read_name(value, path);
+}
+
+}  // namespace
+
+Result<JobStatusReport> job_status_report_from_json(const nlohmann::json& value) {
+  if (auto keys = check_keys(value, "", "a map of state, exit_code and message",
+                             {"state", "exit_code", "message"}, true);
+      !keys) {
+    return std::unexpected(keys.error());
+  }
+  auto state = body_fields::required(value, "", "state");
+  if (!state) return std::unexpected(state.error());
+  JobStatusReport report;
+  if (auto read = first_failure({
+          read_optional(value, "", "state", report.state,
+                        [](const Json& v, const std::string& path) {
+                          return read_word(v, path, {"running", "succeeded", "failed"});
+                        }),
+          read_optional(value, "", "exit_code", report.exit_code,
+                        integer_in(kMinExitCode, kMaxExitCode)),
+          read_optional(value, "", "message", report.message, text_of(body_fields::kMaxTextBytes)),
+      });
+      !read) {
+    return std::unexpected(read.error());
+  }
+  return report;
+}
+
+Result<CheckpointReport> checkpoint_report_from_json(const nlohmann::json& value) {
+  if (auto keys = check_keys(value, "", "a map of step and note", {"step", "note"}, true); !keys) {
+    return std::unexpected(keys.error());
+  }
+  CheckpointReport report;
+  if (auto read = first_failure({
+          read_optional(value, "", "step", report.step, integer_in(0, kNoLimit)),
+          read_optional(value, "", "note", report.note, text_of(body_fields::kMaxTextBytes)),
+      });
+      !read) {
+    return std::unexpected(read.error());
+  }
+  return report;
+}
+
+Result<TenantUpdate> tenant_update_from_json(const nlohmann::json& value) {
+  if (auto keys = check_keys(value, "", "a map of weight, queues and quota",
+                             {"weight", "queues", "quota"}, true);
+      !keys) {
+    return std::unexpected(keys.error());
+  }
+  TenantUpdate update;
+  update.queues = {"default"};
+  if (auto read = first_failure({
+          read_optional(value, "", "weight", update.weight, integer_in(1, kMaxTenantWeight)),
+          read_optional(value, "", "queues", update.queues, read_queues),
+          read_optional(value, "", "quota", update.quota, read_quota),
+      });
+      !read) {
+    return std::unexpected(read.error());
+  }
+  return update;
+}
+
+Result<TokenRequest> token_request_from_json(const nlohmann::json& value) {
+  if (auto keys = check_keys(value, "", "a map of role, tenant, node and description",
+                             {"role", "tenant", "node", "description"}, true);
+      !keys) {
+    return std::unexpected(keys.error());
+  }
+  auto role = body_fields::required(value, "", "role");
+  if (!role) return std::unexpected(role.error());
+  TokenRequest request;
+  if (auto read = first_failure({
+          read_optional(value, "", "role", request.role,
+                        [](const Json& v, const std::string& path) {
+                          return read_word(v, path, {"admin", "user", "agent"});
+                        }),
+          read_optional(value, "", "tenant", request.tenant, read_optional_name),
+          read_optional(value, "", "node", request.node, read_optional_name),
+          read_optional(value, "", "description", request.description, short_text()),
+      });
+      !read) {
+    return std::unexpected(read.error());
+  }
+  const bool user = request.role == "user";
+  const bool agent = request.role == "agent";
+  if (user && request.tenant.empty()) return fail("tenant", "a user token needs a tenant");
+  if (!user && !request.tenant.empty()) {
+    return fail("tenant", fmt::format("only a user token names a tenant, not an {} token",
+                                      request.role));
+  }
+  if (agent && request.node.empty()) return fail("node", "an agent token needs a node");
+  if (!agent && !request.node.empty()) {
+    return fail("node", fmt::format("only an agent token names a node, not {} {} token",
+                                    user ? "a" : "an", request.role));
+  }
+  return request;
+}
+
+Result<NodeRegistration> node_registration_from_json(const nlohmann::json& value) {
+  if (auto keys = check_keys(value, "",
+                             "a map of gpu_model, gpus, cpu_milli, memory_mib and agent_version",
+                             {"gpu_model", "gpus", "cpu_milli", "memory_mib", "agent_version"},
+                             true);
+      !keys) {
+    return std::unexpected(keys.error());
+  }
+  NodeRegistration registration;
+  if (auto read = first_failure({
+          read_optional(value, "", "gpu_model", registration.gpu_model, short_text()),
+          read_optional(value, "", "gpus", registration.gpus, integer_in(0, kMaxGpusPerNode)),
+          read_optional(value, "", "cpu_milli", registration.cpu_milli, integer_in(0, kNoLimit)),
+          read_optional(value, "", "memory_mib", registration.memory_mib, integer_in(0, kNoLimit)),
+          read_optional(value, "", "agent_version", registration.agent_version, short_text()),
+      });
+      !read) {
+    return std::unexpected(read.error());
+  }
+  return registration;
+}
+
+Result<NodeHeartbeat> node_heartbeat_from_json(const nlohmann::json& value) {
+  if (auto keys = check_keys(value, "", "a map of running_jobs and healthy_gpus",
+                             {"running_jobs", "healthy_gpus"}, true);
+      !keys) {
+    return std::unexpected(keys.error());
+  }
+  NodeHeartbeat heartbeat;
+  if (auto read = first_failure({
+          read_optional(value, "", "running_jobs", heartbeat.running_jobs, read_job_ids),
+          read_optional(value, "", "healthy_gpus", heartbeat.healthy_gpus,
+                        integer_in(0, kMaxGpusPerNode)),
+      });
+      !read) {
+    return std::unexpected(read.error());
+  }
+  return heartbeat;
+}
+
+Result<DrainRequest> drain_request_from_json(const nlohmann::json& value) {
+  if (auto keys = check_keys(value, "", "a map with a reason", {"reason"}, true); !keys) {
+    return std::unexpected(keys.error());
+  }
+  DrainRequest request;
+  if (auto read = read_optional(value, "", "reason", request.reason, short_text()); !read) {
+    return std::unexpected(read.error());
+  }
+  return request;
+}
+
+}  // namespace tidepool

@@ -1,0 +1,109 @@
+// The bodies of the API's requests other than a job spec (job_spec.h), parsed from JSON (or YAML,
+// converted by parse_body) into plain structs. Every function checks each field and fails with an
+// Error naming it ("quota.H100.guaranteed_gpus", "state") and saying why; unknown keys are errors.
+// An empty body (a null value) is accepted where every field is optional, and a null value of a
+// key is the same as leaving the key out. Numbers and strings are read as job_spec.h says: JSON
+// integers where an integer is expected, strings (valid UTF-8, no NUL) where a string is.
+// No exception escapes these functions.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace tidepool {
+
+// Limits of the bodies below.
+inline constexpr int kMinExitCode = -255;
+inline constexpr int kMaxExitCode = 255;
+inline constexpr std::size_t kMaxTenantQueues = 256;
+inline constexpr std::size_t kMaxTenantGpuModels = 64;
+inline constexpr std::size_t kMaxHeartbeatJobs = 4096;
+
+// POST /v1/jobs/{id}/status, from the agent running the job:
+//   {"state": "running" | "succeeded" | "failed", "exit_code": 0, "message": "..."}
+// state is required; exit_code optional (-255..255); message optional (at most 4 KiB).
+struct JobStatusReport {
+  std::string state;
+  std::optional<int> exit_code;
+  std::string message;
+};
+Result<JobStatusReport> job_status_report_from_json(const nlohmann::json& value);
+
+// POST /v1/jobs/{id}/checkpoint: {"step": 1200, "note": "epoch 3"}; both optional (step >= 0,
+// note at most 4 KiB).
+struct CheckpointReport {
+  std::optional<std::int64_t> step;
+  std::string note;
+};
+Result<CheckpointReport> checkpoint_report_from_json(const nlohmann::json& value);
+
+// PUT /v1/tenants/{name}: the tenant's entry of the tenants file, as JSON:
+//   {"weight": 2, "queues": ["ranking", "retrieval"],
+//    "quota": {"H100": {"guaranteed_gpus": 64, "borrowing_limit_gpus": 32,
+//                       "lending_limit_gpus": 64}}}
+// weight optional (1..kMaxTenantWeight, as in the tenants file; default 1); queues optional
+// (1..kMaxTenantQueues names as check_name, unique, default ["default"]); quota optional (at most
+// kMaxTenantGpuModels models, named as check_name); GPU figures are numbers or strings with up to
+// 3 decimals, 0..kMaxQuotaMilli/1000, stored in milli-GPUs; each of the three optional (absent:
+// see core/tenants.h); the lending limit at most the guarantee.
+struct QuotaSpec {
+  std::int64_t guaranteed_milli = 0;
+  std::optional<std::int64_t> borrowing_limit_milli;
+  std::optional<std::int64_t> lending_limit_milli;
+};
+struct TenantUpdate {
+  std::int64_t weight = 1;
+  std::vector<std::string> queues;             // never empty after parsing
+  std::map<std::string, QuotaSpec> quota;      // by GPU model name
+};
+Result<TenantUpdate> tenant_update_from_json(const nlohmann::json& value);
+
+// POST /v1/tokens (admin): {"role": "user", "tenant": "vision", "node": "", "description": ""}.
+// role required (admin | user | agent); tenant (a name) required exactly for user, node (a name)
+// exactly for agent, an empty string counting as absent; description optional (at most 256
+// characters).
+struct TokenRequest {
+  std::string role;
+  std::string tenant;
+  std::string node;
+  std::string description;
+};
+Result<TokenRequest> token_request_from_json(const nlohmann::json& value);
+
+// POST /v1/nodes/{name}/register (agent): what the agent found on its node:
+//   {"gpu_model": "H100", "gpus": 8, "cpu_milli": 96000, "memory_mib": 1048576,
+//    "agent_version": "0.1.0"}
+// every field optional (gpus 0..16, cpu_milli and memory_mib >= 0, strings at most 256
+// characters).
+struct NodeRegistration {
+  std::string gpu_model;
+  std::optional<int> gpus;
+  std::optional<std::int64_t> cpu_milli;
+  std::optional<std::int64_t> memory_mib;
+  std::string agent_version;
+};
+Result<NodeRegistration> node_registration_from_json(const nlohmann::json& value);
+
+// POST /v1/nodes/{name}/heartbeat (agent): {"running_jobs": [12, 13], "healthy_gpus": 8}; both
+// optional (job ids > 0, each at most once, at most 4096 of them; healthy_gpus 0..16).
+struct NodeHeartbeat {
+  std::vector<std::int64_t> running_jobs;
+  std::optional<int> healthy_gpus;
+};
+Result<NodeHeartbeat> node_heartbeat_from_json(const nlohmann::json& value);
+
+// POST /v1/nodes/{name}/drain: {"reason": "maintenance"}; optional (at most 256 characters).
+struct DrainRequest {
+  std::string reason;
+};
+Result<DrainRequest> drain_request_from_json(const nlohmann::json& value);
+
+}  // namespace tidepool

@@ -1,0 +1,172 @@
+#include "server/control_loop.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+namespace tidepool {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+Reply unavailable(std::string reason) {
+  return error_reply(503, "unavailable", Error{"server", std::move(reason)});
+}
+
+// A job written twice in one batch (submitted, then started) is stored once, as it is last.
+void keep_last_job_records(Batch& batch) {
+  if (batch.jobs.size() < 2) return;
+  std::set<std::int64_t> seen;
+  std::vector<JobRecord> kept;
+  kept.reserve(batch.jobs.size());
+  for (auto it = batch.jobs.rbegin(); it != batch.jobs.rend(); ++it) {
+    if (seen.insert(it->id).second) kept.push_back(std::move(*it));
+  }
+  std::ranges::reverse(kept);
+  batch.jobs = std::move(kept);
+}
+
+}  // namespace
+
+ControlLoop::ControlLoop(std::unique_ptr<Store> store, ControlPlaneSetup setup, Options options,
+                         ServerMetrics& metrics)
+    : store_(std::move(store)),
+      setup_(std::move(setup)),
+      options_(options),
+      metrics_(metrics),
+      events_(std::make_unique<EventFeed>(*store_, options.events_kept)) {}
+
+ControlLoop::~ControlLoop() { stop(); }
+
+std::int64_t ControlLoop::now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+Result<void> ControlLoop::load() {
+  auto snapshot = store_->load();
+  if (!snapshot) return std::unexpected(snapshot.error());
+  Batch repairs;
+  auto plane = ControlPlane::create(setup_, *snapshot, now_ms(), repairs, tokens_);
+  if (!plane) return std::unexpected(plane.error());
+  if (!repairs.empty()) {
+    if (auto ok = store_->commit(repairs); !ok) return ok;
+    spdlog::warn("{} job(s) could not be restored and were failed; see GET /v1/events",
+                 repairs.jobs.size());
+  }
+  plane_ = std::move(*plane);
+  events_->reset(plane_->last_event_seq());
+  return {};
+}
+
+Result<std::optional<std::string>> ControlLoop::start() {
+  if (auto ok = load(); !ok) return std::unexpected(ok.error());
+  std::optional<std::string> admin_secret;
+  if (!tokens_->has_active_admin()) {
+    Batch batch;
+    admin_secret = plane_->bootstrap_admin(now_ms(), batch);
+    if (auto ok = store_->commit(batch); !ok) return std::unexpected(ok.error());
+    events_->publish(batch.events);
+  }
+  {
+    std::lock_guard lock(mutex_);
+    running_ = true;
+  }
+  thread_ = std::thread([this] { run(); });
+  return admin_secret;
+}
+
+void ControlLoop::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    if (!running_) return;
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  events_->close();
+  std::lock_guard lock(mutex_);
+  running_ = false;
+}
+
+bool ControlLoop::ready() const {
+  std::lock_guard lock(mutex_);
+  return running_ && !stopping_;
+}
+
+Reply ControlLoop::call(Command command) {
+  std::future<Reply> reply;
+  {
+    std::lock_guard lock(mutex_);
+    if (!running_ || stopping_) return unavailable("the server is shutting down");
+    Pending pending{std::move(command), {}};
+    reply = pending.reply.get_future();
+    queue_.push_back(std::move(pending));
+  }
+  wake_.notify_one();
+  return reply.get();
+}
+
+void ControlLoop::run() {
+  auto next_tick = std::chrono::steady_clock::now() + options_.tick;
+  std::vector<Pending> work;
+  while (true) {
+    {
+      std::unique_lock lock(mutex_);
+      std::optional<std::chrono::steady_clock::time_point> deadline = next_tick;
+      if (plane_->wants_pass()) deadline = std::chrono::steady_clock::now();
+      if (auto wake = plane_->next_wakeup_ms(now_ms())) {
+        const auto at = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(std::max<std::int64_t>(0, *wake - now_ms()));
+        deadline = std::min(*deadline, at);
+      }
+      wake_.wait_until(lock, *deadline, [&] { return !queue_.empty() || stopping_; });
+      work.swap(queue_);
+      if (work.empty() && stopping_) return;
+    }
+    const bool tick = std::chrono::steady_clock::now() >= next_tick;
+    if (tick) next_tick = std::chrono::steady_clock::now() + options_.tick;
+    const auto wake = plane_->next_wakeup_ms(now_ms());
+    round(work, tick || (wake && *wake <= now_ms()));
+    work.clear();
+  }
+}
+
+void ControlLoop::round(std::vector<Pending>& work, bool pass_due) {
+  const std::int64_t now = now_ms();
+  Batch batch;
+  std::vector<Reply> replies;
+  replies.reserve(work.size());
+  for (Pending& p : work) replies.push_back(p.command(*plane_, now, batch));
+  if (pass_due || plane_->wants_pass()) {
+    const auto pass_start = std::chrono::steady_clock::now();
+    plane_->schedule(now, batch);
+    metrics_.count_pass(seconds_since(pass_start));
+  }
+  if (!batch.empty()) {
+    keep_last_job_records(batch);
+    const auto commit_start = std::chrono::steady_clock::now();
+    auto committed = store_->commit(batch);
+    if (committed) {
+      metrics_.count_commit(batch, seconds_since(commit_start));
+      events_->publish(batch.events);
+    } else {
+      metrics_.count_commit_failure();
+      spdlog::error("store commit failed ({}); reloading the state from the store",
+                    committed.error().message());
+      for (Reply& r : replies) r = unavailable("the store failed: " + committed.error().message());
+      if (auto reloaded = load(); !reloaded) {
+        spdlog::critical("cannot reload the state from the store: {}", reloaded.error().message());
+        std::abort();
+      }
+    }
+  }
+  for (std::size_t i = 0; i < work.size(); ++i) work[i].reply.set_value(std::move(replies[i]));
+}
+
+}  // namespace tidepool

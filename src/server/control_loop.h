@@ -1,0 +1,87 @@
+// The scheduling loop: one thread owns the control plane; HTTP threads hand it commands and wait
+// for the replies. Each round it takes every queued command, runs them in arrival order, runs a
+// scheduling pass if something changed (or the tick or a wakeup is due), commits everything the
+// round changed in one store transaction (group commit: one durable write for many requests),
+// publishes the round's events, and only then answers. If the commit fails, every request of the
+// round gets 503, and the state is rebuilt from the store, so that nothing unacknowledged is kept
+// and nothing acknowledged is lost.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/error.h"
+#include "server/control_plane.h"
+#include "server/event_feed.h"
+#include "server/server_metrics.h"
+#include "store/store.h"
+
+namespace tidepool {
+
+class ControlLoop {
+ public:
+  using Command = std::function<Reply(ControlPlane&, std::int64_t now_ms, Batch&)>;
+
+  struct Options {
+    std::chrono::milliseconds tick{1000};
+    std::size_t events_kept = 100'000;
+  };
+
+  ControlLoop(std::unique_ptr<Store> store, ControlPlaneSetup setup, Options options,
+              ServerMetrics& metrics);
+  ~ControlLoop();
+  ControlLoop(const ControlLoop&) = delete;
+  ControlLoop& operator=(const ControlLoop&) = delete;
+
+  // Loads the state from the store, commits the repairs of a restart, creates an admin token if
+  // there is none (its secret is returned, to be handed to the operator once), and starts the
+  // thread.
+  Result<std::optional<std::string>> start();
+  // Answers what is queued, then ends the thread. Later calls get 503.
+  void stop();
+
+  // Runs `command` on the loop thread; returns once its round is committed.
+  Reply call(Command command);
+
+  [[nodiscard]] bool ready() const;
+  [[nodiscard]] const std::shared_ptr<TokenTable>& tokens() const { return tokens_; }
+  [[nodiscard]] EventFeed& events() { return *events_; }
+
+ private:
+  struct Pending {
+    Command command;
+    std::promise<Reply> reply;
+  };
+
+  static std::int64_t now_ms();
+  Result<void> load();
+  void run();
+  // Runs the commands; a pass too if one is due or something changed.
+  void round(std::vector<Pending>& work, bool pass_due);
+
+  std::unique_ptr<Store> store_;
+  ControlPlaneSetup setup_;
+  Options options_;
+  ServerMetrics& metrics_;
+  std::shared_ptr<TokenTable> tokens_ = std::make_shared<TokenTable>();
+  std::unique_ptr<EventFeed> events_;
+  std::unique_ptr<ControlPlane> plane_;  // owned by the loop thread once started
+
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  std::vector<Pending> queue_;
+  bool stopping_ = false;
+  bool running_ = false;
+  std::thread thread_;
+};
+
+}  // namespace tidepool

@@ -1,0 +1,572 @@
+// The control plane: creation from the store, jobs and scheduling. Nodes, tenants, queues and
+// tokens are in control_plane_admin.cc.
+#include "server/control_plane.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <bit>
+#include <utility>
+
+namespace tidepool {
+namespace {
+
+Seconds to_seconds(std::int64_t ms) { return ms / 1000; }
+
+// Core validation names fields as the core does; the spec's names are what the user wrote.
+std::string spec_field(const std::string& core_field) {
+  static const std::map<std::string, std::string, std::less<>> kNames = {
+      {"task_count", "tasks"},
+      {"gpu_count", "gpus_per_task"},
+      {"milli_per_gpu", "gpu_milli"},
+      {"milli_cpu", "cpu_milli_per_task"},
+      {"memory_mib", "memory_mib_per_task"},
+      {"priority_class", "priority"},
+      {"caps.max_runtime", "max_runtime"},
+  };
+  auto it = kNames.find(core_field);
+  return it == kNames.end() ? core_field : it->second;
+}
+
+Reply not_found(std::int64_t id) {
+  return error_reply(404, "not found", Error{"id", fmt::format("no job {}", id)});
+}
+
+Reply forbidden(std::string field, std::string reason) {
+  return error_reply(403, "forbidden", Error{std::move(field), std::move(reason)});
+}
+
+Reply conflict(std::string field, std::string reason) {
+  return error_reply(409, "conflict", Error{std::move(field), std::move(reason)});
+}
+
+}  // namespace
+
+Reply error_reply(int status, std::string error, const Error& cause) {
+  return Reply{status,
+               {{"error", std::move(error)}, {"field", cause.field}, {"reason", cause.reason}}};
+}
+
+ControlPlane::ControlPlane(ControlPlaneSetup setup, Scheduler scheduler)
+    : setup_(std::move(setup)), scheduler_(std::move(scheduler)) {
+  for (const NodeSpec& spec : setup_.cluster.nodes) {
+    node_ids_.emplace(spec.name, NodeId{static_cast<std::uint32_t>(nodes_.size())});
+    NodeInfo info;
+    info.name = spec.name;
+    nodes_.push_back(std::move(info));
+  }
+}
+
+Result<std::unique_ptr<ControlPlane>> ControlPlane::create(ControlPlaneSetup setup,
+                                                           const Snapshot& snapshot,
+                                                           std::int64_t now_ms, Batch& repairs,
+                                                           std::shared_ptr<TokenTable> tokens) {
+  std::map<std::string, TenantUpdate> overrides;
+  for (const KeyedRecord& setting : snapshot.settings) {
+    constexpr std::string_view kPrefix = "tenant/";
+    if (!setting.key.starts_with(kPrefix)) continue;
+    auto value = nlohmann::json::parse(setting.document, nullptr, false);
+    auto update =
+        value.is_discarded() ? fail("document", "not valid JSON") : tenant_update_from_json(value);
+    if (!update) {
+      return fail("settings " + setting.key, update.error().message());
+    }
+    overrides.emplace(setting.key.substr(kPrefix.size()), std::move(*update));
+  }
+  auto tenants = apply_overrides(setup.tenants, overrides, setup.cluster.models);
+  if (!tenants) return std::unexpected(tenants.error());
+  auto pool = Pool::create(setup.cluster.models, setup.cluster.topology, setup.cluster.nodes);
+  if (!pool) return std::unexpected(pool.error());
+  auto book = TenantBook::create(*tenants, setup.cluster.models);
+  if (!book) return std::unexpected(book.error());
+  auto scheduler = Scheduler::create(std::move(*pool), std::move(*book), setup.scheduler);
+  if (!scheduler) return std::unexpected(scheduler.error());
+  std::unique_ptr<ControlPlane> plane(new ControlPlane(std::move(setup), std::move(*scheduler)));
+  plane->tenant_overrides_ = std::move(overrides);
+  plane->last_event_seq_ = snapshot.last_event_seq;
+  plane->tokens_ = std::move(tokens);
+  plane->tokens_->replace_all(snapshot.tokens);
+  for (const KeyedRecord& record : snapshot.nodes) {
+    auto it = plane->node_ids_.find(record.key);
+    if (it == plane->node_ids_.end()) continue;  // the node left the cluster file
+    auto value = nlohmann::json::parse(record.document, nullptr, false);
+    if (value.is_discarded() || !value.is_object()) {
+      return fail("nodes " + record.key, "stored document is not a JSON object");
+    }
+    NodeInfo& node = plane->nodes_[it->second.value];
+    node.drained = value.value("drained", false);
+    node.drain_reason = value.value("drain_reason", "");
+    node.drained_ms = value.value("drained_ms", std::int64_t{0});
+    node.registered_ms = value.value("registered_ms", std::int64_t{0});
+    node.last_heartbeat_ms = value.value("last_heartbeat_ms", std::int64_t{0});
+    if (auto reported = value.find("reported"); reported != value.end()) {
+      if (auto r = node_registration_from_json(*reported)) node.reported = std::move(*r);
+    }
+  }
+  for (const JobRecord& record : snapshot.jobs) {
+    auto job = from_record(record);
+    if (!job) return std::unexpected(job.error());
+    plane->next_job_id_ = std::max(plane->next_job_id_, job->id + 1);
+    if (!job->idempotency_key.empty()) {
+      plane->idempotency_[{job->spec.tenant, job->idempotency_key}] = job->id;
+    }
+    const std::int64_t id = job->id;
+    auto [it, inserted] = plane->jobs_.emplace(id, std::move(*job));
+    if (is_final(it->second.state)) continue;
+    plane->live_.insert(id);
+    if (auto restored = plane->restore(plane->scheduler_, it->second, now_ms); !restored) {
+      ServerJob& lost = it->second;
+      plane->live_.erase(id);
+      lost.placement.clear();
+      lost.move_to(JobState::kFailed, now_ms,
+                   "could not be restored after a restart: " + restored.error().message());
+      lost.ended_ms = now_ms;
+      plane->record_job(repairs, lost, now_ms, "job.failed");
+    }
+  }
+  for (std::size_t n = 0; n < plane->nodes_.size(); ++n) {
+    if (plane->nodes_[n].drained) {
+      (void)plane->scheduler_.set_node_schedulable(NodeId{static_cast<std::uint32_t>(n)}, false);
+    }
+  }
+  return plane;
+}
+
+Result<void> ControlPlane::restore(Scheduler& scheduler, const ServerJob& job,
+                                   std::int64_t now_ms) const {
+  auto core = to_core_job(job, scheduler.book());
+  if (!core) return std::unexpected(core.error());
+  if (job.state == JobState::kRunning) {
+    auto assignments = to_assignments(job);
+    if (!assignments) return std::unexpected(assignments.error());
+    return scheduler.adopt(*core, *assignments,
+                           std::min(to_seconds(job.started_ms), to_seconds(now_ms)),
+                           to_seconds(now_ms));
+  }
+  return scheduler.submit(*core, to_seconds(now_ms));
+}
+
+Result<Scheduler> ControlPlane::rebuild_scheduler(const TenantsSpec& tenants,
+                                                  std::int64_t now_ms) const {
+  auto pool = Pool::create(setup_.cluster.models, setup_.cluster.topology, setup_.cluster.nodes);
+  if (!pool) return std::unexpected(pool.error());
+  auto book = TenantBook::create(tenants, setup_.cluster.models);
+  if (!book) return std::unexpected(book.error());
+  auto scheduler = Scheduler::create(std::move(*pool), std::move(*book), setup_.scheduler);
+  if (!scheduler) return std::unexpected(scheduler.error());
+  for (std::int64_t id : live_) {
+    const ServerJob& job = jobs_.at(id);
+    if (auto ok = restore(*scheduler, job, now_ms); !ok) {
+      return fail(ok.error().field, fmt::format("job {}: {}", id, ok.error().reason));
+    }
+  }
+  for (std::size_t n = 0; n < nodes_.size(); ++n) {
+    if (nodes_[n].drained) {
+      (void)scheduler->set_node_schedulable(NodeId{static_cast<std::uint32_t>(n)}, false);
+    }
+  }
+  return scheduler;
+}
+
+Result<Job> ControlPlane::to_core_job(const ServerJob& server_job, const TenantBook& book) const {
+  const JobSpec& spec = server_job.spec;
+  auto tenant = book.find_tenant(spec.tenant);
+  if (!tenant) {
+    std::vector<std::string> names;
+    for (int t = 0; t < book.tenant_count(); ++t) {
+      names.push_back(book.tenant_name(TenantId{static_cast<std::uint32_t>(t)}));
+    }
+    return fail("tenant", fmt::format("unknown tenant '{}'; tenants: {}", spec.tenant,
+                                      fmt::join(names, ", ")));
+  }
+  auto queue = book.find_queue(*tenant, spec.queue);
+  if (!queue) {
+    std::vector<std::string> names;
+    for (int q = 0; q < book.queue_count(); ++q) {
+      const QueueId id{static_cast<std::uint32_t>(q)};
+      if (book.tenant_of(id) == *tenant) names.push_back(book.queue_name(id));
+    }
+    return fail("queue", fmt::format("tenant '{}' has no queue '{}'; its queues: {}", spec.tenant,
+                                     spec.queue, fmt::join(names, ", ")));
+  }
+  const GpuModelCatalog& models = scheduler_.pool().models();
+  ModelSet accepted = spec.gpu_models.empty() ? ModelSet::any() : ModelSet::none();
+  for (std::size_t i = 0; i < spec.gpu_models.size(); ++i) {
+    auto model = models.find(spec.gpu_models[i]);
+    if (!model) {
+      std::vector<std::string> names;
+      for (int m = 0; m < models.size(); ++m) {
+        names.push_back(models.name(GpuModelId{static_cast<std::uint32_t>(m)}));
+      }
+      return fail(fmt::format("gpu_model[{}]", i),
+                  fmt::format("the cluster has no GPU model '{}'; models: {}", spec.gpu_models[i],
+                              fmt::join(names, ", ")));
+    }
+    accepted.add(*model);
+  }
+  auto task = make_task_shape(spec.gpus_per_task, spec.gpus_per_task == 0 ? 0 : spec.gpu_milli,
+                              spec.cpu_milli_per_task, spec.memory_mib_per_task, accepted);
+  if (!task) return fail(spec_field(task.error().field), task.error().reason);
+  const bool some_node_holds_it = std::ranges::any_of(
+      setup_.cluster.nodes,
+      [&](const NodeSpec& node) { return fits(node, empty_state(node), *task); });
+  if (!some_node_holds_it) {
+    return fail("gpus_per_task", fmt::format("no node of the cluster can ever hold one task ({})",
+                                             describe(*task, models)));
+  }
+  Job job;
+  job.id = JobId{static_cast<std::uint32_t>(server_job.id)};
+  job.tenant = *tenant;
+  job.queue = *queue;
+  job.job_class = spec.job_class;
+  job.priority_class = spec.priority;
+  job.preemptible = spec.preemptible;
+  job.checkpoint_interval = spec.checkpoint_interval;
+  job.runtime_estimate = spec.runtime_estimate;
+  job.submit_time = to_seconds(server_job.submitted_ms);
+  job.gang.task_count = spec.tasks;
+  job.gang.task = *task;
+  job.gang.topology = spec.topology;
+  job.caps.max_runtime = spec.max_runtime;
+  auto valid = make_job(std::move(job));
+  if (!valid) return fail(spec_field(valid.error().field), valid.error().reason);
+  return valid;
+}
+
+Result<std::vector<Assignment>> ControlPlane::to_assignments(const ServerJob& job) const {
+  std::vector<Assignment> out;
+  for (const TaskPlace& place : job.placement) {
+    auto it = node_ids_.find(place.node);
+    if (it == node_ids_.end()) {
+      return fail("placement", fmt::format("node '{}' is no longer in the cluster", place.node));
+    }
+    GpuSet gpus = 0;
+    for (int g : place.gpus) {
+      if (g < 0 || g >= setup_.cluster.nodes[it->second.value].gpu_count) {
+        return fail("placement", fmt::format("node '{}' has no GPU {}", place.node, g));
+      }
+      gpus |= GpuSet{1} << g;
+    }
+    out.push_back(Assignment{it->second, gpus});
+  }
+  return out;
+}
+
+std::vector<TaskPlace> ControlPlane::to_places(const std::vector<Assignment>& assignments) const {
+  std::vector<TaskPlace> out;
+  out.reserve(assignments.size());
+  for (const Assignment& a : assignments) {
+    TaskPlace place{setup_.cluster.nodes[a.node.value].name, {}};
+    for (int g = 0; g < kMaxGpusPerNode; ++g) {
+      if (gpu_set_contains(a.gpus, g)) place.gpus.push_back(g);
+    }
+    out.push_back(std::move(place));
+  }
+  return out;
+}
+
+void ControlPlane::emit(Batch& batch, std::int64_t now_ms, std::string kind,
+                        nlohmann::json document) {
+  batch.events.push_back(EventRecord{++last_event_seq_, now_ms, std::move(kind), document.dump()});
+}
+
+void ControlPlane::record_job(Batch& batch, const ServerJob& job, std::int64_t now_ms,
+                              std::string kind) {
+  batch.jobs.push_back(to_record(job));
+  nlohmann::json places = nlohmann::json::array();
+  for (const TaskPlace& p : job.placement) places.push_back({{"node", p.node}, {"gpus", p.gpus}});
+  emit(batch, now_ms, std::move(kind),
+       {{"job", job.id},
+        {"name", job.spec.name},
+        {"tenant", job.spec.tenant},
+        {"queue", job.spec.queue},
+        {"state", job_state_name(job.state)},
+        {"reason", job.transitions.empty() ? "" : job.transitions.back().reason},
+        {"placement", std::move(places)}});
+}
+
+bool ControlPlane::may_see(const Principal& who, const ServerJob& job) const {
+  switch (who.role) {
+    case Role::kAdmin:
+      return true;
+    case Role::kUser:
+      return job.spec.tenant == who.tenant;
+    case Role::kAgent:
+      return std::ranges::any_of(job.placement,
+                                 [&](const TaskPlace& p) { return p.node == who.node; });
+  }
+  return false;
+}
+
+std::pair<const ServerJob*, Reply> ControlPlane::visible_job(const Principal& who,
+                                                             std::int64_t id) const {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end() || !may_see(who, it->second)) return {nullptr, not_found(id)};
+  return {&it->second, Reply{}};
+}
+
+Reply ControlPlane::submit(const Principal& who, JobSpec spec, const std::string& idempotency_key,
+                           std::int64_t now_ms, Batch& batch) {
+  if (who.role == Role::kAgent) return forbidden("role", "agent tokens cannot submit jobs");
+  if (who.role == Role::kUser && spec.tenant != who.tenant) {
+    return forbidden("tenant", fmt::format("this token acts for tenant '{}' only", who.tenant));
+  }
+  if (idempotency_key.size() > 255) {
+    return error_reply(400, "invalid request", Error{"Idempotency-Key", "at most 255 characters"});
+  }
+  if (!idempotency_key.empty()) {
+    if (auto it = idempotency_.find({spec.tenant, idempotency_key}); it != idempotency_.end()) {
+      const ServerJob& existing = jobs_.at(it->second);
+      if (existing.spec != spec) {
+        return conflict("Idempotency-Key",
+                        fmt::format("key already used for job {} with another spec; use a new "
+                                    "key for a new job",
+                                    existing.id));
+      }
+      return Reply{200, server_job_to_json(existing)};
+    }
+  }
+  ServerJob job;
+  job.id = next_job_id_;
+  job.spec = std::move(spec);
+  job.idempotency_key = idempotency_key;
+  job.submitted_ms = now_ms;
+  job.move_to(JobState::kPending, now_ms, "submitted");
+  auto core = to_core_job(job, scheduler_.book());
+  if (!core) return error_reply(400, "invalid job", core.error());
+  if (auto ok = scheduler_.submit(*core, to_seconds(now_ms)); !ok) {
+    return error_reply(400, "invalid job", Error{spec_field(ok.error().field), ok.error().reason});
+  }
+  ++next_job_id_;
+  if (!idempotency_key.empty()) idempotency_[{job.spec.tenant, idempotency_key}] = job.id;
+  live_.insert(job.id);
+  dirty_ = true;
+  record_job(batch, job, now_ms, "job.submitted");
+  Reply reply{201, server_job_to_json(job)};
+  jobs_.emplace(job.id, std::move(job));
+  return reply;
+}
+
+void ControlPlane::end_job(ServerJob& job, JobState state, std::string reason, std::int64_t now_ms,
+                           Batch& batch) {
+  const JobId core_id{static_cast<std::uint32_t>(job.id)};
+  if (job.state == JobState::kRunning) {
+    std::optional<Seconds> observed;
+    if (state == JobState::kSucceeded) observed = to_seconds(now_ms - job.started_ms);
+    (void)scheduler_.finish(core_id, to_seconds(now_ms), observed);
+  } else {
+    (void)scheduler_.withdraw(core_id, to_seconds(now_ms));
+  }
+  (void)scheduler_.forget(core_id);
+  live_.erase(job.id);
+  job.move_to(state, now_ms, std::move(reason));
+  job.ended_ms = now_ms;
+  dirty_ = true;
+  record_job(batch, job, now_ms, fmt::format("job.{}", job_state_name(state)));
+}
+
+Reply ControlPlane::cancel(const Principal& who, std::int64_t id, std::int64_t now_ms,
+                           Batch& batch) {
+  if (who.role == Role::kAgent) return forbidden("role", "agent tokens cannot cancel jobs");
+  auto [found, missing] = visible_job(who, id);
+  if (found == nullptr) return missing;
+  ServerJob& job = jobs_.at(id);
+  if (is_final(job.state)) {
+    return conflict("id", fmt::format("job {} already ended: {}", id, job_state_name(job.state)));
+  }
+  end_job(job, JobState::kCancelled,
+          fmt::format("cancelled by token {} ({})", who.token_id, role_name(who.role)), now_ms,
+          batch);
+  return Reply{200, server_job_to_json(job)};
+}
+
+Reply ControlPlane::report_status(const Principal& who, std::int64_t id,
+                                  const JobStatusReport& report, std::int64_t now_ms,
+                                  Batch& batch) {
+  if (who.role == Role::kUser) {
+    return forbidden("role", "job status is reported by the agent of the job's node or an admin");
+  }
+  auto [found, missing] = visible_job(who, id);
+  if (found == nullptr) return missing;
+  ServerJob& job = jobs_.at(id);
+  if (job.state != JobState::kRunning) {
+    return conflict("state",
+                    fmt::format("job {} is {}, not running", id, job_state_name(job.state)));
+  }
+  if (report.state == "running") return Reply{200, server_job_to_json(job)};
+  auto state = parse_job_state(report.state);
+  if (!state || (*state != JobState::kSucceeded && *state != JobState::kFailed)) {
+    return error_reply(400, "invalid request",
+                       Error{"state", "a job reports running, succeeded or failed"});
+  }
+  job.exit_code = report.exit_code;
+  std::string reason = report.message;
+  if (reason.empty()) {
+    reason = report.exit_code ? fmt::format("exited with code {}", *report.exit_code)
+                              : std::string(report.state);
+  }
+  end_job(job, *state, std::move(reason), now_ms, batch);
+  return Reply{200, server_job_to_json(job)};
+}
+
+Reply ControlPlane::report_checkpoint(const Principal& who, std::int64_t id,
+                                      const CheckpointReport& report, std::int64_t now_ms,
+                                      Batch& batch) {
+  auto [found, missing] = visible_job(who, id);
+  if (found == nullptr) return missing;
+  ServerJob& job = jobs_.at(id);
+  if (job.state != JobState::kRunning) {
+    return conflict("state",
+                    fmt::format("job {} is {}, not running", id, job_state_name(job.state)));
+  }
+  job.last_checkpoint_ms = now_ms;
+  if (report.step) job.checkpoint_step = report.step;
+  batch.jobs.push_back(to_record(job));
+  emit(batch, now_ms, "job.checkpointed",
+       {{"job", job.id},
+        {"tenant", job.spec.tenant},
+        {"step", report.step.value_or(-1)},
+        {"note", report.note}});
+  return Reply{200, server_job_to_json(job)};
+}
+
+Reply ControlPlane::get_job(const Principal& who, std::int64_t id) const {
+  auto [found, missing] = visible_job(who, id);
+  if (found == nullptr) return missing;
+  return Reply{200, server_job_to_json(*found)};
+}
+
+Reply ControlPlane::list_jobs(const Principal& who, const JobFilter& filter) const {
+  if (who.role == Role::kUser && !filter.tenant.empty() && filter.tenant != who.tenant) {
+    return forbidden("tenant", fmt::format("this token sees tenant '{}' only", who.tenant));
+  }
+  std::set<std::string, std::less<>> states;
+  for (std::size_t start = 0; start < filter.state.size();) {
+    std::size_t comma = filter.state.find(',', start);
+    if (comma == std::string::npos) comma = filter.state.size();
+    std::string name = filter.state.substr(start, comma - start);
+    if (auto ok = parse_job_state(name); !ok)
+      return error_reply(400, "invalid request", ok.error());
+    states.insert(std::move(name));
+    start = comma + 1;
+  }
+  nlohmann::json jobs = nlohmann::json::array();
+  // Newest first when limited, so that "the last N jobs" is one request.
+  std::vector<const ServerJob*> chosen;
+  for (auto it = jobs_.rbegin(); it != jobs_.rend(); ++it) {
+    const ServerJob& job = it->second;
+    if (!may_see(who, job)) continue;
+    if (!filter.tenant.empty() && job.spec.tenant != filter.tenant) continue;
+    if (!filter.queue.empty() && job.spec.queue != filter.queue) continue;
+    if (!states.empty() && !states.contains(job_state_name(job.state))) continue;
+    if (!filter.node.empty() && std::ranges::none_of(job.placement, [&](const TaskPlace& p) {
+          return p.node == filter.node;
+        })) {
+      continue;
+    }
+    chosen.push_back(&job);
+    if (filter.limit != 0 && chosen.size() >= filter.limit) break;
+  }
+  std::ranges::reverse(chosen);
+  for (const ServerJob* job : chosen) jobs.push_back(server_job_to_json(*job));
+  return Reply{200, {{"jobs", std::move(jobs)}}};
+}
+
+Reply ControlPlane::why(const Principal& who, std::int64_t id, std::int64_t now_ms) const {
+  auto [found, missing] = visible_job(who, id);
+  if (found == nullptr) return missing;
+  const ServerJob& job = *found;
+  nlohmann::json out = {{"id", id}, {"state", job_state_name(job.state)}};
+  if (job.state == JobState::kPending) {
+    const JobId core_id{static_cast<std::uint32_t>(id)};
+    const PendingReason* reason = scheduler_.reason(core_id);
+    const PendingKind kind = reason ? reason->kind : PendingKind::kNotConsidered;
+    out["kind"] = pending_kind_name(kind);
+    out["reason"] = reason && kind != PendingKind::kNotConsidered
+                        ? std::string(reason->message())
+                        : std::string("submitted; the next scheduling pass considers it");
+    nlohmann::json waited = nlohmann::json::object();
+    if (const PendingSeconds* seconds = scheduler_.pending_seconds(core_id)) {
+      for (int k = 0; k < kPendingKinds; ++k) {
+        if ((*seconds)[k] > 0)
+          waited[pending_kind_name(static_cast<PendingKind>(k))] = (*seconds)[k];
+      }
+    }
+    out["waited_seconds"] = std::move(waited);
+    out["pending_seconds"] = to_seconds(now_ms - job.transitions.back().at_ms);
+  } else if (job.state == JobState::kRunning) {
+    std::vector<std::string> nodes;
+    for (const TaskPlace& p : job.placement) {
+      if (nodes.empty() || nodes.back() != p.node) nodes.push_back(p.node);
+    }
+    out["reason"] = fmt::format("running since {} s on {}", to_seconds(now_ms - job.started_ms),
+                                fmt::join(nodes, ", "));
+  } else {
+    out["reason"] = job.message;
+  }
+  return Reply{200, std::move(out)};
+}
+
+void ControlPlane::schedule(std::int64_t now_ms, Batch& batch) {
+  std::vector<std::int64_t> overdue;
+  for (std::int64_t id : live_) {
+    const ServerJob& job = jobs_.at(id);
+    if (job.state == JobState::kRunning && job.spec.max_runtime &&
+        now_ms - job.started_ms >= *job.spec.max_runtime * 1000) {
+      overdue.push_back(id);
+    }
+  }
+  for (std::int64_t id : overdue) {
+    ServerJob& job = jobs_.at(id);
+    end_job(job, JobState::kFailed,
+            fmt::format("stopped: ran past its max_runtime of {}",
+                        format_duration(*job.spec.max_runtime)),
+            now_ms, batch);
+  }
+  dirty_ = false;
+  PassResult pass = scheduler_.pass(to_seconds(now_ms));
+  for (const PreemptedJob& p : pass.preempted) {
+    ServerJob& job = jobs_.at(p.job.value);
+    std::string reason = fmt::format("preempted ({})", preemption_cause_name(p.cause));
+    if (p.beneficiary) reason += fmt::format(" for job {}", p.beneficiary->value);
+    job.move_to(JobState::kPreempted, now_ms, reason);
+    job.placement.clear();
+    ++job.preemptions;
+    record_job(batch, job, now_ms, "job.preempted");
+    job.move_to(JobState::kPending, now_ms, "requeued after preemption");
+  }
+  for (const StartedJob& s : pass.started) {
+    ServerJob& job = jobs_.at(s.job.value);
+    job.placement = to_places(s.assignments);
+    job.started_ms = now_ms;
+    ++job.starts;
+    std::string how = s.admission == StartAdmission::kBorrowing ? "borrowing idle capacity"
+                      : s.admission == StartAdmission::kWindow  ? "in its class's window"
+                                                                : "within its quota";
+    if (s.backfilled) how += ", backfilled";
+    job.move_to(JobState::kRunning, now_ms,
+                fmt::format("placed on {} node(s) ({})", s.span.nodes, how));
+    record_job(batch, job, now_ms, "job.started");
+  }
+  // Preempted jobs that did not start again in this pass are pending: store that state.
+  for (const PreemptedJob& p : pass.preempted) {
+    const ServerJob& job = jobs_.at(p.job.value);
+    if (job.state == JobState::kPending) batch.jobs.push_back(to_record(job));
+  }
+}
+
+std::optional<std::int64_t> ControlPlane::next_wakeup_ms(std::int64_t now_ms) const {
+  std::optional<std::int64_t> next;
+  if (auto wake = scheduler_.next_wakeup(to_seconds(now_ms))) next = *wake * 1000;
+  for (std::int64_t id : live_) {
+    const ServerJob& job = jobs_.at(id);
+    if (job.state == JobState::kRunning && job.spec.max_runtime) {
+      const std::int64_t end = job.started_ms + *job.spec.max_runtime * 1000;
+      if (!next || end < *next) next = end;
+    }
+  }
+  return next;
+}
+
+}  // namespace tidepool

@@ -1,0 +1,181 @@
+// The control plane's state and rules: every job the server accepted, the nodes, the tenants'
+// quotas and the tokens, around the same Scheduler the simulator drives. Pure like the core: no
+// I/O, threads or clock. Each command takes the time and appends what it changed to a store Batch
+// (jobs, events, nodes, settings, tokens); the caller commits the batch before it sends the
+// replies, so that nothing is acknowledged before it is durable. If the commit fails, the caller
+// throws this object away and builds a new one from the store (create), which is also how a
+// server starts after a restart or a crash.
+//
+// Access: an admin may do everything; a user sees and acts on its own tenant's jobs only (the
+// jobs of other tenants are answered "not found", so that their existence is not revealed) and
+// reads nodes, queues and tenants; an agent acts for its own node and the jobs placed on it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/error.h"
+#include "core/scheduler.h"
+#include "core/tenants.h"
+#include "server/api_bodies.h"
+#include "server/auth.h"
+#include "server/job_spec.h"
+#include "server/server_job.h"
+#include "sim/cluster_file.h"
+#include "store/store.h"
+
+namespace tidepool {
+
+// An answer to a command: an HTTP status and a JSON body. Errors have the body
+// {"error": what failed, "field": the input at fault, "reason": why, and what to do}.
+struct Reply {
+  int status = 200;
+  nlohmann::json body;
+};
+Reply error_reply(int status, std::string error, const Error& cause);
+
+// What the server was configured with.
+struct ControlPlaneSetup {
+  ClusterSpec cluster;
+  TenantsSpec tenants;  // with its model ids interned into cluster.models
+  SchedulerConfig scheduler;
+};
+
+struct JobFilter {
+  std::string tenant;  // empty: any
+  std::string queue;
+  std::string state;
+  std::string node;       // jobs with a task on this node
+  std::size_t limit = 0;  // 0: all
+};
+
+class ControlPlane {
+ public:
+  // Builds the state from the configuration and what the store holds: running jobs are put back
+  // where they run, pending jobs queued again, drained nodes cordoned. Jobs that can no longer be
+  // restored (their node left the cluster file, their tenant the tenants file) are failed with
+  // the reason; those changes go to `repairs`, to be committed before serving.
+  // The stored tokens are loaded into `tokens` (replacing what it held), which the caller shares
+  // with the threads that authenticate requests.
+  static Result<std::unique_ptr<ControlPlane>> create(ControlPlaneSetup setup,
+                                                      const Snapshot& snapshot, std::int64_t now_ms,
+                                                      Batch& repairs,
+                                                      std::shared_ptr<TokenTable> tokens);
+
+  // --- jobs ---
+  // 201 with the new job, 200 with the existing one for a repeated idempotency key and the same
+  // spec, 409 for the same key with another spec.
+  Reply submit(const Principal& who, JobSpec spec, const std::string& idempotency_key,
+               std::int64_t now_ms, Batch& batch);
+  Reply cancel(const Principal& who, std::int64_t id, std::int64_t now_ms, Batch& batch);
+  Reply report_status(const Principal& who, std::int64_t id, const JobStatusReport& report,
+                      std::int64_t now_ms, Batch& batch);
+  Reply report_checkpoint(const Principal& who, std::int64_t id, const CheckpointReport& report,
+                          std::int64_t now_ms, Batch& batch);
+  [[nodiscard]] Reply get_job(const Principal& who, std::int64_t id) const;
+  [[nodiscard]] Reply list_jobs(const Principal& who, const JobFilter& filter) const;
+  [[nodiscard]] Reply why(const Principal& who, std::int64_t id, std::int64_t now_ms) const;
+
+  // --- nodes ---
+  [[nodiscard]] Reply list_nodes(const Principal& who) const;
+  Reply set_drained(const Principal& who, const std::string& node, bool drained,
+                    const std::string& reason, std::int64_t now_ms, Batch& batch);
+  Reply register_node(const Principal& who, const std::string& node,
+                      const NodeRegistration& registration, std::int64_t now_ms, Batch& batch);
+  Reply heartbeat(const Principal& who, const std::string& node, const NodeHeartbeat& heartbeat,
+                  std::int64_t now_ms, Batch& batch);
+
+  // --- tenants, queues, tokens ---
+  [[nodiscard]] Reply list_tenants(const Principal& who) const;
+  [[nodiscard]] Reply get_tenant(const Principal& who, const std::string& name) const;
+  Reply put_tenant(const Principal& who, const std::string& name, const TenantUpdate& update,
+                   std::int64_t now_ms, Batch& batch);
+  [[nodiscard]] Reply list_queues(const Principal& who) const;
+  Reply create_token(const Principal& who, const TokenRequest& request, std::int64_t now_ms,
+                     Batch& batch);
+  // Creates an admin token without a caller (the server's first start); returns its secret.
+  std::string bootstrap_admin(std::int64_t now_ms, Batch& batch);
+  [[nodiscard]] Reply list_tokens(const Principal& who) const;
+  Reply revoke_token(const Principal& who, const std::string& id, std::int64_t now_ms,
+                     Batch& batch);
+
+  // --- scheduling ---
+  // Whether something changed since the last schedule() that a pass should see.
+  [[nodiscard]] bool wants_pass() const { return dirty_; }
+  // Stops jobs past their max_runtime, runs a scheduler pass and applies it.
+  void schedule(std::int64_t now_ms, Batch& batch);
+  // The next time a pass has something to do without an outside event, if any.
+  [[nodiscard]] std::optional<std::int64_t> next_wakeup_ms(std::int64_t now_ms) const;
+
+  // --- figures for metrics ---
+  struct Figures {
+    std::map<std::string, std::int64_t> jobs_by_state;
+    std::int64_t gpus_total = 0;
+    std::int64_t gpu_milli_allocated = 0;
+    std::int64_t nodes_total = 0;
+    std::int64_t nodes_drained = 0;
+    std::map<std::string, std::int64_t> tenant_gpu_milli;  // in use, by tenant
+    std::int64_t last_event_seq = 0;
+  };
+  [[nodiscard]] Figures figures() const;
+  [[nodiscard]] std::int64_t last_event_seq() const { return last_event_seq_; }
+
+ private:
+  struct NodeInfo {
+    std::string name;
+    bool drained = false;
+    std::string drain_reason;
+    std::int64_t drained_ms = 0;
+    std::int64_t registered_ms = 0;
+    std::int64_t last_heartbeat_ms = 0;
+    NodeRegistration reported;
+  };
+
+  ControlPlane(ControlPlaneSetup setup, Scheduler scheduler);
+
+  [[nodiscard]] bool may_see(const Principal& who, const ServerJob& job) const;
+  // The job if `who` may see it, else a 404 reply.
+  [[nodiscard]] std::pair<const ServerJob*, Reply> visible_job(const Principal& who,
+                                                               std::int64_t id) const;
+  // The job for the core, checked against `book` (tenant, queue) and the cluster.
+  Result<Job> to_core_job(const ServerJob& job, const TenantBook& book) const;
+  // Puts a live job into `scheduler`: running ones where they run, pending ones in the queue.
+  Result<void> restore(Scheduler& scheduler, const ServerJob& job, std::int64_t now_ms) const;
+  Result<std::vector<Assignment>> to_assignments(const ServerJob& job) const;
+  std::vector<TaskPlace> to_places(const std::vector<Assignment>& assignments) const;
+  void emit(Batch& batch, std::int64_t now_ms, std::string kind, nlohmann::json document);
+  void record_job(Batch& batch, const ServerJob& job, std::int64_t now_ms, std::string kind);
+  void record_node(Batch& batch, const NodeInfo& node);
+  // Ends a running job (its resources return) or takes back a pending one, in the final state.
+  void end_job(ServerJob& job, JobState state, std::string reason, std::int64_t now_ms,
+               Batch& batch);
+  static Result<TenantsSpec> apply_overrides(TenantsSpec base,
+                                             const std::map<std::string, TenantUpdate>& overrides,
+                                             GpuModelCatalog& models);
+  // Builds a scheduler from the current tenants and puts every live job back into it.
+  Result<Scheduler> rebuild_scheduler(const TenantsSpec& tenants, std::int64_t now_ms) const;
+  [[nodiscard]] nlohmann::json tenant_json(TenantId tenant) const;
+  [[nodiscard]] nlohmann::json node_json(NodeId id) const;
+
+  ControlPlaneSetup setup_;
+  Scheduler scheduler_;
+  std::shared_ptr<TokenTable> tokens_;
+  std::map<std::int64_t, ServerJob> jobs_;
+  std::set<std::int64_t> live_;                                              // pending or running
+  std::map<std::pair<std::string, std::string>, std::int64_t> idempotency_;  // (tenant, key)
+  std::vector<NodeInfo> nodes_;                                              // by NodeId
+  std::map<std::string, NodeId> node_ids_;
+  std::map<std::string, TenantUpdate> tenant_overrides_;
+  std::int64_t next_job_id_ = 1;
+  std::int64_t last_event_seq_ = 0;
+  bool dirty_ = true;
+};
+
+}  // namespace tidepool

@@ -1,0 +1,419 @@
+// The control plane: nodes, tenants and queues, tokens, and the figures for metrics.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "server/control_plane.h"
+
+namespace tidepool {
+namespace {
+
+Reply admin_only(const Principal& who) {
+  return error_reply(403, "forbidden",
+                     Error{"role", fmt::format("an admin token is needed; this one is a {} token",
+                                               role_name(who.role))});
+}
+
+nlohmann::json milli_as_gpus(std::int64_t milli) {
+  if (milli % 1000 == 0) return milli / 1000;
+  return static_cast<double>(milli) / 1000.0;
+}
+
+nlohmann::json tenant_update_to_json(const TenantUpdate& update) {
+  nlohmann::json quota = nlohmann::json::object();
+  for (const auto& [model, q] : update.quota) {
+    nlohmann::json entry = {{"guaranteed_gpus", milli_as_gpus(q.guaranteed_milli)}};
+    if (q.borrowing_limit_milli) {
+      entry["borrowing_limit_gpus"] = milli_as_gpus(*q.borrowing_limit_milli);
+    }
+    if (q.lending_limit_milli) entry["lending_limit_gpus"] = milli_as_gpus(*q.lending_limit_milli);
+    quota[model] = std::move(entry);
+  }
+  return {{"weight", update.weight}, {"queues", update.queues}, {"quota", std::move(quota)}};
+}
+
+}  // namespace
+
+Result<TenantsSpec> ControlPlane::apply_overrides(
+    TenantsSpec base, const std::map<std::string, TenantUpdate>& overrides,
+    GpuModelCatalog& models) {
+  for (const auto& [name, update] : overrides) {
+    TenantSpec* target = nullptr;
+    for (OrgSpec& org : base.orgs) {
+      for (TenantSpec& t : org.tenants) {
+        if (t.name == name) target = &t;
+      }
+    }
+    if (target == nullptr) {
+      return fail("tenant", fmt::format("no tenant '{}' in the tenants file", name));
+    }
+    target->weight = update.weight;
+    target->queues = update.queues;
+    target->quotas.clear();
+    for (const auto& [model_name, q] : update.quota) {
+      auto model = models.find(model_name);
+      if (!model) {
+        return fail(fmt::format("quota.{}", model_name),
+                    fmt::format("the cluster has no GPU model '{}'", model_name));
+      }
+      target->quotas.push_back(
+          ModelQuota{*model, q.guaranteed_milli, q.borrowing_limit_milli, q.lending_limit_milli});
+    }
+  }
+  return base;
+}
+
+// --- nodes ---
+
+nlohmann::json ControlPlane::node_json(NodeId id) const {
+  const NodeSpec& spec = setup_.cluster.nodes[id.value];
+  const NodeInfo& info = nodes_[id.value];
+  const Topology& topology = setup_.cluster.topology;
+  const LeafId leaf = spec.leaf;
+  std::int64_t allocated_milli = 0;
+  nlohmann::json jobs = nlohmann::json::array();
+  for (std::int64_t job_id : live_) {
+    const ServerJob& job = jobs_.at(job_id);
+    if (job.state != JobState::kRunning) continue;
+    int gpus = 0;
+    int tasks = 0;
+    for (const TaskPlace& p : job.placement) {
+      if (p.node != spec.name) continue;
+      ++tasks;
+      gpus += static_cast<int>(p.gpus.size());
+    }
+    if (tasks == 0) continue;
+    allocated_milli += std::int64_t{gpus} * (job.spec.gpus_per_task == 0 ? 0 : job.spec.gpu_milli);
+    jobs.push_back({{"job", job.id},
+                    {"tenant", job.spec.tenant},
+                    {"name", job.spec.name},
+                    {"tasks", tasks},
+                    {"gpus", gpus},
+                    {"gpu_milli", job.spec.gpu_milli}});
+  }
+  const std::string state = info.drained ? "drained" : "ready";
+  nlohmann::json out = {
+      {"name", spec.name},
+      {"state", state},
+      {"gpu_model", spec.gpu_count > 0 ? setup_.cluster.models.name(spec.model) : ""},
+      {"gpus", spec.gpu_count},
+      {"gpu_milli_allocated", allocated_milli},
+      {"cpu_milli", spec.milli_cpu},
+      {"memory_mib", spec.memory_mib},
+      {"leaf", topology.leaves[leaf.value].name},
+      {"spine", topology.spines[topology.leaves[leaf.value].spine.value].name},
+      {"jobs", std::move(jobs)},
+      {"registered_ms", info.registered_ms},
+      {"last_heartbeat_ms", info.last_heartbeat_ms},
+  };
+  if (info.drained) {
+    out["drain_reason"] = info.drain_reason;
+    out["drained_ms"] = info.drained_ms;
+  }
+  return out;
+}
+
+Reply ControlPlane::list_nodes(const Principal& who) const {
+  nlohmann::json nodes = nlohmann::json::array();
+  for (std::size_t n = 0; n < nodes_.size(); ++n) {
+    if (who.role == Role::kAgent && nodes_[n].name != who.node) continue;
+    nodes.push_back(node_json(NodeId{static_cast<std::uint32_t>(n)}));
+  }
+  return Reply{200, {{"nodes", std::move(nodes)}}};
+}
+
+void ControlPlane::record_node(Batch& batch, const NodeInfo& node) {
+  nlohmann::json reported = {{"gpu_model", node.reported.gpu_model},
+                             {"agent_version", node.reported.agent_version}};
+  if (node.reported.gpus) reported["gpus"] = *node.reported.gpus;
+  if (node.reported.cpu_milli) reported["cpu_milli"] = *node.reported.cpu_milli;
+  if (node.reported.memory_mib) reported["memory_mib"] = *node.reported.memory_mib;
+  batch.nodes.push_back(KeyedRecord{node.name,
+                                    nlohmann::json{
+                                        {"drained", node.drained},
+                                        {"drain_reason", node.drain_reason},
+                                        {"drained_ms", node.drained_ms},
+                                        {"registered_ms", node.registered_ms},
+                                        {"last_heartbeat_ms", node.last_heartbeat_ms},
+                                        {"reported", std::move(reported)},
+                                    }
+                                        .dump()});
+}
+
+Reply ControlPlane::set_drained(const Principal& who, const std::string& node, bool drained,
+                                const std::string& reason, std::int64_t now_ms, Batch& batch) {
+  if (who.role != Role::kAdmin) return admin_only(who);
+  auto it = node_ids_.find(node);
+  if (it == node_ids_.end()) {
+    return error_reply(404, "not found", Error{"node", fmt::format("no node '{}'", node)});
+  }
+  NodeInfo& info = nodes_[it->second.value];
+  if (info.drained != drained) {
+    (void)scheduler_.set_node_schedulable(it->second, !drained);
+    info.drained = drained;
+    info.drain_reason = drained ? (reason.empty() ? "drained by an admin" : reason) : "";
+    info.drained_ms = drained ? now_ms : 0;
+    dirty_ = true;
+    record_node(batch, info);
+    emit(batch, now_ms, drained ? "node.drained" : "node.undrained",
+         {{"node", node}, {"reason", info.drain_reason}});
+  }
+  return Reply{200, node_json(it->second)};
+}
+
+Reply ControlPlane::register_node(const Principal& who, const std::string& node,
+                                  const NodeRegistration& registration, std::int64_t now_ms,
+                                  Batch& batch) {
+  if (who.role == Role::kUser || (who.role == Role::kAgent && who.node != node)) {
+    return error_reply(
+        403, "forbidden",
+        Error{"node", fmt::format("only node '{}''s agent or an admin may register it", node)});
+  }
+  auto it = node_ids_.find(node);
+  if (it == node_ids_.end()) {
+    return error_reply(404, "not found",
+                       Error{"node", fmt::format("no node '{}' in the cluster file", node)});
+  }
+  const NodeSpec& spec = setup_.cluster.nodes[it->second.value];
+  if (registration.gpus && *registration.gpus != spec.gpu_count) {
+    return error_reply(409, "conflict",
+                       Error{"gpus", fmt::format("the agent found {} GPUs, the cluster file "
+                                                 "declares {}",
+                                                 *registration.gpus, spec.gpu_count)});
+  }
+  NodeInfo& info = nodes_[it->second.value];
+  info.reported = registration;
+  info.registered_ms = now_ms;
+  info.last_heartbeat_ms = now_ms;
+  record_node(batch, info);
+  emit(batch, now_ms, "node.registered", {{"node", node}});
+  return Reply{200, node_json(it->second)};
+}
+
+Reply ControlPlane::heartbeat(const Principal& who, const std::string& node,
+                              const NodeHeartbeat& /*heartbeat*/, std::int64_t now_ms,
+                              Batch& batch) {
+  if (who.role == Role::kUser || (who.role == Role::kAgent && who.node != node)) {
+    return error_reply(403, "forbidden",
+                       Error{"node", fmt::format("only node '{}''s agent or an admin may send its "
+                                                 "heartbeat",
+                                                 node)});
+  }
+  auto it = node_ids_.find(node);
+  if (it == node_ids_.end()) {
+    return error_reply(404, "not found", Error{"node", fmt::format("no node '{}'", node)});
+  }
+  NodeInfo& info = nodes_[it->second.value];
+  info.last_heartbeat_ms = now_ms;
+  record_node(batch, info);
+  nlohmann::json jobs = nlohmann::json::array();
+  for (std::int64_t id : live_) {
+    const ServerJob& job = jobs_.at(id);
+    if (job.state == JobState::kRunning &&
+        std::ranges::any_of(job.placement, [&](const TaskPlace& p) { return p.node == node; })) {
+      jobs.push_back(id);
+    }
+  }
+  return Reply{200, {{"node", node}, {"jobs", std::move(jobs)}}};
+}
+
+// --- tenants and queues ---
+
+nlohmann::json ControlPlane::tenant_json(TenantId tenant) const {
+  const TenantBook& book = scheduler_.book();
+  const GpuModelCatalog& models = book.models();
+  nlohmann::json quota = nlohmann::json::object();
+  for (int m = 0; m < book.model_count(); ++m) {
+    const GpuModelId model{static_cast<std::uint32_t>(m)};
+    const std::int64_t guaranteed = book.guaranteed(tenant, model);
+    const std::int64_t usage = book.usage(tenant, model);
+    const auto borrowing = book.borrowing_limit(tenant, model);
+    if (guaranteed == 0 && usage == 0 && !borrowing) continue;
+    nlohmann::json entry = {
+        {"guaranteed_gpus", milli_as_gpus(guaranteed)},
+        {"lending_limit_gpus", milli_as_gpus(book.lending_limit(tenant, model))},
+        {"used_gpus", milli_as_gpus(usage)},
+        {"borrowed_gpus", milli_as_gpus(book.borrowed(tenant, model))}};
+    entry["borrowing_limit_gpus"] = borrowing ? milli_as_gpus(*borrowing) : nlohmann::json(nullptr);
+    quota[models.name(model)] = std::move(entry);
+  }
+  const std::string& name = book.tenant_name(tenant);
+  int pending = 0;
+  int running = 0;
+  for (std::int64_t id : live_) {
+    const ServerJob& job = jobs_.at(id);
+    if (job.spec.tenant != name) continue;
+    (job.state == JobState::kRunning ? running : pending) += 1;
+  }
+  nlohmann::json queues = nlohmann::json::array();
+  for (int q = 0; q < book.queue_count(); ++q) {
+    const QueueId id{static_cast<std::uint32_t>(q)};
+    if (book.tenant_of(id) == tenant) queues.push_back(book.queue_name(id));
+  }
+  return {{"name", name},
+          {"org", book.org_name(book.org_of(tenant))},
+          {"weight", book.weight(tenant)},
+          {"queues", std::move(queues)},
+          {"quota", std::move(quota)},
+          {"gpu_milli_used", scheduler_.usage_milli(tenant)},
+          {"jobs_pending", pending},
+          {"jobs_running", running}};
+}
+
+Reply ControlPlane::list_tenants(const Principal& who) const {
+  const TenantBook& book = scheduler_.book();
+  nlohmann::json tenants = nlohmann::json::array();
+  for (int t = 0; t < book.tenant_count(); ++t) {
+    const TenantId id{static_cast<std::uint32_t>(t)};
+    if (who.role == Role::kUser && book.tenant_name(id) != who.tenant) continue;
+    tenants.push_back(tenant_json(id));
+  }
+  return Reply{200, {{"tenants", std::move(tenants)}}};
+}
+
+Reply ControlPlane::get_tenant(const Principal& who, const std::string& name) const {
+  auto tenant = scheduler_.book().find_tenant(name);
+  if (!tenant || (who.role == Role::kUser && who.tenant != name)) {
+    return error_reply(404, "not found", Error{"tenant", fmt::format("no tenant '{}'", name)});
+  }
+  return Reply{200, tenant_json(*tenant)};
+}
+
+Reply ControlPlane::put_tenant(const Principal& who, const std::string& name,
+                               const TenantUpdate& update, std::int64_t now_ms, Batch& batch) {
+  if (who.role != Role::kAdmin) return admin_only(who);
+  if (!scheduler_.book().find_tenant(name)) {
+    return error_reply(404, "not found",
+                       Error{"tenant", fmt::format("no tenant '{}'; tenants come from the tenants "
+                                                   "file",
+                                                   name)});
+  }
+  auto overrides = tenant_overrides_;
+  overrides[name] = update;
+  auto tenants = apply_overrides(setup_.tenants, overrides, setup_.cluster.models);
+  if (!tenants) return error_reply(400, "invalid tenant", tenants.error());
+  auto scheduler = rebuild_scheduler(*tenants, now_ms);
+  if (!scheduler) return error_reply(409, "conflict", scheduler.error());
+  scheduler_ = std::move(*scheduler);
+  tenant_overrides_ = std::move(overrides);
+  dirty_ = true;
+  batch.settings.push_back(KeyedRecord{"tenant/" + name, tenant_update_to_json(update).dump()});
+  emit(batch, now_ms, "tenant.updated", {{"tenant", name}});
+  return Reply{200, tenant_json(*scheduler_.book().find_tenant(name))};
+}
+
+Reply ControlPlane::list_queues(const Principal& who) const {
+  const TenantBook& book = scheduler_.book();
+  std::map<std::pair<std::string, std::string>, std::pair<int, int>> counts;
+  for (std::int64_t id : live_) {
+    const ServerJob& job = jobs_.at(id);
+    auto& [pending, running] = counts[{job.spec.tenant, job.spec.queue}];
+    (job.state == JobState::kRunning ? running : pending) += 1;
+  }
+  nlohmann::json queues = nlohmann::json::array();
+  for (int q = 0; q < book.queue_count(); ++q) {
+    const QueueId id{static_cast<std::uint32_t>(q)};
+    const std::string& tenant = book.tenant_name(book.tenant_of(id));
+    if (who.role == Role::kUser && tenant != who.tenant) continue;
+    const auto [pending, running] = counts[{tenant, book.queue_name(id)}];
+    queues.push_back({{"tenant", tenant},
+                      {"queue", book.queue_name(id)},
+                      {"pending", pending},
+                      {"running", running}});
+  }
+  return Reply{200, {{"queues", std::move(queues)}}};
+}
+
+// --- tokens ---
+
+namespace {
+
+nlohmann::json token_json(const TokenRecord& t) {
+  return {{"id", t.id},
+          {"role", t.role},
+          {"tenant", t.tenant},
+          {"node", t.node},
+          {"description", t.description},
+          {"created_ms", t.created_ms},
+          {"revoked", t.revoked}};
+}
+
+}  // namespace
+
+Reply ControlPlane::create_token(const Principal& who, const TokenRequest& request,
+                                 std::int64_t now_ms, Batch& batch) {
+  if (who.role != Role::kAdmin) return admin_only(who);
+  auto role = parse_role(request.role);
+  if (!role) return error_reply(400, "invalid request", role.error());
+  if (*role == Role::kUser && !scheduler_.book().find_tenant(request.tenant)) {
+    return error_reply(400, "invalid request",
+                       Error{"tenant", fmt::format("no tenant '{}'", request.tenant)});
+  }
+  if (*role == Role::kAgent && !node_ids_.contains(request.node)) {
+    return error_reply(400, "invalid request",
+                       Error{"node", fmt::format("no node '{}' in the cluster", request.node)});
+  }
+  NewToken token = make_token(*role, request.tenant, request.node, request.description, now_ms);
+  tokens_->put(token.record);
+  batch.tokens.push_back(token.record);
+  emit(batch, now_ms, "token.created", {{"token", token.record.id}, {"role", token.record.role}});
+  nlohmann::json out = token_json(token.record);
+  out["secret"] = token.secret;
+  return Reply{201, std::move(out)};
+}
+
+std::string ControlPlane::bootstrap_admin(std::int64_t now_ms, Batch& batch) {
+  NewToken token = make_token(Role::kAdmin, "", "", "created at the server's first start", now_ms);
+  tokens_->put(token.record);
+  batch.tokens.push_back(token.record);
+  emit(batch, now_ms, "token.created", {{"token", token.record.id}, {"role", "admin"}});
+  return token.secret;
+}
+
+Reply ControlPlane::list_tokens(const Principal& who) const {
+  if (who.role != Role::kAdmin) return admin_only(who);
+  nlohmann::json tokens = nlohmann::json::array();
+  for (const TokenRecord& t : tokens_->all()) tokens.push_back(token_json(t));
+  return Reply{200, {{"tokens", std::move(tokens)}}};
+}
+
+Reply ControlPlane::revoke_token(const Principal& who, const std::string& id, std::int64_t now_ms,
+                                 Batch& batch) {
+  if (who.role != Role::kAdmin) return admin_only(who);
+  auto token = tokens_->find(id);
+  if (!token) {
+    return error_reply(404, "not found", Error{"token", fmt::format("no token '{}'", id)});
+  }
+  token->revoked = true;
+  tokens_->put(*token);
+  batch.tokens.push_back(*token);
+  emit(batch, now_ms, "token.revoked", {{"token", id}});
+  return Reply{200, token_json(*token)};
+}
+
+// --- figures ---
+
+ControlPlane::Figures ControlPlane::figures() const {
+  Figures f;
+  for (JobState s : {JobState::kPending, JobState::kRunning, JobState::kSucceeded,
+                     JobState::kFailed, JobState::kCancelled}) {
+    f.jobs_by_state[std::string(job_state_name(s))] = 0;
+  }
+  for (const auto& [id, job] : jobs_) ++f.jobs_by_state[std::string(job_state_name(job.state))];
+  const Pool& pool = scheduler_.pool();
+  f.gpus_total = pool.total_gpus();
+  f.gpu_milli_allocated = pool.allocated_milli_gpu();
+  f.nodes_total = static_cast<std::int64_t>(nodes_.size());
+  f.nodes_drained = std::ranges::count_if(nodes_, &NodeInfo::drained);
+  const TenantBook& book = scheduler_.book();
+  for (int t = 0; t < book.tenant_count(); ++t) {
+    const TenantId id{static_cast<std::uint32_t>(t)};
+    f.tenant_gpu_milli[book.tenant_name(id)] = scheduler_.usage_milli(id);
+  }
+  f.last_event_seq = last_event_seq_;
+  return f;
+}
+
+}  // namespace tidepool

@@ -1,0 +1,70 @@
+#include "server/event_feed.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace tidepool {
+
+void EventFeed::reset(std::int64_t last_seq) {
+  std::lock_guard lock(mutex_);
+  recent_.clear();
+  last_seq_ = last_seq;
+  changed_.notify_all();
+}
+
+void EventFeed::publish(const std::vector<EventRecord>& events) {
+  if (events.empty()) return;
+  std::lock_guard lock(mutex_);
+  for (const EventRecord& e : events) recent_.push_back(e);
+  while (recent_.size() > keep_) recent_.pop_front();
+  last_seq_ = std::max(last_seq_, events.back().seq);
+  changed_.notify_all();
+}
+
+void EventFeed::close() {
+  std::lock_guard lock(mutex_);
+  closed_ = true;
+  changed_.notify_all();
+}
+
+Result<std::vector<EventRecord>> EventFeed::wait_after(
+    std::int64_t after, int limit, std::chrono::milliseconds timeout,
+    const std::function<bool(const EventRecord&)>& visible, std::int64_t& last_seq) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::vector<EventRecord> out;
+  last_seq = after;
+  std::unique_lock lock(mutex_);
+  while (true) {
+    const std::int64_t oldest = recent_.empty() ? last_seq_ + 1 : recent_.front().seq;
+    if (last_seq + 1 < oldest && last_seq < last_seq_) {
+      // Older than what memory keeps: read them from the store, without holding the lock.
+      lock.unlock();
+      auto stored = store_.events_after(last_seq, limit);
+      lock.lock();
+      if (!stored) return std::unexpected(stored.error());
+      for (EventRecord& e : *stored) {
+        last_seq = e.seq;
+        if (visible(e)) out.push_back(std::move(e));
+      }
+      if (!out.empty() || stored->empty()) return out;
+      continue;
+    }
+    auto it = std::ranges::lower_bound(recent_, last_seq + 1, {}, &EventRecord::seq);
+    for (; it != recent_.end() && std::cmp_less(out.size(), limit); ++it) {
+      last_seq = it->seq;
+      if (visible(*it)) out.push_back(*it);
+    }
+    if (!out.empty() || closed_) return out;
+    if (changed_.wait_until(lock, deadline) == std::cv_status::timeout) {
+      // One last look, then answer with what there is (possibly nothing).
+      auto late = std::ranges::lower_bound(recent_, last_seq + 1, {}, &EventRecord::seq);
+      for (; late != recent_.end() && std::cmp_less(out.size(), limit); ++late) {
+        last_seq = late->seq;
+        if (visible(*late)) out.push_back(*late);
+      }
+      return out;
+    }
+  }
+}
+
+}  // namespace tidepool

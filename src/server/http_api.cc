@@ -1,0 +1,427 @@
+#include "server/http_api.h"
+
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include <charconv>
+#include <chrono>
+#include <utility>
+
+#include "server/api_bodies.h"
+#include "server/job_spec.h"
+
+namespace tidepool {
+namespace {
+
+using httplib::Request;
+using httplib::Response;
+using Handler = std::function<Reply(const Principal&, const Request&)>;
+
+std::int64_t wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+Reply bad_request(std::string error, const Error& cause) {
+  return error_reply(400, std::move(error), cause);
+}
+
+// The request's body as JSON: by its Content-Type, or by its first character when it has none
+// that says (JSON starts with '{' or '['; anything else is read as YAML).
+Result<nlohmann::json> request_body(const Request& req) {
+  if (req.body.empty()) return nlohmann::json(nullptr);
+  const std::string type = req.get_header_value("Content-Type");
+  BodyFormat format = BodyFormat::kYaml;
+  if (type.starts_with("application/json")) {
+    format = BodyFormat::kJson;
+  } else if (type.find("yaml") == std::string::npos) {
+    const auto first = req.body.find_first_not_of(" \t\r\n");
+    if (first != std::string::npos && (req.body[first] == '{' || req.body[first] == '[')) {
+      format = BodyFormat::kJson;
+    }
+  }
+  return parse_body(req.body, format);
+}
+
+// Parses the body with `read` (one of api_bodies.h's readers).
+template <class Read>
+auto read_body(const Request& req, Read read) -> decltype(read(nlohmann::json{})) {
+  auto body = request_body(req);
+  if (!body) return std::unexpected(body.error());
+  return read(*body);
+}
+
+std::optional<std::int64_t> path_id(const Request& req) {
+  const std::string text = req.matches[1];
+  std::int64_t id = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
+  if (ec != std::errc() || end != text.data() + text.size() || id <= 0) return std::nullopt;
+  return id;
+}
+
+Reply no_such_job(const Request& req) {
+  return error_reply(404, "not found",
+                     Error{"id", fmt::format("no job {}", std::string(req.matches[1]))});
+}
+
+void write(Response& res, const Reply& reply) {
+  res.status = reply.status;
+  res.set_content(reply.body.dump(), "application/json");
+}
+
+std::string status_words(int status) {
+  switch (status) {
+    case 404:
+      return "not found";
+    case 405:
+      return "method not allowed";
+    case 413:
+      return "payload too large";
+    default:
+      return "request failed";
+  }
+}
+
+}  // namespace
+
+HttpApi::HttpApi(ControlLoop& loop, ServerMetrics& metrics, HttpOptions options)
+    : loop_(loop),
+      metrics_(metrics),
+      options_(std::move(options)),
+      limiter_(options_.rate_per_second, options_.rate_burst) {}
+
+HttpApi::~HttpApi() { stop(); }
+
+Result<int> HttpApi::bind() {
+  if (options_.tls_cert.empty() != options_.tls_key.empty()) {
+    return fail(options_.tls_cert.empty() ? "--tls-cert" : "--tls-key",
+                "TLS needs both a certificate and its key");
+  }
+  if (!options_.tls_cert.empty()) {
+    auto tls =
+        std::make_unique<httplib::SSLServer>(options_.tls_cert.c_str(), options_.tls_key.c_str());
+    if (!tls->is_valid()) {
+      return fail("--tls-cert", fmt::format("cannot load the TLS certificate '{}' or key '{}'",
+                                            options_.tls_cert, options_.tls_key));
+    }
+    server_ = std::move(tls);
+  } else {
+    server_ = std::make_unique<httplib::Server>();
+  }
+  const int threads = options_.threads;
+  server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  server_->set_payload_max_length(options_.max_body_bytes);
+  server_->set_keep_alive_max_count(100000);
+  server_->set_keep_alive_timeout(30);
+  server_->set_read_timeout(30);
+  server_->set_write_timeout(30);
+  routes();
+  int port = 0;
+  if (options_.port == 0) {
+    port = server_->bind_to_any_port(options_.host);
+  } else {
+    port = server_->bind_to_port(options_.host, options_.port) ? options_.port : -1;
+  }
+  if (port <= 0) {
+    return fail("listen", fmt::format("cannot listen on {}:{} (in use, or not an address of this "
+                                      "machine)",
+                                      options_.host, options_.port));
+  }
+  return port;
+}
+
+void HttpApi::serve() {
+  if (server_) server_->listen_after_bind();
+}
+
+void HttpApi::stop() {
+  if (server_) server_->stop();
+}
+
+void HttpApi::routes() {
+  httplib::Server& s = *server_;
+
+  // Authenticates, rate-limits and runs `handler`; counts the request.
+  auto guarded = [this](std::string route, Handler handler) {
+    return [this, route = std::move(route), handler = std::move(handler)](const Request& req,
+                                                                          Response& res) {
+      const auto start = std::chrono::steady_clock::now();
+      const std::string_view secret = bearer_secret(req.get_header_value("Authorization"));
+      std::optional<Principal> who;
+      if (!secret.empty()) who = loop_.tokens()->authenticate(secret);
+      if (!who) {
+        res.set_header("WWW-Authenticate", "Bearer");
+        write(res,
+              error_reply(401, "unauthorized",
+                          Error{"Authorization",
+                                secret.empty() ? "a bearer token is needed: pass --token, set "
+                                                 "TIDEPOOL_TOKEN or add token: to the config file"
+                                               : "unknown or revoked token"}));
+      } else if (!limiter_.allow(who->token_id, wall_ms())) {
+        metrics_.count_rate_limited();
+        res.set_header("Retry-After", "1");
+        write(res, error_reply(429, "too many requests",
+                               Error{"Authorization",
+                                     fmt::format("token {} is over its rate limit of {}/s; retry "
+                                                 "after a second",
+                                                 who->token_id, options_.rate_per_second)}));
+      } else {
+        write(res, handler(*who, req));
+      }
+      metrics_.count_request(
+          req.method, route, res.status,
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    };
+  };
+  // Runs a command that changes or reads the control plane on the loop.
+  auto on_loop = [this](auto command) { return loop_.call(std::move(command)); };
+
+  s.Get("/healthz", [](const Request&, Response& res) {
+    res.set_content(R"({"status":"ok"})", "application/json");
+  });
+  s.Get("/readyz", [this](const Request&, Response& res) {
+    const bool ready = loop_.ready();
+    res.status = ready ? 200 : 503;
+    res.set_content(ready ? R"({"status":"ready"})" : R"({"status":"not ready"})",
+                    "application/json");
+  });
+  s.Get("/metrics", [this](const Request&, Response& res) {
+    Reply reply = loop_.call([this](ControlPlane& plane, std::int64_t, Batch&) {
+      metrics_.set_figures(plane.figures());
+      return Reply{};
+    });
+    if (reply.status != 200) return write(res, reply);
+    res.set_content(metrics_.render(), "text/plain; version=0.0.4; charset=utf-8");
+  });
+
+  // --- jobs ---
+  s.Post("/v1/jobs", guarded("/v1/jobs", [on_loop](const Principal& who, const Request& req) {
+           auto spec = read_body(req, job_spec_from_json);
+           if (!spec) return bad_request("invalid job spec", spec.error());
+           return on_loop(
+               [who, spec = std::move(*spec), key = req.get_header_value("Idempotency-Key")](
+                   ControlPlane& p, std::int64_t now, Batch& b) mutable {
+                 return p.submit(who, std::move(spec), key, now, b);
+               });
+         }));
+  s.Get("/v1/jobs", guarded("/v1/jobs", [on_loop](const Principal& who, const Request& req) {
+          JobFilter filter{req.get_param_value("tenant"), req.get_param_value("queue"),
+                           req.get_param_value("state"), req.get_param_value("node"), 0};
+          if (req.has_param("limit")) {
+            const std::string text = req.get_param_value("limit");
+            std::size_t limit = 0;
+            auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), limit);
+            if (ec != std::errc() || end != text.data() + text.size()) {
+              return bad_request("invalid request", Error{"limit", "expected a whole number"});
+            }
+            filter.limit = limit;
+          }
+          return on_loop([who, filter](ControlPlane& p, std::int64_t, Batch&) {
+            return p.list_jobs(who, filter);
+          });
+        }));
+  s.Get(R"(/v1/jobs/([^/]+))",
+        guarded("/v1/jobs/{id}", [on_loop](const Principal& who, const Request& req) {
+          auto id = path_id(req);
+          if (!id) return no_such_job(req);
+          return on_loop([who, id = *id](ControlPlane& p, std::int64_t, Batch&) {
+            return p.get_job(who, id);
+          });
+        }));
+  s.Delete(R"(/v1/jobs/([^/]+))",
+           guarded("/v1/jobs/{id}", [on_loop](const Principal& who, const Request& req) {
+             auto id = path_id(req);
+             if (!id) return no_such_job(req);
+             return on_loop([who, id = *id](ControlPlane& p, std::int64_t now, Batch& b) {
+               return p.cancel(who, id, now, b);
+             });
+           }));
+  s.Get(R"(/v1/jobs/([^/]+)/why)",
+        guarded("/v1/jobs/{id}/why", [on_loop](const Principal& who, const Request& req) {
+          auto id = path_id(req);
+          if (!id) return no_such_job(req);
+          return on_loop([who, id = *id](ControlPlane& p, std::int64_t now, Batch&) {
+            return p.why(who, id, now);
+          });
+        }));
+  s.Post(R"(/v1/jobs/([^/]+)/checkpoint)",
+         guarded("/v1/jobs/{id}/checkpoint", [on_loop](const Principal& who, const Request& req) {
+           auto id = path_id(req);
+           if (!id) return no_such_job(req);
+           auto report = read_body(req, checkpoint_report_from_json);
+           if (!report) return bad_request("invalid request", report.error());
+           return on_loop(
+               [who, id = *id, report = *report](ControlPlane& p, std::int64_t now, Batch& b) {
+                 return p.report_checkpoint(who, id, report, now, b);
+               });
+         }));
+  s.Post(R"(/v1/jobs/([^/]+)/status)",
+         guarded("/v1/jobs/{id}/status", [on_loop](const Principal& who, const Request& req) {
+           auto id = path_id(req);
+           if (!id) return no_such_job(req);
+           auto report = read_body(req, job_status_report_from_json);
+           if (!report) return bad_request("invalid request", report.error());
+           return on_loop(
+               [who, id = *id, report = *report](ControlPlane& p, std::int64_t now, Batch& b) {
+                 return p.report_status(who, id, report, now, b);
+               });
+         }));
+
+  // --- nodes ---
+  s.Get(
+      "/v1/nodes", guarded("/v1/nodes", [on_loop](const Principal& who, const Request&) {
+        return on_loop([who](ControlPlane& p, std::int64_t, Batch&) { return p.list_nodes(who); });
+      }));
+  for (const bool drain : {true, false}) {
+    const std::string verb = drain ? "drain" : "undrain";
+    s.Post("/v1/nodes/([^/]+)/" + verb,
+           guarded("/v1/nodes/{name}/" + verb, [on_loop, drain](const Principal& who,
+                                                                const Request& req) {
+             auto body = read_body(req, drain_request_from_json);
+             if (!body) return bad_request("invalid request", body.error());
+             return on_loop([who, drain, node = std::string(req.matches[1]), reason = body->reason](
+                                ControlPlane& p, std::int64_t now, Batch& b) {
+               return p.set_drained(who, node, drain, reason, now, b);
+             });
+           }));
+  }
+  s.Post(R"(/v1/nodes/([^/]+)/register)",
+         guarded("/v1/nodes/{name}/register", [on_loop](const Principal& who, const Request& req) {
+           auto body = read_body(req, node_registration_from_json);
+           if (!body) return bad_request("invalid request", body.error());
+           return on_loop([who, node = std::string(req.matches[1]), body = *body](
+                              ControlPlane& p, std::int64_t now, Batch& b) {
+             return p.register_node(who, node, body, now, b);
+           });
+         }));
+  s.Post(R"(/v1/nodes/([^/]+)/heartbeat)",
+         guarded("/v1/nodes/{name}/heartbeat", [on_loop](const Principal& who, const Request& req) {
+           auto body = read_body(req, node_heartbeat_from_json);
+           if (!body) return bad_request("invalid request", body.error());
+           return on_loop([who, node = std::string(req.matches[1]), body = *body](
+                              ControlPlane& p, std::int64_t now, Batch& b) {
+             return p.heartbeat(who, node, body, now, b);
+           });
+         }));
+
+  // --- tenants, queues, tokens ---
+  s.Get("/v1/tenants", guarded("/v1/tenants", [on_loop](const Principal& who, const Request&) {
+          return on_loop(
+              [who](ControlPlane& p, std::int64_t, Batch&) { return p.list_tenants(who); });
+        }));
+  s.Get(R"(/v1/tenants/([^/]+))",
+        guarded("/v1/tenants/{name}", [on_loop](const Principal& who, const Request& req) {
+          return on_loop(
+              [who, name = std::string(req.matches[1])](ControlPlane& p, std::int64_t, Batch&) {
+                return p.get_tenant(who, name);
+              });
+        }));
+  s.Put(R"(/v1/tenants/([^/]+))",
+        guarded("/v1/tenants/{name}", [on_loop](const Principal& who, const Request& req) {
+          auto update = read_body(req, tenant_update_from_json);
+          if (!update) return bad_request("invalid tenant", update.error());
+          return on_loop([who, name = std::string(req.matches[1]), update = *update](
+                             ControlPlane& p, std::int64_t now, Batch& b) {
+            return p.put_tenant(who, name, update, now, b);
+          });
+        }));
+  s.Get(
+      "/v1/queues", guarded("/v1/queues", [on_loop](const Principal& who, const Request&) {
+        return on_loop([who](ControlPlane& p, std::int64_t, Batch&) { return p.list_queues(who); });
+      }));
+  s.Post("/v1/tokens", guarded("/v1/tokens", [on_loop](const Principal& who, const Request& req) {
+           auto request = read_body(req, token_request_from_json);
+           if (!request) return bad_request("invalid request", request.error());
+           return on_loop([who, request = *request](ControlPlane& p, std::int64_t now, Batch& b) {
+             return p.create_token(who, request, now, b);
+           });
+         }));
+  s.Get(
+      "/v1/tokens", guarded("/v1/tokens", [on_loop](const Principal& who, const Request&) {
+        return on_loop([who](ControlPlane& p, std::int64_t, Batch&) { return p.list_tokens(who); });
+      }));
+  s.Delete(R"(/v1/tokens/([^/]+))",
+           guarded("/v1/tokens/{id}", [on_loop](const Principal& who, const Request& req) {
+             return on_loop([who, id = std::string(req.matches[1])](ControlPlane& p,
+                                                                    std::int64_t now, Batch& b) {
+               return p.revoke_token(who, id, now, b);
+             });
+           }));
+
+  // --- events ---
+  s.Get(
+      "/v1/events", guarded("/v1/events", [this](const Principal& who, const Request& req) {
+        std::int64_t since = 0;
+        int limit = 1000;
+        Seconds timeout = 30;
+        if (req.has_param("since")) {
+          const std::string text = req.get_param_value("since");
+          auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), since);
+          if (ec != std::errc() || end != text.data() + text.size() || since < 0) {
+            return bad_request("invalid request",
+                               Error{"since", "expected an event sequence number >= 0"});
+          }
+        }
+        if (req.has_param("limit")) {
+          const std::string text = req.get_param_value("limit");
+          auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), limit);
+          if (ec != std::errc() || end != text.data() + text.size() || limit < 1 || limit > 10000) {
+            return bad_request("invalid request", Error{"limit", "expected 1..10000"});
+          }
+        }
+        if (req.has_param("timeout")) {
+          auto parsed = parse_duration(req.get_param_value("timeout"));
+          if (!parsed || *parsed > 60) {
+            return bad_request("invalid request",
+                               Error{"timeout", "expected a duration of at most 60s, e.g. 30s"});
+          }
+          timeout = *parsed;
+        }
+        auto visible = [&who](const EventRecord& e) {
+          if (who.role == Role::kAdmin) return true;
+          auto doc = nlohmann::json::parse(e.document, nullptr, false);
+          if (!doc.is_object()) return false;
+          if (who.role == Role::kUser) return doc.value("tenant", "") == who.tenant;
+          if (doc.value("node", "") == who.node) return true;
+          if (auto p = doc.find("placement"); p != doc.end() && p->is_array()) {
+            for (const auto& place : *p) {
+              if (place.value("node", "") == who.node) return true;
+            }
+          }
+          return false;
+        };
+        std::int64_t last_seq = since;
+        auto events = loop_.events().wait_after(since, limit, std::chrono::seconds(timeout),
+                                                visible, last_seq);
+        if (!events) return error_reply(503, "unavailable", events.error());
+        nlohmann::json out = nlohmann::json::array();
+        for (const EventRecord& e : *events) {
+          out.push_back({{"seq", e.seq},
+                         {"at_ms", e.at_ms},
+                         {"kind", e.kind},
+                         {"data", nlohmann::json::parse(e.document, nullptr, false)}});
+        }
+        return Reply{200, {{"events", std::move(out)}, {"last_seq", last_seq}}};
+      }));
+
+  s.set_error_handler([](const Request& req, Response& res) {
+    if (!res.body.empty()) return;
+    const std::string reason =
+        res.status == 413 ? "the request body is over the limit of 1 MiB"
+                          : fmt::format("no route {} {}; see GET /v1/... in the API reference",
+                                        req.method, req.path);
+    res.set_content(
+        nlohmann::json{
+            {"error", status_words(res.status)}, {"field", "request"}, {"reason", reason}}
+            .dump(),
+        "application/json");
+  });
+  s.set_exception_handler([](const Request&, Response& res, std::exception_ptr) {
+    res.status = 500;
+    res.set_content(R"({"error":"internal error","field":"","reason":"see the server log"})",
+                    "application/json");
+  });
+}
+
+}  // namespace tidepool

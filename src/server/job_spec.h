@@ -1,0 +1,130 @@
+// The job spec: what a user submits (`tidepool submit job.yaml`, POST /v1/jobs), as YAML or JSON
+// with the same fields. Parsing checks every field and returns the first problem as an Error whose
+// field is the spec's key path ("topology.within", "env.PATH", "command[3]") and whose reason says
+// what is wrong and what is allowed ("tasks: 0 is out of range 1..100000"). Nothing here knows the
+// cluster or the tenants: whether the tenant, queue and GPU models exist is checked by the server.
+//
+//   name: resnet-50            # required, 1..63 of [A-Za-z0-9._-], starting alphanumeric
+//   tenant: vision             # required (same rule as name)
+//   queue: default             # optional, default "default" (same rule as name)
+//   class: training            # training | inference | dev | batch (default training)
+//   priority: 0                # integer in [-1000000, 1000000] (default 0)
+//   tasks: 4                   # 1..100000 (default 1)
+//   gpus_per_task: 8           # 0..16 (default 1)
+//   gpu_milli: 1000            # share of each GPU, 1..1000 (default 1000); < 1000 only with
+//                              #   tasks: 1 and gpus_per_task: 1
+//   gpu_model: [H100, A100]    # accepted models (a list of names, or one name; no repeats; at
+//                              #   most 64); default any
+//   cpu_milli_per_task: 8000   # 0..10^9 (default 0)
+//   memory_mib_per_task: 65536 # 0..2^30, i.e. up to 1 PiB (default 0)
+//   topology: {within: node, mode: required}   # within: nvlink|node|leaf|spine (default spine),
+//                                              # mode: required|preferred (default preferred)
+//   runtime_estimate: 6h       # durations: "90s", "30m", "6h", "2d", "1h30m", or integer seconds;
+//                              #   more than 0, at most 10 years; optional
+//   max_runtime: 12h           # optional; >= runtime_estimate when both are given
+//   preemptible: true          # default true
+//   checkpoint_interval: 30m   # optional; absent: the job does not checkpoint
+//   command: [python, train.py]  # list of strings (default empty)
+//   env: {EPOCHS: "90"}        # map string -> string (keys: [A-Za-z_][A-Za-z0-9_]*)
+//   labels: {team: ranking}    # map string -> string (keys: names, as for name)
+//
+// Numbers are JSON integers (YAML: plain integers); 1.5, 4.0 or "4" are refused where an integer is
+// expected, and an integer or true is refused where a string is expected (quote it in YAML). A
+// null value (YAML: a key with nothing after it) is the same as leaving the key out. Strings are
+// valid UTF-8 without NUL characters.
+//
+// Unknown keys are errors (a misspelt key would otherwise be silently ignored), and so are keys
+// given twice. Limits keep one spec small: at most 256 command words, 256 env entries, 64 labels,
+// 4 KiB per string.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/gang_placement.h"
+#include "core/job.h"
+#include "core/resources.h"
+
+namespace tidepool {
+
+enum class BodyFormat : std::uint8_t { kJson, kYaml };
+
+// Limits of a job spec (see the file comment).
+inline constexpr std::size_t kMaxNameLength = 63;
+inline constexpr std::size_t kMaxCommandWords = 256;
+inline constexpr std::size_t kMaxEnvEntries = 256;
+inline constexpr std::size_t kMaxLabels = 64;
+inline constexpr std::size_t kMaxJobGpuModels = 64;
+inline constexpr std::int64_t kMaxCpuMilliPerTask = 1'000'000'000;
+inline constexpr std::int64_t kMaxMemoryMibPerTask = std::int64_t{1} << 30;
+inline constexpr Seconds kMaxDuration = Seconds{10} * 365 * 86'400;  // 10 years
+// The deepest nesting of maps and lists parse_body accepts.
+inline constexpr int kMaxBodyDepth = 32;
+
+struct JobSpec {
+  std::string name;
+  std::string tenant;
+  std::string queue = "default";
+  JobClass job_class = JobClass::kTraining;
+  int priority = 0;
+  int tasks = 1;
+  int gpus_per_task = 1;
+  int gpu_milli = 1000;
+  std::vector<std::string> gpu_models;  // empty: any
+  std::int64_t cpu_milli_per_task = 0;
+  std::int64_t memory_mib_per_task = 0;
+  TopologyRequirement topology;
+  std::optional<Seconds> runtime_estimate;
+  std::optional<Seconds> max_runtime;
+  bool preemptible = true;
+  std::optional<Seconds> checkpoint_interval;
+  std::vector<std::string> command;
+  std::map<std::string, std::string> env;
+  std::map<std::string, std::string> labels;
+
+  // Field by field. (Not defaulted: TopologyRequirement has no operator==.)
+  friend bool operator==(const JobSpec&, const JobSpec&);
+};
+
+// Parses a request body into a JSON value: JSON as is; YAML (one document) converted, plain
+// scalars typed as the YAML 1.2 core schema does (true/false, null/~, integers, also 0x and 0o;
+// floats; anything else a string), quoted scalars (and those tagged !!str) always strings. Keys
+// given twice in one map, bodies nested deeper than kMaxBodyDepth maps and lists, and in YAML
+// aliases (*name), other tags, non-string keys, a second document and text that is not UTF-8 are
+// refused. An empty body (only white space, or in YAML only comments) is null. Errors name the
+// field "body" (or the key path of a repeated key) and, for YAML, the line and column. Never
+// throws.
+Result<nlohmann::json> parse_body(std::string_view body, BodyFormat format);
+
+// Reads a job spec from a parsed body (see the file comment).
+Result<JobSpec> job_spec_from_json(const nlohmann::json& value);
+
+// parse_body, then job_spec_from_json.
+Result<JobSpec> parse_job_spec(std::string_view body, BodyFormat format);
+
+// The spec as JSON, every field written (durations as strings such as "1h30m", absent ones as
+// null); reading it back with job_spec_from_json gives an equal spec, for any spec that
+// job_spec_from_json returned.
+nlohmann::json job_spec_to_json(const JobSpec& spec);
+
+// "90s", "30m", "6h", "2d", "1h30m", "1d2h3m4s", or a bare non-negative integer of seconds; at
+// most 10 years. Fails with a reason naming the accepted forms.
+Result<Seconds> parse_duration(std::string_view text);
+// The canonical form of `seconds`, largest units first and zero parts left out, which
+// parse_duration reads back (up to kMaxDuration): 0 -> "0s", 90 -> "1m30s", 21600 -> "6h",
+// 93784 -> "1d2h3m4s". A negative value (not a duration) is written as e.g. "-5s".
+std::string format_duration(Seconds seconds);
+
+// Whether `name` is a valid name for jobs, tenants, queues and nodes (see the file comment); the
+// reason why not otherwise (the Error's field is empty: the caller knows which field it read).
+Result<void> check_name(std::string_view name);
+
+}  // namespace tidepool

@@ -1,0 +1,31 @@
+// A token bucket per key (the API token's id): `rate` requests per second on average, bursts of
+// up to `burst`. Thread-safe; the time is passed in.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+namespace tidepool {
+
+class RateLimiter {
+ public:
+  // rate <= 0: no limit.
+  RateLimiter(double rate, double burst) : rate_(rate), burst_(burst < 1 ? 1 : burst) {}
+
+  // Whether a request of `key` at `now_ms` may go ahead (it takes one token if so).
+  bool allow(const std::string& key, std::int64_t now_ms);
+
+ private:
+  struct Bucket {
+    double tokens = 0;
+    std::int64_t updated_ms = 0;
+  };
+  double rate_;
+  double burst_;
+  std::mutex mutex_;
+  std::unordered_map<std::string, Bucket> buckets_;
+};
+
+}  // namespace tidepool

@@ -1,0 +1,134 @@
+#include "server/server_config.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <filesystem>
+
+#include "server/job_spec.h"
+#include "sim/yaml_reader.h"
+
+namespace tidepool {
+namespace {
+
+std::string resolve(const std::string& base_dir, const std::string& path) {
+  if (path.empty() || std::filesystem::path(path).is_absolute() || base_dir.empty()) return path;
+  return (std::filesystem::path(base_dir) / path).lexically_normal().string();
+}
+
+class ConfigReader : private YamlReader {
+ public:
+  using YamlReader::YamlReader;
+
+  Result<ServerConfig> read(const YAML::Node& root, const std::string& base_dir) const {
+    ServerConfig c;
+    auto f = fields(root, "",
+                    {"listen", "cluster", "tenants", "policy", "database", "admin_token_file",
+                     "tick", "rate_limit", "tls", "http_threads"});
+    if (!f) return std::unexpected(f.error());
+    if (auto node = f->get("listen")) {
+      auto value = text(*node, "listen");
+      if (!value) return std::unexpected(value.error());
+      if (auto ok = parse_listen(*value, "listen", c); !ok)
+        return error_at(*node, "listen", ok.error().reason);
+    }
+    for (auto [key, target] :
+         {std::pair{"cluster", &c.cluster_path}, std::pair{"tenants", &c.tenants_path},
+          std::pair{"database", &c.database_path},
+          std::pair{"admin_token_file", &c.admin_token_file}}) {
+      if (auto node = f->get(key)) {
+        auto value = text(*node, key);
+        if (!value) return std::unexpected(value.error());
+        *target = resolve(base_dir, *value);
+      }
+    }
+    for (auto [key, target] :
+         {std::pair{"cluster", &c.cluster_path}, std::pair{"tenants", &c.tenants_path}}) {
+      if (target->empty()) return error_at(root, key, "the key is missing: the server needs it");
+    }
+    if (auto node = f->get("policy")) {
+      auto value = text(*node, "policy");
+      if (!value) return std::unexpected(value.error());
+      c.policy = *value;
+    }
+    if (auto node = f->get("tick")) {
+      auto value = text(*node, "tick");
+      if (!value) return std::unexpected(value.error());
+      auto seconds = parse_duration(*value);
+      if (!seconds || *seconds < 1 || *seconds > 3600) {
+        return error_at(*node, "tick", "expected a duration from 1s to 1h, e.g. 1s");
+      }
+      c.tick_ms = *seconds * 1000;
+    }
+    if (auto node = f->get("http_threads")) {
+      auto value = text(*node, "http_threads");
+      if (!value) return std::unexpected(value.error());
+      auto n = parse_decimal(*value, 0);
+      if (!n || *n < 4 || *n > 1024) return error_at(*node, "http_threads", "expected 4..1024");
+      c.http_threads = static_cast<int>(*n);
+    }
+    if (auto node = f->get("rate_limit")) {
+      auto limit = fields(*node, "rate_limit", {"per_second", "burst"});
+      if (!limit) return std::unexpected(limit.error());
+      for (auto [key, target] :
+           {std::pair{"per_second", &c.rate_per_second}, std::pair{"burst", &c.rate_burst}}) {
+        if (auto value_node = limit->get(key)) {
+          const std::string path = std::string("rate_limit.") + key;
+          auto value = text(*value_node, path);
+          if (!value) return std::unexpected(value.error());
+          auto n = parse_decimal(*value, 3);
+          if (!n || *n > 1'000'000'000) {
+            return error_at(*value_node, path, "expected a number of requests from 0 to 1000000");
+          }
+          *target = static_cast<double>(*n) / 1000.0;
+        }
+      }
+    }
+    if (auto node = f->get("tls")) {
+      auto tls = fields(*node, "tls", {"cert", "key"});
+      if (!tls) return std::unexpected(tls.error());
+      for (auto [key, target] : {std::pair{"cert", &c.tls_cert}, std::pair{"key", &c.tls_key}}) {
+        if (auto value_node = tls->get(key)) {
+          auto value = text(*value_node, std::string("tls.") + key);
+          if (!value) return std::unexpected(value.error());
+          *target = resolve(base_dir, *value);
+        }
+      }
+    }
+    return c;
+  }
+};
+
+}  // namespace
+
+Result<void> parse_listen(std::string_view text, const std::string& field, ServerConfig& config) {
+  const auto colon = text.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) {
+    return fail(field, fmt::format("expected host:port, e.g. 127.0.0.1:8470; got '{}'", text));
+  }
+  int port = -1;
+  const std::string_view digits = text.substr(colon + 1);
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
+  if (ec != std::errc() || end != digits.data() + digits.size() || port < 0 || port > 65535) {
+    return fail(field, fmt::format("port '{}' is not a number from 0 to 65535", digits));
+  }
+  config.host = std::string(text.substr(0, colon));
+  config.port = port;
+  return {};
+}
+
+Result<ServerConfig> read_server_config(std::string_view text, const std::string& source,
+                                        const std::string& base_dir) {
+  return read_one_yaml_document(text, source, "server configuration",
+                                [&](const YAML::Node& root) -> Result<ServerConfig> {
+                                  return ConfigReader(source).read(root, base_dir);
+                                });
+}
+
+Result<ServerConfig> load_server_config(const std::string& path) {
+  auto text = read_file_text(path);
+  if (!text) return std::unexpected(text.error());
+  return read_server_config(*text, path, std::filesystem::path(path).parent_path().string());
+}
+
+}  // namespace tidepool

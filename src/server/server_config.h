@@ -1,0 +1,52 @@
+// The server's configuration file (`tidepool server --config server.yaml`):
+//
+//   listen: 127.0.0.1:8470          # host:port (default 127.0.0.1:8470; port 0: any free port)
+//   cluster: clusters/lab.yaml      # required: the cluster (topology) file, see sim/cluster_file.h
+//   tenants: tenants/lab.yaml       # required: orgs, tenants, queues and quotas
+//   policy: tidepool                # tidepool | quota-borrow | tiresias | fifo-firstfit
+//   database: tidepool.db           # SQLite file (default ./tidepool.db)
+//   admin_token_file: admin.token   # where the first admin token is written (default: the
+//                                   #   database path + ".admin-token"), mode 0600
+//   tick: 1s                        # a scheduling pass at least this often
+//   rate_limit: {per_second: 1000, burst: 2000}   # per token; per_second 0: no limit
+//   tls: {cert: server.crt, key: server.key}      # optional: HTTPS
+//   http_threads: 64                # requests served at once (long polls hold one each)
+//
+// Relative paths are relative to the configuration file's folder (the database default: to the
+// working directory). Unknown keys are errors.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/error.h"
+#include "core/resources.h"
+
+namespace tidepool {
+
+struct ServerConfig {
+  std::string host = "127.0.0.1";
+  int port = 8470;
+  std::string cluster_path;
+  std::string tenants_path;
+  std::string policy = "tidepool";
+  std::string database_path = "tidepool.db";
+  std::string admin_token_file;  // empty: database_path + ".admin-token"
+  std::int64_t tick_ms = 1000;
+  double rate_per_second = 1000;
+  double rate_burst = 2000;
+  std::string tls_cert;
+  std::string tls_key;
+  int http_threads = 64;
+};
+
+// Reads the file at `path`; errors name the key ("server.yaml:3:9 listen").
+Result<ServerConfig> load_server_config(const std::string& path);
+// Parses the text of a configuration file whose folder is `base_dir`.
+Result<ServerConfig> read_server_config(std::string_view text, const std::string& source,
+                                        const std::string& base_dir);
+
+// "host:port" into the config; fails naming `field`.
+Result<void> parse_listen(std::string_view text, const std::string& field, ServerConfig& config);
+
+}  // namespace tidepool

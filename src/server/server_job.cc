@@ -1,0 +1,167 @@
+#include "server/server_job.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <utility>
+
+namespace tidepool {
+namespace {
+
+constexpr std::array<std::string_view, 6> kStateNames = {"pending", "running",   "succeeded",
+                                                         "failed",  "cancelled", "preempted"};
+
+// Reads `object[key]` as T (absent: the default); a wrong type fails naming the key.
+template <class T>
+Result<T> read_field(const nlohmann::json& object, const char* key, T fallback = {}) {
+  auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return fallback;
+  try {
+    return it->get<T>();
+  } catch (const nlohmann::json::exception& e) {
+    return fail(key, fmt::format("unexpected value: {}", e.what()));
+  }
+}
+
+}  // namespace
+
+std::string_view job_state_name(JobState state) {
+  return kStateNames[static_cast<std::size_t>(state)];
+}
+
+Result<JobState> parse_job_state(std::string_view name) {
+  for (std::size_t i = 0; i < kStateNames.size(); ++i) {
+    if (kStateNames[i] == name) return static_cast<JobState>(i);
+  }
+  return fail("state", fmt::format("unknown job state '{}'; states: pending, running, succeeded, "
+                                   "failed, cancelled, preempted",
+                                   name));
+}
+
+void ServerJob::move_to(JobState next, std::int64_t at_ms, std::string reason) {
+  state = next;
+  if (!reason.empty()) message = reason;
+  transitions.push_back(Transition{next, at_ms, std::move(reason)});
+}
+
+nlohmann::json server_job_to_json(const ServerJob& job) {
+  nlohmann::json transitions = nlohmann::json::array();
+  for (const Transition& t : job.transitions) {
+    transitions.push_back(
+        {{"state", job_state_name(t.state)}, {"at_ms", t.at_ms}, {"reason", t.reason}});
+  }
+  nlohmann::json placement = nlohmann::json::array();
+  for (const TaskPlace& p : job.placement) {
+    placement.push_back({{"node", p.node}, {"gpus", p.gpus}});
+  }
+  nlohmann::json out = {
+      {"id", job.id},
+      {"spec", job_spec_to_json(job.spec)},
+      {"state", job_state_name(job.state)},
+      {"transitions", std::move(transitions)},
+      {"placement", std::move(placement)},
+      {"submitted_ms", job.submitted_ms},
+      {"started_ms", job.started_ms},
+      {"ended_ms", job.ended_ms},
+      {"starts", job.starts},
+      {"preemptions", job.preemptions},
+      {"message", job.message},
+      {"last_checkpoint_ms", job.last_checkpoint_ms},
+  };
+  if (!job.idempotency_key.empty()) out["idempotency_key"] = job.idempotency_key;
+  if (job.exit_code) out["exit_code"] = *job.exit_code;
+  if (job.checkpoint_step) out["checkpoint_step"] = *job.checkpoint_step;
+  return out;
+}
+
+Result<ServerJob> server_job_from_json(const nlohmann::json& value) {
+  if (!value.is_object()) return fail("job", "expected a JSON object");
+  ServerJob job;
+  auto id = read_field<std::int64_t>(value, "id");
+  if (!id) return std::unexpected(id.error());
+  job.id = *id;
+  auto spec_it = value.find("spec");
+  if (spec_it == value.end()) return fail("spec", "missing");
+  auto spec = job_spec_from_json(*spec_it);
+  if (!spec) return fail("spec." + spec.error().field, spec.error().reason);
+  job.spec = std::move(*spec);
+  auto state = read_field<std::string>(value, "state");
+  if (!state) return std::unexpected(state.error());
+  auto parsed_state = parse_job_state(*state);
+  if (!parsed_state) return std::unexpected(parsed_state.error());
+  job.state = *parsed_state;
+  if (auto it = value.find("transitions"); it != value.end() && it->is_array()) {
+    for (const nlohmann::json& t : *it) {
+      if (!t.is_object()) return fail("transitions", "expected objects");
+      auto name = read_field<std::string>(t, "state");
+      auto at = read_field<std::int64_t>(t, "at_ms");
+      auto reason = read_field<std::string>(t, "reason");
+      if (!name || !at || !reason) return fail("transitions", "malformed transition");
+      auto s = parse_job_state(*name);
+      if (!s) return std::unexpected(s.error());
+      job.transitions.push_back(Transition{*s, *at, std::move(*reason)});
+    }
+  }
+  if (auto it = value.find("placement"); it != value.end() && it->is_array()) {
+    for (const nlohmann::json& p : *it) {
+      if (!p.is_object()) return fail("placement", "expected objects");
+      auto node = read_field<std::string>(p, "node");
+      auto gpus = read_field<std::vector<int>>(p, "gpus");
+      if (!node || !gpus) return fail("placement", "malformed task place");
+      job.placement.push_back(TaskPlace{std::move(*node), std::move(*gpus)});
+    }
+  }
+  auto key = read_field<std::string>(value, "idempotency_key");
+  auto submitted = read_field<std::int64_t>(value, "submitted_ms");
+  auto started = read_field<std::int64_t>(value, "started_ms");
+  auto ended = read_field<std::int64_t>(value, "ended_ms");
+  auto starts = read_field<int>(value, "starts");
+  auto preemptions = read_field<int>(value, "preemptions");
+  auto message = read_field<std::string>(value, "message");
+  auto checkpoint = read_field<std::int64_t>(value, "last_checkpoint_ms");
+  for (const Error* e :
+       {key ? nullptr : &key.error(), submitted ? nullptr : &submitted.error(),
+        started ? nullptr : &started.error(), ended ? nullptr : &ended.error(),
+        starts ? nullptr : &starts.error(), preemptions ? nullptr : &preemptions.error(),
+        message ? nullptr : &message.error(), checkpoint ? nullptr : &checkpoint.error()}) {
+    if (e != nullptr) return std::unexpected(*e);
+  }
+  job.idempotency_key = std::move(*key);
+  job.submitted_ms = *submitted;
+  job.started_ms = *started;
+  job.ended_ms = *ended;
+  job.starts = *starts;
+  job.preemptions = *preemptions;
+  job.message = std::move(*message);
+  job.last_checkpoint_ms = *checkpoint;
+  if (auto it = value.find("exit_code"); it != value.end() && it->is_number_integer()) {
+    job.exit_code = it->get<int>();
+  }
+  if (auto it = value.find("checkpoint_step"); it != value.end() && it->is_number_integer()) {
+    job.checkpoint_step = it->get<std::int64_t>();
+  }
+  return job;
+}
+
+JobRecord to_record(const ServerJob& job) {
+  return JobRecord{job.id,
+                   job.spec.tenant,
+                   job.spec.queue,
+                   std::string(job_state_name(job.state)),
+                   job.idempotency_key,
+                   server_job_to_json(job).dump()};
+}
+
+Result<ServerJob> from_record(const JobRecord& record) {
+  auto value = nlohmann::json::parse(record.document, nullptr, /*allow_exceptions=*/false);
+  if (value.is_discarded()) {
+    return fail(fmt::format("job {}", record.id), "stored document is not valid JSON");
+  }
+  auto job = server_job_from_json(value);
+  if (!job) {
+    return fail(fmt::format("job {} {}", record.id, job.error().field), job.error().reason);
+  }
+  return job;
+}
+
+}  // namespace tidepool

@@ -1,0 +1,86 @@
+// A job as the server keeps it: the spec the user submitted, where it stands (its state and every
+// transition, timestamped), where it runs, and what its agent reported. It is stored as the JSON
+// document of a JobRecord (store/store.h) and served by the API in the same form.
+//
+// States: pending -> running -> succeeded | failed; pending | running -> cancelled; running ->
+// preempted -> pending (a preemption is kept as two transitions at the same time). succeeded,
+// failed and cancelled are final.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/error.h"
+#include "server/job_spec.h"
+#include "store/store.h"
+
+namespace tidepool {
+
+enum class JobState : std::uint8_t {
+  kPending,
+  kRunning,
+  kSucceeded,
+  kFailed,
+  kCancelled,
+  kPreempted
+};
+
+// "pending", "running", "succeeded", "failed", "cancelled", "preempted"
+std::string_view job_state_name(JobState state);
+Result<JobState> parse_job_state(std::string_view name);
+[[nodiscard]] inline bool is_final(JobState state) {
+  return state == JobState::kSucceeded || state == JobState::kFailed ||
+         state == JobState::kCancelled;
+}
+
+struct Transition {
+  JobState state = JobState::kPending;
+  std::int64_t at_ms = 0;
+  std::string reason;
+
+  friend bool operator==(const Transition&, const Transition&) = default;
+};
+
+// One task's place: the node's name and the indices of its GPUs there.
+struct TaskPlace {
+  std::string node;
+  std::vector<int> gpus;
+
+  friend bool operator==(const TaskPlace&, const TaskPlace&) = default;
+};
+
+struct ServerJob {
+  std::int64_t id = 0;
+  JobSpec spec;
+  std::string idempotency_key;
+  JobState state = JobState::kPending;
+  std::vector<Transition> transitions;  // the first is the submission (pending)
+  std::vector<TaskPlace> placement;     // while running: one per task
+  std::int64_t submitted_ms = 0;
+  std::int64_t started_ms = 0;  // start of the current (or last) run
+  std::int64_t ended_ms = 0;    // when it reached a final state
+  int starts = 0;
+  int preemptions = 0;
+  std::optional<int> exit_code;
+  std::string message;                  // the last reason given (preemption, failure, cancellation)
+  std::int64_t last_checkpoint_ms = 0;  // 0: none reported
+  std::optional<std::int64_t> checkpoint_step;
+
+  // Records a move to `state` at `at_ms` for `reason`.
+  void move_to(JobState state, std::int64_t at_ms, std::string reason);
+
+  friend bool operator==(const ServerJob&, const ServerJob&) = default;
+};
+
+nlohmann::json server_job_to_json(const ServerJob& job);
+// Reads back what server_job_to_json wrote (from the store); fails naming the bad field.
+Result<ServerJob> server_job_from_json(const nlohmann::json& value);
+
+JobRecord to_record(const ServerJob& job);
+Result<ServerJob> from_record(const JobRecord& record);
+
+}  // namespace tidepool

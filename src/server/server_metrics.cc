@@ -1,0 +1,129 @@
+#include "server/server_metrics.h"
+
+#include <prometheus/text_serializer.h>
+
+#include <sstream>
+
+namespace tidepool {
+namespace {
+
+using prometheus::BuildCounter;
+using prometheus::BuildGauge;
+using prometheus::BuildHistogram;
+using prometheus::Histogram;
+
+Histogram::BucketBoundaries latency_buckets() {
+  return {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+}
+
+}  // namespace
+
+ServerMetrics::ServerMetrics()
+    : requests_(BuildCounter()
+                    .Name("tidepool_http_requests_total")
+                    .Help("HTTP requests answered, by method, route and status code")
+                    .Register(*registry_)),
+      request_seconds_(BuildHistogram()
+                           .Name("tidepool_http_request_duration_seconds")
+                           .Help("Time from a request's arrival to its answer, by route")
+                           .Register(*registry_)),
+      rate_limited_(BuildCounter()
+                        .Name("tidepool_http_rate_limited_requests_total")
+                        .Help("Requests refused with 429 by the per-token rate limit")
+                        .Register(*registry_)
+                        .Add({})),
+      commit_seconds_(BuildHistogram()
+                          .Name("tidepool_store_commit_duration_seconds")
+                          .Help("Time to commit one batch of changes durably")
+                          .Register(*registry_)
+                          .Add({}, latency_buckets())),
+      commit_records_(
+          BuildHistogram()
+              .Name("tidepool_store_commit_jobs")
+              .Help("Job records written per committed batch (group commit)")
+              .Register(*registry_)
+              .Add({}, Histogram::BucketBoundaries{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000})),
+      commit_failures_(BuildCounter()
+                           .Name("tidepool_store_commit_failures_total")
+                           .Help("Batches the store failed to commit (their requests got 503)")
+                           .Register(*registry_)
+                           .Add({})),
+      pass_seconds_(BuildHistogram()
+                        .Name("tidepool_scheduler_pass_duration_seconds")
+                        .Help("Time of one scheduling pass, with applying its result")
+                        .Register(*registry_)
+                        .Add({}, latency_buckets())),
+      job_events_(BuildCounter()
+                      .Name("tidepool_job_transitions_total")
+                      .Help("Committed job transitions, by the state entered")
+                      .Register(*registry_)),
+      jobs_(BuildGauge()
+                .Name("tidepool_jobs")
+                .Help("Jobs the server knows, by state")
+                .Register(*registry_)),
+      gpus_(
+          BuildGauge().Name("tidepool_gpus").Help("GPUs in the pool").Register(*registry_).Add({})),
+      gpus_allocated_(BuildGauge()
+                          .Name("tidepool_gpus_allocated")
+                          .Help("GPUs held by running jobs (fractions count as such)")
+                          .Register(*registry_)
+                          .Add({})),
+      nodes_(BuildGauge()
+                 .Name("tidepool_nodes")
+                 .Help("Nodes of the pool, by state")
+                 .Register(*registry_)),
+      tenant_gpus_(BuildGauge()
+                       .Name("tidepool_tenant_gpus_used")
+                       .Help("GPUs held by each tenant's running jobs")
+                       .Register(*registry_)),
+      last_event_(BuildGauge()
+                      .Name("tidepool_events_last_sequence")
+                      .Help("Sequence number of the last committed event")
+                      .Register(*registry_)
+                      .Add({})) {}
+
+void ServerMetrics::count_request(const std::string& method, const std::string& route, int status,
+                                  double seconds) {
+  requests_.Add({{"method", method}, {"route", route}, {"code", std::to_string(status)}})
+      .Increment();
+  request_seconds_.Add({{"route", route}}, latency_buckets()).Observe(seconds);
+}
+
+void ServerMetrics::count_rate_limited() { rate_limited_.Increment(); }
+
+void ServerMetrics::count_commit(const Batch& batch, double seconds) {
+  commit_seconds_.Observe(seconds);
+  commit_records_.Observe(static_cast<double>(batch.jobs.size()));
+  for (const EventRecord& e : batch.events) {
+    if (e.kind.starts_with("job.") && e.kind != "job.checkpointed") {
+      job_events_.Add({{"state", e.kind.substr(4)}}).Increment();
+    }
+  }
+}
+
+void ServerMetrics::count_commit_failure() { commit_failures_.Increment(); }
+
+void ServerMetrics::count_pass(double seconds) { pass_seconds_.Observe(seconds); }
+
+void ServerMetrics::set_figures(const ControlPlane::Figures& figures) {
+  for (const auto& [state, count] : figures.jobs_by_state) {
+    jobs_.Add({{"state", state}}).Set(static_cast<double>(count));
+  }
+  gpus_.Set(static_cast<double>(figures.gpus_total));
+  gpus_allocated_.Set(static_cast<double>(figures.gpu_milli_allocated) / 1000.0);
+  nodes_.Add({{"state", "drained"}}).Set(static_cast<double>(figures.nodes_drained));
+  nodes_.Add({{"state", "ready"}})
+      .Set(static_cast<double>(figures.nodes_total - figures.nodes_drained));
+  for (const auto& [tenant, milli] : figures.tenant_gpu_milli) {
+    tenant_gpus_.Add({{"tenant", tenant}}).Set(static_cast<double>(milli) / 1000.0);
+  }
+  last_event_.Set(static_cast<double>(figures.last_event_seq));
+}
+
+std::string ServerMetrics::render() const {
+  std::ostringstream out;
+  prometheus::TextSerializer().Serialize(out, registry_->Collect());
+  return out.str();
+}
+
+}  // namespace tidepool

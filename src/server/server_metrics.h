@@ -1,0 +1,55 @@
+// The server's Prometheus metrics (prometheus-cpp), served by GET /metrics in the text format.
+// Names follow Prometheus' conventions: a tidepool_ prefix, base units (seconds), _total for
+// counters.
+#pragma once
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <memory>
+#include <string>
+
+#include "server/control_plane.h"
+#include "store/store.h"
+
+namespace tidepool {
+
+class ServerMetrics {
+ public:
+  ServerMetrics();
+
+  void count_request(const std::string& method, const std::string& route, int status,
+                     double seconds);
+  void count_rate_limited();
+  // A committed batch: its size and how long the commit took; counts its job events.
+  void count_commit(const Batch& batch, double seconds);
+  void count_commit_failure();
+  void count_pass(double seconds);
+  // The gauges, from the control plane's figures.
+  void set_figures(const ControlPlane::Figures& figures);
+
+  // Everything in the Prometheus text exposition format.
+  [[nodiscard]] std::string render() const;
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_ = std::make_shared<prometheus::Registry>();
+  prometheus::Family<prometheus::Counter>& requests_;
+  prometheus::Family<prometheus::Histogram>& request_seconds_;
+  prometheus::Counter& rate_limited_;
+  prometheus::Histogram& commit_seconds_;
+  prometheus::Histogram& commit_records_;
+  prometheus::Counter& commit_failures_;
+  prometheus::Histogram& pass_seconds_;
+  prometheus::Family<prometheus::Counter>& job_events_;
+  prometheus::Family<prometheus::Gauge>& jobs_;
+  prometheus::Gauge& gpus_;
+  prometheus::Gauge& gpus_allocated_;
+  prometheus::Family<prometheus::Gauge>& nodes_;
+  prometheus::Family<prometheus::Gauge>& tenant_gpus_;
+  prometheus::Gauge& last_event_;
+};
+
+}  // namespace tidepool

@@ -1,0 +1,104 @@
+// The server's durable state behind one interface, so that the control plane does not care where
+// it lives: SQLite on one server (sqlite_store.h), an etcd-backed store for several servers later.
+//
+// The store keeps documents, not the server's types: a job is its id, the few fields that are
+// queried or must be unique (tenant, queue, state, idempotency key) and a JSON document that the
+// server owns (spec, transitions, placement). Every change arrives as one Batch that is applied
+// atomically and durably: when commit() returns success the batch survives a crash of the process
+// or the machine; when it fails nothing of it was applied.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/error.h"
+
+namespace tidepool {
+
+struct JobRecord {
+  std::int64_t id = 0;  // > 0, chosen by the server, unique
+  std::string tenant;
+  std::string queue;
+  std::string state;            // "pending", "running", "succeeded", ...
+  std::string idempotency_key;  // empty: none; otherwise unique per tenant
+  std::string document;         // JSON, owned by the server
+
+  friend bool operator==(const JobRecord&, const JobRecord&) = default;
+};
+
+// One entry of the event stream; seq numbers are assigned by the server, 1, 2, 3, ... without gaps.
+struct EventRecord {
+  std::int64_t seq = 0;
+  std::int64_t at_ms = 0;  // Unix time, milliseconds
+  std::string kind;        // e.g. "job.submitted"
+  std::string document;    // JSON
+
+  friend bool operator==(const EventRecord&, const EventRecord&) = default;
+};
+
+struct TokenRecord {
+  std::string id;    // public identifier, unique
+  std::string hash;  // hex SHA-256 of the secret, unique
+  std::string role;  // "admin", "user", "agent"
+  std::string tenant;
+  std::string node;
+  std::string description;
+  std::int64_t created_ms = 0;
+  bool revoked = false;
+
+  friend bool operator==(const TokenRecord&, const TokenRecord&) = default;
+};
+
+// A changed item of a small keyed collection (nodes, tenants, settings): its document replaces the
+// stored one.
+struct KeyedRecord {
+  std::string key;
+  std::string document;
+
+  friend bool operator==(const KeyedRecord&, const KeyedRecord&) = default;
+};
+
+// Changes applied together or not at all. Jobs and tokens are upserted by id, nodes and settings
+// by key; events are appended (their seq must follow the last stored one).
+struct Batch {
+  std::vector<JobRecord> jobs;
+  std::vector<EventRecord> events;
+  std::vector<TokenRecord> tokens;
+  std::vector<KeyedRecord> nodes;
+  std::vector<KeyedRecord> settings;
+
+  [[nodiscard]] bool empty() const {
+    return jobs.empty() && events.empty() && tokens.empty() && nodes.empty() && settings.empty();
+  }
+};
+
+// Everything the server needs to rebuild its state at start, in id/key order.
+struct Snapshot {
+  std::vector<JobRecord> jobs;
+  std::vector<TokenRecord> tokens;
+  std::vector<KeyedRecord> nodes;
+  std::vector<KeyedRecord> settings;
+  std::int64_t last_event_seq = 0;  // 0: no events yet
+};
+
+// Thread safety: every method may be called from any thread. load() and commit() are serialized
+// (the server calls them from its loop thread); events_after() may run concurrently with a commit()
+// and then sees the stream as of some committed batch, never part of one.
+class Store {
+ public:
+  virtual ~Store() = default;
+  Store() = default;
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  [[nodiscard]] virtual Result<Snapshot> load() = 0;
+  [[nodiscard]] virtual Result<void> commit(const Batch& batch) = 0;
+  // Up to `limit` (>= 0) events with seq > `after`, in seq order; empty when there are none yet.
+  [[nodiscard]] virtual Result<std::vector<EventRecord>> events_after(std::int64_t after,
+                                                                      int limit) = 0;
+};
+
+}  // namespace tidepool
