@@ -20,6 +20,7 @@ namespace {
 
 using body_fields::check_keys;
 using body_fields::describe;
+using body_fields::first_failure;
 using body_fields::index_path;
 using body_fields::integer_in;
 using body_fields::Json;
@@ -30,14 +31,6 @@ using body_fields::read_optional;
 
 constexpr std::int64_t kNoLimit = std::numeric_limits<std::int64_t>::max();
 constexpr std::size_t kShortText = 256;
-
-// Stops at the first failed step.
-Result<void> first_failure(std::initializer_list<Result<void>> steps) {
-  for (const Result<void>& step : steps) {
-    if (!step) return step;
-  }
-  return {};
-}
 
 auto text_of(std::size_t max_bytes) {
   return [max_bytes](const Json& value, const std::string& path) {
@@ -84,37 +77,40 @@ Result<std::int64_t> read_gpus(const Json& value, const std::string& path) {
   if (text.starts_with('-')) return fail(path, fmt::format("{} is negative", quote(text)));
   const auto milli = parse_decimal(text, 3);
   if (!milli) {
-    return fail(path, fmt::format("{} is not a number of GPUs with at most 3 decimals", quote(text)));
+    return fail(path,
+                fmt::format("{} is not a number of GPUs with at most 3 decimals", quote(text)));
   }
   if (*milli > kMaxQuotaMilli) {
-    return fail(path, fmt::format("{} is out of range 0..{} GPUs", quote(text),
-                                  gpus_text(kMaxQuotaMilli)));
+    return fail(
+        path, fmt::format("{} is out of range 0..{} GPUs", quote(text), gpus_text(kMaxQuotaMilli)));
   }
   return *milli;
 }
 
 Result<QuotaSpec> read_quota_spec(const Json& value, const std::string& path) {
-  if (auto keys = check_keys(value, path, "a map of guaranteed_gpus, borrowing_limit_gpus and "
-                                          "lending_limit_gpus",
-                             {"guaranteed_gpus", "borrowing_limit_gpus", "lending_limit_gpus"},
-                             false);
+  if (auto keys =
+          check_keys(value, path,
+                     "a map of guaranteed_gpus, borrowing_limit_gpus and "
+                     "lending_limit_gpus",
+                     {"guaranteed_gpus", "borrowing_limit_gpus", "lending_limit_gpus"}, false);
       !keys) {
     return std::unexpected(keys.error());
   }
   QuotaSpec quota;
   if (auto read = first_failure({
           read_optional(value, path, "guaranteed_gpus", quota.guaranteed_milli, read_gpus),
-          read_optional(value, path, "borrowing_limit_gpus", quota.borrowing_limit_milli, read_gpus),
+          read_optional(value, path, "borrowing_limit_gpus", quota.borrowing_limit_milli,
+                        read_gpus),
           read_optional(value, path, "lending_limit_gpus", quota.lending_limit_milli, read_gpus),
       });
       !read) {
     return std::unexpected(read.error());
   }
   if (quota.lending_limit_milli && *quota.lending_limit_milli > quota.guaranteed_milli) {
-    return fail(key_path(path, "lending_limit_gpus"),
-                fmt::format("{} GPUs is more than the guarantee of {}",
-                            gpus_text(*quota.lending_limit_milli),
-                            gpus_text(quota.guaranteed_milli)));
+    return fail(
+        key_path(path, "lending_limit_gpus"),
+        fmt::format("{} GPUs is more than the guarantee of {}",
+                    gpus_text(*quota.lending_limit_milli), gpus_text(quota.guaranteed_milli)));
   }
   return quota;
 }
@@ -261,8 +257,8 @@ Result<TokenRequest> token_request_from_json(const nlohmann::json& value) {
   const bool agent = request.role == "agent";
   if (user && request.tenant.empty()) return fail("tenant", "a user token needs a tenant");
   if (!user && !request.tenant.empty()) {
-    return fail("tenant", fmt::format("only a user token names a tenant, not an {} token",
-                                      request.role));
+    return fail("tenant",
+                fmt::format("only a user token names a tenant, not an {} token", request.role));
   }
   if (agent && request.node.empty()) return fail("node", "an agent token needs a node");
   if (!agent && !request.node.empty()) {
@@ -273,10 +269,9 @@ Result<TokenRequest> token_request_from_json(const nlohmann::json& value) {
 }
 
 Result<NodeRegistration> node_registration_from_json(const nlohmann::json& value) {
-  if (auto keys = check_keys(value, "",
-                             "a map of gpu_model, gpus, cpu_milli, memory_mib and agent_version",
-                             {"gpu_model", "gpus", "cpu_milli", "memory_mib", "agent_version"},
-                             true);
+  if (auto keys =
+          check_keys(value, "", "a map of gpu_model, gpus, cpu_milli, memory_mib and agent_version",
+                     {"gpu_model", "gpus", "cpu_milli", "memory_mib", "agent_version"}, true);
       !keys) {
     return std::unexpected(keys.error());
   }

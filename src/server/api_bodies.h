@@ -10,11 +10,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 
@@ -61,8 +60,8 @@ struct QuotaSpec {
 };
 struct TenantUpdate {
   std::int64_t weight = 1;
-  std::vector<std::string> queues;             // never empty after parsing
-  std::map<std::string, QuotaSpec> quota;      // by GPU model name
+  std::vector<std::string> queues;         // never empty after parsing
+  std::map<std::string, QuotaSpec> quota;  // by GPU model name
 };
 Result<TenantUpdate> tenant_update_from_json(const nlohmann::json& value);
 

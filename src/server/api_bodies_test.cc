@@ -213,9 +213,16 @@ TEST(DrainRequestTest, ReasonIsOptional) {
 }
 
 TEST(ApiBodiesTest, NoReaderThrowsOnAnyShape) {
-  const Json shapes[] = {Json(),        Json(1),     Json(-1.5),           Json("x"),
-                         Json::array(), Json(true),  Json::object(),       Json({1, 2}),
-                         Json::binary({1, 2, 3}),    Json({{"state", Json::binary({})}})};
+  const Json shapes[] = {Json(),
+                         Json(1),
+                         Json(-1.5),
+                         Json("x"),
+                         Json::array(),
+                         Json(true),
+                         Json::object(),
+                         Json({1, 2}),
+                         Json::binary({1, 2, 3}),
+                         Json({{"state", Json::binary({})}})};
   for (const Json& shape : shapes) {
     EXPECT_NO_THROW({
       (void)job_status_report_from_json(shape);

@@ -16,7 +16,9 @@ constexpr std::size_t kQuotedCharacters = 40;
 // The length of the well-formed UTF-8 sequence at the start of `text`, or 0 if there is none.
 std::size_t utf8_sequence(std::string_view text) {
   const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
-  const auto continuation = [&](std::size_t i) { return i < text.size() && (byte(i) & 0xC0) == 0x80; };
+  const auto continuation = [&](std::size_t i) {
+    return i < text.size() && (byte(i) & 0xC0) == 0x80;
+  };
   const unsigned char lead = byte(0);
   if (lead < 0x80) return 1;
   if (lead >= 0xC2 && lead <= 0xDF) return continuation(1) ? 2 : 0;
@@ -114,7 +116,8 @@ std::string describe(const Json& value) {
 Result<void> check_keys(const Json& value, const std::string& path, std::string_view what,
                         std::initializer_list<std::string_view> known, bool null_is_empty) {
   if (value.is_null() && null_is_empty) return {};
-  if (!value.is_object()) return fail(path, fmt::format("expected {}, got {}", what, describe(value)));
+  if (!value.is_object())
+    return fail(path, fmt::format("expected {}, got {}", what, describe(value)));
   for (const auto& [key, unused] : value.items()) {
     if (std::find(known.begin(), known.end(), key) == known.end()) {
       return fail(key_path(path, key), "unknown key; expected one of " + join(known));
@@ -128,6 +131,13 @@ const Json* member(const Json& object, std::string_view key) {
   const auto it = object.find(std::string(key));
   if (it == object.end() || it->is_null()) return nullptr;
   return &*it;
+}
+
+Result<void> first_failure(std::initializer_list<Result<void>> steps) {
+  for (const Result<void>& step : steps) {
+    if (!step) return step;
+  }
+  return {};
 }
 
 Result<const Json*> required(const Json& object, const std::string& path, std::string_view key) {
@@ -159,8 +169,8 @@ Result<std::int64_t> read_integer(const Json& value, const std::string& path, st
   }
   if (value.is_number_float()) {
     // Past 2^63 a float is what a JSON parser makes of a too-large integer: say it is too large.
-    if (const double number = value.get<double>(); std::isfinite(number) && number == std::trunc(number) &&
-                                                   std::fabs(number) >= 0x1p63) {
+    if (const double number = value.get<double>();
+        std::isfinite(number) && number == std::trunc(number) && std::fabs(number) >= 0x1p63) {
       return out_of_range(value.dump());
     }
     return fail(path, "expected an integer, got the number " + value.dump() +

@@ -10,11 +10,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <utility>
-
-#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 
@@ -77,6 +76,9 @@ Result<void> check_map(const Json& value, const std::string& path, std::size_t m
 
 // The value of `key` in the map `object` at `path`, or "the key is missing" (also when null).
 Result<const Json*> required(const Json& object, const std::string& path, std::string_view key);
+
+// The first failure among `steps` (each the reading of one key, all already done), or success.
+Result<void> first_failure(std::initializer_list<Result<void>> steps);
 
 // Reads the key `key` of the map `object` at `path` with `read` (a function of the value and its
 // path, returning a Result) into `out`; an absent or null key leaves `out` as it is.

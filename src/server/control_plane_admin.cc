@@ -294,6 +294,9 @@ Reply ControlPlane::put_tenant(const Principal& who, const std::string& name,
   overrides[name] = update;
   auto tenants = apply_overrides(setup_.tenants, overrides, setup_.cluster.models);
   if (!tenants) return error_reply(400, "invalid tenant", tenants.error());
+  if (auto book = TenantBook::create(*tenants, setup_.cluster.models); !book) {
+    return error_reply(400, "invalid tenant", book.error());
+  }
   auto scheduler = rebuild_scheduler(*tenants, now_ms);
   if (!scheduler) return error_reply(409, "conflict", scheduler.error());
   scheduler_ = std::move(*scheduler);

@@ -147,7 +147,7 @@ void HttpApi::routes() {
     return [this, route = std::move(route), handler = std::move(handler)](const Request& req,
                                                                           Response& res) {
       const auto start = std::chrono::steady_clock::now();
-      const std::string_view secret = bearer_secret(req.get_header_value("Authorization"));
+      const std::string secret(bearer_secret(req.get_header_value("Authorization")));
       std::optional<Principal> who;
       if (!secret.empty()) who = loop_.tokens()->authenticate(secret);
       if (!who) {

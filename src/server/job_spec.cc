@@ -21,8 +21,8 @@ namespace tidepool {
 namespace {
 
 using body_fields::describe;
-using body_fields::integer_in;
 using body_fields::index_path;
+using body_fields::integer_in;
 using body_fields::Json;
 using body_fields::key_path;
 using body_fields::member;
@@ -37,8 +37,9 @@ struct Refusal {
   Error error;
 };
 
-const std::string kTooDeep =
-    fmt::format("nested deeper than {} levels of maps and lists", kMaxBodyDepth);
+std::string too_deep() {
+  return fmt::format("nested deeper than {} levels of maps and lists", kMaxBodyDepth);
+}
 
 bool blank(std::string_view text) {
   return text.find_first_not_of(" \t\r\n") == std::string_view::npos;
@@ -122,7 +123,9 @@ Json typed_scalar(const std::string& text) {
   if (float_syntax(all)) {
     double value = 0;
     const std::string_view number = all.starts_with('+') ? all.substr(1) : all;
-    if (std::from_chars(number.data(), number.data() + number.size(), value).ec == std::errc()) {
+    const char* end = number.data() + number.size();
+    if (auto [stop, error] = std::from_chars(number.data(), end, value);
+        error == std::errc() && stop == end) {
       return value;
     }
   }
@@ -136,7 +139,8 @@ class YamlToJson final : public YAML::EventHandler {
   std::optional<Json> root;
 
   void OnDocumentStart(const YAML::Mark& mark) override {
-    if (++documents_ > 1) refuse(mark, "body", "a second YAML document starts here; a body holds one");
+    if (++documents_ > 1)
+      refuse(mark, "body", "a second YAML document starts here; a body holds one");
   }
   void OnDocumentEnd() override {}
   void OnNull(const YAML::Mark& mark, YAML::anchor_t) override {
@@ -212,10 +216,11 @@ class YamlToJson final : public YAML::EventHandler {
   void open(Json value, const YAML::Mark& mark, const std::string& tag) {
     if (tag != "?" && tag != "!") refuse_tag(mark, tag);
     if (at_key()) {
-      refuse(mark, path(), value.is_array() ? "a key must be a string, got a list"
-                                            : "a key must be a string, got a map");
+      refuse(mark, path(),
+             value.is_array() ? "a key must be a string, got a list"
+                              : "a key must be a string, got a map");
     }
-    if (frames_.size() >= kMaxBodyDepth) refuse(mark, "body", kTooDeep);
+    if (frames_.size() >= kMaxBodyDepth) refuse(mark, "body", too_deep());
     frames_.push_back({std::move(value), std::nullopt});
   }
   void close() {
@@ -275,14 +280,15 @@ Result<Json> parse_json(std::string_view body) {
     switch (event) {
       case Json::parse_event_t::object_start:
       case Json::parse_event_t::array_start:
-        if (frames.size() >= kMaxBodyDepth) throw Refusal{Error{"body", kTooDeep}};
+        if (frames.size() >= kMaxBodyDepth) throw Refusal{Error{"body", too_deep()}};
         frames.emplace_back();
         frames.back().map = event == Json::parse_event_t::object_start;
         break;
       case Json::parse_event_t::key: {
         Frame& map = frames.back();
         map.key = parsed.get<std::string>();
-        if (!map.keys.insert(*map.key).second) throw Refusal{Error{path(), "the key is given twice"}};
+        if (!map.keys.insert(*map.key).second)
+          throw Refusal{Error{path(), "the key is given twice"}};
         break;
       }
       case Json::parse_event_t::object_end:
@@ -322,8 +328,8 @@ Result<Seconds> read_duration(const Json& value, const std::string& path) {
     if (!parsed) return parsed;
     seconds = *parsed;
   } else {
-    return fail(path, "expected a duration such as \"30m\" or whole seconds, got " +
-                          describe(value));
+    return fail(path,
+                "expected a duration such as \"30m\" or whole seconds, got " + describe(value));
   }
   if (seconds == 0) return fail(path, "must be longer than 0s");
   return seconds;
@@ -410,7 +416,8 @@ Result<std::vector<std::string>> read_command(const Json& value, const std::stri
 
 bool env_name(std::string_view key) {
   const auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
-  return !key.empty() && !(key[0] >= '0' && key[0] <= '9') && std::all_of(key.begin(), key.end(), word);
+  return !key.empty() && !(key[0] >= '0' && key[0] <= '9') &&
+         std::all_of(key.begin(), key.end(), word);
 }
 
 // A map of strings to strings; `check_key` says why a key is refused (nullopt: accepted).
@@ -443,8 +450,7 @@ Result<std::map<std::string, std::string>> read_env(const Json& value, const std
                          });
 }
 
-Result<std::map<std::string, std::string>> read_labels(const Json& value,
-                                                       const std::string& path) {
+Result<std::map<std::string, std::string>> read_labels(const Json& value, const std::string& path) {
   return read_string_map(value, path, kMaxLabels, "labels",
                          [](const std::string& key) -> std::optional<std::string> {
                            if (auto valid = check_name(key); !valid) {
@@ -473,7 +479,8 @@ Result<nlohmann::json> parse_body(std::string_view body, BodyFormat format) {
   } catch (const Refusal& refusal) {
     return std::unexpected(refusal.error);
   } catch (const YAML::Exception& e) {
-    return fail("body", "malformed YAML: " + body_fields::printable(e.msg, 200) + yaml_where(e.mark));
+    return fail("body",
+                "malformed YAML: " + body_fields::printable(e.msg, 200) + yaml_where(e.mark));
   } catch (const Json::exception& e) {
     // "[json.exception.parse_error.101] parse error at line 1, column 2: ..." without the tag.
     std::string_view what = e.what();
@@ -483,6 +490,8 @@ Result<nlohmann::json> parse_body(std::string_view body, BodyFormat format) {
     return fail("body", "malformed JSON: " + body_fields::printable(what, 200));
   } catch (const std::exception& e) {
     return fail("body", "cannot read the body: " + body_fields::printable(e.what(), 200));
+  } catch (...) {
+    return fail("body", "cannot read the body");
   }
 }
 
@@ -490,9 +499,8 @@ Result<JobSpec> job_spec_from_json(const nlohmann::json& value) {
   if (auto keys = body_fields::check_keys(
           value, "", "a map of the job's fields",
           {"name", "tenant", "queue", "class", "priority", "tasks", "gpus_per_task", "gpu_milli",
-           "gpu_model", "cpu_milli_per_task", "memory_mib_per_task", "topology",
-           "runtime_estimate", "max_runtime", "preemptible", "checkpoint_interval", "command",
-           "env", "labels"},
+           "gpu_model", "cpu_milli_per_task", "memory_mib_per_task", "topology", "runtime_estimate",
+           "max_runtime", "preemptible", "checkpoint_interval", "command", "env", "labels"},
           false);
       !keys) {
     return std::unexpected(keys.error());
@@ -506,30 +514,31 @@ Result<JobSpec> job_spec_from_json(const nlohmann::json& value) {
     *out = std::move(*read);
   }
   // One step per optional key, in the order of the file comment.
-  const std::array<Result<void>, 17> steps = {
-      read_optional(value, "", "queue", spec.queue, body_fields::read_name),
-      read_optional(value, "", "class", spec.job_class, read_job_class),
-      read_optional(value, "", "priority", spec.priority,
-                    integer_in(-kMaxPriorityClass, kMaxPriorityClass)),
-      read_optional(value, "", "tasks", spec.tasks, integer_in(1, kMaxGangTasks)),
-      read_optional(value, "", "gpus_per_task", spec.gpus_per_task, integer_in(0, kMaxGpusPerNode)),
-      read_optional(value, "", "gpu_milli", spec.gpu_milli, integer_in(1, 1000)),
-      read_optional(value, "", "gpu_model", spec.gpu_models, read_gpu_models),
-      read_optional(value, "", "cpu_milli_per_task", spec.cpu_milli_per_task,
-                    integer_in(0, kMaxCpuMilliPerTask)),
-      read_optional(value, "", "memory_mib_per_task", spec.memory_mib_per_task,
-                    integer_in(0, kMaxMemoryMibPerTask)),
-      read_optional(value, "", "topology", spec.topology, read_topology),
-      read_optional(value, "", "runtime_estimate", spec.runtime_estimate, read_duration),
-      read_optional(value, "", "max_runtime", spec.max_runtime, read_duration),
-      read_optional(value, "", "preemptible", spec.preemptible, body_fields::read_bool),
-      read_optional(value, "", "checkpoint_interval", spec.checkpoint_interval, read_duration),
-      read_optional(value, "", "command", spec.command, read_command),
-      read_optional(value, "", "env", spec.env, read_env),
-      read_optional(value, "", "labels", spec.labels, read_labels),
-  };
-  for (const Result<void>& step : steps) {
-    if (!step) return std::unexpected(step.error());
+  if (auto read = body_fields::first_failure({
+          read_optional(value, "", "queue", spec.queue, body_fields::read_name),
+          read_optional(value, "", "class", spec.job_class, read_job_class),
+          read_optional(value, "", "priority", spec.priority,
+                        integer_in(-kMaxPriorityClass, kMaxPriorityClass)),
+          read_optional(value, "", "tasks", spec.tasks, integer_in(1, kMaxGangTasks)),
+          read_optional(value, "", "gpus_per_task", spec.gpus_per_task,
+                        integer_in(0, kMaxGpusPerNode)),
+          read_optional(value, "", "gpu_milli", spec.gpu_milli, integer_in(1, 1000)),
+          read_optional(value, "", "gpu_model", spec.gpu_models, read_gpu_models),
+          read_optional(value, "", "cpu_milli_per_task", spec.cpu_milli_per_task,
+                        integer_in(0, kMaxCpuMilliPerTask)),
+          read_optional(value, "", "memory_mib_per_task", spec.memory_mib_per_task,
+                        integer_in(0, kMaxMemoryMibPerTask)),
+          read_optional(value, "", "topology", spec.topology, read_topology),
+          read_optional(value, "", "runtime_estimate", spec.runtime_estimate, read_duration),
+          read_optional(value, "", "max_runtime", spec.max_runtime, read_duration),
+          read_optional(value, "", "preemptible", spec.preemptible, body_fields::read_bool),
+          read_optional(value, "", "checkpoint_interval", spec.checkpoint_interval, read_duration),
+          read_optional(value, "", "command", spec.command, read_command),
+          read_optional(value, "", "env", spec.env, read_env),
+          read_optional(value, "", "labels", spec.labels, read_labels),
+      });
+      !read) {
+    return std::unexpected(read.error());
   }
   if (spec.gpu_milli < 1000 && (spec.tasks != 1 || spec.gpus_per_task != 1)) {
     return fail("gpu_milli", fmt::format("a share of a GPU ({}) needs tasks: 1 and gpus_per_task: "
@@ -537,10 +546,9 @@ Result<JobSpec> job_spec_from_json(const nlohmann::json& value) {
                                          spec.gpu_milli, spec.tasks, spec.gpus_per_task));
   }
   if (spec.runtime_estimate && spec.max_runtime && *spec.runtime_estimate > *spec.max_runtime) {
-    return fail("runtime_estimate",
-                fmt::format("{} is longer than max_runtime {}",
-                            format_duration(*spec.runtime_estimate),
-                            format_duration(*spec.max_runtime)));
+    return fail("runtime_estimate", fmt::format("{} is longer than max_runtime {}",
+                                                format_duration(*spec.runtime_estimate),
+                                                format_duration(*spec.max_runtime)));
   }
   return spec;
 }
@@ -637,19 +645,19 @@ std::string format_duration(Seconds seconds) {
 
 Result<void> check_name(std::string_view name) {
   if (name.empty()) return fail("", "must not be empty");
-  if (name.size() > kMaxNameLength) {
-    return fail("", fmt::format("{} is {} characters long; at most {}", quote(name), name.size(),
-                                kMaxNameLength));
-  }
   const auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
   if (!alnum(name[0])) return fail("", quote(name) + " must start with a letter or a digit");
   for (char c : name) {
     if (alnum(c) || c == '.' || c == '_' || c == '-') continue;
     const auto byte = static_cast<unsigned char>(c);
     const std::string shown = byte >= 0x20 && byte < 0x7F ? fmt::format("'{}'", c)
-                                                         : fmt::format("the byte 0x{:02X}", byte);
+                                                          : fmt::format("the byte 0x{:02X}", byte);
     return fail("", fmt::format("{} contains {}; a name has only letters, digits, '.', '_' and '-'",
                                 quote(name), shown));
+  }
+  if (name.size() > kMaxNameLength) {
+    return fail("", fmt::format("{} is {} characters long; at most {}", quote(name), name.size(),
+                                kMaxNameLength));
   }
   return {};
 }

@@ -124,9 +124,10 @@ TEST(JobSpecTest, DefaultsFillWhatIsLeftOut) {
 }
 
 TEST(JobSpecTest, NullIsTheSameAsLeavingTheKeyOut) {
-  auto spec = parse_job_spec("name: job\ntenant: vision\nqueue:\ncheckpoint_interval: ~\n"
-                             "topology: {within: null}\nenv:\n",
-                             BodyFormat::kYaml);
+  auto spec = parse_job_spec(
+      "name: job\ntenant: vision\nqueue:\ncheckpoint_interval: ~\n"
+      "topology: {within: null}\nenv:\n",
+      BodyFormat::kYaml);
   ASSERT_TRUE(spec.has_value()) << spec.error().message();
   EXPECT_EQ(spec->queue, "default");
   EXPECT_FALSE(spec->checkpoint_interval.has_value());
@@ -239,9 +240,9 @@ TEST(JobSpecTest, FractionalGpusOnlyForOneTaskOfOneGpu) {
   ASSERT_TRUE(notebook.has_value()) << notebook.error().message();
   EXPECT_EQ(notebook->gpu_milli, 500);
 
-  for (Json extra : {Json{{"gpu_milli", 500}, {"tasks", 2}},
-                     Json{{"gpu_milli", 500}, {"gpus_per_task", 2}},
-                     Json{{"gpu_milli", 999}, {"gpus_per_task", 0}}}) {
+  for (Json extra :
+       {Json{{"gpu_milli", 500}, {"tasks", 2}}, Json{{"gpu_milli", 500}, {"gpus_per_task", 2}},
+        Json{{"gpu_milli", 999}, {"gpus_per_task", 0}}}) {
     auto spec = json_spec(extra);
     ASSERT_FALSE(spec.has_value()) << extra.dump();
     EXPECT_EQ(spec.error().field, "gpu_milli");
@@ -267,12 +268,10 @@ TEST(JobSpecTest, IntegersAreReadWhereverTheyFit) {
   EXPECT_EQ(low->tasks, 100'000);
 
   // Beyond 64 bits JSON gives a float; a huge YAML integer is read the same way.
-  for (auto [body, format] : {std::pair{R"({"name": "j", "tenant": "t", "tasks": 1e30})",
-                                        BodyFormat::kJson},
-                              std::pair{"name: j\ntenant: t\ntasks: 100000000000000000000000\n",
-                                        BodyFormat::kYaml},
-                              std::pair{"name: j\ntenant: t\ntasks: 18446744073709551615\n",
-                                        BodyFormat::kYaml}}) {
+  for (auto [body, format] :
+       {std::pair{R"({"name": "j", "tenant": "t", "tasks": 1e30})", BodyFormat::kJson},
+        std::pair{"name: j\ntenant: t\ntasks: 100000000000000000000000\n", BodyFormat::kYaml},
+        std::pair{"name: j\ntenant: t\ntasks: 18446744073709551615\n", BodyFormat::kYaml}}) {
     auto spec = parse_job_spec(body, format);
     ASSERT_FALSE(spec.has_value()) << body;
     EXPECT_EQ(spec.error().field, "tasks");
@@ -281,8 +280,8 @@ TEST(JobSpecTest, IntegersAreReadWhereverTheyFit) {
   EXPECT_THAT(json_spec({{"tasks", 4.0}}).error().reason,
               HasSubstr("expected an integer, got the number 4.0"));
   // YAML 1.2 core integers in hex and octal.
-  auto hex = parse_job_spec("name: j\ntenant: t\ntasks: 0x10\ngpus_per_task: 0o10\n",
-                            BodyFormat::kYaml);
+  auto hex =
+      parse_job_spec("name: j\ntenant: t\ntasks: 0x10\ngpus_per_task: 0o10\n", BodyFormat::kYaml);
   ASSERT_TRUE(hex.has_value()) << hex.error().message();
   EXPECT_EQ(hex->tasks, 16);
   EXPECT_EQ(hex->gpus_per_task, 8);
@@ -353,8 +352,8 @@ TEST(JobSpecTest, StringsAreUtf8WithoutNul) {
 }
 
 TEST(JobSpecTest, YamlQuotedScalarsStayStrings) {
-  auto plain = parse_body("a: 4\nb: true\nc: ~\nd: 1.5\ne: text\nf: -7\ng: null\nh:\n",
-                          BodyFormat::kYaml);
+  auto plain =
+      parse_body("a: 4\nb: true\nc: ~\nd: 1.5\ne: text\nf: -7\ng: null\nh:\n", BodyFormat::kYaml);
   ASSERT_TRUE(plain.has_value()) << plain.error().message();
   EXPECT_EQ(*plain, Json({{"a", 4},
                           {"b", true},
@@ -372,8 +371,8 @@ TEST(JobSpecTest, YamlQuotedScalarsStayStrings) {
   // As a spec: a quoted number is not a number, a plain number is not a string.
   EXPECT_EQ(yaml_error("tasks: \"4\"").field, "tasks");
   EXPECT_EQ(yaml_error("env: {EPOCHS: 90}").field, "env.EPOCHS");
-  auto ok = parse_job_spec("name: j\ntenant: t\ntasks: 4\nenv: {EPOCHS: '90'}\n",
-                           BodyFormat::kYaml);
+  auto ok =
+      parse_job_spec("name: j\ntenant: t\ntasks: 4\nenv: {EPOCHS: '90'}\n", BodyFormat::kYaml);
   ASSERT_TRUE(ok.has_value()) << ok.error().message();
 }
 
@@ -411,6 +410,17 @@ TEST(JobSpecTest, BodiesRefuseWhatTheyCannotHold) {
   }
 }
 
+TEST(JobSpecTest, MalformedYamlReturns) {
+  // YAML::LoadAll loops forever on the first (jbeder/yaml-cpp#1319); parse_body must not.
+  for (std::string_view body : {"- a\n,", "a: 1\n,", "[", "{a: [}", "'", "&", "*", "!<", "%YAML"}) {
+    auto value = parse_body(body, BodyFormat::kYaml);
+    if (!value) {
+      EXPECT_EQ(value.error().field, "body") << body;
+      EXPECT_FALSE(value.error().reason.empty()) << body;
+    }
+  }
+}
+
 TEST(JobSpecTest, EmptyBodiesAreNull) {
   for (std::string_view body : {"", "  \n", "# only a comment\n"}) {
     auto yaml = parse_body(body, BodyFormat::kYaml);
@@ -441,9 +451,9 @@ TEST(JobSpecTest, DeepNestingIsRefused) {
   EXPECT_TRUE(parse_body(nested(kMaxBodyDepth / 2, "json"), BodyFormat::kJson).has_value());
   EXPECT_TRUE(parse_body(nested(kMaxBodyDepth, "flow"), BodyFormat::kYaml).has_value());
   for (int depth : {kMaxBodyDepth + 1, 10'000}) {
-    for (auto [style, format] : {std::pair{"json", BodyFormat::kJson},
-                                 std::pair{"flow", BodyFormat::kYaml},
-                                 std::pair{"flow", BodyFormat::kJson}}) {
+    for (auto [style, format] :
+         {std::pair{"json", BodyFormat::kJson}, std::pair{"flow", BodyFormat::kYaml},
+          std::pair{"flow", BodyFormat::kJson}}) {
       auto value = parse_body(nested(depth, style), format);
       ASSERT_FALSE(value.has_value()) << style << " " << depth;
       EXPECT_EQ(value.error().field, "body");
@@ -458,9 +468,17 @@ TEST(JobSpecTest, DeepNestingIsRefused) {
 
 TEST(JobSpecTest, DurationsReadTheirForms) {
   const std::pair<std::string_view, Seconds> cases[] = {
-      {"0", 0},       {"90", 90},           {"90s", 90},       {"30m", 1800},
-      {"6h", 21'600}, {"2d", 172'800},      {"1h30m", 5400},   {"1d2h3m4s", 93'784},
-      {"0s", 0},      {"007m", 420},        {"3650d", 315'360'000},
+      {"0", 0},
+      {"90", 90},
+      {"90s", 90},
+      {"30m", 1800},
+      {"6h", 21'600},
+      {"2d", 172'800},
+      {"1h30m", 5400},
+      {"1d2h3m4s", 93'784},
+      {"0s", 0},
+      {"007m", 420},
+      {"3650d", 315'360'000},
   };
   for (auto [text, seconds] : cases) {
     auto parsed = parse_duration(text);
@@ -473,8 +491,8 @@ TEST(JobSpecTest, DurationsReadTheirForms) {
     ASSERT_FALSE(parsed.has_value()) << text;
     EXPECT_THAT(parsed.error().reason, HasSubstr("is not a duration; use e.g. 90s")) << text;
   }
-  for (std::string_view text : {"3650d1s", "315360001", "99999999999999999999999s",
-                                "106751991167300d"}) {
+  for (std::string_view text :
+       {"3650d1s", "315360001", "99999999999999999999999s", "106751991167300d"}) {
     auto parsed = parse_duration(text);
     ASSERT_FALSE(parsed.has_value()) << text;
     EXPECT_THAT(parsed.error().reason, HasSubstr("is longer than 10 years")) << text;

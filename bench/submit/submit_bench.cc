@@ -1,0 +1,340 @@
+// bench/submit: durable job submission through Tidepool's API and CLI, and submit-to-placed
+// latency, on a server with many declared nodes and a standing backlog of pending jobs.
+//
+// It starts `tidepool server` (the binary given) in a temporary folder on 127.0.0.1 with:
+//   - a generated cluster of --nodes nodes of 8 H100 each (20 nodes per leaf, 5 leaves per spine);
+//   - two tenants: "prod", guaranteed every GPU, and "backlog", guaranteed none and not allowed
+//     to borrow, whose --backlog jobs therefore stay pending for quota the whole run;
+//   - no rate limit; the policy "tidepool".
+// Then:
+//   1. API: --clients threads, each with its own keep-alive connection, submit --jobs one-GPU jobs
+//      of "prod" in all (POST /v1/jobs, each with an Idempotency-Key), one at a time per thread.
+//      A submission counts when its 201 arrives, i.e. after the server committed it (SQLite WAL,
+//      synchronous=FULL). Rate = jobs / (last answer - first request).
+//      A watcher long-polls GET /v1/events and notes when each job.started event arrives;
+//      submit-to-placed latency = that time - the time the job's request was sent.
+//   2. CLI: --clients processes at a time run `tidepool submit job.yaml`, one process per
+//      submission as sbatch is, --cli-jobs in all. Rate = jobs / wall time.
+// Prints a table and, with --json FILE, writes the figures.
+#include <fmt/format.h>
+#include <httplib.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::int64_t wall_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::string cluster_yaml(int nodes) {
+  std::string out = "site: bench\nspines:\n";
+  constexpr int kNodesPerLeaf = 20;
+  constexpr int kLeavesPerSpine = 5;
+  int made = 0;
+  for (int s = 0; made < nodes; ++s) {
+    out += fmt::format("  - name: spine-{}\n    leaves:\n", s);
+    for (int l = 0; l < kLeavesPerSpine && made < nodes; ++l) {
+      const int count = std::min(kNodesPerLeaf, nodes - made);
+      out += fmt::format(
+          "      - name: leaf-{}-{}\n        nodes:\n          - name: n{}-{}\n"
+          "            count: {}\n            gpu_model: H100\n            gpus: 8\n"
+          "            cpus: 96\n            memory_gib: 1024\n",
+          s, l, s, l, count);
+      made += count;
+    }
+  }
+  return out;
+}
+
+std::string tenants_yaml(int nodes) {
+  return fmt::format(
+      "orgs:\n  - name: bench\n    tenants:\n      - name: prod\n        quota:\n"
+      "          H100: {{guaranteed_gpus: {}}}\n      - name: backlog\n        quota:\n"
+      "          H100: {{guaranteed_gpus: 0, borrowing_limit_gpus: 0}}\n",
+      nodes * 8);
+}
+
+std::string job_json(const std::string& tenant, const std::string& name) {
+  return nlohmann::json{
+      {"name", name}, {"tenant", tenant}, {"gpus_per_task", 1}, {"runtime_estimate", "1h"}}
+      .dump();
+}
+
+double percentile(std::vector<double> values, double p) {
+  if (values.empty()) return 0;
+  std::ranges::sort(values);
+  const auto index = static_cast<std::size_t>(p * static_cast<double>(values.size() - 1) + 0.5);
+  return values[std::min(index, values.size() - 1)];
+}
+
+struct Server {
+  pid_t pid = -1;
+  int port = 0;
+  std::string token;
+};
+
+Server start_server(const std::string& binary, const std::string& dir) {
+  Server s;
+  const std::string port_file = dir + "/port";
+  s.pid = ::fork();
+  if (s.pid == 0) {
+    const std::string log = dir + "/server.log";
+    FILE* out = std::freopen(log.c_str(), "w", stdout);
+    FILE* err = std::freopen(log.c_str(), "a", stderr);
+    (void)out;
+    (void)err;
+    ::execl(binary.c_str(), binary.c_str(), "server", "--config", (dir + "/server.yaml").c_str(),
+            "--port-file", port_file.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  for (int i = 0; i < 1000; ++i) {
+    const std::string text = read_text(port_file);
+    if (!text.empty() && text.back() == '\n') {
+      s.port = std::stoi(text);
+      std::string token = read_text(dir + "/tidepool.db.admin-token");
+      while (!token.empty() && token.back() == '\n') token.pop_back();
+      s.token = token;
+      return s;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ::kill(s.pid, SIGKILL);
+  throw std::runtime_error("the server did not start; see " + dir + "/server.log");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app("Tidepool submission benchmark: API and CLI rates, submit-to-placed latency");
+  std::string binary;
+  int clients = 8;
+  int jobs = 5000;
+  int cli_jobs = 1000;
+  int nodes = 1000;
+  int backlog = 1000;
+  std::string json_out;
+  app.add_option("--tidepool", binary, "The tidepool binary")->required()->check(CLI::ExistingFile);
+  app.add_option("--clients", clients, "Concurrent clients (threads, or CLI processes)")
+      ->check(CLI::Range(1, 256));
+  app.add_option("--jobs", jobs, "Jobs submitted through the API")->check(CLI::Range(1, 1000000));
+  app.add_option("--cli-jobs", cli_jobs, "Jobs submitted through the CLI (0: skip)")
+      ->check(CLI::Range(0, 100000));
+  app.add_option("--nodes", nodes, "Declared nodes (8 GPUs each)")->check(CLI::Range(1, 100000));
+  app.add_option("--backlog", backlog, "Jobs kept pending for the whole run")
+      ->check(CLI::Range(0, 1000000));
+  app.add_option("--json", json_out, "Write the figures to this JSON file");
+  CLI11_PARSE(app, argc, argv);
+
+  std::string dir = (std::filesystem::temp_directory_path() / "tidepool-bench-XXXXXX").string();
+  if (::mkdtemp(dir.data()) == nullptr) return 1;
+  write_text(dir + "/cluster.yaml", cluster_yaml(nodes));
+  write_text(dir + "/tenants.yaml", tenants_yaml(nodes));
+  write_text(dir + "/server.yaml",
+             "cluster: cluster.yaml\ntenants: tenants.yaml\ndatabase: " + dir +
+                 "/tidepool.db\nlisten: 127.0.0.1:0\nrate_limit: {per_second: 0}\n");
+  write_text(dir + "/job.yaml", "name: cli-job\ntenant: prod\ngpus_per_task: 1\n");
+  Server server = start_server(binary, dir);
+  const httplib::Headers auth = {{"Authorization", "Bearer " + server.token}};
+
+  // The backlog: pending for quota for the whole run.
+  {
+    httplib::Client client("127.0.0.1", server.port);
+    for (int i = 0; i < backlog; ++i) {
+      auto res = client.Post("/v1/jobs", auth, job_json("backlog", fmt::format("backlog-{}", i)),
+                             "application/json");
+      if (!res || res->status != 201) {
+        fmt::print(stderr, "backlog submission failed\n");
+        ::kill(server.pid, SIGKILL);
+        return 1;
+      }
+    }
+  }
+
+  // The watcher: when each job.started event is seen.
+  std::mutex mutex;
+  std::map<std::int64_t, std::int64_t> placed_us;  // job id -> when its start was seen
+  std::atomic<bool> watching{true};
+  std::int64_t since = 0;
+  {
+    httplib::Client client("127.0.0.1", server.port);
+    auto res = client.Get("/v1/events?since=0&timeout=1s&limit=10000", auth);
+    if (res && res->status == 200) {
+      since = nlohmann::json::parse(res->body)["last_seq"].get<std::int64_t>();
+    }
+  }
+  std::thread watcher([&] {
+    httplib::Client client("127.0.0.1", server.port);
+    client.set_read_timeout(10, 0);
+    while (watching) {
+      auto res = client.Get(
+          fmt::format("/v1/events?since={}&timeout=1s&limit=10000", since).c_str(), auth);
+      const std::int64_t seen = wall_us();
+      if (!res || res->status != 200) continue;
+      auto body = nlohmann::json::parse(res->body);
+      std::lock_guard lock(mutex);
+      for (const auto& e : body["events"]) {
+        if (e["kind"] == "job.started") placed_us[e["data"]["job"].get<std::int64_t>()] = seen;
+      }
+      since = body["last_seq"].get<std::int64_t>();
+    }
+  });
+
+  // 1. The API.
+  std::map<std::int64_t, std::int64_t> sent_us;  // job id -> when its request was sent
+  std::atomic<int> accepted{0};
+  std::atomic<int> next{0};
+  const auto api_start = Clock::now();
+  std::vector<std::thread> threads;
+  for (int c = 0; c < clients; ++c) {
+    threads.emplace_back([&, c] {
+      httplib::Client client("127.0.0.1", server.port);
+      client.set_keep_alive(true);
+      std::vector<std::pair<std::int64_t, std::int64_t>> mine;
+      for (int i = next++; i < jobs; i = next++) {
+        httplib::Headers headers = auth;
+        headers.emplace("Idempotency-Key", fmt::format("bench-{}", i));
+        const std::int64_t sent = wall_us();
+        auto res = client.Post("/v1/jobs", headers, job_json("prod", fmt::format("job-{}", i)),
+                               "application/json");
+        if (!res || res->status != 201) continue;
+        ++accepted;
+        mine.emplace_back(nlohmann::json::parse(res->body)["id"].get<std::int64_t>(), sent);
+      }
+      std::lock_guard lock(mutex);
+      for (auto [id, sent] : mine) sent_us[id] = sent;
+      (void)c;
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  const double api_seconds = std::chrono::duration<double>(Clock::now() - api_start).count();
+  // Let the watcher see the last starts.
+  for (int i = 0; i < 100; ++i) {
+    {
+      std::lock_guard lock(mutex);
+      if (placed_us.size() >= sent_us.size()) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  watching = false;
+  watcher.join();
+  std::vector<double> latency_ms;
+  int never_placed = 0;
+  for (auto [id, sent] : sent_us) {
+    auto it = placed_us.find(id);
+    if (it == placed_us.end()) {
+      ++never_placed;
+      continue;
+    }
+    latency_ms.push_back(static_cast<double>(it->second - sent) / 1000.0);
+  }
+  int pending_backlog = 0;
+  {
+    httplib::Client client("127.0.0.1", server.port);
+    auto res = client.Get("/v1/queues", auth);
+    if (res && res->status == 200) {
+      for (const auto& q : nlohmann::json::parse(res->body)["queues"]) {
+        if (q["tenant"] == "backlog") pending_backlog += q["pending"].get<int>();
+      }
+    }
+  }
+
+  // 2. The CLI: one process per submission.
+  double cli_seconds = 0;
+  int cli_accepted = 0;
+  if (cli_jobs > 0) {
+    const std::string url = fmt::format("http://127.0.0.1:{}", server.port);
+    std::atomic<int> cli_next{0};
+    std::atomic<int> cli_ok{0};
+    const auto cli_start = Clock::now();
+    std::vector<std::thread> runners;
+    for (int c = 0; c < clients; ++c) {
+      runners.emplace_back([&] {
+        for (int i = cli_next++; i < cli_jobs; i = cli_next++) {
+          const pid_t pid = ::fork();
+          if (pid == 0) {
+            FILE* out = std::freopen("/dev/null", "w", stdout);
+            (void)out;
+            ::execl(binary.c_str(), binary.c_str(), "submit", (dir + "/job.yaml").c_str(),
+                    "--server", url.c_str(), "--token", server.token.c_str(),
+                    static_cast<char*>(nullptr));
+            ::_exit(127);
+          }
+          int status = 0;
+          ::waitpid(pid, &status, 0);
+          if (WIFEXITED(status) && WEXITSTATUS(status) == 0) ++cli_ok;
+        }
+      });
+    }
+    for (std::thread& t : runners) t.join();
+    cli_seconds = std::chrono::duration<double>(Clock::now() - cli_start).count();
+    cli_accepted = cli_ok;
+  }
+
+  ::kill(server.pid, SIGTERM);
+  int status = 0;
+  ::waitpid(server.pid, &status, 0);
+  std::filesystem::remove_all(dir);
+
+  const double api_rate = accepted / api_seconds;
+  const double cli_rate = cli_jobs > 0 ? cli_accepted / cli_seconds : 0;
+  const double p50 = percentile(latency_ms, 0.50);
+  const double p99 = percentile(latency_ms, 0.99);
+  fmt::print("tidepool: {} nodes, {} pending jobs throughout, {} clients\n", nodes, pending_backlog,
+             clients);
+  fmt::print("  API: {} of {} jobs in {:.2f} s: {:.0f} jobs/s (durable)\n", accepted.load(), jobs,
+             api_seconds, api_rate);
+  fmt::print("  submit-to-placed: p50 {:.1f} ms, p99 {:.1f} ms ({} jobs, {} never seen placed)\n",
+             p50, p99, latency_ms.size(), never_placed);
+  if (cli_jobs > 0) {
+    fmt::print("  CLI: {} of {} jobs in {:.2f} s: {:.0f} jobs/s (one process each)\n", cli_accepted,
+               cli_jobs, cli_seconds, cli_rate);
+  }
+  if (!json_out.empty()) {
+    write_text(json_out, nlohmann::json{{"system", "tidepool"},
+                                        {"nodes", nodes},
+                                        {"pending_backlog", pending_backlog},
+                                        {"clients", clients},
+                                        {"api_jobs", jobs},
+                                        {"api_accepted", accepted.load()},
+                                        {"api_seconds", api_seconds},
+                                        {"api_jobs_per_second", api_rate},
+                                        {"placed_p50_ms", p50},
+                                        {"placed_p99_ms", p99},
+                                        {"never_placed", never_placed},
+                                        {"cli_jobs", cli_jobs},
+                                        {"cli_accepted", cli_accepted},
+                                        {"cli_seconds", cli_seconds},
+                                        {"cli_jobs_per_second", cli_rate}}
+                             .dump(2));
+  }
+  return accepted == jobs && (cli_jobs == 0 || cli_accepted == cli_jobs) ? 0 : 1;
+}

@@ -1,0 +1,203 @@
+// Starts the real `tidepool server` for a test, on 127.0.0.1 and a free port, in a folder of its
+// own, and ends it (SIGTERM, or SIGKILL for the crash test). Header only; tests only.
+#pragma once
+
+#include <fcntl.h>
+#include <httplib.h>
+#include <signal.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace tidepool::test_support {
+
+// The tidepool binary under test: $TIDEPOOL_BINARY.
+inline std::string tidepool_binary() {
+  const char* path = std::getenv("TIDEPOOL_BINARY");
+  if (path == nullptr) throw std::runtime_error("TIDEPOOL_BINARY is not set");
+  return path;
+}
+
+inline std::string source_tree() {
+  const char* path = std::getenv("TIDEPOOL_SOURCE_DIR");
+  if (path == nullptr) throw std::runtime_error("TIDEPOOL_SOURCE_DIR is not set");
+  return path;
+}
+
+// A fresh folder under the system's temporary folder, removed at the end of the test.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "tidepool-test-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  [[nodiscard]] std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+inline void write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+}
+
+inline std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// A server configuration on the example cluster and the given tenants file (the example's by
+// default), with `extra` YAML lines appended.
+inline std::string write_server_config(const TempDir& dir, const std::string& extra = "",
+                                       const std::string& tenants = "") {
+  const std::string config = dir.file("server.yaml");
+  write_text(config,
+             "cluster: " + source_tree() + "/data/clusters/example.yaml\n" + "tenants: " +
+                 (tenants.empty() ? source_tree() + "/data/tenants/example.yaml" : tenants) + "\n" +
+                 "database: " + dir.file("tidepool.db") + "\nlisten: 127.0.0.1:0\n" + extra);
+  return config;
+}
+
+class ServerProcess {
+ public:
+  ServerProcess(const TempDir& dir, std::string config, std::vector<std::string> extra_args = {})
+      : dir_(dir), config_(std::move(config)), extra_args_(std::move(extra_args)) {}
+  ~ServerProcess() {
+    if (pid_ > 0) kill_hard();
+  }
+  ServerProcess(const ServerProcess&) = delete;
+  ServerProcess& operator=(const ServerProcess&) = delete;
+
+  // Starts the server and waits until it answers /readyz; returns false if it exited or did not
+  // become ready within 20 s (its log is in log()).
+  bool start() {
+    const std::string port_file = dir_.file("port");
+    std::filesystem::remove(port_file);
+    log_path_ = dir_.file("server.log");
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      const int log = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+      ::dup2(log, 1);
+      ::dup2(log, 2);
+      std::vector<std::string> args = {tidepool_binary(), "server",      "--config",
+                                       config_,           "--port-file", port_file};
+      args.insert(args.end(), extra_args_.begin(), extra_args_.end());
+      std::vector<char*> argv;
+      for (std::string& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (std::chrono::steady_clock::now() < deadline) {
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return false;
+      }
+      const std::string text = read_text(port_file);
+      if (!text.empty() && text.back() == '\n') {
+        port_ = std::stoi(text);
+        httplib::Client client("127.0.0.1", port_);
+        if (auto res = client.Get("/readyz"); res && res->status == 200) return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  }
+
+  // SIGTERM, then waits; returns the exit status (or -1).
+  int terminate() {
+    if (pid_ <= 0) return -1;
+    ::kill(pid_, SIGTERM);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  void kill_hard() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
+
+  [[nodiscard]] int port() const { return port_; }
+  [[nodiscard]] std::string log() const { return read_text(log_path_); }
+  // The first admin token, written by the server at its first start.
+  [[nodiscard]] std::string admin_token() const {
+    std::string text = read_text(dir_.file("tidepool.db.admin-token"));
+    while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+    return text;
+  }
+
+ private:
+  const TempDir& dir_;
+  std::string config_;
+  std::vector<std::string> extra_args_;
+  std::string log_path_;
+  pid_t pid_ = -1;
+  int port_ = 0;
+};
+
+// A JSON client of one server with one token.
+class ApiClient {
+ public:
+  ApiClient(int port, std::string token) : client_("127.0.0.1", port), token_(std::move(token)) {
+    client_.set_read_timeout(60, 0);
+  }
+
+  struct Answer {
+    int status = 0;  // 0: no answer (connection failed)
+    nlohmann::json body;
+  };
+
+  Answer get(const std::string& path) { return answer(client_.Get(path.c_str(), headers())); }
+  Answer del(const std::string& path) { return answer(client_.Delete(path.c_str(), headers())); }
+  Answer post(const std::string& path, const std::string& body,
+              const std::string& type = "application/json", const std::string& key = "") {
+    auto h = headers();
+    if (!key.empty()) h.emplace("Idempotency-Key", key);
+    return answer(client_.Post(path.c_str(), h, body, type.c_str()));
+  }
+  Answer put(const std::string& path, const std::string& body) {
+    return answer(client_.Put(path.c_str(), headers(), body, "application/json"));
+  }
+
+ private:
+  httplib::Headers headers() const {
+    httplib::Headers h;
+    if (!token_.empty()) h.emplace("Authorization", "Bearer " + token_);
+    return h;
+  }
+  static Answer answer(const httplib::Result& res) {
+    if (!res) return {};
+    return {res->status, nlohmann::json::parse(res->body, nullptr, false)};
+  }
+
+  httplib::Client client_;
+  std::string token_;
+};
+
+}  // namespace tidepool::test_support
