@@ -31,6 +31,7 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -218,6 +219,7 @@ int main(int argc, char** argv) {
     threads.emplace_back([&, c] {
       httplib::Client client("127.0.0.1", server.port);
       client.set_keep_alive(true);
+      client.set_tcp_nodelay(true);
       std::vector<std::pair<std::int64_t, std::int64_t>> mine;
       for (int i = next++; i < jobs; i = next++) {
         httplib::Headers headers = auth;
@@ -261,8 +263,9 @@ int main(int argc, char** argv) {
     httplib::Client client("127.0.0.1", server.port);
     auto res = client.Get("/v1/queues", auth);
     if (res && res->status == 200) {
-      for (const auto& q : nlohmann::json::parse(res->body)["queues"]) {
-        if (q["tenant"] == "backlog") pending_backlog += q["pending"].get<int>();
+      const auto body = nlohmann::json::parse(res->body);
+      for (const auto& q : body["queues"]) {
+        if (q.value("tenant", std::string()) == "backlog") pending_backlog += q.value("pending", 0);
       }
     }
   }
@@ -299,6 +302,29 @@ int main(int argc, char** argv) {
     cli_accepted = cli_ok;
   }
 
+  // The server's own view: how many commits the submissions took, and their time.
+  std::map<std::string, double> server_figures;
+  {
+    httplib::Client client("127.0.0.1", server.port);
+    if (auto res = client.Get("/metrics"); res && res->status == 200) {
+      std::istringstream lines(res->body);
+      std::string line;
+      while (std::getline(lines, line)) {
+        for (const char* name :
+             {"tidepool_store_commit_duration_seconds_sum",
+              "tidepool_store_commit_duration_seconds_count", "tidepool_store_commit_jobs_sum",
+              "tidepool_scheduler_pass_duration_seconds_sum",
+              "tidepool_scheduler_pass_duration_seconds_count"}) {
+          if (line.starts_with(std::string(name) + " ")) {
+            server_figures[name] = std::stod(line.substr(std::string(name).size() + 1));
+          }
+        }
+      }
+    }
+  }
+  const double commits = server_figures["tidepool_store_commit_duration_seconds_count"];
+  const double passes = server_figures["tidepool_scheduler_pass_duration_seconds_count"];
+
   ::kill(server.pid, SIGTERM);
   int status = 0;
   ::waitpid(server.pid, &status, 0);
@@ -314,27 +340,40 @@ int main(int argc, char** argv) {
              api_seconds, api_rate);
   fmt::print("  submit-to-placed: p50 {:.1f} ms, p99 {:.1f} ms ({} jobs, {} never seen placed)\n",
              p50, p99, latency_ms.size(), never_placed);
+  if (commits > 0 && passes > 0) {
+    fmt::print(
+        "  server: {:.0f} commits, {:.1f} jobs each, {:.2f} ms each; {:.0f} passes, {:.2f} ms "
+        "each\n",
+        commits, server_figures["tidepool_store_commit_jobs_sum"] / commits,
+        1000 * server_figures["tidepool_store_commit_duration_seconds_sum"] / commits, passes,
+        1000 * server_figures["tidepool_scheduler_pass_duration_seconds_sum"] / passes);
+  }
   if (cli_jobs > 0) {
     fmt::print("  CLI: {} of {} jobs in {:.2f} s: {:.0f} jobs/s (one process each)\n", cli_accepted,
                cli_jobs, cli_seconds, cli_rate);
   }
   if (!json_out.empty()) {
-    write_text(json_out, nlohmann::json{{"system", "tidepool"},
-                                        {"nodes", nodes},
-                                        {"pending_backlog", pending_backlog},
-                                        {"clients", clients},
-                                        {"api_jobs", jobs},
-                                        {"api_accepted", accepted.load()},
-                                        {"api_seconds", api_seconds},
-                                        {"api_jobs_per_second", api_rate},
-                                        {"placed_p50_ms", p50},
-                                        {"placed_p99_ms", p99},
-                                        {"never_placed", never_placed},
-                                        {"cli_jobs", cli_jobs},
-                                        {"cli_accepted", cli_accepted},
-                                        {"cli_seconds", cli_seconds},
-                                        {"cli_jobs_per_second", cli_rate}}
-                             .dump(2));
+    write_text(json_out,
+               nlohmann::json{
+                   {"system", "tidepool"},
+                   {"nodes", nodes},
+                   {"pending_backlog", pending_backlog},
+                   {"clients", clients},
+                   {"api_jobs", jobs},
+                   {"api_accepted", accepted.load()},
+                   {"api_seconds", api_seconds},
+                   {"api_jobs_per_second", api_rate},
+                   {"placed_p50_ms", p50},
+                   {"placed_p99_ms", p99},
+                   {"never_placed", never_placed},
+                   {"commits", commits},
+                   {"jobs_per_commit",
+                    commits > 0 ? server_figures["tidepool_store_commit_jobs_sum"] / commits : 0},
+                   {"cli_jobs", cli_jobs},
+                   {"cli_accepted", cli_accepted},
+                   {"cli_seconds", cli_seconds},
+                   {"cli_jobs_per_second", cli_rate}}
+                   .dump(2));
   }
   return accepted == jobs && (cli_jobs == 0 || cli_accepted == cli_jobs) ? 0 : 1;
 }

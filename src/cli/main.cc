@@ -1,6 +1,8 @@
 // The tidepool command.
 #include <CLI/CLI.hpp>
 
+#include "cli/client_commands.h"
+#include "cli/server_command.h"
 #include "cli/sim_pack_command.h"
 #include "cli/sim_replay_command.h"
 #include "cli/sim_run_command.h"
@@ -19,6 +21,9 @@ int main(int argc, char** argv) {
   tidepool::add_sim_replay_command(*sim, &exit_code);
   tidepool::add_sim_run_command(*sim, &exit_code);
   tidepool::add_sim_tenants_command(*sim, &exit_code);
+
+  tidepool::add_server_command(app, &exit_code);
+  tidepool::add_client_commands(app, &exit_code);
 
   CLI11_PARSE(app, argc, argv);
   return exit_code;

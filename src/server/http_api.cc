@@ -112,6 +112,9 @@ Result<int> HttpApi::bind() {
   const int threads = options_.threads;
   server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   server_->set_payload_max_length(options_.max_body_bytes);
+  // Small JSON answers: without TCP_NODELAY, Nagle's algorithm and delayed ACKs hold each one
+  // back for tens of milliseconds.
+  server_->set_tcp_nodelay(true);
   server_->set_keep_alive_max_count(100000);
   server_->set_keep_alive_timeout(30);
   server_->set_read_timeout(30);

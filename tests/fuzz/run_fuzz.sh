@@ -4,7 +4,8 @@
 #
 # Usage: tests/fuzz/run_fuzz.sh [SECONDS] [TARGET...]
 #   SECONDS  fuzzing time per target (default 30)
-#   TARGET   cluster_yaml_fuzz, openb_csv_fuzz and/or sim_inputs_fuzz (default: all three)
+#   TARGET   cluster_yaml_fuzz, openb_csv_fuzz, sim_inputs_fuzz, job_spec_fuzz and/or
+#            api_bodies_fuzz (default: all five)
 # Environment: CXX (default clang++-14), FUZZ_DIR (default build/fuzz: binaries, corpora, logs,
 # and crash artifacts <target>-crash-*).
 # Exit status: 0 if no target found a problem, 1 if one did, 2 if a build failed.
@@ -14,7 +15,8 @@ repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 seconds="${1:-30}"
 shift || true
 targets=("$@")
-[[ ${#targets[@]} -eq 0 ]] && targets=(cluster_yaml_fuzz openb_csv_fuzz sim_inputs_fuzz)
+[[ ${#targets[@]} -eq 0 ]] &&
+  targets=(cluster_yaml_fuzz openb_csv_fuzz sim_inputs_fuzz job_spec_fuzz api_bodies_fuzz)
 cxx="${CXX:-clang++-14}"
 fuzz_dir="${FUZZ_DIR:-${repo_root}/build/fuzz}"
 
@@ -36,6 +38,12 @@ sources=(
   "${src}/sim/cluster_file.cc" "${src}/sim/philly_trace.cc" "${src}/sim/tenants_file.cc"
   "${src}/sim/yaml_reader.cc"
 )
+# The request body readers, added for the targets that test them, with the part of the core they
+# reach (topology_level_name lives in gang_placement.cc).
+server_sources=(
+  "${src}/server/api_bodies.cc" "${src}/server/body_fields.cc" "${src}/server/job_spec.cc"
+  "${src}/core/gang_placement.cc"
+)
 flags=(
   -std=c++2b -g -O1 -fno-omit-frame-pointer
   -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
@@ -43,7 +51,33 @@ flags=(
 )
 traces="${repo_root}/../shared/traces/openb"
 
-mkdir -p "${fuzz_dir}"
+mkdir -p "${fuzz_dir}/obj"
+# Every source is compiled once (again only when it or a header changed since) into one archive
+# that each harness links against, two at a time; a harness pulls in only the objects it needs.
+object_flags=(-std=c++2b -g -O1 -fno-omit-frame-pointer
+              -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
+              -include "${repo_root}/tests/fuzz/expected_shim.h" -I "${src}")
+newest_header="$(find "${src}" -name '*.h' -newer "${fuzz_dir}/libfuzzdeps.a" 2> /dev/null | head -n 1)"
+[[ -f "${fuzz_dir}/libfuzzdeps.a" ]] || newest_header=yes
+objects=()
+pids=()
+for source in "${sources[@]}" "${server_sources[@]}"; do
+  object="${fuzz_dir}/obj/$(basename "$(dirname "${source}")")_$(basename "${source}" .cc).o"
+  objects+=("${object}")
+  [[ -z "${newest_header}" && "${object}" -nt "${source}" ]] && continue
+  "${cxx}" "${object_flags[@]}" -c "${source}" -o "${object}" 2> "${object}.log" &
+  pids+=($!)
+  if [[ ${#pids[@]} -ge 2 ]]; then
+    wait "${pids[0]}" || { cat "${fuzz_dir}"/obj/*.log >&2; exit 2; }
+    pids=("${pids[@]:1}")
+  fi
+done
+for pid in "${pids[@]}"; do
+  wait "${pid}" || { cat "${fuzz_dir}"/obj/*.log >&2; exit 2; }
+done
+rm -f "${fuzz_dir}/libfuzzdeps.a"
+ar rcs "${fuzz_dir}/libfuzzdeps.a" "${objects[@]}"
+
 status=0
 for target in "${targets[@]}"; do
   harness="${repo_root}/tests/fuzz/${target}.cc"
@@ -52,14 +86,16 @@ for target in "${targets[@]}"; do
     exit 2
   fi
   echo "== ${target}: building"
-  if ! "${cxx}" "${flags[@]}" "${harness}" "${sources[@]}" -lyaml-cpp -lfmt \
+  if ! "${cxx}" "${flags[@]}" "${harness}" "${fuzz_dir}/libfuzzdeps.a" -lyaml-cpp -lfmt \
       -o "${fuzz_dir}/${target}" 2> "${fuzz_dir}/${target}.build.log"; then
     cat "${fuzz_dir}/${target}.build.log" >&2
     exit 2
   fi
 
-  # Seed corpus: the example cluster file, the first lines of the openb lists where present, or
-  # for sim_inputs_fuzz a Philly trace head, the example tenants file and two windows.
+  # Seed corpus: the example cluster file, the first lines of the openb lists where present, for
+  # sim_inputs_fuzz a Philly trace head, the example tenants file and two windows, and for the
+  # body targets the example job specs in data/examples (api_bodies_fuzz: and one body of each
+  # other kind).
   corpus="${fuzz_dir}/corpus/${target}"
   mkdir -p "${corpus}"
   case "${target}" in
@@ -85,6 +121,29 @@ for target in "${targets[@]}"; do
       printf '2inference:08:00-24:00:64' > "${corpus}/window-inference"
       printf '2training:22:30-6:00:1' > "${corpus}/window-wrap"
       dict="${repo_root}/tests/fuzz/sim_inputs.dict"
+      ;;
+    job_spec_fuzz | api_bodies_fuzz)
+      # The first byte picks the format (b % 2): '0' JSON, '1' YAML.
+      examples="${repo_root}/data/examples"
+      for spec in "${examples}"/*.yaml; do
+        [[ -f "${spec}" ]] && { printf '1'; cat "${spec}"; } > "${corpus}/$(basename "${spec}")"
+      done
+      for spec in "${examples}"/*.json; do
+        [[ -f "${spec}" ]] && { printf '0'; cat "${spec}"; } > "${corpus}/$(basename "${spec}")"
+      done
+      if [[ "${target}" == api_bodies_fuzz ]]; then
+        printf '0{"state": "failed", "exit_code": 1, "message": "oom"}' > "${corpus}/status"
+        printf '0{"step": 1200, "note": "epoch 3"}' > "${corpus}/checkpoint"
+        printf '0{"weight": 2, "queues": ["ranking"], "quota": {"H100": %s}}' \
+          '{"guaranteed_gpus": 64, "borrowing_limit_gpus": "32.5", "lending_limit_gpus": 8}' \
+          > "${corpus}/tenant"
+        printf '1role: agent\nnode: gpu-07\ndescription: rack 3\n' > "${corpus}/token"
+        printf '0{"gpu_model": "H100", "gpus": 8, "cpu_milli": 96000, "memory_mib": 1048576}' \
+          > "${corpus}/register"
+        printf '1running_jobs: [12, 13]\nhealthy_gpus: 8\n' > "${corpus}/heartbeat"
+        printf '0{"reason": "maintenance"}' > "${corpus}/drain"
+      fi
+      dict="${repo_root}/tests/fuzz/job_spec.dict"
       ;;
     *) dict="" ;;
   esac

@@ -22,11 +22,10 @@
 
 namespace tidepool::test_support {
 
-// The tidepool binary under test: $TIDEPOOL_BINARY.
+// The tidepool binary under test: $TIDEPOOL_BINARY, else the one this test was built with.
 inline std::string tidepool_binary() {
   const char* path = std::getenv("TIDEPOOL_BINARY");
-  if (path == nullptr) throw std::runtime_error("TIDEPOOL_BINARY is not set");
-  return path;
+  return path != nullptr ? path : TIDEPOOL_BINARY_PATH;
 }
 
 inline std::string source_tree() {

@@ -1,0 +1,34 @@
+// The user commands of the `tidepool` binary, clients of a running server (`tidepool server`)
+// through its REST API, shaped after Slurm and kubectl:
+//
+//   tidepool submit FILE...            submit job specs (YAML or JSON; - reads stdin), like sbatch
+//   tidepool jobs                      list jobs (live ones by default), like squeue
+//   tidepool job ID                    one job: spec, transitions, placement
+//   tidepool cancel ID...              cancel jobs, like scancel
+//   tidepool why ID                    why a job waits (or where it runs)
+//   tidepool nodes                     nodes and who holds their GPUs
+//   tidepool drain NODE / undrain NODE (admin) stop / resume placing jobs on a node
+//   tidepool queues                    pending and running jobs per team queue
+//   tidepool tenants [NAME]            quotas and usage per GPU model
+//   tidepool top                       a refreshing view of the pool
+//   tidepool token create|list|revoke  (admin) manage API tokens
+//
+// Every command takes --server and --token (see client_config.h for the other sources), and
+// those that print data take -o/--output table|json|yaml. Errors go to stderr as "error: ..." with
+// exit status 1.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace tidepool {
+
+// Registers every user command on `app`; a command that fails sets *exit_code to 1.
+void add_client_commands(CLI::App& app, int* exit_code);
+
+// The groups of add_client_commands (client_job_commands.cc, client_pool_commands.cc,
+// client_token_commands.cc).
+void add_job_commands(CLI::App& app, int* exit_code);
+void add_pool_commands(CLI::App& app, int* exit_code);
+void add_token_commands(CLI::App& app, int* exit_code);
+
+}  // namespace tidepool

@@ -1,0 +1,264 @@
+// tidepool nodes, drain, undrain, queues, tenants, top.
+#include <fmt/format.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <thread>
+
+#include "cli/client_commands.h"
+#include "cli/client_session.h"
+#include "cli/client_views.h"
+#include "server/job_spec.h"
+
+namespace tidepool {
+namespace {
+
+std::string node_path(const std::string& name) { return "/v1/nodes/" + url_escape(name); }
+
+// GETs `path` and prints its `key` array with `render`, or the whole reply as -o says.
+Result<void> print_listing(const ClientFlags& flags, const std::string& path, const char* key,
+                           std::string (*render)(const nlohmann::json&)) {
+  auto client = open_client(flags);
+  if (!client) return std::unexpected(client.error());
+  auto reply = client->get(path);
+  if (!reply) return std::unexpected(reply.error());
+  const OutputFormat format = output_format(flags);
+  if (format != OutputFormat::kTable) {
+    write_document(*reply, format, std::cout);
+  } else {
+    std::cout << render(key == nullptr ? nlohmann::json::array({*reply}) : reply->at(key));
+  }
+  return {};
+}
+
+// --- drain, undrain ---
+
+struct DrainFlags {
+  ClientFlags client;
+  std::string node;
+  std::string reason;
+};
+
+Result<void> set_drained(const DrainFlags& flags, bool drain) {
+  auto client = open_client(flags.client);
+  if (!client) return std::unexpected(client.error());
+  nlohmann::json body = nlohmann::json::object();
+  if (drain && !flags.reason.empty()) body["reason"] = flags.reason;
+  auto node = client->post(node_path(flags.node) + (drain ? "/drain" : "/undrain"), body);
+  if (!node) return std::unexpected(node.error());
+  const OutputFormat format = output_format(flags.client);
+  if (format != OutputFormat::kTable) {
+    write_document(*node, format, std::cout);
+  } else if (drain) {
+    const auto running = node->value("jobs", nlohmann::json::array()).size();
+    fmt::print("Node {} drained ({}); no new jobs go there.", flags.node,
+               node->value("drain_reason", ""));
+    fmt::print(" {} job(s) still run on it.\n", running);
+  } else {
+    fmt::print("Node {} undrained; new jobs may be placed there again.\n", flags.node);
+  }
+  return {};
+}
+
+// --- top ---
+
+struct TopFlags {
+  ClientFlags client;
+  std::string interval = "2s";
+  bool once = false;
+  bool no_color = false;
+};
+
+std::atomic<bool> top_interrupted{false};
+
+extern "C" void on_top_interrupt(int /*signal*/) { top_interrupted = true; }
+
+Result<std::chrono::milliseconds> parse_interval(const std::string& text) {
+  const auto bad = [&] {
+    return fail("--interval", fmt::format("'{}' is not a refresh interval; use e.g. 2s, 500ms or "
+                                          "1m (from 200ms to 1h)",
+                                          text));
+  };
+  std::int64_t ms = 0;
+  if (text.ends_with("ms")) {
+    const std::string digits = text.substr(0, text.size() - 2);
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), ms);
+    if (ec != std::errc() || end != digits.data() + digits.size()) return bad();
+  } else {
+    auto seconds = parse_duration(text);
+    if (!seconds) return bad();
+    ms = *seconds * 1000;
+  }
+  if (ms < 200 || ms > 3'600'000) return bad();
+  return std::chrono::milliseconds(ms);
+}
+
+int terminal_width() {
+  winsize size{};
+  if (::isatty(STDOUT_FILENO) != 0 && ::ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 &&
+      size.ws_col > 0) {
+    return size.ws_col;
+  }
+  if (const char* columns = std::getenv("COLUMNS"); columns != nullptr) {
+    const int n = std::atoi(columns);
+    if (n > 0) return n;
+  }
+  return 100;
+}
+
+Result<std::string> top_frame(ApiClient& client, const TopFlags& flags, bool color,
+                              const std::string& every) {
+  auto nodes = client.get("/v1/nodes");
+  if (!nodes) return std::unexpected(nodes.error());
+  auto jobs = client.get("/v1/jobs", {{"state", "running"}});
+  if (!jobs) return std::unexpected(jobs.error());
+  auto queues = client.get("/v1/queues");
+  if (!queues) return std::unexpected(queues.error());
+  TopFrameStyle style;
+  style.width = terminal_width();
+  style.color = color;
+  style.title =
+      fmt::format("tidepool top  {}  {}", client.server(), format_local_time(wall_clock_ms()));
+  if (!flags.once) style.title += fmt::format("  (every {}; Ctrl-C quits)", every);
+  return render_top_frame(nodes->at("nodes"), jobs->at("jobs"), queues->at("queues"), style);
+}
+
+Result<void> run_top(const TopFlags& flags) {
+  auto interval = parse_interval(flags.interval);
+  if (!interval) return std::unexpected(interval.error());
+  ApiClientOptions options;
+  options.read_timeout = std::max<std::chrono::milliseconds>(*interval, std::chrono::seconds(5));
+  auto client = open_client(flags.client, options);
+  if (!client) return std::unexpected(client.error());
+  const bool tty = ::isatty(STDOUT_FILENO) != 0;
+  const bool color = tty && !flags.no_color && std::getenv("NO_COLOR") == nullptr;
+  if (flags.once) {
+    auto frame = top_frame(*client, flags, color, flags.interval);
+    if (!frame) return std::unexpected(frame.error());
+    std::cout << *frame << std::flush;
+    return {};
+  }
+  struct sigaction action {};
+  action.sa_handler = on_top_interrupt;
+  sigemptyset(&action.sa_mask);
+  ::sigaction(SIGINT, &action, nullptr);
+  ::sigaction(SIGTERM, &action, nullptr);
+  if (tty) std::cout << "\x1b[?1049h\x1b[?25l";  // alternate screen, cursor hidden
+  while (!top_interrupted) {
+    auto frame = top_frame(*client, flags, color, flags.interval);
+    std::string text = frame ? *frame
+                             : fmt::format(
+                                   "tidepool top  {}  {}\n\nerror: {}\n(retrying every {}; "
+                                   "Ctrl-C quits)\n",
+                                   client->server(), format_local_time(wall_clock_ms()),
+                                   frame.error().message(), flags.interval);
+    if (tty) std::cout << "\x1b[H\x1b[2J";
+    std::cout << text << std::flush;
+    const auto until = std::chrono::steady_clock::now() + *interval;
+    while (!top_interrupted && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  if (tty) std::cout << "\x1b[?25h\x1b[?1049l" << std::flush;
+  return {};
+}
+
+}  // namespace
+
+void add_pool_commands(CLI::App& app, int* exit_code) {
+  {
+    auto flags = std::make_shared<ClientFlags>();
+    CLI::App* cmd = app.add_subcommand("nodes", "List nodes, their GPUs and the jobs on them");
+    add_client_flags(*cmd, *flags, true);
+    cmd->footer(
+        "Columns: USED is the GPUs allocated (fractions for shared GPUs), JOBS the ids of the "
+        "jobs running there, REASON why a node is drained.\n\n"
+        "Examples:\n  tidepool nodes\n  tidepool nodes -o json\n\n" +
+        connection_help());
+    cmd->callback([flags, exit_code] {
+      run_client_command(exit_code, [&] {
+        return print_listing(*flags, "/v1/nodes", "nodes", render_nodes_table);
+      });
+    });
+  }
+  for (const bool drain : {true, false}) {
+    auto flags = std::make_shared<DrainFlags>();
+    CLI::App* cmd = app.add_subcommand(
+        drain ? "drain" : "undrain",
+        drain ? "(admin) Place no new jobs on a node; the jobs running there go on"
+              : "(admin) Place jobs on a drained node again");
+    cmd->add_option("NODE", flags->node, "Node name, as `tidepool nodes` lists it")->required();
+    if (drain) cmd->add_option("--reason", flags->reason, "Why, shown by `tidepool nodes`");
+    add_client_flags(*cmd, flags->client, true);
+    cmd->footer(std::string(drain
+                                ? "Example:\n  tidepool drain h100-a-01 --reason \"bad GPU 3\"\n\n"
+                                : "Example:\n  tidepool undrain h100-a-01\n\n") +
+                connection_help());
+    cmd->callback([flags, exit_code, drain] {
+      run_client_command(exit_code, [&] { return set_drained(*flags, drain); });
+    });
+  }
+  {
+    auto flags = std::make_shared<ClientFlags>();
+    CLI::App* cmd =
+        app.add_subcommand("queues", "List team queues with their pending and running jobs");
+    add_client_flags(*cmd, *flags, true);
+    cmd->footer("Example:\n  tidepool queues\n\n" + connection_help());
+    cmd->callback([flags, exit_code] {
+      run_client_command(exit_code, [&] {
+        return print_listing(*flags, "/v1/queues", "queues", render_queues_table);
+      });
+    });
+  }
+  {
+    auto flags = std::make_shared<ClientFlags>();
+    auto name = std::make_shared<std::string>();
+    CLI::App* cmd = app.add_subcommand(
+        "tenants",
+        "List tenants: quota per GPU model (guaranteed, used, borrowed, limits), weight");
+    cmd->add_option("NAME", *name, "Only this tenant");
+    add_client_flags(*cmd, *flags, true);
+    cmd->footer(
+        "Columns: GUARANTEED GPUs are the tenant's own; BORROWED the GPUs it uses beyond them "
+        "(idle capacity of others, taken back when needed); BORROW-LIMIT caps the borrowing, "
+        "LEND-LIMIT how much of the guarantee others may borrow.\n\n"
+        "Examples:\n  tidepool tenants\n  tidepool tenants vision -o yaml\n\n" +
+        connection_help());
+    cmd->callback([flags, name, exit_code] {
+      run_client_command(exit_code, [&] {
+        if (name->empty()) {
+          return print_listing(*flags, "/v1/tenants", "tenants", render_tenants_table);
+        }
+        return print_listing(*flags, "/v1/tenants/" + url_escape(*name), nullptr,
+                             render_tenants_table);
+      });
+    });
+  }
+  {
+    auto flags = std::make_shared<TopFlags>();
+    CLI::App* cmd = app.add_subcommand(
+        "top", "A refreshing view of the pool: who holds each GPU, and the queues per tenant");
+    cmd->add_option("--interval", flags->interval, "Refresh interval, e.g. 2s, 500ms, 1m")
+        ->capture_default_str();
+    cmd->add_flag("--once", flags->once, "Print one frame and exit (no screen clearing)");
+    cmd->add_flag("--no-color", flags->no_color, "No colors (also: the NO_COLOR variable)");
+    add_client_flags(*cmd, flags->client, false);
+    cmd->footer(
+        "Each node shows one character per GPU: the letter of the tenant holding it (listed "
+        "below the nodes), in lower case when a fractional job uses part of it, '+' when "
+        "tenants share it, '.' free, 'x' free on a drained node.\n\n"
+        "Examples:\n  tidepool top\n  tidepool top --interval 5s\n  tidepool top --once\n\n" +
+        connection_help());
+    cmd->callback(
+        [flags, exit_code] { run_client_command(exit_code, [&] { return run_top(*flags); }); });
+  }
+}
+
+}  // namespace tidepool

@@ -1,0 +1,501 @@
+#include "cli/client_views.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+#include <sstream>
+#include <vector>
+
+#include "cli/output_format.h"
+#include "sim/text_table.h"
+
+namespace tidepool {
+namespace {
+
+using Json = nlohmann::json;
+
+std::string text_of(const Json& object, const char* key) {
+  auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return "";
+  if (it->is_string()) return it->get<std::string>();
+  return it->dump();
+}
+
+std::int64_t number_of(const Json& object, const char* key) {
+  auto it = object.find(key);
+  if (it == object.end() || !it->is_number()) return 0;
+  return it->get<std::int64_t>();
+}
+
+const Json& array_of(const Json& object, const char* key) {
+  static const Json kEmpty = Json::array();
+  auto it = object.find(key);
+  if (it == object.end() || !it->is_array()) return kEmpty;
+  return *it;
+}
+
+std::string table_text(const TextTable& table) {
+  std::ostringstream out;
+  table.print(out);
+  return out.str();
+}
+
+std::string indented(const std::string& text, std::string_view indent) {
+  std::string out;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    out += std::string(indent) + text.substr(start, end - start) + "\n";
+    start = end + 1;
+  }
+  return out;
+}
+
+// The job's total GPUs in milli-GPUs.
+std::int64_t job_gpu_milli(const Json& spec) {
+  const std::int64_t gpus = number_of(spec, "gpus_per_task");
+  return number_of(spec, "tasks") * gpus * (gpus == 0 ? 0 : number_of(spec, "gpu_milli"));
+}
+
+std::vector<std::string> placement_nodes(const Json& job) {
+  std::vector<std::string> nodes;
+  for (const Json& place : array_of(job, "placement")) nodes.push_back(text_of(place, "node"));
+  return nodes;
+}
+
+bool is_final_state(std::string_view state) {
+  return state == "succeeded" || state == "failed" || state == "cancelled";
+}
+
+std::string ago(std::int64_t at_ms, std::int64_t now_ms) {
+  if (at_ms <= 0) return "-";
+  return fmt::format("{} ({} ago)", format_local_time(at_ms), format_age((now_ms - at_ms) / 1000));
+}
+
+std::string joined(const Json& list, std::string_view separator) {
+  std::string out;
+  for (const Json& item : list) {
+    if (!out.empty()) out += separator;
+    out += item.is_string() ? item.get<std::string>() : item.dump();
+  }
+  return out;
+}
+
+std::string key_values(const Json& map) {
+  std::string out;
+  if (!map.is_object()) return out;
+  for (const auto& [key, value] : map.items()) {
+    if (!out.empty()) out += ' ';
+    out += key + "=" + (value.is_string() ? value.get<std::string>() : value.dump());
+  }
+  return out;
+}
+
+// "4 tasks x 8 GPUs (H100 or A100), 64 CPUs and 512 GiB per task"
+std::string shape_text(const Json& spec) {
+  const std::int64_t tasks = number_of(spec, "tasks");
+  const std::int64_t gpus = number_of(spec, "gpus_per_task");
+  const std::int64_t milli = number_of(spec, "gpu_milli");
+  std::string out = fmt::format("{} task{} x ", tasks, tasks == 1 ? "" : "s");
+  if (gpus == 0) {
+    out += "no GPU";
+  } else if (milli < 1000) {
+    out += fmt::format("{} of a GPU", format_gpus(milli));
+  } else {
+    out += fmt::format("{} GPU{}", gpus, gpus == 1 ? "" : "s");
+  }
+  const Json& models = array_of(spec, "gpu_model");
+  if (gpus > 0) out += models.empty() ? " (any model)" : " (" + joined(models, " or ") + ")";
+  std::vector<std::string> per_task;
+  if (const std::int64_t cpu = number_of(spec, "cpu_milli_per_task"); cpu > 0) {
+    per_task.push_back(fmt::format("{} CPUs", format_gpus(cpu)));
+  }
+  if (const std::int64_t mib = number_of(spec, "memory_mib_per_task"); mib > 0) {
+    per_task.push_back(mib % 1024 == 0 ? fmt::format("{} GiB", mib / 1024)
+                                       : fmt::format("{} MiB", mib));
+  }
+  if (!per_task.empty()) out += fmt::format(", {} per task", fmt::join(per_task, " and "));
+  return out;
+}
+
+}  // namespace
+
+std::string render_jobs_table(const Json& jobs,
+                              const std::map<std::int64_t, std::string>& pending_kinds,
+                              std::int64_t now_ms) {
+  TextTable table(
+      {"ID", "NAME", "TENANT", "QUEUE", "STATE", "GPUS", "AGE", "TIME", "NODES", "REASON"});
+  for (const Json& job : jobs) {
+    const Json& spec = job.contains("spec") ? job["spec"] : Json::object();
+    const std::int64_t id = number_of(job, "id");
+    const std::string state = text_of(job, "state");
+    const std::int64_t started = number_of(job, "started_ms");
+    const std::int64_t ended = number_of(job, "ended_ms");
+    std::string run_time = "-";
+    if (state == "running" && started > 0) {
+      run_time = format_age((now_ms - started) / 1000);
+    } else if (is_final_state(state) && started > 0 && number_of(job, "starts") > 0) {
+      run_time = format_age((ended - started) / 1000);
+    }
+    std::string reason;
+    if (state == "pending") {
+      auto kind = pending_kinds.find(id);
+      reason = kind != pending_kinds.end() ? kind->second : text_of(job, "message");
+    } else if (state != "running") {
+      reason = text_of(job, "message");
+    }
+    const auto nodes = placement_nodes(job);
+    table.add_row({std::to_string(id), text_of(spec, "name"), text_of(spec, "tenant"),
+                   text_of(spec, "queue"), state, format_gpus(job_gpu_milli(spec)),
+                   format_age((now_ms - number_of(job, "submitted_ms")) / 1000), run_time,
+                   nodes.empty() ? "-" : compress_node_names(nodes), reason});
+  }
+  return table_text(table);
+}
+
+std::string render_job_details(const Json& job, std::int64_t now_ms) {
+  const Json& spec = job.contains("spec") ? job["spec"] : Json::object();
+  std::string out = fmt::format("Job {}: {}\n", number_of(job, "id"), text_of(spec, "name"));
+  const auto line = [&out](std::string_view label, const std::string& value) {
+    out += fmt::format("  {:<13}{}\n", fmt::format("{}:", label), value);
+  };
+  const std::string state = text_of(job, "state");
+  const std::string message = text_of(job, "message");
+  line("State", message.empty() ? state : fmt::format("{} ({})", state, message));
+  line("Tenant", fmt::format("{}, queue {}", text_of(spec, "tenant"), text_of(spec, "queue")));
+  const bool preemptible = spec.value("preemptible", true);
+  line("Class",
+       fmt::format("{}, priority {}, {}", text_of(spec, "class"), number_of(spec, "priority"),
+                   preemptible ? "preemptible" : "not preemptible"));
+  line("Shape", shape_text(spec));
+  if (auto topology = spec.find("topology"); topology != spec.end() && topology->is_object()) {
+    line("Topology",
+         fmt::format("within {} ({})", text_of(*topology, "within"), text_of(*topology, "mode")));
+  }
+  std::vector<std::string> runtime;
+  if (auto estimate = text_of(spec, "runtime_estimate"); !estimate.empty()) {
+    runtime.push_back("estimate " + estimate);
+  }
+  if (auto max = text_of(spec, "max_runtime"); !max.empty()) runtime.push_back("at most " + max);
+  if (!runtime.empty()) line("Runtime", fmt::format("{}", fmt::join(runtime, ", ")));
+  if (auto every = text_of(spec, "checkpoint_interval"); !every.empty()) {
+    std::string checkpoints = "every " + every;
+    if (const std::int64_t last = number_of(job, "last_checkpoint_ms"); last > 0) {
+      checkpoints += "; last " + ago(last, now_ms);
+      if (job.contains("checkpoint_step")) {
+        checkpoints += fmt::format(", step {}", number_of(job, "checkpoint_step"));
+      }
+    }
+    line("Checkpoints", checkpoints);
+  }
+  if (const Json& command = array_of(spec, "command"); !command.empty()) {
+    line("Command", joined(command, " "));
+  }
+  if (auto env = key_values(spec.value("env", Json::object())); !env.empty()) {
+    line("Env", env);
+  }
+  if (auto labels = key_values(spec.value("labels", Json::object())); !labels.empty()) {
+    line("Labels", labels);
+  }
+  line("Submitted", ago(number_of(job, "submitted_ms"), now_ms));
+  if (number_of(job, "starts") > 0) {
+    line("Started", ago(number_of(job, "started_ms"), now_ms));
+  }
+  if (number_of(job, "ended_ms") > 0) {
+    line("Ended", ago(number_of(job, "ended_ms"), now_ms));
+  }
+  line("Runs", fmt::format("{} start(s), {} preemption(s)", number_of(job, "starts"),
+                           number_of(job, "preemptions")));
+  if (job.contains("exit_code")) {
+    line("Exit code", std::to_string(number_of(job, "exit_code")));
+  }
+
+  TextTable transitions({"TIME", "STATE", "REASON"});
+  for (const Json& t : array_of(job, "transitions")) {
+    transitions.add_row(
+        {format_local_time(number_of(t, "at_ms")), text_of(t, "state"), text_of(t, "reason")});
+  }
+  out += "\nTransitions:\n" + indented(table_text(transitions), "  ");
+
+  const Json& placement = array_of(job, "placement");
+  if (placement.empty()) {
+    out += "\nPlacement: none (not running)\n";
+  } else {
+    TextTable places({"TASK", "NODE", "GPUS"});
+    int task = 0;
+    for (const Json& place : placement) {
+      places.add_row(
+          {std::to_string(task++), text_of(place, "node"), joined(array_of(place, "gpus"), ",")});
+    }
+    out += "\nPlacement:\n" + indented(table_text(places), "  ");
+  }
+  return out;
+}
+
+std::string render_why(const Json& why) {
+  const std::string state = text_of(why, "state");
+  const std::int64_t id = number_of(why, "id");
+  if (state != "pending") {
+    return fmt::format("Job {} is {}: {}\n", id, state, text_of(why, "reason"));
+  }
+  std::string out =
+      fmt::format("Job {} is pending ({}): {}\n", id, text_of(why, "kind"), text_of(why, "reason"));
+  out += fmt::format("It has waited {} since it last became pending.\n",
+                     format_age(number_of(why, "pending_seconds")));
+  const Json waited = why.value("waited_seconds", Json::object());
+  if (waited.is_object() && !waited.empty()) {
+    TextTable table({"REASON", "WAITED"});
+    for (const auto& [kind, seconds] : waited.items()) {
+      table.add_row({kind, format_age(seconds.is_number() ? seconds.get<std::int64_t>() : 0)});
+    }
+    out += "Time waited, by reason:\n" + indented(table_text(table), "  ");
+  }
+  return out;
+}
+
+std::string render_nodes_table(const Json& nodes) {
+  TextTable table({"NAME", "STATE", "MODEL", "GPUS", "USED", "LEAF", "JOBS", "REASON"});
+  for (const Json& node : nodes) {
+    std::vector<std::string> ids;
+    for (const Json& job : array_of(node, "jobs")) ids.push_back(text_of(job, "job"));
+    std::string jobs = ids.empty() ? "-" : "";
+    constexpr std::size_t kShown = 4;
+    for (std::size_t i = 0; i < ids.size() && i < kShown; ++i) {
+      jobs += (i > 0 ? "," : "") + ids[i];
+    }
+    if (ids.size() > kShown) jobs += fmt::format(",+{}", ids.size() - kShown);
+    const std::string model = text_of(node, "gpu_model");
+    table.add_row({text_of(node, "name"), text_of(node, "state"), model.empty() ? "-" : model,
+                   std::to_string(number_of(node, "gpus")),
+                   format_gpus(number_of(node, "gpu_milli_allocated")), text_of(node, "leaf"), jobs,
+                   text_of(node, "drain_reason")});
+  }
+  return table_text(table);
+}
+
+std::string render_queues_table(const Json& queues) {
+  TextTable table({"TENANT", "QUEUE", "PENDING", "RUNNING"});
+  for (const Json& q : queues) {
+    table.add_row({text_of(q, "tenant"), text_of(q, "queue"),
+                   std::to_string(number_of(q, "pending")),
+                   std::to_string(number_of(q, "running"))});
+  }
+  return table_text(table);
+}
+
+std::string render_tenants_table(const Json& tenants) {
+  TextTable table({"TENANT", "ORG", "WEIGHT", "MODEL", "GUARANTEED", "USED", "BORROWED",
+                   "BORROW-LIMIT", "LEND-LIMIT", "PENDING", "RUNNING"});
+  for (const Json& t : tenants) {
+    const std::vector<std::string> head = {text_of(t, "name"), text_of(t, "org"),
+                                           std::to_string(number_of(t, "weight"))};
+    const std::vector<std::string> tail = {std::to_string(number_of(t, "jobs_pending")),
+                                           std::to_string(number_of(t, "jobs_running"))};
+    const Json quota = t.value("quota", Json::object());
+    auto add = [&](std::vector<std::string> middle) {
+      std::vector<std::string> row = head;
+      row.insert(row.end(), middle.begin(), middle.end());
+      row.insert(row.end(), tail.begin(), tail.end());
+      table.add_row(std::move(row));
+    };
+    if (!quota.is_object() || quota.empty()) {
+      add({"-", "0", format_gpus(number_of(t, "gpu_milli_used")), "0", "unlimited", "0"});
+      continue;
+    }
+    for (const auto& [model, q] : quota.items()) {
+      add({model, format_gpu_value(q.value("guaranteed_gpus", Json(0))),
+           format_gpu_value(q.value("used_gpus", Json(0))),
+           format_gpu_value(q.value("borrowed_gpus", Json(0))),
+           format_gpu_value(q.value("borrowing_limit_gpus", Json(nullptr)), "unlimited"),
+           format_gpu_value(q.value("lending_limit_gpus", Json(nullptr)), "unlimited")});
+    }
+  }
+  return table_text(table);
+}
+
+std::string render_tokens_table(const Json& tokens) {
+  TextTable table({"ID", "ROLE", "TENANT", "NODE", "CREATED", "STATE", "DESCRIPTION"});
+  for (const Json& t : tokens) {
+    const auto dash = [](std::string s) { return s.empty() ? std::string("-") : s; };
+    table.add_row({text_of(t, "id"), text_of(t, "role"), dash(text_of(t, "tenant")),
+                   dash(text_of(t, "node")), format_local_time(number_of(t, "created_ms")),
+                   t.value("revoked", false) ? "revoked" : "active", text_of(t, "description")});
+  }
+  return table_text(table);
+}
+
+// --- top ---
+
+namespace {
+
+constexpr std::string_view kTenantKeys = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+// Foreground colors that read on dark and light terminals, one per tenant (cycling).
+constexpr int kColors[] = {32, 34, 35, 36, 33, 31, 92, 94, 95, 96, 93, 91};
+
+struct GpuUse {
+  std::int64_t milli = 0;
+  std::set<int> tenants;  // tenant indices
+};
+
+std::string paint(std::string_view text, int color, bool on) {
+  if (!on || text.empty()) return std::string(text);
+  return fmt::format("\x1b[{}m{}\x1b[0m", color, text);
+}
+
+}  // namespace
+
+std::string render_top_frame(const Json& nodes, const Json& running_jobs, const Json& queues,
+                             const TopFrameStyle& style) {
+  // Tenants in the order the server lists their queues (the tenants file's), then any other.
+  std::vector<std::string> tenants;
+  std::map<std::string, int, std::less<>> tenant_index;
+  const auto tenant_of = [&](const std::string& name) {
+    auto [it, added] = tenant_index.emplace(name, static_cast<int>(tenants.size()));
+    if (added) tenants.push_back(name);
+    return it->second;
+  };
+  for (const Json& q : queues) tenant_of(text_of(q, "tenant"));
+  const auto key_of = [](int index) {
+    return index < static_cast<int>(kTenantKeys.size()) ? kTenantKeys[index] : '?';
+  };
+  const auto color_of = [](int index) { return kColors[index % std::size(kColors)]; };
+
+  // Who holds each GPU, from the running jobs' placements; GPUs held per tenant.
+  std::map<std::string, std::map<int, GpuUse>, std::less<>> use;
+  std::map<int, std::int64_t> tenant_milli;
+  for (const Json& job : running_jobs) {
+    const Json& spec = job.contains("spec") ? job["spec"] : Json::object();
+    const int tenant = tenant_of(text_of(spec, "tenant"));
+    const std::int64_t milli =
+        number_of(spec, "gpus_per_task") == 0 ? 0 : number_of(spec, "gpu_milli");
+    for (const Json& place : array_of(job, "placement")) {
+      for (const Json& gpu : array_of(place, "gpus")) {
+        GpuUse& u = use[text_of(place, "node")][gpu.is_number() ? gpu.get<int>() : -1];
+        u.milli += milli;
+        u.tenants.insert(tenant);
+        tenant_milli[tenant] += milli;
+      }
+    }
+  }
+
+  // One cell per node with GPUs: "name [AAAA....]  4/8".
+  struct Cell {
+    std::string name, bar, used;
+    std::size_t bar_width = 0;
+  };
+  std::vector<Cell> cells;
+  std::int64_t total_gpus = 0;
+  std::int64_t allocated_milli = 0;
+  int drained = 0;
+  for (const Json& node : nodes) {
+    const int gpus = static_cast<int>(number_of(node, "gpus"));
+    const bool is_drained = text_of(node, "state") == "drained";
+    drained += is_drained ? 1 : 0;
+    if (gpus <= 0) continue;
+    total_gpus += gpus;
+    allocated_milli += number_of(node, "gpu_milli_allocated");
+    const std::string name = text_of(node, "name");
+    auto node_use = use.find(name);
+    Cell cell{name, "[", "", static_cast<std::size_t>(gpus) + 2};
+    int busy = 0;
+    for (int g = 0; g < gpus; ++g) {
+      const GpuUse* u = nullptr;
+      if (node_use != use.end()) {
+        if (auto it = node_use->second.find(g); it != node_use->second.end()) u = &it->second;
+      }
+      if (u == nullptr || u->tenants.empty()) {
+        cell.bar += paint(is_drained ? "x" : ".", is_drained ? 31 : 2, style.color);
+        continue;
+      }
+      ++busy;
+      if (u->tenants.size() > 1) {
+        cell.bar += paint("+", 1, style.color);
+        continue;
+      }
+      const int tenant = *u->tenants.begin();
+      char key = key_of(tenant);
+      if (u->milli < 1000) key = static_cast<char>(std::tolower(static_cast<unsigned char>(key)));
+      cell.bar += paint(std::string(1, key), color_of(tenant), style.color);
+    }
+    cell.bar += "]";
+    cell.used = fmt::format("{}/{}{}", busy, gpus, is_drained ? " drained" : "");
+    cells.push_back(std::move(cell));
+  }
+
+  std::string out = style.title.empty() ? "" : style.title + "\n";
+  int running = 0;
+  int pending = 0;
+  for (const Json& q : queues) {
+    running += static_cast<int>(number_of(q, "running"));
+    pending += static_cast<int>(number_of(q, "pending"));
+  }
+  out += fmt::format("GPUs: {} of {} allocated ({:.1f}%)  jobs: {} running, {} pending",
+                     format_gpus(allocated_milli), total_gpus,
+                     total_gpus == 0 ? 0.0
+                                     : 100.0 * static_cast<double>(allocated_milli) /
+                                           static_cast<double>(total_gpus * 1000),
+                     running, pending);
+  if (drained > 0) out += fmt::format("  nodes drained: {}", drained);
+  out += "\n\n";
+
+  std::size_t name_width = 0;
+  std::size_t bar_width = 0;
+  std::size_t used_width = 0;
+  for (const Cell& c : cells) {
+    name_width = std::max(name_width, c.name.size());
+    bar_width = std::max(bar_width, c.bar_width);
+    used_width = std::max(used_width, c.used.size());
+  }
+  const std::size_t cell_width = name_width + 1 + bar_width + 1 + used_width;
+  constexpr std::size_t kGap = 3;
+  const std::size_t columns = std::max<std::size_t>(
+      1, (static_cast<std::size_t>(std::max(style.width, 1)) + kGap) / (cell_width + kGap));
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    const Cell& c = cells[i];
+    const bool last = (i + 1) % columns == 0 || i + 1 == cells.size();
+    std::string text = fmt::format("{:<{}} {}{} {}", c.name, name_width, c.bar,
+                                   std::string(bar_width - c.bar_width, ' '), c.used);
+    if (!last) text += std::string(used_width - c.used.size() + kGap, ' ');
+    out += text;
+    if (last) out += '\n';
+  }
+  if (cells.empty()) out += "(no nodes with GPUs)\n";
+
+  out += "\n";
+  std::string legend;
+  for (std::size_t t = 0; t < tenants.size(); ++t) {
+    const int index = static_cast<int>(t);
+    legend += paint(std::string(1, key_of(index)), color_of(index), style.color) + " " +
+              tenants[t] + "  ";
+  }
+  legend += ". free  x drained  a-z partly used  + shared";
+  out += legend + "\n\n";
+
+  // Per tenant: GPUs held, running and pending jobs, and the pending ones per queue.
+  std::map<int, std::pair<std::int64_t, std::int64_t>> counts;  // running, pending
+  std::map<int, std::string> pending_queues;
+  for (const Json& q : queues) {
+    const int tenant = tenant_of(text_of(q, "tenant"));
+    counts[tenant].first += number_of(q, "running");
+    counts[tenant].second += number_of(q, "pending");
+    if (const std::int64_t n = number_of(q, "pending"); n > 0) {
+      std::string& text = pending_queues[tenant];
+      text += fmt::format("{}{} {}", text.empty() ? "" : ", ", text_of(q, "queue"), n);
+    }
+  }
+  TextTable table({"KEY", "TENANT", "GPUS", "RUNNING", "PENDING", "PENDING BY QUEUE"});
+  for (std::size_t t = 0; t < tenants.size(); ++t) {
+    const int index = static_cast<int>(t);
+    table.add_row({std::string(1, key_of(index)), tenants[t], format_gpus(tenant_milli[index]),
+                   std::to_string(counts[index].first), std::to_string(counts[index].second),
+                   pending_queues[index].empty() ? "-" : pending_queues[index]});
+  }
+  out += table_text(table);
+  return out;
+}
+
+}  // namespace tidepool

@@ -1,0 +1,60 @@
+// The tables and texts the user commands print for people (`-o table`), built from the server's
+// JSON replies (shapes: server/control_plane.cc, control_plane_admin.cc, server_job.cc). Pure:
+// each takes the reply's data and the current time and returns text, so tests can check them
+// without a server. Missing keys read as empty; a value of the wrong type throws
+// nlohmann::json::exception, which the commands report as an unexpected reply.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace tidepool {
+
+// `tidepool jobs`: ID NAME TENANT QUEUE STATE GPUS AGE TIME NODES REASON, one row per job of the
+// array `jobs`. AGE is the time since submission; TIME the time run (running, or ended after a
+// run). REASON: for a pending job its kind from `pending_kinds` (job id -> "quota", "capacity",
+// ...) when known, else the job's last message; nothing for running jobs; the final message for
+// ended ones.
+std::string render_jobs_table(const nlohmann::json& jobs,
+                              const std::map<std::int64_t, std::string>& pending_kinds,
+                              std::int64_t now_ms);
+
+// `tidepool job ID`: the spec in a few lines, the times, the transitions and the placement.
+std::string render_job_details(const nlohmann::json& job, std::int64_t now_ms);
+
+// `tidepool why ID`: the state with its reason; for a pending job, how long it has waited and the
+// seconds it has waited for each kind of reason.
+std::string render_why(const nlohmann::json& why);
+
+// `tidepool nodes`: NAME STATE MODEL GPUS USED LEAF JOBS REASON (REASON: why it is drained).
+std::string render_nodes_table(const nlohmann::json& nodes);
+
+// `tidepool queues`: TENANT QUEUE PENDING RUNNING.
+std::string render_queues_table(const nlohmann::json& queues);
+
+// `tidepool tenants`: one row per tenant and GPU model of its quota: TENANT ORG WEIGHT MODEL
+// GUARANTEED USED BORROWED BORROW-LIMIT LEND-LIMIT PENDING RUNNING (a tenant without a quota:
+// one row with MODEL "-").
+std::string render_tenants_table(const nlohmann::json& tenants);
+
+// `tidepool token list`: ID ROLE TENANT NODE CREATED STATE DESCRIPTION.
+std::string render_tokens_table(const nlohmann::json& tokens);
+
+// One frame of `tidepool top`.
+struct TopFrameStyle {
+  int width = 100;     // terminal columns: nodes are laid out in as many columns as fit
+  bool color = false;  // ANSI colors per tenant
+  std::string title;   // the first line (server, time, refresh interval)
+};
+
+// The pool at a glance: per node with GPUs a bar of its GPUs, each shown as the letter of the
+// tenant holding it (lower case: partly used by fractional jobs; '+': shared by several tenants),
+// '.' free, 'x' free on a drained node; then a legend and per tenant the GPUs it holds and its
+// running and pending jobs, with the pending jobs per queue. `nodes`, `running_jobs` and `queues`
+// are the arrays of GET /v1/nodes, /v1/jobs?state=running and /v1/queues.
+std::string render_top_frame(const nlohmann::json& nodes, const nlohmann::json& running_jobs,
+                             const nlohmann::json& queues, const TopFrameStyle& style);
+
+}  // namespace tidepool

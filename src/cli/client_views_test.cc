@@ -1,0 +1,276 @@
+#include "cli/client_views.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace tidepool {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using Json = nlohmann::json;
+
+constexpr std::int64_t kNow = 1'700'000'000'000;
+
+Json job(std::int64_t id, const std::string& state, const std::string& tenant, Json placement,
+         int tasks = 1, int gpus = 8, int milli = 1000) {
+  return {
+      {"id", id},
+      {"spec",
+       {{"name", "job-" + std::to_string(id)},
+        {"tenant", tenant},
+        {"queue", "default"},
+        {"class", "training"},
+        {"priority", 0},
+        {"tasks", tasks},
+        {"gpus_per_task", gpus},
+        {"gpu_milli", milli},
+        {"gpu_model", Json::array({"H100"})},
+        {"cpu_milli_per_task", 8000},
+        {"memory_mib_per_task", 65536},
+        {"topology", {{"within", "leaf"}, {"mode", "required"}}},
+        {"runtime_estimate", "6h"},
+        {"max_runtime", nullptr},
+        {"preemptible", true},
+        {"checkpoint_interval", nullptr},
+        {"command", Json::array({"python", "train.py"})},
+        {"env", Json::object()},
+        {"labels", {{"team", "cv"}}}}},
+      {"state", state},
+      {"transitions",
+       Json::array({{{"state", "pending"}, {"at_ms", kNow - 120'000}, {"reason", "submitted"}}})},
+      {"placement", std::move(placement)},
+      {"submitted_ms", kNow - 120'000},
+      {"started_ms", state == "pending" ? 0 : kNow - 60'000},
+      {"ended_ms", 0},
+      {"starts", state == "pending" ? 0 : 1},
+      {"preemptions", 0},
+      {"message", state == "pending" ? "submitted" : "placed on 1 node(s) (within its quota)"},
+      {"last_checkpoint_ms", 0}};
+}
+
+Json place(const std::string& node, std::vector<int> gpus) {
+  return {{"node", node}, {"gpus", gpus}};
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    auto end = text.find('\n', start);
+    lines.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return lines;
+}
+
+TEST(RenderJobsTableTest, ColumnsAndReasons) {
+  Json jobs = Json::array({job(1, "running", "vision",
+                               Json::array({place("h100-a-01", {0, 1, 2, 3, 4, 5, 6, 7}),
+                                            place("h100-a-02", {0, 1, 2, 3, 4, 5, 6, 7})}),
+                               2),
+                           job(2, "pending", "vision", Json::array()),
+                           job(3, "pending", "search", Json::array())});
+  const std::string text = render_jobs_table(jobs, {{2, "quota"}}, kNow);
+  const auto lines = lines_of(text);
+  ASSERT_EQ(lines.size(), 5U) << text;
+  EXPECT_THAT(lines[0], HasSubstr("ID"));
+  for (const char* column :
+       {"NAME", "TENANT", "QUEUE", "STATE", "GPUS", "AGE", "TIME", "NODES", "REASON"}) {
+    EXPECT_THAT(lines[0], HasSubstr(column));
+  }
+  EXPECT_THAT(lines[2], HasSubstr("job-1"));
+  EXPECT_THAT(lines[2], HasSubstr("16"));              // 2 tasks x 8 GPUs
+  EXPECT_THAT(lines[2], HasSubstr("h100-a-[01-02]"));  // compressed node list
+  EXPECT_THAT(lines[2], HasSubstr("2m"));              // age
+  EXPECT_THAT(lines[2], HasSubstr("1m"));              // run time
+  EXPECT_THAT(lines[3], HasSubstr("quota"));           // the why kind
+  EXPECT_THAT(lines[4], HasSubstr("submitted"));       // no kind known: the message
+}
+
+TEST(RenderJobsTableTest, FractionalGpus) {
+  const std::string text = render_jobs_table(
+      Json::array({job(7, "pending", "vision", Json::array(), 1, 1, 500)}), {}, kNow);
+  EXPECT_THAT(text, HasSubstr("0.5"));
+}
+
+TEST(RenderJobDetailsTest, SpecTransitionsPlacement) {
+  const std::string text = render_job_details(
+      job(1, "running", "vision", Json::array({place("h100-a-01", {0, 1, 2, 3})}), 1, 4), kNow);
+  EXPECT_THAT(text, HasSubstr("Job 1: job-1"));
+  EXPECT_THAT(text, HasSubstr("running (placed on 1 node(s) (within its quota))"));
+  EXPECT_THAT(text, HasSubstr("vision, queue default"));
+  EXPECT_THAT(text, HasSubstr("1 task x 4 GPUs (H100), 8 CPUs and 64 GiB per task"));
+  EXPECT_THAT(text, HasSubstr("within leaf (required)"));
+  EXPECT_THAT(text, HasSubstr("estimate 6h"));
+  EXPECT_THAT(text, HasSubstr("python train.py"));
+  EXPECT_THAT(text, HasSubstr("team=cv"));
+  EXPECT_THAT(text, HasSubstr("Transitions:"));
+  EXPECT_THAT(text, HasSubstr("submitted"));
+  EXPECT_THAT(text, HasSubstr("Placement:"));
+  EXPECT_THAT(text, HasSubstr("0,1,2,3"));
+}
+
+TEST(RenderJobDetailsTest, PendingHasNoPlacement) {
+  const std::string text = render_job_details(job(2, "pending", "vision", Json::array()), kNow);
+  EXPECT_THAT(text, HasSubstr("Placement: none"));
+  EXPECT_THAT(text, Not(HasSubstr("Started:")));
+}
+
+TEST(RenderWhyTest, PendingWithWaitedTimes) {
+  const Json why = {{"id", 5},
+                    {"state", "pending"},
+                    {"kind", "quota"},
+                    {"reason", "tenant vision is at its H100 guarantee"},
+                    {"waited_seconds", {{"quota", 60}, {"capacity", 5}}},
+                    {"pending_seconds", 65}};
+  const std::string text = render_why(why);
+  EXPECT_THAT(text, HasSubstr("Job 5 is pending (quota): tenant vision is at its H100 guarantee"));
+  EXPECT_THAT(text, HasSubstr("1m5s"));
+  EXPECT_THAT(text, HasSubstr("capacity"));
+  EXPECT_THAT(text, HasSubstr("5s"));
+}
+
+TEST(RenderWhyTest, Running) {
+  EXPECT_EQ(render_why({{"id", 5}, {"state", "running"}, {"reason", "running since 3 s on n1"}}),
+            "Job 5 is running: running since 3 s on n1\n");
+}
+
+TEST(RenderNodesTableTest, StateUsedJobs) {
+  const Json nodes = Json::array({{{"name", "h100-a-01"},
+                                   {"state", "ready"},
+                                   {"gpu_model", "H100"},
+                                   {"gpus", 8},
+                                   {"gpu_milli_allocated", 4500},
+                                   {"leaf", "leaf-1"},
+                                   {"jobs", Json::array({{{"job", 1}},
+                                                         {{"job", 2}},
+                                                         {{"job", 3}},
+                                                         {{"job", 4}},
+                                                         {{"job", 5}},
+                                                         {{"job", 6}}})}},
+                                  {{"name", "cpu-login"},
+                                   {"state", "drained"},
+                                   {"gpu_model", ""},
+                                   {"gpus", 0},
+                                   {"gpu_milli_allocated", 0},
+                                   {"leaf", "leaf-4"},
+                                   {"jobs", Json::array()},
+                                   {"drain_reason", "maintenance"}}});
+  const auto lines = lines_of(render_nodes_table(nodes));
+  ASSERT_EQ(lines.size(), 4U);
+  for (const char* column : {"NAME", "STATE", "MODEL", "GPUS", "USED", "LEAF", "JOBS"}) {
+    EXPECT_THAT(lines[0], HasSubstr(column));
+  }
+  EXPECT_THAT(lines[2], HasSubstr("4.5"));
+  EXPECT_THAT(lines[2], HasSubstr("1,2,3,4,+2"));
+  EXPECT_THAT(lines[3], HasSubstr("drained"));
+  EXPECT_THAT(lines[3], HasSubstr("maintenance"));
+}
+
+TEST(RenderQueuesTableTest, Rows) {
+  const auto lines = lines_of(render_queues_table(
+      Json::array({{{"tenant", "vision"}, {"queue", "default"}, {"pending", 3}, {"running", 1}}})));
+  ASSERT_EQ(lines.size(), 3U);
+  EXPECT_THAT(lines[0], HasSubstr("TENANT"));
+  EXPECT_THAT(lines[2], HasSubstr("vision"));
+  EXPECT_THAT(lines[2], HasSubstr("default"));
+}
+
+TEST(RenderTenantsTableTest, RowPerModelAndUnlimitedBorrowing) {
+  const Json tenants = Json::array({{{"name", "search"},
+                                     {"org", "research"},
+                                     {"weight", 2},
+                                     {"quota",
+                                      {{"A100",
+                                        {{"guaranteed_gpus", 8},
+                                         {"lending_limit_gpus", 8},
+                                         {"used_gpus", 0},
+                                         {"borrowed_gpus", 0},
+                                         {"borrowing_limit_gpus", nullptr}}},
+                                       {"H100",
+                                        {{"guaranteed_gpus", 64},
+                                         {"lending_limit_gpus", 64},
+                                         {"used_gpus", 70},
+                                         {"borrowed_gpus", 6},
+                                         {"borrowing_limit_gpus", 32}}}}},
+                                     {"gpu_milli_used", 70000},
+                                     {"jobs_pending", 1},
+                                     {"jobs_running", 3}},
+                                    {{"name", "interns"},
+                                     {"org", "products"},
+                                     {"weight", 1},
+                                     {"quota", Json::object()},
+                                     {"gpu_milli_used", 0},
+                                     {"jobs_pending", 0},
+                                     {"jobs_running", 0}}});
+  const auto lines = lines_of(render_tenants_table(tenants));
+  ASSERT_EQ(lines.size(), 5U);
+  EXPECT_THAT(lines[0], HasSubstr("GUARANTEED"));
+  EXPECT_THAT(lines[0], HasSubstr("BORROWED"));
+  EXPECT_THAT(lines[2], HasSubstr("A100"));
+  EXPECT_THAT(lines[2], HasSubstr("unlimited"));
+  EXPECT_THAT(lines[3], HasSubstr("H100"));
+  EXPECT_THAT(lines[3], HasSubstr("70"));
+  EXPECT_THAT(lines[4], HasSubstr("interns"));
+}
+
+TEST(RenderTokensTableTest, RevokedAndDashes) {
+  const auto lines = lines_of(render_tokens_table(Json::array({{{"id", "abc"},
+                                                                {"role", "admin"},
+                                                                {"tenant", ""},
+                                                                {"node", ""},
+                                                                {"description", "first"},
+                                                                {"created_ms", kNow},
+                                                                {"revoked", true}}})));
+  ASSERT_EQ(lines.size(), 3U);
+  EXPECT_THAT(lines[2], HasSubstr("revoked"));
+  EXPECT_THAT(lines[2], HasSubstr("admin"));
+}
+
+TEST(RenderTopFrameTest, BarsLegendAndQueues) {
+  const Json nodes =
+      Json::array({{{"name", "n1"}, {"state", "ready"}, {"gpus", 4}, {"gpu_milli_allocated", 2500}},
+                   {{"name", "n2"}, {"state", "drained"}, {"gpus", 2}, {"gpu_milli_allocated", 0}},
+                   {{"name", "cpu"}, {"state", "ready"}, {"gpus", 0}, {"gpu_milli_allocated", 0}}});
+  const Json running =
+      Json::array({job(1, "running", "vision", Json::array({place("n1", {0, 1})}), 1, 2),
+                   job(2, "running", "search", Json::array({place("n1", {2})}), 1, 1, 500)});
+  const Json queues =
+      Json::array({{{"tenant", "search"}, {"queue", "ranking"}, {"pending", 2}, {"running", 1}},
+                   {{"tenant", "vision"}, {"queue", "default"}, {"pending", 0}, {"running", 1}}});
+  TopFrameStyle style;
+  style.width = 40;
+  style.title = "tidepool top";
+  const std::string text = render_top_frame(nodes, running, queues, style);
+  EXPECT_THAT(text, HasSubstr("tidepool top\n"));
+  EXPECT_THAT(text, HasSubstr("GPUs: 2.5 of 6 allocated"));
+  EXPECT_THAT(text, HasSubstr("2 running, 2 pending"));
+  // search is A (first in the queues), vision B; search's half GPU is lower case.
+  EXPECT_THAT(text, HasSubstr("n1 [BBa.] 3/4"));
+  EXPECT_THAT(text, HasSubstr("n2 [xx]"));
+  EXPECT_THAT(text, Not(HasSubstr("cpu ")));
+  EXPECT_THAT(text, HasSubstr("A search"));
+  EXPECT_THAT(text, HasSubstr("B vision"));
+  EXPECT_THAT(text, HasSubstr("ranking 2"));
+  EXPECT_THAT(text, Not(HasSubstr("\x1b[")));
+  style.color = true;
+  EXPECT_THAT(render_top_frame(nodes, running, queues, style), HasSubstr("\x1b["));
+}
+
+TEST(RenderTopFrameTest, NodesPackedIntoColumns) {
+  Json nodes = Json::array();
+  for (int i = 1; i <= 4; ++i) {
+    nodes.push_back({{"name", "node-" + std::to_string(i)},
+                     {"state", "ready"},
+                     {"gpus", 2},
+                     {"gpu_milli_allocated", 0}});
+  }
+  TopFrameStyle style;
+  style.width = 60;  // cells are "node-1 [..] 0/2" (15 wide) with 3 between: 3 per line
+  const std::string text = render_top_frame(nodes, Json::array(), Json::array(), style);
+  EXPECT_THAT(text, HasSubstr("node-1 [..] 0/2   node-2 [..] 0/2   node-3 [..] 0/2\nnode-4"));
+}
+
+}  // namespace
+}  // namespace tidepool

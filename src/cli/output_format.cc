@@ -1,0 +1,188 @@
+#include "cli/output_format.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <ctime>
+#include <map>
+
+namespace tidepool {
+namespace {
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Whether a plain YAML scalar `text` could be read as anything but this string: empty, a bool or
+// null word (YAML 1.1 or 1.2), something starting like a number, or with YAML syntax around it.
+bool needs_quotes(std::string_view text) {
+  if (text.empty()) return true;
+  static constexpr std::string_view kWords[] = {"true", "false", "yes",   "no",   "on",
+                                                "off",  "y",     "n",     "null", "~",
+                                                ".inf", "-.inf", "+.inf", ".nan"};
+  const std::string word = lower(text);
+  if (std::ranges::find(kWords, word) != std::end(kWords)) return true;
+  const char first = text.front();
+  if (std::isdigit(static_cast<unsigned char>(first)) != 0) return true;
+  if ((first == '-' || first == '+' || first == '.') && text.size() > 1 &&
+      std::isdigit(static_cast<unsigned char>(text[1])) != 0) {
+    return true;
+  }
+  if (std::isspace(static_cast<unsigned char>(first)) != 0 ||
+      std::isspace(static_cast<unsigned char>(text.back())) != 0) {
+    return true;
+  }
+  return false;
+}
+
+void emit(YAML::Emitter& out, const nlohmann::json& value) {
+  switch (value.type()) {
+    case nlohmann::json::value_t::object:
+      if (value.empty()) out << YAML::Flow;  // "{}" on the key's line
+      out << YAML::BeginMap;
+      for (const auto& [key, item] : value.items()) {
+        out << YAML::Key;
+        if (needs_quotes(key)) out << YAML::DoubleQuoted;
+        out << key << YAML::Value;
+        emit(out, item);
+      }
+      out << YAML::EndMap;
+      break;
+    case nlohmann::json::value_t::array:
+      if (value.empty()) out << YAML::Flow;
+      out << YAML::BeginSeq;
+      for (const auto& item : value) emit(out, item);
+      out << YAML::EndSeq;
+      break;
+    case nlohmann::json::value_t::string: {
+      const auto& text = value.get_ref<const std::string&>();
+      if (needs_quotes(text)) out << YAML::DoubleQuoted;
+      out << text;
+      break;
+    }
+    case nlohmann::json::value_t::null:
+      out << YAML::Null;
+      break;
+    default:  // numbers and booleans: their JSON text is valid plain YAML
+      out << value.dump();
+      break;
+  }
+}
+
+}  // namespace
+
+Result<OutputFormat> parse_output_format(std::string_view name, const std::string& field) {
+  if (name == "table") return OutputFormat::kTable;
+  if (name == "json") return OutputFormat::kJson;
+  if (name == "yaml") return OutputFormat::kYaml;
+  return fail(field, fmt::format("unknown output format '{}'; use table, json or yaml", name));
+}
+
+std::string json_to_yaml(const nlohmann::json& value) {
+  YAML::Emitter out;
+  out.SetNullFormat(YAML::LowerNull);
+  emit(out, value);
+  std::string text = out.c_str();
+  if (!text.ends_with('\n')) text += '\n';
+  return text;
+}
+
+void write_document(const nlohmann::json& value, OutputFormat format, std::ostream& out) {
+  if (format == OutputFormat::kJson) {
+    out << value.dump(2) << '\n';
+  } else if (format == OutputFormat::kYaml) {
+    out << json_to_yaml(value);
+  }
+}
+
+std::string format_age(std::int64_t seconds) {
+  if (seconds < 0) seconds = 0;
+  const auto two = [](std::int64_t big, char big_unit, std::int64_t small, char small_unit) {
+    return small == 0 ? fmt::format("{}{}", big, big_unit)
+                      : fmt::format("{}{}{}{}", big, big_unit, small, small_unit);
+  };
+  if (seconds < 60) return fmt::format("{}s", seconds);
+  if (seconds < 600) return two(seconds / 60, 'm', seconds % 60, 's');
+  if (seconds < 3600) return fmt::format("{}m", seconds / 60);
+  if (seconds < 86'400) return two(seconds / 3600, 'h', seconds % 3600 / 60, 'm');
+  if (seconds < 8 * 86'400) return two(seconds / 86'400, 'd', seconds % 86'400 / 3600, 'h');
+  return fmt::format("{}d", seconds / 86'400);
+}
+
+std::string format_gpus(std::int64_t milli) {
+  const bool negative = milli < 0;
+  const std::int64_t m = negative ? -milli : milli;
+  std::string text = fmt::format("{}", m / 1000);
+  if (m % 1000 != 0) {
+    std::string fraction = fmt::format("{:03}", m % 1000);
+    while (fraction.ends_with('0')) fraction.pop_back();
+    text += "." + fraction;
+  }
+  return negative ? "-" + text : text;
+}
+
+std::string format_gpu_value(const nlohmann::json& value, std::string_view null_text) {
+  if (value.is_number_integer()) return format_gpus(value.get<std::int64_t>() * 1000);
+  if (value.is_number()) return format_gpus(std::llround(value.get<double>() * 1000));
+  return std::string(null_text);
+}
+
+std::string format_local_time(std::int64_t epoch_ms) {
+  if (epoch_ms <= 0) return "-";
+  const std::time_t seconds = static_cast<std::time_t>(epoch_ms / 1000);
+  std::tm local{};
+  if (localtime_r(&seconds, &local) == nullptr) return fmt::format("{} ms", epoch_ms);
+  char text[32];
+  if (std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S", &local) == 0) return "-";
+  return text;
+}
+
+std::string compress_node_names(std::vector<std::string> names) {
+  std::ranges::sort(names);
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  // (prefix, digits of the number) -> numbers; width 0: a name without a trailing number.
+  std::map<std::pair<std::string, std::size_t>, std::vector<std::int64_t>> groups;
+  for (const std::string& name : names) {
+    std::size_t start = name.size();
+    while (start > 0 && std::isdigit(static_cast<unsigned char>(name[start - 1])) != 0) --start;
+    const std::size_t width = name.size() - start;
+    if (width == 0 || width > 15) {
+      groups[{name, 0}];
+      continue;
+    }
+    groups[{name.substr(0, start), width}].push_back(std::stoll(name.substr(start)));
+  }
+  std::string out;
+  for (auto& [key, numbers] : groups) {
+    const auto& [prefix, width] = key;
+    if (!out.empty()) out += ',';
+    if (width == 0) {
+      out += prefix;
+      continue;
+    }
+    std::ranges::sort(numbers);
+    const auto number = [w = width](std::int64_t n) { return fmt::format("{:0{}}", n, w); };
+    if (numbers.size() == 1) {
+      out += prefix + number(numbers[0]);
+      continue;
+    }
+    std::string ranges;
+    for (std::size_t i = 0; i < numbers.size();) {
+      std::size_t j = i;
+      while (j + 1 < numbers.size() && numbers[j + 1] == numbers[j] + 1) ++j;
+      if (!ranges.empty()) ranges += ',';
+      ranges += number(numbers[i]);
+      if (j > i) ranges += "-" + number(numbers[j]);
+      i = j + 1;
+    }
+    out += prefix + "[" + ranges + "]";
+  }
+  return out;
+}
+
+}  // namespace tidepool

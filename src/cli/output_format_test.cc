@@ -1,0 +1,167 @@
+#include "cli/output_format.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <sstream>
+
+#include "cli/api_client.h"
+
+namespace tidepool {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::MatchesRegex;
+
+TEST(OutputFormatTest, ParsesTheThreeFormats) {
+  EXPECT_EQ(parse_output_format("table", "-o").value(), OutputFormat::kTable);
+  EXPECT_EQ(parse_output_format("json", "-o").value(), OutputFormat::kJson);
+  EXPECT_EQ(parse_output_format("yaml", "-o").value(), OutputFormat::kYaml);
+  auto bad = parse_output_format("xml", "-o");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(bad.error().field, "-o");
+  EXPECT_THAT(bad.error().reason, HasSubstr("table, json or yaml"));
+}
+
+// Strings that a plain YAML scalar would turn into something else come out quoted (tag "!").
+TEST(JsonToYamlTest, RoundTripsTrickyStrings) {
+  const nlohmann::json value = {
+      {"strings",
+       {"true", "no", "8080", "", "null", "~", "- x", "a: b", "#c", " pad", "1.5", "-3", ".inf",
+        "Y"}},
+      {"plain", "plain words"},
+      {"numbers", {1, -2, 0.5}},
+      {"flags", {true, false}},
+      {"nothing", nullptr},
+      {"empty_map", nlohmann::json::object()},
+      {"empty_list", nlohmann::json::array()},
+      {"8080", "a numeric key"},
+  };
+  const std::string text = json_to_yaml(value);
+  const YAML::Node root = YAML::Load(text);
+  const auto& strings = value["strings"];
+  ASSERT_EQ(root["strings"].size(), strings.size()) << text;
+  for (std::size_t i = 0; i < strings.size(); ++i) {
+    const YAML::Node item = root["strings"][i];
+    EXPECT_EQ(item.Tag(), "!") << "not quoted: " << strings[i] << "\n" << text;
+    EXPECT_EQ(item.as<std::string>(), strings[i].get<std::string>()) << text;
+  }
+  EXPECT_EQ(root["numbers"][0].as<int>(), 1);
+  EXPECT_EQ(root["numbers"][1].as<int>(), -2);
+  EXPECT_DOUBLE_EQ(root["numbers"][2].as<double>(), 0.5);
+  EXPECT_TRUE(root["flags"][0].as<bool>());
+  EXPECT_FALSE(root["flags"][1].as<bool>());
+  EXPECT_TRUE(root["nothing"].IsNull());
+  EXPECT_TRUE(root["empty_map"].IsMap());
+  EXPECT_TRUE(root["empty_list"].IsSequence());
+  EXPECT_EQ(root["8080"].as<std::string>(), "a numeric key");
+  EXPECT_EQ(root["plain"].Tag(), "?");  // no quotes where none are needed
+  EXPECT_THAT(text, HasSubstr("empty_map: {}\n"));
+  EXPECT_THAT(text, HasSubstr("empty_list: []\n"));
+  EXPECT_TRUE(text.ends_with('\n'));
+}
+
+TEST(JsonToYamlTest, KeepsKeyOrderOfTheJson) {
+  const nlohmann::json value = nlohmann::json::parse(R"({"b": 1, "a": {"w": 2, "v": [3, "s"]}})");
+  EXPECT_EQ(json_to_yaml(value), "a:\n  v:\n    - 3\n    - s\n  w: 2\nb: 1\n");
+}
+
+TEST(WriteDocumentTest, JsonIsIndentedAndTableWritesNothing) {
+  std::ostringstream json;
+  write_document({{"id", 1}}, OutputFormat::kJson, json);
+  EXPECT_EQ(json.str(), "{\n  \"id\": 1\n}\n");
+  std::ostringstream table;
+  write_document({{"id", 1}}, OutputFormat::kTable, table);
+  EXPECT_EQ(table.str(), "");
+}
+
+TEST(FormatAgeTest, KubectlLikeSpans) {
+  EXPECT_EQ(format_age(-5), "0s");
+  EXPECT_EQ(format_age(0), "0s");
+  EXPECT_EQ(format_age(45), "45s");
+  EXPECT_EQ(format_age(60), "1m");
+  EXPECT_EQ(format_age(200), "3m20s");
+  EXPECT_EQ(format_age(1500), "25m");
+  EXPECT_EQ(format_age(3600), "1h");
+  EXPECT_EQ(format_age(7500), "2h5m");
+  EXPECT_EQ(format_age(86'400 * 3 + 3600 * 4), "3d4h");
+  EXPECT_EQ(format_age(86'400 * 400), "400d");
+}
+
+TEST(FormatGpusTest, MilliAsGpus) {
+  EXPECT_EQ(format_gpus(0), "0");
+  EXPECT_EQ(format_gpus(8000), "8");
+  EXPECT_EQ(format_gpus(500), "0.5");
+  EXPECT_EQ(format_gpus(1250), "1.25");
+  EXPECT_EQ(format_gpus(1), "0.001");
+  EXPECT_EQ(format_gpus(-1500), "-1.5");
+  EXPECT_EQ(format_gpu_value(nlohmann::json(32)), "32");
+  EXPECT_EQ(format_gpu_value(nlohmann::json(16.5)), "16.5");
+  EXPECT_EQ(format_gpu_value(nlohmann::json(nullptr), "unlimited"), "unlimited");
+}
+
+TEST(FormatLocalTimeTest, ZeroIsADash) {
+  EXPECT_EQ(format_local_time(0), "-");
+  EXPECT_THAT(format_local_time(1'700'000'000'000),
+              MatchesRegex("[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}"));
+}
+
+TEST(CompressNodeNamesTest, SlurmStyleRanges) {
+  EXPECT_EQ(compress_node_names({}), "");
+  EXPECT_EQ(compress_node_names({"h100-a-01"}), "h100-a-01");
+  EXPECT_EQ(compress_node_names({"h100-a-02", "h100-a-01", "h100-a-04", "cpu-login", "h100-a-01"}),
+            "cpu-login,h100-a-[01-02,04]");
+  EXPECT_EQ(compress_node_names({"n1", "n2", "n3", "n10"}), "n[1-3],n10");
+  EXPECT_EQ(compress_node_names({"a100-b-03", "h100-c-01"}), "a100-b-03,h100-c-01");
+}
+
+TEST(ApiErrorTest, ServerErrorBodyGivesFieldAndReason) {
+  const Error e = api_error(
+      400,
+      R"({"error":"invalid job spec","field":"tasks","reason":"0 is out of range 1..100000"})");
+  EXPECT_EQ(e.message(), "tasks: 0 is out of range 1..100000");
+}
+
+TEST(ApiErrorTest, OtherBodiesGiveTheStatus) {
+  EXPECT_EQ(api_error(502, "Bad Gateway\n").message(),
+            "the server answered HTTP status 502: Bad Gateway");
+  EXPECT_EQ(api_error(500, "").message(), "the server answered HTTP status 500 without a message");
+  EXPECT_EQ(api_error(500, R"({"error":"internal error","field":"","reason":"see the server log"})")
+                .message(),
+            "see the server log");
+}
+
+TEST(ApiErrorTest, UnreachableSaysWhatToDo) {
+  const Error e = unreachable_error("http://127.0.0.1:1", "connection refused");
+  EXPECT_EQ(e.message(),
+            "cannot reach the Tidepool server at http://127.0.0.1:1: connection refused; is it "
+            "running? set --server or TIDEPOOL_SERVER");
+}
+
+TEST(ApiErrorTest, ConnectionErrorsAreRecognized) {
+  EXPECT_TRUE(is_connection_error(unreachable_error("http://h:1", "refused")));
+  EXPECT_FALSE(is_connection_error(api_error(404, R"({"field":"id","reason":"no job 4"})")));
+}
+
+TEST(PathWithQueryTest, EncodesAndSkipsEmptyValues) {
+  EXPECT_EQ(path_with_query("/v1/jobs", {}), "/v1/jobs");
+  EXPECT_EQ(
+      path_with_query(
+          "/v1/jobs",
+          {{"tenant", "vision"}, {"queue", ""}, {"state", "pending,running"}, {"node", "a b&c"}}),
+      "/v1/jobs?tenant=vision&state=pending,running&node=a%20b%26c");
+  EXPECT_EQ(url_escape("h100-a-01"), "h100-a-01");
+  EXPECT_EQ(url_escape("a/b"), "a%2Fb");
+}
+
+TEST(RandomUuidTest, VersionFourAndDistinct) {
+  const std::string a = random_uuid();
+  const std::string b = random_uuid();
+  EXPECT_THAT(a,
+              MatchesRegex("[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"));
+  EXPECT_NE(a, b);
+}
+
+}  // namespace
+}  // namespace tidepool

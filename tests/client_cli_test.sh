@@ -1,0 +1,350 @@
+#!/usr/bin/env bash
+# End-to-end checks of the user commands (tidepool submit, jobs, job, cancel, why, nodes, drain,
+# undrain, queues, tenants, top, token) against a real `tidepool server` on 127.0.0.1, started in
+# a scratch folder on the example cluster and tenants (data/clusters/example.yaml,
+# data/tenants/example.yaml) with the example job specs of data/examples (tenant vision).
+#
+# Usage: client_cli_test.sh TIDEPOOL_BINARY SOURCE_DIR CASE
+#   CASE is one of: submit, jobs, job, cancel, why, nodes, drain, queues, tenants, top, tokens,
+#   errors, config.
+set -euo pipefail
+
+# shellcheck source=cli_test_helpers.sh
+source "$(dirname "${BASH_SOURCE[0]}")/cli_test_helpers.sh"
+cli_test_setup client "$@"
+examples="$source_dir/data/examples"
+
+server_pid=""
+cleanup() {
+  if [[ -n $server_pid ]]; then
+    kill "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# No config file of the user running the tests: only what each case sets.
+export XDG_CONFIG_HOME="$work/xdg"
+unset TIDEPOOL_CONFIG TIDEPOOL_SERVER TIDEPOOL_TOKEN TIDEPOOL_CA_CERT
+
+# start_server: starts the server on a free port; exports TIDEPOOL_SERVER and TIDEPOOL_TOKEN (its
+# first admin token).
+start_server() {
+  rm -f "$work/port"
+  cat >"$work/server.yaml" <<EOF
+cluster: $source_dir/data/clusters/example.yaml
+tenants: $source_dir/data/tenants/example.yaml
+database: $work/tidepool.db
+tick: 1s
+EOF
+  "$tidepool" server --config "$work/server.yaml" --listen 127.0.0.1:0 \
+    --port-file "$work/port" >"$work/server.log" 2>&1 &
+  server_pid=$!
+  for _ in $(seq 1 300); do
+    grep -qE '^[0-9]+$' "$work/port" 2>/dev/null && break
+    kill -0 "$server_pid" 2>/dev/null || fail "the server exited: $(cat "$work/server.log")"
+    sleep 0.1
+  done
+  grep -qE '^[0-9]+$' "$work/port" 2>/dev/null || fail "the server wrote no port file in 30 s"
+  port=$(tr -d '[:space:]' <"$work/port")
+  TIDEPOOL_SERVER="http://127.0.0.1:$port"
+  TIDEPOOL_TOKEN=$(cat "$work/tidepool.db.admin-token")
+  export TIDEPOOL_SERVER TIDEPOOL_TOKEN
+}
+
+# tp ARGS...: runs tidepool ARGS, which must succeed; its output is in $work/out (and shown).
+tp() {
+  "$tidepool" "$@" >"$work/out" 2>"$work/err" ||
+    fail "tidepool $* failed: $(cat "$work/err")"
+  cat "$work/out"
+}
+
+# expect_out PATTERN...: every pattern (fixed strings) is in $work/out.
+expect_out() {
+  local pattern
+  for pattern in "$@"; do
+    grep -qF -- "$pattern" "$work/out" || fail "the output does not mention '$pattern'"
+  done
+}
+
+# json EXPRESSION: evaluates a Python expression on the JSON in $work/out (bound to `d`).
+json() {
+  python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' \
+    "$work/out" "$1"
+}
+
+# submit FILE: submits FILE and prints the job id.
+submit() {
+  "$tidepool" submit --parsable "$1" 2>"$work/err" || fail "submit $1 failed: $(cat "$work/err")"
+}
+
+# wait_state ID STATE: waits up to 20 s for the job to reach STATE.
+wait_state() {
+  local state=""
+  for _ in $(seq 1 200); do
+    state=$("$tidepool" job "$1" -o json | python3 -c 'import json, sys; print(json.load(sys.stdin)["state"])')
+    [[ $state == "$2" ]] && return 0
+    sleep 0.1
+  done
+  fail "job $1 is $state, not $2, after 20 s"
+}
+
+start_server
+case "$case_name" in
+  submit)
+    tp submit "$examples/notebook.yaml"
+    grep -qE '^Submitted job [0-9]+$' "$work/out" || fail "expected 'Submitted job N'"
+    id=$(submit "$examples/batch.json")
+    [[ $id =~ ^[0-9]+$ ]] || fail "--parsable should print only the id, got '$id'"
+    # - reads the spec from the standard input.
+    "$tidepool" submit --parsable - <"$examples/inference.yaml" >"$work/out" ||
+      fail "submit - failed"
+    grep -qE '^[0-9]+$' "$work/out" || fail "submit - should print the id"
+    # The same idempotency key gives the same job back, a new spec with it a conflict.
+    tp submit --parsable --idempotency-key nightly-1 "$examples/notebook.yaml"
+    first=$(cat "$work/out")
+    tp submit --idempotency-key nightly-1 "$examples/notebook.yaml"
+    expect_out "Job $first was already submitted with idempotency key nightly-1"
+    expect_error "error:" "Idempotency-Key: key already used for job $first" -- \
+      submit --idempotency-key nightly-1 "$examples/batch.json"
+    # Several files at once; -o json gives the jobs.
+    tp submit -o json "$examples/notebook.yaml" "$examples/batch.json"
+    [[ $(json 'len(d)') == 2 ]] || fail "-o json of two submissions should be a list of 2"
+    [[ $(json 'd[1]["spec"]["name"]') == embed-images ]] || fail "wrong job in -o json"
+    # The server's error with field and reason, naming the file.
+    printf 'name: bad\ntenant: vision\ntasks: 0\n' >"$work/bad.yaml"
+    expect_error "error: $work/bad.yaml: tasks:" "out of range" -- submit "$work/bad.yaml"
+    printf 'name: bad\ntenant: nobody\n' >"$work/bad.yaml"
+    expect_error "tenant: unknown tenant 'nobody'" -- submit "$work/bad.yaml"
+    expect_error "error: $work/missing.yaml: cannot open the file" -- submit "$work/missing.yaml"
+    expect_error "--idempotency-key" "single FILE" -- \
+      submit --idempotency-key k "$examples/notebook.yaml" "$examples/batch.json"
+    ;;
+
+  jobs)
+    running=$(submit "$examples/notebook.yaml")
+    wait_state "$running" running
+    ended=$(submit "$examples/notebook.yaml")
+    tp cancel "$ended"
+    tp jobs
+    expect_out ID NAME TENANT QUEUE STATE GPUS AGE TIME NODES REASON notebook-alice running 0.5
+    grep -qE "^ *$running +notebook-alice" "$work/out" || fail "job $running not listed"
+    grep -qE "^ *$ended " "$work/out" && fail "the cancelled job $ended is not live"
+    tp jobs --all
+    grep -qE "^ *$ended .*cancelled" "$work/out" || fail "--all should list cancelled job $ended"
+    tp jobs --state cancelled -o json
+    [[ $(json '[j["id"] for j in d["jobs"]]') == "[$ended]" ]] || fail "--state cancelled"
+    tp jobs --tenant vision --queue default -o json
+    [[ $(json 'len(d["jobs"])') == 1 ]] || fail "--tenant vision --queue default: one live job"
+    tp jobs --queue detection -o json
+    [[ $(json 'len(d["jobs"])') == 0 ]] || fail "--queue detection: no jobs"
+    node=$("$tidepool" job "$running" -o json |
+      python3 -c 'import json, sys; print(json.load(sys.stdin)["placement"][0]["node"])')
+    tp jobs --node "$node" -o yaml
+    grep -qE "^ +id: $running\$" "$work/out" || fail "--node $node -o yaml should list job $running"
+    [[ $(grep -cE '^ +id: ' "$work/out") == 1 ]] || fail "--node $node: one job"
+    tp jobs --all --limit 1 -o json
+    [[ $(json '[j["id"] for j in d["jobs"]]') == "[$ended]" ]] || fail "--limit 1: the newest job"
+    expect_error "error: state: unknown job state 'sleeping'" -- jobs --state sleeping
+    expect_error "--all" -- jobs --all --state running
+    ;;
+
+  job)
+    id=$(submit "$examples/notebook.yaml")
+    wait_state "$id" running
+    tp job "$id"
+    expect_out "Job $id: notebook-alice" "running" "vision, queue default" "dev, priority 0" \
+      "0.5 of a GPU" "jupyter lab" "Transitions:" "submitted" "Placement:" "TASK" "NODE"
+    tp job "$id" -o yaml
+    expect_out "id: $id" "state: running" "spec:" "placement:" "transitions:"
+    tp job "$id" -o json
+    [[ $(json 'd["spec"]["gpu_milli"]') == 500 ]] || fail "-o json: spec.gpu_milli"
+    expect_error "error: id: no job 999" -- job 999
+    ;;
+
+  cancel)
+    a=$(submit "$examples/notebook.yaml")
+    b=$(submit "$examples/batch.json")
+    tp cancel "$a" "$b"
+    expect_out "Cancelled job $a" "Cancelled job $b"
+    tp job "$a" -o json
+    [[ $(json 'd["state"]') == cancelled ]] || fail "job $a should be cancelled"
+    c=$(submit "$examples/notebook.yaml")
+    expect_error "error: id: job $a already ended: cancelled" "1 of 2 jobs not cancelled" -- \
+      cancel "$a" "$c"
+    grep -qF "Cancelled job $c" "$work/stdout" || fail "job $c should be cancelled all the same"
+    expect_error "no job 999999" -- cancel 999999
+    ;;
+
+  why)
+    run=$(submit "$examples/notebook.yaml")
+    wait_state "$run" running
+    tp why "$run"
+    expect_out "Job $run is running: running since"
+    tp cancel "$run"
+    tp why "$run"
+    expect_out "Job $run is cancelled: cancelled by token"
+    # Vision's H100 guarantee is 32 GPUs and it may not borrow H100: a second 32-GPU gang waits.
+    first=$(submit "$examples/train-resnet.yaml")
+    wait_state "$first" running
+    second=$(submit "$examples/train-resnet.yaml")
+    sleep 2.5 # a scheduling pass or two
+    tp why "$second"
+    expect_out "Job $second is pending ("
+    tp why "$second" -o json
+    [[ $(json 'd["state"]') == pending ]] || fail "why -o json: state"
+    [[ $(json 'd["kind"] in ("quota", "capacity", "topology", "reservation", "head-of-line", "window")') == True ]] ||
+      fail "why -o json: the kind of a job after a pass"
+    [[ $(json 'isinstance(d["waited_seconds"], dict)') == True ]] || fail "why: waited_seconds"
+    kind=$(json 'd["kind"]')
+    tp jobs
+    grep -qE "^ *$second .*pending.* $kind\$" "$work/out" ||
+      fail "jobs should show job $second's pending reason"
+    ;;
+
+  nodes)
+    id=$(submit "$examples/notebook.yaml")
+    wait_state "$id" running
+    tp nodes
+    expect_out NAME STATE MODEL GPUS USED LEAF JOBS h100-a-01 a100-b-03 cpu-login leaf-1 H100 A100
+    [[ $(grep -c ' ready ' "$work/out") == 23 ]] || fail "23 ready nodes expected"
+    grep -qE " 0.5 +leaf-[0-9] +$id( |\$)" "$work/out" || fail "the node of job $id: USED 0.5, JOBS $id"
+    tp nodes -o json
+    [[ $(json 'len(d["nodes"])') == 23 ]] || fail "nodes -o json: 23 nodes"
+    ;;
+
+  drain)
+    tp drain h100-a-01 --reason "bad GPU 3"
+    expect_out "Node h100-a-01 drained (bad GPU 3)"
+    tp nodes
+    grep -qE '^h100-a-01 +drained .*bad GPU 3' "$work/out" || fail "h100-a-01 should be drained"
+    tp top --once
+    expect_out "h100-a-01 [xxxxxxxx] 0/8 drained" "nodes drained: 1"
+    tp undrain h100-a-01 -o json
+    [[ $(json 'd["state"]') == ready ]] || fail "undrain -o json: state ready"
+    tp nodes
+    grep -qE '^h100-a-01 +ready ' "$work/out" || fail "h100-a-01 should be ready again"
+    expect_error "error: node: no node 'nowhere'" -- drain nowhere
+    # Draining is for admins.
+    tp token create --role user --tenant vision -o json
+    user_token=$(json 'd["secret"]')
+    expect_error "error: role: an admin token is needed; this one is a user token" -- \
+      drain h100-a-01 --token "$user_token"
+    ;;
+
+  queues)
+    submit "$examples/notebook.yaml" >/dev/null
+    tp queues
+    expect_out TENANT QUEUE PENDING RUNNING search ranking retrieval ads ctr assistant inference \
+      interns
+    grep -qE '^vision +default +[01] +[01]$' "$work/out" || fail "vision/default should hold 1 job"
+    tp queues -o yaml
+    expect_out "queues:" "tenant: vision" "queue: detection"
+    ;;
+
+  tenants)
+    tp tenants
+    expect_out TENANT ORG WEIGHT MODEL GUARANTEED USED BORROWED BORROW-LIMIT LEND-LIMIT \
+      research products unlimited
+    grep -qE '^vision +research +1 +H100 +32 +0 +0 +0 +16 ' "$work/out" ||
+      fail "vision: H100 guarantee 32, borrowing limit 0, lending limit 16"
+    grep -qE '^ads .* H100 +16.5 ' "$work/out" || fail "ads: 16.5 H100 guaranteed"
+    tp tenants vision -o json
+    [[ $(json 'd["quota"]["H100"]["guaranteed_gpus"]') == 32 ]] || fail "tenants vision -o json"
+    expect_error "error: tenant: no tenant 'nobody'" -- tenants nobody
+    ;;
+
+  top)
+    id=$(submit "$examples/notebook.yaml")
+    wait_state "$id" running
+    submit "$examples/train-resnet.yaml" >/dev/null
+    tp top --once
+    expect_out "tidepool top  $TIDEPOOL_SERVER" "GPUs: " "of 176 allocated" "h100-a-01 [" \
+      "a100-b-03 [" "B vision" ". free" "KEY" "TENANT" "PENDING BY QUEUE"
+    grep -qF $'\x1b[' "$work/out" && fail "--once to a file should not use colors or clear"
+    # The notebook's half GPU shows as a lower-case b (vision is the second tenant listed).
+    grep -qE '\[\.*b\.*\]' "$work/out" || fail "a node should show the notebook's half GPU as b"
+    expect_error "--interval" "not a refresh interval" -- top --once --interval 10ms
+    ;;
+
+  tokens)
+    tp token create --role user --tenant vision --description "alice's laptop"
+    expect_out "Created token" "role user, tenant vision" "shown only this once" "tp_"
+    tp token create --role user --tenant search -o json
+    search_id=$(json 'd["id"]')
+    search_token=$(json 'd["secret"]')
+    [[ $search_token == tp_* ]] || fail "the secret should start with tp_"
+    tp token list
+    expect_out ID ROLE TENANT NODE CREATED STATE DESCRIPTION admin "alice's laptop" "$search_id"
+    grep -qF "tp_" "$work/out" && fail "token list must not show secrets"
+    tp token create --role agent --node h100-a-01 -o yaml
+    expect_out "role: agent" "node: h100-a-01"
+    # A user token sees its own tenant only.
+    vision_job=$(submit "$examples/notebook.yaml")
+    TIDEPOOL_TOKEN=$search_token tp jobs --all -o json
+    [[ $(json 'len(d["jobs"])') == 0 ]] || fail "search's token should not see vision's jobs"
+    expect_error "error: id: no job $vision_job" -- job "$vision_job" --token "$search_token"
+    expect_error "tenant: this token acts for tenant 'search' only" -- \
+      submit "$examples/notebook.yaml" --token "$search_token"
+    expect_error "error: role: an admin token is needed" -- token list --token "$search_token"
+    tp token revoke "$search_id"
+    expect_out "Revoked token $search_id"
+    tp token list -o json
+    [[ $(json "[t['revoked'] for t in d['tokens'] if t['id'] == '$search_id']") == "[True]" ]] ||
+      fail "token $search_id should be revoked"
+    expect_error "error: Authorization: unknown or revoked token" -- jobs --token "$search_token"
+    expect_error "error: token: no token 'nope'" -- token revoke nope
+    expect_error "--tenant" "give --tenant NAME" -- token create --role user
+    expect_error "--node" -- token create --role agent
+    ;;
+
+  errors)
+    # Nothing listens on the port of a stopped server.
+    kill "$server_pid"
+    wait "$server_pid" 2>/dev/null || true
+    server_pid=""
+    expect_error "error: cannot reach the Tidepool server at $TIDEPOOL_SERVER:" "is it running?" \
+      "set --server or TIDEPOOL_SERVER" -- jobs
+    expect_error "cannot reach the Tidepool server" -- top --once
+    expect_error "cannot reach the Tidepool server" -- submit "$examples/notebook.yaml"
+    start_server
+    TIDEPOOL_TOKEN="" expect_error "error: Authorization: a bearer token is needed" -- nodes
+    expect_error "error: --server: 'ftp://x' is not a server URL" -- jobs --server ftp://x
+    expect_error "--output" -- jobs -o xml
+    # Help texts show examples.
+    tp submit --help
+    expect_out "Examples:" "tidepool submit data/examples/train-resnet.yaml" "TIDEPOOL_SERVER"
+    tp top --help
+    expect_out "--interval" "--once"
+    ;;
+
+  config)
+    # The config file gives server and token; the environment and flags win over it.
+    mkdir -p "$work/xdg/tidepool"
+    printf '%s\n' "$TIDEPOOL_TOKEN" >"$work/xdg/tidepool/admin.token"
+    cat >"$work/xdg/tidepool/config.yaml" <<EOF
+server: $TIDEPOOL_SERVER
+token_file: admin.token
+EOF
+    server=$TIDEPOOL_SERVER
+    unset TIDEPOOL_SERVER TIDEPOOL_TOKEN
+    tp queues
+    expect_out "vision"
+    TIDEPOOL_SERVER=http://127.0.0.1:1 expect_error "cannot reach the Tidepool server at http://127.0.0.1:1" -- queues
+    expect_error "cannot reach the Tidepool server at http://127.0.0.1:1" -- \
+      queues --server 127.0.0.1:1
+    TIDEPOOL_SERVER=http://127.0.0.1:1 tp queues --server "$server"
+    TIDEPOOL_TOKEN=tp_wrong expect_error "unknown or revoked token" -- queues
+    expect_error "unknown or revoked token" -- queues --token tp_wrong
+    # $TIDEPOOL_CONFIG names another file; errors name the file and key.
+    printf 'sever: x\n' >"$work/bad.yaml"
+    TIDEPOOL_CONFIG=$work/bad.yaml expect_error "$work/bad.yaml:1:1" "sever" -- queues
+    TIDEPOOL_CONFIG=$work/none.yaml expect_error "cannot read the config file" -- queues
+    ;;
+
+  *)
+    fail "unknown case '$case_name'"
+    ;;
+esac
+echo "ok: $case_name"
