@@ -14,9 +14,6 @@
 namespace tidepool {
 namespace {
 
-// At most this many pending jobs of a `tidepool jobs` table get their reason from /why.
-constexpr std::size_t kMaxReasonLookups = 200;
-
 std::string job_path(const std::string& id) { return "/v1/jobs/" + url_escape(id); }
 
 // --- submit ---
@@ -122,15 +119,12 @@ Result<void> list_jobs(const JobsFlags& flags) {
     write_document(*reply, format, std::cout);
     return {};
   }
-  // The pending reason of each pending job (newest first), as squeue's REASON column.
+  // The pending reason of each pending job, as squeue's REASON column.
   std::map<std::int64_t, std::string> kinds;
-  std::size_t lookups = 0;
-  for (auto it = jobs.rbegin(); it != jobs.rend() && lookups < kMaxReasonLookups; ++it) {
-    if (it->value("state", "") != "pending") continue;
-    ++lookups;
-    const auto id = it->at("id").get<std::int64_t>();
-    auto why = client->get(job_path(std::to_string(id)) + "/why");
-    if (why && why->contains("kind")) kinds[id] = why->at("kind").get<std::string>();
+  for (const nlohmann::json& job : jobs) {
+    if (auto pending = job.find("pending"); pending != job.end() && pending->contains("kind")) {
+      kinds[job.at("id").get<std::int64_t>()] = pending->at("kind").get<std::string>();
+    }
   }
   std::cout << render_jobs_table(jobs, kinds, wall_clock_ms());
   return {};

@@ -284,6 +284,12 @@ const PendingSeconds* Scheduler::pending_seconds(JobId job) const {
   return it == index_.end() ? nullptr : &entries_[it->second].waited;
 }
 
+std::optional<Seconds> Scheduler::reason_since(JobId job) const {
+  auto it = index_.find(job);
+  if (it == index_.end() || entries_[it->second].phase != JobPhase::kPending) return std::nullopt;
+  return entries_[it->second].reason_since;
+}
+
 std::optional<Prediction> Scheduler::prediction(JobId job) const {
   auto it = index_.find(job);
   if (it == index_.end()) return std::nullopt;

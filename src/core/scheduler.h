@@ -218,6 +218,8 @@ class Scheduler {
   [[nodiscard]] const PendingReason* reason(JobId job) const;
   // Seconds the job has spent pending, per reason, up to its last reason change.
   [[nodiscard]] const PendingSeconds* pending_seconds(JobId job) const;
+  // When a pending job's current reason began (the time after pending_seconds' last count).
+  [[nodiscard]] std::optional<Seconds> reason_since(JobId job) const;
   // The prediction made when the job was submitted.
   [[nodiscard]] std::optional<Prediction> prediction(JobId job) const;
   // Pending time of all jobs per reason, up to each job's last reason change.

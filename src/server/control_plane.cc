@@ -431,10 +431,24 @@ Reply ControlPlane::report_checkpoint(const Principal& who, std::int64_t id,
   return Reply{200, server_job_to_json(job)};
 }
 
+nlohmann::json ControlPlane::job_view(const ServerJob& job) const {
+  nlohmann::json out = server_job_to_json(job);
+  if (job.state == JobState::kPending) {
+    const PendingReason* reason = scheduler_.reason(JobId{static_cast<std::uint32_t>(job.id)});
+    const PendingKind kind = reason ? reason->kind : PendingKind::kNotConsidered;
+    out["pending"] = {
+        {"kind", pending_kind_name(kind)},
+        {"reason", kind == PendingKind::kNotConsidered
+                       ? std::string("submitted; the next scheduling pass considers it")
+                       : std::string(reason->message())}};
+  }
+  return out;
+}
+
 Reply ControlPlane::get_job(const Principal& who, std::int64_t id) const {
   auto [found, missing] = visible_job(who, id);
   if (found == nullptr) return missing;
-  return Reply{200, server_job_to_json(*found)};
+  return Reply{200, job_view(*found)};
 }
 
 Reply ControlPlane::list_jobs(const Principal& who, const JobFilter& filter) const {
@@ -469,7 +483,7 @@ Reply ControlPlane::list_jobs(const Principal& who, const JobFilter& filter) con
     if (filter.limit != 0 && chosen.size() >= filter.limit) break;
   }
   std::ranges::reverse(chosen);
-  for (const ServerJob* job : chosen) jobs.push_back(server_job_to_json(*job));
+  for (const ServerJob* job : chosen) jobs.push_back(job_view(*job));
   return Reply{200, {{"jobs", std::move(jobs)}}};
 }
 
@@ -480,17 +494,20 @@ Reply ControlPlane::why(const Principal& who, std::int64_t id, std::int64_t now_
   nlohmann::json out = {{"id", id}, {"state", job_state_name(job.state)}};
   if (job.state == JobState::kPending) {
     const JobId core_id{static_cast<std::uint32_t>(id)};
-    const PendingReason* reason = scheduler_.reason(core_id);
-    const PendingKind kind = reason ? reason->kind : PendingKind::kNotConsidered;
-    out["kind"] = pending_kind_name(kind);
-    out["reason"] = reason && kind != PendingKind::kNotConsidered
-                        ? std::string(reason->message())
-                        : std::string("submitted; the next scheduling pass considers it");
+    const nlohmann::json pending = job_view(job)["pending"];
+    out["kind"] = pending["kind"];
+    out["reason"] = pending["reason"];
     nlohmann::json waited = nlohmann::json::object();
-    if (const PendingSeconds* seconds = scheduler_.pending_seconds(core_id)) {
+    if (const PendingSeconds* closed = scheduler_.pending_seconds(core_id)) {
+      PendingSeconds seconds = *closed;
+      // The current reason's time so far.
+      const PendingReason* current = scheduler_.reason(core_id);
+      if (auto since = scheduler_.reason_since(core_id); since && current) {
+        seconds[static_cast<std::size_t>(current->kind)] +=
+            std::max<Seconds>(0, to_seconds(now_ms) - *since);
+      }
       for (int k = 0; k < kPendingKinds; ++k) {
-        if ((*seconds)[k] > 0)
-          waited[pending_kind_name(static_cast<PendingKind>(k))] = (*seconds)[k];
+        if (seconds[k] > 0) waited[pending_kind_name(static_cast<PendingKind>(k))] = seconds[k];
       }
     }
     out["waited_seconds"] = std::move(waited);

@@ -141,6 +141,9 @@ class ControlPlane {
   ControlPlane(ControlPlaneSetup setup, Scheduler scheduler);
 
   [[nodiscard]] bool may_see(const Principal& who, const ServerJob& job) const;
+  // The job as the API shows it: server_job_to_json, and for a pending job "pending": its
+  // reason's kind and text.
+  [[nodiscard]] nlohmann::json job_view(const ServerJob& job) const;
   // The job if `who` may see it, else a 404 reply.
   [[nodiscard]] std::pair<const ServerJob*, Reply> visible_job(const Principal& who,
                                                                std::int64_t id) const;
