@@ -256,5 +256,37 @@ TEST_F(ServerApiTest, RestartKeepsRunningJobsAndTheirPlaces) {
   EXPECT_EQ(listed.body["jobs"][0]["state"], "running");
 }
 
+TEST(ServerTls, ServesHttpsWithTheGivenCertificate) {
+  if (std::system("command -v openssl > /dev/null 2>&1") != 0) GTEST_SKIP() << "no openssl";
+  TempDir dir;
+  const std::string cert = dir.file("cert.pem");
+  const std::string key = dir.file("key.pem");
+  ASSERT_EQ(std::system(("openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 "
+                         "-addext subjectAltName=IP:127.0.0.1 -keyout " +
+                         key + " -out " + cert + " > " + dir.file("openssl.log") + " 2>&1")
+                            .c_str()),
+            0)
+      << read_text(dir.file("openssl.log"));
+  ServerProcess server(dir, write_server_config(dir), {"--tls-cert", cert, "--tls-key", key});
+  server.use_tls(cert);
+  ASSERT_TRUE(server.start()) << server.log();
+  httplib::SSLClient client("127.0.0.1", server.port());
+  client.set_ca_cert_path(cert.c_str());
+  client.enable_server_certificate_verification(true);
+  client.set_bearer_token_auth(server.admin_token().c_str());
+  auto jobs = client.Get("/v1/jobs");
+  ASSERT_TRUE(jobs) << httplib::to_string(jobs.error());
+  EXPECT_EQ(jobs->status, 200);
+  // Plain HTTP gets no answer from the TLS port.
+  httplib::Client plain("127.0.0.1", server.port());
+  plain.set_read_timeout(2, 0);
+  auto refused = plain.Get("/healthz");
+  EXPECT_TRUE(!refused || refused->status != 200);
+  // A server given a certificate without its key does not start.
+  ServerProcess half(dir, write_server_config(dir), {"--tls-cert", cert});
+  EXPECT_FALSE(half.start());
+  EXPECT_THAT(half.log(), HasSubstr("--tls-key"));
+}
+
 }  // namespace
 }  // namespace tidepool::test_support

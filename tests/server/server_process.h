@@ -87,6 +87,9 @@ class ServerProcess {
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;
 
+  // Probe over HTTPS, trusting this certificate (the server runs with --tls-cert).
+  void use_tls(std::string ca_cert) { ca_cert_ = std::move(ca_cert); }
+
   // Starts the server and waits until it answers /readyz; returns false if it exited or did not
   // become ready within 20 s (its log is in log()).
   bool start() {
@@ -117,8 +120,7 @@ class ServerProcess {
       const std::string text = read_text(port_file);
       if (!text.empty() && text.back() == '\n') {
         port_ = std::stoi(text);
-        httplib::Client client("127.0.0.1", port_);
-        if (auto res = client.Get("/readyz"); res && res->status == 200) return true;
+        if (ready()) return true;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
@@ -142,6 +144,18 @@ class ServerProcess {
     pid_ = -1;
   }
 
+  [[nodiscard]] bool ready() const {
+    if (!ca_cert_.empty()) {
+      httplib::SSLClient client("127.0.0.1", port_);
+      client.set_ca_cert_path(ca_cert_.c_str());
+      auto res = client.Get("/readyz");
+      return res && res->status == 200;
+    }
+    httplib::Client client("127.0.0.1", port_);
+    auto res = client.Get("/readyz");
+    return res && res->status == 200;
+  }
+
   [[nodiscard]] int port() const { return port_; }
   [[nodiscard]] std::string log() const { return read_text(log_path_); }
   // The first admin token, written by the server at its first start.
@@ -155,6 +169,7 @@ class ServerProcess {
   const TempDir& dir_;
   std::string config_;
   std::vector<std::string> extra_args_;
+  std::string ca_cert_;
   std::string log_path_;
   pid_t pid_ = -1;
   int port_ = 0;
