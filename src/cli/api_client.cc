@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cctype>
+#include <charconv>
 #include <cstdint>
 #include <random>
 
@@ -101,10 +102,34 @@ std::string random_uuid() {
   return out;
 }
 
+namespace {
+
+// A client of "http[s]://host[:port][/]", built from host and port: httplib's own URL parsing
+// compiles a std::regex, which costs a short-lived command more than all of its HTTP.
+std::unique_ptr<httplib::ClientImpl> make_client(const std::string& url) {
+  const bool tls = url.starts_with("https://");
+  std::string rest = url.substr(url.find("://") == std::string::npos ? 0 : url.find("://") + 3);
+  rest = rest.substr(0, rest.find('/'));
+  std::string host = rest;
+  int port = tls ? 443 : 80;
+  const auto colon = rest.rfind(':');
+  const auto bracket = rest.rfind(']');
+  if (colon != std::string::npos && (bracket == std::string::npos || colon > bracket)) {
+    host = rest.substr(0, colon);
+    const std::string digits = rest.substr(colon + 1);
+    std::from_chars(digits.data(), digits.data() + digits.size(), port);
+  }
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  if (tls) return std::make_unique<httplib::SSLClient>(host, port);
+  return std::make_unique<httplib::ClientImpl>(host, port);
+}
+
+}  // namespace
+
 ApiClient::ApiClient(const ClientSettings& settings, ApiClientOptions options)
-    : server_(settings.server),
-      token_(settings.token),
-      client_(std::make_unique<httplib::Client>(settings.server)) {
+    : server_(settings.server), token_(settings.token), client_(make_client(settings.server)) {
   client_->set_connection_timeout(options.connect_timeout);
   client_->set_read_timeout(options.read_timeout);
   client_->set_write_timeout(options.read_timeout);

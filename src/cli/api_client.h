@@ -18,7 +18,7 @@
 #include "core/error.h"
 
 namespace httplib {
-class Client;
+class ClientImpl;
 }
 
 namespace tidepool {
@@ -77,7 +77,7 @@ class ApiClient {
  private:
   std::string server_;
   std::string token_;
-  std::unique_ptr<httplib::Client> client_;
+  std::unique_ptr<httplib::ClientImpl> client_;
 };
 
 }  // namespace tidepool
