@@ -329,13 +329,21 @@ Result<void> Scheduler::submit(const Job& job, Seconds now) {
   return {};
 }
 
-Result<void> Scheduler::finish(JobId job, Seconds now, std::optional<Seconds> observed_runtime) {
+Result<std::size_t> Scheduler::slot_in_phase(JobId job, JobPhase phase) const {
   auto it = index_.find(job);
   if (it == index_.end()) return fail("job", fmt::format("unknown job {}", job.value));
-  Entry& e = entries_[it->second];
-  if (e.phase != JobPhase::kRunning) {
-    return fail("job", fmt::format("job {} is not running", job.value));
+  if (entries_[it->second].phase != phase) {
+    constexpr std::array<std::string_view, 3> kNot = {"is not pending", "is not running",
+                                                      "has not ended"};
+    return fail("job", fmt::format("job {} {}", job.value, kNot[static_cast<std::size_t>(phase)]));
   }
+  return it->second;
+}
+
+Result<void> Scheduler::finish(JobId job, Seconds now, std::optional<Seconds> observed_runtime) {
+  auto slot = slot_in_phase(job, JobPhase::kRunning);
+  if (!slot) return std::unexpected(slot.error());
+  Entry& e = entries_[*slot];
   account_until(now);
   for (const Assignment& a : e.assignments) {
     if (auto ok = pool_.release(e.job.gang.task, a); !ok) return std::unexpected(ok.error());
@@ -369,12 +377,9 @@ Result<void> Scheduler::grant_loan(const Loan& loan, Seconds now) {
 }
 
 Result<void> Scheduler::withdraw(JobId job, Seconds now) {
-  auto it = index_.find(job);
-  if (it == index_.end()) return fail("job", fmt::format("unknown job {}", job.value));
-  Entry& e = entries_[it->second];
-  if (e.phase != JobPhase::kPending) {
-    return fail("job", fmt::format("job {} is not pending", job.value));
-  }
+  auto slot = slot_in_phase(job, JobPhase::kPending);
+  if (!slot) return std::unexpected(slot.error());
+  Entry& e = entries_[*slot];
   account_until(now);
   close_reason(e, now);
   dequeue(e);
@@ -422,13 +427,10 @@ Result<void> Scheduler::adopt(const Job& job, std::span<const Assignment> assign
 }
 
 Result<void> Scheduler::forget(JobId job) {
-  auto it = index_.find(job);
-  if (it == index_.end()) return fail("job", fmt::format("unknown job {}", job.value));
-  if (entries_[it->second].phase != JobPhase::kDone) {
-    return fail("job", fmt::format("job {} has not ended", job.value));
-  }
-  const std::size_t slot = it->second;
-  index_.erase(it);
+  auto found = slot_in_phase(job, JobPhase::kDone);
+  if (!found) return std::unexpected(found.error());
+  const std::size_t slot = *found;
+  index_.erase(job);
   if (slot + 1 != entries_.size()) {
     entries_[slot] = std::move(entries_.back());
     index_[entries_[slot].job.id] = slot;

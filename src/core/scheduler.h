@@ -265,6 +265,8 @@ class Scheduler {
             SchedulerConfig config);
 
   Entry& entry(JobId job) { return entries_[index_.at(job)]; }
+  // The entry slot of a known job in `phase`; an error naming the job otherwise.
+  [[nodiscard]] Result<std::size_t> slot_in_phase(JobId job, JobPhase phase) const;
   const Entry& entry(JobId job) const { return entries_[index_.at(job)]; }
   void account_until(Seconds now);
   void set_reason(Entry& e, Seconds now, PendingReason reason);

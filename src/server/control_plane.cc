@@ -306,6 +306,16 @@ std::pair<const ServerJob*, Reply> ControlPlane::visible_job(const Principal& wh
   return {&it->second, Reply{}};
 }
 
+std::pair<ServerJob*, Reply> ControlPlane::running_job(const Principal& who, std::int64_t id) {
+  auto [found, missing] = visible_job(who, id);
+  if (found == nullptr) return {nullptr, missing};
+  if (found->state != JobState::kRunning) {
+    return {nullptr, conflict("state", fmt::format("job {} is {}, not running", id,
+                                                   job_state_name(found->state)))};
+  }
+  return {&jobs_.at(id), Reply{}};
+}
+
 Reply ControlPlane::submit(const Principal& who, JobSpec spec, const std::string& idempotency_key,
                            std::int64_t now_ms, Batch& batch) {
   if (who.role == Role::kAgent) return forbidden("role", "agent tokens cannot submit jobs");
@@ -387,13 +397,9 @@ Reply ControlPlane::report_status(const Principal& who, std::int64_t id,
   if (who.role == Role::kUser) {
     return forbidden("role", "job status is reported by the agent of the job's node or an admin");
   }
-  auto [found, missing] = visible_job(who, id);
-  if (found == nullptr) return missing;
-  ServerJob& job = jobs_.at(id);
-  if (job.state != JobState::kRunning) {
-    return conflict("state",
-                    fmt::format("job {} is {}, not running", id, job_state_name(job.state)));
-  }
+  auto [found, refused] = running_job(who, id);
+  if (found == nullptr) return refused;
+  ServerJob& job = *found;
   if (report.state == "running") return Reply{200, server_job_to_json(job)};
   auto state = parse_job_state(report.state);
   if (!state || (*state != JobState::kSucceeded && *state != JobState::kFailed)) {
@@ -413,13 +419,9 @@ Reply ControlPlane::report_status(const Principal& who, std::int64_t id,
 Reply ControlPlane::report_checkpoint(const Principal& who, std::int64_t id,
                                       const CheckpointReport& report, std::int64_t now_ms,
                                       Batch& batch) {
-  auto [found, missing] = visible_job(who, id);
-  if (found == nullptr) return missing;
-  ServerJob& job = jobs_.at(id);
-  if (job.state != JobState::kRunning) {
-    return conflict("state",
-                    fmt::format("job {} is {}, not running", id, job_state_name(job.state)));
-  }
+  auto [found, refused] = running_job(who, id);
+  if (found == nullptr) return refused;
+  ServerJob& job = *found;
   job.last_checkpoint_ms = now_ms;
   if (report.step) job.checkpoint_step = report.step;
   batch.jobs.push_back(to_record(job));

@@ -148,6 +148,8 @@ class ControlPlane {
   [[nodiscard]] std::pair<const ServerJob*, Reply> visible_job(const Principal& who,
                                                                std::int64_t id) const;
   // The job for the core, checked against `book` (tenant, queue) and the cluster.
+  // The job if `who` may see it and it runs, else the 404 or 409 reply.
+  std::pair<ServerJob*, Reply> running_job(const Principal& who, std::int64_t id);
   Result<Job> to_core_job(const ServerJob& job, const TenantBook& book) const;
   // Puts a live job into `scheduler`: running ones where they run, pending ones in the queue.
   Result<void> restore(Scheduler& scheduler, const ServerJob& job, std::int64_t now_ms) const;
