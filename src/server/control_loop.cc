@@ -116,22 +116,23 @@ void ControlLoop::run() {
   auto next_tick = std::chrono::steady_clock::now() + options_.tick;
   std::vector<Pending> work;
   while (true) {
+    // Only this thread changes the plane, so its next wakeup holds until the round below; it is
+    // found outside the queue's lock, which the HTTP threads wait on.
+    const std::optional<std::int64_t> wake = plane_->next_wakeup_ms(now_ms());
+    auto deadline = plane_->wants_pass() ? std::chrono::steady_clock::now() : next_tick;
+    if (wake) {
+      deadline = std::min(
+          deadline, std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(std::max<std::int64_t>(0, *wake - now_ms())));
+    }
     {
       std::unique_lock lock(mutex_);
-      std::optional<std::chrono::steady_clock::time_point> deadline = next_tick;
-      if (plane_->wants_pass()) deadline = std::chrono::steady_clock::now();
-      if (auto wake = plane_->next_wakeup_ms(now_ms())) {
-        const auto at = std::chrono::steady_clock::now() +
-                        std::chrono::milliseconds(std::max<std::int64_t>(0, *wake - now_ms()));
-        deadline = std::min(*deadline, at);
-      }
-      wake_.wait_until(lock, *deadline, [&] { return !queue_.empty() || stopping_; });
+      wake_.wait_until(lock, deadline, [&] { return !queue_.empty() || stopping_; });
       work.swap(queue_);
       if (work.empty() && stopping_) return;
     }
     const bool tick = std::chrono::steady_clock::now() >= next_tick;
     if (tick) next_tick = std::chrono::steady_clock::now() + options_.tick;
-    const auto wake = plane_->next_wakeup_ms(now_ms());
     round(work, tick || (wake && *wake <= now_ms()));
     work.clear();
   }

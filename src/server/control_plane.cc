@@ -433,17 +433,18 @@ Reply ControlPlane::report_checkpoint(const Principal& who, std::int64_t id,
   return Reply{200, server_job_to_json(job)};
 }
 
+nlohmann::json ControlPlane::pending_json(const ServerJob& job) const {
+  const PendingReason* reason = scheduler_.reason(JobId{static_cast<std::uint32_t>(job.id)});
+  const PendingKind kind = reason ? reason->kind : PendingKind::kNotConsidered;
+  return {{"kind", pending_kind_name(kind)},
+          {"reason", kind == PendingKind::kNotConsidered
+                         ? std::string("submitted; the next scheduling pass considers it")
+                         : std::string(reason->message())}};
+}
+
 nlohmann::json ControlPlane::job_view(const ServerJob& job) const {
   nlohmann::json out = server_job_to_json(job);
-  if (job.state == JobState::kPending) {
-    const PendingReason* reason = scheduler_.reason(JobId{static_cast<std::uint32_t>(job.id)});
-    const PendingKind kind = reason ? reason->kind : PendingKind::kNotConsidered;
-    out["pending"] = {
-        {"kind", pending_kind_name(kind)},
-        {"reason", kind == PendingKind::kNotConsidered
-                       ? std::string("submitted; the next scheduling pass considers it")
-                       : std::string(reason->message())}};
-  }
+  if (job.state == JobState::kPending) out["pending"] = pending_json(job);
   return out;
 }
 
@@ -496,7 +497,7 @@ Reply ControlPlane::why(const Principal& who, std::int64_t id, std::int64_t now_
   nlohmann::json out = {{"id", id}, {"state", job_state_name(job.state)}};
   if (job.state == JobState::kPending) {
     const JobId core_id{static_cast<std::uint32_t>(id)};
-    const nlohmann::json pending = job_view(job)["pending"];
+    const nlohmann::json pending = pending_json(job);
     out["kind"] = pending["kind"];
     out["reason"] = pending["reason"];
     nlohmann::json waited = nlohmann::json::object();

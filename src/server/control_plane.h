@@ -144,6 +144,8 @@ class ControlPlane {
   // The job as the API shows it: server_job_to_json, and for a pending job "pending": its
   // reason's kind and text.
   [[nodiscard]] nlohmann::json job_view(const ServerJob& job) const;
+  // A pending job's reason: {"kind", "reason"}.
+  [[nodiscard]] nlohmann::json pending_json(const ServerJob& job) const;
   // The job if `who` may see it, else a 404 reply.
   [[nodiscard]] std::pair<const ServerJob*, Reply> visible_job(const Principal& who,
                                                                std::int64_t id) const;
@@ -167,7 +169,11 @@ class ControlPlane {
   // Builds a scheduler from the current tenants and puts every live job back into it.
   Result<Scheduler> rebuild_scheduler(const TenantsSpec& tenants, std::int64_t now_ms) const;
   [[nodiscard]] nlohmann::json tenant_json(TenantId tenant) const;
-  [[nodiscard]] nlohmann::json node_json(NodeId id) const;
+  // The running jobs with a task on each node, by NodeId, from one walk over the live jobs.
+  [[nodiscard]] std::vector<std::vector<const ServerJob*>> running_by_node() const;
+  // The node as the API shows it, with `running`: the running jobs with a task on it.
+  [[nodiscard]] nlohmann::json node_json(NodeId id,
+                                         const std::vector<const ServerJob*>& running) const;
 
   ControlPlaneSetup setup_;
   Scheduler scheduler_;

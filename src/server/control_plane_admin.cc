@@ -67,16 +67,31 @@ Result<TenantsSpec> ControlPlane::apply_overrides(
 
 // --- nodes ---
 
-nlohmann::json ControlPlane::node_json(NodeId id) const {
+std::vector<std::vector<const ServerJob*>> ControlPlane::running_by_node() const {
+  std::vector<std::vector<const ServerJob*>> out(nodes_.size());
+  for (std::int64_t job_id : live_) {
+    const ServerJob& job = jobs_.at(job_id);
+    if (job.state != JobState::kRunning) continue;
+    for (const TaskPlace& p : job.placement) {
+      auto it = node_ids_.find(p.node);
+      if (it == node_ids_.end()) continue;
+      std::vector<const ServerJob*>& here = out[it->second.value];
+      if (here.empty() || here.back() != &job) here.push_back(&job);
+    }
+  }
+  return out;
+}
+
+nlohmann::json ControlPlane::node_json(NodeId id,
+                                       const std::vector<const ServerJob*>& running) const {
   const NodeSpec& spec = setup_.cluster.nodes[id.value];
   const NodeInfo& info = nodes_[id.value];
   const Topology& topology = setup_.cluster.topology;
   const LeafId leaf = spec.leaf;
   std::int64_t allocated_milli = 0;
   nlohmann::json jobs = nlohmann::json::array();
-  for (std::int64_t job_id : live_) {
-    const ServerJob& job = jobs_.at(job_id);
-    if (job.state != JobState::kRunning) continue;
+  for (const ServerJob* running_job : running) {
+    const ServerJob& job = *running_job;
     int gpus = 0;
     int tasks = 0;
     for (const TaskPlace& p : job.placement) {
@@ -117,9 +132,10 @@ nlohmann::json ControlPlane::node_json(NodeId id) const {
 
 Reply ControlPlane::list_nodes(const Principal& who) const {
   nlohmann::json nodes = nlohmann::json::array();
+  const auto running = running_by_node();
   for (std::size_t n = 0; n < nodes_.size(); ++n) {
     if (who.role == Role::kAgent && nodes_[n].name != who.node) continue;
-    nodes.push_back(node_json(NodeId{static_cast<std::uint32_t>(n)}));
+    nodes.push_back(node_json(NodeId{static_cast<std::uint32_t>(n)}, running[n]));
   }
   return Reply{200, {{"nodes", std::move(nodes)}}};
 }
@@ -160,7 +176,7 @@ Reply ControlPlane::set_drained(const Principal& who, const std::string& node, b
     emit(batch, now_ms, drained ? "node.drained" : "node.undrained",
          {{"node", node}, {"reason", info.drain_reason}});
   }
-  return Reply{200, node_json(it->second)};
+  return Reply{200, node_json(it->second, running_by_node()[it->second.value])};
 }
 
 Reply ControlPlane::register_node(const Principal& who, const std::string& node,
@@ -189,7 +205,7 @@ Reply ControlPlane::register_node(const Principal& who, const std::string& node,
   info.last_heartbeat_ms = now_ms;
   record_node(batch, info);
   emit(batch, now_ms, "node.registered", {{"node", node}});
-  return Reply{200, node_json(it->second)};
+  return Reply{200, node_json(it->second, running_by_node()[it->second.value])};
 }
 
 Reply ControlPlane::heartbeat(const Principal& who, const std::string& node,
