@@ -322,8 +322,12 @@ Reply ControlPlane::submit(const Principal& who, JobSpec spec, const std::string
   if (who.role == Role::kUser && spec.tenant != who.tenant) {
     return forbidden("tenant", fmt::format("this token acts for tenant '{}' only", who.tenant));
   }
-  if (idempotency_key.size() > 255) {
-    return error_reply(400, "invalid request", Error{"Idempotency-Key", "at most 255 characters"});
+  // The key is stored in the job's JSON document: printable ASCII only, so that it is valid
+  // UTF-8 whatever bytes the header carried.
+  if (idempotency_key.size() > 255 ||
+      !std::ranges::all_of(idempotency_key, [](char c) { return c >= 0x20 && c < 0x7f; })) {
+    return error_reply(400, "invalid request",
+                       Error{"Idempotency-Key", "at most 255 printable ASCII characters"});
   }
   if (!idempotency_key.empty()) {
     if (auto it = idempotency_.find({spec.tenant, idempotency_key}); it != idempotency_.end()) {

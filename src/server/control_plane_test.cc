@@ -185,6 +185,11 @@ TEST_F(ControlPlaneTest, IdempotencyKeyMakesRetriesSafe) {
   EXPECT_EQ(again.body["id"], first.body["id"]);
   EXPECT_EQ(submit(job("b"), kVision, "key-1").status, 409);
   EXPECT_EQ(store_.jobs.size(), 1U);
+  // Keys are printable ASCII: other bytes would not fit the job's JSON document.
+  Reply bad_key = submit(job("c"), kVision, "k\xff");
+  EXPECT_EQ(bad_key.status, 400);
+  EXPECT_EQ(bad_key.body["field"], "Idempotency-Key");
+  EXPECT_EQ(store_.jobs.size(), 1U);
   // After a restart the key is still known.
   plane_ = restart();
   EXPECT_EQ(submit(job("a"), kVision, "key-1").body["id"], first.body["id"]);
@@ -219,6 +224,11 @@ TEST_F(ControlPlaneTest, RestartKeepsRunningJobsWhereTheyRunAndPendingJobsQueued
   EXPECT_EQ(done.status, 200);
   EXPECT_EQ(get(ids[0]).body["state"], "succeeded");
   EXPECT_EQ(get(ids[16]).body["state"], "running");
+  // What the job reported is kept across a restart too.
+  const nlohmann::json ended = get(ids[0]).body;
+  plane_ = restart(2'200'000);
+  EXPECT_EQ(get(ids[0]).body, ended);
+  EXPECT_EQ(ended["exit_code"], 0);
 }
 
 TEST_F(ControlPlaneTest, CancelEndsPendingAndRunningJobs) {

@@ -3,7 +3,12 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <limits>
+#include <string>
 #include <utility>
+
+#include "server/api_bodies.h"
+#include "server/body_fields.h"
 
 namespace tidepool {
 namespace {
@@ -111,34 +116,26 @@ Result<ServerJob> server_job_from_json(const nlohmann::json& value) {
       job.placement.push_back(TaskPlace{std::move(*node), std::move(*gpus)});
     }
   }
-  auto key = read_field<std::string>(value, "idempotency_key");
-  auto submitted = read_field<std::int64_t>(value, "submitted_ms");
-  auto started = read_field<std::int64_t>(value, "started_ms");
-  auto ended = read_field<std::int64_t>(value, "ended_ms");
-  auto starts = read_field<int>(value, "starts");
-  auto preemptions = read_field<int>(value, "preemptions");
-  auto message = read_field<std::string>(value, "message");
-  auto checkpoint = read_field<std::int64_t>(value, "last_checkpoint_ms");
-  for (const Error* e :
-       {key ? nullptr : &key.error(), submitted ? nullptr : &submitted.error(),
-        started ? nullptr : &started.error(), ended ? nullptr : &ended.error(),
-        starts ? nullptr : &starts.error(), preemptions ? nullptr : &preemptions.error(),
-        message ? nullptr : &message.error(), checkpoint ? nullptr : &checkpoint.error()}) {
-    if (e != nullptr) return std::unexpected(*e);
-  }
-  job.idempotency_key = std::move(*key);
-  job.submitted_ms = *submitted;
-  job.started_ms = *started;
-  job.ended_ms = *ended;
-  job.starts = *starts;
-  job.preemptions = *preemptions;
-  job.message = std::move(*message);
-  job.last_checkpoint_ms = *checkpoint;
-  if (auto it = value.find("exit_code"); it != value.end() && it->is_number_integer()) {
-    job.exit_code = it->get<int>();
-  }
-  if (auto it = value.find("checkpoint_step"); it != value.end() && it->is_number_integer()) {
-    job.checkpoint_step = it->get<std::int64_t>();
+  // Figures absent from the document keep their defaults.
+  const auto count = body_fields::integer_in(0, std::numeric_limits<std::int64_t>::max());
+  const auto text = [](const nlohmann::json& v, const std::string& path) {
+    return body_fields::read_text(v, path, std::numeric_limits<std::size_t>::max());
+  };
+  if (auto ok = body_fields::first_failure(
+          {body_fields::read_optional(value, "", "idempotency_key", job.idempotency_key, text),
+           body_fields::read_optional(value, "", "submitted_ms", job.submitted_ms, count),
+           body_fields::read_optional(value, "", "started_ms", job.started_ms, count),
+           body_fields::read_optional(value, "", "ended_ms", job.ended_ms, count),
+           body_fields::read_optional(value, "", "starts", job.starts, count),
+           body_fields::read_optional(value, "", "preemptions", job.preemptions, count),
+           body_fields::read_optional(value, "", "message", job.message, text),
+           body_fields::read_optional(value, "", "last_checkpoint_ms", job.last_checkpoint_ms,
+                                      count),
+           body_fields::read_optional(value, "", "exit_code", job.exit_code,
+                                      body_fields::integer_in(kMinExitCode, kMaxExitCode)),
+           body_fields::read_optional(value, "", "checkpoint_step", job.checkpoint_step, count)});
+      !ok) {
+    return std::unexpected(ok.error());
   }
   return job;
 }
