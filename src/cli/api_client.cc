@@ -1,11 +1,9 @@
 #include "cli/api_client.h"
 
 #include <fmt/format.h>
-#include <httplib.h>
 
 #include <array>
 #include <cctype>
-#include <charconv>
 #include <cstdint>
 #include <random>
 
@@ -14,21 +12,25 @@ namespace {
 
 constexpr std::size_t kBodyExcerpt = 200;
 
-std::string describe(httplib::Error error) {
-  switch (error) {
-    case httplib::Error::Connection:
-      return "connection refused or host not found";
-    case httplib::Error::ConnectionTimeout:
-      return "the connection timed out";
-    case httplib::Error::Read:
-      return "no reply (the server closed the connection or did not answer in time)";
-    case httplib::Error::SSLConnection:
-      return "the TLS handshake failed (is it an http:// server?)";
-    case httplib::Error::SSLLoadingCerts:
-      return "cannot load the CA certificates";
-    default:
-      return httplib::to_string(error);
+std::string describe(const HttpError& error) {
+  switch (error.failure) {
+    case HttpFailure::kConnect:
+      return "connection refused or host not found (" + error.detail + ")";
+    case HttpFailure::kTimeout:
+      return "the server did not answer in time";
+    case HttpFailure::kNoReply:
+      return "no reply (the server closed the connection: " + error.detail + ")";
+    case HttpFailure::kBadReply:
+      return error.detail;
+    case HttpFailure::kTlsHandshake:
+      return "the TLS handshake failed (is it an http:// server?): " + error.detail;
+    case HttpFailure::kCaCerts:
+      return "cannot load the CA certificates " + error.detail;
+    case HttpFailure::kUntrusted:
+    case HttpFailure::kBadRequest:
+      return error.detail;
   }
+  return error.detail;
 }
 
 }  // namespace
@@ -102,41 +104,17 @@ std::string random_uuid() {
   return out;
 }
 
-namespace {
-
-// A client of "http[s]://host[:port][/]", built from host and port: httplib's own URL parsing
-// compiles a std::regex, which costs a short-lived command more than all of its HTTP.
-std::unique_ptr<httplib::ClientImpl> make_client(const std::string& url) {
-  const bool tls = url.starts_with("https://");
-  std::string rest = url.substr(url.find("://") == std::string::npos ? 0 : url.find("://") + 3);
-  rest = rest.substr(0, rest.find('/'));
-  std::string host = rest;
-  int port = tls ? 443 : 80;
-  const auto colon = rest.rfind(':');
-  const auto bracket = rest.rfind(']');
-  if (colon != std::string::npos && (bracket == std::string::npos || colon > bracket)) {
-    host = rest.substr(0, colon);
-    const std::string digits = rest.substr(colon + 1);
-    std::from_chars(digits.data(), digits.data() + digits.size(), port);
-  }
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  if (tls) return std::make_unique<httplib::SSLClient>(host, port);
-  return std::make_unique<httplib::ClientImpl>(host, port);
-}
-
-}  // namespace
-
 ApiClient::ApiClient(const ClientSettings& settings, ApiClientOptions options)
-    : server_(settings.server), token_(settings.token), client_(make_client(settings.server)) {
-  client_->set_connection_timeout(options.connect_timeout);
-  client_->set_read_timeout(options.read_timeout);
-  client_->set_write_timeout(options.read_timeout);
-  client_->set_keep_alive(true);
-  client_->set_tcp_nodelay(true);
-  if (!token_.empty()) client_->set_bearer_token_auth(token_);
-  if (!settings.ca_cert.empty()) client_->set_ca_cert_path(settings.ca_cert);
+    : server_(settings.server), token_(settings.token) {
+  auto endpoint = parse_http_url(settings.server);
+  if (!endpoint) {
+    bad_server_ = endpoint.error();
+    return;
+  }
+  connection_ = std::make_unique<HttpConnection>(
+      std::move(*endpoint), HttpClientOptions{.connect_timeout = options.connect_timeout,
+                                              .io_timeout = options.read_timeout,
+                                              .ca_cert = settings.ca_cert});
 }
 
 ApiClient::~ApiClient() = default;
@@ -145,22 +123,35 @@ ApiClient& ApiClient::operator=(ApiClient&&) noexcept = default;
 
 namespace {
 
-Result<ApiReply> to_reply(const std::string& server, const httplib::Result& result) {
+Result<nlohmann::json> body_of(Result<ApiReply> reply) {
+  if (!reply) return std::unexpected(reply.error());
+  return std::move(reply->body);
+}
+
+}  // namespace
+
+Result<ApiReply> ApiClient::request(HttpRequest request) {
+  if (connection_ == nullptr) return std::unexpected(bad_server_);
+  if (!token_.empty()) request.headers.emplace_back("Authorization", "Bearer " + token_);
+  auto result = connection_->send(request);
   if (!result) {
-    if (result.error() == httplib::Error::SSLServerVerification) {
+    const HttpError& error = result.error();
+    if (error.failure == HttpFailure::kUntrusted) {
       return fail("",
-                  fmt::format("the TLS certificate of the Tidepool server at {} is not trusted; "
-                              "set ca_cert: in the config file or TIDEPOOL_CA_CERT to the CA "
-                              "certificate that signed it",
-                              server));
+                  fmt::format("the TLS certificate of the Tidepool server at {} is not trusted "
+                              "({}); set ca_cert: in the config file or TIDEPOOL_CA_CERT to the "
+                              "CA certificate that signed it",
+                              server_, error.detail));
     }
-    std::string why = describe(result.error());
-    if (result.error() == httplib::Error::Read && server.starts_with("http://")) {
+    if (error.failure == HttpFailure::kBadRequest) return fail("", error.detail);
+    std::string why = describe(error);
+    if ((error.failure == HttpFailure::kNoReply || error.failure == HttpFailure::kBadReply) &&
+        server_.starts_with("http://")) {
       why += "; if it serves HTTPS, use an https:// URL";
     }
-    return std::unexpected(unreachable_error(server, why));
+    return std::unexpected(unreachable_error(server_, why));
   }
-  const httplib::Response& res = *result;
+  const HttpResponse& res = *result;
   if (res.status < 200 || res.status >= 300)
     return std::unexpected(api_error(res.status, res.body));
   ApiReply reply{res.status, nullptr};
@@ -169,37 +160,34 @@ Result<ApiReply> to_reply(const std::string& server, const httplib::Result& resu
     if (reply.body.is_discarded()) {
       return fail("", fmt::format("the server at {} answered with something that is not JSON; is "
                                   "it a Tidepool server?",
-                                  server));
+                                  server_));
     }
   }
   return reply;
 }
 
-Result<nlohmann::json> body_of(Result<ApiReply> reply) {
-  if (!reply) return std::unexpected(reply.error());
-  return std::move(reply->body);
-}
-
-}  // namespace
-
 Result<nlohmann::json> ApiClient::get(const std::string& path, const QueryParams& params) {
-  return body_of(to_reply(server_, client_->Get(path_with_query(path, params))));
+  return body_of(request(
+      {.method = "GET", .target = path_with_query(path, params), .headers = {}, .body = {}}));
 }
 
 Result<nlohmann::json> ApiClient::post(const std::string& path, const nlohmann::json& body) {
-  return body_of(to_reply(server_, client_->Post(path, body.dump(), "application/json")));
+  return body_of(request({.method = "POST",
+                          .target = path,
+                          .headers = {{"Content-Type", "application/json"}},
+                          .body = body.dump()}));
 }
 
 Result<nlohmann::json> ApiClient::del(const std::string& path) {
-  return body_of(to_reply(server_, client_->Delete(path)));
+  return body_of(request({.method = "DELETE", .target = path, .headers = {}, .body = {}}));
 }
 
 Result<ApiReply> ApiClient::post_raw(
     const std::string& path, const std::string& body, const std::string& content_type,
     const std::vector<std::pair<std::string, std::string>>& headers) {
-  httplib::Headers extra;
-  for (const auto& [key, value] : headers) extra.emplace(key, value);
-  return to_reply(server_, client_->Post(path, extra, body, content_type));
+  HttpRequest raw{.method = "POST", .target = path, .headers = headers, .body = body};
+  raw.headers.emplace_back("Content-Type", content_type);
+  return request(std::move(raw));
 }
 
 }  // namespace tidepool

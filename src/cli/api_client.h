@@ -15,11 +15,8 @@
 #include <vector>
 
 #include "cli/client_config.h"
+#include "cli/http_connection.h"
 #include "core/error.h"
-
-namespace httplib {
-class ClientImpl;
-}
 
 namespace tidepool {
 
@@ -75,9 +72,12 @@ class ApiClient {
                             const std::vector<std::pair<std::string, std::string>>& headers);
 
  private:
+  Result<ApiReply> request(HttpRequest request);
+
   std::string server_;
   std::string token_;
-  std::unique_ptr<httplib::ClientImpl> client_;
+  Error bad_server_;  // why `server_` is not a URL, when connection_ is null
+  std::unique_ptr<HttpConnection> connection_;
 };
 
 }  // namespace tidepool

@@ -1,0 +1,28 @@
+// tidepool-sim: the program behind `tidepool sim` (external_command.h).
+#include <CLI/CLI.hpp>
+
+#include "cli/external_command.h"
+#include "cli/sim_pack_command.h"
+#include "cli/sim_replay_command.h"
+#include "cli/sim_run_command.h"
+#include "cli/sim_tenants_command.h"
+
+int main(int argc, char** argv) {
+  CLI::App app("Tidepool: one GPU pool shared by business units", "tidepool");
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "tidepool 0.1.0");
+  int exit_code = 0;
+  CLI::App* sim =
+      app.add_subcommand("sim", "Trace-driven simulation with the scheduler's own code");
+  sim->require_subcommand(1);
+  tidepool::add_sim_pack_command(*sim, &exit_code);
+  tidepool::add_sim_replay_command(*sim, &exit_code);
+  tidepool::add_sim_run_command(*sim, &exit_code);
+  tidepool::add_sim_tenants_command(*sim, &exit_code);
+  try {
+    app.parse(tidepool::external_program_args(argc, argv, "sim"));
+  } catch (const CLI::ParseError& error) {
+    return app.exit(error);
+  }
+  return exit_code;
+}
