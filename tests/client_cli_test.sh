@@ -309,6 +309,31 @@ case "$case_name" in
     expect_error "cannot reach the Tidepool server" -- top --once
     expect_error "cannot reach the Tidepool server" -- submit "$examples/notebook.yaml"
     start_server
+    # An https:// URL to the plain HTTP server, and a peer that does not speak HTTP.
+    expect_error "TLS handshake failed" -- jobs --server "https://${TIDEPOOL_SERVER#http://}"
+    python3 -c '
+import socket, sys
+listener = socket.socket()
+listener.bind(("127.0.0.1", 0))
+listener.listen(1)
+print(listener.getsockname()[1], flush=True)
+sys.stdout.close()
+peer, _ = listener.accept()
+peer.recv(65536)
+peer.sendall(b"SSH-2.0-OpenSSH_9.2\r\n\r\n")
+peer.close()
+' >"$work/fake-port" &
+    fake_pid=$!
+    for _ in $(seq 1 50); do [[ -s $work/fake-port ]] && break; sleep 0.1; done
+    expect_error "is not HTTP/1.x" "SSH-2.0" -- jobs --server "http://127.0.0.1:$(cat "$work/fake-port")"
+    wait "$fake_pid"
+    # tidepool server runs tidepool-server, found beside tidepool or else on PATH.
+    mkdir -p "$work/lone"
+    cp "$tidepool" "$work/lone/tidepool"
+    PATH=/usr/bin:/bin tidepool="$work/lone/tidepool" expect_error \
+      "runs the program tidepool-server, which is neither beside tidepool" -- server --help
+    PATH="$(dirname "$tidepool"):/usr/bin:/bin" "$work/lone/tidepool" server --help >"$work/out"
+    expect_out "--config" "--tls-cert"
     TIDEPOOL_TOKEN="" expect_error "error: Authorization: a bearer token is needed" -- nodes
     expect_error "error: --server: 'ftp://x' is not a server URL" -- jobs --server ftp://x
     expect_error "--output" -- jobs -o xml

@@ -14,13 +14,16 @@
 //      A watcher long-polls GET /v1/events and notes when each job.started event arrives;
 //      submit-to-placed latency = that time - the time the job's request was sent.
 //   2. CLI: --clients processes at a time run `tidepool submit job.yaml`, one process per
-//      submission as sbatch is, --cli-jobs in all. Rate = jobs / wall time.
+//      submission as sbatch is, --cli-jobs in all. Rate = jobs / wall time. Also the CPU time per
+//      job of the CLI processes (getrusage of the waited-for children) and of the server over the
+//      same span (/proc/PID/stat), as slurm_baseline.sh reports them for sbatch and slurmctld.
 // Prints a table and, with --json FILE, writes the figures.
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <httplib.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -97,6 +100,31 @@ double percentile(std::vector<double> values, double p) {
   std::ranges::sort(values);
   const auto index = static_cast<std::size_t>(p * static_cast<double>(values.size() - 1) + 0.5);
   return values[std::min(index, values.size() - 1)];
+}
+
+// CPU seconds (user + system) of this process's children that were waited for.
+double children_cpu_seconds() {
+  rusage usage{};
+  ::getrusage(RUSAGE_CHILDREN, &usage);
+  return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+         static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+}
+
+// CPU seconds (user + system) of process `pid` so far, from /proc/PID/stat; 0 if unreadable.
+double process_cpu_seconds(pid_t pid) {
+  std::ifstream in(fmt::format("/proc/{}/stat", pid));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // Fields after the command name (which may hold spaces) start after its closing parenthesis;
+  // utime and stime are the 14th and 15th fields of the line.
+  const auto close = text.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream fields(text.substr(close + 2));
+  std::string field;
+  double ticks = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {
+    if (i >= 14) ticks += std::stod(field);
+  }
+  return ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
 struct Server {
@@ -275,6 +303,8 @@ int main(int argc, char** argv) {
   // 2. The CLI: one process per submission.
   double cli_seconds = 0;
   int cli_accepted = 0;
+  double cli_cpu_ms = 0;     // per job, in the CLI processes
+  double server_cpu_ms = 0;  // per CLI job, in the server
   if (cli_jobs > 0) {
     const std::string url = fmt::format("http://127.0.0.1:{}", server.port);
     const std::string spec = dir + "/job.yaml";
@@ -290,6 +320,8 @@ int main(int argc, char** argv) {
     posix_spawn_file_actions_addopen(&quiet, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
     std::atomic<int> cli_next{0};
     std::atomic<int> cli_ok{0};
+    const double children_before = children_cpu_seconds();
+    const double server_before = process_cpu_seconds(server.pid);
     const auto cli_start = Clock::now();
     std::vector<std::thread> runners;
     for (int c = 0; c < clients; ++c) {
@@ -309,6 +341,8 @@ int main(int argc, char** argv) {
     posix_spawn_file_actions_destroy(&quiet);
     cli_seconds = std::chrono::duration<double>(Clock::now() - cli_start).count();
     cli_accepted = cli_ok;
+    cli_cpu_ms = 1000 * (children_cpu_seconds() - children_before) / cli_jobs;
+    server_cpu_ms = 1000 * (process_cpu_seconds(server.pid) - server_before) / cli_jobs;
   }
 
   // The server's own view: how many commits the submissions took, and their time.
@@ -360,6 +394,8 @@ int main(int argc, char** argv) {
   if (cli_jobs > 0) {
     fmt::print("  CLI: {} of {} jobs in {:.2f} s: {:.0f} jobs/s (one process each)\n", cli_accepted,
                cli_jobs, cli_seconds, cli_rate);
+    fmt::print("  CLI CPU per job: {:.2f} ms in `tidepool submit`, {:.2f} ms in the server\n",
+               cli_cpu_ms, server_cpu_ms);
   }
   if (!json_out.empty()) {
     write_text(json_out,
@@ -381,7 +417,9 @@ int main(int argc, char** argv) {
                    {"cli_jobs", cli_jobs},
                    {"cli_accepted", cli_accepted},
                    {"cli_seconds", cli_seconds},
-                   {"cli_jobs_per_second", cli_rate}}
+                   {"cli_jobs_per_second", cli_rate},
+                   {"cli_cpu_ms_per_job", cli_cpu_ms},
+                   {"server_cpu_ms_per_cli_job", server_cpu_ms}}
                    .dump(2));
   }
   return accepted == jobs && (cli_jobs == 0 || cli_accepted == cli_jobs) ? 0 : 1;

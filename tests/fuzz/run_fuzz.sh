@@ -4,8 +4,8 @@
 #
 # Usage: tests/fuzz/run_fuzz.sh [SECONDS] [TARGET...]
 #   SECONDS  fuzzing time per target (default 30)
-#   TARGET   cluster_yaml_fuzz, openb_csv_fuzz, sim_inputs_fuzz, job_spec_fuzz and/or
-#            api_bodies_fuzz (default: all five)
+#   TARGET   cluster_yaml_fuzz, openb_csv_fuzz, sim_inputs_fuzz, job_spec_fuzz, api_bodies_fuzz
+#            and/or http_response_fuzz (default: all six)
 # Environment: CXX (default clang++-14), FUZZ_DIR (default build/fuzz: binaries, corpora, logs,
 # and crash artifacts <target>-crash-*).
 # Exit status: 0 if no target found a problem, 1 if one did, 2 if a build failed.
@@ -16,7 +16,8 @@ seconds="${1:-30}"
 shift || true
 targets=("$@")
 [[ ${#targets[@]} -eq 0 ]] &&
-  targets=(cluster_yaml_fuzz openb_csv_fuzz sim_inputs_fuzz job_spec_fuzz api_bodies_fuzz)
+  targets=(cluster_yaml_fuzz openb_csv_fuzz sim_inputs_fuzz job_spec_fuzz api_bodies_fuzz
+           http_response_fuzz)
 cxx="${CXX:-clang++-14}"
 fuzz_dir="${FUZZ_DIR:-${repo_root}/build/fuzz}"
 
@@ -44,6 +45,8 @@ server_sources=(
   "${src}/server/api_bodies.cc" "${src}/server/body_fields.cc" "${src}/server/job_spec.cc"
   "${src}/core/gang_placement.cc"
 )
+# The CLI's HTTP response reader.
+client_sources=("${src}/cli/http_response.cc")
 flags=(
   -std=c++2b -g -O1 -fno-omit-frame-pointer
   -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
@@ -61,7 +64,7 @@ newest_header="$(find "${src}" -name '*.h' -newer "${fuzz_dir}/libfuzzdeps.a" 2>
 [[ -f "${fuzz_dir}/libfuzzdeps.a" ]] || newest_header=yes
 objects=()
 pids=()
-for source in "${sources[@]}" "${server_sources[@]}"; do
+for source in "${sources[@]}" "${server_sources[@]}" "${client_sources[@]}"; do
   object="${fuzz_dir}/obj/$(basename "$(dirname "${source}")")_$(basename "${source}" .cc).o"
   objects+=("${object}")
   [[ -z "${newest_header}" && "${object}" -nt "${source}" ]] && continue
@@ -144,6 +147,16 @@ for target in "${targets[@]}"; do
         printf '0{"reason": "maintenance"}' > "${corpus}/drain"
       fi
       dict="${repo_root}/tests/fuzz/job_spec.dict"
+      ;;
+    http_response_fuzz)
+      printf 'HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: 9\r\n\r\n{"id": 7}' \
+        > "${corpus}/created"
+      printf 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4;x=1\r\nWiki\r\n0\r\nT: 1\r\n\r\n' \
+        > "${corpus}/chunked"
+      printf 'HTTP/1.1 100 Continue\r\n\r\nHTTP/1.0 204 No Content\r\nConnection: keep-alive\r\n\r\n' \
+        > "${corpus}/interim"
+      printf 'HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nto the end' > "${corpus}/close"
+      dict="${repo_root}/tests/fuzz/http_response.dict"
       ;;
     *) dict="" ;;
   esac

@@ -277,6 +277,19 @@ TEST(ServerTls, ServesHttpsWithTheGivenCertificate) {
   auto jobs = client.Get("/v1/jobs");
   ASSERT_TRUE(jobs) << httplib::to_string(jobs.error());
   EXPECT_EQ(jobs->status, 200);
+  // The CLI trusts the server through TIDEPOOL_CA_CERT, and without it says what to set.
+  const std::string cli = tidepool_binary() + " queues -o json --server https://127.0.0.1:" +
+                          std::to_string(server.port()) + " --token " + server.admin_token();
+  const std::string isolated = "env -u TIDEPOOL_CA_CERT XDG_CONFIG_HOME=" + dir.file("xdg") + " ";
+  EXPECT_EQ(std::system((isolated + "TIDEPOOL_CA_CERT=" + cert + " " + cli + " > " +
+                         dir.file("cli.out") + " 2>&1")
+                            .c_str()),
+            0)
+      << read_text(dir.file("cli.out"));
+  EXPECT_THAT(read_text(dir.file("cli.out")), HasSubstr("\"vision\""));
+  EXPECT_NE(std::system((isolated + cli + " > " + dir.file("cli.err") + " 2>&1").c_str()), 0);
+  EXPECT_THAT(read_text(dir.file("cli.err")), HasSubstr("is not trusted"));
+  EXPECT_THAT(read_text(dir.file("cli.err")), HasSubstr("TIDEPOOL_CA_CERT"));
   // Plain HTTP gets no answer from the TLS port.
   httplib::Client plain("127.0.0.1", server.port());
   plain.set_read_timeout(2, 0);
