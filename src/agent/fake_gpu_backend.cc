@@ -7,7 +7,6 @@
 #include <cassert>
 #include <charconv>
 #include <map>
-#include <memory>
 #include <utility>
 
 #include "core/resources.h"

@@ -116,13 +116,15 @@ bool is_ip_address(const std::string& host) {
 // One open connection: a socket, and OpenSSL's session on it for https.
 class HttpConnection::Stream {
  public:
+  // A connection to `endpoint`; TLS through `tls` when it is not null.
   static std::expected<std::unique_ptr<Stream>, HttpError> open(const HttpEndpoint& endpoint,
-                                                                const HttpClientOptions& options) {
+                                                                const HttpClientOptions& options,
+                                                                SSL_CTX* tls) {
     auto fd = connect_tcp(endpoint, options.connect_timeout, options.io_timeout);
     if (!fd) return std::unexpected(fd.error());
     auto stream = std::unique_ptr<Stream>(new Stream(*fd));
-    if (endpoint.tls) {
-      if (auto secured = stream->start_tls(endpoint, options); !secured) {
+    if (tls != nullptr) {
+      if (auto secured = stream->start_tls(endpoint, tls); !secured) {
         return std::unexpected(secured.error());
       }
     }
@@ -134,7 +136,6 @@ class HttpConnection::Stream {
       SSL_shutdown(ssl_);
       SSL_free(ssl_);
     }
-    if (context_ != nullptr) SSL_CTX_free(context_);
     close(fd_);
   }
   Stream(const Stream&) = delete;
@@ -188,24 +189,8 @@ class HttpConnection::Stream {
  private:
   explicit Stream(int fd) : fd_(fd) {}
 
-  std::expected<void, HttpError> start_tls(const HttpEndpoint& endpoint,
-                                           const HttpClientOptions& options) {
-    context_ = SSL_CTX_new(TLS_client_method());
-    if (context_ == nullptr) {
-      return failure(HttpFailure::kTlsHandshake, openssl_error("cannot set up TLS"));
-    }
-    SSL_CTX_set_verify(context_, SSL_VERIFY_PEER, nullptr);
-    // A server that closes without a TLS close_notify has still sent what it sent.
-    SSL_CTX_set_options(context_, SSL_OP_IGNORE_UNEXPECTED_EOF);
-    if (!options.ca_cert.empty()) {
-      if (SSL_CTX_load_verify_locations(context_, options.ca_cert.c_str(), nullptr) != 1) {
-        return failure(HttpFailure::kCaCerts,
-                       fmt::format("{}: {}", options.ca_cert, openssl_error("unreadable")));
-      }
-    } else if (SSL_CTX_set_default_verify_paths(context_) != 1) {
-      return failure(HttpFailure::kCaCerts, openssl_error("the system's CA certificates"));
-    }
-    ssl_ = SSL_new(context_);
+  std::expected<void, HttpError> start_tls(const HttpEndpoint& endpoint, SSL_CTX* tls) {
+    ssl_ = SSL_new(tls);
     if (ssl_ == nullptr || SSL_set_fd(ssl_, fd_) != 1) {
       return failure(HttpFailure::kTlsHandshake, openssl_error("cannot set up TLS"));
     }
@@ -240,8 +225,43 @@ class HttpConnection::Stream {
   }
 
   int fd_;
-  SSL_CTX* context_ = nullptr;
   SSL* ssl_ = nullptr;
+};
+
+// What every TLS connection to the server shares: peer verification against the CAs to trust,
+// loaded once rather than at every reconnection.
+class HttpConnection::TlsContext {
+ public:
+  static std::expected<std::unique_ptr<TlsContext>, HttpError> create(const std::string& ca_cert) {
+    SSL_CTX* context = SSL_CTX_new(TLS_client_method());
+    if (context == nullptr) {
+      return failure(HttpFailure::kTlsHandshake, openssl_error("cannot set up TLS"));
+    }
+    auto owned = std::unique_ptr<TlsContext>(new TlsContext(context));
+    SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nullptr);
+    // A server that closes without a TLS close_notify has still sent what it sent.
+    SSL_CTX_set_options(context, SSL_OP_IGNORE_UNEXPECTED_EOF);
+    if (!ca_cert.empty()) {
+      if (SSL_CTX_load_verify_locations(context, ca_cert.c_str(), nullptr) != 1) {
+        return failure(HttpFailure::kCaCerts,
+                       fmt::format("{}: {}", ca_cert, openssl_error("unreadable")));
+      }
+    } else if (SSL_CTX_set_default_verify_paths(context) != 1) {
+      return failure(HttpFailure::kCaCerts, openssl_error("the system's CA certificates"));
+    }
+    return owned;
+  }
+
+  ~TlsContext() { SSL_CTX_free(context_); }
+  TlsContext(const TlsContext&) = delete;
+  TlsContext& operator=(const TlsContext&) = delete;
+
+  [[nodiscard]] SSL_CTX* get() const { return context_; }
+
+ private:
+  explicit TlsContext(SSL_CTX* context) : context_(context) {}
+
+  SSL_CTX* context_;
 };
 
 Result<HttpEndpoint> parse_http_url(std::string_view url) {
@@ -323,8 +343,13 @@ std::expected<HttpResponse, HttpError> HttpConnection::send(const HttpRequest& r
 std::expected<HttpResponse, HttpError> HttpConnection::exchange(const std::string& wire,
                                                                 bool* sent_nothing) {
   *sent_nothing = false;
+  if (endpoint_.tls && tls_ == nullptr) {
+    auto created = TlsContext::create(options_.ca_cert);
+    if (!created) return std::unexpected(created.error());
+    tls_ = std::move(*created);
+  }
   if (stream_ == nullptr) {
-    auto opened = Stream::open(endpoint_, options_);
+    auto opened = Stream::open(endpoint_, options_, tls_ == nullptr ? nullptr : tls_->get());
     if (!opened) return std::unexpected(opened.error());
     stream_ = std::move(*opened);
   }

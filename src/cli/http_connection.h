@@ -73,10 +73,12 @@ class HttpConnection {
 
  private:
   class Stream;
+  class TlsContext;
   std::expected<HttpResponse, HttpError> exchange(const std::string& wire, bool* sent_nothing);
 
   HttpEndpoint endpoint_;
   HttpClientOptions options_;
+  std::unique_ptr<TlsContext> tls_;  // for https, made at the first connection
   std::unique_ptr<Stream> stream_;
 };
 

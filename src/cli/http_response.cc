@@ -51,6 +51,12 @@ Parse bad(std::string reason) {
   return fail("", "the server's reply is not valid HTTP: " + std::move(reason));
 }
 
+std::string body_too_large() {
+  return fmt::format("its body is larger than {} MiB", kMaxResponseBodyBytes >> 20);
+}
+
+Parse cut_off() { return fail("", "the server closed the connection in the middle of its reply"); }
+
 struct Head {
   HttpResponse response;
   int minor_version = 1;
@@ -113,7 +119,7 @@ Result<std::optional<std::pair<std::string, std::size_t>>> parse_chunked(std::st
       return fail("", fmt::format("bad chunk size \"{}\"", excerpt(size_text)));
     }
     if (size > kMaxResponseBodyBytes - body.size()) {
-      return fail("", fmt::format("the body is larger than {} MiB", kMaxResponseBodyBytes >> 20));
+      return fail("", body_too_large());
     }
     pos = line_end + 2;
     if (size == 0) {
@@ -159,7 +165,7 @@ Parse parse_http_response(std::string_view data, bool at_end) {
       }
       if (!at_end) return std::nullopt;
       if (rest.empty()) return fail("", "the server closed the connection without a reply");
-      return fail("", "the server closed the connection in the middle of its reply");
+      return cut_off();
     }
     if (head_end > kMaxResponseHeaderBytes) {
       return bad(fmt::format("its header is larger than {} KiB", kMaxResponseHeaderBytes >> 10));
@@ -189,8 +195,7 @@ Parse parse_http_response(std::string_view data, bool at_end) {
         auto chunked = parse_chunked(payload);
         if (!chunked) return bad(chunked.error().reason);
         if (!*chunked) {
-          if (at_end)
-            return fail("", "the server closed the connection in the middle of its reply");
+          if (at_end) return cut_off();
           return std::nullopt;
         }
         response.body = std::move((*chunked)->first);
@@ -208,10 +213,10 @@ Parse parse_http_response(std::string_view data, bool at_end) {
         }
       }
       if (size > kMaxResponseBodyBytes) {
-        return bad(fmt::format("its body is larger than {} MiB", kMaxResponseBodyBytes >> 20));
+        return bad(body_too_large());
       }
       if (payload.size() < size) {
-        if (at_end) return fail("", "the server closed the connection in the middle of its reply");
+        if (at_end) return cut_off();
         return std::nullopt;
       }
       response.body.assign(payload.substr(0, size));
@@ -219,7 +224,7 @@ Parse parse_http_response(std::string_view data, bool at_end) {
     }
     // No length: the body runs to the end of the connection.
     if (payload.size() > kMaxResponseBodyBytes) {
-      return bad(fmt::format("its body is larger than {} MiB", kMaxResponseBodyBytes >> 20));
+      return bad(body_too_large());
     }
     if (!at_end) return std::nullopt;
     response.keep_alive = false;
