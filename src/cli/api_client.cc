@@ -130,7 +130,7 @@ Result<nlohmann::json> body_of(Result<ApiReply> reply) {
 
 }  // namespace
 
-Result<ApiReply> ApiClient::request(HttpRequest request) {
+Result<HttpResponse> ApiClient::exchange(HttpRequest request) {
   if (connection_ == nullptr) return std::unexpected(bad_server_);
   if (!token_.empty()) request.headers.emplace_back("Authorization", "Bearer " + token_);
   auto result = connection_->send(request);
@@ -151,9 +151,16 @@ Result<ApiReply> ApiClient::request(HttpRequest request) {
     }
     return std::unexpected(unreachable_error(server_, why));
   }
+  if (result->status < 200 || result->status >= 300) {
+    return std::unexpected(api_error(result->status, result->body));
+  }
+  return std::move(*result);
+}
+
+Result<ApiReply> ApiClient::request(HttpRequest request) {
+  auto result = exchange(std::move(request));
+  if (!result) return std::unexpected(result.error());
   const HttpResponse& res = *result;
-  if (res.status < 200 || res.status >= 300)
-    return std::unexpected(api_error(res.status, res.body));
   ApiReply reply{res.status, nullptr};
   if (!res.body.empty()) {
     reply.body = nlohmann::json::parse(res.body, nullptr, /*allow_exceptions=*/false);
@@ -176,6 +183,11 @@ Result<nlohmann::json> ApiClient::post(const std::string& path, const nlohmann::
                           .target = path,
                           .headers = {{"Content-Type", "application/json"}},
                           .body = body.dump()}));
+}
+
+Result<HttpResponse> ApiClient::get_text(const std::string& path, const QueryParams& params) {
+  return exchange(
+      {.method = "GET", .target = path_with_query(path, params), .headers = {}, .body = {}});
 }
 
 Result<nlohmann::json> ApiClient::del(const std::string& path) {

@@ -70,9 +70,14 @@ class ApiClient {
   Result<ApiReply> post_raw(const std::string& path, const std::string& body,
                             const std::string& content_type,
                             const std::vector<std::pair<std::string, std::string>>& headers);
+  // GETs `path` and returns a 2xx reply as it came (status, headers, body), for a body that is
+  // not JSON (a task's log); other replies are Errors as for get().
+  Result<HttpResponse> get_text(const std::string& path, const QueryParams& params = {});
 
  private:
   Result<ApiReply> request(HttpRequest request);
+  // Sends `request`; a reply with a 2xx status as it came, any other outcome as an Error.
+  Result<HttpResponse> exchange(HttpRequest request);
 
   std::string server_;
   std::string token_;

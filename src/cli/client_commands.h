@@ -6,6 +6,8 @@
 //   tidepool job ID                    one job: spec, transitions, placement
 //   tidepool cancel ID...              cancel jobs, like scancel
 //   tidepool why ID                    why a job waits (or where it runs)
+//   tidepool logs ID                   a task's output, as its agent shipped it (--follow)
+//   tidepool checkpoint                a job reports a checkpoint (from inside its tasks)
 //   tidepool nodes                     nodes and who holds their GPUs
 //   tidepool drain NODE / undrain NODE (admin) stop / resume placing jobs on a node
 //   tidepool queues                    pending and running jobs per team queue

@@ -1,14 +1,26 @@
-// tidepool submit, jobs, job, cancel, why.
+// tidepool submit, jobs, job, cancel, why, logs, checkpoint.
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <memory>
+#include <thread>
 
 #include "cli/client_commands.h"
+#include "cli/client_config.h"
 #include "cli/client_session.h"
 #include "cli/client_views.h"
+#include "server/api_bodies.h"
 #include "sim/yaml_reader.h"
 
 namespace tidepool {
@@ -191,6 +203,160 @@ Result<void> cancel_jobs(const CancelFlags& flags) {
   return {};
 }
 
+// --- logs ---
+
+struct LogsFlags {
+  ClientFlags client;
+  std::string id;
+  int task = 0;
+  bool follow = false;
+  std::int64_t tail = -1;  // -1: from the start
+};
+
+constexpr std::chrono::milliseconds kFollowInterval{500};
+
+// One GET of the log from `offset` (at most `limit` bytes when given): the bytes and the size of
+// the whole log now.
+Result<std::pair<std::string, std::int64_t>> read_log(ApiClient& client, const LogsFlags& flags,
+                                                      std::int64_t offset,
+                                                      std::optional<std::int64_t> limit) {
+  QueryParams params = {{"task", std::to_string(flags.task)}, {"offset", std::to_string(offset)}};
+  if (limit) params.emplace_back("limit", std::to_string(*limit));
+  auto reply = client.get_text(job_path(flags.id) + "/logs", params);
+  if (!reply) return std::unexpected(reply.error());
+  const std::string* size_text = reply->header("X-Tidepool-Log-Size");
+  std::int64_t size = 0;
+  if (size_text == nullptr ||
+      std::from_chars(size_text->data(), size_text->data() + size_text->size(), size).ec !=
+          std::errc()) {
+    return fail("", fmt::format("the server at {} sent the log without its size "
+                                "(X-Tidepool-Log-Size); are the client and the server the same "
+                                "version?",
+                                client.server()));
+  }
+  return std::pair{std::move(reply->body), size};
+}
+
+bool has_ended(const nlohmann::json& job) {
+  const auto state = job.at("state").get<std::string>();
+  return state == "succeeded" || state == "failed" || state == "cancelled";
+}
+
+Result<void> show_logs(const LogsFlags& flags) {
+  auto client = open_client(flags.client);
+  if (!client) return std::unexpected(client.error());
+  std::int64_t offset = 0;
+  if (flags.tail >= 0) {
+    auto size_only = read_log(*client, flags, 0, 0);
+    if (!size_only) return std::unexpected(size_only.error());
+    offset = std::max<std::int64_t>(0, size_only->second - flags.tail);
+  }
+  bool ended = false;
+  while (true) {
+    auto chunk = read_log(*client, flags, offset, std::nullopt);
+    if (!chunk) return std::unexpected(chunk.error());
+    const auto& [bytes, size] = *chunk;
+    if (!bytes.empty()) {
+      std::fwrite(bytes.data(), 1, bytes.size(), stdout);
+      std::fflush(stdout);
+      offset += static_cast<std::int64_t>(bytes.size());
+      if (offset < size) continue;  // more is stored than one reply carries
+    }
+    if (!flags.follow) return {};
+    if (bytes.empty()) {
+      // The agent may ship the last output after the job ended: stop at the first poll after
+      // the end that brings nothing.
+      if (ended) return {};
+      auto job = client->get(job_path(flags.id));
+      if (!job) return std::unexpected(job.error());
+      ended = has_ended(*job);
+    }
+    std::this_thread::sleep_for(kFollowInterval);
+  }
+}
+
+// --- checkpoint ---
+
+struct CheckpointFlags {
+  ClientFlags client;
+  std::string job;         // empty: $TIDEPOOL_JOB_ID
+  std::int64_t step = -1;  // -1: not given
+  std::string path;        // empty: not given
+  std::string note;
+};
+
+Result<std::int64_t> parse_job_id(const std::string& text, const std::string& field) {
+  std::int64_t id = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
+  if (ec != std::errc() || end != text.data() + text.size() || id <= 0) {
+    return fail(field, fmt::format("'{}' is not a job id", text));
+  }
+  return id;
+}
+
+// Appends `line` to the file at `path` in one write(), so that lines of concurrent writers (the
+// tasks of one job on a node) never interleave.
+Result<void> append_line(const std::string& path, const std::string& line) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return fail("TIDEPOOL_CHECKPOINT_REPORT",
+                fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
+  }
+  ssize_t written = 0;
+  do {
+    written = ::write(fd, line.data(), line.size());
+  } while (written < 0 && errno == EINTR);
+  const int write_error = errno;
+  const bool closed = ::close(fd) == 0;
+  if (written != static_cast<ssize_t>(line.size()) || !closed) {
+    return fail("TIDEPOOL_CHECKPOINT_REPORT",
+                fmt::format("cannot write the checkpoint report to '{}': {}", path,
+                            written < 0 ? std::strerror(write_error) : "short write"));
+  }
+  return {};
+}
+
+Result<void> report_checkpoint(const CheckpointFlags& flags) {
+  const EnvLookup env = process_environment();
+  std::string id_text = flags.job;
+  std::string id_field = "--job";
+  if (id_text.empty()) {
+    id_text = env("TIDEPOOL_JOB_ID").value_or("");
+    id_field = "TIDEPOOL_JOB_ID";
+  }
+  if (id_text.empty()) {
+    return fail("--job", "which job? give --job ID (inside a task, TIDEPOOL_JOB_ID says it)");
+  }
+  auto id = parse_job_id(id_text, id_field);
+  if (!id) return std::unexpected(id.error());
+  nlohmann::json body = nlohmann::json::object();
+  if (flags.step >= 0) body["step"] = flags.step;
+  if (!flags.path.empty()) body["path"] = flags.path;
+  if (!flags.note.empty()) body["note"] = flags.note;
+  // The server's own rules, so that a report the agent would forward is not refused there.
+  if (auto valid = checkpoint_report_from_json(body); !valid) {
+    const Error& e = valid.error();
+    return fail(e.field.empty() ? "" : "--" + e.field, e.reason);
+  }
+  if (auto report_file = env("TIDEPOOL_CHECKPOINT_REPORT")) {
+    nlohmann::ordered_json line = {{"job", *id}};
+    if (flags.step >= 0) line["step"] = flags.step;
+    if (!flags.path.empty()) line["path"] = flags.path;
+    if (!flags.note.empty()) line["note"] = flags.note;
+    line["at_ms"] = wall_clock_ms();
+    return append_line(*report_file, line.dump() + "\n");
+  }
+  auto client = open_client(flags.client);
+  if (!client) return std::unexpected(client.error());
+  auto job = client->post(job_path(std::to_string(*id)) + "/checkpoint", body);
+  if (!job) return std::unexpected(job.error());
+  std::string what;
+  if (flags.step >= 0) what += fmt::format(", step {}", flags.step);
+  if (!flags.path.empty()) what += ", " + flags.path;
+  fmt::print("Recorded a checkpoint of job {}{}\n", *id, what);
+  return {};
+}
+
 }  // namespace
 
 void add_job_commands(CLI::App& app, int* exit_code) {
@@ -280,6 +446,53 @@ void add_job_commands(CLI::App& app, int* exit_code) {
         connection_help());
     cmd->callback(
         [flags, exit_code] { run_client_command(exit_code, [&] { return why_job(*flags); }); });
+  }
+  {
+    auto flags = std::make_shared<LogsFlags>();
+    CLI::App* cmd = app.add_subcommand(
+        "logs", "Print a task's output (stdout and stderr, as its agent shipped it to the server)");
+    cmd->add_option("ID", flags->id, "Job id")->required();
+    cmd->add_option("--task", flags->task, "Task number, 0 to the job's tasks - 1")
+        ->check(CLI::Range(0, std::numeric_limits<int>::max()))
+        ->capture_default_str();
+    cmd->add_flag("-f,--follow", flags->follow,
+                  "Keep printing new output until the job has ended (Ctrl-C stops)");
+    cmd->add_option("--tail", flags->tail, "Start this many bytes before the end of the log")
+        ->check(CLI::Range(std::int64_t{0}, std::numeric_limits<std::int64_t>::max()));
+    add_client_flags(*cmd, flags->client, false);
+    cmd->footer(
+        "The output is printed as it was written, bytes as they are. It is kept on the server, so "
+        "it can be read while the job runs, after it ended and after its node is gone.\n\n"
+        "Examples:\n"
+        "  tidepool logs 42\n"
+        "  tidepool logs 42 --task 3 --follow\n"
+        "  tidepool logs 42 --tail 4096\n\n" +
+        connection_help());
+    cmd->callback(
+        [flags, exit_code] { run_client_command(exit_code, [&] { return show_logs(*flags); }); });
+  }
+  {
+    auto flags = std::make_shared<CheckpointFlags>();
+    CLI::App* cmd = app.add_subcommand(
+        "checkpoint", "Report that a job saved a checkpoint (run it from the job's tasks)");
+    cmd->add_option("--job", flags->job, "Job id (default: $TIDEPOOL_JOB_ID, set in every task)");
+    cmd->add_option("--step", flags->step, "Training step of the checkpoint (0 or more)")
+        ->check(CLI::Range(std::int64_t{0}, std::numeric_limits<std::int64_t>::max()));
+    cmd->add_option("--path", flags->path,
+                    "Where the checkpoint is; the job's next run gets it in TIDEPOOL_RESUME_FROM");
+    cmd->add_option("--note", flags->note, "A few words about it, e.g. \"epoch 3\"");
+    add_client_flags(*cmd, flags->client, false);
+    cmd->footer(
+        "Inside a task the agent sets TIDEPOOL_JOB_ID and TIDEPOOL_CHECKPOINT_REPORT: the report "
+        "is then appended to that file as one JSON line, nothing is printed, and the agent "
+        "forwards it to the server. Elsewhere it is sent to the server, with the token below.\n\n"
+        "Examples:\n"
+        "  tidepool checkpoint --step 1200 --path /ckpt/run-7/step-1200 --note \"epoch 3\"\n"
+        "  tidepool checkpoint --job 42 --step 1200 --path s3://ckpt/42/1200\n\n" +
+        connection_help());
+    cmd->callback([flags, exit_code] {
+      run_client_command(exit_code, [&] { return report_checkpoint(*flags); });
+    });
   }
 }
 

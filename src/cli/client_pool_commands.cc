@@ -86,18 +86,9 @@ Result<std::chrono::milliseconds> parse_interval(const std::string& text) {
                                           "1m (from 200ms to 1h)",
                                           text));
   };
-  std::int64_t ms = 0;
-  if (text.ends_with("ms")) {
-    const std::string digits = text.substr(0, text.size() - 2);
-    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), ms);
-    if (ec != std::errc() || end != digits.data() + digits.size()) return bad();
-  } else {
-    auto seconds = parse_duration(text);
-    if (!seconds) return bad();
-    ms = *seconds * 1000;
-  }
-  if (ms < 200 || ms > 3'600'000) return bad();
-  return std::chrono::milliseconds(ms);
+  auto ms = parse_duration_ms(text);
+  if (!ms || *ms < 200 || *ms > 3'600'000) return bad();
+  return std::chrono::milliseconds(*ms);
 }
 
 int terminal_width() {

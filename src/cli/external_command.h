@@ -3,6 +3,7 @@
 //
 //   tidepool server ...   ->  tidepool-server server ...
 //   tidepool sim ...      ->  tidepool-sim sim ...
+//   tidepool agent ...    ->  tidepool-agent agent ...
 //
 // One `tidepool submit` per job must start as fast as sbatch does, and the dynamic libraries of the
 // server and the simulator (SQLite, prometheus-cpp, spdlog, cpp-httplib with OpenSSL) cost more to
@@ -28,6 +29,8 @@ inline constexpr std::array kExternalCommands = {
     ExternalCommand{"server", "tidepool-server",
                     "Run the control plane: the REST API, the scheduling loop and the database"},
     ExternalCommand{"sim", "tidepool-sim", "Trace-driven simulation with the scheduler's own code"},
+    ExternalCommand{"agent", "tidepool-agent",
+                    "Run the node agent of a GPU node: runs the jobs the server places there"},
 };
 
 // The external command that `argv[1]` names, or nullptr.

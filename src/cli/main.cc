@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "cli/client_commands.h"
+#include "cli/demo_command.h"
 #include "cli/external_command.h"
 
 int main(int argc, char** argv) {
@@ -28,6 +29,7 @@ int main(int argc, char** argv) {
         ->prefix_command();
   }
   tidepool::add_client_commands(app, &exit_code);
+  tidepool::add_demo_command(app, &exit_code);
 
   CLI11_PARSE(app, argc, argv);
   return exit_code;

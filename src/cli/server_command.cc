@@ -53,6 +53,7 @@ Result<void> run_server(const ServerFlags& flags) {
   if (config->admin_token_file.empty()) {
     config->admin_token_file = config->database_path + ".admin-token";
   }
+  if (config->log_dir.empty()) config->log_dir = config->database_path + ".logs";
 
   ControlPlaneSetup setup;
   auto cluster = load_cluster_yaml(config->cluster_path);
@@ -64,6 +65,8 @@ Result<void> run_server(const ServerFlags& flags) {
   auto policy = scheduler_policy(config->policy);
   if (!policy) return fail("policy", policy.error().reason);
   setup.scheduler = std::move(*policy);
+  setup.heartbeat_timeout_ms = config->heartbeat_timeout_ms;
+  setup.idle_gpu.window_ms = config->idle_gpu_window_ms;
 
   auto store = open_sqlite_store(config->database_path);
   if (!store) return std::unexpected(store.error());
@@ -85,9 +88,15 @@ Result<void> run_server(const ServerFlags& flags) {
     spdlog::info("created the first admin token; it is in {}", config->admin_token_file);
   }
   HttpApi api(loop, metrics,
-              HttpOptions{config->host, config->port, config->tls_cert, config->tls_key,
-                          config->rate_per_second, config->rate_burst, std::size_t{1} << 20,
-                          config->http_threads});
+              HttpOptions{.host = config->host,
+                          .port = config->port,
+                          .tls_cert = config->tls_cert,
+                          .tls_key = config->tls_key,
+                          .rate_per_second = config->rate_per_second,
+                          .rate_burst = config->rate_burst,
+                          .max_body_bytes = std::size_t{1} << 20,
+                          .threads = config->http_threads,
+                          .log_dir = config->log_dir});
   auto port = api.bind();
   if (!port) {
     loop.stop();

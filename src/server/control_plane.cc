@@ -49,7 +49,7 @@ Reply error_reply(int status, std::string error, const Error& cause) {
 }
 
 ControlPlane::ControlPlane(ControlPlaneSetup setup, Scheduler scheduler)
-    : setup_(std::move(setup)), scheduler_(std::move(scheduler)) {
+    : setup_(std::move(setup)), scheduler_(std::move(scheduler)), telemetry_(setup_.idle_gpu) {
   for (const NodeSpec& spec : setup_.cluster.nodes) {
     node_ids_.emplace(spec.name, NodeId{static_cast<std::uint32_t>(nodes_.size())});
     NodeInfo info;
@@ -98,8 +98,11 @@ Result<std::unique_ptr<ControlPlane>> ControlPlane::create(ControlPlaneSetup set
     node.drained = value.value("drained", false);
     node.drain_reason = value.value("drain_reason", "");
     node.drained_ms = value.value("drained_ms", std::int64_t{0});
+    node.not_ready = value.value("not_ready", false);
+    node.not_ready_ms = value.value("not_ready_ms", std::int64_t{0});
     node.registered_ms = value.value("registered_ms", std::int64_t{0});
-    node.last_heartbeat_ms = value.value("last_heartbeat_ms", std::int64_t{0});
+    // A server that was down heard nothing: each agent gets a full timeout from now.
+    node.last_heartbeat_ms = std::max(value.value("last_heartbeat_ms", std::int64_t{0}), now_ms);
     if (auto reported = value.find("reported"); reported != value.end()) {
       if (auto r = node_registration_from_json(*reported)) node.reported = std::move(*r);
     }
@@ -126,7 +129,7 @@ Result<std::unique_ptr<ControlPlane>> ControlPlane::create(ControlPlaneSetup set
     }
   }
   for (std::size_t n = 0; n < plane->nodes_.size(); ++n) {
-    if (plane->nodes_[n].drained) {
+    if (!plane->nodes_[n].schedulable()) {
       (void)plane->scheduler_.set_node_schedulable(NodeId{static_cast<std::uint32_t>(n)}, false);
     }
   }
@@ -162,7 +165,7 @@ Result<Scheduler> ControlPlane::rebuild_scheduler(const TenantsSpec& tenants,
     }
   }
   for (std::size_t n = 0; n < nodes_.size(); ++n) {
-    if (nodes_[n].drained) {
+    if (!nodes_[n].schedulable()) {
       (void)scheduler->set_node_schedulable(NodeId{static_cast<std::uint32_t>(n)}, false);
     }
   }
@@ -293,7 +296,8 @@ bool ControlPlane::may_see(const Principal& who, const ServerJob& job) const {
     case Role::kUser:
       return job.spec.tenant == who.tenant;
     case Role::kAgent:
-      return std::ranges::any_of(job.placement,
+      return std::ranges::binary_search(job.ran_on, who.node) ||
+             std::ranges::any_of(job.placement,
                                  [&](const TaskPlace& p) { return p.node == who.node; });
   }
   return false;
@@ -404,17 +408,37 @@ Reply ControlPlane::report_status(const Principal& who, std::int64_t id,
   auto [found, refused] = running_job(who, id);
   if (found == nullptr) return refused;
   ServerJob& job = *found;
+  if (report.run && *report.run != job.starts) {
+    return conflict("run", fmt::format("job {} is in run {}; this report is about run {}", id,
+                                       job.starts, *report.run));
+  }
   if (report.state == "running") return Reply{200, server_job_to_json(job)};
   auto state = parse_job_state(report.state);
   if (!state || (*state != JobState::kSucceeded && *state != JobState::kFailed)) {
     return error_reply(400, "invalid request",
                        Error{"state", "a job reports running, succeeded or failed"});
   }
+  if (report.task && *report.task >= job.spec.tasks) {
+    return error_reply(
+        400, "invalid request",
+        Error{"task", fmt::format("job {} has {} task(s), numbered from 0", id, job.spec.tasks)});
+  }
+  if (report.task && *state == JobState::kSucceeded) {
+    auto at = std::ranges::lower_bound(job.tasks_done, *report.task);
+    if (at == job.tasks_done.end() || *at != *report.task) job.tasks_done.insert(at, *report.task);
+    if (std::cmp_less(job.tasks_done.size(), job.spec.tasks)) {
+      batch.jobs.push_back(to_record(job));
+      return Reply{200, server_job_to_json(job)};
+    }
+  }
   job.exit_code = report.exit_code;
   std::string reason = report.message;
   if (reason.empty()) {
     reason = report.exit_code ? fmt::format("exited with code {}", *report.exit_code)
                               : std::string(report.state);
+    if (report.task && job.spec.tasks > 1 && *state == JobState::kFailed) {
+      reason = fmt::format("task {} {}", *report.task, reason);
+    }
   }
   end_job(job, *state, std::move(reason), now_ms, batch);
   return Reply{200, server_job_to_json(job)};
@@ -423,16 +447,23 @@ Reply ControlPlane::report_status(const Principal& who, std::int64_t id,
 Reply ControlPlane::report_checkpoint(const Principal& who, std::int64_t id,
                                       const CheckpointReport& report, std::int64_t now_ms,
                                       Batch& batch) {
-  auto [found, refused] = running_job(who, id);
-  if (found == nullptr) return refused;
-  ServerJob& job = *found;
+  // A job being stopped checkpoints after the server took it off its nodes: any job that has not
+  // ended may report one.
+  auto [found, missing] = visible_job(who, id);
+  if (found == nullptr) return missing;
+  ServerJob& job = jobs_.at(id);
+  if (is_final(job.state)) {
+    return conflict("id", fmt::format("job {} already ended: {}", id, job_state_name(job.state)));
+  }
   job.last_checkpoint_ms = now_ms;
   if (report.step) job.checkpoint_step = report.step;
+  if (!report.path.empty()) job.checkpoint_path = report.path;
   batch.jobs.push_back(to_record(job));
   emit(batch, now_ms, "job.checkpointed",
        {{"job", job.id},
         {"tenant", job.spec.tenant},
         {"step", report.step.value_or(-1)},
+        {"path", report.path},
         {"note", report.note}});
   return Reply{200, server_job_to_json(job)};
 }
@@ -548,6 +579,7 @@ void ControlPlane::schedule(std::int64_t now_ms, Batch& batch) {
                         format_duration(*job.spec.max_runtime)),
             now_ms, batch);
   }
+  check_liveness(now_ms, batch);
   dirty_ = false;
   PassResult pass = scheduler_.pass(to_seconds(now_ms));
   for (const PreemptedJob& p : pass.preempted) {
@@ -555,7 +587,7 @@ void ControlPlane::schedule(std::int64_t now_ms, Batch& batch) {
     std::string reason = fmt::format("preempted ({})", preemption_cause_name(p.cause));
     if (p.beneficiary) reason += fmt::format(" for job {}", p.beneficiary->value);
     job.move_to(JobState::kPreempted, now_ms, reason);
-    job.placement.clear();
+    stop_run(job, "preemption", now_ms);
     ++job.preemptions;
     record_job(batch, job, now_ms, "job.preempted");
     job.move_to(JobState::kPending, now_ms, "requeued after preemption");
@@ -564,6 +596,11 @@ void ControlPlane::schedule(std::int64_t now_ms, Batch& batch) {
     ServerJob& job = jobs_.at(s.job.value);
     job.placement = to_places(s.assignments);
     job.started_ms = now_ms;
+    job.tasks_done.clear();
+    for (const TaskPlace& p : job.placement) {
+      auto at = std::ranges::lower_bound(job.ran_on, p.node);
+      if (at == job.ran_on.end() || *at != p.node) job.ran_on.insert(at, p.node);
+    }
     ++job.starts;
     std::string how = s.admission == StartAdmission::kBorrowing ? "borrowing idle capacity"
                       : s.admission == StartAdmission::kWindow  ? "in its class's window"
@@ -589,6 +626,11 @@ std::optional<std::int64_t> ControlPlane::next_wakeup_ms(std::int64_t now_ms) co
       const std::int64_t end = job.started_ms + *job.spec.max_runtime * 1000;
       if (!next || end < *next) next = end;
     }
+  }
+  for (const NodeInfo& node : nodes_) {
+    if (node.registered_ms == 0 || node.not_ready) continue;
+    const std::int64_t silent_at = node.last_heartbeat_ms + setup_.heartbeat_timeout_ms + 1;
+    if (!next || silent_at < *next) next = silent_at;
   }
   return next;
 }

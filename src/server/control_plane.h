@@ -26,6 +26,7 @@
 #include "core/tenants.h"
 #include "server/api_bodies.h"
 #include "server/auth.h"
+#include "server/gpu_telemetry.h"
 #include "server/job_spec.h"
 #include "server/server_job.h"
 #include "sim/cluster_file.h"
@@ -46,6 +47,10 @@ struct ControlPlaneSetup {
   ClusterSpec cluster;
   TenantsSpec tenants;  // with its model ids interned into cluster.models
   SchedulerConfig scheduler;
+  // A node whose agent registered and then sent nothing for this long is NotReady: cordoned, and
+  // its running jobs requeued (resuming from their last checkpoint).
+  std::int64_t heartbeat_timeout_ms = 30'000;
+  IdleGpuRule idle_gpu;  // when an allocated GPU's low use raises an alert
 };
 
 struct JobFilter {
@@ -89,8 +94,14 @@ class ControlPlane {
                     const std::string& reason, std::int64_t now_ms, Batch& batch);
   Reply register_node(const Principal& who, const std::string& node,
                       const NodeRegistration& registration, std::int64_t now_ms, Batch& batch);
+  // The reply carries what the node should run: {"node", "jobs": [ids], "assignments": [...],
+  // "heartbeat_timeout_ms"}, each assignment as assignment_json says.
   Reply heartbeat(const Principal& who, const std::string& node, const NodeHeartbeat& heartbeat,
                   std::int64_t now_ms, Batch& batch);
+  // Whether `who` may read (write false) or append to (write true) job `id`'s task logs: 200 with
+  // {"job", "tasks"} or the refusal. Reading: whoever sees the job; writing: an admin, or the
+  // agent of a node the job runs or ran on.
+  [[nodiscard]] Reply log_access(const Principal& who, std::int64_t id, bool write) const;
 
   // --- tenants, queues, tokens ---
   [[nodiscard]] Reply list_tenants(const Principal& who) const;
@@ -121,8 +132,13 @@ class ControlPlane {
     std::int64_t gpu_milli_allocated = 0;
     std::int64_t nodes_total = 0;
     std::int64_t nodes_drained = 0;
-    std::map<std::string, std::int64_t> tenant_gpu_milli;  // in use, by tenant
+    std::int64_t nodes_not_ready = 0;                           // and not drained
+    std::int64_t node_failures = 0;                             // since the server started
+    std::map<std::string, std::int64_t> requeued_by_cause;      // "preemption", "node_failure"
+    std::map<std::string, std::int64_t> lost_work_ms_by_cause;  // run time not checkpointed
+    std::map<std::string, std::int64_t> tenant_gpu_milli;       // in use, by tenant
     std::int64_t last_event_seq = 0;
+    std::string gpu_metrics;  // Prometheus text of the GPUs' figures (gpu_telemetry.h)
   };
   [[nodiscard]] Figures figures() const;
   [[nodiscard]] std::int64_t last_event_seq() const { return last_event_seq_; }
@@ -133,9 +149,13 @@ class ControlPlane {
     bool drained = false;
     std::string drain_reason;
     std::int64_t drained_ms = 0;
-    std::int64_t registered_ms = 0;
+    bool not_ready = false;  // its agent missed heartbeats
+    std::int64_t not_ready_ms = 0;
+    std::int64_t registered_ms = 0;  // 0: no agent ever registered it (a declared node)
     std::int64_t last_heartbeat_ms = 0;
     NodeRegistration reported;
+
+    [[nodiscard]] bool schedulable() const { return !drained && !not_ready; }
   };
 
   ControlPlane(ControlPlaneSetup setup, Scheduler scheduler);
@@ -163,6 +183,17 @@ class ControlPlane {
   // Ends a running job (its resources return) or takes back a pending one, in the final state.
   void end_job(ServerJob& job, JobState state, std::string reason, std::int64_t now_ms,
                Batch& batch);
+  // Books the end of a running job's run that did not finish it (preempted, or its node failed):
+  // the work since its last checkpoint is lost; the nodes join ran_on.
+  void stop_run(ServerJob& job, const std::string& cause, std::int64_t now_ms);
+  // A NotReady node heard from again: schedulable unless drained.
+  void mark_ready(NodeId id, std::int64_t now_ms, Batch& batch);
+  // Marks NotReady the nodes whose agents fell silent, and requeues their running jobs.
+  void check_liveness(std::int64_t now_ms, Batch& batch);
+  // Takes a running job off its nodes and queues it again (its node failed).
+  void requeue(ServerJob& job, const std::string& reason, std::int64_t now_ms, Batch& batch);
+  // What a node's agent needs to run its part of a running job (see heartbeat).
+  [[nodiscard]] nlohmann::json assignment_json(const ServerJob& job, const std::string& node) const;
   static Result<TenantsSpec> apply_overrides(TenantsSpec base,
                                              const std::map<std::string, TenantUpdate>& overrides,
                                              GpuModelCatalog& models);
@@ -187,6 +218,10 @@ class ControlPlane {
   std::int64_t next_job_id_ = 1;
   std::int64_t last_event_seq_ = 0;
   bool dirty_ = true;
+  GpuTelemetry telemetry_;
+  std::int64_t node_failures_ = 0;
+  std::map<std::string, std::int64_t> requeued_by_cause_;
+  std::map<std::string, std::int64_t> lost_work_ms_by_cause_;
 };
 
 }  // namespace tidepool

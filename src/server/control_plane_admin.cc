@@ -108,7 +108,7 @@ nlohmann::json ControlPlane::node_json(NodeId id,
                     {"gpus", gpus},
                     {"gpu_milli", job.spec.gpu_milli}});
   }
-  const std::string state = info.drained ? "drained" : "ready";
+  const std::string state = info.drained ? "drained" : info.not_ready ? "not_ready" : "ready";
   nlohmann::json out = {
       {"name", spec.name},
       {"state", state},
@@ -127,6 +127,8 @@ nlohmann::json ControlPlane::node_json(NodeId id,
     out["drain_reason"] = info.drain_reason;
     out["drained_ms"] = info.drained_ms;
   }
+  if (info.not_ready) out["not_ready_ms"] = info.not_ready_ms;
+  if (info.registered_ms != 0) out["agent"] = node_registration_to_json(info.reported);
   return out;
 }
 
@@ -141,19 +143,16 @@ Reply ControlPlane::list_nodes(const Principal& who) const {
 }
 
 void ControlPlane::record_node(Batch& batch, const NodeInfo& node) {
-  nlohmann::json reported = {{"gpu_model", node.reported.gpu_model},
-                             {"agent_version", node.reported.agent_version}};
-  if (node.reported.gpus) reported["gpus"] = *node.reported.gpus;
-  if (node.reported.cpu_milli) reported["cpu_milli"] = *node.reported.cpu_milli;
-  if (node.reported.memory_mib) reported["memory_mib"] = *node.reported.memory_mib;
   batch.nodes.push_back(KeyedRecord{node.name,
                                     nlohmann::json{
                                         {"drained", node.drained},
                                         {"drain_reason", node.drain_reason},
                                         {"drained_ms", node.drained_ms},
+                                        {"not_ready", node.not_ready},
+                                        {"not_ready_ms", node.not_ready_ms},
                                         {"registered_ms", node.registered_ms},
                                         {"last_heartbeat_ms", node.last_heartbeat_ms},
-                                        {"reported", std::move(reported)},
+                                        {"reported", node_registration_to_json(node.reported)},
                                     }
                                         .dump()});
 }
@@ -167,7 +166,7 @@ Reply ControlPlane::set_drained(const Principal& who, const std::string& node, b
   }
   NodeInfo& info = nodes_[it->second.value];
   if (info.drained != drained) {
-    (void)scheduler_.set_node_schedulable(it->second, !drained);
+    (void)scheduler_.set_node_schedulable(it->second, !drained && !info.not_ready);
     info.drained = drained;
     info.drain_reason = drained ? (reason.empty() ? "drained by an admin" : reason) : "";
     info.drained_ms = drained ? now_ms : 0;
@@ -177,62 +176,6 @@ Reply ControlPlane::set_drained(const Principal& who, const std::string& node, b
          {{"node", node}, {"reason", info.drain_reason}});
   }
   return Reply{200, node_json(it->second, running_by_node()[it->second.value])};
-}
-
-Reply ControlPlane::register_node(const Principal& who, const std::string& node,
-                                  const NodeRegistration& registration, std::int64_t now_ms,
-                                  Batch& batch) {
-  if (who.role == Role::kUser || (who.role == Role::kAgent && who.node != node)) {
-    return error_reply(
-        403, "forbidden",
-        Error{"node", fmt::format("only node '{}''s agent or an admin may register it", node)});
-  }
-  auto it = node_ids_.find(node);
-  if (it == node_ids_.end()) {
-    return error_reply(404, "not found",
-                       Error{"node", fmt::format("no node '{}' in the cluster file", node)});
-  }
-  const NodeSpec& spec = setup_.cluster.nodes[it->second.value];
-  if (registration.gpus && *registration.gpus != spec.gpu_count) {
-    return error_reply(409, "conflict",
-                       Error{"gpus", fmt::format("the agent found {} GPUs, the cluster file "
-                                                 "declares {}",
-                                                 *registration.gpus, spec.gpu_count)});
-  }
-  NodeInfo& info = nodes_[it->second.value];
-  info.reported = registration;
-  info.registered_ms = now_ms;
-  info.last_heartbeat_ms = now_ms;
-  record_node(batch, info);
-  emit(batch, now_ms, "node.registered", {{"node", node}});
-  return Reply{200, node_json(it->second, running_by_node()[it->second.value])};
-}
-
-Reply ControlPlane::heartbeat(const Principal& who, const std::string& node,
-                              const NodeHeartbeat& /*heartbeat*/, std::int64_t now_ms,
-                              Batch& batch) {
-  if (who.role == Role::kUser || (who.role == Role::kAgent && who.node != node)) {
-    return error_reply(403, "forbidden",
-                       Error{"node", fmt::format("only node '{}''s agent or an admin may send its "
-                                                 "heartbeat",
-                                                 node)});
-  }
-  auto it = node_ids_.find(node);
-  if (it == node_ids_.end()) {
-    return error_reply(404, "not found", Error{"node", fmt::format("no node '{}'", node)});
-  }
-  NodeInfo& info = nodes_[it->second.value];
-  info.last_heartbeat_ms = now_ms;
-  record_node(batch, info);
-  nlohmann::json jobs = nlohmann::json::array();
-  for (std::int64_t id : live_) {
-    const ServerJob& job = jobs_.at(id);
-    if (job.state == JobState::kRunning &&
-        std::ranges::any_of(job.placement, [&](const TaskPlace& p) { return p.node == node; })) {
-      jobs.push_back(id);
-    }
-  }
-  return Reply{200, {{"node", node}, {"jobs", std::move(jobs)}}};
 }
 
 // --- tenants and queues ---
@@ -426,12 +369,18 @@ ControlPlane::Figures ControlPlane::figures() const {
   f.gpu_milli_allocated = pool.allocated_milli_gpu();
   f.nodes_total = static_cast<std::int64_t>(nodes_.size());
   f.nodes_drained = std::ranges::count_if(nodes_, &NodeInfo::drained);
+  f.nodes_not_ready =
+      std::ranges::count_if(nodes_, [](const NodeInfo& n) { return n.not_ready && !n.drained; });
+  f.node_failures = node_failures_;
+  f.requeued_by_cause = requeued_by_cause_;
+  f.lost_work_ms_by_cause = lost_work_ms_by_cause_;
   const TenantBook& book = scheduler_.book();
   for (int t = 0; t < book.tenant_count(); ++t) {
     const TenantId id{static_cast<std::uint32_t>(t)};
     f.tenant_gpu_milli[book.tenant_name(id)] = scheduler_.usage_milli(id);
   }
   f.last_event_seq = last_event_seq_;
+  telemetry_.write_metrics(f.gpu_metrics);
   return f;
 }
 

@@ -218,7 +218,9 @@ TEST_F(ControlPlaneTest, RestartKeepsRunningJobsWhereTheyRunAndPendingJobsQueued
   // Ending a running job lets a waiting one start.
   Reply done = run(
       [&](ControlPlane& p, std::int64_t now, Batch& b) {
-        return p.report_status(kAdmin, ids[0], JobStatusReport{"succeeded", 0, ""}, now, b);
+        return p.report_status(kAdmin, ids[0],
+                               JobStatusReport{"succeeded", 0, "", std::nullopt, std::nullopt}, now,
+                               b);
       },
       2'100'000);
   EXPECT_EQ(done.status, 200);

@@ -2,9 +2,13 @@
 
 #include <fmt/format.h>
 #include <httplib.h>
+#include <spdlog/spdlog.h>
 
 #include <charconv>
 #include <chrono>
+#include <limits>
+#include <optional>
+#include <string_view>
 #include <utility>
 
 #include "server/api_bodies.h"
@@ -16,6 +20,12 @@ namespace {
 using httplib::Request;
 using httplib::Response;
 using Handler = std::function<Reply(const Principal&, const Request&)>;
+// A handler that writes the response itself (one that is not JSON).
+using RawHandler = std::function<void(const Principal&, const Request&, Response&)>;
+
+// GET /v1/jobs/{id}/logs: bytes per reply by default, and at most.
+constexpr std::int64_t kDefaultLogReadBytes = std::int64_t{1} << 20;
+constexpr std::int64_t kMaxLogReadBytes = std::int64_t{8} << 20;
 
 std::int64_t wall_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -70,6 +80,45 @@ void write(Response& res, const Reply& reply) {
   res.set_content(reply.body.dump(), "application/json");
 }
 
+// The query parameter `name` as a whole number in min..max (`expected` says so in words);
+// `fallback` when the request has none, an Error when there is no fallback.
+Result<std::int64_t> query_integer(const Request& req, const std::string& name,
+                                   std::optional<std::int64_t> fallback, std::int64_t min,
+                                   std::int64_t max, std::string_view expected) {
+  if (!req.has_param(name)) {
+    if (fallback) return *fallback;
+    return fail(name, fmt::format("missing: add ?{}=N, {}", name, expected));
+  }
+  const std::string text = req.get_param_value(name);
+  std::int64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value < min || value > max) {
+    return fail(name, fmt::format("'{}' is not {}", text, expected));
+  }
+  return value;
+}
+
+// `task` if job `id` has it; `access` is log_access's reply, with the job's task count.
+Result<int> log_task(std::int64_t id, std::int64_t task, const Reply& access) {
+  const auto tasks = access.body.at("tasks").get<std::int64_t>();
+  if (task < tasks) return static_cast<int>(task);
+  return fail("task", tasks == 1 ? fmt::format("job {} has 1 task, task 0", id)
+                                 : fmt::format("job {} has {} tasks, 0..{}", id, tasks, tasks - 1));
+}
+
+// The reply to a refused append (JobLogs::append's Error).
+Reply log_refusal(const Error& error, std::int64_t size_now) {
+  if (error.field == "offset") {
+    Reply reply = error_reply(409, "conflict", error);
+    reply.body["size"] = size_now;
+    return reply;
+  }
+  if (error.field == "bytes") return error_reply(413, "payload too large", error);
+  spdlog::error("task log: {}", error.message());
+  return error_reply(500, "internal error",
+                     Error{"logs", "the server cannot store the task's log; see the server log"});
+}
+
 std::string status_words(int status) {
   switch (status) {
     case 404:
@@ -98,6 +147,9 @@ Result<int> HttpApi::bind() {
     return fail(options_.tls_cert.empty() ? "--tls-cert" : "--tls-key",
                 "TLS needs both a certificate and its key");
   }
+  auto logs = JobLogs::open(options_.log_dir);
+  if (!logs) return std::unexpected(logs.error());
+  logs_ = std::move(*logs);
   if (!options_.tls_cert.empty()) {
     auto tls =
         std::make_unique<httplib::SSLServer>(options_.tls_cert.c_str(), options_.tls_key.c_str());
@@ -146,7 +198,7 @@ void HttpApi::routes() {
   httplib::Server& s = *server_;
 
   // Authenticates, rate-limits and runs `handler`; counts the request.
-  auto guarded = [this](std::string route, Handler handler) {
+  auto guarded_raw = [this](std::string route, RawHandler handler) {
     return [this, route = std::move(route), handler = std::move(handler)](const Request& req,
                                                                           Response& res) {
       const auto start = std::chrono::steady_clock::now();
@@ -170,12 +222,17 @@ void HttpApi::routes() {
                                                  "after a second",
                                                  who->token_id, options_.rate_per_second)}));
       } else {
-        write(res, handler(*who, req));
+        handler(*who, req, res);
       }
       metrics_.count_request(
           req.method, route, res.status,
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     };
+  };
+  auto guarded = [guarded_raw](std::string route, Handler handler) {
+    return guarded_raw(std::move(route), [handler = std::move(handler)](
+                                             const Principal& who, const Request& req,
+                                             Response& res) { write(res, handler(who, req)); });
   };
   // Runs a command that changes or reads the control plane on the loop.
   auto on_loop = [this](auto command) { return loop_.call(std::move(command)); };
@@ -270,6 +327,72 @@ void HttpApi::routes() {
                  return p.report_status(who, id, report, now, b);
                });
          }));
+
+  // Task logs: access is checked on the loop, the files are read and written here.
+  s.Post(R"(/v1/jobs/([^/]+)/logs)",
+         guarded("/v1/jobs/{id}/logs", [this, on_loop](const Principal& who, const Request& req) {
+           auto id = path_id(req);
+           if (!id) return no_such_job(req);
+           auto task = query_integer(req, "task", 0, 0, std::numeric_limits<int>::max(),
+                                     "a task number (0 or more)");
+           if (!task) return bad_request("invalid request", task.error());
+           auto offset = query_integer(req, "offset", std::nullopt, 0,
+                                       std::numeric_limits<std::int64_t>::max(),
+                                       "the byte offset in the log where the body starts");
+           if (!offset) return bad_request("invalid request", offset.error());
+           // httplib takes a multipart body apart: its bytes are not req.body.
+           if (req.is_multipart_form_data()) {
+             return error_reply(415, "unsupported media type",
+                                Error{"Content-Type",
+                                      "send the bytes as the body itself, e.g. "
+                                      "application/octet-stream"});
+           }
+           Reply access = on_loop([who, id = *id](ControlPlane& p, std::int64_t, Batch&) {
+             return p.log_access(who, id, true);
+           });
+           if (access.status != 200) return access;
+           auto in_job = log_task(*id, *task, access);
+           if (!in_job) return bad_request("invalid request", in_job.error());
+           auto size = logs_->append(*id, *in_job, *offset, req.body);
+           if (!size) {
+             auto now = logs_->read(*id, *in_job, 0, 0);
+             return log_refusal(size.error(), now ? now->size : 0);
+           }
+           return Reply{200, {{"job", *id}, {"task", *in_job}, {"size", *size}}};
+         }));
+  s.Get(R"(/v1/jobs/([^/]+)/logs)",
+        guarded_raw("/v1/jobs/{id}/logs", [this, on_loop](const Principal& who, const Request& req,
+                                                          Response& res) {
+          auto id = path_id(req);
+          if (!id) return write(res, no_such_job(req));
+          auto task = query_integer(req, "task", 0, 0, std::numeric_limits<int>::max(),
+                                    "a task number (0 or more)");
+          if (!task) return write(res, bad_request("invalid request", task.error()));
+          auto offset = query_integer(req, "offset", 0, 0, std::numeric_limits<std::int64_t>::max(),
+                                      "a byte offset (0 or more)");
+          if (!offset) return write(res, bad_request("invalid request", offset.error()));
+          auto limit = query_integer(req, "limit", kDefaultLogReadBytes, 0, kMaxLogReadBytes,
+                                     fmt::format("a byte count, 0..{}", kMaxLogReadBytes));
+          if (!limit) return write(res, bad_request("invalid request", limit.error()));
+          Reply access = on_loop([who, id = *id](ControlPlane& p, std::int64_t, Batch&) {
+            return p.log_access(who, id, false);
+          });
+          if (access.status != 200) return write(res, access);
+          auto in_job = log_task(*id, *task, access);
+          if (!in_job) return write(res, bad_request("invalid request", in_job.error()));
+          auto chunk = logs_->read(*id, *in_job, *offset, *limit);
+          if (!chunk) {
+            spdlog::error("task log: {}", chunk.error().message());
+            return write(res, error_reply(500, "internal error",
+                                          Error{"logs",
+                                                "the server cannot read the task's log; "
+                                                "see the server log"}));
+          }
+          res.status = 200;
+          res.set_header("X-Tidepool-Log-Size", std::to_string(chunk->size));
+          res.set_header("Content-Type", "text/plain; charset=utf-8");
+          res.body = std::move(chunk->bytes);
+        }));
 
   // --- nodes ---
   s.Get(

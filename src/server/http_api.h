@@ -10,6 +10,8 @@
 //   GET    /v1/jobs/{id}/why           why it waits (or where it runs)
 //   POST   /v1/jobs/{id}/checkpoint    the job saved a checkpoint
 //   POST   /v1/jobs/{id}/status        its agent reports it running, succeeded or failed
+//   POST   /v1/jobs/{id}/logs          (agent) ?task=N&offset=O, body: the task's output bytes
+//   GET    /v1/jobs/{id}/logs          ?task=N&offset=O&limit=L: the bytes, as text/plain
 //   GET    /v1/nodes                   nodes, with who holds their GPUs
 //   POST   /v1/nodes/{name}/drain      (admin) no new jobs there; /undrain
 //   POST   /v1/nodes/{name}/register   (agent) the node's agent is up; /heartbeat
@@ -25,6 +27,7 @@
 
 #include "core/error.h"
 #include "server/control_loop.h"
+#include "server/job_logs.h"
 #include "server/rate_limiter.h"
 #include "server/server_metrics.h"
 
@@ -43,6 +46,7 @@ struct HttpOptions {
   double rate_burst = 2000;
   std::size_t max_body_bytes = 1 << 20;
   int threads = 64;
+  std::string log_dir;  // the tasks' logs (job_logs.h), created by bind() if missing
 };
 
 class HttpApi {
@@ -52,7 +56,7 @@ class HttpApi {
   HttpApi(const HttpApi&) = delete;
   HttpApi& operator=(const HttpApi&) = delete;
 
-  // Binds the listening socket; returns the port (useful with port 0).
+  // Opens the log folder and binds the listening socket; returns the port (useful with port 0).
   Result<int> bind();
   // Serves until stop(); returns when the server has stopped.
   void serve();
@@ -65,6 +69,7 @@ class HttpApi {
   ServerMetrics& metrics_;
   HttpOptions options_;
   RateLimiter limiter_;
+  std::unique_ptr<JobLogs> logs_;
   std::unique_ptr<httplib::Server> server_;
 };
 

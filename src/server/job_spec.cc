@@ -401,6 +401,17 @@ Result<TopologyRequirement> read_topology(const Json& value, const std::string& 
   return topology;
 }
 
+// An absolute path, where the job's tasks start.
+Result<std::string> read_working_dir(const Json& value, const std::string& path) {
+  auto text = body_fields::read_text(value, path, body_fields::kMaxTextBytes);
+  if (!text) return std::unexpected(text.error());
+  if (!text->starts_with('/')) {
+    return fail(path,
+                fmt::format("{} is not an absolute path (one starting with /)", quote(*text)));
+  }
+  return text;
+}
+
 Result<std::vector<std::string>> read_command(const Json& value, const std::string& path) {
   if (auto list = body_fields::check_list(value, path, kMaxCommandWords, "command words"); !list) {
     return std::unexpected(list.error());
@@ -467,7 +478,8 @@ bool operator==(const JobSpec& a, const JobSpec& b) {
     return std::tie(s.name, s.tenant, s.queue, s.job_class, s.priority, s.tasks, s.gpus_per_task,
                     s.gpu_milli, s.gpu_models, s.cpu_milli_per_task, s.memory_mib_per_task,
                     s.topology.level, s.topology.strength, s.runtime_estimate, s.max_runtime,
-                    s.preemptible, s.checkpoint_interval, s.command, s.env, s.labels);
+                    s.preemptible, s.checkpoint_interval, s.command, s.working_dir, s.env,
+                    s.labels);
   };
   return fields(a) == fields(b);
 }
@@ -496,12 +508,28 @@ Result<nlohmann::json> parse_body(std::string_view body, BodyFormat format) {
 }
 
 Result<JobSpec> job_spec_from_json(const nlohmann::json& value) {
-  if (auto keys = body_fields::check_keys(
-          value, "", "a map of the job's fields",
-          {"name", "tenant", "queue", "class", "priority", "tasks", "gpus_per_task", "gpu_milli",
-           "gpu_model", "cpu_milli_per_task", "memory_mib_per_task", "topology", "runtime_estimate",
-           "max_runtime", "preemptible", "checkpoint_interval", "command", "env", "labels"},
-          false);
+  if (auto keys = body_fields::check_keys(value, "", "a map of the job's fields",
+                                          {"name",
+                                           "tenant",
+                                           "queue",
+                                           "class",
+                                           "priority",
+                                           "tasks",
+                                           "gpus_per_task",
+                                           "gpu_milli",
+                                           "gpu_model",
+                                           "cpu_milli_per_task",
+                                           "memory_mib_per_task",
+                                           "topology",
+                                           "runtime_estimate",
+                                           "max_runtime",
+                                           "preemptible",
+                                           "checkpoint_interval",
+                                           "command",
+                                           "working_dir",
+                                           "env",
+                                           "labels"},
+                                          false);
       !keys) {
     return std::unexpected(keys.error());
   }
@@ -534,6 +562,7 @@ Result<JobSpec> job_spec_from_json(const nlohmann::json& value) {
           read_optional(value, "", "preemptible", spec.preemptible, body_fields::read_bool),
           read_optional(value, "", "checkpoint_interval", spec.checkpoint_interval, read_duration),
           read_optional(value, "", "command", spec.command, read_command),
+          read_optional(value, "", "working_dir", spec.working_dir, read_working_dir),
           read_optional(value, "", "env", spec.env, read_env),
           read_optional(value, "", "labels", spec.labels, read_labels),
       });
@@ -584,9 +613,27 @@ nlohmann::json job_spec_to_json(const JobSpec& spec) {
       {"preemptible", spec.preemptible},
       {"checkpoint_interval", duration(spec.checkpoint_interval)},
       {"command", spec.command},
+      {"working_dir", spec.working_dir.empty() ? Json(nullptr) : Json(spec.working_dir)},
       {"env", spec.env},
       {"labels", spec.labels},
   };
+}
+
+Result<std::int64_t> parse_duration_ms(std::string_view text) {
+  if (text.ends_with("ms")) {
+    const std::string_view digits = text.substr(0, text.size() - 2);
+    std::int64_t ms = 0;
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), ms);
+    if (ec == std::errc() && end == digits.data() + digits.size() && !digits.empty() &&
+        ms <= kMaxDuration * 1000) {
+      return ms;
+    }
+    return fail("",
+                fmt::format("{} is not a duration; use e.g. 500ms, 2s, 30m or 1h30m", quote(text)));
+  }
+  auto seconds = parse_duration(text);
+  if (!seconds) return std::unexpected(seconds.error());
+  return *seconds * 1000;
 }
 
 Result<Seconds> parse_duration(std::string_view text) {

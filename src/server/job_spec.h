@@ -25,6 +25,8 @@
 //   preemptible: true          # default true
 //   checkpoint_interval: 30m   # optional; absent: the job does not checkpoint
 //   command: [python, train.py]  # list of strings (default empty)
+//   working_dir: /data/resnet  # absolute path where the tasks start (default: each task's own
+//                              #   folder on its node)
 //   env: {EPOCHS: "90"}        # map string -> string (keys: [A-Za-z_][A-Za-z0-9_]*)
 //   labels: {team: ranking}    # map string -> string (keys: names, as for name)
 //
@@ -86,6 +88,7 @@ struct JobSpec {
   bool preemptible = true;
   std::optional<Seconds> checkpoint_interval;
   std::vector<std::string> command;
+  std::string working_dir;  // empty: the agent's folder for the task
   std::map<std::string, std::string> env;
   std::map<std::string, std::string> labels;
 
@@ -117,6 +120,9 @@ nlohmann::json job_spec_to_json(const JobSpec& spec);
 // "90s", "30m", "6h", "2d", "1h30m", "1d2h3m4s", or a bare non-negative integer of seconds; at
 // most 10 years. Fails with a reason naming the accepted forms.
 Result<Seconds> parse_duration(std::string_view text);
+// A duration in milliseconds: "500ms", or anything parse_duration reads. Fails as it does, the
+// reason naming the "ms" form too.
+Result<std::int64_t> parse_duration_ms(std::string_view text);
 // The canonical form of `seconds`, largest units first and zero parts left out, which
 // parse_duration reads back (up to kMaxDuration): 0 -> "0s", 90 -> "1m30s", 21600 -> "6h",
 // 93784 -> "1d2h3m4s". A negative value (not a duration) is written as e.g. "-5s".

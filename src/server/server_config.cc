@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <filesystem>
+#include <tuple>
 
 #include "server/job_spec.h"
 #include "sim/yaml_reader.h"
@@ -22,9 +23,10 @@ class ConfigReader : private YamlReader {
 
   Result<ServerConfig> read(const YAML::Node& root, const std::string& base_dir) const {
     ServerConfig c;
-    auto f = fields(root, "",
-                    {"listen", "cluster", "tenants", "policy", "database", "admin_token_file",
-                     "tick", "rate_limit", "tls", "http_threads"});
+    auto f = fields(
+        root, "",
+        {"listen", "cluster", "tenants", "policy", "database", "admin_token_file", "tick",
+         "rate_limit", "tls", "http_threads", "heartbeat_timeout", "logs", "idle_gpu_window"});
     if (!f) return std::unexpected(f.error());
     if (auto node = f->get("listen")) {
       auto value = text(*node, "listen");
@@ -35,7 +37,7 @@ class ConfigReader : private YamlReader {
     for (auto [key, target] :
          {std::pair{"cluster", &c.cluster_path}, std::pair{"tenants", &c.tenants_path},
           std::pair{"database", &c.database_path},
-          std::pair{"admin_token_file", &c.admin_token_file}}) {
+          std::pair{"admin_token_file", &c.admin_token_file}, std::pair{"logs", &c.log_dir}}) {
       if (auto node = f->get(key)) {
         auto value = text(*node, key);
         if (!value) return std::unexpected(value.error());
@@ -51,14 +53,21 @@ class ConfigReader : private YamlReader {
       if (!value) return std::unexpected(value.error());
       c.policy = *value;
     }
-    if (auto node = f->get("tick")) {
-      auto value = text(*node, "tick");
-      if (!value) return std::unexpected(value.error());
-      auto seconds = parse_duration(*value);
-      if (!seconds || *seconds < 1 || *seconds > 3600) {
-        return error_at(*node, "tick", "expected a duration from 1s to 1h, e.g. 1s");
+    for (auto [key, target, most, example] :
+         {std::tuple{"tick", &c.tick_ms, Seconds{3600}, "1s"},
+          std::tuple{"heartbeat_timeout", &c.heartbeat_timeout_ms, Seconds{3600}, "30s"},
+          std::tuple{"idle_gpu_window", &c.idle_gpu_window_ms, Seconds{7 * 86'400}, "15m"}}) {
+      if (auto node = f->get(key)) {
+        auto value = text(*node, key);
+        if (!value) return std::unexpected(value.error());
+        auto seconds = parse_duration(*value);
+        if (!seconds || *seconds < 1 || *seconds > most) {
+          return error_at(*node, key,
+                          fmt::format("expected a duration from 1s to {}, e.g. {}",
+                                      format_duration(most), example));
+        }
+        *target = *seconds * 1000;
       }
-      c.tick_ms = *seconds * 1000;
     }
     if (auto node = f->get("http_threads")) {
       auto value = text(*node, "http_threads");

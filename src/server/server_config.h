@@ -11,6 +11,11 @@
 //   rate_limit: {per_second: 1000, burst: 2000}   # per token; per_second 0: no limit
 //   tls: {cert: server.crt, key: server.key}      # optional: HTTPS
 //   http_threads: 64                # requests served at once (long polls hold one each)
+//   heartbeat_timeout: 30s          # a node whose agent is silent this long is NotReady, and
+//                                   #   its jobs are requeued (1s..1h)
+//   logs: tidepool.logs             # folder of the tasks' output sent by the agents (default: the
+//                                   #   database path + ".logs")
+//   idle_gpu_window: 15m            # an allocated GPU idle (< 5% busy) this long raises an alert
 //
 // Relative paths are relative to the configuration file's folder (the database default: to the
 // working directory). Unknown keys are errors.
@@ -38,6 +43,9 @@ struct ServerConfig {
   std::string tls_cert;
   std::string tls_key;
   int http_threads = 64;
+  std::int64_t heartbeat_timeout_ms = 30'000;
+  std::string log_dir;  // empty: database_path + ".logs"
+  std::int64_t idle_gpu_window_ms = 15 * 60'000;
 };
 
 // Reads the file at `path`; errors name the key ("server.yaml:3:9 listen").

@@ -76,6 +76,11 @@ nlohmann::json server_job_to_json(const ServerJob& job) {
   if (!job.idempotency_key.empty()) out["idempotency_key"] = job.idempotency_key;
   if (job.exit_code) out["exit_code"] = *job.exit_code;
   if (job.checkpoint_step) out["checkpoint_step"] = *job.checkpoint_step;
+  if (!job.checkpoint_path.empty()) out["checkpoint_path"] = job.checkpoint_path;
+  if (!job.ran_on.empty()) out["ran_on"] = job.ran_on;
+  if (!job.tasks_done.empty()) out["tasks_done"] = job.tasks_done;
+  if (job.lost_work_ms != 0) out["lost_work_ms"] = job.lost_work_ms;
+  if (job.faults != 0) out["faults"] = job.faults;
   return out;
 }
 
@@ -116,6 +121,12 @@ Result<ServerJob> server_job_from_json(const nlohmann::json& value) {
       job.placement.push_back(TaskPlace{std::move(*node), std::move(*gpus)});
     }
   }
+  auto ran_on = read_field<std::vector<std::string>>(value, "ran_on");
+  if (!ran_on) return std::unexpected(ran_on.error());
+  job.ran_on = std::move(*ran_on);
+  auto tasks_done = read_field<std::vector<int>>(value, "tasks_done");
+  if (!tasks_done) return std::unexpected(tasks_done.error());
+  job.tasks_done = std::move(*tasks_done);
   // Figures absent from the document keep their defaults.
   const auto count = body_fields::integer_in(0, std::numeric_limits<std::int64_t>::max());
   const auto text = [](const nlohmann::json& v, const std::string& path) {
@@ -133,7 +144,10 @@ Result<ServerJob> server_job_from_json(const nlohmann::json& value) {
                                       count),
            body_fields::read_optional(value, "", "exit_code", job.exit_code,
                                       body_fields::integer_in(kMinExitCode, kMaxExitCode)),
-           body_fields::read_optional(value, "", "checkpoint_step", job.checkpoint_step, count)});
+           body_fields::read_optional(value, "", "checkpoint_step", job.checkpoint_step, count),
+           body_fields::read_optional(value, "", "checkpoint_path", job.checkpoint_path, text),
+           body_fields::read_optional(value, "", "lost_work_ms", job.lost_work_ms, count),
+           body_fields::read_optional(value, "", "faults", job.faults, count)});
       !ok) {
     return std::unexpected(ok.error());
   }

@@ -69,6 +69,11 @@ struct ServerJob {
   std::string message;                  // the last reason given (preemption, failure, cancellation)
   std::int64_t last_checkpoint_ms = 0;  // 0: none reported
   std::optional<std::int64_t> checkpoint_step;
+  std::string checkpoint_path;      // where the last checkpoint is: the next run resumes from it
+  std::vector<std::string> ran_on;  // every node a run of the job used, sorted
+  std::vector<int> tasks_done;      // the current run's tasks that exited 0, sorted
+  std::int64_t lost_work_ms = 0;    // run time not saved by a checkpoint when a run was stopped
+  std::int64_t faults = 0;          // runs ended by a node failure
 
   // Records a move to `state` at `at_ms` for `reason`.
   void move_to(JobState state, std::int64_t at_ms, std::string reason);

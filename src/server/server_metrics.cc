@@ -80,7 +80,23 @@ ServerMetrics::ServerMetrics()
                       .Name("tidepool_events_last_sequence")
                       .Help("Sequence number of the last committed event")
                       .Register(*registry_)
-                      .Add({})) {}
+                      .Add({})),
+      node_failures_(BuildCounter()
+                         .Name("tidepool_node_failures_total")
+                         .Help("Nodes marked NotReady because their agent missed heartbeats "
+                               "(faults, counted apart from scheduling)")
+                         .Register(*registry_)
+                         .Add({})),
+      requeues_(BuildCounter()
+                    .Name("tidepool_job_requeues_total")
+                    .Help("Runs stopped and queued again, by cause: preemption (the scheduler) "
+                          "or node_failure (a fault)")
+                    .Register(*registry_)),
+      lost_work_(BuildCounter()
+                     .Name("tidepool_lost_work_seconds_total")
+                     .Help("Run time not saved by a checkpoint when runs were stopped, by cause: "
+                           "preemption or node_failure")
+                     .Register(*registry_)) {}
 
 void ServerMetrics::count_request(const std::string& method, const std::string& route, int status,
                                   double seconds) {
@@ -112,8 +128,25 @@ void ServerMetrics::set_figures(const ControlPlane::Figures& figures) {
   gpus_.Set(static_cast<double>(figures.gpus_total));
   gpus_allocated_.Set(static_cast<double>(figures.gpu_milli_allocated) / 1000.0);
   nodes_.Add({{"state", "drained"}}).Set(static_cast<double>(figures.nodes_drained));
+  nodes_.Add({{"state", "not_ready"}}).Set(static_cast<double>(figures.nodes_not_ready));
   nodes_.Add({{"state", "ready"}})
-      .Set(static_cast<double>(figures.nodes_total - figures.nodes_drained));
+      .Set(static_cast<double>(figures.nodes_total - figures.nodes_drained -
+                               figures.nodes_not_ready));
+  // The figures count since the control plane started; a counter only goes up to them.
+  const auto raise_to = [](prometheus::Counter& counter, double value) {
+    if (value > counter.Value()) counter.Increment(value - counter.Value());
+  };
+  raise_to(node_failures_, static_cast<double>(figures.node_failures));
+  for (const auto& [cause, count] : figures.requeued_by_cause) {
+    raise_to(requeues_.Add({{"cause", cause}}), static_cast<double>(count));
+  }
+  for (const auto& [cause, ms] : figures.lost_work_ms_by_cause) {
+    raise_to(lost_work_.Add({{"cause", cause}}), static_cast<double>(ms) / 1000.0);
+  }
+  {
+    std::lock_guard lock(gpu_metrics_mutex_);
+    gpu_metrics_ = figures.gpu_metrics;
+  }
   for (const auto& [tenant, milli] : figures.tenant_gpu_milli) {
     tenant_gpus_.Add({{"tenant", tenant}}).Set(static_cast<double>(milli) / 1000.0);
   }
@@ -123,7 +156,8 @@ void ServerMetrics::set_figures(const ControlPlane::Figures& figures) {
 std::string ServerMetrics::render() const {
   std::ostringstream out;
   prometheus::TextSerializer().Serialize(out, registry_->Collect());
-  return out.str();
+  std::lock_guard lock(gpu_metrics_mutex_);
+  return out.str() + gpu_metrics_;
 }
 
 }  // namespace tidepool

@@ -10,6 +10,7 @@
 #include <prometheus/registry.h>
 
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "server/control_plane.h"
@@ -50,6 +51,11 @@ class ServerMetrics {
   prometheus::Family<prometheus::Gauge>& nodes_;
   prometheus::Family<prometheus::Gauge>& tenant_gpus_;
   prometheus::Gauge& last_event_;
+  prometheus::Counter& node_failures_;
+  prometheus::Family<prometheus::Counter>& requeues_;
+  prometheus::Family<prometheus::Counter>& lost_work_;
+  mutable std::mutex gpu_metrics_mutex_;
+  std::string gpu_metrics_;  // the GPUs' figures, rendered by the control plane
 };
 
 }  // namespace tidepool

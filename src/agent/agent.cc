@@ -1,0 +1,690 @@
+#include "agent/agent.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "agent/fake_gpu_backend.h"
+#include "agent/process_stats.h"
+
+namespace tidepool {
+namespace {
+
+constexpr std::int64_t kLogChunkBytes = 256 * 1024;
+constexpr std::int64_t kStoppingPollMs = 50;
+constexpr std::int64_t kRunningPollMs = 1000;
+
+std::int64_t monotonic_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::int64_t wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+Result<void> make_dirs(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::create_directories(path, ec);
+  if (ec) return fail(path, "cannot create the folder: " + ec.message());
+  return {};
+}
+
+// The bytes of `path` from `offset`, at most `limit`; empty when it cannot be read.
+std::string read_from(const std::string& path, std::int64_t offset, std::int64_t limit) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  std::string out(static_cast<std::size_t>(limit), '\0');
+  const ssize_t n = ::pread(fd, out.data(), out.size(), offset);
+  ::close(fd);
+  out.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+  return out;
+}
+
+std::int64_t file_size(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? static_cast<std::int64_t>(st.st_size) : 0;
+}
+
+}  // namespace
+
+struct Agent::LocalTask {
+  std::int64_t job = 0;
+  std::int64_t run = 0;
+  int index = 0;
+  std::vector<int> gpus;
+  bool checkpoints = false;
+  std::string run_dir;
+  std::string log_path;
+  std::string checkpoint_file;
+  std::string notice_file;
+  std::optional<TaskProcess> process;  // started by this agent
+  pid_t adopted_pid = 0;               // taken back after a restart: not this agent's child
+  std::uint64_t start_ticks = 0;       // the leader's start time, against pid reuse
+  std::optional<TaskCgroup> cgroup;
+  std::optional<StopSequence> stop;
+  std::optional<TaskExit> exit;
+  bool group_gone = false;
+  bool reported = false;
+  std::int64_t log_shipped = 0;          // bytes of the local log the server has
+  std::optional<std::int64_t> log_base;  // the server's offset of the local log's first byte
+  std::int64_t checkpoint_read = 0;      // bytes of checkpoint_file forwarded
+  GroupUsage usage;                      // for fake GPUs' load
+
+  [[nodiscard]] pid_t leader() const { return process ? process->pid() : adopted_pid; }
+  [[nodiscard]] bool finished() const { return group_gone && (reported || stop.has_value()); }
+};
+
+Agent::Agent(AgentOptions options, AgentClient client, std::unique_ptr<GpuBackend> gpus,
+             CgroupSetup cgroups)
+    : options_(std::move(options)),
+      client_(std::move(client)),
+      gpus_(std::move(gpus)),
+      cgroups_(std::move(cgroups)) {}
+
+Agent::~Agent() = default;
+
+void Agent::log(const std::string& line) const {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  std::fprintf(stderr, "%s agent %s: %s\n", stamp, options_.node.c_str(), line.c_str());
+}
+
+Result<void> Agent::register_node() {
+  auto discovered = gpus_->discover();
+  if (!discovered) return std::unexpected(discovered.error());
+  gpu_info_ = std::move(*discovered);
+  const bool fake = gpus_->name().starts_with("fake:");
+  gpu_names_.clear();
+  nlohmann::json devices = nlohmann::json::array();
+  for (const GpuInfo& g : gpu_info_) {
+    gpu_names_.push_back(fake ? std::to_string(g.index) : g.uuid);
+    devices.push_back({{"index", g.index},
+                       {"uuid", g.uuid},
+                       {"model", g.model},
+                       {"memory_mib", g.memory_mib},
+                       {"pci_bus_id", g.pci_bus_id},
+                       {"numa_node", g.numa_node},
+                       {"nvlink_peers", g.nvlink_peers}});
+  }
+  const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page_size = ::sysconf(_SC_PAGE_SIZE);
+  nlohmann::json body = {
+      {"gpus", static_cast<int>(gpu_info_.size())},
+      {"gpu_model", gpu_info_.empty() ? "" : gpu_info_.front().model},
+      {"cpu_milli", std::int64_t{cpus > 0 ? cpus : 0} * 1000},
+      {"memory_mib", pages > 0 && page_size > 0
+                         ? static_cast<std::int64_t>(pages) * page_size / (1024 * 1024)
+                         : 0},
+      {"agent_version", "0.1.0"},
+      {"hostname", options_.hostname},
+      {"address", options_.address.empty() ? options_.node : options_.address},
+      {"leaf", options_.leaf},
+      {"spine", options_.spine},
+      {"devices", std::move(devices)}};
+  for (int attempt = 0;; ++attempt) {
+    auto reply = client_.post(fmt::format("/v1/nodes/{}/register", options_.node), body);
+    if (reply && reply->ok()) {
+      log(fmt::format(
+          "registered with {}: {} GPU(s) ({}), {}", client_.server(), gpu_info_.size(),
+          gpus_->name(),
+          cgroups_.usable ? "cgroup limits under " + cgroups_.root : "no cgroup limits"));
+      return {};
+    }
+    if (reply && reply->status >= 400 && reply->status < 500 && reply->status != 429) {
+      return fail("register", fmt::format("the server refused node '{}': {}", options_.node,
+                                          reply->error_text()));
+    }
+    const std::string why = reply ? reply->error_text() : reply.error().message();
+    if (attempt % 10 == 0) log(fmt::format("cannot register yet ({}); retrying", why));
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGINT);
+    const timespec wait{1, 0};
+    if (::sigtimedwait(&stop, nullptr, &wait) > 0) return fail("register", "stopped by a signal");
+  }
+}
+
+Result<void> Agent::run() {
+  for (const std::string& dir :
+       {options_.state_dir + "/runs", options_.state_dir + "/logs", options_.checkpoint_root}) {
+    if (auto ok = make_dirs(dir); !ok) return ok;
+  }
+  if (auto ok = register_node(); !ok) return ok;
+  load_state();
+  sigset_t wake;
+  sigemptyset(&wake);
+  sigaddset(&wake, SIGCHLD);
+  sigaddset(&wake, SIGTERM);
+  sigaddset(&wake, SIGINT);
+  bool stopping = false;
+  std::int64_t stop_deadline = 0;
+  while (true) {
+    const std::int64_t now = monotonic_ms();
+    watch_tasks(now);
+    if (!stopping && now >= next_heartbeat_ms_) {
+      if (now >= next_sample_ms_) sample_gpus(now);
+      heartbeat(now);
+      next_heartbeat_ms_ = now + options_.heartbeat_ms;
+    }
+    if (!stopping) start_ready_tasks(now);
+    for (auto it = tasks_.begin(); it != tasks_.end();) {
+      LocalTask& task = it->second;
+      if (!task.exit || !task.group_gone || task.stop) {
+        ++it;
+        continue;
+      }
+      if (!task.reported) report_exit(task);
+      if (task.reported && task.log_shipped >= file_size(task.log_path)) {
+        if (task.cgroup) (void)task.cgroup->remove();
+        done_.insert(it->first);
+        it = tasks_.erase(it);
+        state_dirty_ = true;
+      } else {
+        ++it;
+      }
+    }
+    for (auto it = tasks_.begin(); it != tasks_.end();) {
+      if (it->second.stop && it->second.group_gone) {
+        ship_log(it->second);
+        if (it->second.cgroup) (void)it->second.cgroup->remove();
+        done_.insert(it->first);
+        it = tasks_.erase(it);
+        state_dirty_ = true;
+      } else {
+        ++it;
+      }
+    }
+    if (state_dirty_) save_state();
+    if (stopping && (tasks_.empty() || !options_.stop_tasks_on_exit || now >= stop_deadline)) {
+      break;
+    }
+    const std::int64_t timeout = std::max<std::int64_t>(0, next_wake_ms(now) - monotonic_ms());
+    const timespec wait{static_cast<time_t>(timeout / 1000),
+                        static_cast<long>((timeout % 1000) * 1'000'000)};
+    const int sig = ::sigtimedwait(&wake, nullptr, &wait);
+    if ((sig == SIGTERM || sig == SIGINT) && !stopping) {
+      stopping = true;
+      log(options_.stop_tasks_on_exit ? "stopping: stopping the tasks first"
+                                      : "stopping: the tasks keep running for the next agent");
+      stop_deadline = monotonic_ms() + options_.notice_ms + options_.grace_ms + 5000;
+      if (options_.stop_tasks_on_exit) {
+        for (auto& [key, task] : tasks_) {
+          if (!task.stop && !task.group_gone) begin_stop(task, monotonic_ms());
+        }
+      }
+    }
+  }
+  save_state();
+  log("stopped");
+  return {};
+}
+
+std::int64_t Agent::next_wake_ms(std::int64_t now_ms) const {
+  std::int64_t next = next_heartbeat_ms_;
+  for (const auto& [key, task] : tasks_) {
+    if (task.stop) {
+      next = std::min(next, now_ms + kStoppingPollMs);
+    } else if (task.exit && !task.group_gone) {
+      next = std::min(next, now_ms + kStoppingPollMs);
+    } else {
+      next = std::min(next, now_ms + kRunningPollMs);
+    }
+  }
+  if (!waiting_.empty()) next = std::min(next, now_ms + kStoppingPollMs * 4);
+  return next;
+}
+
+void Agent::heartbeat(std::int64_t now_ms) {
+  nlohmann::json running = nlohmann::json::array();
+  std::set<std::int64_t> jobs;
+  for (const auto& [key, task] : tasks_) {
+    if (!task.group_gone && !task.stop) jobs.insert(task.job);
+  }
+  for (std::int64_t job : jobs) running.push_back(job);
+  nlohmann::json body = {{"running_jobs", std::move(running)},
+                         {"healthy_gpus", static_cast<int>(gpu_info_.size())},
+                         {"gpus", samples_}};
+  auto reply = client_.post(fmt::format("/v1/nodes/{}/heartbeat", options_.node), body);
+  if (!reply) {
+    log("heartbeat failed: " + reply.error().message());
+    return;
+  }
+  if (reply->status == 409) {  // the server forgot the node (a new database): register again
+    log("the server does not know this node's agent: registering again");
+    if (auto ok = register_node(); !ok) log(ok.error().message());
+    return;
+  }
+  if (!reply->ok()) {
+    log("heartbeat refused: " + reply->error_text());
+    return;
+  }
+  auto assignments = assignments_from_json(reply->body);
+  if (!assignments) {
+    log("heartbeat reply not understood: " + assignments.error().message());
+    return;
+  }
+  reconcile(*assignments, now_ms);
+}
+
+void Agent::reconcile(const std::vector<NodeAssignment>& assignments, std::int64_t now_ms) {
+  std::map<TaskKey, std::pair<NodeAssignment, AssignedTask>> wanted;
+  for (const NodeAssignment& a : assignments) {
+    for (const AssignedTask& t : a.tasks)
+      wanted.emplace(TaskKey{a.job, a.run, t.index}, std::pair{a, t});
+  }
+  for (auto& [key, task] : tasks_) {
+    if (!wanted.contains(key) && !task.stop && !task.group_gone) begin_stop(task, now_ms);
+  }
+  waiting_.clear();
+  for (auto& [key, entry] : wanted) {
+    // A task that ended here is not started again, even while the server still lists it.
+    if (!tasks_.contains(key) && !done_.contains(key)) waiting_.emplace(key, std::move(entry));
+  }
+  std::erase_if(done_, [&](const TaskKey& key) { return !wanted.contains(key); });
+}
+
+void Agent::start_ready_tasks(std::int64_t now_ms) {
+  std::set<int> busy;
+  for (const auto& [key, task] : tasks_) {
+    if (!task.group_gone) busy.insert(task.gpus.begin(), task.gpus.end());
+  }
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    const auto& [assignment, task] = it->second;
+    if (std::ranges::any_of(task.gpus, [&](int g) { return busy.contains(g); })) {
+      ++it;  // a task that is stopping still holds one of its GPUs
+      continue;
+    }
+    start_task(it->first, assignment, task, now_ms);
+    busy.insert(task.gpus.begin(), task.gpus.end());
+    it = waiting_.erase(it);
+  }
+}
+
+void Agent::start_task(const TaskKey& key, const NodeAssignment& assignment,
+                       const AssignedTask& assigned, std::int64_t now_ms) {
+  LocalTask task;
+  task.job = assignment.job;
+  task.run = assignment.run;
+  task.index = assigned.index;
+  task.gpus = assigned.gpus;
+  task.checkpoints = assignment.checkpoints;
+  task.run_dir = fmt::format("{}/runs/{}/run-{}/task-{}", options_.state_dir, assignment.job,
+                             assignment.run, assigned.index);
+  task.log_path = fmt::format("{}/logs/{}/task-{}.run-{}.log", options_.state_dir, assignment.job,
+                              assigned.index, assignment.run);
+  task.checkpoint_file = task.run_dir + "/checkpoints.jsonl";
+  task.notice_file = task.run_dir + "/preemption-notice";
+  const std::string checkpoint_dir = fmt::format("{}/{}", options_.checkpoint_root, assignment.job);
+  std::string failure;
+  for (const std::string& dir :
+       {task.run_dir, options_.state_dir + "/logs/" + std::to_string(assignment.job),
+        checkpoint_dir}) {
+    if (auto ok = make_dirs(dir); !ok && failure.empty()) failure = ok.error().message();
+  }
+  TaskLaunch launch;
+  launch.command = assignment.command;
+  launch.environment = task_environment(assignment, assigned,
+                                        TaskSetting{.agent_dir = options_.agent_dir,
+                                                    .run_dir = task.run_dir,
+                                                    .checkpoint_dir = checkpoint_dir,
+                                                    .notice_file = task.notice_file,
+                                                    .checkpoint_file = task.checkpoint_file,
+                                                    .server_url = client_.server(),
+                                                    .gpu_names = gpu_names_});
+  launch.working_dir = assignment.working_dir.empty() ? task.run_dir : assignment.working_dir;
+  launch.log_path = task.log_path;
+  if (failure.empty() && cgroups_.usable) {
+    auto group = TaskCgroup::create(
+        cgroups_.root, fmt::format("job-{}-run-{}-task-{}", task.job, task.run, task.index),
+        assignment.cpu_milli_per_task, assignment.memory_mib_per_task);
+    if (group) {
+      task.cgroup = std::move(*group);
+    } else {
+      log(fmt::format("job {} task {}: no cgroup limits: {}", task.job, task.index,
+                      group.error().message()));
+    }
+  }
+  auto process =
+      failure.empty() ? TaskProcess::start(launch) : Result<TaskProcess>(fail("run_dir", failure));
+  if (!process) {
+    // It cannot start here: say so; the job fails with the reason.
+    log(fmt::format("job {} task {} cannot start: {}", task.job, task.index,
+                    process.error().message()));
+    task.exit = TaskExit{127, 0, "could not start: " + process.error().message()};
+    task.group_gone = true;
+    tasks_.emplace(key, std::move(task));
+    state_dirty_ = true;
+    return;
+  }
+  if (task.cgroup) {
+    if (auto ok = task.cgroup->add_process(process->pid()); !ok) {
+      log(fmt::format("job {} task {}: not limited: {}", task.job, task.index,
+                      ok.error().message()));
+    }
+  }
+  task.start_ticks = process_start_ticks(process->pid());
+  log(fmt::format("job {} run {} task {} started as pid {} on GPU(s) [{}]", task.job, task.run,
+                  task.index, process->pid(), fmt::join(task.gpus, ",")));
+  task.process = std::move(*process);
+  task.usage = group_usage(task.leader(), now_ms);
+  tasks_.emplace(key, std::move(task));
+  state_dirty_ = true;
+}
+
+void Agent::begin_stop(LocalTask& task, std::int64_t now_ms) {
+  StopReason reason = StopReason::kPreempted;
+  if (auto job = client_.get(fmt::format("/v1/jobs/{}", task.job)); job && job->ok()) {
+    const std::string state = job->body.value("state", "");
+    const std::string message = job->body.value("message", "");
+    if (state == "cancelled") reason = StopReason::kCancelled;
+    if (state == "failed" && message.find("max_runtime") != std::string::npos) {
+      reason = StopReason::kMaxRuntime;
+    }
+  }
+  const StopPlan plan{.reason = reason,
+                      .give_notice = task.checkpoints,
+                      .notice_signal = options_.notice_signal,
+                      .notice_ms = options_.notice_ms,
+                      .grace_ms = options_.grace_ms};
+  auto stop = StopSequence::start(plan, now_ms);
+  if (!stop) {
+    log("cannot stop: " + stop.error().message());
+    return;
+  }
+  task.stop = std::move(*stop);
+  log(fmt::format("job {} task {}: stopping ({})", task.job, task.index, stop_reason_name(reason)));
+  apply(task, task.stop->on_tick(now_ms), now_ms);
+  state_dirty_ = true;
+}
+
+void Agent::apply(LocalTask& task, const std::vector<StopAction>& actions, std::int64_t now_ms) {
+  for (const StopAction& action : actions) {
+    if (action.kind == StopAction::Kind::kNotice) {
+      std::ofstream notice(task.notice_file, std::ios::trunc);
+      notice << fmt::format("{} {}\n", stop_reason_name(task.stop->plan().reason), wall_ms());
+    }
+    const pid_t group = task.leader();
+    if (task.process) {
+      (void)task.process->signal_group(action.signal);
+    } else if (group > 0 && !task.group_gone) {
+      ::kill(-group, action.signal);
+    }
+    if (action.kind == StopAction::Kind::kKill && task.cgroup) (void)task.cgroup->kill_all();
+    log(fmt::format("job {} task {}: {} (signal {}) at +{} ms", task.job, task.index,
+                    stop_action_name(action.kind), action.signal,
+                    now_ms - task.stop->times().requested_ms));
+  }
+}
+
+void Agent::watch_tasks(std::int64_t now_ms) {
+  for (auto& [key, task] : tasks_) {
+    forward_checkpoints(task, now_ms);
+    if (!task.group_gone) {
+      if (task.process) {
+        if (auto exit = task.process->poll(); exit && !task.exit) {
+          task.exit = *exit;
+          state_dirty_ = true;
+        }
+        task.group_gone = task.exit.has_value() && !task.process->group_alive();
+      } else if (task.adopted_pid > 0) {
+        const bool leader_alive =
+            process_start_ticks(task.adopted_pid) == task.start_ticks && task.start_ticks != 0;
+        if (!leader_alive && !task.exit) {
+          task.exit =
+              TaskExit{-1, 0, "ended while the agent was restarting; its exit status is unknown"};
+        }
+        task.group_gone = !leader_alive && ::kill(-task.adopted_pid, 0) != 0 && errno == ESRCH;
+      }
+      if (task.exit && !task.group_gone && !task.stop) {
+        // The leader is gone but members of its group remain: a task is its group, so they go.
+        if (task.process) {
+          (void)task.process->signal_group(SIGKILL);
+        } else {
+          ::kill(-task.adopted_pid, SIGKILL);
+        }
+        if (task.cgroup) (void)task.cgroup->kill_all();
+      }
+      if (task.group_gone) state_dirty_ = true;
+    }
+    if (task.stop && !task.stop->done()) {
+      if (task.group_gone) {
+        (void)task.stop->on_exited(now_ms);
+        const StopTimes& t = task.stop->times();
+        std::string steps;
+        if (t.notice_ms) steps += fmt::format(", notice at +{} ms", *t.notice_ms - t.requested_ms);
+        if (t.checkpoint_ms) {
+          steps += fmt::format(", checkpoint at +{} ms", *t.checkpoint_ms - t.requested_ms);
+        }
+        if (t.term_ms) steps += fmt::format(", SIGTERM at +{} ms", *t.term_ms - t.requested_ms);
+        if (t.kill_ms) steps += fmt::format(", SIGKILL at +{} ms", *t.kill_ms - t.requested_ms);
+        log(fmt::format("job {} task {}: stopped ({}){}; GPUs free {} ms after the stop began",
+                        task.job, task.index, stop_reason_name(task.stop->plan().reason), steps,
+                        *t.exited_ms - t.requested_ms));
+      } else {
+        apply(task, task.stop->on_tick(now_ms), now_ms);
+      }
+    }
+  }
+}
+
+void Agent::forward_checkpoints(LocalTask& task, std::int64_t now_ms) {
+  const std::int64_t size = file_size(task.checkpoint_file);
+  if (size <= task.checkpoint_read) return;
+  const std::string text =
+      read_from(task.checkpoint_file, task.checkpoint_read, size - task.checkpoint_read);
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) break;
+    const std::string line = text.substr(start, end - start);
+    auto value = nlohmann::json::parse(line, nullptr, false);
+    nlohmann::json body = nlohmann::json::object();
+    if (value.is_object()) {
+      for (const char* key : {"step", "path", "note"}) {
+        if (value.contains(key)) body[key] = value[key];
+      }
+    }
+    body["run"] = task.run;
+    auto reply = client_.post(fmt::format("/v1/jobs/{}/checkpoint", task.job), body);
+    if (!reply) return;  // the server is away: the line is sent again later
+    if (!reply->ok()) {
+      log(fmt::format("job {} checkpoint not recorded: {}", task.job, reply->error_text()));
+    } else {
+      log(fmt::format("job {} task {}: checkpoint {}", task.job, task.index,
+                      body.value("path", std::string())));
+    }
+    task.checkpoint_read += static_cast<std::int64_t>(end - start + 1);
+    state_dirty_ = true;
+    if (task.stop) apply(task, task.stop->on_checkpoint(now_ms), now_ms);
+    start = end + 1;
+  }
+}
+
+void Agent::report_exit(LocalTask& task) {
+  ship_log(task);
+  const bool ok = task.exit->exit_code == 0 && task.exit->signal == 0;
+  nlohmann::json body = {{"state", ok ? "succeeded" : "failed"},
+                         {"message", task.cgroup && task.cgroup->oom_killed()
+                                         ? task.exit->reason + " (out of memory: over its limit)"
+                                         : task.exit->reason},
+                         {"task", task.index},
+                         {"run", task.run}};
+  if (task.exit->exit_code >= 0) body["exit_code"] = task.exit->exit_code;
+  auto reply = client_.post(fmt::format("/v1/jobs/{}/status", task.job), body);
+  if (!reply) return;  // again at the next turn
+  if (!reply->ok()) {
+    log(fmt::format("job {} task {} exit not recorded: {}", task.job, task.index,
+                    reply->error_text()));
+  } else {
+    log(fmt::format("job {} task {}: {}", task.job, task.index, task.exit->reason));
+  }
+  task.reported = true;
+  state_dirty_ = true;
+}
+
+void Agent::ship_log(LocalTask& task) {
+  for (int round = 0; round < 64; ++round) {
+    const std::int64_t size = file_size(task.log_path);
+    if (size <= task.log_shipped) return;
+    const std::string chunk = read_from(task.log_path, task.log_shipped,
+                                        std::min(kLogChunkBytes, size - task.log_shipped));
+    if (chunk.empty()) return;
+    const std::int64_t offset = task.log_base.value_or(0) + task.log_shipped;
+    auto reply = client_.post_bytes(
+        fmt::format("/v1/jobs/{}/logs?task={}&offset={}", task.job, task.index, offset), chunk);
+    if (!reply) return;
+    if (reply->status == 409 && !task.log_base && reply->body.contains("size")) {
+      // Earlier runs of the task wrote there first: this run's log follows theirs.
+      task.log_base = reply->body.value("size", std::int64_t{0}) - task.log_shipped;
+      state_dirty_ = true;
+      continue;
+    }
+    if (!reply->ok()) {
+      log(fmt::format("job {} task {}: log not shipped: {}", task.job, task.index,
+                      reply->error_text()));
+      task.log_shipped = size;  // the server will not take it: give up on these bytes
+      state_dirty_ = true;
+      return;
+    }
+    if (!task.log_base) task.log_base = offset - task.log_shipped;
+    task.log_shipped += static_cast<std::int64_t>(chunk.size());
+    state_dirty_ = true;
+  }
+}
+
+void Agent::sample_gpus(std::int64_t now_ms) {
+  next_sample_ms_ = now_ms + options_.sample_ms;
+  if (auto* fake = dynamic_cast<FakeGpuBackend*>(gpus_.get())) {
+    std::vector<std::pair<int, std::int64_t>> load(gpu_info_.size(), {0, 0});
+    for (auto& [key, task] : tasks_) {
+      if (task.group_gone || task.gpus.empty()) continue;
+      const GroupUsage now = group_usage(task.leader(), now_ms);
+      const int percent = busy_percent(task.usage, now);
+      task.usage = now;
+      const std::int64_t memory_per_gpu = now.rss_mib / static_cast<std::int64_t>(task.gpus.size());
+      for (int g : task.gpus) {
+        if (g >= 0 && static_cast<std::size_t>(g) < load.size())
+          load[static_cast<std::size_t>(g)] = {percent, memory_per_gpu};
+      }
+    }
+    for (std::size_t g = 0; g < load.size(); ++g) {
+      fake->set_load(static_cast<int>(g), load[g].first, load[g].second);
+    }
+  }
+  auto samples = gpus_->sample();
+  if (!samples) {
+    log("cannot read the GPUs: " + samples.error().message());
+    return;
+  }
+  samples_ = nlohmann::json::array();
+  for (const GpuSample& s : *samples) {
+    const std::size_t i = static_cast<std::size_t>(s.index);
+    samples_.push_back({{"index", s.index},
+                        {"model", i < gpu_info_.size() ? gpu_info_[i].model : ""},
+                        {"utilization_percent", s.utilization_percent},
+                        {"memory_used_mib", s.memory_used_mib},
+                        {"memory_total_mib", i < gpu_info_.size() ? gpu_info_[i].memory_mib : 0},
+                        {"power_milliwatts", s.power_milliwatts},
+                        {"temperature_celsius", s.temperature_celsius},
+                        {"throttle_reasons", s.throttle_reasons},
+                        {"ecc_errors_uncorrected", s.ecc_errors_uncorrected}});
+  }
+}
+
+void Agent::save_state() {
+  nlohmann::json tasks = nlohmann::json::array();
+  for (const auto& [key, task] : tasks_) {
+    if (task.group_gone && (task.reported || task.stop)) continue;
+    nlohmann::json entry = {{"job", task.job},
+                            {"run", task.run},
+                            {"task", task.index},
+                            {"gpus", task.gpus},
+                            {"checkpoints", task.checkpoints},
+                            {"pid", task.leader()},
+                            {"start_ticks", task.start_ticks},
+                            {"run_dir", task.run_dir},
+                            {"log_path", task.log_path},
+                            {"log_shipped", task.log_shipped},
+                            {"checkpoint_read", task.checkpoint_read}};
+    if (task.log_base) entry["log_base"] = *task.log_base;
+    tasks.push_back(std::move(entry));
+  }
+  const std::string path = options_.state_dir + "/tasks.json";
+  const std::string temporary = path + ".new";
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    out << nlohmann::json{{"node", options_.node}, {"tasks", std::move(tasks)}}.dump(1) << '\n';
+    if (!out) {
+      log("cannot write " + temporary);
+      return;
+    }
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    log(fmt::format("cannot replace {}: {}", path, std::strerror(errno)));
+    return;
+  }
+  state_dirty_ = false;
+}
+
+void Agent::load_state() {
+  const std::string path = options_.state_dir + "/tasks.json";
+  std::ifstream in(path);
+  if (!in) return;
+  std::stringstream text;
+  text << in.rdbuf();
+  auto state = nlohmann::json::parse(text.str(), nullptr, false);
+  if (!state.is_object() || !state.contains("tasks") || !state["tasks"].is_array()) {
+    log(path + " is not readable JSON: ignored");
+    return;
+  }
+  for (const nlohmann::json& entry : state["tasks"]) {
+    try {
+      LocalTask task;
+      task.job = entry.at("job").get<std::int64_t>();
+      task.run = entry.at("run").get<std::int64_t>();
+      task.index = entry.at("task").get<int>();
+      task.gpus = entry.at("gpus").get<std::vector<int>>();
+      task.checkpoints = entry.value("checkpoints", false);
+      task.adopted_pid = entry.at("pid").get<pid_t>();
+      task.start_ticks = entry.at("start_ticks").get<std::uint64_t>();
+      task.run_dir = entry.at("run_dir").get<std::string>();
+      task.log_path = entry.at("log_path").get<std::string>();
+      task.checkpoint_file = task.run_dir + "/checkpoints.jsonl";
+      task.notice_file = task.run_dir + "/preemption-notice";
+      task.log_shipped = entry.value("log_shipped", std::int64_t{0});
+      task.checkpoint_read = entry.value("checkpoint_read", std::int64_t{0});
+      if (entry.contains("log_base")) task.log_base = entry["log_base"].get<std::int64_t>();
+      if (task.adopted_pid <= 1) continue;
+      const bool alive = process_start_ticks(task.adopted_pid) == task.start_ticks;
+      log(fmt::format("job {} run {} task {}: pid {} {}", task.job, task.run, task.index,
+                      task.adopted_pid, alive ? "still runs: taken back" : "ended meanwhile"));
+      tasks_.emplace(TaskKey{task.job, task.run, task.index}, std::move(task));
+    } catch (const nlohmann::json::exception& e) {
+      log(fmt::format("{}: an entry is malformed ({}): ignored", path, e.what()));
+    }
+  }
+  state_dirty_ = true;
+}
+
+}  // namespace tidepool

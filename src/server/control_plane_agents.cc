@@ -1,0 +1,242 @@
+// The control plane's side of the node agents: registration, heartbeats and what each node should
+// run, node liveness (NotReady after missed heartbeats, and the requeue of the node's jobs), and
+// who may read and write task logs.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <tuple>
+#include <utility>
+
+#include "server/control_plane.h"
+
+namespace tidepool {
+namespace {
+
+Seconds to_seconds(std::int64_t ms) { return ms / 1000; }
+
+Reply not_this_node(const std::string& node, std::string_view what) {
+  return error_reply(
+      403, "forbidden",
+      Error{"node", fmt::format("only node '{}''s agent or an admin may {}", node, what)});
+}
+
+// The port a gang's task 0 listens on for its peers (MASTER_PORT): one per job, 20000..29999.
+int master_port(std::int64_t job) { return 20'000 + static_cast<int>(job % 10'000); }
+
+}  // namespace
+
+Reply ControlPlane::register_node(const Principal& who, const std::string& node,
+                                  const NodeRegistration& registration, std::int64_t now_ms,
+                                  Batch& batch) {
+  if (who.role == Role::kUser || (who.role == Role::kAgent && who.node != node)) {
+    return not_this_node(node, "register it");
+  }
+  auto it = node_ids_.find(node);
+  if (it == node_ids_.end()) {
+    return error_reply(404, "not found",
+                       Error{"node", fmt::format("no node '{}' in the cluster file", node)});
+  }
+  const NodeSpec& spec = setup_.cluster.nodes[it->second.value];
+  if (registration.gpus && *registration.gpus != spec.gpu_count) {
+    return error_reply(409, "conflict",
+                       Error{"gpus", fmt::format("the agent found {} GPUs, the cluster file "
+                                                 "declares {}",
+                                                 *registration.gpus, spec.gpu_count)});
+  }
+  const Topology& topology = setup_.cluster.topology;
+  const LeafSpec& leaf = topology.leaves[spec.leaf.value];
+  for (auto [field, told, declared] :
+       {std::tuple{"leaf", &registration.leaf, &leaf.name},
+        std::tuple{"spine", &registration.spine, &topology.spines[leaf.spine.value].name}}) {
+    if (!told->empty() && *told != *declared) {
+      return error_reply(409, "conflict",
+                         Error{field, fmt::format("the agent says {} '{}', the cluster file puts "
+                                                  "node '{}' under '{}'",
+                                                  field, *told, node, *declared)});
+    }
+  }
+  NodeInfo& info = nodes_[it->second.value];
+  info.reported = registration;
+  info.registered_ms = now_ms;
+  info.last_heartbeat_ms = now_ms;
+  emit(batch, now_ms, "node.registered",
+       {{"node", node},
+        {"gpus", registration.devices.size()},
+        {"address", registration.address},
+        {"agent_version", registration.agent_version}});
+  mark_ready(it->second, now_ms, batch);
+  record_node(batch, info);
+  nlohmann::json out = node_json(it->second, running_by_node()[it->second.value]);
+  out["heartbeat_timeout_ms"] = setup_.heartbeat_timeout_ms;
+  return Reply{200, std::move(out)};
+}
+
+void ControlPlane::mark_ready(NodeId id, std::int64_t now_ms, Batch& batch) {
+  NodeInfo& info = nodes_[id.value];
+  if (!info.not_ready) return;
+  info.not_ready = false;
+  info.not_ready_ms = 0;
+  (void)scheduler_.set_node_schedulable(id, info.schedulable());
+  dirty_ = true;
+  emit(batch, now_ms, "node.ready", {{"node", info.name}});
+}
+
+Reply ControlPlane::heartbeat(const Principal& who, const std::string& node,
+                              const NodeHeartbeat& heartbeat, std::int64_t now_ms, Batch& batch) {
+  if (who.role == Role::kUser || (who.role == Role::kAgent && who.node != node)) {
+    return not_this_node(node, "send its heartbeat");
+  }
+  auto it = node_ids_.find(node);
+  if (it == node_ids_.end()) {
+    return error_reply(404, "not found", Error{"node", fmt::format("no node '{}'", node)});
+  }
+  NodeInfo& info = nodes_[it->second.value];
+  if (info.registered_ms == 0) {
+    return error_reply(409, "conflict",
+                       Error{"node", fmt::format("node '{}' has not registered: the agent "
+                                                 "registers before its first heartbeat",
+                                                 node)});
+  }
+  info.last_heartbeat_ms = now_ms;
+  mark_ready(it->second, now_ms, batch);
+  record_node(batch, info);
+  nlohmann::json jobs = nlohmann::json::array();
+  nlohmann::json assignments = nlohmann::json::array();
+  std::vector<std::int64_t> job_by_gpu(static_cast<std::size_t>(kMaxGpusPerNode), 0);
+  const auto running = running_by_node();
+  for (const ServerJob* job : running[it->second.value]) {
+    jobs.push_back(job->id);
+    assignments.push_back(assignment_json(*job, node));
+    for (const TaskPlace& p : job->placement) {
+      if (p.node != node) continue;
+      for (int g : p.gpus) job_by_gpu[static_cast<std::size_t>(g)] = job->id;
+    }
+  }
+  for (IdleGpuAlert& alert : telemetry_.update(node, heartbeat.gpus, job_by_gpu, now_ms)) {
+    emit(batch, now_ms, "gpu.idle",
+         {{"node", alert.node},
+          {"gpu", alert.gpu},
+          {"job", alert.job},
+          {"kind", idle_kind_name(alert.kind)},
+          {"since_ms", alert.since_ms},
+          {"reason", alert.reason}});
+  }
+  return Reply{200,
+               {{"node", node},
+                {"jobs", std::move(jobs)},
+                {"assignments", std::move(assignments)},
+                {"heartbeat_timeout_ms", setup_.heartbeat_timeout_ms}}};
+}
+
+nlohmann::json ControlPlane::assignment_json(const ServerJob& job, const std::string& node) const {
+  nlohmann::json tasks = nlohmann::json::array();
+  for (std::size_t i = 0; i < job.placement.size(); ++i) {
+    if (job.placement[i].node == node) {
+      tasks.push_back({{"index", i}, {"gpus", job.placement[i].gpus}});
+    }
+  }
+  std::string master = job.placement.empty() ? node : job.placement.front().node;
+  if (auto it = node_ids_.find(master); it != node_ids_.end()) {
+    const std::string& address = nodes_[it->second.value].reported.address;
+    if (!address.empty()) master = address;
+  }
+  const JobSpec& spec = job.spec;
+  return {{"job", job.id},
+          {"run", job.starts},
+          {"name", spec.name},
+          {"tenant", spec.tenant},
+          {"world_size", spec.tasks},
+          {"tasks", std::move(tasks)},
+          {"master_addr", master},
+          {"master_port", master_port(job.id)},
+          {"command", spec.command},
+          {"env", spec.env},
+          {"working_dir", spec.working_dir},
+          {"cpu_milli_per_task", spec.cpu_milli_per_task},
+          {"memory_mib_per_task", spec.memory_mib_per_task},
+          {"gpu_milli", spec.gpu_milli},
+          {"preemptible", spec.preemptible},
+          {"checkpoints", spec.checkpoint_interval.has_value()},
+          {"resume_from", job.checkpoint_path},
+          {"checkpoint_step",
+           job.checkpoint_step ? nlohmann::json(*job.checkpoint_step) : nlohmann::json(nullptr)}};
+}
+
+void ControlPlane::check_liveness(std::int64_t now_ms, Batch& batch) {
+  std::vector<std::vector<const ServerJob*>> running;
+  for (std::size_t n = 0; n < nodes_.size(); ++n) {
+    NodeInfo& info = nodes_[n];
+    if (info.registered_ms == 0 || info.not_ready) continue;
+    const std::int64_t silent_ms = now_ms - info.last_heartbeat_ms;
+    if (silent_ms <= setup_.heartbeat_timeout_ms) continue;
+    const NodeId id{static_cast<std::uint32_t>(n)};
+    info.not_ready = true;
+    info.not_ready_ms = now_ms;
+    ++node_failures_;
+    (void)scheduler_.set_node_schedulable(id, false);
+    dirty_ = true;
+    telemetry_.forget_node(info.name);
+    record_node(batch, info);
+    const std::string reason =
+        fmt::format("node {}'s agent sent no heartbeat for {} s (timeout {} s)", info.name,
+                    silent_ms / 1000, setup_.heartbeat_timeout_ms / 1000);
+    emit(batch, now_ms, "node.not_ready", {{"node", info.name}, {"reason", reason}});
+    if (running.empty()) running = running_by_node();
+    std::vector<std::int64_t> ids;
+    for (const ServerJob* job : running[n]) ids.push_back(job->id);
+    for (std::int64_t job_id : ids) {
+      ServerJob& job = jobs_.at(job_id);
+      if (job.state == JobState::kRunning) requeue(job, reason, now_ms, batch);
+    }
+  }
+}
+
+void ControlPlane::stop_run(ServerJob& job, const std::string& cause, std::int64_t now_ms) {
+  const std::int64_t saved_until = std::max(job.started_ms, job.last_checkpoint_ms);
+  const std::int64_t lost = std::max<std::int64_t>(0, now_ms - saved_until);
+  job.lost_work_ms += lost;
+  lost_work_ms_by_cause_[cause] += lost;
+  ++requeued_by_cause_[cause];
+  job.placement.clear();
+  job.tasks_done.clear();
+}
+
+void ControlPlane::requeue(ServerJob& job, const std::string& reason, std::int64_t now_ms,
+                           Batch& batch) {
+  const JobId core_id{static_cast<std::uint32_t>(job.id)};
+  (void)scheduler_.finish(core_id, to_seconds(now_ms), std::nullopt);
+  (void)scheduler_.forget(core_id);
+  stop_run(job, "node_failure", now_ms);
+  ++job.faults;
+  job.move_to(JobState::kPreempted, now_ms, reason);
+  record_job(batch, job, now_ms, "job.requeued");
+  dirty_ = true;
+  auto core = to_core_job(job, scheduler_.book());
+  auto queued = core ? scheduler_.submit(*core, to_seconds(now_ms))
+                     : Result<void>(std::unexpected(core.error()));
+  if (!queued) {
+    live_.erase(job.id);
+    job.move_to(JobState::kFailed, now_ms,
+                "could not be queued again after its node failed: " + queued.error().message());
+    job.ended_ms = now_ms;
+    record_job(batch, job, now_ms, "job.failed");
+    return;
+  }
+  job.move_to(JobState::kPending, now_ms,
+              job.checkpoint_path.empty()
+                  ? "requeued after a node failure; restarts from the beginning (no checkpoint)"
+                  : "requeued after a node failure; resumes from " + job.checkpoint_path);
+  batch.jobs.push_back(to_record(job));
+}
+
+Reply ControlPlane::log_access(const Principal& who, std::int64_t id, bool write) const {
+  auto [found, missing] = visible_job(who, id);
+  if (found == nullptr) return missing;
+  if (write && who.role == Role::kUser) {
+    return error_reply(403, "forbidden",
+                       Error{"role", "task logs are written by the agents of the job's nodes"});
+  }
+  return Reply{200, {{"job", id}, {"tasks", found->spec.tasks}}};
+}
+
+}  // namespace tidepool

@@ -1,0 +1,155 @@
+#include "server/job_logs.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+
+namespace tidepool {
+namespace {
+
+std::string errno_text(int error) { return std::strerror(error); }
+
+// "1 GiB", "64 MiB", or "1000 bytes".
+std::string byte_count(std::int64_t bytes) {
+  constexpr std::int64_t kMiB = std::int64_t{1} << 20;
+  if (bytes >= 1024 * kMiB && bytes % (1024 * kMiB) == 0) {
+    return fmt::format("{} GiB", bytes / (1024 * kMiB));
+  }
+  if (bytes >= kMiB && bytes % kMiB == 0) return fmt::format("{} MiB", bytes / kMiB);
+  return fmt::format("{} bytes", bytes);
+}
+
+// Closes a file descriptor when it goes out of scope.
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  [[nodiscard]] int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+// The size of the file at `path`: 0 if there is none.
+Result<std::int64_t> file_size(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return 0;
+    return fail(path, "cannot read the log's size: " + errno_text(errno));
+  }
+  return static_cast<std::int64_t>(st.st_size);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<JobLogs>> JobLogs::open(const std::string& dir,
+                                               std::int64_t task_limit_bytes) {
+  if (dir.empty()) return fail("logs", "the folder of the task logs is not set");
+  if (task_limit_bytes <= 0) return fail("logs", "the limit of a task's log must be > 0 bytes");
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error) {
+    return fail("logs", fmt::format("cannot create the folder of the task logs '{}': {}", dir,
+                                    error.message()));
+  }
+  return std::unique_ptr<JobLogs>(new JobLogs(dir, task_limit_bytes));
+}
+
+std::string JobLogs::job_dir(std::int64_t job) const { return fmt::format("{}/{}", dir_, job); }
+
+std::string JobLogs::task_file(std::int64_t job, int task) const {
+  return fmt::format("{}/{}/task-{}.log", dir_, job, task);
+}
+
+Result<std::int64_t> JobLogs::append(std::int64_t job, int task, std::int64_t offset,
+                                     std::string_view bytes) {
+  if (job <= 0) return fail("job", fmt::format("{} is not a job id", job));
+  if (task < 0) return fail("task", fmt::format("{} is not a task number (0 or more)", task));
+  if (offset < 0) return fail("offset", fmt::format("{} is not a byte offset (0 or more)", offset));
+  const std::lock_guard lock(append_mutex_);
+  const std::string path = task_file(job, task);
+  // Only this object writes the file, under the lock: the size stays what stat says.
+  auto size = file_size(path);
+  if (!size) return size;
+  if (offset > *size) {
+    return fail("offset",
+                fmt::format("the log of task {} has {} bytes; send from there", task, *size));
+  }
+  const auto stored = static_cast<std::size_t>(*size - offset);
+  if (stored >= bytes.size()) return *size;  // all of it was stored before
+  const std::string_view rest = bytes.substr(stored);
+  if (static_cast<std::int64_t>(rest.size()) > task_limit_bytes_ - *size) {
+    return fail("bytes", fmt::format("the log of task {} would grow past its limit of {}; the "
+                                     "rest of the task's output is not kept",
+                                     task, byte_count(task_limit_bytes_)));
+  }
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0 && errno == ENOENT) {
+    if (::mkdir(job_dir(job).c_str(), 0755) != 0 && errno != EEXIST) {
+      return fail(job_dir(job), "cannot create the folder: " + errno_text(errno));
+    }
+    fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  }
+  if (fd < 0) return fail(path, "cannot open the log: " + errno_text(errno));
+  const Fd file(fd);
+  std::size_t written = 0;
+  while (written < rest.size()) {
+    const ssize_t n = ::write(file.get(), rest.data() + written, rest.size() - written);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      // What was written stays: the sender resends from its last offset, and that part is
+      // skipped as a resend.
+      return fail(path, "cannot write the log: " + errno_text(errno));
+    }
+    written += static_cast<std::size_t>(n);
+  }
+  return *size + static_cast<std::int64_t>(rest.size());
+}
+
+Result<LogChunk> JobLogs::read(std::int64_t job, int task, std::int64_t offset,
+                               std::int64_t limit) const {
+  if (job <= 0) return fail("job", fmt::format("{} is not a job id", job));
+  if (task < 0) return fail("task", fmt::format("{} is not a task number (0 or more)", task));
+  if (offset < 0) return fail("offset", fmt::format("{} is not a byte offset (0 or more)", offset));
+  if (limit < 0) return fail("limit", fmt::format("{} is not a byte count (0 or more)", limit));
+  const std::string path = task_file(job, task);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return LogChunk{};
+    return fail(path, "cannot open the log: " + errno_text(errno));
+  }
+  const Fd file(fd);
+  struct stat st {};
+  if (::fstat(file.get(), &st) != 0) {
+    return fail(path, "cannot read the log's size: " + errno_text(errno));
+  }
+  LogChunk chunk{.bytes = {}, .size = static_cast<std::int64_t>(st.st_size)};
+  if (offset >= chunk.size) return chunk;
+  chunk.bytes.resize(static_cast<std::size_t>(std::min(limit, chunk.size - offset)));
+  std::size_t got = 0;
+  while (got < chunk.bytes.size()) {
+    const ssize_t n = ::pread(file.get(), chunk.bytes.data() + got, chunk.bytes.size() - got,
+                              static_cast<off_t>(offset) + static_cast<off_t>(got));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fail(path, "cannot read the log: " + errno_text(errno));
+    }
+    if (n == 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  chunk.bytes.resize(got);
+  return chunk;
+}
+
+}  // namespace tidepool

@@ -1,0 +1,70 @@
+// The tasks' output (stdout and stderr) that the node agents ship to the server, kept so that
+// `tidepool logs` shows it from anywhere, also after the node died. One file per task,
+// <dir>/<job>/task-<n>.log, created on the first bytes; a log only grows.
+//
+// Appends are idempotent by offset: an agent sends each chunk with the byte offset where it
+// starts, and resends from the last size it got back when a request failed, so a chunk that
+// arrives twice (its reply was lost) is stored once and nothing is stored out of order.
+//
+// Thread-safe: appends are serialised by a mutex; reads take no lock (a log's stored bytes never
+// change, so a read sees a prefix of what is being appended).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "core/error.h"
+
+namespace tidepool {
+
+// Bytes of a task's log and how long the log is now (bytes may end before it: a read limit).
+struct LogChunk {
+  std::string bytes;
+  std::int64_t size = 0;
+};
+
+class JobLogs {
+ public:
+  static constexpr std::int64_t kDefaultTaskLimitBytes = std::int64_t{1} << 30;  // 1 GiB
+
+  // The logs under `dir`, which is created (with its parents) if missing; an Error names the
+  // folder when it cannot be created or is not a folder. A task's log is capped at
+  // `task_limit_bytes` (> 0).
+  static Result<std::unique_ptr<JobLogs>> open(
+      const std::string& dir, std::int64_t task_limit_bytes = kDefaultTaskLimitBytes);
+
+  // Stores `bytes`, which start at byte `offset` of the log of task `task` (>= 0) of job `job`
+  // (> 0), and returns the log's new size:
+  //   offset == size: appended;
+  //   offset <  size: a resend; the part already stored is skipped, the rest appended;
+  //   offset >  size: nothing stored; Error with field "offset" whose reason names the size to
+  //                   send from.
+  // A log that would grow past the limit keeps nothing of the chunk: Error with field "bytes"
+  // naming the limit. Other fields: a bad job or task ("job", "task"), or an I/O failure (the
+  // file's path).
+  Result<std::int64_t> append(std::int64_t job, int task, std::int64_t offset,
+                              std::string_view bytes);
+
+  // Up to `limit` (>= 0) bytes from `offset` (>= 0) of the log, and its size. A task without a
+  // log yet, and an offset at or past the end, read as no bytes.
+  Result<LogChunk> read(std::int64_t job, int task, std::int64_t offset, std::int64_t limit) const;
+
+  // The folder and the cap, as given to open().
+  [[nodiscard]] const std::string& dir() const { return dir_; }
+  [[nodiscard]] std::int64_t task_limit_bytes() const { return task_limit_bytes_; }
+
+ private:
+  JobLogs(std::string dir, std::int64_t task_limit_bytes)
+      : dir_(std::move(dir)), task_limit_bytes_(task_limit_bytes) {}
+  [[nodiscard]] std::string job_dir(std::int64_t job) const;
+  [[nodiscard]] std::string task_file(std::int64_t job, int task) const;
+
+  std::string dir_;
+  std::int64_t task_limit_bytes_;
+  std::mutex append_mutex_;
+};
+
+}  // namespace tidepool
