@@ -267,14 +267,13 @@ void Agent::heartbeat(std::int64_t now_ms) {
                          {"gpus", samples_}};
   auto reply = client_.post(fmt::format("/v1/nodes/{}/heartbeat", options_.node), body);
   if (!reply) {
-    log("heartbeat failed: " + reply.error().message());
+    // Said once, not at every heartbeat; the tasks keep running meanwhile.
+    if (server_reachable_) log("heartbeat failed: " + reply.error().message());
+    server_reachable_ = false;
     return;
   }
-  if (reply->status == 409) {  // the server forgot the node (a new database): register again
-    log("the server does not know this node's agent: registering again");
-    if (auto ok = register_node(); !ok) log(ok.error().message());
-    return;
-  }
+  if (!server_reachable_) log("the server answers again");
+  server_reachable_ = true;
   if (!reply->ok()) {
     log("heartbeat refused: " + reply->error_text());
     return;

@@ -103,6 +103,7 @@ class Agent {
   std::int64_t next_heartbeat_ms_ = 0;
   std::int64_t next_sample_ms_ = 0;
   bool state_dirty_ = false;
+  bool server_reachable_ = true;
 };
 
 }  // namespace tidepool

@@ -184,7 +184,9 @@ TEST(NodeRegistrationTest, EveryFieldIsOptional) {
   EXPECT_EQ(refused(read, R"({"cpu_milli": -1})").field, "cpu_milli");
   EXPECT_EQ(refused(read, R"({"memory_mib": "1G"})").field, "memory_mib");
   EXPECT_EQ(refused(read, R"({"gpu_model": 100})").field, "gpu_model");
-  EXPECT_EQ(refused(read, R"({"hostname": "x"})").field, "hostname");
+  EXPECT_EQ(refused(read, R"({"hostname": 7})").field, "hostname");
+  EXPECT_EQ(refused(read, R"({"devices": [{"index": 16}]})").field, "devices[0].index");
+  EXPECT_EQ(refused(read, R"({"rack": "r1"})").field, "rack");
 }
 
 TEST(NodeHeartbeatTest, JobIdsArePositiveAndUnique) {

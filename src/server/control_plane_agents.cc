@@ -91,12 +91,8 @@ Reply ControlPlane::heartbeat(const Principal& who, const std::string& node,
     return error_reply(404, "not found", Error{"node", fmt::format("no node '{}'", node)});
   }
   NodeInfo& info = nodes_[it->second.value];
-  if (info.registered_ms == 0) {
-    return error_reply(409, "conflict",
-                       Error{"node", fmt::format("node '{}' has not registered: the agent "
-                                                 "registers before its first heartbeat",
-                                                 node)});
-  }
+  // A heartbeat from an agent that never registered (an older agent) registers the node.
+  if (info.registered_ms == 0) info.registered_ms = now_ms;
   info.last_heartbeat_ms = now_ms;
   mark_ready(it->second, now_ms, batch);
   record_node(batch, info);

@@ -528,7 +528,7 @@ TEST(JobSpecTest, SpecsRoundTripThroughJson) {
   ASSERT_TRUE(odd.has_value());
   for (const JobSpec& spec : {*full, *minimal, *odd}) {
     const Json json = job_spec_to_json(spec);
-    EXPECT_EQ(json.size(), 19U);
+    EXPECT_EQ(json.size(), 20U);
     auto back = job_spec_from_json(json);
     ASSERT_TRUE(back.has_value()) << back.error().message();
     EXPECT_EQ(*back, spec);
