@@ -41,3 +41,37 @@ expect_error() {
     grep -qF -- "$pattern" "$work/stderr" || fail "the error output does not mention '$pattern'"
   done
 }
+
+# start_server [CONFIG_LINE...]: starts the server on a free port, with the lines added to its
+# config; exports TIDEPOOL_SERVER and TIDEPOOL_TOKEN (its first admin token).
+start_server() {
+  rm -f "$work/port"
+  cat >"$work/server.yaml" <<EOF
+cluster: $source_dir/data/clusters/example.yaml
+tenants: $source_dir/data/tenants/example.yaml
+database: $work/tidepool.db
+tick: 1s
+EOF
+  local line
+  for line in "$@"; do echo "$line" >>"$work/server.yaml"; done
+  "$tidepool" server --config "$work/server.yaml" --listen 127.0.0.1:0 \
+    --port-file "$work/port" >"$work/server.log" 2>&1 &
+  server_pid=$!
+  for _ in $(seq 1 300); do
+    grep -qE '^[0-9]+$' "$work/port" 2>/dev/null && break
+    kill -0 "$server_pid" 2>/dev/null || fail "the server exited: $(cat "$work/server.log")"
+    sleep 0.1
+  done
+  grep -qE '^[0-9]+$' "$work/port" 2>/dev/null || fail "the server wrote no port file in 30 s"
+  port=$(tr -d '[:space:]' <"$work/port")
+  TIDEPOOL_SERVER="http://127.0.0.1:$port"
+  TIDEPOOL_TOKEN=$(cat "$work/tidepool.db.admin-token")
+  export TIDEPOOL_SERVER TIDEPOOL_TOKEN
+}
+
+# tp ARGS...: runs tidepool ARGS, which must succeed; its output is in $work/out (and shown).
+tp() {
+  "$tidepool" "$@" >"$work/out" 2>"$work/err" ||
+    fail "tidepool $* failed: $(cat "$work/err")"
+  cat "$work/out"
+}

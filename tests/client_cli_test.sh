@@ -28,38 +28,6 @@ trap cleanup EXIT
 export XDG_CONFIG_HOME="$work/xdg"
 unset TIDEPOOL_CONFIG TIDEPOOL_SERVER TIDEPOOL_TOKEN TIDEPOOL_CA_CERT
 
-# start_server: starts the server on a free port; exports TIDEPOOL_SERVER and TIDEPOOL_TOKEN (its
-# first admin token).
-start_server() {
-  rm -f "$work/port"
-  cat >"$work/server.yaml" <<EOF
-cluster: $source_dir/data/clusters/example.yaml
-tenants: $source_dir/data/tenants/example.yaml
-database: $work/tidepool.db
-tick: 1s
-EOF
-  "$tidepool" server --config "$work/server.yaml" --listen 127.0.0.1:0 \
-    --port-file "$work/port" >"$work/server.log" 2>&1 &
-  server_pid=$!
-  for _ in $(seq 1 300); do
-    grep -qE '^[0-9]+$' "$work/port" 2>/dev/null && break
-    kill -0 "$server_pid" 2>/dev/null || fail "the server exited: $(cat "$work/server.log")"
-    sleep 0.1
-  done
-  grep -qE '^[0-9]+$' "$work/port" 2>/dev/null || fail "the server wrote no port file in 30 s"
-  port=$(tr -d '[:space:]' <"$work/port")
-  TIDEPOOL_SERVER="http://127.0.0.1:$port"
-  TIDEPOOL_TOKEN=$(cat "$work/tidepool.db.admin-token")
-  export TIDEPOOL_SERVER TIDEPOOL_TOKEN
-}
-
-# tp ARGS...: runs tidepool ARGS, which must succeed; its output is in $work/out (and shown).
-tp() {
-  "$tidepool" "$@" >"$work/out" 2>"$work/err" ||
-    fail "tidepool $* failed: $(cat "$work/err")"
-  cat "$work/out"
-}
-
 # expect_out PATTERN...: every pattern (fixed strings) is in $work/out.
 expect_out() {
   local pattern

@@ -142,20 +142,6 @@ std::string tenants_line(const DemoPool& pool) {
                      pool.gpus.model, fmt::join(items, ", "));
 }
 
-std::string class_name(JobClass job_class) {
-  switch (job_class) {
-    case JobClass::kTraining:
-      return "training";
-    case JobClass::kInference:
-      return "inference";
-    case JobClass::kDev:
-      return "dev";
-    case JobClass::kBatch:
-      return "batch";
-  }
-  return "?";
-}
-
 void print_dry_run(const DemoSettings& s, const Result<std::string>& server_program,
                    const Result<std::string>& agent_program) {
   const char* tmp = std::getenv("TMPDIR");
@@ -208,7 +194,7 @@ void print_dry_run(const DemoSettings& s, const Result<std::string>& server_prog
   for (const DemoSubmission& sub : s.workload) {
     const JobSpec& spec = sub.spec;
     fmt::print("  {:<7} {:<18} {:<8} {:<9} {:>4} {:<11} {}\n", format_seconds(sub.at_ms) + "s",
-               spec.name, spec.tenant, class_name(spec.job_class),
+               spec.name, spec.tenant, job_class_name(spec.job_class),
                spec.tasks == 1 ? std::to_string(spec.gpus_per_task)
                                : fmt::format("{}x{}", spec.tasks, spec.gpus_per_task),
                spec.preemptible ? "yes" : "no", shell_line(spec.command));
