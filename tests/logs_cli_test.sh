@@ -38,22 +38,6 @@ json() {
     "$1" "$2"
 }
 
-# submit FILE: submits FILE and prints the job id.
-submit() {
-  "$tidepool" submit --parsable "$1" 2>"$work/err" || fail "submit $1 failed: $(cat "$work/err")"
-}
-
-# wait_state ID STATE: waits up to 20 s for the job to reach STATE.
-wait_state() {
-  local state=""
-  for _ in $(seq 1 200); do
-    state=$("$tidepool" job "$1" -o json | python3 -c 'import json, sys; print(json.load(sys.stdin)["state"])')
-    [[ $state == "$2" ]] && return 0
-    sleep 0.1
-  done
-  fail "job $1 is $state, not $2, after 20 s"
-}
-
 # running_job: submits the notebook example (vision, 1 task), waits until it runs, and sets $job,
 # $node (where it runs) and $agent_token (an agent token of that node).
 running_job() {
