@@ -77,57 +77,34 @@ class AgentProcess {
 
   void start() {
     log_path_ = dir_.file("agent-" + node_ + ".log");
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      const int log = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-      ::dup2(log, 1);
-      ::dup2(log, 2);
-      std::vector<std::string> args = {tidepool_binary(),
-                                       "agent",
-                                       "--server",
-                                       "http://127.0.0.1:" + std::to_string(port_),
-                                       "--token",
-                                       token_,
-                                       "--node",
-                                       node_,
-                                       "--gpus",
-                                       "fake:8xH100",
-                                       "--state-dir",
-                                       dir_.file("state-" + node_),
-                                       "--checkpoint-root",
-                                       dir_.file("checkpoints"),
-                                       "--heartbeat-interval",
-                                       "200ms",
-                                       "--sample-interval",
-                                       "1s",
-                                       "--notice-timeout",
-                                       "5s",
-                                       "--grace-period",
-                                       "2s",
-                                       "--cgroups",
-                                       "none"};
-      std::vector<char*> argv;
-      for (std::string& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
-    }
+    std::vector<std::string> args = {tidepool_binary(),
+                                     "agent",
+                                     "--server",
+                                     "http://127.0.0.1:" + std::to_string(port_),
+                                     "--token",
+                                     token_,
+                                     "--node",
+                                     node_,
+                                     "--gpus",
+                                     "fake:8xH100",
+                                     "--state-dir",
+                                     dir_.file("state-" + node_),
+                                     "--checkpoint-root",
+                                     dir_.file("checkpoints"),
+                                     "--heartbeat-interval",
+                                     "200ms",
+                                     "--sample-interval",
+                                     "1s",
+                                     "--notice-timeout",
+                                     "5s",
+                                     "--grace-period",
+                                     "2s",
+                                     "--cgroups",
+                                     "none"};
+    pid_ = spawn_logged(std::move(args), log_path_);
   }
-  void kill_hard() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGKILL);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-  }
-  int terminate() {
-    if (pid_ <= 0) return -1;
-    ::kill(pid_, SIGTERM);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
+  void kill_hard() { signal_and_reap(pid_, SIGKILL); }
+  int terminate() { return signal_and_reap(pid_, SIGTERM); }
   [[nodiscard]] std::string log() const { return read_text(log_path_); }
 
  private:

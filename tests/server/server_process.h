@@ -77,6 +77,32 @@ inline std::string write_server_config(const TempDir& dir, const std::string& ex
   return config;
 }
 
+// Starts `args` (the program first) with stdout and stderr appended to `log_path`; its pid.
+inline pid_t spawn_logged(std::vector<std::string> args, const std::string& log_path) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+    ::dup2(log, 1);
+    ::dup2(log, 2);
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+// Sends `sig` to `pid` (if it is > 0), waits for it and sets it to -1; its exit status, or -1.
+inline int signal_and_reap(pid_t& pid, int sig) {
+  if (pid <= 0) return -1;
+  ::kill(pid, sig);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  pid = -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 class ServerProcess {
  public:
   ServerProcess(const TempDir& dir, std::string config, std::vector<std::string> extra_args = {})
@@ -96,20 +122,10 @@ class ServerProcess {
     const std::string port_file = dir_.file("port");
     std::filesystem::remove(port_file);
     log_path_ = dir_.file("server.log");
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      const int log = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-      ::dup2(log, 1);
-      ::dup2(log, 2);
-      std::vector<std::string> args = {tidepool_binary(), "server",      "--config",
-                                       config_,           "--port-file", port_file};
-      args.insert(args.end(), extra_args_.begin(), extra_args_.end());
-      std::vector<char*> argv;
-      for (std::string& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
-    }
+    std::vector<std::string> args = {tidepool_binary(), "server",      "--config",
+                                     config_,           "--port-file", port_file};
+    args.insert(args.end(), extra_args_.begin(), extra_args_.end());
+    pid_ = spawn_logged(std::move(args), log_path_);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     while (std::chrono::steady_clock::now() < deadline) {
       int status = 0;
@@ -128,21 +144,8 @@ class ServerProcess {
   }
 
   // SIGTERM, then waits; returns the exit status (or -1).
-  int terminate() {
-    if (pid_ <= 0) return -1;
-    ::kill(pid_, SIGTERM);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-  void kill_hard() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGKILL);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-  }
+  int terminate() { return signal_and_reap(pid_, SIGTERM); }
+  void kill_hard() { signal_and_reap(pid_, SIGKILL); }
 
   [[nodiscard]] bool ready() const {
     if (!ca_cert_.empty()) {
