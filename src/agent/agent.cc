@@ -188,26 +188,22 @@ Result<void> Agent::run() {
       next_heartbeat_ms_ = now + options_.heartbeat_ms;
     }
     if (!stopping) start_ready_tasks(now);
+    // Tasks whose group is gone are done once their end is told: a stopped one needs no report
+    // (the server took it away), one that ended on its own is reported first; both ship their
+    // last output.
     for (auto it = tasks_.begin(); it != tasks_.end();) {
       LocalTask& task = it->second;
-      if (!task.exit || !task.group_gone || task.stop) {
+      if (!task.group_gone || (!task.stop && !task.exit)) {
         ++it;
         continue;
       }
-      if (!task.reported) report_exit(task);
-      if (task.reported && task.log_shipped >= file_size(task.log_path)) {
-        if (task.cgroup) (void)task.cgroup->remove();
-        done_.insert(it->first);
-        it = tasks_.erase(it);
-        state_dirty_ = true;
-      } else {
-        ++it;
+      if (task.stop) {
+        ship_log(task);
+      } else if (!task.reported) {
+        report_exit(task);
       }
-    }
-    for (auto it = tasks_.begin(); it != tasks_.end();) {
-      if (it->second.stop && it->second.group_gone) {
-        ship_log(it->second);
-        if (it->second.cgroup) (void)it->second.cgroup->remove();
+      if (task.stop || (task.reported && task.log_shipped >= file_size(task.log_path))) {
+        if (task.cgroup) (void)task.cgroup->remove();
         done_.insert(it->first);
         it = tasks_.erase(it);
         state_dirty_ = true;
