@@ -113,12 +113,14 @@ class ChargeMeter {
   void set_prices(Seconds t, const Pool& pool);
   // Lending credits for [from, to): `delta[m]` is model m's price integral over it.
   void accrue_credits(std::span<const ExactAmount> delta, const TenantBook& book);
+  // Brings the job's accruals up to now and posts their whole micro-credits not yet posted.
+  Result<void> post_job(JobId job, RunningJob& run, CostLedger& ledger);
 
   PriceSchedule schedule_;
   std::vector<Micros> cost_base_;
   Seconds day_offset_ = 0;
   Seconds now_ = 0;
-  std::vector<Price> prices_;         // per model, in force now
+  std::vector<Price> prices_;          // per model, in force now
   std::vector<ExactAmount> integral_;  // per model: standard price per hour x seconds, summed
   std::vector<std::pair<GpuModelId, Price>> history_;
   std::map<JobId, RunningJob> jobs_;

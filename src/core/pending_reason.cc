@@ -18,6 +18,8 @@ std::string_view pending_kind_name(PendingKind kind) {
       return "head-of-line";
     case PendingKind::kWindow:
       return "window";
+    case PendingKind::kBudget:
+      return "budget";
   }
   return "not-considered";
 }

@@ -23,10 +23,12 @@ enum class PendingKind : std::uint8_t {
   kReservation,    // it fits, but would delay the reserved start of an earlier job
   kHeadOfLine,     // strict FIFO: behind the first job in the queue, which does not fit
   kWindow,         // capacity protected for another job class by a tidal window
+  kBudget,         // its tenant's quarterly budget is spent (core/budget.h)
 };
-inline constexpr int kPendingKinds = 7;
+inline constexpr int kPendingKinds = 8;
 
-// "not-considered", "quota", "capacity", "topology", "reservation", "head-of-line", "window"
+// "not-considered", "quota", "capacity", "topology", "reservation", "head-of-line", "window",
+// "budget"
 std::string_view pending_kind_name(PendingKind kind);
 
 struct PendingReason {

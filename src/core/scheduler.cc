@@ -440,6 +440,24 @@ Result<void> Scheduler::forget(JobId job) {
   return {};
 }
 
+Result<void> Scheduler::set_budget_exhausted(TenantId tenant, std::optional<std::string> reason) {
+  if (tenant.value >= static_cast<std::uint32_t>(book_.tenant_count())) {
+    return fail("tenant", fmt::format("unknown tenant id {}", tenant.value));
+  }
+  budget_exhausted_.resize(static_cast<std::size_t>(book_.tenant_count()));
+  auto& slot = budget_exhausted_[tenant.value];
+  if (!reason) {
+    slot.reset();
+  } else if (!slot || slot->message() != *reason) {
+    slot = make_reason(PendingKind::kBudget, std::move(*reason));
+  }
+  return {};
+}
+
+bool Scheduler::budget_exhausted(TenantId tenant) const {
+  return tenant.value < budget_exhausted_.size() && budget_exhausted_[tenant.value].has_value();
+}
+
 Result<void> Scheduler::set_node_schedulable(NodeId node, bool schedulable) {
   if (auto ok = pool_.set_schedulable(node, schedulable); !ok) return ok;
   ++changes_;
@@ -806,6 +824,15 @@ void Scheduler::evaluate(Entry& e, Seconds now, PassState& state, PassResult& ou
     set_reason(e, now, it->second);
     return;
   }
+  if (job.tenant.value < budget_exhausted_.size() && budget_exhausted_[job.tenant.value] &&
+      job.priority_class < config_.budget_exempt_priority) {
+    set_reason(e, now, *budget_exhausted_[job.tenant.value]);
+    // A lane is in priority order: the tenant's later jobs are not critical either.
+    if (lanes_.size() > 1 && e.lane == job.tenant.value) {
+      state.lane_done[e.lane] = *budget_exhausted_[job.tenant.value];
+    }
+    return;
+  }
   const std::int64_t gpus = whole_gpus(e.milli);
 
   // Tidal windows: what must stay free beside the job (the protected GPUs of every window it
@@ -1078,7 +1105,9 @@ PassResult Scheduler::pass(Seconds now) {
     ++cursor[best];
     Entry& e = entry(id);
     evaluate(e, now, state, out);
-    if (config_.head_of_line_blocking && e.phase == JobPhase::kPending && !state.blocking) {
+    // A job held by its tenant's budget is the tenant's matter: it does not hold the line.
+    if (config_.head_of_line_blocking && e.phase == JobPhase::kPending && !state.blocking &&
+        e.reason.kind != PendingKind::kBudget) {
       state.blocking = id;
       state.blocked_reason =
           make_reason(PendingKind::kHeadOfLine,

@@ -114,6 +114,9 @@ struct SchedulerConfig {
   bool segregate_borrowed = true;
   // A job refused for quota this long holds back its tenant's later jobs (see the pass).
   Seconds quota_head_patience = 1800;
+  // Jobs of this priority class or above are critical: they start even when their tenant's
+  // budget is exhausted.
+  int budget_exempt_priority = 1000;
   Seconds fair_share_half_life = kDefaultFairShareHalfLife;
   RuntimePredictorConfig predictor;
   // The task shapes of the workload (FGD's typical tasks): a task with a GPU fraction is placed by
@@ -192,6 +195,12 @@ class Scheduler {
   // Forgets a done job (a server that keeps jobs outside the scheduler calls it once a job has
   // ended, so that memory does not grow with the history).
   Result<void> forget(JobId job);
+  // Budgets (core/budget.h): while `reason` is set, the tenant's pending jobs below
+  // budget_exempt_priority wait with kBudget and that text; nullopt lifts it. The caller decides
+  // from the ledger (the scheduler keeps no money). Fails for an unknown tenant.
+  Result<void> set_budget_exhausted(TenantId tenant, std::optional<std::string> reason);
+  [[nodiscard]] bool budget_exhausted(TenantId tenant) const;
+
   // Cordons a node (drained, or down) or makes it schedulable again; see Pool::set_schedulable.
   // Its running jobs keep running.
   Result<void> set_node_schedulable(NodeId node, bool schedulable);
@@ -308,6 +317,7 @@ class Scheduler {
   std::set<JobId> running_;
   std::vector<std::int64_t> tenant_usage_;  // milli-GPUs, per tenant
   std::vector<std::int64_t> class_usage_;   // milli-GPUs, per JobClass
+  std::vector<std::optional<PendingReason>> budget_exhausted_;  // per tenant
   std::vector<Loan> loans_;
   // Running tasks per node admitted within guarantee, and by borrowing (segregate_borrowed).
   std::vector<int> guaranteed_tasks_;

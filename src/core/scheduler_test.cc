@@ -425,3 +425,45 @@ TEST(SchedulerServerHooks, ForgetDropsOnlyEndedJobs) {
 
 }  // namespace
 }  // namespace tidepool
+
+namespace tidepool {
+namespace {
+
+TEST(SchedulerBudget, AnExhaustedTenantStartsOnlyCriticalJobsUntilTheBudgetIsLifted) {
+  for (std::string_view name : scheduler_policy_names()) {
+    SCOPED_TRACE(name);
+    Scheduler s = make_scheduler(policy(name));
+    ASSERT_TRUE(s.set_budget_exhausted(kA, "budget exhausted: tenant A spent 12.00 of 10.00")
+                    .has_value());
+    EXPECT_TRUE(s.budget_exhausted(kA));
+    EXPECT_FALSE(s.budget_exhausted(kB));
+    Job normal = make_test_job(0, kA, 2, 0);
+    Job critical = make_test_job(1, kA, 2, 0);
+    critical.priority_class = s.config().budget_exempt_priority;
+    Job other = make_test_job(2, kB, 2, 0);
+    for (const Job& job : {normal, critical, other}) ASSERT_TRUE(s.submit(job, 0).has_value());
+    const PassResult first = s.pass(0);
+    std::vector<std::uint32_t> started;
+    for (const StartedJob& j : first.started) started.push_back(j.job.value);
+    EXPECT_THAT(started, ::testing::UnorderedElementsAre(1U, 2U));
+    ASSERT_NE(s.reason(JobId{0}), nullptr);
+    EXPECT_EQ(s.reason(JobId{0})->kind, PendingKind::kBudget);
+    EXPECT_EQ(s.reason(JobId{0})->message(), "budget exhausted: tenant A spent 12.00 of 10.00");
+
+    ASSERT_TRUE(s.set_budget_exhausted(kA, std::nullopt).has_value());
+    const PassResult second = s.pass(10);
+    ASSERT_EQ(second.started.size(), 1U);
+    EXPECT_EQ(second.started[0].job, JobId{0});
+    EXPECT_EQ(s.pending_seconds(JobId{0})->at(static_cast<int>(PendingKind::kBudget)), 10);
+  }
+}
+
+TEST(SchedulerBudget, RefusesAnUnknownTenant) {
+  Scheduler s = make_scheduler(policy("tidepool"));
+  auto bad = s.set_budget_exhausted(TenantId{7}, "x");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(bad.error().field, "tenant");
+}
+
+}  // namespace
+}  // namespace tidepool

@@ -8,7 +8,9 @@
 #include <set>
 #include <tuple>
 
+#include "core/burst.h"
 #include "core/efficiency_model.h"
+#include "core/rng.h"
 #include "core/runtime_predictor.h"
 #include "core/tidal_window.h"
 #include "sim/replay_simulation.h"
@@ -18,7 +20,12 @@ namespace {
 
 __extension__ using Int128 = __int128;
 
-enum EventKind : int { kFinish = 0, kLoanStart = 1, kArrival = 2, kWakeup = 3 };
+enum EventKind : int { kFinish = 0, kLoanStart = 1, kArrival = 2, kWakeup = 3, kBurstFinish = 4 };
+
+// At most this many waiting jobs are offered to the burst rule per pass (the longest waiting).
+constexpr std::size_t kMaxBurstCandidates = 1000;
+// A spot job interrupted this often runs out its last segment uninterrupted (bounds the model).
+constexpr int kMaxSpotInterruptions = 100;
 
 struct Event {
   Seconds time = 0;
@@ -43,6 +50,11 @@ struct JobTrack {
   double comm_gpu_seconds = 0;
   double mfu_gpu_seconds = 0;
   std::optional<SimLoan> loan;
+  // On rented capacity: the offer, when it was sent there, the seconds rented and interruptions.
+  std::optional<std::size_t> burst_offer;
+  Seconds burst_from = 0;
+  Seconds rented_seconds = 0;
+  int interruptions = 0;
 };
 
 // Work done in `wall` seconds at the placement's slowdown (inverse of scale_runtime), floored.
@@ -73,6 +85,16 @@ class Simulation {
   void stop_segment(JobTrack& track, SimJobResult& result, Seconds now);
   Seconds wait_in_window(const SimJob& job, Seconds start) const;
   void summarise(Seconds end);
+  [[nodiscard]] bool bursting() const { return market_ && settings_.market->burst.has_value(); }
+  // Sends jobs that waited past the burst threshold to rented capacity (core/burst.h).
+  void burst(Seconds now);
+  // The simulated rental of `job` on `offer` from now: start-up delays, spot interruptions.
+  void rent(std::uint32_t job, std::size_t offer, Seconds now);
+  void finish_burst(std::uint32_t job, Seconds now);
+  // Runs a market hook and keeps its first error.
+  void market_hook(Result<void> result) {
+    if (!result && market_status_) market_status_ = std::unexpected(result.error());
+  }
 
   Scheduler sched_;
   SchedulerConfig config_;
@@ -90,6 +112,10 @@ class Simulation {
   std::vector<long double> wanted_, received_;  // per tenant, milli-GPU-seconds
   std::vector<long double> class_milli_seconds_;
   Seconds horizon_ = 0;
+  std::optional<SimMarket> market_;
+  std::set<std::pair<Seconds, std::uint32_t>> waiting_;  // (pending since, job) when bursting
+  std::vector<std::int64_t> rented_;                     // GPUs in use per burst offer
+  Result<void> market_status_;  // the first error of the market's hooks
   PredictorErrors errors_;
   TenantMeanBaseline baseline_;
 };
@@ -193,9 +219,11 @@ void Simulation::apply(const PassResult& pass, Seconds now) {
         std::max<Seconds>(0, workload_[p.job.value].duration - track.progress);
     track.progress += std::min(remaining, ideal_work(p.kept_seconds, track.efficiency));
     stop_segment(track, result, now);
+    if (market_) market_hook(market_->stop(p.job, now, sched_));
     ++result.preemptions;
     result.lost_gpu_seconds += p.lost_gpu_seconds;
     track.pending_since = now;
+    if (bursting()) waiting_.emplace(now, p.job.value);
     pending_milli_[workload_[p.job.value].job.tenant.value] +=
         workload_[p.job.value].job.total_milli_gpu();
   }
@@ -205,6 +233,7 @@ void Simulation::apply(const PassResult& pass, Seconds now) {
     SimJobResult& result = run_.jobs[s.job.value];
     result.queue_seconds += now - track.pending_since;
     pending_milli_[sj.job.tenant.value] -= sj.job.total_milli_gpu();
+    waiting_.erase({track.pending_since, s.job.value});
     if (!result.first_start) {
       result.first_start = now;
       result.backfilled = s.backfilled;
@@ -215,6 +244,11 @@ void Simulation::apply(const PassResult& pass, Seconds now) {
     }
     track.running = true;
     track.segment_start = now;
+    if (market_) {
+      market_hook(market_->start(sj.job, s.assignments, sched_.pool(),
+                                 track.loan ? PriceClass::kEmergency : price_class_of(sj.job),
+                                 now));
+    }
     track.gpus = static_cast<int>(whole_gpus(sj.job.total_milli_gpu()));
     track.multi_gpu = track.gpus > 1;
     if (track.multi_gpu) {
@@ -235,6 +269,104 @@ void Simulation::apply(const PassResult& pass, Seconds now) {
       wall = std::min(wall, std::max<Seconds>(0, track.loan->start + track.loan->duration - now));
     events_.push({now + wall, kFinish, s.job.value, track.generation});
   }
+}
+
+void Simulation::burst(Seconds now) {
+  const BurstPolicy& policy = *settings_.market->burst;
+  std::vector<BurstCandidate> candidates;
+  for (auto it = waiting_.begin(); it != waiting_.end() && it->first <= now - policy.threshold &&
+                                   candidates.size() < kMaxBurstCandidates;
+       ++it) {
+    const std::uint32_t i = it->second;
+    if (tracks_[i].loan) continue;  // a loan's milestone job runs on its loan
+    const Job& job = workload_[i].job;
+    const auto prediction = sched_.prediction(job.id);
+    candidates.push_back({.job = job.id,
+                          .tenant = job.tenant,
+                          .models = job.gang.task.models,
+                          .gpus = whole_gpus(job.total_milli_gpu()),
+                          .waited = now - it->first,
+                          .predicted_runtime = prediction ? prediction->runtime : 3600,
+                          .preemptible = job.preemptible,
+                          .checkpoints = job.checkpoint_interval.has_value()});
+  }
+  if (candidates.empty()) return;
+  const BurstChoice choice = choose_bursts(candidates, settings_.market->offers, rented_,
+                                           market_->remaining_budgets(), policy);
+  for (const BurstDecision& d : choice.decisions) {
+    const std::uint32_t i = d.job.value;
+    JobTrack& track = tracks_[i];
+    if (auto ok = sched_.withdraw(d.job, now); !ok) {
+      market_hook(std::unexpected(ok.error()));
+      continue;
+    }
+    waiting_.erase({track.pending_since, i});
+    pending_milli_[workload_[i].job.tenant.value] -= workload_[i].job.total_milli_gpu();
+    rent(i, d.offer, now);
+  }
+}
+
+void Simulation::rent(std::uint32_t i, std::size_t offer_index, Seconds now) {
+  const SimJob& sj = workload_[i];
+  const BurstOffer& offer = settings_.market->offers[offer_index];
+  JobTrack& track = tracks_[i];
+  SimJobResult& result = run_.jobs[i];
+  const std::int64_t gpus = whole_gpus(sj.job.total_milli_gpu());
+  result.queue_seconds += now - track.pending_since + offer.startup_delay;
+  if (!result.first_start) result.first_start = now + offer.startup_delay;
+  track.burst_offer = offer_index;
+  track.burst_from = now;
+  track.running = true;
+  // Rented nodes hold the whole gang in one place: the job runs at its ideal speed. A spot
+  // segment is interrupted in each hour it runs with the offer's chance, at a uniform second of
+  // that hour; the job keeps the work to its last checkpoint and starts again after the delay.
+  Rng rng(settings_.seed ^ (0x9e3779b97f4a7c15ULL * (std::uint64_t{i} + 1)));
+  Seconds remaining = std::max<Seconds>(0, sj.duration - track.progress);
+  Seconds t = now;
+  while (true) {
+    t += offer.startup_delay;
+    track.rented_seconds += offer.startup_delay;
+    std::optional<Seconds> cut;
+    if (offer.spot && offer.interruption_per_hour > 0 &&
+        track.interruptions < kMaxSpotInterruptions) {
+      for (Seconds hour = 0; hour < remaining && !cut; hour += 3600) {
+        if (static_cast<Ppm>(rng.below(kPpmOne)) < offer.interruption_per_hour) {
+          const Seconds at = hour + static_cast<Seconds>(rng.below(3600));
+          if (at < remaining) cut = at;
+        }
+      }
+    }
+    if (!cut) {
+      t += remaining;
+      track.rented_seconds += remaining;
+      break;
+    }
+    const Seconds interval = sj.job.checkpoint_interval.value_or(0);
+    const Seconds kept = interval > 0 ? *cut / interval * interval : 0;
+    track.progress += kept;
+    remaining -= kept;
+    t += *cut;
+    track.rented_seconds += *cut;
+    ++track.interruptions;
+    result.lost_gpu_seconds += (*cut - kept) * gpus;
+  }
+  rented_[offer_index] += gpus;
+  events_.push({t, kBurstFinish, i, 0});
+}
+
+void Simulation::finish_burst(std::uint32_t i, Seconds now) {
+  JobTrack& track = tracks_[i];
+  const SimJob& sj = workload_[i];
+  SimJobResult& result = run_.jobs[i];
+  const std::int64_t gpus = whole_gpus(sj.job.total_milli_gpu());
+  rented_[*track.burst_offer] -= gpus;
+  track.running = false;
+  track.progress = sj.duration;
+  result.end = now;
+  result.preemptions += track.interruptions;
+  market_->add_useful(sj.job.total_milli_gpu(), sj.duration);
+  market_hook(market_->charge_burst(sj.job, *track.burst_offer, track.burst_from, now, gpus,
+                                    track.rented_seconds, track.interruptions, sched_));
 }
 
 Result<ClusterSimRun> Simulation::run() {
@@ -307,6 +439,12 @@ Result<ClusterSimRun> Simulation::run() {
 
   Seconds now = events_.empty() ? 0 : events_.top().time;
   Seconds next_sample = now;
+  if (settings_.market) {
+    auto market = SimMarket::create(*settings_.market, sched_.pool(), sched_.book(), now);
+    if (!market) return fail("market", market.error().message());
+    market_.emplace(std::move(*market));
+    rented_.assign(settings_.market->offers.size(), 0);
+  }
   int idle_wakeups = 0;
   std::size_t arrivals_left = trace_jobs_ + loans_.size();
   while (!events_.empty()) {
@@ -319,6 +457,7 @@ Result<ClusterSimRun> Simulation::run() {
     }
     integrate(now, t);
     now = t;
+    if (market_) market_hook(market_->advance(t, sched_.pool(), sched_));
     bool outside_event = false;
     while (!events_.empty() && events_.top().time == t) {
       const Event e = events_.top();
@@ -328,9 +467,16 @@ Result<ClusterSimRun> Simulation::run() {
           JobTrack& track = tracks_[e.index];
           if (!track.running || track.generation != e.generation) break;
           SimJobResult& result = run_.jobs[e.index];
+          const SimJob& sj = workload_[e.index];
+          if (market_) {
+            const Seconds done =
+                std::min(sj.duration, track.progress + ideal_work(t - track.segment_start,
+                                                                  track.efficiency));
+            market_->add_useful(sj.job.total_milli_gpu(), done);
+            market_hook(market_->stop(sj.job.id, t, sched_));
+          }
           stop_segment(track, result, t);
           result.end = t;
-          const SimJob& sj = workload_[e.index];
           const bool trace_job = e.index < trace_jobs_;
           if (auto ok = sched_.finish(
                   sj.job.id, t, trace_job ? std::optional<Seconds>(sj.duration) : std::nullopt);
@@ -360,6 +506,7 @@ Result<ClusterSimRun> Simulation::run() {
           run_.jobs[e.index].predicted_runtime = sched_.prediction(sj.job.id)->runtime;
           pending_milli_[sj.job.tenant.value] += sj.job.total_milli_gpu();
           tracks_[e.index].pending_since = t;
+          if (bursting()) waiting_.emplace(t, e.index);
           --arrivals_left;
           outside_event = true;
           break;
@@ -367,10 +514,25 @@ Result<ClusterSimRun> Simulation::run() {
         case kWakeup:
           wakeups_.erase(t);
           break;
+        case kBurstFinish:
+          finish_burst(e.index, t);
+          outside_event = true;
+          break;
       }
     }
     const PassResult pass = sched_.pass(t);
     apply(pass, t);
+    if (bursting()) {
+      burst(t);
+      // Wake up when the longest-waiting job reaches the threshold.
+      if (!waiting_.empty()) {
+        const Seconds due = waiting_.begin()->first + settings_.market->burst->threshold;
+        if (due > t && !wakeups_.contains(due)) {
+          wakeups_.insert(due);
+          events_.push({due, kWakeup, 0, 0});
+        }
+      }
+    }
     for (const Loan& loan : pass.loans_returned) {
       for (std::size_t k = 0; k < loans_.size(); ++k) {
         const std::size_t id = trace_jobs_ + k;
@@ -402,6 +564,13 @@ Result<ClusterSimRun> Simulation::run() {
   }
   sample(now);
   summarise(now);
+  if (market_) {
+    market_hook(market_->advance(now, sched_.pool(), sched_));
+    if (!market_status_) return fail("market", market_status_.error().message());
+    auto cost = market_->finish(now, sched_);
+    if (!cost) return fail("market", cost.error().message());
+    run_.cost = std::move(*cost);
+  }
   return std::move(run_);
 }
 

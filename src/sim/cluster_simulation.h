@@ -17,6 +17,10 @@
 //     sees the same jobs.
 //   - Samples every `sample_interval` seconds show the state after every event before that time.
 //   - The run ends when no event is left. Jobs still pending then never fit (counted apart).
+//   - With a market, the meter is advanced to each event's time before anything changes; useful
+//     work is what a job keeps (its trace duration when it finishes, work up to its stop when a
+//     cap stops it), in GPU-seconds at ideal placement: time lost to preemption and slow
+//     placement is paid for but not useful.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +35,7 @@
 #include "core/pool.h"
 #include "core/scheduler.h"
 #include "core/tenants.h"
+#include "sim/sim_market.h"
 
 namespace tidepool {
 
@@ -59,6 +64,10 @@ struct ClusterSimSettings {
   // Training GPU-hours are also totalled over [0, horizon) (0: up to the last submit time), to
   // compare runs with and without other work in the pool.
   Seconds horizon = 0;
+  // The internal market (sim/sim_market.h): when set, every job is charged at the price in force
+  // (loan jobs at the emergency class), lenders are credited, budgets hold tenants back, and the
+  // run's cost figures are reported.
+  std::optional<SimMarketSettings> market;
 };
 
 // What happened to one job.
@@ -133,6 +142,7 @@ struct SimSummary {
 
 struct ClusterSimRun {
   SimSummary summary;
+  std::optional<SimCost> cost;  // with a market
   std::vector<SimJobResult> jobs;  // by job id
   std::vector<SimSample> samples;
   std::vector<std::string> tenant_names;

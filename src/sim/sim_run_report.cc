@@ -107,6 +107,50 @@ void write_timeline_csv(std::ostream& out, const ClusterSimRun& run) {
   }
 }
 
+void write_costs_csv(std::ostream& out, const ClusterSimRun& run) {
+  out << "tenant,charges,lending_credits,net,budget_alerts,budget_exhaustions,"
+         "budget_held_h,spend_anomalies\n";
+  if (!run.cost) return;
+  for (std::size_t t = 0; t < run.cost->tenants.size() && t < run.tenant_names.size(); ++t) {
+    const SimTenantCost& c = run.cost->tenants[t];
+    out << fmt::format("{},{},{},{},{},{},{:.2f},{}\n", csv_field(run.tenant_names[t]),
+                       money_text(c.charges), money_text(c.credits),
+                       money_text(c.credits - c.charges), c.budget_alerts, c.budget_exhaustions,
+                       static_cast<double>(c.budget_held_s) / 3600.0, c.spend_anomalies);
+  }
+}
+
+namespace {
+
+Json cost_json(const ClusterSimRun& run) {
+  if (!run.cost) return nullptr;
+  const SimCost& c = *run.cost;
+  Json tenants = Json::object();
+  for (std::size_t t = 0; t < c.tenants.size() && t < run.tenant_names.size(); ++t) {
+    tenants[run.tenant_names[t]] = Json{{"charges", money_text(c.tenants[t].charges)},
+                                        {"lending_credits", money_text(c.tenants[t].credits)},
+                                        {"budget_alerts", c.tenants[t].budget_alerts},
+                                        {"budget_exhaustions", c.tenants[t].budget_exhaustions},
+                                        {"budget_held_s", c.tenants[t].budget_held_s},
+                                        {"spend_anomalies", c.tenants[t].spend_anomalies}};
+  }
+  const auto hours = [](std::int64_t milli_seconds) {
+    return static_cast<double>(milli_seconds) / (kMilliPerGpu * 3600.0);
+  };
+  return Json{{"charged", money_text(c.charged)},
+              {"lending_credits", money_text(c.credited)},
+              {"owned_cost", money_text(c.owned_cost)},
+              {"useful_gpu_hours", hours(c.useful_milli_seconds)},
+              {"allocated_gpu_hours", hours(c.allocated_milli_seconds)},
+              {"charged_per_useful_gpu_hour", money_text(c.charged_per_useful_gpu_hour)},
+              {"owned_cost_per_useful_gpu_hour", money_text(c.owned_per_useful_gpu_hour)},
+              {"ledger_entries", c.ledger_entries},
+              {"ledger_balanced", c.ledger_balanced},
+              {"tenants", tenants}};
+}
+
+}  // namespace
+
 std::string summary_json_text(const ClusterSimRun& run, std::string_view policy) {
   const SimSummary& s = run.summary;
   Json pending = Json::object();
@@ -163,6 +207,7 @@ std::string summary_json_text(const ClusterSimRun& run, std::string_view policy)
                                              ? Json(nullptr)
                                              : Json(s.inference_max_wait_in_window_s)},
       {"loans", loans},
+      {"cost", cost_json(run)},
   };
   return summary.dump(2) + '\n';
 }
@@ -192,6 +237,13 @@ Result<std::string> write_sim_run_report(const std::string& dir, std::string_vie
           write(folder / "timeline.csv", [&](std::ostream& out) { write_timeline_csv(out, run); });
       !ok) {
     return std::unexpected(ok.error());
+  }
+  if (run.cost) {
+    if (auto ok =
+            write(folder / "costs.csv", [&](std::ostream& out) { write_costs_csv(out, run); });
+        !ok) {
+      return std::unexpected(ok.error());
+    }
   }
   if (auto ok = write(folder / "summary.json",
                       [&](std::ostream& out) { out << summary_json_text(run, policy); });

@@ -14,11 +14,16 @@
 //                  tenant in book order), allocated_gpus, queued, running, free_gpus,
 //                  fragmented_gpus, fragmentation (= fragmented_gpus / free_gpus, 0 when none
 //                  free).
+//   costs.csv      with a market only: one row per tenant (book order): tenant, charges,
+//                  lending_credits, net (credits - charges), budget_alerts, budget_exhaustions,
+//                  budget_held_h, spend_anomalies; money with 2 decimals.
 //   summary.json   the SimSummary figures under their own names, pending_seconds keyed by
 //                  pending_kind_name, tenant_guarantee_ratio keyed by tenant name,
 //                  class_gpu_hours_in_horizon keyed by job_class_name,
 //                  inference_max_wait_in_window_s null when no such job (-1), the loans with
-//                  served_after_s null when never served, and the policy's name.
+//                  served_after_s null when never served, the policy's name, and "cost": null
+//                  without a market, else the SimCost figures (money as text with 2 decimals,
+//                  GPU-hours as numbers) with per-tenant charges and credits.
 //
 // GPUs are printed with up to 3 decimals ("12", "0.5"); ratios in the CSV files with 4 decimals.
 // CSV fields holding a comma, quote or line break are quoted (RFC 4180). The output depends only on
@@ -42,6 +47,7 @@ std::string gpus_text(std::int64_t milli);
 void write_jobs_csv(std::ostream& out, const ClusterSimRun& run, std::span<const SimJob> workload,
                     std::span<const SimLoan> loans);
 void write_timeline_csv(std::ostream& out, const ClusterSimRun& run);
+void write_costs_csv(std::ostream& out, const ClusterSimRun& run);
 // summary.json's text (indented, ending with a newline).
 std::string summary_json_text(const ClusterSimRun& run, std::string_view policy);
 

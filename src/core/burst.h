@@ -1,0 +1,92 @@
+// Bursting: a job that has waited past a threshold may run on rented capacity (a cloud's
+// on-demand or spot GPUs) offered by a provider, at the offer's price, if its tenant's budget
+// allows. Pure: the server runs the provider's hook for what choose_bursts decides; the simulator
+// models the provider.
+//
+// The rule, for each pending job that has waited at least `threshold` (longest wait first, then
+// job id):
+//   - an offer is eligible if it rents a GPU model the job's tasks accept, has room for the job's
+//     GPUs (its max_gpus less what is rented now and what this call already chose), and, for spot
+//     offers, only if the job is preemptible and checkpoints (spot capacity can be taken back);
+//   - the estimated cost is GPUs x (predicted runtime + start-up delay) x the offer's price;
+//   - a tenant with a budget must have that much left (its budget's remaining, less what this call
+//     already chose for it); a tenant without a budget is not limited;
+//   - the cheapest eligible estimate wins (ties: the lower offer index). A job with none waits
+//     in the pool, with the reason of the last refusal.
+// Everything is ordered, so the same inputs give the same choices.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/gpu_model.h"
+#include "core/ids.h"
+#include "core/money.h"
+#include "core/resources.h"
+
+namespace tidepool {
+
+struct BurstOffer {
+  std::string name;       // unique, e.g. "cloud-h100-spot"
+  std::string provider;   // the provider (hook) that rents it
+  GpuModelId model;
+  bool spot = false;
+  Micros price_per_gpu_hour = 0;  // > 0
+  Seconds startup_delay = 0;      // from the decision until the job runs, >= 0 (paid for)
+  std::int64_t max_gpus = 0;      // rented at once, > 0
+  // Spot only: the share of its hours that the provider takes back, for the simulator's model
+  // (an interruption costs the work since the last checkpoint and another start-up delay).
+  Ppm interruption_per_hour = 0;
+};
+
+struct BurstPolicy {
+  Seconds threshold = 2 * 3600;  // > 0
+};
+
+// Checks offers (names unique and non-empty, figures in range) and the policy; errors name
+// "offers[i].<field>" or "threshold".
+Result<void> validate_burst(std::span<const BurstOffer> offers, const BurstPolicy& policy);
+
+struct BurstCandidate {
+  JobId job;
+  TenantId tenant;
+  ModelSet models;              // the models its tasks accept
+  std::int64_t gpus = 0;        // whole GPUs of the gang (a fraction counts as one)
+  Seconds waited = 0;           // since it was submitted or last preempted
+  Seconds predicted_runtime = 0;
+  bool preemptible = false;
+  bool checkpoints = false;
+};
+
+struct BurstDecision {
+  JobId job;
+  std::size_t offer = 0;  // index into the offers
+  Micros estimated_cost = 0;
+};
+
+struct BurstRefusal {
+  JobId job;
+  std::string reason;  // "budget: tenant vision has 120.00 left, the cheapest offer needs 340.00"
+};
+
+struct BurstChoice {
+  std::vector<BurstDecision> decisions;
+  std::vector<BurstRefusal> refusals;  // candidates past the threshold that stay in the pool
+};
+
+// `rented_gpus[i]`: GPUs of offer i in use now; `remaining_budget[t]`: what tenant t may still
+// spend (nullopt: no budget), indexed by tenant id (a tenant past the end has no budget).
+BurstChoice choose_bursts(std::span<const BurstCandidate> candidates,
+                          std::span<const BurstOffer> offers,
+                          std::span<const std::int64_t> rented_gpus,
+                          std::span<const std::optional<Micros>> remaining_budget,
+                          const BurstPolicy& policy);
+
+// GPUs x seconds x price per GPU-hour, rounded half away from zero.
+Micros rented_cost(std::int64_t gpus, Seconds seconds, Micros price_per_gpu_hour);
+
+}  // namespace tidepool

@@ -1,0 +1,160 @@
+// The internal market inside a simulation (sim/cluster_simulation.h): the same meter and ledger
+// the server runs (core/charge_meter.h, core/cost_ledger.h) charge every job of the run at the
+// price in force and credit lenders, budgets hold back tenants that spent theirs, and the run's
+// cost figures come out at the end.
+//
+// Usage is metered from what runs, whatever the policy: the market keeps its own copy of the
+// tenants' book in which every running job's GPUs are recorded, so lending credits are the same
+// kind of figure under a policy without quotas (fifo-firstfit) as under one with them.
+//
+// Posting: accrued charges and credits are posted every `posting_interval` seconds and when a job
+// stops. Budgets are checked after each posting: a tenant whose spend in the current quarter (UTC,
+// with `epoch` the Unix time of simulation time 0) reaches its budget is held back
+// (Scheduler::set_budget_exhausted) until the quarter ends. Daily spend (by posting time, UTC
+// days) feeds the anomaly check (core/budget.h: spend_anomaly) once per day.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/budget.h"
+#include "core/burst.h"
+#include "core/charge_meter.h"
+#include "core/cost_ledger.h"
+#include "core/error.h"
+#include "core/pool.h"
+#include "core/pricing.h"
+#include "core/scheduler.h"
+#include "core/tenants.h"
+#include "sim/market_file.h"
+
+namespace tidepool {
+
+struct SimMarketSettings {
+  PriceSchedule prices;
+  std::vector<Micros> cost_base;       // per model id of the pool
+  std::vector<Micros> owned_per_hour;  // per model id: TCO of one GPU-hour, used or not
+  std::vector<std::optional<Budget>> budgets;  // per tenant id (missing: no budget)
+  std::int64_t epoch = 0;           // Unix time of simulation time 0
+  Seconds posting_interval = 3600;  // > 0
+  // Bursting (core/burst.h): the offers of the providers, and the policy when bursting is on.
+  std::vector<BurstOffer> offers;
+  std::optional<BurstPolicy> burst;
+};
+
+// One tenant's money over the run.
+struct SimTenantCost {
+  Micros charges = 0;   // what it paid, all entries
+  Micros credits = 0;   // lending credits earned
+  int budget_alerts = 0;      // quarters in which it passed its soft alert
+  int budget_exhaustions = 0;  // quarters in which it reached its budget
+  int spend_anomalies = 0;     // days whose spend passed twice the trailing 7-day average
+  Seconds budget_held_s = 0;   // time it was held back for budget
+};
+
+struct SimCost {
+  std::vector<SimTenantCost> tenants;  // by tenant id
+  Micros charged = 0;  // all tenants' charges
+  Micros credited = 0;  // all lending credits
+  // The pool's cost of ownership over [0, end]: every GPU, used or not, at its owned rate.
+  Micros owned_cost = 0;
+  std::int64_t useful_milli_seconds = 0;     // work kept, at ideal placement
+  std::int64_t allocated_milli_seconds = 0;  // GPUs held, all segments
+  // charged / useful GPU-hours, and owned_cost / useful GPU-hours; 0 when nothing useful ran.
+  Micros charged_per_useful_gpu_hour = 0;
+  Micros owned_per_useful_gpu_hour = 0;
+  // Bursting: jobs sent to rented capacity, the GPU-seconds rented (start-up delays included),
+  // what they cost, and spot interruptions.
+  int burst_jobs = 0;
+  std::int64_t burst_milli_seconds = 0;
+  Micros burst_cost = 0;
+  int spot_interruptions = 0;
+  // The company's spend: the pool's cost of ownership plus what rented capacity cost, and that
+  // per useful GPU-hour.
+  Micros total_cost = 0;
+  Micros total_per_useful_gpu_hour = 0;
+  std::size_t ledger_entries = 0;
+  bool ledger_balanced = false;  // balances sum to 0 and rebuild from the entries alone
+};
+
+// The simulator's market from a market file: the price schedule, each model's cost base and
+// owned rate for the pool's catalog, and the budgets by tenant of `book` (a budget for a tenant
+// the book lacks fails, naming it). Bursting stays off.
+Result<SimMarketSettings> sim_market_settings(const MarketSpec& market,
+                                              const GpuModelCatalog& catalog,
+                                              const TenantBook& book, std::int64_t epoch);
+
+class SimMarket {
+ public:
+  // `pool` and `book` as the run starts (nothing running), at time `start`.
+  static Result<SimMarket> create(SimMarketSettings settings, const Pool& pool,
+                                  const TenantBook& book, Seconds start);
+
+  // Accrues up to `now` with the pool as it stood since the last call, posts and checks budgets
+  // at every posting time passed (telling `scheduler` which tenants are held back).
+  Result<void> advance(Seconds now, const Pool& pool, Scheduler& scheduler);
+  // A job started now holding `assignments` of `pool`, in `price_class`.
+  Result<void> start(const Job& job, std::span<const Assignment> assignments, const Pool& pool,
+                     PriceClass price_class, Seconds now);
+  // A running job stopped now (finished, preempted or stopped at its cap).
+  Result<void> stop(JobId job, Seconds now, Scheduler& scheduler);
+  // Work kept by a job that finished or stopped: `milli` GPUs x `ideal_seconds` of work.
+  void add_useful(std::int64_t milli, Seconds ideal_seconds);
+  // What each tenant may still spend this quarter (nullopt: no budget), by tenant id.
+  [[nodiscard]] std::vector<std::optional<Micros>> remaining_budgets() const;
+  // A job ran on rented capacity of offer `offer` over [from, to) (start-up delays included) with
+  // `gpus` GPUs, interrupted `interruptions` times: its tenant is charged the offer's price and
+  // the pool owes the provider as much.
+  Result<void> charge_burst(const Job& job, std::size_t offer, Seconds from, Seconds to,
+                            std::int64_t gpus, Seconds rented_seconds, int interruptions,
+                            Scheduler& scheduler);
+
+  // Posts everything and returns the figures for a run that ended at `end` (its makespan from
+  // `start`).
+  Result<SimCost> finish(Seconds end, Scheduler& scheduler);
+
+  [[nodiscard]] const CostLedger& ledger() const { return ledger_; }
+  [[nodiscard]] const ChargeMeter& meter() const { return meter_; }
+
+ private:
+  SimMarket(SimMarketSettings settings, ChargeMeter meter, TenantBook book, Seconds start);
+  // Sums the entries posted since the last call into the tenants' figures, the quarter's and the
+  // day's (an entry ending after the quarter starts the next one).
+  void absorb(Scheduler& scheduler);
+  Result<void> check_budgets(Seconds now, Scheduler& scheduler);
+  void start_quarter(Seconds now, Scheduler& scheduler);
+  void close_days_until(std::int64_t day);
+
+  SimMarketSettings settings_;
+  ChargeMeter meter_;
+  CostLedger ledger_;
+  TenantBook book_;  // usage as it runs
+  Seconds start_ = 0;
+  Seconds next_post_ = 0;
+  std::map<JobId, std::pair<TenantId, std::vector<ModelMilli>>> running_;
+  std::vector<SimTenantCost> tenants_;
+  std::size_t posted_entries_ = 0;  // entries already summed into the tenants' figures
+  // Budgets: the current quarter and each tenant's charges and credits in it.
+  Quarter quarter_;
+  std::vector<CostLedger::TenantTotals> quarter_totals_;
+  std::vector<bool> alerted_, exhausted_;
+  std::vector<Seconds> held_since_;
+  // Daily spend per tenant: the current day's and the last days' (oldest first).
+  std::int64_t day_ = 0;
+  std::vector<Micros> today_;
+  std::vector<std::vector<Micros>> days_;
+  std::int64_t useful_milli_seconds_ = 0;
+  std::int64_t allocated_milli_seconds_ = 0;  // running GPUs x time, accrued by advance()
+  std::int64_t running_milli_ = 0;
+  int burst_jobs_ = 0;
+  std::int64_t burst_milli_seconds_ = 0;
+  Micros burst_cost_ = 0;
+  int spot_interruptions_ = 0;
+  std::vector<std::int64_t> model_gpus_;  // GPUs of each model in the pool
+};
+
+}  // namespace tidepool
