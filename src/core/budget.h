@@ -23,8 +23,8 @@
 namespace tidepool {
 
 struct Budget {
-  Micros quarterly = 0;       // > 0
-  Ppm soft_alert = 800'000;   // share of the budget that raises the alert, (0, 1]
+  Micros quarterly = 0;      // > 0
+  Ppm soft_alert = 800'000;  // share of the budget that raises the alert, (0, 1]
 };
 
 Result<Budget> make_budget(Budget budget);
@@ -52,7 +52,7 @@ std::string budget_exhausted_reason(std::string_view tenant, const BudgetStatus&
 // Calendar quarters of UTC for Unix times (seconds since 1970-01-01T00:00:00Z, negative before).
 struct Quarter {
   std::int64_t year = 1970;
-  int number = 1;         // 1..4
+  int number = 1;          // 1..4
   std::int64_t start = 0;  // Unix time of its first second
   std::int64_t end = 0;    // Unix time of the next quarter's first second
 

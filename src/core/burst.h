@@ -31,8 +31,8 @@
 namespace tidepool {
 
 struct BurstOffer {
-  std::string name;       // unique, e.g. "cloud-h100-spot"
-  std::string provider;   // the provider (hook) that rents it
+  std::string name;      // unique, e.g. "cloud-h100-spot"
+  std::string provider;  // the provider (hook) that rents it
   GpuModelId model;
   bool spot = false;
   Micros price_per_gpu_hour = 0;  // > 0
@@ -54,9 +54,9 @@ Result<void> validate_burst(std::span<const BurstOffer> offers, const BurstPolic
 struct BurstCandidate {
   JobId job;
   TenantId tenant;
-  ModelSet models;              // the models its tasks accept
-  std::int64_t gpus = 0;        // whole GPUs of the gang (a fraction counts as one)
-  Seconds waited = 0;           // since it was submitted or last preempted
+  ModelSet models;        // the models its tasks accept
+  std::int64_t gpus = 0;  // whole GPUs of the gang (a fraction counts as one)
+  Seconds waited = 0;     // since it was submitted or last preempted
   Seconds predicted_runtime = 0;
   bool preemptible = false;
   bool checkpoints = false;

@@ -54,13 +54,13 @@ struct LedgerEntry {
   EntryKind kind = EntryKind::kCharge;
   Account debit;
   Account credit;
-  Micros amount = 0;         // > 0
-  Seconds from = 0;          // the interval it pays for, from < to... or an instant: from == to
+  Micros amount = 0;  // > 0
+  Seconds from = 0;   // the interval it pays for, from < to... or an instant: from == to
   Seconds to = 0;
   std::optional<JobId> job;  // charges and burst entries
   TenantId tenant;           // the tenant charged or credited
   GpuModelId model;
-  std::int64_t milli = 0;    // GPUs paid for (at the interval's end), milli-GPUs
+  std::int64_t milli = 0;     // GPUs paid for (at the interval's end), milli-GPUs
   Micros price_per_hour = 0;  // the price in force (for a credit: the lender's rate)
 
   friend bool operator==(const LedgerEntry&, const LedgerEntry&) = default;

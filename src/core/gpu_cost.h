@@ -33,13 +33,13 @@ inline constexpr std::int64_t kHoursPerYear = 8760;
 
 struct GpuCostInputs {
   std::string model;
-  Micros purchase_price = 0;          // per GPU, > 0
-  int amortisation_months = 48;       // 1..240
-  std::int64_t power_watts = 0;       // per GPU at typical load, 0..100'000
-  std::int64_t pue_milli = 1300;      // power usage effectiveness x 1000, 1000..5000
-  Micros electricity_per_kwh = 0;     // >= 0
-  Micros operations_per_year = 0;     // per GPU: staff, space, support contracts; >= 0
-  Ppm target_utilisation = 700'000;   // share of its hours a GPU is planned to be used, (0, 1]
+  Micros purchase_price = 0;         // per GPU, > 0
+  int amortisation_months = 48;      // 1..240
+  std::int64_t power_watts = 0;      // per GPU at typical load, 0..100'000
+  std::int64_t pue_milli = 1300;     // power usage effectiveness x 1000, 1000..5000
+  Micros electricity_per_kwh = 0;    // >= 0
+  Micros operations_per_year = 0;    // per GPU: staff, space, support contracts; >= 0
+  Ppm target_utilisation = 700'000;  // share of its hours a GPU is planned to be used, (0, 1]
   std::optional<Micros> on_demand_per_hour;  // a cloud's price of one GPU-hour, > 0
   std::optional<Micros> spot_per_hour;       // a cloud's spot price of one GPU-hour, > 0
   Ppm spot_interruption = 100'000;           // share of spot hours lost, [0, 1)

@@ -62,13 +62,12 @@ enum class PriceClass : std::uint8_t { kStandard, kPreemptible, kEmergency };
 std::string_view price_class_name(PriceClass price_class);
 
 struct PriceSchedule {
-  std::vector<UtilisationPoint> curve = {
-      {0, 600'000}, {700'000, kPpmOne}, {kPpmOne, 1'500'000}};
+  std::vector<UtilisationPoint> curve = {{0, 600'000}, {700'000, kPpmOne}, {kPpmOne, 1'500'000}};
   std::vector<TimeOfDayBand> bands;
   Ppm standard = kPpmOne;
   Ppm preemptible = 600'000;
   Ppm emergency = 1'500'000;
-  Seconds period = 300;         // 1..86400
+  Seconds period = 300;        // 1..86400
   Ppm lender_share = 800'000;  // of the price of lent capacity, credited to its lenders, [0, 1]
 };
 

@@ -315,8 +315,8 @@ class Scheduler {
   std::unordered_map<JobId, std::size_t> index_;
   std::vector<std::set<LaneKey>> lanes_;  // pending jobs; one lane per tenant under fair share
   std::set<JobId> running_;
-  std::vector<std::int64_t> tenant_usage_;  // milli-GPUs, per tenant
-  std::vector<std::int64_t> class_usage_;   // milli-GPUs, per JobClass
+  std::vector<std::int64_t> tenant_usage_;                      // milli-GPUs, per tenant
+  std::vector<std::int64_t> class_usage_;                       // milli-GPUs, per JobClass
   std::vector<std::optional<PendingReason>> budget_exhausted_;  // per tenant
   std::vector<Loan> loans_;
   // Running tasks per node admitted within guarantee, and by borrowing (segregate_borrowed).

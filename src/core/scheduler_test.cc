@@ -433,8 +433,8 @@ TEST(SchedulerBudget, AnExhaustedTenantStartsOnlyCriticalJobsUntilTheBudgetIsLif
   for (std::string_view name : scheduler_policy_names()) {
     SCOPED_TRACE(name);
     Scheduler s = make_scheduler(policy(name));
-    ASSERT_TRUE(s.set_budget_exhausted(kA, "budget exhausted: tenant A spent 12.00 of 10.00")
-                    .has_value());
+    ASSERT_TRUE(
+        s.set_budget_exhausted(kA, "budget exhausted: tenant A spent 12.00 of 10.00").has_value());
     EXPECT_TRUE(s.budget_exhausted(kA));
     EXPECT_FALSE(s.budget_exhausted(kB));
     Job normal = make_test_job(0, kA, 2, 0);

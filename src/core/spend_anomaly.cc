@@ -19,16 +19,16 @@ std::optional<SpendAnomaly> spend_anomaly(std::span<const Micros> previous, Micr
   if (Int128{day_spend} * kPpmOne * kAnomalyTrailingDays <= Int128{factor} * total) {
     return std::nullopt;
   }
-  return SpendAnomaly{day_spend, mul_div_round(static_cast<std::int64_t>(total), 1,
-                                               kAnomalyTrailingDays)};
+  return SpendAnomaly{day_spend,
+                      mul_div_round(static_cast<std::int64_t>(total), 1, kAnomalyTrailingDays)};
 }
 
 std::string describe_spend_anomaly(std::string_view tenant, std::string_view day,
                                    const SpendAnomaly& anomaly) {
-  const double ratio = anomaly.trailing_average > 0
-                           ? static_cast<double>(anomaly.day_spend) /
-                                 static_cast<double>(anomaly.trailing_average)
-                           : 0.0;
+  const double ratio =
+      anomaly.trailing_average > 0
+          ? static_cast<double>(anomaly.day_spend) / static_cast<double>(anomaly.trailing_average)
+          : 0.0;
   return fmt::format("tenant {} spent {} on {}, {:.1f}x its {}-day average of {}", tenant,
                      money_text(anomaly.day_spend), day, ratio, kAnomalyTrailingDays,
                      money_text(anomaly.trailing_average));

@@ -115,7 +115,7 @@ class Simulation {
   std::optional<SimMarket> market_;
   std::set<std::pair<Seconds, std::uint32_t>> waiting_;  // (pending since, job) when bursting
   std::vector<std::int64_t> rented_;                     // GPUs in use per burst offer
-  Result<void> market_status_;  // the first error of the market's hooks
+  Result<void> market_status_;                           // the first error of the market's hooks
   PredictorErrors errors_;
   TenantMeanBaseline baseline_;
 };
@@ -470,8 +470,8 @@ Result<ClusterSimRun> Simulation::run() {
           const SimJob& sj = workload_[e.index];
           if (market_) {
             const Seconds done =
-                std::min(sj.duration, track.progress + ideal_work(t - track.segment_start,
-                                                                  track.efficiency));
+                std::min(sj.duration,
+                         track.progress + ideal_work(t - track.segment_start, track.efficiency));
             market_->add_useful(sj.job.total_milli_gpu(), done);
             market_hook(market_->stop(sj.job.id, t, sched_));
           }

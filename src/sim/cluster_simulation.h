@@ -142,7 +142,7 @@ struct SimSummary {
 
 struct ClusterSimRun {
   SimSummary summary;
-  std::optional<SimCost> cost;  // with a market
+  std::optional<SimCost> cost;     // with a market
   std::vector<SimJobResult> jobs;  // by job id
   std::vector<SimSample> samples;
   std::vector<std::string> tenant_names;

@@ -42,8 +42,8 @@ Result<SimMarketSettings> sim_market_settings(const MarketSpec& market,
   for (const auto& [name, budget] : market.budgets) {
     const auto tenant = book.find_tenant(name);
     if (!tenant) {
-      return fail("budgets", fmt::format("budget for tenant '{}', which the tenants file lacks",
-                                         name));
+      return fail("budgets",
+                  fmt::format("budget for tenant '{}', which the tenants file lacks", name));
     }
     settings.budgets[tenant->value] = budget;
   }
@@ -65,13 +65,12 @@ Result<SimMarket> SimMarket::create(SimMarketSettings settings, const Pool& pool
   }
   const auto models = static_cast<std::size_t>(pool.models().size());
   if (settings.owned_per_hour.size() != models) {
-    return fail("owned_per_hour", fmt::format("needs one figure per GPU model of the pool ({})",
-                                              models));
+    return fail("owned_per_hour",
+                fmt::format("needs one figure per GPU model of the pool ({})", models));
   }
   settings.budgets.resize(static_cast<std::size_t>(book.tenant_count()));
   const Seconds day_offset = settings.epoch - day_of(settings.epoch) * kSecondsPerDay;
-  auto meter =
-      ChargeMeter::create(settings.prices, settings.cost_base, day_offset, start, pool);
+  auto meter = ChargeMeter::create(settings.prices, settings.cost_base, day_offset, start, pool);
   if (!meter) return std::unexpected(meter.error());
   SimMarket market(std::move(settings), std::move(*meter), book, start);
   const auto tenants = static_cast<std::size_t>(book.tenant_count());
@@ -148,9 +147,9 @@ std::vector<std::optional<Micros>> SimMarket::remaining_budgets() const {
   std::vector<std::optional<Micros>> out(tenants_.size());
   for (std::size_t t = 0; t < tenants_.size(); ++t) {
     if (!settings_.budgets[t]) continue;
-    out[t] = budget_status(*settings_.budgets[t], quarter_totals_[t].charges,
-                           quarter_totals_[t].credits)
-                 .remaining;
+    out[t] =
+        budget_status(*settings_.budgets[t], quarter_totals_[t].charges, quarter_totals_[t].credits)
+            .remaining;
   }
   return out;
 }
@@ -233,8 +232,7 @@ void SimMarket::start_quarter(Seconds now, Scheduler& scheduler) {
     alerted_[t] = false;
     if (exhausted_[t]) {
       tenants_[t].budget_held_s += now - held_since_[t];
-      (void)scheduler.set_budget_exhausted(TenantId{static_cast<std::uint32_t>(t)},
-                                           std::nullopt);
+      (void)scheduler.set_budget_exhausted(TenantId{static_cast<std::uint32_t>(t)}, std::nullopt);
     }
     exhausted_[t] = false;
   }

@@ -36,11 +36,11 @@ namespace tidepool {
 
 struct SimMarketSettings {
   PriceSchedule prices;
-  std::vector<Micros> cost_base;       // per model id of the pool
-  std::vector<Micros> owned_per_hour;  // per model id: TCO of one GPU-hour, used or not
+  std::vector<Micros> cost_base;               // per model id of the pool
+  std::vector<Micros> owned_per_hour;          // per model id: TCO of one GPU-hour, used or not
   std::vector<std::optional<Budget>> budgets;  // per tenant id (missing: no budget)
-  std::int64_t epoch = 0;           // Unix time of simulation time 0
-  Seconds posting_interval = 3600;  // > 0
+  std::int64_t epoch = 0;                      // Unix time of simulation time 0
+  Seconds posting_interval = 3600;             // > 0
   // Bursting (core/burst.h): the offers of the providers, and the policy when bursting is on.
   std::vector<BurstOffer> offers;
   std::optional<BurstPolicy> burst;
@@ -48,9 +48,9 @@ struct SimMarketSettings {
 
 // One tenant's money over the run.
 struct SimTenantCost {
-  Micros charges = 0;   // what it paid, all entries
-  Micros credits = 0;   // lending credits earned
-  int budget_alerts = 0;      // quarters in which it passed its soft alert
+  Micros charges = 0;          // what it paid, all entries
+  Micros credits = 0;          // lending credits earned
+  int budget_alerts = 0;       // quarters in which it passed its soft alert
   int budget_exhaustions = 0;  // quarters in which it reached its budget
   int spend_anomalies = 0;     // days whose spend passed twice the trailing 7-day average
   Seconds budget_held_s = 0;   // time it was held back for budget
@@ -58,8 +58,8 @@ struct SimTenantCost {
 
 struct SimCost {
   std::vector<SimTenantCost> tenants;  // by tenant id
-  Micros charged = 0;  // all tenants' charges
-  Micros credited = 0;  // all lending credits
+  Micros charged = 0;                  // all tenants' charges
+  Micros credited = 0;                 // all lending credits
   // The pool's cost of ownership over [0, end]: every GPU, used or not, at its owned rate.
   Micros owned_cost = 0;
   std::int64_t useful_milli_seconds = 0;     // work kept, at ideal placement
