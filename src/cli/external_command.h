@@ -3,6 +3,7 @@
 //
 //   tidepool server ...   ->  tidepool-server server ...
 //   tidepool sim ...      ->  tidepool-sim sim ...
+//   tidepool plan ...     ->  tidepool-sim plan ...
 //   tidepool agent ...    ->  tidepool-agent agent ...
 //
 // One `tidepool submit` per job must start as fast as sbatch does, and the dynamic libraries of the
@@ -29,6 +30,8 @@ inline constexpr std::array kExternalCommands = {
     ExternalCommand{"server", "tidepool-server",
                     "Run the control plane: the REST API, the scheduling loop and the database"},
     ExternalCommand{"sim", "tidepool-sim", "Trace-driven simulation with the scheduler's own code"},
+    ExternalCommand{"plan", "tidepool-sim",
+                    "Capacity and cost planning: TCO of owning GPUs vs renting on demand or spot"},
     ExternalCommand{"agent", "tidepool-agent",
                     "Run the node agent of a GPU node: runs the jobs the server places there"},
 };

@@ -1,7 +1,9 @@
-// tidepool-sim: the program behind `tidepool sim` (external_command.h).
+// tidepool-sim: the program behind `tidepool sim` and `tidepool plan` (external_command.h).
 #include <CLI/CLI.hpp>
+#include <string_view>
 
 #include "cli/external_command.h"
+#include "cli/plan_tco_command.h"
 #include "cli/sim_pack_command.h"
 #include "cli/sim_replay_command.h"
 #include "cli/sim_run_command.h"
@@ -19,8 +21,13 @@ int main(int argc, char** argv) {
   tidepool::add_sim_replay_command(*sim, &exit_code);
   tidepool::add_sim_run_command(*sim, &exit_code);
   tidepool::add_sim_tenants_command(*sim, &exit_code);
+  CLI::App* plan = app.add_subcommand("plan", "Capacity and cost planning: TCO of owning GPUs");
+  plan->require_subcommand(1);
+  tidepool::add_plan_tco_command(*plan, &exit_code);
+  // `tidepool-sim plan ...` and `tidepool-sim sim ...`; any other first word is taken as `sim`'s.
+  const bool planning = argc >= 2 && std::string_view(argv[1]) == "plan";
   try {
-    app.parse(tidepool::external_program_args(argc, argv, "sim"));
+    app.parse(tidepool::external_program_args(argc, argv, planning ? "plan" : "sim"));
   } catch (const CLI::ParseError& error) {
     return app.exit(error);
   }

@@ -18,6 +18,7 @@
 #include "core/tidal_window.h"
 #include "sim/cluster_simulation.h"
 #include "sim/inference_generator.h"
+#include "sim/market_file.h"
 #include "sim/philly_trace.h"
 #include "sim/philly_workload.h"
 #include "sim/sim_run_report.h"
@@ -44,6 +45,9 @@ struct RunOptions {
   std::vector<std::string> loans;
   std::int64_t limit_jobs = 0;
   Seconds horizon = 0;
+  std::string market;
+  std::string burst_threshold;
+  std::string burst_sweep;
 };
 
 // A loan as given on the command line, before its tenant is looked up.
@@ -171,10 +175,65 @@ Result<LoanArg> parse_loan(const std::string& text) {
   return loan;
 }
 
+// "30m", "2h", "1d", "90s": a threshold as written in the sweep's labels.
+std::string duration_label(Seconds s) {
+  if (s % kSecondsPerDay == 0) return fmt::format("{}d", s / kSecondsPerDay);
+  if (s % 3600 == 0) return fmt::format("{}h", s / 3600);
+  if (s % 60 == 0) return fmt::format("{}m", s / 60);
+  return fmt::format("{}s", s);
+}
+
 // Hours with 2 decimals.
 std::string hours(double seconds) { return fmt::format("{:.2f}", seconds / 3600.0); }
 
-void print_table(std::span<const std::string> policies, std::span<const ClusterSimRun> runs) {
+// GPU-hours from milli-GPU-seconds, with 0 decimals.
+std::string gpu_hours_text(std::int64_t milli_seconds) {
+  return fmt::format("{:.0f}", static_cast<double>(milli_seconds) / (kMilliPerGpu * 3600.0));
+}
+
+// The cost rows of the side-by-side table (runs with a market only).
+void add_cost_rows(TextTable& table, std::span<const ClusterSimRun> runs,
+                   const std::string& currency) {
+  const auto row = [&](std::string label, const auto& cell) {
+    std::vector<std::string> cells = {std::move(label)};
+    for (const ClusterSimRun& run : runs) cells.push_back(run.cost ? cell(*run.cost) : "-");
+    table.add_row(std::move(cells));
+  };
+  using C = const SimCost&;
+  row("useful GPU-hours", [](C c) { return gpu_hours_text(c.useful_milli_seconds); });
+  row("charged (" + currency + ")", [](C c) { return money_text(c.charged); });
+  row("lending credits (" + currency + ")", [](C c) { return money_text(c.credited); });
+  row("charged per useful GPU-hour", [](C c) { return money_text(c.charged_per_useful_gpu_hour); });
+  row("owned cost (" + currency + ")", [](C c) { return money_text(c.owned_cost); });
+  row("burst jobs", [](C c) { return std::to_string(c.burst_jobs); });
+  row("burst cost (" + currency + ")", [](C c) { return money_text(c.burst_cost); });
+  row("total cost per useful GPU-hour",
+      [](C c) { return money_text(c.total_per_useful_gpu_hour); });
+  row("ledger balanced", [](C c) { return std::string(c.ledger_balanced ? "yes" : "NO"); });
+}
+
+// Per tenant: charges / lending credits under each policy.
+void print_tenant_costs(std::span<const std::string> policies, std::span<const ClusterSimRun> runs,
+                        const std::string& currency) {
+  if (runs.empty() || !runs.front().cost) return;
+  std::vector<std::string> header = {"tenant: charged / credits (" + currency + ")"};
+  header.insert(header.end(), policies.begin(), policies.end());
+  TextTable table(std::move(header));
+  for (std::size_t t = 0; t < runs.front().tenant_names.size(); ++t) {
+    std::vector<std::string> cells = {runs.front().tenant_names[t]};
+    for (const ClusterSimRun& run : runs) {
+      const SimTenantCost c =
+          run.cost && t < run.cost->tenants.size() ? run.cost->tenants[t] : SimTenantCost{};
+      cells.push_back(fmt::format("{} / {}", money_text(c.charges), money_text(c.credits)));
+    }
+    table.add_row(std::move(cells));
+  }
+  std::cout << '\n';
+  table.print(std::cout);
+}
+
+void print_table(std::span<const std::string> policies, std::span<const ClusterSimRun> runs,
+                 const std::string& currency) {
   std::vector<std::string> header = {"figure"};
   header.insert(header.end(), policies.begin(), policies.end());
   TextTable table(std::move(header));
@@ -224,9 +283,40 @@ void print_table(std::span<const std::string> policies, std::span<const ClusterS
       return hours(static_cast<double>(s.pending_seconds[static_cast<std::size_t>(k)]));
     });
   }
+  if (std::any_of(runs.begin(), runs.end(), [](const ClusterSimRun& r) { return r.cost; })) {
+    add_cost_rows(table, runs, currency);
+  }
   row("wall (s)", [](S s) { return fmt::format("{:.1f}", s.wall_seconds); });
   std::cout << '\n';
   table.print(std::cout);
+}
+
+// One row per burst threshold of the sweep: the queueing / cost trade-off of one policy.
+void print_burst_sweep(const std::string& policy, std::span<const std::string> labels,
+                       std::span<const ClusterSimRun> runs, const std::string& currency) {
+  TextTable table({"burst threshold", "p95 queue (h)", "avg queue (h)", "burst jobs",
+                   "rented GPU-h", "burst cost (" + currency + ")", "owned cost (" + currency + ")",
+                   "total cost (" + currency + ")", "total per useful GPU-h"});
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const SimSummary& s = runs[i].summary;
+    const SimCost c = runs[i].cost.value_or(SimCost{});
+    table.add_row({labels[i], hours(static_cast<double>(s.p95_queue_s)), hours(s.avg_queue_s),
+                   std::to_string(c.burst_jobs), gpu_hours_text(c.burst_milli_seconds),
+                   money_text(c.burst_cost), money_text(c.owned_cost), money_text(c.total_cost),
+                   money_text(c.total_per_useful_gpu_hour)});
+  }
+  std::cout << fmt::format("\nBurst sweep, policy {}:\n", policy);
+  table.print(std::cout);
+}
+
+// "off" or a duration, for --burst-threshold and each entry of --burst-sweep.
+Result<std::optional<Seconds>> parse_threshold(std::string_view text, const std::string& flag) {
+  if (text == "off") return std::optional<Seconds>();
+  const auto seconds = parse_duration(text);
+  if (!seconds || *seconds <= 0) {
+    return fail(flag, fmt::format("'{}' is not a positive time (like 90m, 2h) or off", text));
+  }
+  return std::optional<Seconds>(*seconds);
 }
 
 Result<void> run_sim_run(const RunOptions& options) {
@@ -338,6 +428,55 @@ Result<void> run_sim_run(const RunOptions& options) {
   ClusterSimSettings settings;
   settings.seed = options.seed;
   settings.horizon = options.horizon;
+  std::string currency = "credits";
+  // Burst thresholds to run (nullopt: no bursting); one entry without --burst-sweep.
+  std::vector<std::optional<Seconds>> thresholds = {std::nullopt};
+  std::vector<std::string> threshold_labels = {"off"};
+  if (!options.market.empty()) {
+    auto market = load_market_yaml(options.market);
+    if (!market) return fail("--market", market.error().message());
+    std::vector<std::string> skipped;
+    auto market_settings =
+        sim_market_settings(*market, pool->models(), *book, trace->start_epoch, skipped);
+    if (!market_settings) return fail("--market", market_settings.error().message());
+    if (!skipped.empty()) {
+      std::cerr << fmt::format("note: --market: budgets of tenants not in --tenants ignored: {}\n",
+                               fmt::join(skipped, ", "));
+    }
+    auto offers = burst_offers_for(*market, pool->models());
+    if (!offers) return fail("--market", offers.error().message());
+    market_settings->offers = std::move(*offers);
+    currency = market->currency;
+    if (market->burst_threshold) thresholds = {*market->burst_threshold};
+    if (!options.burst_threshold.empty()) {
+      auto threshold = parse_threshold(options.burst_threshold, "--burst-threshold");
+      if (!threshold) return std::unexpected(threshold.error());
+      thresholds = {*threshold};
+    }
+    if (!options.burst_sweep.empty()) {
+      thresholds.clear();
+      std::string_view rest = options.burst_sweep;
+      while (!rest.empty()) {
+        const std::size_t comma = rest.find(',');
+        auto threshold = parse_threshold(rest.substr(0, comma), "--burst-sweep");
+        if (!threshold) return std::unexpected(threshold.error());
+        thresholds.push_back(*threshold);
+        rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+      }
+    }
+    threshold_labels.clear();
+    for (const auto& t : thresholds) {
+      threshold_labels.push_back(t ? duration_label(*t) : std::string("off"));
+    }
+    if (market_settings->offers.empty() &&
+        std::any_of(thresholds.begin(), thresholds.end(), [](const auto& t) { return t; })) {
+      return fail("--market", "bursting needs offers: the market file has no burst.providers");
+    }
+    settings.market = std::move(*market_settings);
+  } else if (!options.burst_threshold.empty() || !options.burst_sweep.empty()) {
+    return fail(options.burst_sweep.empty() ? "--burst-threshold" : "--burst-sweep",
+                "bursting needs --market (the offers and their prices)");
+  }
   std::cerr << fmt::format(
       "run: {} jobs{} on {} nodes / {} GPUs, {} tenants, {} window(s), {} loan(s); policies {}\n",
       trace_jobs, replicas > 0 ? fmt::format(" + {} inference replicas", replicas) : "",
@@ -354,29 +493,51 @@ Result<void> run_sim_run(const RunOptions& options) {
   }
 
   std::vector<ClusterSimRun> runs;
+  std::vector<std::string> folders;
+  const bool sweep = thresholds.size() > 1;
   for (const std::string& name : *policies) {
     auto config = scheduler_policy(name);
     if (!config) return fail("--policy", config.error().reason);
     config->windows = windows;
     config->day_offset = day_offset;
     if (fractional) config->typical_tasks = shapes;
-    const auto begin = std::chrono::steady_clock::now();
-    auto run = run_cluster_simulation(*pool, *book, *config, *workload, loans, settings);
-    if (!run) {
-      return fail(fmt::format("policy {}: {}", name, run.error().field), run.error().reason);
+    std::vector<ClusterSimRun> swept;
+    for (std::size_t k = 0; k < thresholds.size(); ++k) {
+      if (settings.market) {
+        settings.market->burst.reset();
+        if (thresholds[k]) settings.market->burst = BurstPolicy{.threshold = *thresholds[k]};
+      }
+      const std::string folder_name =
+          sweep ? fmt::format("{}-burst-{}", name, threshold_labels[k]) : name;
+      const auto begin = std::chrono::steady_clock::now();
+      auto run = run_cluster_simulation(*pool, *book, *config, *workload, loans, settings);
+      if (!run) {
+        return fail(fmt::format("policy {}: {}", folder_name, run.error().field),
+                    run.error().reason);
+      }
+      run->summary.wall_seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+      auto folder = write_sim_run_report(options.out, folder_name, *run, *workload, loans);
+      if (!folder) return std::unexpected(folder.error());
+      std::cerr << fmt::format("policy {}: {} jobs in {:.1f} s\n", folder_name, run->jobs.size(),
+                               run->summary.wall_seconds);
+      folders.push_back(folder_name);
+      if (sweep) {
+        swept.push_back(std::move(*run));
+      } else {
+        runs.push_back(std::move(*run));
+      }
     }
-    run->summary.wall_seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-    auto folder = write_sim_run_report(options.out, name, *run, *workload, loans);
-    if (!folder) return std::unexpected(folder.error());
-    std::cerr << fmt::format("policy {}: {} jobs in {:.1f} s\n", name, run->jobs.size(),
-                             run->summary.wall_seconds);
-    runs.push_back(std::move(*run));
+    if (sweep) print_burst_sweep(name, threshold_labels, swept, currency);
   }
-  print_table(*policies, runs);
+  if (!sweep) {
+    print_table(*policies, runs, currency);
+    print_tenant_costs(*policies, runs, currency);
+  }
   std::cout << fmt::format(
-      "\nWrote jobs.csv, timeline.csv and summary.json for {} polic{} to {}/\n", runs.size(),
-      runs.size() == 1 ? "y" : "ies", options.out);
+      "\nWrote jobs.csv, timeline.csv{} and summary.json for {} run{} to {}/\n",
+      settings.market ? ", costs.csv" : "", folders.size(), folders.size() == 1 ? "" : "s",
+      options.out);
   return {};
 }
 
@@ -438,6 +599,18 @@ void add_sim_run_command(CLI::App& sim, int* exit_code) {
       ->add_option("--limit-jobs", options->limit_jobs,
                    "only the first N jobs by submit time (0: all)")
       ->capture_default_str();
+  command
+      ->add_option("--market", options->market,
+                   "market file (YAML: GPU costs, prices, budgets, burst offers); charges every "
+                   "job at the price in force and reports cost per tenant and per useful "
+                   "GPU-hour")
+      ->check(CLI::ExistingFile);
+  command->add_option("--burst-threshold", options->burst_threshold,
+                      "send jobs that waited this long (e.g. 2h) to the market file's burst "
+                      "offers, or off (default: the market file's burst.threshold)");
+  command->add_option("--burst-sweep", options->burst_sweep,
+                      "run each policy once per threshold (e.g. off,30m,1h,2h,4h,8h) and print "
+                      "the queueing / cost trade-off");
   command
       ->add_option("--horizon", options->horizon,
                    "seconds over which class GPU-hours are totalled (0: up to the last submit)")

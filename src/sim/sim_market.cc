@@ -28,7 +28,8 @@ Micros per_gpu_hour(Micros amount, std::int64_t milli_seconds) {
 
 Result<SimMarketSettings> sim_market_settings(const MarketSpec& market,
                                               const GpuModelCatalog& catalog,
-                                              const TenantBook& book, std::int64_t epoch) {
+                                              const TenantBook& book, std::int64_t epoch,
+                                              std::vector<std::string>& skipped) {
   auto costs = gpu_costs_for(market, catalog);
   if (!costs) return std::unexpected(costs.error());
   SimMarketSettings settings;
@@ -42,8 +43,8 @@ Result<SimMarketSettings> sim_market_settings(const MarketSpec& market,
   for (const auto& [name, budget] : market.budgets) {
     const auto tenant = book.find_tenant(name);
     if (!tenant) {
-      return fail("budgets",
-                  fmt::format("budget for tenant '{}', which the tenants file lacks", name));
+      skipped.push_back(name);
+      continue;
     }
     settings.budgets[tenant->value] = budget;
   }

@@ -82,11 +82,13 @@ struct SimCost {
 };
 
 // The simulator's market from a market file: the price schedule, each model's cost base and
-// owned rate for the pool's catalog, and the budgets by tenant of `book` (a budget for a tenant
-// the book lacks fails, naming it). Bursting stays off.
+// owned rate for the pool's catalog, and the budgets by tenant of `book`. Budgets of tenants the
+// book lacks (a market file shared with other tenants files) are skipped and their names added
+// to `skipped`. Bursting stays off.
 Result<SimMarketSettings> sim_market_settings(const MarketSpec& market,
                                               const GpuModelCatalog& catalog,
-                                              const TenantBook& book, std::int64_t epoch);
+                                              const TenantBook& book, std::int64_t epoch,
+                                              std::vector<std::string>& skipped);
 
 class SimMarket {
  public:
