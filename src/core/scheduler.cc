@@ -447,6 +447,7 @@ Result<void> Scheduler::set_budget_exhausted(TenantId tenant, std::optional<std:
   budget_exhausted_.resize(static_cast<std::size_t>(book_.tenant_count()));
   auto& slot = budget_exhausted_[tenant.value];
   if (!reason) {
+    if (slot) budget_lifted_.insert(tenant);
     slot.reset();
   } else if (!slot || slot->message() != *reason) {
     slot = make_reason(PendingKind::kBudget, std::move(*reason));
@@ -1129,6 +1130,23 @@ PassResult Scheduler::pass(Seconds now) {
     }
   }
   fresh_.clear();
+  // Jobs of a tenant whose budget was lifted that the walk did not reach still say "budget":
+  // they get the reason of what holds them now.
+  for (const TenantId tenant : budget_lifted_) {
+    if (budget_exhausted(tenant)) continue;
+    const std::size_t lane = lanes_.size() > 1 ? tenant.value : 0;
+    if (lane >= lanes_.size()) continue;
+    for (const LaneKey& key : lanes_[lane]) {
+      Entry& e = entry(JobId{std::get<2>(key)});
+      if (e.job.tenant != tenant || e.reason.kind != PendingKind::kBudget) continue;
+      if (state.blocking) {
+        set_reason(e, now, state.blocked_reason);
+      } else if (state.lane_done[e.lane]) {
+        set_reason(e, now, *state.lane_done[e.lane]);
+      }
+    }
+  }
+  budget_lifted_.clear();
   return out;
 }
 

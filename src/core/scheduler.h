@@ -318,6 +318,7 @@ class Scheduler {
   std::vector<std::int64_t> tenant_usage_;                      // milli-GPUs, per tenant
   std::vector<std::int64_t> class_usage_;                       // milli-GPUs, per JobClass
   std::vector<std::optional<PendingReason>> budget_exhausted_;  // per tenant
+  std::set<TenantId> budget_lifted_;                            // since the last pass
   std::vector<Loan> loans_;
   // Running tasks per node admitted within guarantee, and by borrowing (segregate_borrowed).
   std::vector<int> guaranteed_tasks_;
