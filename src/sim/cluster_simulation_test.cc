@@ -125,3 +125,118 @@ TEST(ClusterSimulation, RefusesAWorkloadNotIndexedById) {
 
 }  // namespace
 }  // namespace tidepool
+
+namespace tidepool {
+namespace {
+
+// A flat market: 3.6 credits per GPU-hour (1 milli-credit per GPU-second) at any utilisation and
+// time, preemptible work at the same price, so amounts can be checked by hand.
+SimMarketSettings flat_market() {
+  SimMarketSettings m;
+  m.prices.curve = {{0, kPpmOne}, {kPpmOne, kPpmOne}};
+  m.prices.preemptible = kPpmOne;
+  m.prices.lender_share = 500'000;
+  m.cost_base = {3'600'000};
+  m.owned_per_hour = {1'000'000};
+  m.posting_interval = 3600;
+  return m;
+}
+
+ClusterSimRun run_with(std::string_view policy, const std::vector<SimJob>& jobs,
+                       const SimMarketSettings& market) {
+  auto config = scheduler_policy(policy);
+  EXPECT_TRUE(config.has_value());
+  ClusterSimSettings settings;
+  settings.market = market;
+  auto result = run_cluster_simulation(two_nodes(), two_tenants(), *config, jobs, {}, settings);
+  EXPECT_TRUE(result.has_value()) << result.error().message();
+  return *result;
+}
+
+TEST(ClusterSimulationMarket, ChargesWhatRunsAndCreditsTheLender) {
+  // B runs two 8-GPU jobs for 1000 s from t = 0: one within its guarantee, one on A's idle
+  // guarantee. B pays 16 GPUs x 1000 s x 1 milli-credit = 16 credits; A, the lender, is
+  // credited half the price of the 8 GPUs it lent: 4 credits.
+  const std::vector<SimJob> jobs = {eight_gpus(0, TenantId{1}, 0, 1000),
+                                    eight_gpus(1, TenantId{1}, 0, 1000)};
+  for (std::string_view policy : {"fifo-firstfit", "tidepool"}) {
+    SCOPED_TRACE(policy);
+    const ClusterSimRun r = run_with(policy, jobs, flat_market());
+    ASSERT_TRUE(r.cost.has_value());
+    const SimCost& c = *r.cost;
+    EXPECT_EQ(c.tenants[1].charges, 16 * kMicrosPerUnit);
+    EXPECT_EQ(c.tenants[0].credits, 4 * kMicrosPerUnit);
+    EXPECT_EQ(c.tenants[0].charges, 0);
+    EXPECT_EQ(c.charged, 16 * kMicrosPerUnit);
+    EXPECT_TRUE(c.ledger_balanced);
+    EXPECT_EQ(c.useful_milli_seconds, 16 * kMilliPerGpu * 1000);
+    // 16 credits for 16000 GPU-seconds of useful work: 3.60 per GPU-hour.
+    EXPECT_EQ(c.charged_per_useful_gpu_hour, 3'600'000);
+    // The pool's 16 GPUs owned for the 1000 s makespan at 1 credit an hour: 4.444444.
+    EXPECT_EQ(c.owned_cost, 4'444'444);
+  }
+}
+
+TEST(ClusterSimulationMarket, LostWorkIsPaidForButNotUseful) {
+  // The reclaim of the first test: B's victim loses 400 s on 8 GPUs, which B pays for.
+  const std::vector<SimJob> jobs = {eight_gpus(0, TenantId{1}, 0, 10000),
+                                    eight_gpus(1, TenantId{1}, 0, 10000),
+                                    eight_gpus(2, TenantId{0}, 1000, 500)};
+  const ClusterSimRun r = run_with("tidepool", jobs, flat_market());
+  ASSERT_TRUE(r.cost.has_value());
+  const std::int64_t useful = 8 * kMilliPerGpu * (10000 + 10000 + 500);
+  EXPECT_EQ(r.cost->useful_milli_seconds, useful);
+  EXPECT_EQ(r.cost->tenants[1].charges, (8 * (10000 + 10000 + 400)) * 1000);
+  EXPECT_GT(r.cost->charged_per_useful_gpu_hour, 3'600'000);
+}
+
+TEST(ClusterSimulationMarket, AnExhaustedBudgetHoldsTheTenantsNextJobs) {
+  // A may spend 20 credits a quarter: its first job (8 GPUs x 3600 s = 28.8 credits) spends it,
+  // so its second waits for budget although the pool is free.
+  std::vector<SimJob> jobs = {eight_gpus(0, TenantId{0}, 0, 3600),
+                              eight_gpus(1, TenantId{0}, 4000, 600)};
+  SimMarketSettings market = flat_market();
+  market.budgets = {Budget{.quarterly = 20 * kMicrosPerUnit, .soft_alert = 800'000}, std::nullopt};
+  market.epoch = 1'790'812'800;  // 2026-10-01T00:00:00Z: the run is within one quarter
+  const ClusterSimRun r = run_with("tidepool", jobs, market);
+  ASSERT_TRUE(r.cost.has_value());
+  EXPECT_FALSE(r.jobs[1].first_start.has_value());
+  EXPECT_EQ(r.cost->tenants[0].budget_exhaustions, 1);
+  EXPECT_EQ(r.cost->tenants[0].budget_alerts, 1);
+  EXPECT_EQ(r.summary.never_started, 1);
+  // Held from the posting at 3600 that found the budget spent to the end of the run at 4000.
+  EXPECT_EQ(r.cost->tenants[0].budget_held_s, 400);
+  EXPECT_TRUE(r.cost->ledger_balanced);
+}
+
+TEST(ClusterSimulationMarket, JobsThatWaitPastTheThresholdBurstAndPayTheOffersPrice) {
+  // The pool is full for 20000 s; a job of A that waits 1800 s goes to rented capacity (10 min
+  // start-up), runs its 3000 s there and pays 8 GPUs x 3600 s x 2 credits per GPU-hour = 16.
+  std::vector<SimJob> jobs = {eight_gpus(0, TenantId{1}, 0, 20000),
+                              eight_gpus(1, TenantId{1}, 0, 20000),
+                              eight_gpus(2, TenantId{0}, 100, 3000)};
+  jobs[0].job.preemptible = jobs[1].job.preemptible = false;
+  SimMarketSettings market = flat_market();
+  market.offers = {BurstOffer{.name = "cloud",
+                              .provider = "cloud",
+                              .model = kP100,
+                              .spot = false,
+                              .price_per_gpu_hour = 2 * kMicrosPerUnit,
+                              .startup_delay = 600,
+                              .max_gpus = 64,
+                              .interruption_per_hour = 0}};
+  market.burst = BurstPolicy{.threshold = 1800};
+  const ClusterSimRun r = run_with("fifo-firstfit", jobs, market);
+  ASSERT_TRUE(r.cost.has_value());
+  EXPECT_EQ(r.cost->burst_jobs, 1);
+  EXPECT_EQ(r.jobs[2].first_start, 100 + 1800 + 600);
+  EXPECT_EQ(r.jobs[2].queue_seconds, 1800 + 600);
+  EXPECT_EQ(r.jobs[2].end, 100 + 1800 + 600 + 3000);
+  EXPECT_EQ(r.cost->burst_cost, 16 * kMicrosPerUnit);
+  EXPECT_EQ(r.cost->tenants[0].charges, 16 * kMicrosPerUnit);
+  EXPECT_TRUE(r.cost->ledger_balanced);
+  EXPECT_EQ(r.summary.finished, 3);
+}
+
+}  // namespace
+}  // namespace tidepool

@@ -26,7 +26,7 @@ void TextTable::print(std::ostream& out) const {
       const std::string cell = c < cells.size() ? cells[c] : "";
       const std::string pad(width[c] - cell.size(), ' ');
       if (c > 0) out << "  ";
-      if (!is_header && looks_numeric(cell)) {
+      if (!is_header && c > 0 && looks_numeric(cell)) {
         out << pad << cell;
       } else {
         out << cell << (c + 1 < width.size() ? pad : "");

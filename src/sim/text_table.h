@@ -1,5 +1,5 @@
 // Plain-text tables for terminal reports: columns padded to their widest cell, numbers right-
-// aligned.
+// aligned except in the first column, which holds the rows' labels (tenant "7f04ca", "30m").
 #pragma once
 
 #include <ostream>
