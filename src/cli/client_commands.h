@@ -14,6 +14,8 @@
 //   tidepool tenants [NAME]            quotas and usage per GPU model
 //   tidepool top                       a refreshing view of the pool
 //   tidepool token create|list|revoke  (admin) manage API tokens
+//   tidepool price                     the internal market's price of a GPU-hour per model
+//   tidepool bill --tenant T --from D --to D   a tenant's charges and credits, grouped
 //
 // Every command takes --server and --token (see client_config.h for the other sources), and
 // those that print data take -o/--output table|json|yaml. Errors go to stderr as "error: ..." with
@@ -32,5 +34,6 @@ void add_client_commands(CLI::App& app, int* exit_code);
 void add_job_commands(CLI::App& app, int* exit_code);
 void add_pool_commands(CLI::App& app, int* exit_code);
 void add_token_commands(CLI::App& app, int* exit_code);
+void add_market_commands(CLI::App& app, int* exit_code);  // client_market_commands.cc
 
 }  // namespace tidepool

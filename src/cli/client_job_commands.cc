@@ -500,6 +500,7 @@ void add_client_commands(CLI::App& app, int* exit_code) {
   add_job_commands(app, exit_code);
   add_pool_commands(app, exit_code);
   add_token_commands(app, exit_code);
+  add_market_commands(app, exit_code);
 }
 
 }  // namespace tidepool

@@ -16,6 +16,7 @@
 #include "server/server_config.h"
 #include "server/server_metrics.h"
 #include "sim/cluster_file.h"
+#include "sim/market_file.h"
 #include "sim/tenants_file.h"
 #include "store/sqlite_store.h"
 
@@ -67,6 +68,12 @@ Result<void> run_server(const ServerFlags& flags) {
   setup.scheduler = std::move(*policy);
   setup.heartbeat_timeout_ms = config->heartbeat_timeout_ms;
   setup.idle_gpu.window_ms = config->idle_gpu_window_ms;
+  if (!config->market_path.empty()) {
+    auto market = load_market_yaml(config->market_path);
+    if (!market) return std::unexpected(market.error());
+    setup.market = std::move(*market);
+    setup.ledger_posting_interval = config->ledger_posting_interval_ms / 1000;
+  }
 
   auto store = open_sqlite_store(config->database_path);
   if (!store) return std::unexpected(store.error());

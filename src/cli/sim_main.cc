@@ -3,6 +3,7 @@
 #include <string_view>
 
 #include "cli/external_command.h"
+#include "cli/plan_capacity_command.h"
 #include "cli/plan_tco_command.h"
 #include "cli/sim_pack_command.h"
 #include "cli/sim_replay_command.h"
@@ -21,8 +22,11 @@ int main(int argc, char** argv) {
   tidepool::add_sim_replay_command(*sim, &exit_code);
   tidepool::add_sim_run_command(*sim, &exit_code);
   tidepool::add_sim_tenants_command(*sim, &exit_code);
-  CLI::App* plan = app.add_subcommand("plan", "Capacity and cost planning: TCO of owning GPUs");
+  CLI::App* plan = app.add_subcommand(
+      "plan",
+      "Capacity and cost planning: the smallest pool for a queueing target, TCO of owning GPUs");
   plan->require_subcommand(1);
+  tidepool::add_plan_capacity_command(*plan, &exit_code);
   tidepool::add_plan_tco_command(*plan, &exit_code);
   // `tidepool-sim plan ...` and `tidepool-sim sim ...`; any other first word is taken as `sim`'s.
   const bool planning = argc >= 2 && std::string_view(argv[1]) == "plan";

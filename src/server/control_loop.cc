@@ -56,8 +56,11 @@ Result<void> ControlLoop::load() {
   if (!plane) return std::unexpected(plane.error());
   if (!repairs.empty()) {
     if (auto ok = store_->commit(repairs); !ok) return ok;
-    spdlog::warn("{} job(s) could not be restored and were failed; see GET /v1/events",
-                 repairs.jobs.size());
+    // Repairs also carry the market's budget holds as they stand at start (events only).
+    if (!repairs.jobs.empty()) {
+      spdlog::warn("{} job(s) could not be restored and were failed; see GET /v1/events",
+                   repairs.jobs.size());
+    }
   }
   plane_ = std::move(*plane);
   events_->reset(plane_->last_event_seq());

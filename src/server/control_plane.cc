@@ -133,6 +133,9 @@ Result<std::unique_ptr<ControlPlane>> ControlPlane::create(ControlPlaneSetup set
       (void)plane->scheduler_.set_node_schedulable(NodeId{static_cast<std::uint32_t>(n)}, false);
     }
   }
+  if (auto opened = plane->open_market(snapshot, *tenants, now_ms, repairs); !opened) {
+    return std::unexpected(opened.error());
+  }
   return plane;
 }
 
@@ -370,6 +373,7 @@ void ControlPlane::end_job(ServerJob& job, JobState state, std::string reason, s
                            Batch& batch) {
   const JobId core_id{static_cast<std::uint32_t>(job.id)};
   if (job.state == JobState::kRunning) {
+    meter_stop(job, now_ms, batch);
     std::optional<Seconds> observed;
     if (state == JobState::kSucceeded) observed = to_seconds(now_ms - job.started_ms);
     (void)scheduler_.finish(core_id, to_seconds(now_ms), observed);
@@ -564,6 +568,7 @@ Reply ControlPlane::why(const Principal& who, std::int64_t id, std::int64_t now_
 }
 
 void ControlPlane::schedule(std::int64_t now_ms, Batch& batch) {
+  meter_advance(now_ms, batch);
   std::vector<std::int64_t> overdue;
   for (std::int64_t id : live_) {
     const ServerJob& job = jobs_.at(id);
@@ -579,6 +584,7 @@ void ControlPlane::schedule(std::int64_t now_ms, Batch& batch) {
                         format_duration(*job.spec.max_runtime)),
             now_ms, batch);
   }
+  stop_over_cost(now_ms, batch);
   check_liveness(now_ms, batch);
   dirty_ = false;
   PassResult pass = scheduler_.pass(to_seconds(now_ms));
@@ -586,6 +592,7 @@ void ControlPlane::schedule(std::int64_t now_ms, Batch& batch) {
     ServerJob& job = jobs_.at(p.job.value);
     std::string reason = fmt::format("preempted ({})", preemption_cause_name(p.cause));
     if (p.beneficiary) reason += fmt::format(" for job {}", p.beneficiary->value);
+    meter_stop(job, now_ms, batch);
     job.move_to(JobState::kPreempted, now_ms, reason);
     stop_run(job, "preemption", now_ms);
     ++job.preemptions;
@@ -608,6 +615,7 @@ void ControlPlane::schedule(std::int64_t now_ms, Batch& batch) {
     if (s.backfilled) how += ", backfilled";
     job.move_to(JobState::kRunning, now_ms,
                 fmt::format("placed on {} node(s) ({})", s.span.nodes, how));
+    meter_start(job, s.assignments, now_ms, batch);
     record_job(batch, job, now_ms, "job.started");
   }
   // Preempted jobs that did not start again in this pass are pending: store that state.
@@ -615,6 +623,7 @@ void ControlPlane::schedule(std::int64_t now_ms, Batch& batch) {
     const ServerJob& job = jobs_.at(p.job.value);
     if (job.state == JobState::kPending) batch.jobs.push_back(to_record(job));
   }
+  post_ledger(now_ms, batch);
 }
 
 std::optional<std::int64_t> ControlPlane::next_wakeup_ms(std::int64_t now_ms) const {
@@ -631,6 +640,10 @@ std::optional<std::int64_t> ControlPlane::next_wakeup_ms(std::int64_t now_ms) co
     if (node.registered_ms == 0 || node.not_ready) continue;
     const std::int64_t silent_at = node.last_heartbeat_ms + setup_.heartbeat_timeout_ms + 1;
     if (!next || silent_at < *next) next = silent_at;
+  }
+  if (market_) {
+    const std::int64_t post_at = market_->next_post() * 1000;
+    if (!next || post_at < *next) next = post_at;
   }
   return next;
 }

@@ -18,6 +18,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -29,6 +30,7 @@
 #include "server/gpu_telemetry.h"
 #include "server/job_spec.h"
 #include "server/server_job.h"
+#include "server/server_market.h"
 #include "sim/cluster_file.h"
 #include "store/store.h"
 
@@ -51,6 +53,19 @@ struct ControlPlaneSetup {
   // its running jobs requeued (resuming from their last checkpoint).
   std::int64_t heartbeat_timeout_ms = 30'000;
   IdleGpuRule idle_gpu;  // when an allocated GPU's low use raises an alert
+  // The internal market (server_market.h); none: no prices, charges or budgets.
+  std::optional<MarketSpec> market;
+  Seconds ledger_posting_interval = kDefaultLedgerPostingInterval;
+};
+
+// GET /v1/bill: a tenant's ledger entries whose interval ends in [from, to), grouped.
+enum class BillGrouping : std::uint8_t { kTeam, kJob, kModel, kLabel };
+Result<BillGrouping> parse_bill_grouping(std::string_view text);
+struct BillQuery {
+  std::string tenant;
+  std::int64_t from = 0;  // Unix seconds
+  std::int64_t to = 0;
+  BillGrouping by = BillGrouping::kTeam;
 };
 
 struct JobFilter {
@@ -117,6 +132,12 @@ class ControlPlane {
   Reply revoke_token(const Principal& who, const std::string& id, std::int64_t now_ms,
                      Batch& batch);
 
+  // --- the internal market (control_plane_market.cc) ---
+  // The price in force of each GPU model: 404 when the server runs without a market.
+  Reply prices(const Principal& who, std::int64_t now_ms);
+  // A tenant's charges and lending credits per group (users: their own tenant only).
+  [[nodiscard]] Reply bill(const Principal& who, const BillQuery& query) const;
+
   // --- scheduling ---
   // Whether something changed since the last schedule() that a pass should see.
   [[nodiscard]] bool wants_pass() const { return dirty_; }
@@ -139,6 +160,11 @@ class ControlPlane {
     std::map<std::string, std::int64_t> tenant_gpu_milli;       // in use, by tenant
     std::int64_t last_event_seq = 0;
     std::string gpu_metrics;  // Prometheus text of the GPUs' figures (gpu_telemetry.h)
+    // The market's figures (empty without one), money in micro-credits.
+    std::map<std::pair<std::string, std::string>, Micros> price_per_gpu_hour;  // (model, class)
+    std::map<std::string, Micros> tenant_charges;                              // all time
+    std::map<std::string, Micros> tenant_credits;
+    std::map<std::string, Ppm> tenant_budget_spend;  // this quarter's spend / budget
   };
   [[nodiscard]] Figures figures() const;
   [[nodiscard]] std::int64_t last_event_seq() const { return last_event_seq_; }
@@ -206,8 +232,36 @@ class ControlPlane {
   [[nodiscard]] nlohmann::json node_json(NodeId id,
                                          const std::vector<const ServerJob*>& running) const;
 
+  // --- the internal market (control_plane_market.cc) ---
+  // Opens the market of setup_.market (if any) over `tenants`, with the stored ledger, and meters
+  // the running jobs from now on; budget changes go to `repairs`.
+  Result<void> open_market(const Snapshot& snapshot, const TenantsSpec& tenants,
+                           std::int64_t now_ms, Batch& repairs);
+  // Accrues the meter up to now: before any change of what runs or of the nodes.
+  void meter_advance(std::int64_t now_ms, Batch& batch);
+  void meter_start(const ServerJob& job, const std::vector<Assignment>& assignments,
+                   std::int64_t now_ms, Batch& batch);
+  void meter_stop(const ServerJob& job, std::int64_t now_ms, Batch& batch);
+  // Moves the entries not yet stored into the batch.
+  void store_ledger(Batch& batch);
+  // When a posting is due: posts, stores, checks budgets and (once a UTC day) spend anomalies.
+  void post_ledger(std::int64_t now_ms, Batch& batch);
+  void check_budgets(std::int64_t now_ms, Batch& batch);
+  void check_anomalies(std::int64_t now_ms, Batch& batch);
+  // A meter failure (a bug, not an input): an event, so that it is seen.
+  void market_failed(const Error& error, std::int64_t now_ms, Batch& batch);
+  void market_figures(Figures& figures) const;
+  // Stops the running jobs charged their max_cost, as those past their max_runtime are.
+  void stop_over_cost(std::int64_t now_ms, Batch& batch);
+  // Tells the scheduler which tenants are held back for budget (after a rebuild).
+  void apply_budget_holds();
+
   ControlPlaneSetup setup_;
   Scheduler scheduler_;
+  std::optional<ServerMarket> market_;
+  std::map<std::string, std::string> budget_alerted_;  // tenant -> quarter alerted ("2026-Q4")
+  std::map<std::string, std::string> budget_held_;     // tenant -> the reason it waits
+  std::int64_t anomaly_day_ = 0;                       // the last UTC day checked
   std::shared_ptr<TokenTable> tokens_;
   std::map<std::int64_t, ServerJob> jobs_;
   std::set<std::int64_t> live_;                                              // pending or running

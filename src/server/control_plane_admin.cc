@@ -166,6 +166,7 @@ Reply ControlPlane::set_drained(const Principal& who, const std::string& node, b
   }
   NodeInfo& info = nodes_[it->second.value];
   if (info.drained != drained) {
+    meter_advance(now_ms, batch);
     (void)scheduler_.set_node_schedulable(it->second, !drained && !info.not_ready);
     info.drained = drained;
     info.drain_reason = drained ? (reason.empty() ? "drained by an admin" : reason) : "";
@@ -258,7 +259,16 @@ Reply ControlPlane::put_tenant(const Principal& who, const std::string& name,
   }
   auto scheduler = rebuild_scheduler(*tenants, now_ms);
   if (!scheduler) return error_reply(409, "conflict", scheduler.error());
+  meter_advance(now_ms, batch);
   scheduler_ = std::move(*scheduler);
+  apply_budget_holds();
+  if (market_) {
+    auto book = TenantBook::create(*tenants, setup_.cluster.models);
+    if (auto ok = book ? market_->replace_book(*book) : Result<void>(std::unexpected(book.error()));
+        !ok) {
+      market_failed(ok.error(), now_ms, batch);
+    }
+  }
   tenant_overrides_ = std::move(overrides);
   dirty_ = true;
   batch.settings.push_back(KeyedRecord{"tenant/" + name, tenant_update_to_json(update).dump()});
@@ -381,6 +391,7 @@ ControlPlane::Figures ControlPlane::figures() const {
   }
   f.last_event_seq = last_event_seq_;
   telemetry_.write_metrics(f.gpu_metrics);
+  market_figures(f);
   return f;
 }
 

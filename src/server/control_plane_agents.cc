@@ -74,6 +74,7 @@ Reply ControlPlane::register_node(const Principal& who, const std::string& node,
 void ControlPlane::mark_ready(NodeId id, std::int64_t now_ms, Batch& batch) {
   NodeInfo& info = nodes_[id.value];
   if (!info.not_ready) return;
+  meter_advance(now_ms, batch);
   info.not_ready = false;
   info.not_ready_ms = 0;
   (void)scheduler_.set_node_schedulable(id, info.schedulable());
@@ -166,6 +167,7 @@ void ControlPlane::check_liveness(std::int64_t now_ms, Batch& batch) {
     const std::int64_t silent_ms = now_ms - info.last_heartbeat_ms;
     if (silent_ms <= setup_.heartbeat_timeout_ms) continue;
     const NodeId id{static_cast<std::uint32_t>(n)};
+    meter_advance(now_ms, batch);
     info.not_ready = true;
     info.not_ready_ms = now_ms;
     ++node_failures_;
@@ -200,6 +202,7 @@ void ControlPlane::stop_run(ServerJob& job, const std::string& cause, std::int64
 void ControlPlane::requeue(ServerJob& job, const std::string& reason, std::int64_t now_ms,
                            Batch& batch) {
   const JobId core_id{static_cast<std::uint32_t>(job.id)};
+  meter_stop(job, now_ms, batch);
   (void)scheduler_.finish(core_id, to_seconds(now_ms), std::nullopt);
   (void)scheduler_.forget(core_id);
   stop_run(job, "node_failure", now_ms);

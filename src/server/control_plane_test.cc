@@ -1,13 +1,17 @@
 #include "server/control_plane.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <memory>
 #include <string>
 
 #include "sim/cluster_file.h"
+#include "sim/market_file.h"
 #include "sim/tenants_file.h"
 #include "sim/test_source_dir.h"
 
@@ -23,8 +27,13 @@ struct MemoryStore {
   std::map<std::string, KeyedRecord> nodes;
   std::map<std::string, KeyedRecord> settings;
   std::vector<EventRecord> events;
+  std::vector<LedgerRecord> ledger;
 
   void commit(const Batch& b) {
+    for (const LedgerRecord& l : b.ledger) {
+      EXPECT_EQ(l.seq, static_cast<std::int64_t>(ledger.size()) + 1);
+      ledger.push_back(l);
+    }
     for (const JobRecord& j : b.jobs) jobs[j.id] = j;
     for (const TokenRecord& t : b.tokens) tokens[t.id] = t;
     for (const KeyedRecord& n : b.nodes) nodes[n.key] = n;
@@ -41,6 +50,7 @@ struct MemoryStore {
     for (const auto& [key, n] : nodes) s.nodes.push_back(n);
     for (const auto& [key, v] : settings) s.settings.push_back(v);
     s.last_event_seq = static_cast<std::int64_t>(events.size());
+    s.ledger = ledger;
     return s;
   }
 };
@@ -88,7 +98,9 @@ class ControlPlaneTest : public ::testing::Test {
 
   std::unique_ptr<ControlPlane> restart(std::int64_t now_ms = 1'000'000) {
     Batch repairs;
-    auto plane = ControlPlane::create(example_setup(), store_.snapshot(), now_ms, repairs,
+    ControlPlaneSetup setup = example_setup();
+    setup.market = market_;
+    auto plane = ControlPlane::create(std::move(setup), store_.snapshot(), now_ms, repairs,
                                       std::make_shared<TokenTable>());
     EXPECT_TRUE(plane.has_value()) << plane.error().message();
     store_.commit(repairs);
@@ -115,6 +127,7 @@ class ControlPlaneTest : public ::testing::Test {
   Reply get(std::int64_t id, const Principal& who = kAdmin) { return plane_->get_job(who, id); }
 
   MemoryStore store_;
+  std::optional<MarketSpec> market_;
   std::unique_ptr<ControlPlane> plane_;
 };
 
@@ -344,6 +357,206 @@ TEST_F(ControlPlaneTest, TokensAreStoredHashedAndCanBeRevoked) {
   reloaded = ControlPlane::create(example_setup(), store_.snapshot(), 0, repairs, tokens);
   ASSERT_TRUE(reloaded.has_value());
   EXPECT_FALSE(tokens->authenticate(secret).has_value());
+}
+
+}  // namespace
+}  // namespace tidepool
+
+namespace tidepool {
+namespace {
+
+// A flat price: the cost base whatever the utilisation and time, prices set every hour.
+constexpr std::string_view kMarketYaml = R"(currency: USD
+models:
+  H100: {purchase_price: 30000, power_watts: 1000, electricity_per_kwh: 0.12,
+         operations_per_year: 3000}
+  A100: {purchase_price: 15000, power_watts: 500, electricity_per_kwh: 0.12,
+         operations_per_year: 2000}
+prices: {period: 1h, utilisation_curve: [[0, 1], [1, 1]]}
+budgets:
+  vision: {quarterly: 30, soft_alert: 0.5}
+)";
+
+class MarketPlaneTest : public ControlPlaneTest {
+ protected:
+  void SetUp() override {
+    auto market = read_market_yaml(kMarketYaml, "market.yaml");
+    ASSERT_TRUE(market.has_value()) << market.error().message();
+    market_ = std::move(*market);
+    plane_ = restart(kStart);
+  }
+  // A pass at `now_ms` (the control loop's tick), committed.
+  void tick(std::int64_t now_ms) {
+    Batch batch;
+    plane_->schedule(now_ms, batch);
+    store_.commit(batch);
+  }
+  std::vector<std::string> event_kinds() const {
+    std::vector<std::string> kinds;
+    for (const EventRecord& e : store_.events) kinds.push_back(e.kind);
+    return kinds;
+  }
+
+  // 2026-12-01T00:00:00Z.
+  static constexpr std::int64_t kDay = 1'796'083'200;
+  static constexpr std::int64_t kStart = kDay * 1000;
+};
+
+JobStatusReport succeeded() {
+  JobStatusReport report;
+  report.state = "succeeded";
+  return report;
+}
+
+double price_of(const Reply& prices, const std::string& model, const std::string& price_class) {
+  for (const auto& m : prices.body.at("models")) {
+    if (m.at("model") == model) return m.at("per_gpu_hour").at(price_class).get<double>();
+  }
+  ADD_FAILURE() << "no model " << model;
+  return 0;
+}
+
+TEST_F(MarketPlaneTest, RunningJobsAreChargedAtThePriceAndBilledByGroup) {
+  Reply prices = plane_->prices(kVision, kStart);
+  ASSERT_EQ(prices.status, 200) << prices.body.dump();
+  EXPECT_EQ(prices.body["currency"], "USD");
+  const double h100 = price_of(prices, "H100", "standard");
+  EXPECT_GT(h100, 0);
+  EXPECT_NEAR(price_of(prices, "H100", "preemptible"), h100 * 0.6, 1e-6);
+  JobSpec spec = job("train", 1, 8);
+  spec.preemptible = false;
+  spec.labels = {{"project", "cats"}};
+  const std::int64_t id = submit(spec, kVision, "", kStart).body["id"];
+  ASSERT_EQ(get(id).body["state"], "running");
+  // Postings every minute store the charges so far.
+  tick(kStart + 60'000);
+  ASSERT_FALSE(store_.ledger.empty());
+  EXPECT_EQ(store_.ledger.back().tenant, "vision");
+  // Finished after an hour: 8 GPU-hours at the standard price.
+  Batch batch;
+  ASSERT_EQ(plane_->report_status(kAdmin, id, succeeded(), kStart + 3'600'000, batch).status, 200);
+  store_.commit(batch);
+  BillQuery query{"vision", kDay, kDay + 86'400, BillGrouping::kTeam};
+  Reply bill = plane_->bill(kVision, query);
+  ASSERT_EQ(bill.status, 200) << bill.body.dump();
+  EXPECT_NEAR(bill.body["total"]["charges"].get<double>(), 8 * h100, 1e-5);
+  EXPECT_NEAR(bill.body["total"]["gpu_hours"].get<double>(), 8.0, 1e-9);
+  ASSERT_EQ(bill.body["groups"].size(), 1U);
+  EXPECT_EQ(bill.body["groups"][0]["group"], "default");
+  query.by = BillGrouping::kLabel;
+  EXPECT_EQ(plane_->bill(kAdmin, query).body["groups"][0]["group"], "project=cats");
+  query.by = BillGrouping::kJob;
+  EXPECT_EQ(plane_->bill(kAdmin, query).body["groups"][0]["group"], std::to_string(id) + " train");
+  // Users see their own tenant's bill only.
+  EXPECT_EQ(plane_->bill(kSearch, query).status, 403);
+  query.tenant = "nobody";
+  EXPECT_EQ(plane_->bill(kAdmin, query).status, 404);
+  // A restart rebuilds the balances from the stored entries.
+  plane_ = restart(kStart + 4'000'000);
+  query.tenant = "vision";
+  query.by = BillGrouping::kModel;
+  Reply again = plane_->bill(kVision, query);
+  EXPECT_EQ(again.body["total"], bill.body["total"]);
+  EXPECT_EQ(again.body["groups"][0]["group"], "H100");
+  ControlPlane::Figures figures = plane_->figures();
+  EXPECT_EQ(figures.tenant_charges.at("vision"), static_cast<Micros>(std::llround(8 * h100 * 1e6)));
+  EXPECT_TRUE(figures.price_per_gpu_hour.contains({"H100", "preemptible"}));
+}
+
+TEST_F(MarketPlaneTest, LendersEarnCreditsForTheIdleGuaranteeOthersUse) {
+  // search has no guarantee: its job runs on vision's idle H100, and vision is credited.
+  const std::int64_t id = submit(job("borrow", 1, 8, "search"), kSearch, "", kStart).body["id"];
+  ASSERT_EQ(get(id).body["state"], "running");
+  tick(kStart + 3'600'000);
+  BillQuery query{"vision", kDay, kDay + 86'400, BillGrouping::kTeam};
+  Reply bill = plane_->bill(kVision, query);
+  ASSERT_EQ(bill.status, 200);
+  EXPECT_GT(bill.body["total"]["credits"].get<double>(), 0);
+  EXPECT_EQ(bill.body["total"]["charges"].get<double>(), 0);
+  ASSERT_EQ(bill.body["groups"].size(), 1U);
+  EXPECT_EQ(bill.body["groups"][0]["group"], "(lending credits)");
+  // The lender's share (0.8) of the standard price of the 8 GPU-hours lent.
+  const double standard = price_of(plane_->prices(kAdmin, kStart), "H100", "standard");
+  EXPECT_NEAR(bill.body["total"]["credits"].get<double>(), 8 * standard * 0.8, 1e-5);
+  EXPECT_GT(plane_->figures().tenant_credits.at("vision"), 0);
+}
+
+TEST_F(MarketPlaneTest, WithoutAMarketPricesAndBillsAreNotFound) {
+  market_.reset();
+  plane_ = restart(kStart);
+  EXPECT_EQ(plane_->prices(kVision, kStart).status, 404);
+  EXPECT_EQ(
+      plane_->bill(kVision, BillQuery{"vision", kDay, kDay + 86'400, BillGrouping::kTeam}).status,
+      404);
+}
+
+TEST_F(MarketPlaneTest, SpentBudgetHoldsNewJobsBackUntilTheQuarterEnds) {
+  // 16 H100 (about 18.6 USD an hour) for long enough to pass the budget of 30 (half of it
+  // raises the alert).
+  const std::int64_t first = submit(job("big", 2, 8), kVision, "", kStart).body["id"];
+  ASSERT_EQ(get(first).body["state"], "running");
+  std::int64_t now = kStart;
+  for (int minute = 1; minute <= 180; ++minute) {
+    now = kStart + minute * 60'000;
+    tick(now);
+  }
+  const auto kinds = event_kinds();
+  EXPECT_EQ(std::ranges::count(kinds, "budget.alert"), 1);
+  EXPECT_EQ(std::ranges::count(kinds, "budget.exhausted"), 1);
+  // Running jobs go on; a new job waits with the reason.
+  EXPECT_EQ(get(first).body["state"], "running");
+  const std::int64_t second = submit(job("next", 1, 8), kVision, "", now).body["id"];
+  Reply why = plane_->why(kVision, second, now);
+  EXPECT_EQ(why.body["state"], "pending");
+  EXPECT_THAT(why.body["reason"].get<std::string>(), HasSubstr("budget exhausted"));
+  // Other tenants are not held back.
+  const std::int64_t other = submit(job("s", 1, 8, "search"), kSearch, "", now).body["id"];
+  EXPECT_EQ(get(other).body["state"], "running");
+  // Held back after a restart too, without a second alert.
+  plane_ = restart(now + 1000);
+  tick(now + 61'000);
+  EXPECT_EQ(std::ranges::count(event_kinds(), "budget.alert"), 1);
+  EXPECT_EQ(get(second).body["state"], "pending");
+  // The next quarter (2027-01-01) lifts it.
+  const std::int64_t next_quarter = 1'798'761'600'000;
+  plane_ = restart(next_quarter);
+  tick(next_quarter + 61'000);
+  EXPECT_EQ(get(second).body["state"], "running");
+}
+
+TEST_F(MarketPlaneTest, MaxCostStopsAJobLikeMaxRuntime) {
+  // 8 preemptible H100 cost about 9.3 USD an hour: 5 USD are reached after about 32 minutes.
+  JobSpec spec = job("capped", 1, 8);
+  spec.max_cost = 5 * kMicrosPerUnit;
+  const std::int64_t id = submit(spec, kVision, "", kStart).body["id"];
+  tick(kStart + 20 * 60'000);
+  EXPECT_EQ(get(id).body["state"], "running");
+  tick(kStart + 40 * 60'000);
+  EXPECT_EQ(get(id).body["state"], "failed");
+  EXPECT_THAT(plane_->why(kVision, id, kStart + 40 * 60'000).body["reason"].get<std::string>(),
+              HasSubstr("reaching its max_cost of 5.00 USD"));
+}
+
+TEST_F(MarketPlaneTest, DailySpendAboveTwiceTheWeeksAverageRaisesAnAnomaly) {
+  market_->budgets.clear();
+  plane_ = restart(kStart);
+  // Eight days: 1 GPU for an hour a day, then 8 GPUs for an hour.
+  for (int day = 0; day < 8; ++day) {
+    const std::int64_t start = kStart + day * 86'400'000LL;
+    const std::int64_t id =
+        submit(job(fmt::format("d{}", day), 1, day == 7 ? 8 : 1), kVision, "", start).body["id"];
+    Batch batch;
+    plane_->report_status(kAdmin, id, succeeded(), start + 3'600'000, batch);
+    store_.commit(batch);
+    tick(start + 3'660'000);
+  }
+  EXPECT_EQ(std::ranges::count(event_kinds(), "cost.anomaly"), 0);
+  tick(kStart + 8 * 86'400'000LL + 60'000);
+  ASSERT_EQ(std::ranges::count(event_kinds(), "cost.anomaly"), 1);
+  const auto it = std::ranges::find_if(
+      store_.events, [](const EventRecord& e) { return e.kind == "cost.anomaly"; });
+  EXPECT_THAT(it->document, HasSubstr("2026-12-08"));
+  EXPECT_THAT(it->document, HasSubstr("vision"));
 }
 
 }  // namespace

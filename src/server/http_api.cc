@@ -475,6 +475,41 @@ void HttpApi::routes() {
              });
            }));
 
+  // --- the internal market ---
+  s.Get("/v1/prices", guarded("/v1/prices", [on_loop](const Principal& who, const Request&) {
+          return on_loop(
+              [who](ControlPlane& p, std::int64_t now, Batch&) { return p.prices(who, now); });
+        }));
+  s.Get("/v1/bill", guarded("/v1/bill", [on_loop](const Principal& who, const Request& req) {
+          BillQuery query;
+          query.tenant = req.get_param_value("tenant");
+          if (query.tenant.empty()) {
+            return bad_request("invalid request",
+                               Error{"tenant", "missing: add ?tenant=NAME, the tenant billed"});
+          }
+          for (auto [key, target] : {std::pair{"from", &query.from}, std::pair{"to", &query.to}}) {
+            if (!req.has_param(key)) {
+              return bad_request("invalid request",
+                                 Error{key, fmt::format("missing: add &{}=YYYY-MM-DD (UTC)", key)});
+            }
+            auto day = parse_utc_date(req.get_param_value(key), key);
+            if (!day) return bad_request("invalid request", day.error());
+            *target = *day;
+          }
+          if (query.to < query.from) {
+            return bad_request("invalid request",
+                               Error{"to", "must not be before from (both days are included)"});
+          }
+          query.to += 86'400;  // `to` is included: up to its end
+          if (req.has_param("by")) {
+            auto by = parse_bill_grouping(req.get_param_value("by"));
+            if (!by) return bad_request("invalid request", by.error());
+            query.by = *by;
+          }
+          return on_loop(
+              [who, query](ControlPlane& p, std::int64_t, Batch&) { return p.bill(who, query); });
+        }));
+
   // --- events ---
   s.Get(
       "/v1/events", guarded("/v1/events", [this](const Principal& who, const Request& req) {

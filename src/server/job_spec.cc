@@ -15,6 +15,7 @@
 #include <tuple>
 #include <utility>
 
+#include "core/money.h"
 #include "server/body_fields.h"
 
 namespace tidepool {
@@ -317,6 +318,22 @@ std::string_view topology_mode_name(TopologyStrength strength) {
   return strength == TopologyStrength::kRequired ? "required" : "preferred";
 }
 
+// Money: a decimal with up to 6 places, as a string ("12.5") or a number; more than 0.
+Result<Micros> read_money(const Json& value, const std::string& path) {
+  std::string text;
+  if (value.is_string()) {
+    text = value.get<std::string>();
+  } else if (value.is_number_integer() || value.is_number_float()) {
+    text = value.dump();
+  } else {
+    return fail(path, "expected an amount such as 250 or \"12.5\", got " + describe(value));
+  }
+  auto amount = parse_money(text, path);
+  if (!amount) return amount;
+  if (*amount <= 0) return fail(path, "must be more than 0");
+  return amount;
+}
+
 Result<Seconds> read_duration(const Json& value, const std::string& path) {
   Seconds seconds = 0;
   if (value.is_string()) {
@@ -478,8 +495,8 @@ bool operator==(const JobSpec& a, const JobSpec& b) {
     return std::tie(s.name, s.tenant, s.queue, s.job_class, s.priority, s.tasks, s.gpus_per_task,
                     s.gpu_milli, s.gpu_models, s.cpu_milli_per_task, s.memory_mib_per_task,
                     s.topology.level, s.topology.strength, s.runtime_estimate, s.max_runtime,
-                    s.preemptible, s.checkpoint_interval, s.command, s.working_dir, s.env,
-                    s.labels);
+                    s.max_cost, s.preemptible, s.checkpoint_interval, s.command, s.working_dir,
+                    s.env, s.labels);
   };
   return fields(a) == fields(b);
 }
@@ -523,6 +540,7 @@ Result<JobSpec> job_spec_from_json(const nlohmann::json& value) {
                                            "topology",
                                            "runtime_estimate",
                                            "max_runtime",
+                                           "max_cost",
                                            "preemptible",
                                            "checkpoint_interval",
                                            "command",
@@ -559,6 +577,7 @@ Result<JobSpec> job_spec_from_json(const nlohmann::json& value) {
           read_optional(value, "", "topology", spec.topology, read_topology),
           read_optional(value, "", "runtime_estimate", spec.runtime_estimate, read_duration),
           read_optional(value, "", "max_runtime", spec.max_runtime, read_duration),
+          read_optional(value, "", "max_cost", spec.max_cost, read_money),
           read_optional(value, "", "preemptible", spec.preemptible, body_fields::read_bool),
           read_optional(value, "", "checkpoint_interval", spec.checkpoint_interval, read_duration),
           read_optional(value, "", "command", spec.command, read_command),
@@ -610,6 +629,7 @@ nlohmann::json job_spec_to_json(const JobSpec& spec) {
         {"mode", topology_mode_name(spec.topology.strength)}}},
       {"runtime_estimate", duration(spec.runtime_estimate)},
       {"max_runtime", duration(spec.max_runtime)},
+      {"max_cost", spec.max_cost ? Json(exact_money_text(*spec.max_cost)) : Json(nullptr)},
       {"preemptible", spec.preemptible},
       {"checkpoint_interval", duration(spec.checkpoint_interval)},
       {"command", spec.command},

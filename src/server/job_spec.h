@@ -22,6 +22,9 @@
 //   runtime_estimate: 6h       # durations: "90s", "30m", "6h", "2d", "1h30m", or integer seconds;
 //                              #   more than 0, at most 10 years; optional
 //   max_runtime: 12h           # optional; >= runtime_estimate when both are given
+//   max_cost: 250              # optional: the most the job may be charged (the internal market's
+//                              #   currency; up to 6 decimals, as a number or a string); a job
+//                              #   charged that much is stopped like one past max_runtime
 //   preemptible: true          # default true
 //   checkpoint_interval: 30m   # optional; absent: the job does not checkpoint
 //   command: [python, train.py]  # list of strings (default empty)
@@ -52,6 +55,7 @@
 #include "core/error.h"
 #include "core/gang_placement.h"
 #include "core/job.h"
+#include "core/money.h"
 #include "core/resources.h"
 
 namespace tidepool {
@@ -85,6 +89,7 @@ struct JobSpec {
   TopologyRequirement topology;
   std::optional<Seconds> runtime_estimate;
   std::optional<Seconds> max_runtime;
+  std::optional<Micros> max_cost;
   bool preemptible = true;
   std::optional<Seconds> checkpoint_interval;
   std::vector<std::string> command;

@@ -195,6 +195,9 @@ TEST(JobSpecTest, EveryFieldNamesItselfWhenWrong) {
       {"max_runtime: 11y", "max_runtime", "'11y' is not a duration"},
       {"max_runtime: 3651d", "max_runtime", "'3651d' is longer than 10 years"},
       {"max_runtime: [1h]", "max_runtime", "expected a duration such as \"30m\""},
+      {"max_cost: 0", "max_cost", "must be more than 0"},
+      {"max_cost: 1.2345678", "max_cost", "at most 6 decimals"},
+      {"max_cost: [5]", "max_cost", "expected an amount"},
       {"checkpoint_interval: 0s", "checkpoint_interval", "must be longer than 0s"},
       {"preemptible: yes", "preemptible", "expected true or false, got the string 'yes'"},
       {"preemptible: 'true'", "preemptible", "expected true or false, got the string 'true'"},
@@ -249,6 +252,19 @@ TEST(JobSpecTest, FractionalGpusOnlyForOneTaskOfOneGpu) {
     EXPECT_THAT(spec.error().reason, HasSubstr("needs tasks: 1 and gpus_per_task: 1"));
   }
   EXPECT_TRUE(json_spec({{"gpus_per_task", 0}}).has_value());  // a CPU-only job
+}
+
+TEST(JobSpecTest, MaxCostIsExactMoneyAndRoundTrips) {
+  for (const char* text : {"max_cost: 250", "max_cost: 12.5", "max_cost: '0.000125'"}) {
+    auto spec = parse_job_spec(std::string("name: a\ntenant: vision\n") + text, BodyFormat::kYaml);
+    ASSERT_TRUE(spec.has_value()) << text << ": " << spec.error().message();
+    ASSERT_TRUE(spec->max_cost.has_value());
+    auto back = job_spec_from_json(job_spec_to_json(*spec));
+    ASSERT_TRUE(back.has_value()) << back.error().message();
+    EXPECT_EQ(*back, *spec);
+  }
+  auto spec = parse_job_spec("name: a\ntenant: vision\nmax_cost: 12.5", BodyFormat::kYaml);
+  EXPECT_EQ(spec->max_cost, 12'500'000);
 }
 
 TEST(JobSpecTest, RuntimeEstimateMustNotExceedMaxRuntime) {
@@ -528,7 +544,7 @@ TEST(JobSpecTest, SpecsRoundTripThroughJson) {
   ASSERT_TRUE(odd.has_value());
   for (const JobSpec& spec : {*full, *minimal, *odd}) {
     const Json json = job_spec_to_json(spec);
-    EXPECT_EQ(json.size(), 20U);
+    EXPECT_EQ(json.size(), 21U);
     auto back = job_spec_from_json(json);
     ASSERT_TRUE(back.has_value()) << back.error().message();
     EXPECT_EQ(*back, spec);

@@ -23,10 +23,10 @@ class ConfigReader : private YamlReader {
 
   Result<ServerConfig> read(const YAML::Node& root, const std::string& base_dir) const {
     ServerConfig c;
-    auto f = fields(
-        root, "",
-        {"listen", "cluster", "tenants", "policy", "database", "admin_token_file", "tick",
-         "rate_limit", "tls", "http_threads", "heartbeat_timeout", "logs", "idle_gpu_window"});
+    auto f = fields(root, "",
+                    {"listen", "cluster", "tenants", "policy", "database", "admin_token_file",
+                     "tick", "rate_limit", "tls", "http_threads", "heartbeat_timeout", "logs",
+                     "idle_gpu_window", "market", "ledger_posting_interval"});
     if (!f) return std::unexpected(f.error());
     if (auto node = f->get("listen")) {
       auto value = text(*node, "listen");
@@ -37,7 +37,8 @@ class ConfigReader : private YamlReader {
     for (auto [key, target] :
          {std::pair{"cluster", &c.cluster_path}, std::pair{"tenants", &c.tenants_path},
           std::pair{"database", &c.database_path},
-          std::pair{"admin_token_file", &c.admin_token_file}, std::pair{"logs", &c.log_dir}}) {
+          std::pair{"admin_token_file", &c.admin_token_file}, std::pair{"logs", &c.log_dir},
+          std::pair{"market", &c.market_path}}) {
       if (auto node = f->get(key)) {
         auto value = text(*node, key);
         if (!value) return std::unexpected(value.error());
@@ -56,7 +57,9 @@ class ConfigReader : private YamlReader {
     for (auto [key, target, most, example] :
          {std::tuple{"tick", &c.tick_ms, Seconds{3600}, "1s"},
           std::tuple{"heartbeat_timeout", &c.heartbeat_timeout_ms, Seconds{3600}, "30s"},
-          std::tuple{"idle_gpu_window", &c.idle_gpu_window_ms, Seconds{7 * 86'400}, "15m"}}) {
+          std::tuple{"idle_gpu_window", &c.idle_gpu_window_ms, Seconds{7 * 86'400}, "15m"},
+          std::tuple{"ledger_posting_interval", &c.ledger_posting_interval_ms, Seconds{86'400},
+                     "60s"}}) {
       if (auto node = f->get(key)) {
         auto value = text(*node, key);
         if (!value) return std::unexpected(value.error());

@@ -16,6 +16,9 @@
 //   logs: tidepool.logs             # folder of the tasks' output sent by the agents (default: the
 //                                   #   database path + ".logs")
 //   idle_gpu_window: 15m            # an allocated GPU idle (< 5% busy) this long raises an alert
+//   market: market.yaml             # optional: the internal market (sim/market_file.h): prices,
+//                                   #   charges, lending credits, budgets; absent: none
+//   ledger_posting_interval: 60s    # how often accrued charges are posted to the ledger (1s..1d)
 //
 // Relative paths are relative to the configuration file's folder (the database default: to the
 // working directory). Unknown keys are errors.
@@ -46,6 +49,8 @@ struct ServerConfig {
   std::int64_t heartbeat_timeout_ms = 30'000;
   std::string log_dir;  // empty: database_path + ".logs"
   std::int64_t idle_gpu_window_ms = 15 * 60'000;
+  std::string market_path;  // empty: no market
+  std::int64_t ledger_posting_interval_ms = 60'000;
 };
 
 // Reads the file at `path`; errors name the key ("server.yaml:3:9 listen").

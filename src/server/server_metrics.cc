@@ -96,7 +96,27 @@ ServerMetrics::ServerMetrics()
                      .Name("tidepool_lost_work_seconds_total")
                      .Help("Run time not saved by a checkpoint when runs were stopped, by cause: "
                            "preemption or node_failure")
-                     .Register(*registry_)) {}
+                     .Register(*registry_)),
+      prices_(BuildGauge()
+                  .Name("tidepool_price_per_gpu_hour")
+                  .Help("The internal market's price in force of one GPU-hour, in the market's "
+                        "currency, by GPU model and price class")
+                  .Register(*registry_)),
+      tenant_charges_(BuildCounter()
+                          .Name("tidepool_tenant_charges_total")
+                          .Help("What each tenant was charged (posted ledger entries), in the "
+                                "market's currency")
+                          .Register(*registry_)),
+      tenant_credits_(BuildCounter()
+                          .Name("tidepool_tenant_lending_credits_total")
+                          .Help("Lending credits each tenant earned (posted ledger entries), in "
+                                "the market's currency")
+                          .Register(*registry_)),
+      tenant_budget_spend_(BuildGauge()
+                               .Name("tidepool_tenant_budget_spend_ratio")
+                               .Help("Each tenant's spend this quarter (charges minus credits) "
+                                     "over its quarterly budget; tenants with a budget only")
+                               .Register(*registry_)) {}
 
 void ServerMetrics::count_request(const std::string& method, const std::string& route, int status,
                                   double seconds) {
@@ -146,6 +166,22 @@ void ServerMetrics::set_figures(const ControlPlane::Figures& figures) {
   {
     std::lock_guard lock(gpu_metrics_mutex_);
     gpu_metrics_ = figures.gpu_metrics;
+  }
+  const auto money = [](Micros amount) {
+    return static_cast<double>(amount) / static_cast<double>(kMicrosPerUnit);
+  };
+  for (const auto& [key, price] : figures.price_per_gpu_hour) {
+    prices_.Add({{"model", key.first}, {"class", key.second}}).Set(money(price));
+  }
+  for (const auto& [tenant, amount] : figures.tenant_charges) {
+    raise_to(tenant_charges_.Add({{"tenant", tenant}}), money(amount));
+  }
+  for (const auto& [tenant, amount] : figures.tenant_credits) {
+    raise_to(tenant_credits_.Add({{"tenant", tenant}}), money(amount));
+  }
+  for (const auto& [tenant, spend] : figures.tenant_budget_spend) {
+    tenant_budget_spend_.Add({{"tenant", tenant}})
+        .Set(static_cast<double>(spend) / static_cast<double>(kPpmOne));
   }
   for (const auto& [tenant, milli] : figures.tenant_gpu_milli) {
     tenant_gpus_.Add({{"tenant", tenant}}).Set(static_cast<double>(milli) / 1000.0);

@@ -54,6 +54,10 @@ class ServerMetrics {
   prometheus::Counter& node_failures_;
   prometheus::Family<prometheus::Counter>& requeues_;
   prometheus::Family<prometheus::Counter>& lost_work_;
+  prometheus::Family<prometheus::Gauge>& prices_;
+  prometheus::Family<prometheus::Counter>& tenant_charges_;
+  prometheus::Family<prometheus::Counter>& tenant_credits_;
+  prometheus::Family<prometheus::Gauge>& tenant_budget_spend_;
   mutable std::mutex gpu_metrics_mutex_;
   std::string gpu_metrics_;  // the GPUs' figures, rendered by the control plane
 };

@@ -58,6 +58,15 @@ constexpr std::array kMigrations = {
       CREATE TABLE nodes (key TEXT PRIMARY KEY, document TEXT NOT NULL) STRICT;
       CREATE TABLE settings (key TEXT PRIMARY KEY, document TEXT NOT NULL) STRICT;
     )sql"},
+    // The internal market's ledger: append-only.
+    Migration{2, R"sql(
+      CREATE TABLE ledger (
+        seq INTEGER PRIMARY KEY CHECK (seq > 0),
+        at INTEGER NOT NULL,
+        tenant TEXT NOT NULL,
+        document TEXT NOT NULL
+      ) STRICT;
+    )sql"},
 };
 static_assert(kMigrations.back().version == kSqliteSchemaVersion);
 
@@ -233,8 +242,8 @@ class SqliteStore final : public Store {
  public:
   // The statements the writer connection reuses for every commit.
   struct WriterStatements {
-    Statement begin, commit, upsert_job, last_event_seq, insert_event, upsert_token, upsert_node,
-        upsert_setting;
+    Statement begin, commit, upsert_job, last_event_seq, insert_event, last_ledger_seq,
+        insert_ledger, upsert_token, upsert_node, upsert_setting;
   };
 
   SqliteStore(std::string path, Database writer, WriterStatements statements, Database reader,
@@ -339,6 +348,31 @@ Result<void> SqliteStore::apply(const Batch& batch) {
     }
   }
 
+  if (!batch.ledger.empty()) {
+    std::int64_t last = 0;
+    {
+      sqlite3_stmt* stmt = statements_.last_ledger_seq.get();
+      ResetOnExit reset(stmt);
+      if (sqlite3_step(stmt) != SQLITE_ROW) return write_failed("reading the last ledger seq");
+      last = sqlite3_column_int64(stmt, 0);
+    }
+    sqlite3_stmt* ledger_stmt = statements_.insert_ledger.get();
+    for (const LedgerRecord& entry : batch.ledger) {
+      if (entry.seq != last + 1) {
+        return fail(path_, fmt::format("ledger seq {} does not follow the last stored seq {}",
+                                       entry.seq, last));
+      }
+      const bool bound =
+          bind_int(ledger_stmt, 1, entry.seq) && bind_int(ledger_stmt, 2, entry.at) &&
+          bind_text(ledger_stmt, 3, entry.tenant) && bind_text(ledger_stmt, 4, entry.document);
+      if (!bound) return write_failed(fmt::format("writing ledger entry {}", entry.seq));
+      if (auto done = run(db, ledger_stmt); !done) {
+        return failed(fmt::format("writing ledger entry {}", entry.seq), done.error());
+      }
+      last = entry.seq;
+    }
+  }
+
   sqlite3_stmt* token_stmt = statements_.upsert_token.get();
   for (const TokenRecord& token : batch.tokens) {
     const bool bound =
@@ -419,6 +453,16 @@ Result<Snapshot> SqliteStore::load() {
                         });
   }
   if (read) {
+    read =
+        for_each_row(db, path_, "SELECT seq, at, tenant, document FROM ledger ORDER BY seq",
+                     "reading the ledger", [&](sqlite3_stmt* stmt) {
+                       snapshot.ledger.push_back(LedgerRecord{.seq = sqlite3_column_int64(stmt, 0),
+                                                              .at = sqlite3_column_int64(stmt, 1),
+                                                              .tenant = column_text(stmt, 2),
+                                                              .document = column_text(stmt, 3)});
+                     });
+  }
+  if (read) {
     auto last = query_int(db, path_, "SELECT coalesce(max(seq), 0) FROM events",
                           "reading the last event seq");
     if (last) {
@@ -495,6 +539,9 @@ Result<std::unique_ptr<Store>> open_sqlite_store(const std::string& path) {
       {&statements.last_event_seq, "SELECT coalesce(max(seq), 0) FROM events"},
       {&statements.insert_event,
        "INSERT INTO events (seq, at_ms, kind, document) VALUES (?1, ?2, ?3, ?4)"},
+      {&statements.last_ledger_seq, "SELECT coalesce(max(seq), 0) FROM ledger"},
+      {&statements.insert_ledger,
+       "INSERT INTO ledger (seq, at, tenant, document) VALUES (?1, ?2, ?3, ?4)"},
       {&statements.upsert_token,
        "INSERT INTO tokens (id, hash, role, tenant, node, description, created_ms, revoked) "
        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (id) DO UPDATE SET "

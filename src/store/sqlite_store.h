@@ -19,7 +19,7 @@
 namespace tidepool {
 
 // The schema version this build writes; files with a higher user_version are refused.
-inline constexpr int kSqliteSchemaVersion = 1;
+inline constexpr int kSqliteSchemaVersion = 2;
 
 // Opens the database at `path`, creating the file if it does not exist, and migrates its schema
 // to kSqliteSchemaVersion. `path` must name a file (":memory:" and URIs are not supported: the

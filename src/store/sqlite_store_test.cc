@@ -185,6 +185,33 @@ TEST(SqliteStoreTest, RoundTripsEveryRecordKindInKeyOrder) {
   EXPECT_EQ(*events, full_batch().events);
 }
 
+TEST(SqliteStoreTest, LedgerIsAppendedInSeqOrderAndReadBack) {
+  TempDir dir;
+  auto store = open_or_die(dir.file("tidepool.db"));
+  ASSERT_NE(store, nullptr);
+  Batch first;
+  first.ledger = {LedgerRecord{1, 1'764'547'200, "vision", R"({"kind":"charge"})"},
+                  LedgerRecord{2, 1'764'547'260, "speech", R"({"kind":"lending-credit"})"}};
+  ASSERT_TRUE(store->commit(first).has_value());
+  // A gap in the seq numbers is refused, and nothing of the batch is applied.
+  Batch gap;
+  gap.jobs = {job(9, "vision")};
+  gap.ledger = {LedgerRecord{4, 1'764'547'300, "vision", "{}"}};
+  auto refused = store->commit(gap);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_THAT(refused.error().reason,
+              HasSubstr("ledger seq 4 does not follow the last stored seq 2"));
+  Batch next;
+  next.ledger = {LedgerRecord{3, 1'764'547'300, "vision", "{}"}};
+  ASSERT_TRUE(store->commit(next).has_value());
+  const Snapshot snapshot = load_or_die(*store);
+  EXPECT_TRUE(snapshot.jobs.empty());
+  ASSERT_EQ(snapshot.ledger.size(), 3U);
+  EXPECT_EQ(snapshot.ledger[0], first.ledger[0]);
+  EXPECT_EQ(snapshot.ledger[1], first.ledger[1]);
+  EXPECT_EQ(snapshot.ledger[2], next.ledger[0]);
+}
+
 TEST(SqliteStoreTest, EmptyIdempotencyKeyIsStoredAsNull) {
   TempDir dir;
   const std::string path = dir.file("tidepool.db");
@@ -238,7 +265,8 @@ TEST(SqliteStoreTest, IdempotencyKeyIsUniquePerTenant) {
                     .events = {event(2)},
                     .tokens = {token("tok", "00")},
                     .nodes = {{"node-1", "{}"}},
-                    .settings = {{"quota", "{}"}}};
+                    .settings = {{"quota", "{}"}},
+                    .ledger = {LedgerRecord{1, 1, "vision", "{}"}}};
   auto refused = store->commit(conflicting);
   ASSERT_FALSE(refused.has_value());
   EXPECT_EQ(refused.error().field, dir.file("tidepool.db"));
@@ -252,6 +280,7 @@ TEST(SqliteStoreTest, IdempotencyKeyIsUniquePerTenant) {
   EXPECT_TRUE(snapshot.tokens.empty());
   EXPECT_TRUE(snapshot.nodes.empty());
   EXPECT_TRUE(snapshot.settings.empty());
+  EXPECT_TRUE(snapshot.ledger.empty());
   EXPECT_EQ(snapshot.last_event_seq, 1);
 
   // The store is usable after the failure.
@@ -368,10 +397,31 @@ TEST(SqliteStoreTest, MigratesAnEmptyFile) {
   EXPECT_EQ(raw.text("PRAGMA user_version"), std::to_string(kSqliteSchemaVersion));
   EXPECT_EQ(raw.text("SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_schema "
                      "WHERE type = 'table' ORDER BY name)"),
-            "events,jobs,nodes,settings,tokens");
+            "events,jobs,ledger,nodes,settings,tokens");
   EXPECT_EQ(raw.text("SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_schema "
                      "WHERE type = 'index' AND name NOT LIKE 'sqlite_%' ORDER BY name)"),
             "jobs_state,jobs_tenant_idempotency_key");
+}
+
+TEST(SqliteStoreTest, MigratesAVersionOneFileKeepingItsJobs) {
+  TempDir dir;
+  const std::string path = dir.file("v1.db");
+  {
+    auto store = open_or_die(path);
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->commit(jobs_batch({job(1, "vision")})).has_value());
+  }
+  {
+    RawDatabase raw(path);
+    raw.exec("DROP TABLE ledger; PRAGMA user_version = 1");
+  }
+  auto store = open_or_die(path);
+  ASSERT_NE(store, nullptr);
+  RawDatabase raw(path);
+  EXPECT_EQ(raw.text("PRAGMA user_version"), "2");
+  const Snapshot snapshot = load_or_die(*store);
+  EXPECT_EQ(snapshot.jobs.size(), 1U);
+  EXPECT_TRUE(snapshot.ledger.empty());
 }
 
 TEST(SqliteStoreTest, RefusesANewerSchemaVersion) {

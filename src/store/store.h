@@ -52,6 +52,17 @@ struct TokenRecord {
   friend bool operator==(const TokenRecord&, const TokenRecord&) = default;
 };
 
+// One entry of the internal market's ledger (core/cost_ledger.h), append-only; seq numbers are
+// assigned by the server, 1, 2, 3, ... without gaps, like events.
+struct LedgerRecord {
+  std::int64_t seq = 0;
+  std::int64_t at = 0;   // Unix time (seconds) the entry's interval ends
+  std::string tenant;    // the tenant charged or credited
+  std::string document;  // JSON, owned by the server
+
+  friend bool operator==(const LedgerRecord&, const LedgerRecord&) = default;
+};
+
 // A changed item of a small keyed collection (nodes, tenants, settings): its document replaces the
 // stored one.
 struct KeyedRecord {
@@ -62,16 +73,18 @@ struct KeyedRecord {
 };
 
 // Changes applied together or not at all. Jobs and tokens are upserted by id, nodes and settings
-// by key; events are appended (their seq must follow the last stored one).
+// by key; events and ledger entries are appended (their seq must follow the last stored one).
 struct Batch {
   std::vector<JobRecord> jobs;
   std::vector<EventRecord> events;
   std::vector<TokenRecord> tokens;
   std::vector<KeyedRecord> nodes;
   std::vector<KeyedRecord> settings;
+  std::vector<LedgerRecord> ledger;
 
   [[nodiscard]] bool empty() const {
-    return jobs.empty() && events.empty() && tokens.empty() && nodes.empty() && settings.empty();
+    return jobs.empty() && events.empty() && ledger.empty() && tokens.empty() && nodes.empty() &&
+           settings.empty();
   }
 };
 
@@ -81,7 +94,8 @@ struct Snapshot {
   std::vector<TokenRecord> tokens;
   std::vector<KeyedRecord> nodes;
   std::vector<KeyedRecord> settings;
-  std::int64_t last_event_seq = 0;  // 0: no events yet
+  std::int64_t last_event_seq = 0;   // 0: no events yet
+  std::vector<LedgerRecord> ledger;  // in seq order
 };
 
 // Thread safety: every method may be called from any thread. load() and commit() are serialized

@@ -1,0 +1,538 @@
+#include "cli/plan_capacity_command.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cstdint>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "cli/pool_source.h"
+#include "cli/trace_source.h"
+#include "core/scheduler.h"
+#include "sim/cluster_simulation.h"
+#include "sim/philly_workload.h"
+#include "sim/scaled_pool.h"
+#include "sim/tenants_file.h"
+#include "sim/text_table.h"
+
+namespace tidepool {
+namespace {
+
+constexpr int kMaxThreads = 64;
+// The longest target accepted (a year), so that it stays far from overflow.
+constexpr Seconds kMaxTarget = Seconds{365} * kSecondsPerDay;
+
+struct CapacityOptions {
+  PoolSource pool;
+  TraceSource trace;
+  std::string tenants;
+  std::string target;
+  std::string growth = "0";
+  std::string policy = "tidepool";
+  std::int64_t limit_jobs = 0;
+  std::int64_t max_gpus = 0;
+  int threads = 2;
+  std::string output = "table";
+};
+
+// One simulated candidate pool.
+struct Probe {
+  int round = 0;
+  int nodes = 0;
+  std::int64_t gpus = 0;
+  int leaves = 0;
+  std::string shape;  // "80 nodes of 8 P100 on 10 leaves"
+  SimSummary summary;
+  bool meets = false;
+};
+
+// Everything a probe needs; shared read-only by the probes' threads.
+struct ProbeInputs {
+  const ClusterSpec* pattern = nullptr;
+  const TenantsSpec* tenants = nullptr;
+  std::vector<std::int64_t> template_gpus;  // per model
+  const SchedulerConfig* config = nullptr;
+  std::span<const SimJob> workload;
+  Seconds target = 0;
+};
+
+// "90", "90s", "15m", "2h", "1d" as seconds.
+std::optional<Seconds> parse_duration(std::string_view text) {
+  Seconds unit = 1;
+  if (!text.empty() && std::string_view("smhd").find(text.back()) != std::string_view::npos) {
+    unit = text.back() == 's'   ? 1
+           : text.back() == 'm' ? 60
+           : text.back() == 'h' ? 3600
+                                : kSecondsPerDay;
+    text.remove_suffix(1);
+  }
+  std::int64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size() || value < 0 ||
+      value > kMaxTarget / unit) {
+    return std::nullopt;
+  }
+  return value * unit;
+}
+
+// "1h", "90m", "45s": a duration in its largest whole unit.
+std::string duration_label(Seconds s) {
+  if (s % kSecondsPerDay == 0) return fmt::format("{}d", s / kSecondsPerDay);
+  if (s % 3600 == 0) return fmt::format("{}h", s / 3600);
+  if (s % 60 == 0) return fmt::format("{}m", s / 60);
+  return fmt::format("{}s", s);
+}
+
+// "0.2" or "20%" as parts per million, exactly (up to 6 decimals as a share).
+Result<std::int64_t> parse_growth(std::string_view text) {
+  const auto bad = [&](std::string_view why) {
+    return fail("--growth", fmt::format("'{}' {}; expected a share of more load such as 0.2 or "
+                                        "20% (0 to {})",
+                                        text, why, kMaxGrowthPpm / 1'000'000));
+  };
+  std::string_view number = text;
+  const bool percent = !number.empty() && number.back() == '%';
+  if (percent) number.remove_suffix(1);
+  if (!number.empty() && number.front() == '-') return bad("is negative");
+  const std::size_t dot = number.find('.');
+  const std::string_view whole = number.substr(0, dot);
+  const std::string_view fraction =
+      dot == std::string_view::npos ? std::string_view() : number.substr(dot + 1);
+  const int decimals = percent ? 4 : 6;
+  const auto digits = [](std::string_view s) {
+    return std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if ((whole.empty() && fraction.empty()) || !digits(whole) || !digits(fraction) ||
+      whole.size() > 9) {
+    return bad("is not a number");
+  }
+  if (fraction.size() > static_cast<std::size_t>(decimals)) {
+    return bad(fmt::format("has more than {} decimals", decimals));
+  }
+  std::int64_t ppm = 0;
+  for (char c : whole) ppm = ppm * 10 + (c - '0');
+  for (int i = 0; i < decimals; ++i) {
+    ppm = ppm * 10 + (static_cast<std::size_t>(i) < fraction.size() ? fraction[i] - '0' : 0);
+  }
+  if (ppm > kMaxGrowthPpm) return bad("is too large");
+  return ppm;
+}
+
+// GPUs of the template's first `nodes` nodes repeated (scale_cluster's node i has the shape of
+// template node i mod N0).
+std::int64_t gpus_of(const ClusterSpec& pattern, std::int64_t nodes) {
+  const auto n0 = static_cast<std::int64_t>(pattern.nodes.size());
+  std::int64_t per_cycle = 0;
+  std::int64_t partial = 0;
+  for (std::int64_t i = 0; i < n0; ++i) {
+    const int gpus = pattern.nodes[static_cast<std::size_t>(i)].gpu_count;
+    per_cycle += gpus;
+    if (i < nodes % n0) partial += gpus;
+  }
+  return nodes / n0 * per_cycle + partial;
+}
+
+// "80 nodes of 8 P100 on 10 leaves"; a mixed pool lists its node kinds ("4 x 8 H100 + 2 x 4 A100").
+std::string shape_text(const ClusterSpec& spec) {
+  std::vector<std::pair<std::pair<int, std::uint32_t>, int>> kinds;  // (gpus, model), count
+  for (const NodeSpec& node : spec.nodes) {
+    const std::pair<int, std::uint32_t> kind = {node.gpu_count, node.model.value};
+    auto it =
+        std::find_if(kinds.begin(), kinds.end(), [&](const auto& k) { return k.first == kind; });
+    if (it == kinds.end()) {
+      kinds.push_back({kind, 1});
+    } else {
+      ++it->second;
+    }
+  }
+  const auto kind_text = [&](const std::pair<int, std::uint32_t>& kind) {
+    return kind.first == 0
+               ? std::string("no GPU")
+               : fmt::format("{} {}", kind.first, spec.models.name(GpuModelId{kind.second}));
+  };
+  const std::size_t leaves = spec.topology.leaves.size();
+  const std::string on = fmt::format("on {} lea{}", leaves, leaves == 1 ? "f" : "ves");
+  if (kinds.size() == 1) {
+    return fmt::format("{} node{} of {} {}", spec.nodes.size(), spec.nodes.size() == 1 ? "" : "s",
+                       kind_text(kinds[0].first), on);
+  }
+  std::string text;
+  for (const auto& [kind, count] : kinds) {
+    text += fmt::format("{}{} x {}", text.empty() ? "" : " + ", count, kind_text(kind));
+  }
+  return fmt::format("{} nodes ({}) {}", spec.nodes.size(), text, on);
+}
+
+Result<Probe> run_probe(const ProbeInputs& in, int nodes) {
+  auto cluster = scale_cluster(*in.pattern, nodes);
+  if (!cluster) return std::unexpected(cluster.error());
+  auto tenants = scale_tenants(*in.tenants, in.template_gpus, gpus_per_model(*cluster));
+  if (!tenants) return fail("--tenants", tenants.error().message());
+  auto book = TenantBook::create(std::move(*tenants), cluster->models);
+  if (!book) return fail("--tenants", book.error().message());
+  Probe probe;
+  probe.nodes = nodes;
+  probe.leaves = static_cast<int>(cluster->topology.leaves.size());
+  probe.shape = shape_text(*cluster);
+  auto pool =
+      Pool::create(cluster->models, std::move(cluster->topology), std::move(cluster->nodes));
+  if (!pool) return std::unexpected(pool.error());
+  probe.gpus = pool->total_gpus();
+  const auto begin = std::chrono::steady_clock::now();
+  auto run = run_cluster_simulation(std::move(*pool), std::move(*book), *in.config, in.workload, {},
+                                    ClusterSimSettings{});
+  if (!run) return fail(fmt::format("{} nodes: {}", nodes, run.error().field), run.error().reason);
+  probe.summary = std::move(run->summary);
+  probe.summary.wall_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  probe.meets = probe.summary.never_started == 0 && probe.summary.p95_queue_s <= in.target;
+  return probe;
+}
+
+// Runs one probe per size, each on its own thread.
+Result<std::vector<Probe>> run_round(const ProbeInputs& in, std::span<const int> sizes, int round) {
+  std::vector<std::optional<Result<Probe>>> results(sizes.size());
+  {
+    std::vector<std::jthread> threads;
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      threads.emplace_back([&in, &results, &sizes, i] { results[i] = run_probe(in, sizes[i]); });
+    }
+  }
+  std::vector<Probe> probes;
+  for (auto& result : results) {
+    if (!*result) return std::unexpected(result->error());
+    Probe probe = std::move(**result);
+    probe.round = round;
+    std::cerr << fmt::format(
+        "round {}: {} ({} GPUs): p95 queue {:.2f} h, {} never started: {} "
+        "({:.1f} s)\n",
+        round, probe.shape, probe.gpus, probe.summary.p95_queue_s / 3600.0,
+        probe.summary.never_started, probe.meets ? "meets" : "misses", probe.summary.wall_seconds);
+    probes.push_back(std::move(probe));
+  }
+  return probes;
+}
+
+// The search's result: the probes in order, the answer and the largest miss below it.
+struct Search {
+  std::vector<Probe> probes;
+  const Probe* answer = nullptr;
+  const Probe* below = nullptr;  // the largest size probed that misses, below the answer
+  int max_nodes = 0;
+  double wall_seconds = 0;
+};
+
+// The next sizes to probe given what is known, or none when the search is over.
+std::vector<int> next_sizes(const std::map<int, bool>& known, int max_nodes, int threads) {
+  std::optional<int> hi;
+  for (const auto& [nodes, meets] : known) {
+    if (meets) {
+      hi = nodes;
+      break;
+    }
+  }
+  int lo = 0;  // 0: no miss known below hi
+  for (const auto& [nodes, meets] : known) {
+    if (!meets && (!hi || nodes < *hi)) lo = nodes;
+  }
+  std::vector<int> sizes;
+  const auto add = [&](std::int64_t n) {
+    const int size = static_cast<int>(n);
+    if (size >= 1 && size <= max_nodes && !known.contains(size) &&
+        std::find(sizes.begin(), sizes.end(), size) == sizes.end()) {
+      sizes.push_back(size);
+    }
+  };
+  if (!hi) {
+    if (lo >= max_nodes) return sizes;  // even the largest allowed misses
+    std::int64_t n = lo;
+    for (int k = 0; k < threads; ++k) add(n = std::min<std::int64_t>(n * 2, max_nodes));
+  } else if (lo == 0) {
+    int n = *hi;
+    for (int k = 0; k < threads && n > 1; ++k) add(n /= 2);
+  } else {
+    const std::int64_t width = *hi - lo;
+    for (int k = 1; k <= threads; ++k) add(lo + (width * k + (threads + 1) / 2) / (threads + 1));
+    std::erase_if(sizes, [&](int n) { return n <= lo || n >= *hi; });
+  }
+  return sizes;
+}
+
+Result<Search> search(const ProbeInputs& in, int start, int max_nodes, int threads) {
+  Search out;
+  out.max_nodes = max_nodes;
+  const auto begin = std::chrono::steady_clock::now();
+  std::map<int, bool> known;  // nodes -> meets
+  // The first round: the template's size and, with more threads, larger ones (planning usually
+  // asks how much to grow).
+  std::vector<int> sizes = {start};
+  for (int k = 1; k < threads && sizes.back() < max_nodes; ++k) {
+    sizes.push_back(static_cast<int>(std::min<std::int64_t>(sizes.back() * 2LL, max_nodes)));
+  }
+  for (int round = 1; !sizes.empty(); ++round) {
+    auto probes = run_round(in, sizes, round);
+    if (!probes) return std::unexpected(probes.error());
+    for (Probe& probe : *probes) {
+      known[probe.nodes] = probe.meets;
+      out.probes.push_back(std::move(probe));
+    }
+    sizes = next_sizes(known, max_nodes, threads);
+  }
+  out.wall_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  for (const Probe& probe : out.probes) {
+    if (probe.meets && (!out.answer || probe.nodes < out.answer->nodes)) out.answer = &probe;
+  }
+  for (const Probe& probe : out.probes) {
+    if (!probe.meets && (!out.answer || probe.nodes < out.answer->nodes) &&
+        (!out.below || probe.nodes > out.below->nodes)) {
+      out.below = &probe;
+    }
+  }
+  return out;
+}
+
+std::string hours(double seconds) { return fmt::format("{:.2f}", seconds / 3600.0); }
+
+std::string figures_text(const Probe& p) {
+  return fmt::format(
+      "p95 queue {} h, avg {} h, {}", hours(static_cast<double>(p.summary.p95_queue_s)),
+      hours(p.summary.avg_queue_s),
+      p.summary.never_started == 0 ? std::string("every job started")
+                                   : fmt::format("{} jobs never started", p.summary.never_started));
+}
+
+std::string answer_text(const Search& s, const std::string& target, std::int64_t max_gpus) {
+  if (!s.answer) {
+    return fmt::format("no pool up to {} GPUs ({} nodes, --max-gpus) meets p95 queue <= {}{}",
+                       max_gpus, s.max_nodes, target,
+                       s.below
+                           ? fmt::format("; at {} GPUs: {}", s.below->gpus, figures_text(*s.below))
+                           : std::string());
+  }
+  std::string text = fmt::format("smallest pool meeting p95 queue <= {}: {} GPUs ({}): {}", target,
+                                 s.answer->gpus, s.answer->shape, figures_text(*s.answer));
+  text += s.below ? fmt::format("; largest probed that misses: {} GPUs ({} nodes): {}",
+                                s.below->gpus, s.below->nodes, figures_text(*s.below))
+                  : std::string("; no smaller pool probed misses (one node meets it)");
+  return text;
+}
+
+void print_table(const Search& s, const std::string& target, std::int64_t max_gpus) {
+  TextTable table({"round", "nodes", "GPUs", "leaves", "p95 queue (h)", "avg queue (h)",
+                   "never started", "meets", "wall (s)"});
+  for (const Probe& p : s.probes) {
+    table.add_row({std::to_string(p.round), std::to_string(p.nodes), std::to_string(p.gpus),
+                   std::to_string(p.leaves), hours(static_cast<double>(p.summary.p95_queue_s)),
+                   hours(p.summary.avg_queue_s), std::to_string(p.summary.never_started),
+                   p.meets ? "yes" : "no", fmt::format("{:.1f}", p.summary.wall_seconds)});
+  }
+  table.print(std::cout);
+  std::cout << '\n' << answer_text(s, target, max_gpus) << '\n';
+  const int rounds = s.probes.empty() ? 0 : s.probes.back().round;
+  std::cout << fmt::format("search: {} probe{} in {} round{}, {:.1f} s wall\n", s.probes.size(),
+                           s.probes.size() == 1 ? "" : "s", rounds, rounds == 1 ? "" : "s",
+                           s.wall_seconds);
+}
+
+nlohmann::ordered_json probe_json(const Probe& p) {
+  return {{"round", p.round},
+          {"nodes", p.nodes},
+          {"gpus", p.gpus},
+          {"leaves", p.leaves},
+          {"shape", p.shape},
+          {"p95_queue_s", p.summary.p95_queue_s},
+          {"avg_queue_s", p.summary.avg_queue_s},
+          {"finished", p.summary.finished},
+          {"never_started", p.summary.never_started},
+          {"meets", p.meets},
+          {"wall_s", p.summary.wall_seconds}};
+}
+
+void print_json(const Search& s, const CapacityOptions& options, Seconds target,
+                std::int64_t growth_ppm, std::size_t jobs, std::int64_t template_gpus,
+                std::int64_t max_gpus) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  out["target_p95_queue_s"] = target;
+  out["growth"] = static_cast<double>(growth_ppm) / 1e6;
+  out["policy"] = options.policy;
+  out["jobs"] = jobs;
+  out["template_gpus"] = template_gpus;
+  out["max_gpus"] = max_gpus;
+  nlohmann::ordered_json probes = nlohmann::ordered_json::array();
+  for (const Probe& p : s.probes) probes.push_back(probe_json(p));
+  out["probes"] = std::move(probes);
+  out["answer"] = s.answer ? probe_json(*s.answer) : nlohmann::ordered_json(nullptr);
+  out["largest_missing"] = s.below ? probe_json(*s.below) : nlohmann::ordered_json(nullptr);
+  out["summary"] = answer_text(s, duration_label(target), max_gpus);
+  out["wall_s"] = s.wall_seconds;
+  std::cout << out.dump(2) << '\n';
+}
+
+Result<void> run_plan_capacity(const CapacityOptions& options) {
+  if (options.output != "table" && options.output != "json") {
+    return fail("--output",
+                fmt::format("unknown format '{}'; expected table or json", options.output));
+  }
+  const auto target = parse_duration(options.target);
+  if (!target || *target <= 0) {
+    return fail(
+        "--target-p95-queue",
+        fmt::format("'{}' is not a positive time up to 365d (like 1h, 90m, 3600)", options.target));
+  }
+  auto growth = parse_growth(options.growth);
+  if (!growth) return std::unexpected(growth.error());
+  if (options.limit_jobs < 0) return fail("--limit-jobs", "must not be negative (0: all jobs)");
+  if (options.max_gpus < 0) return fail("--max-gpus", "must not be negative (0: 16x the template)");
+  if (options.threads < 1 || options.threads > kMaxThreads) {
+    return fail("--threads", fmt::format("must be 1..{}, got {}", kMaxThreads, options.threads));
+  }
+  auto config = scheduler_policy(options.policy);
+  if (!config) return fail("--policy", config.error().reason);
+
+  auto cluster = load_pool_source(options.pool);
+  if (!cluster) return std::unexpected(cluster.error());
+  const auto template_nodes = static_cast<std::int64_t>(cluster->nodes.size());
+  const std::int64_t template_gpus = gpus_of(*cluster, template_nodes);
+  if (template_gpus == 0) return fail("--cluster", "the template pool has no GPUs");
+  const std::int64_t max_gpus = options.max_gpus > 0 ? options.max_gpus : 16 * template_gpus;
+  // The most nodes within max_gpus (gpus_of grows with the node count).
+  std::int64_t lo = 0;
+  std::int64_t hi = kMaxClusterNodes;
+  while (lo < hi) {
+    const std::int64_t mid = (lo + hi + 1) / 2;
+    if (gpus_of(*cluster, mid) <= max_gpus) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  const int max_nodes = static_cast<int>(lo);
+  if (max_nodes < 1) {
+    return fail("--max-gpus", fmt::format("{} is less than one node of the template ({} GPUs)",
+                                          max_gpus, gpus_of(*cluster, 1)));
+  }
+
+  auto spec = load_tenants_yaml(options.tenants, cluster->models);
+  if (!spec) return std::unexpected(spec.error());
+  auto book = TenantBook::create(*spec, cluster->models);
+  if (!book) return fail("--tenants", book.error().message());
+  auto trace = load_trace_source(options.trace);
+  if (!trace) return std::unexpected(trace.error());
+  auto workload = philly_workload(*trace, *book, PhillyWorkloadOptions{});
+  if (!workload) return fail("--jobs", workload.error().reason);
+  if (options.limit_jobs > 0 && static_cast<std::size_t>(options.limit_jobs) < workload->size()) {
+    workload->resize(static_cast<std::size_t>(options.limit_jobs));
+  }
+  if (auto ok = compress_submit_times(*workload, *growth); !ok) {
+    return fail("--growth", ok.error().reason);
+  }
+  config->day_offset = ((trace->start_epoch % kSecondsPerDay) + kSecondsPerDay) % kSecondsPerDay;
+  // Fractions (none in Philly) are placed weighed against the workload's own task shapes.
+  if (std::any_of(workload->begin(), workload->end(),
+                  [](const SimJob& job) { return job.job.gang.task.is_fractional(); })) {
+    for (const SimJob& job : *workload) config->typical_tasks.push_back(job.job.gang.task);
+  }
+
+  ProbeInputs in;
+  in.pattern = &*cluster;
+  in.tenants = &*spec;
+  in.template_gpus = gpus_per_model(*cluster);
+  in.config = &*config;
+  in.workload = *workload;
+  in.target = *target;
+  const int start = static_cast<int>(std::min<std::int64_t>(template_nodes, max_nodes));
+  const std::string target_text = duration_label(*target);
+  std::cerr << fmt::format(
+      "plan capacity: {} jobs{}, policy {}, target p95 queue <= {}; template {} nodes / {} GPUs, "
+      "search up to {} nodes / {} GPUs, {} thread{}\n",
+      workload->size(),
+      *growth == 0 ? ""
+                   : fmt::format(" (load +{}%: submits compressed by 1/{})",
+                                 static_cast<double>(*growth) / 1e4,
+                                 1.0 + static_cast<double>(*growth) / 1e6),
+      options.policy, target_text, template_nodes, template_gpus, max_nodes,
+      gpus_of(*cluster, max_nodes), options.threads, options.threads == 1 ? "" : "s");
+  auto result = search(in, start, max_nodes, options.threads);
+  if (!result) return std::unexpected(result.error());
+  if (options.output == "json") {
+    print_json(*result, options, *target, *growth, workload->size(), template_gpus, max_gpus);
+  } else {
+    print_table(*result, target_text, max_gpus);
+  }
+  return {};
+}
+
+}  // namespace
+
+void add_plan_capacity_command(CLI::App& plan, int* exit_code) {
+  auto options = std::make_shared<CapacityOptions>();
+  CLI::App* command = plan.add_subcommand(
+      "capacity",
+      "The smallest pool that keeps the p95 queueing time of a job trace under a target, found by "
+      "simulation: the template pool grown or shrunk in whole nodes (tenants' quotas scaled with "
+      "it), searched by doubling then bisection with probes run in parallel");
+  add_pool_options(*command, options->pool);
+  add_trace_options(*command, options->trace);
+  command
+      ->add_option("--tenants", options->tenants,
+                   "tenants file (YAML); every team (cluster) of the trace must be a tenant; "
+                   "quotas are scaled with the pool, each tenant keeping its share")
+      ->required()
+      ->check(CLI::ExistingFile);
+  command
+      ->add_option("--target-p95-queue", options->target,
+                   "the p95 queueing time to stay under, e.g. 1h, 90m, 3600 (seconds)")
+      ->required();
+  command
+      ->add_option("--growth", options->growth,
+                   "more load than the trace: 0.2 or 20% for 20% more (submit times divided by "
+                   "1.2; durations kept)")
+      ->capture_default_str();
+  command
+      ->add_option("--policy", options->policy,
+                   "scheduling policy of every probe (fifo-firstfit, quota-borrow, tiresias, "
+                   "tidepool)")
+      ->capture_default_str();
+  command
+      ->add_option("--limit-jobs", options->limit_jobs,
+                   "only the first N jobs by submit time (0: all)")
+      ->capture_default_str();
+  command
+      ->add_option("--max-gpus", options->max_gpus,
+                   "largest pool to try, in GPUs (0: 16x the template)")
+      ->capture_default_str();
+  command
+      ->add_option("--threads", options->threads,
+                   "probes simulated at once, each on its own thread")
+      ->capture_default_str();
+  command->add_option("-o,--output", options->output, "output format: table or json")
+      ->capture_default_str();
+  command->footer(
+      "Example: tidepool plan capacity --cluster data/clusters/philly-512.yaml "
+      "--jobs philly-2017-09-10.csv --tenants data/tenants/philly-2017-09-10.yaml "
+      "--target-p95-queue 1h --growth 0.2\n"
+      "Prints every probed pool (nodes, GPUs, p95 and avg queueing, jobs never started) and the "
+      "smallest pool meeting the target, with the largest probed pool that misses it. A probe "
+      "where some job never starts misses. Assumes queueing falls as the pool grows. Planning "
+      "from a server's live history is not yet supported: give a trace with --jobs.");
+  command->callback([options, exit_code] {
+    if (auto ok = run_plan_capacity(*options); !ok) {
+      std::cerr << "error: " << ok.error().message() << '\n';
+      *exit_code = 1;
+    }
+  });
+}
+
+}  // namespace tidepool

@@ -1,0 +1,395 @@
+// The control plane's side of the internal market: metering what runs, posting and storing the
+// ledger, budgets and spend anomalies, and the prices and bills the API shows.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "core/spend_anomaly.h"
+#include "server/control_plane.h"
+
+namespace tidepool {
+namespace {
+
+Seconds to_seconds(std::int64_t ms) { return ms / 1000; }
+
+std::int64_t day_of(Seconds t) {
+  return t / kSecondsPerDay - ((t % kSecondsPerDay != 0 && t < 0) ? 1 : 0);
+}
+
+// Money as a JSON number in whole credits (exact to the micro-credit: doubles hold 15 digits).
+double units(Micros amount) {
+  return static_cast<double>(amount) / static_cast<double>(kMicrosPerUnit);
+}
+
+double ratio(Ppm value) { return static_cast<double>(value) / static_cast<double>(kPpmOne); }
+
+constexpr std::string_view kAlertPrefix = "market/budget_alert/";
+constexpr std::string_view kAnomalyDayKey = "market/anomaly_day";
+
+Reply no_market() {
+  return error_reply(404, "not found",
+                     Error{"market",
+                           "this server runs without an internal market; add "
+                           "`market: PATH` (a market file) to its configuration"});
+}
+
+}  // namespace
+
+Result<BillGrouping> parse_bill_grouping(std::string_view text) {
+  if (text == "team") return BillGrouping::kTeam;
+  if (text == "job") return BillGrouping::kJob;
+  if (text == "model") return BillGrouping::kModel;
+  if (text == "label") return BillGrouping::kLabel;
+  return fail("by", fmt::format("unknown grouping '{}'; expected team, job, model or label", text));
+}
+
+Result<void> ControlPlane::open_market(const Snapshot& snapshot, const TenantsSpec& tenants,
+                                       std::int64_t now_ms, Batch& repairs) {
+  if (!setup_.market) return {};
+  auto book = TenantBook::create(tenants, setup_.cluster.models);
+  if (!book) return std::unexpected(book.error());
+  const Seconds now = to_seconds(now_ms);
+  auto market = ServerMarket::create(*setup_.market, setup_.ledger_posting_interval,
+                                     scheduler_.pool(), *book, snapshot.ledger, now);
+  if (!market) return std::unexpected(market.error());
+  market_ = std::move(*market);
+  anomaly_day_ = day_of(now);
+  for (const KeyedRecord& setting : snapshot.settings) {
+    auto value = nlohmann::json::parse(setting.document, nullptr, false);
+    if (setting.key.starts_with(kAlertPrefix) && value.is_object()) {
+      budget_alerted_[setting.key.substr(kAlertPrefix.size())] = value.value("quarter", "");
+    } else if (setting.key == kAnomalyDayKey && value.is_object()) {
+      anomaly_day_ = value.value("day", anomaly_day_);
+    }
+  }
+  // Jobs restored running are metered again from now: the time the server was down is not
+  // charged.
+  for (std::int64_t id : live_) {
+    const ServerJob& job = jobs_.at(id);
+    if (job.state != JobState::kRunning) continue;
+    auto assignments = to_assignments(job);
+    if (!assignments) continue;
+    const auto tenant = scheduler_.book().find_tenant(job.spec.tenant);
+    if (!tenant) continue;
+    const std::int64_t milli =
+        job.spec.gpus_per_task == 0 ? 0 : std::int64_t{job.spec.gpus_per_task} * job.spec.gpu_milli;
+    auto ok = market_->start(
+        JobId{static_cast<std::uint32_t>(job.id)}, *tenant, *assignments, milli, scheduler_.pool(),
+        job.spec.preemptible ? PriceClass::kPreemptible : PriceClass::kStandard, now);
+    if (!ok) return fail("market", fmt::format("job {}: {}", id, ok.error().message()));
+  }
+  // The budgets as they stand: tenants that spent theirs wait from the start.
+  check_budgets(now_ms, repairs);
+  return {};
+}
+
+void ControlPlane::market_failed(const Error& error, std::int64_t now_ms, Batch& batch) {
+  emit(batch, now_ms, "market.error", {{"reason", error.message()}});
+}
+
+void ControlPlane::meter_advance(std::int64_t now_ms, Batch& batch) {
+  if (!market_) return;
+  if (auto ok = market_->advance(to_seconds(now_ms), scheduler_.pool()); !ok) {
+    market_failed(ok.error(), now_ms, batch);
+  }
+}
+
+void ControlPlane::meter_start(const ServerJob& job, const std::vector<Assignment>& assignments,
+                               std::int64_t now_ms, Batch& batch) {
+  if (!market_) return;
+  const auto tenant = scheduler_.book().find_tenant(job.spec.tenant);
+  if (!tenant) return;
+  const std::int64_t milli =
+      job.spec.gpus_per_task == 0 ? 0 : std::int64_t{job.spec.gpus_per_task} * job.spec.gpu_milli;
+  // The pass took its decisions with the state the meter was advanced over at its start.
+  auto ok = market_->start(
+      JobId{static_cast<std::uint32_t>(job.id)}, *tenant, assignments, milli, scheduler_.pool(),
+      job.spec.preemptible ? PriceClass::kPreemptible : PriceClass::kStandard, to_seconds(now_ms));
+  if (!ok) market_failed(ok.error(), now_ms, batch);
+}
+
+void ControlPlane::meter_stop(const ServerJob& job, std::int64_t now_ms, Batch& batch) {
+  if (!market_) return;
+  meter_advance(now_ms, batch);
+  if (auto ok = market_->stop(JobId{static_cast<std::uint32_t>(job.id)}, to_seconds(now_ms)); !ok) {
+    market_failed(ok.error(), now_ms, batch);
+  }
+  store_ledger(batch);
+}
+
+void ControlPlane::store_ledger(Batch& batch) {
+  if (!market_) return;
+  for (LedgerRecord& record : market_->take_unstored(scheduler_.pool().models())) {
+    batch.ledger.push_back(std::move(record));
+  }
+}
+
+void ControlPlane::post_ledger(std::int64_t now_ms, Batch& batch) {
+  if (!market_ || !market_->posting_due(to_seconds(now_ms))) return;
+  meter_advance(now_ms, batch);
+  if (auto ok = market_->post(to_seconds(now_ms)); !ok) market_failed(ok.error(), now_ms, batch);
+  store_ledger(batch);
+  check_budgets(now_ms, batch);
+  check_anomalies(now_ms, batch);
+}
+
+void ControlPlane::stop_over_cost(std::int64_t now_ms, Batch& batch) {
+  if (!market_) return;
+  std::vector<std::pair<std::int64_t, Micros>> over;
+  for (std::int64_t id : live_) {
+    const ServerJob& job = jobs_.at(id);
+    if (job.state != JobState::kRunning || !job.spec.max_cost) continue;
+    const Micros cost = market_->job_cost(JobId{static_cast<std::uint32_t>(id)});
+    if (cost >= *job.spec.max_cost) over.emplace_back(id, cost);
+  }
+  for (const auto& [id, cost] : over) {
+    ServerJob& job = jobs_.at(id);
+    const std::string& currency = market_->spec().currency;
+    end_job(job, JobState::kFailed,
+            fmt::format("stopped: charged {} {}, reaching its max_cost of {} {}", money_text(cost),
+                        currency, money_text(*job.spec.max_cost), currency),
+            now_ms, batch);
+  }
+}
+
+void ControlPlane::apply_budget_holds() {
+  const TenantBook& book = scheduler_.book();
+  for (const auto& [name, reason] : budget_held_) {
+    if (auto tenant = book.find_tenant(name)) {
+      (void)scheduler_.set_budget_exhausted(*tenant, reason);
+    }
+  }
+}
+
+void ControlPlane::check_budgets(std::int64_t now_ms, Batch& batch) {
+  const Seconds now = to_seconds(now_ms);
+  const Quarter quarter = quarter_of(now);
+  const std::string quarter_text = quarter_name(quarter);
+  const TenantBook& book = scheduler_.book();
+  for (int t = 0; t < book.tenant_count(); ++t) {
+    const TenantId tenant{static_cast<std::uint32_t>(t)};
+    const std::string& name = book.tenant_name(tenant);
+    const auto budget = market_->budget(tenant);
+    if (!budget) continue;
+    const MoneyTotals totals = market_->days_totals(tenant, quarter.start, quarter.end);
+    const BudgetStatus status = budget_status(*budget, totals.charges, totals.credits);
+    const nlohmann::json figures = {{"tenant", name},
+                                    {"quarter", quarter_text},
+                                    {"state", budget_state_name(status.state)},
+                                    {"budget", units(status.budget)},
+                                    {"spend", units(status.spend)},
+                                    {"charges", units(status.charges)},
+                                    {"credits", units(status.credits)},
+                                    {"remaining", units(status.remaining)}};
+    if (status.state != BudgetState::kWithin && budget_alerted_[name] != quarter_text) {
+      budget_alerted_[name] = quarter_text;
+      batch.settings.push_back(KeyedRecord{std::string(kAlertPrefix) + name,
+                                           nlohmann::json{{"quarter", quarter_text}}.dump()});
+      emit(batch, now_ms, "budget.alert", figures);
+    }
+    const bool held = budget_held_.contains(name);
+    if (status.state == BudgetState::kExhausted) {
+      std::string reason = budget_exhausted_reason(name, status, quarter_text);
+      (void)scheduler_.set_budget_exhausted(tenant, reason);
+      budget_held_[name] = std::move(reason);
+      if (!held) {
+        emit(batch, now_ms, "budget.exhausted", figures);
+        dirty_ = true;
+      }
+    } else if (held) {
+      (void)scheduler_.set_budget_exhausted(tenant, std::nullopt);
+      budget_held_.erase(name);
+      emit(batch, now_ms, "budget.restored", figures);
+      dirty_ = true;
+    }
+  }
+}
+
+void ControlPlane::check_anomalies(std::int64_t now_ms, Batch& batch) {
+  const std::int64_t today = day_of(to_seconds(now_ms));
+  if (today <= anomaly_day_) return;
+  // The day that just ended (a server down for days checks only the last one).
+  const std::int64_t day = today - 1;
+  const TenantBook& book = scheduler_.book();
+  for (int t = 0; t < book.tenant_count(); ++t) {
+    const TenantId tenant{static_cast<std::uint32_t>(t)};
+    // Only days the market ran count: fewer than a week of them raise nothing.
+    const std::int64_t first = std::max(day - kAnomalyTrailingDays, market_->first_day());
+    const auto previous = market_->daily_charges(
+        tenant, first, static_cast<int>(std::max<std::int64_t>(0, day - first)));
+    const Micros spent = market_->daily_charges(tenant, day, 1).front();
+    const auto anomaly = spend_anomaly(previous, spent);
+    if (!anomaly) continue;
+    const std::string& name = book.tenant_name(tenant);
+    const std::string day_text = utc_date_text(day * kSecondsPerDay);
+    emit(batch, now_ms, "cost.anomaly",
+         {{"tenant", name},
+          {"day", day_text},
+          {"spend", units(anomaly->day_spend)},
+          {"trailing_average", units(anomaly->trailing_average)},
+          {"reason", describe_spend_anomaly(name, day_text, *anomaly)}});
+  }
+  anomaly_day_ = today;
+  batch.settings.push_back(
+      KeyedRecord{std::string(kAnomalyDayKey), nlohmann::json{{"day", today}}.dump()});
+}
+
+void ControlPlane::market_figures(Figures& figures) const {
+  if (!market_) return;
+  const ChargeMeter& meter = market_->meter();
+  const GpuModelCatalog& models = scheduler_.pool().models();
+  for (int m = 0; m < models.size(); ++m) {
+    const GpuModelId model{static_cast<std::uint32_t>(m)};
+    for (PriceClass c : {PriceClass::kStandard, PriceClass::kPreemptible, PriceClass::kEmergency}) {
+      figures.price_per_gpu_hour[{models.name(model), std::string(price_class_name(c))}] =
+          meter.price_per_hour(model, c);
+    }
+  }
+  const Quarter quarter = quarter_of(meter.now());
+  const TenantBook& book = scheduler_.book();
+  for (int t = 0; t < book.tenant_count(); ++t) {
+    const TenantId tenant{static_cast<std::uint32_t>(t)};
+    const std::string& name = book.tenant_name(tenant);
+    const MoneyTotals all = market_->tenant_totals(tenant);
+    figures.tenant_charges[name] = all.charges;
+    figures.tenant_credits[name] = all.credits;
+    if (const auto budget = market_->budget(tenant)) {
+      const MoneyTotals q = market_->days_totals(tenant, quarter.start, quarter.end);
+      figures.tenant_budget_spend[name] =
+          mul_div_round(q.charges - q.credits, kPpmOne, budget->quarterly);
+    }
+  }
+}
+
+Reply ControlPlane::prices(const Principal& who, std::int64_t now_ms) {
+  (void)who;  // every role may read the prices
+  if (!market_) return no_market();
+  Batch ignored;
+  meter_advance(now_ms, ignored);
+  const ChargeMeter& meter = market_->meter();
+  const PriceSchedule& schedule = meter.schedule();
+  const GpuModelCatalog& models = scheduler_.pool().models();
+  nlohmann::json list = nlohmann::json::array();
+  for (int m = 0; m < models.size(); ++m) {
+    const GpuModelId model{static_cast<std::uint32_t>(m)};
+    const Price& price = meter.price(model);
+    nlohmann::json classes = nlohmann::json::object();
+    for (PriceClass c : {PriceClass::kStandard, PriceClass::kPreemptible, PriceClass::kEmergency}) {
+      classes[std::string(price_class_name(c))] = units(class_price(schedule, price, c));
+    }
+    list.push_back({{"model", models.name(model)},
+                    {"cost_base", units(price.cost_base)},
+                    {"utilisation", ratio(price.utilisation)},
+                    {"utilisation_multiplier", ratio(price.utilisation_multiplier)},
+                    {"time_multiplier", ratio(price.time_multiplier)},
+                    {"standard_per_gpu_hour", units(price.standard_per_hour)},
+                    {"per_gpu_hour", std::move(classes)},
+                    {"from", price.from},
+                    {"until", price.until}});
+  }
+  return Reply{200,
+               {{"currency", market_->spec().currency},
+                {"period", schedule.period},
+                {"class_multipliers",
+                 {{"standard", ratio(schedule.standard)},
+                  {"preemptible", ratio(schedule.preemptible)},
+                  {"emergency", ratio(schedule.emergency)}}},
+                {"models", std::move(list)}}};
+}
+
+Reply ControlPlane::bill(const Principal& who, const BillQuery& query) const {
+  if (who.role == Role::kAgent) {
+    return error_reply(403, "forbidden", Error{"role", "agent tokens cannot read bills"});
+  }
+  if (who.role == Role::kUser && query.tenant != who.tenant) {
+    return error_reply(
+        403, "forbidden",
+        Error{"tenant", fmt::format("this token sees tenant '{}' only", who.tenant)});
+  }
+  if (!market_) return no_market();
+  const TenantBook& book = scheduler_.book();
+  const auto tenant = book.find_tenant(query.tenant);
+  if (!tenant) {
+    return error_reply(404, "not found",
+                       Error{"tenant", fmt::format("no tenant '{}'", query.tenant)});
+  }
+  struct Group {
+    Micros charges = 0;
+    Micros credits = 0;
+    std::int64_t milli_seconds = 0;
+    std::int64_t entries = 0;
+  };
+  std::map<std::string, Group> groups;
+  Group total;
+  const GpuModelCatalog& models = scheduler_.pool().models();
+  for (const LedgerEntry& e : market_->ledger().entries()) {
+    if (e.tenant != *tenant || e.to < query.from || e.to >= query.to) continue;
+    if (e.kind == EntryKind::kBurstCost) continue;
+    const bool credit = e.kind == EntryKind::kLendingCredit;
+    const ServerJob* job = nullptr;
+    if (e.job) {
+      if (auto it = jobs_.find(e.job->value); it != jobs_.end()) job = &it->second;
+    }
+    std::string key;
+    switch (query.by) {
+      case BillGrouping::kModel:
+        key = models.name(e.model);
+        break;
+      case BillGrouping::kTeam:
+        key = job ? job->spec.queue : credit ? "(lending credits)" : "(unknown job)";
+        break;
+      case BillGrouping::kJob:
+        key = job      ? fmt::format("{} {}", job->id, job->spec.name)
+              : credit ? "(lending credits)"
+                       : "(unknown job)";
+        break;
+      case BillGrouping::kLabel:
+        if (!job) {
+          key = credit ? "(lending credits)" : "(unknown job)";
+        } else if (job->spec.labels.empty()) {
+          key = "(no labels)";
+        } else {
+          for (const auto& [label, value] : job->spec.labels) {
+            if (!key.empty()) key += ",";
+            key += label + "=" + value;
+          }
+        }
+        break;
+    }
+    Group& g = groups[key];
+    for (Group* target : {&g, &total}) {
+      ++target->entries;
+      if (credit) {
+        target->credits += e.amount;
+      } else {
+        target->charges += e.amount;
+        target->milli_seconds += e.milli * (e.to - e.from);
+      }
+    }
+  }
+  auto group_json = [](const Group& g) {
+    return nlohmann::json{{"charges", units(g.charges)},
+                          {"credits", units(g.credits)},
+                          {"net", units(g.charges - g.credits)},
+                          {"gpu_hours", static_cast<double>(g.milli_seconds) / 3'600'000.0},
+                          {"entries", g.entries}};
+  };
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& [key, g] : groups) {
+    nlohmann::json row = group_json(g);
+    row["group"] = key;
+    list.push_back(std::move(row));
+  }
+  constexpr std::string_view kNames[] = {"team", "job", "model", "label"};
+  return Reply{200,
+               {{"tenant", query.tenant},
+                {"from", utc_date_text(query.from)},
+                {"to", utc_date_text(query.to - 1)},
+                {"currency", market_->spec().currency},
+                {"by", kNames[static_cast<int>(query.by)]},
+                {"groups", std::move(list)},
+                {"total", group_json(total)}}};
+}
+
+}  // namespace tidepool
