@@ -22,6 +22,21 @@ fail() {
   exit 1
 }
 
+# expect_out PATTERN...: every pattern (fixed strings) is in $work/out (scripts with another
+# output file define their own).
+expect_out() {
+  local pattern
+  for pattern in "$@"; do
+    grep -qF -- "$pattern" "$work/out" || fail "the output does not mention '$pattern'"
+  done
+}
+
+# json EXPRESSION: evaluates a Python expression on the JSON in $work/out (bound to `d`).
+json() {
+  python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' \
+    "$work/out" "$1"
+}
+
 # expect_error PATTERN... -- ARGS...: runs tidepool ARGS, expecting a non-zero exit and every
 # pattern (fixed strings) in its error output.
 expect_error() {

@@ -28,20 +28,6 @@ trap cleanup EXIT
 export XDG_CONFIG_HOME="$work/xdg"
 unset TIDEPOOL_CONFIG TIDEPOOL_SERVER TIDEPOOL_TOKEN TIDEPOOL_CA_CERT
 
-# expect_out PATTERN...: every pattern (fixed strings) is in $work/out.
-expect_out() {
-  local pattern
-  for pattern in "$@"; do
-    grep -qF -- "$pattern" "$work/out" || fail "the output does not mention '$pattern'"
-  done
-}
-
-# json EXPRESSION: evaluates a Python expression on the JSON in $work/out (bound to `d`).
-json() {
-  python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' \
-    "$work/out" "$1"
-}
-
 start_server
 case "$case_name" in
   submit)

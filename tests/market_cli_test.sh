@@ -28,18 +28,6 @@ trap cleanup EXIT
 export XDG_CONFIG_HOME="$work/xdg"
 unset TIDEPOOL_CONFIG TIDEPOOL_SERVER TIDEPOOL_TOKEN TIDEPOOL_CA_CERT
 
-expect_out() {
-  local pattern
-  for pattern in "$@"; do
-    grep -qF -- "$pattern" "$work/out" || fail "the output does not mention '$pattern'"
-  done
-}
-
-json() {
-  python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' \
-    "$work/out" "$1"
-}
-
 # A GPU-hour of H100 costs about 1000 USD here (a flat price: no utilisation or time multiplier).
 cat >"$work/market.yaml" <<'YAML'
 currency: USD

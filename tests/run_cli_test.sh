@@ -3,7 +3,7 @@
 # 2,000 jobs of the trace) and the 512-GPU Philly cluster shape.
 #
 # Usage: run_cli_test.sh TIDEPOOL_BINARY SOURCE_DIR CASE
-#   CASE is one of: outputs, determinism, compare, inference-loan, bad-input.
+#   CASE is one of: outputs, determinism, compare, inference-loan, market, bad-input.
 set -euo pipefail
 
 # shellcheck source=cli_test_helpers.sh
@@ -35,12 +35,12 @@ keys = """jobs finished never_started avg_queue_s p50_queue_s p95_queue_s p99_qu
 makespan_s gpu_allocation_avg comm_overhead_share est_mfu preemptions lost_gpu_hours_share
 min_tenant_guarantee_ratio min_guarantee_tenant wall_seconds predictor_median_abs_error_s
 baseline_median_abs_error_s backfilled pending_seconds class_gpu_hours_in_horizon
-inference_max_wait_in_window_s loans policy""".split()
+inference_max_wait_in_window_s loans policy cost""".split()
 missing = [k for k in keys if k not in summary]
 assert not missing, f"missing keys: {missing}"
 assert summary["policy"] == sys.argv[2], summary["policy"]
 assert set(summary["pending_seconds"]) == {"not-considered", "quota", "capacity", "topology",
-                                           "reservation", "head-of-line", "window"}
+                                           "reservation", "head-of-line", "window", "budget"}
 assert set(summary["class_gpu_hours_in_horizon"]) == {"training", "inference", "dev", "batch"}
 assert summary["jobs"] == 2000 and summary["finished"] + summary["never_started"] <= 2000
 ratios = summary["tenant_guarantee_ratio"]
@@ -129,6 +129,35 @@ PY
     grep -q ',loan-1,6214e9,training,64,172800,' "$work/out/tidepool/jobs.csv" || fail "loan row"
     head -1 "$work/out/tidepool/timeline.csv" | grep -q ',gpus_inference,' ||
       fail "timeline lacks the inference tenant"
+    ;;
+  market)
+    # The example market: every job charged, the ledger balanced, costs per tenant.
+    run_sim "$work/out" --policy fifo-firstfit,tidepool --market "$source_dir/data/market/example.yaml"
+    for policy in fifo-firstfit tidepool; do
+      [[ -s $work/out/$policy/costs.csv ]] || fail "$policy/costs.csv is missing"
+      head -1 "$work/out/$policy/costs.csv" | grep -q '^tenant,charges,lending_credits,net,' ||
+        fail "$policy/costs.csv has no header"
+      python3 - "$work/out/$policy/summary.json" <<'PY' || fail "$policy/summary.json cost"
+import json, sys
+cost = json.load(open(sys.argv[1]))["cost"]
+assert cost["ledger_balanced"] is True, cost
+assert float(cost["charged"]) > 0 and cost["useful_gpu_hours"] > 0, cost
+total = sum(float(t["charges"]) for t in cost["tenants"].values())
+assert abs(total - float(cost["charged"])) < 0.01 * len(cost["tenants"]), (total, cost["charged"])
+PY
+    done
+    grep -q 'charged per useful GPU-hour' "$work/out.stdout" || fail "no cost rows in the table"
+    # A burst sweep: one run per threshold, the trade-off table.
+    run_sim "$work/sweep" --policy tidepool --market "$source_dir/data/market/example.yaml" \
+      --burst-sweep off,1h
+    grep -q 'Burst sweep, policy tidepool' "$work/sweep.stdout" || fail "no sweep table"
+    [[ -d $work/sweep/tidepool-burst-1h && -d $work/sweep/tidepool-burst-off ]] ||
+      fail "the sweep's folders are missing"
+    expect_error "--burst-threshold" "needs --market" -- sim run --cluster "$cluster" --jobs "$jobs" \
+      --tenants "$tenants" --policy tidepool --out "$work/x" --burst-threshold 1h
+    expect_error "--burst-sweep" "'soon'" -- sim run --cluster "$cluster" --jobs "$jobs" \
+      --tenants "$tenants" --policy tidepool --out "$work/x" \
+      --market "$source_dir/data/market/example.yaml" --burst-sweep off,soon
     ;;
   bad-input)
     common=(sim run --cluster "$cluster" --jobs "$jobs" --tenants "$tenants" --out "$work/x")

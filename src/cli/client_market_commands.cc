@@ -9,6 +9,7 @@
 #include "cli/client_commands.h"
 #include "cli/client_session.h"
 #include "core/budget.h"
+#include "sim/csv.h"
 #include "sim/text_table.h"
 
 namespace tidepool {
@@ -79,16 +80,6 @@ std::string render_bill(const nlohmann::json& bill) {
   table.add_row(row("TOTAL", bill.at("total")));
   table.print(out);
   return out.str();
-}
-
-std::string csv_field(const std::string& text) {
-  if (text.find_first_of(",\"\n") == std::string::npos) return text;
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
 }
 
 std::string render_bill_csv(const nlohmann::json& bill) {

@@ -19,6 +19,7 @@
 
 #include "cli/pool_source.h"
 #include "cli/trace_source.h"
+#include "core/duration_text.h"
 #include "core/scheduler.h"
 #include "sim/cluster_simulation.h"
 #include "sim/philly_workload.h"
@@ -69,29 +70,7 @@ struct ProbeInputs {
 
 // "90", "90s", "15m", "2h", "1d" as seconds.
 std::optional<Seconds> parse_duration(std::string_view text) {
-  Seconds unit = 1;
-  if (!text.empty() && std::string_view("smhd").find(text.back()) != std::string_view::npos) {
-    unit = text.back() == 's'   ? 1
-           : text.back() == 'm' ? 60
-           : text.back() == 'h' ? 3600
-                                : kSecondsPerDay;
-    text.remove_suffix(1);
-  }
-  std::int64_t value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || error != std::errc() || end != text.data() + text.size() || value < 0 ||
-      value > kMaxTarget / unit) {
-    return std::nullopt;
-  }
-  return value * unit;
-}
-
-// "1h", "90m", "45s": a duration in its largest whole unit.
-std::string duration_label(Seconds s) {
-  if (s % kSecondsPerDay == 0) return fmt::format("{}d", s / kSecondsPerDay);
-  if (s % 3600 == 0) return fmt::format("{}h", s / 3600);
-  if (s % 60 == 0) return fmt::format("{}m", s / 60);
-  return fmt::format("{}s", s);
+  return parse_duration_seconds(text, kMaxTarget);
 }
 
 // "0.2" or "20%" as parts per million, exactly (up to 6 decimals as a share).

@@ -14,6 +14,7 @@
 
 #include "core/gpu_cost.h"
 #include "core/money.h"
+#include "sim/csv.h"
 #include "sim/market_file.h"
 #include "sim/text_table.h"
 
@@ -192,17 +193,6 @@ void print_tables(const MarketSpec& market, const std::string& path,
       << "\nOwned per used GPU-hour = owned/h / utilisation. Spot per useful hour = spot/h /\n"
          "(1 - interrupted share): interrupted hours are redone. Spot capacity can be taken\n"
          "back at any time: it suits only preemptible work that checkpoints.\n";
-}
-
-// A CSV field, quoted when it holds a comma, quote or line break (RFC 4180).
-std::string csv_field(std::string_view text) {
-  if (text.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(text);
-  std::string quoted = "\"";
-  for (char c : text) {
-    if (c == '"') quoted += '"';
-    quoted += c;
-  }
-  return quoted + '"';
 }
 
 std::string csv_money(const std::optional<Micros>& amount) {

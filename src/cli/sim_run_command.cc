@@ -14,6 +14,7 @@
 
 #include "cli/pool_source.h"
 #include "cli/trace_source.h"
+#include "core/duration_text.h"
 #include "core/scheduler.h"
 #include "core/tidal_window.h"
 #include "sim/cluster_simulation.h"
@@ -77,30 +78,7 @@ std::optional<std::int64_t> parse_count(std::string_view text) {
 
 // "90", "90s", "15m", "2h", "1d" as seconds.
 std::optional<Seconds> parse_duration(std::string_view text) {
-  Seconds unit = 1;
-  if (!text.empty()) {
-    switch (text.back()) {
-      case 's':
-        unit = 1;
-        break;
-      case 'm':
-        unit = 60;
-        break;
-      case 'h':
-        unit = 3600;
-        break;
-      case 'd':
-        unit = kSecondsPerDay;
-        break;
-      default:
-        unit = 0;
-    }
-    if (unit != 0) text.remove_suffix(1);
-    if (unit == 0) unit = 1;
-  }
-  const auto value = parse_count(text);
-  if (!value || *value > kMaxLoanSeconds / unit) return std::nullopt;
-  return *value * unit;
+  return parse_duration_seconds(text, kMaxLoanSeconds);
 }
 
 Result<std::vector<std::string>> parse_policies(const std::string& text) {
@@ -173,14 +151,6 @@ Result<LoanArg> parse_loan(const std::string& text) {
   loan.start = *start;
   loan.duration = *duration;
   return loan;
-}
-
-// "30m", "2h", "1d", "90s": a threshold as written in the sweep's labels.
-std::string duration_label(Seconds s) {
-  if (s % kSecondsPerDay == 0) return fmt::format("{}d", s / kSecondsPerDay);
-  if (s % 3600 == 0) return fmt::format("{}h", s / 3600);
-  if (s % 60 == 0) return fmt::format("{}m", s / 60);
-  return fmt::format("{}s", s);
 }
 
 // Hours with 2 decimals.

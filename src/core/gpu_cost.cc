@@ -9,15 +9,6 @@ namespace {
 
 __extension__ using Int128 = __int128;
 
-// a / b rounded half away from zero (b > 0).
-Int128 div_round(Int128 a, Int128 b) {
-  assert(b > 0);
-  Int128 quotient = a / b;
-  const Int128 remainder = a % b;
-  if ((remainder < 0 ? -remainder : remainder) * 2 >= b) quotient += a < 0 ? -1 : 1;
-  return quotient;
-}
-
 // Derived costs per hour are held to kMaxMoney, the most any amount may hold (core/money.h):
 // only absurd inputs (a utilisation of a few ppm, an interruption share of 99.9999%) reach it.
 Micros capped(Int128 amount) {

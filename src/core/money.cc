@@ -122,13 +122,17 @@ std::string percent_text(Ppm share) {
   return decimal_text(share < 0, hundredths, 2) + "%";
 }
 
-std::int64_t mul_div_round(std::int64_t a, std::int64_t b, std::int64_t c) {
-  assert(c > 0);
-  const Int128 product = Int128{a} * b;
-  Int128 quotient = product / c;
-  const Int128 remainder = product % c;  // takes the sign of the product
+ExactAmount div_round(ExactAmount a, ExactAmount b) {
+  assert(b > 0);
+  Int128 quotient = a / b;
+  const Int128 remainder = a % b;  // takes the sign of a
   const Int128 twice = remainder < 0 ? -2 * remainder : 2 * remainder;
-  if (twice >= c) quotient += product < 0 ? -1 : 1;
+  if (twice >= b) quotient += a < 0 ? -1 : 1;
+  return quotient;
+}
+
+std::int64_t mul_div_round(std::int64_t a, std::int64_t b, std::int64_t c) {
+  const Int128 quotient = div_round(Int128{a} * b, c);
   assert(quotient >= std::numeric_limits<std::int64_t>::min() &&
          quotient <= std::numeric_limits<std::int64_t>::max());
   return static_cast<std::int64_t>(quotient);

@@ -51,6 +51,9 @@ std::string ppm_text(Ppm value);
 // "80%", "12.5%": a ppm share as a percentage with up to 2 decimals.
 std::string percent_text(Ppm share);
 
+// a / b rounded half away from zero, in 128 bits (b > 0; asserted).
+ExactAmount div_round(ExactAmount a, ExactAmount b);
+
 // a x b / c rounded half away from zero, computed in 128 bits (c > 0; asserted). The result must
 // fit 64 bits (asserted).
 std::int64_t mul_div_round(std::int64_t a, std::int64_t b, std::int64_t c);

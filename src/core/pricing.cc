@@ -16,15 +16,6 @@ namespace {
 
 __extension__ using Int128 = __int128;
 
-// a / b rounded half away from zero (b > 0).
-Int128 div_round(Int128 a, Int128 b) {
-  assert(b > 0);
-  Int128 quotient = a / b;
-  const Int128 remainder = a % b;
-  if ((remainder < 0 ? -remainder : remainder) * 2 >= b) quotient += a < 0 ? -1 : 1;
-  return quotient;
-}
-
 // amount x multiplier, rounded to whole micro-credits. Prices are held to +-kMaxMoney, the most an
 // amount may hold (core/money.h), so that sums of them stay far from overflow; only multipliers
 // near their x1000 bounds on a cost base near its bound reach it.

@@ -1,5 +1,5 @@
 // A small reader for the comma-separated trace files Tidepool consumes (no quoting: the traces
-// have none). Errors name the file, line and column.
+// have none). Errors name the file, line and column. Also the quoting of fields Tidepool writes.
 #pragma once
 
 #include <cstdint>
@@ -49,5 +49,9 @@ class CsvReader {
 
 // Splits `line` at commas (a trailing '\r' is dropped).
 std::vector<std::string_view> split_csv_line(std::string_view line);
+
+// A field for a CSV file being written: as it is, or quoted (quotes doubled) when it holds a
+// comma, a quote or a line break (RFC 4180).
+std::string csv_field(std::string_view text);
 
 }  // namespace tidepool

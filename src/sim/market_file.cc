@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "core/duration_text.h"
 #include "core/tidal_window.h"
 #include "sim/yaml_reader.h"
 
@@ -20,6 +21,9 @@ constexpr std::int64_t kMonthsPerYear = 12;
 // Longer than any amortisation (the core accepts 240 months): bounds the parse.
 constexpr std::int64_t kMaxAmortisationYears = 1000;
 constexpr int kPueDecimals = 3;
+// The longest time the file takes (a burst threshold or start-up delay; a period is at most a
+// day).
+constexpr Seconds kMaxDurationInFile = 365 * kSecondsPerDay;
 
 // Where a value the core checks was read: the constructors' errors name their own fields
 // ("pue", "bands[1].closes"), which are mapped back to the file with these.
@@ -146,39 +150,17 @@ Result<int> MarketReader::months(const YAML::Node& node, const std::string& path
 Result<Seconds> MarketReader::period(const YAML::Node& node, const std::string& path) const {
   auto text = number_text(node, path);
   if (!text) return std::unexpected(text.error());
-  std::string_view digits = *text;
-  Seconds unit = 1;
-  if (!digits.empty()) {
-    switch (digits.back()) {
-      case 's':
-        unit = 1;
-        break;
-      case 'm':
-        unit = 60;
-        break;
-      case 'h':
-        unit = 3600;
-        break;
-      case 'd':
-        unit = kSecondsPerDay;
-        break;
-      default:
-        unit = 0;
-    }
-    if (unit != 0) digits.remove_suffix(1);
-    if (unit == 0) unit = 1;
-  }
-  const auto value = parse_decimal(digits, 0);
-  if (!value) {
+  const auto seconds = parse_duration_seconds(*text, kMaxDurationInFile);
+  if (!seconds) {
     return error_at(node, path,
                     "expected seconds, or a whole number with a unit s, m, h or d (300, 300s, 5m, "
                     "1h), got '" +
                         *text + "'");
   }
-  if (*value < 1 || *value > kSecondsPerDay / unit) {
+  if (*seconds < 1 || *seconds > kSecondsPerDay) {
     return error_at(node, path, "must be 1 second to 1 day, got '" + *text + "'");
   }
-  return *value * unit;
+  return *seconds;
 }
 
 Result<Seconds> MarketReader::clock(const YAML::Node& node, const std::string& path,
@@ -410,21 +392,14 @@ Result<Budget> MarketReader::read_budget(const Entry& entry) const {
 Result<Seconds> MarketReader::duration(const YAML::Node& node, const std::string& path) const {
   auto text = number_text(node, path);
   if (!text) return std::unexpected(text.error());
-  std::string_view digits = *text;
-  Seconds unit = 1;
-  if (!digits.empty() && std::string_view("smhd").find(digits.back()) != std::string_view::npos) {
-    const char suffix = digits.back();
-    unit = suffix == 's' ? 1 : suffix == 'm' ? 60 : suffix == 'h' ? 3600 : kSecondsPerDay;
-    digits.remove_suffix(1);
-  }
-  const auto value = parse_decimal(digits, 0);
-  if (!value || *value > 365 * kSecondsPerDay / unit) {
+  const auto seconds = parse_duration_seconds(*text, kMaxDurationInFile);
+  if (!seconds) {
     return error_at(node, path,
                     "expected seconds, or a whole number with a unit s, m, h or d (90m, 2h), up "
                     "to a year, got '" +
                         *text + "'");
   }
-  return *value * unit;
+  return *seconds;
 }
 
 Result<BurstOfferSpec> MarketReader::read_offer(const YAML::Node& node, const std::string& path,

@@ -8,6 +8,7 @@
 
 #include "core/job.h"
 #include "core/pending_reason.h"
+#include "sim/csv.h"
 
 namespace tidepool {
 namespace {
@@ -16,17 +17,6 @@ namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
 
 constexpr int kJobClassCount = 4;
-
-// A CSV field, quoted when it holds a comma, quote or line break.
-std::string csv_field(std::string_view text) {
-  if (text.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(text);
-  std::string quoted = "\"";
-  for (char c : text) {
-    if (c == '"') quoted += '"';
-    quoted += c;
-  }
-  return quoted + '"';
-}
 
 std::string optional_text(const std::optional<Seconds>& value) {
   return value ? std::to_string(*value) : std::string();

@@ -4,8 +4,8 @@
 #
 # Usage: tests/fuzz/run_fuzz.sh [SECONDS] [TARGET...]
 #   SECONDS  fuzzing time per target (default 30)
-#   TARGET   cluster_yaml_fuzz, openb_csv_fuzz, sim_inputs_fuzz, job_spec_fuzz, api_bodies_fuzz
-#            and/or http_response_fuzz (default: all six)
+#   TARGET   cluster_yaml_fuzz, openb_csv_fuzz, sim_inputs_fuzz, market_yaml_fuzz,
+#            job_spec_fuzz, api_bodies_fuzz and/or http_response_fuzz (default: all seven)
 # Environment: CXX (default clang++-14), FUZZ_DIR (default build/fuzz: binaries, corpora, logs,
 # and crash artifacts <target>-crash-*).
 # Exit status: 0 if no target found a problem, 1 if one did, 2 if a build failed.
@@ -16,8 +16,8 @@ seconds="${1:-30}"
 shift || true
 targets=("$@")
 [[ ${#targets[@]} -eq 0 ]] &&
-  targets=(cluster_yaml_fuzz openb_csv_fuzz sim_inputs_fuzz job_spec_fuzz api_bodies_fuzz
-           http_response_fuzz)
+  targets=(cluster_yaml_fuzz openb_csv_fuzz sim_inputs_fuzz market_yaml_fuzz job_spec_fuzz
+           api_bodies_fuzz http_response_fuzz)
 cxx="${CXX:-clang++-14}"
 fuzz_dir="${FUZZ_DIR:-${repo_root}/build/fuzz}"
 
@@ -37,7 +37,9 @@ sources=(
   "${src}/core/task.cc" "${src}/core/tenants.cc" "${src}/core/tidal_window.cc"
   "${src}/core/topology.cc" "${src}/sim/csv.cc" "${src}/sim/openb_trace.cc"
   "${src}/sim/cluster_file.cc" "${src}/sim/philly_trace.cc" "${src}/sim/tenants_file.cc"
-  "${src}/sim/yaml_reader.cc"
+  "${src}/sim/yaml_reader.cc" "${src}/core/money.cc" "${src}/core/gpu_cost.cc"
+  "${src}/core/pricing.cc" "${src}/core/budget.cc" "${src}/core/burst.cc"
+  "${src}/core/duration_text.cc" "${src}/sim/market_file.cc"
 )
 # The request body readers, added for the targets that test them, with the part of the core they
 # reach (topology_level_name lives in gang_placement.cc).
@@ -104,6 +106,10 @@ for target in "${targets[@]}"; do
   case "${target}" in
     cluster_yaml_fuzz)
       cp "${repo_root}"/data/clusters/*.yaml "${corpus}/" 2> /dev/null
+      dict="${repo_root}/tests/fuzz/cluster_yaml.dict"
+      ;;
+    market_yaml_fuzz)
+      cp "${repo_root}"/data/market/*.yaml "${corpus}/" 2> /dev/null
       dict="${repo_root}/tests/fuzz/cluster_yaml.dict"
       ;;
     openb_csv_fuzz)
