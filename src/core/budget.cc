@@ -57,9 +57,7 @@ constexpr std::int64_t kMaxUnixTime = days_from_civil(10001, 1, 1) * kDaySeconds
 
 CivilDate utc_date(std::int64_t unix_seconds) {
   assert(unix_seconds >= kMinUnixTime && unix_seconds <= kMaxUnixTime);
-  std::int64_t days = unix_seconds / kDaySeconds;
-  if (unix_seconds % kDaySeconds < 0) --days;  // floor, also before 1970
-  return civil_from_days(days);
+  return civil_from_days(utc_day(unix_seconds));
 }
 
 bool leap_year(std::int64_t year) { return year % 4 == 0 && (year % 100 != 0 || year % 400 == 0); }
@@ -135,6 +133,11 @@ std::string budget_exhausted_reason(std::string_view tenant, const BudgetStatus&
       "{})",
       tenant, money_text(status.spend), money_text(status.budget), quarter,
       money_text(status.charges), money_text(status.credits));
+}
+
+std::int64_t utc_day(std::int64_t unix_seconds) {
+  const std::int64_t days = unix_seconds / kDaySeconds;
+  return unix_seconds % kDaySeconds < 0 ? days - 1 : days;
 }
 
 Quarter quarter_of(std::int64_t unix_seconds) {

@@ -61,6 +61,8 @@ struct Quarter {
 Quarter quarter_of(std::int64_t unix_seconds);
 // "2026-Q4"
 std::string quarter_name(const Quarter& quarter);
+// The UTC day holding a Unix time, as days since 1970-01-01 (a floor, also before 1970).
+std::int64_t utc_day(std::int64_t unix_seconds);
 // The UTC day of a Unix time as "2026-11-30".
 std::string utc_date_text(std::int64_t unix_seconds);
 // Unix time of 00:00 UTC of "2026-11-30"; fails naming `field` if the text is not such a date.

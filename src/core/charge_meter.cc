@@ -24,6 +24,17 @@ Micros whole_micros(ExactAmount exact) { return static_cast<Micros>(exact / kExa
 
 }  // namespace
 
+std::vector<ModelMilli> gpus_by_model(const Pool& pool, std::span<const Assignment> assignments,
+                                      std::int64_t milli_per_task) {
+  std::map<GpuModelId, std::int64_t> by_model;
+  for (const Assignment& a : assignments) by_model[pool.spec(a.node).model] += milli_per_task;
+  std::vector<ModelMilli> gpus;
+  for (const auto& [model, milli] : by_model) {
+    if (milli > 0) gpus.push_back({model, milli});
+  }
+  return gpus;
+}
+
 Result<ChargeMeter> ChargeMeter::create(PriceSchedule schedule, std::vector<Micros> cost_base,
                                         Seconds day_offset, Seconds start, const Pool& pool) {
   auto checked = make_price_schedule(std::move(schedule));

@@ -39,6 +39,7 @@
 #include "core/error.h"
 #include "core/ids.h"
 #include "core/money.h"
+#include "core/pool.h"
 #include "core/pricing.h"
 
 namespace tidepool {
@@ -51,6 +52,11 @@ struct ModelMilli {
   GpuModelId model;
   std::int64_t milli = 0;
 };
+
+// What a job holds per model when its tasks (`milli_per_task` each) sit on `assignments` of
+// `pool`, in model id order; models with nothing are left out (a CPU-only job holds none).
+std::vector<ModelMilli> gpus_by_model(const Pool& pool, std::span<const Assignment> assignments,
+                                      std::int64_t milli_per_task);
 
 class ChargeMeter {
  public:

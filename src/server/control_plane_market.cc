@@ -13,10 +13,6 @@ namespace {
 
 Seconds to_seconds(std::int64_t ms) { return ms / 1000; }
 
-std::int64_t day_of(Seconds t) {
-  return t / kSecondsPerDay - ((t % kSecondsPerDay != 0 && t < 0) ? 1 : 0);
-}
-
 // Money as a JSON number in whole credits (exact to the micro-credit: doubles hold 15 digits).
 double units(Micros amount) {
   return static_cast<double>(amount) / static_cast<double>(kMicrosPerUnit);
@@ -54,7 +50,7 @@ Result<void> ControlPlane::open_market(const Snapshot& snapshot, const TenantsSp
                                      scheduler_.pool(), *book, snapshot.ledger, now);
   if (!market) return std::unexpected(market.error());
   market_ = std::move(*market);
-  anomaly_day_ = day_of(now);
+  anomaly_day_ = utc_day(now);
   for (const KeyedRecord& setting : snapshot.settings) {
     auto value = nlohmann::json::parse(setting.document, nullptr, false);
     if (setting.key.starts_with(kAlertPrefix) && value.is_object()) {
@@ -207,7 +203,7 @@ void ControlPlane::check_budgets(std::int64_t now_ms, Batch& batch) {
 }
 
 void ControlPlane::check_anomalies(std::int64_t now_ms, Batch& batch) {
-  const std::int64_t today = day_of(to_seconds(now_ms));
+  const std::int64_t today = utc_day(to_seconds(now_ms));
   if (today <= anomaly_day_) return;
   // The day that just ended (a server down for days checks only the last one).
   const std::int64_t day = today - 1;

@@ -7,10 +7,6 @@
 namespace tidepool {
 namespace {
 
-std::int64_t day_of(Seconds t) {
-  return t / kSecondsPerDay - ((t % kSecondsPerDay != 0 && t < 0) ? 1 : 0);
-}
-
 Result<std::int64_t> integer_field(const nlohmann::json& document, const char* key) {
   auto it = document.find(key);
   if (it == document.end() || !it->is_number_integer()) {
@@ -130,9 +126,9 @@ Result<ServerMarket> ServerMarket::create(MarketSpec spec, Seconds posting_inter
     }
   }
   market.stored_ = market.ledger_.entries().size();
-  market.first_day_ = day_of(now);
+  market.first_day_ = utc_day(now);
   if (!market.ledger_.entries().empty()) {
-    market.first_day_ = std::min(market.first_day_, day_of(market.ledger_.entries().front().from));
+    market.first_day_ = std::min(market.first_day_, utc_day(market.ledger_.entries().front().from));
   }
   // Every run stored is over: a job still running is metered again from now.
   for (const LedgerEntry& e : market.ledger_.entries()) {
@@ -152,12 +148,7 @@ Result<void> ServerMarket::start(JobId job, TenantId tenant,
                                  std::span<const Assignment> assignments,
                                  std::int64_t milli_per_task, const Pool& pool,
                                  PriceClass price_class, Seconds now) {
-  std::map<GpuModelId, std::int64_t> by_model;
-  for (const Assignment& a : assignments) by_model[pool.spec(a.node).model] += milli_per_task;
-  std::vector<ModelMilli> gpus;
-  for (const auto& [model, milli] : by_model) {
-    if (milli > 0) gpus.push_back({model, milli});
-  }
+  std::vector<ModelMilli> gpus = gpus_by_model(pool, assignments, milli_per_task);
   if (gpus.empty()) return {};  // a CPU-only job costs nothing
   if (auto ok = meter_.start(job, tenant, gpus, price_class, std::max(now, meter_.now())); !ok) {
     return ok;
@@ -235,8 +226,8 @@ MoneyTotals ServerMarket::tenant_totals(TenantId tenant) const {
 
 MoneyTotals ServerMarket::days_totals(TenantId tenant, Seconds from, Seconds to) const {
   MoneyTotals sum;
-  for (auto it = days_.lower_bound({tenant.value, day_of(from)});
-       it != days_.end() && it->first.first == tenant.value && it->first.second < day_of(to);
+  for (auto it = days_.lower_bound({tenant.value, utc_day(from)});
+       it != days_.end() && it->first.first == tenant.value && it->first.second < utc_day(to);
        ++it) {
     sum.charges += it->second.charges;
     sum.credits += it->second.credits;
@@ -259,7 +250,7 @@ void ServerMarket::absorb() {
   for (std::size_t i = absorbed_; i < entries.size(); ++i) {
     const LedgerEntry& e = entries[i];
     MoneyTotals& all = totals_[e.tenant.value];
-    MoneyTotals& day = days_[{e.tenant.value, day_of(e.to)}];
+    MoneyTotals& day = days_[{e.tenant.value, utc_day(e.to)}];
     switch (e.kind) {
       case EntryKind::kCharge:
       case EntryKind::kBurstCharge:

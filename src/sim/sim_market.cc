@@ -12,12 +12,6 @@ namespace {
 
 __extension__ using Int128 = __int128;
 
-std::int64_t floor_div(std::int64_t a, std::int64_t b) {
-  return a / b - ((a % b != 0) && ((a < 0) != (b < 0)) ? 1 : 0);
-}
-
-std::int64_t day_of(std::int64_t unix_seconds) { return floor_div(unix_seconds, kSecondsPerDay); }
-
 // Micro-credits per GPU-hour from an amount and milli-GPU-seconds.
 Micros per_gpu_hour(Micros amount, std::int64_t milli_seconds) {
   if (milli_seconds <= 0) return 0;
@@ -70,7 +64,7 @@ Result<SimMarket> SimMarket::create(SimMarketSettings settings, const Pool& pool
                 fmt::format("needs one figure per GPU model of the pool ({})", models));
   }
   settings.budgets.resize(static_cast<std::size_t>(book.tenant_count()));
-  const Seconds day_offset = settings.epoch - day_of(settings.epoch) * kSecondsPerDay;
+  const Seconds day_offset = settings.epoch - utc_day(settings.epoch) * kSecondsPerDay;
   auto meter = ChargeMeter::create(settings.prices, settings.cost_base, day_offset, start, pool);
   if (!meter) return std::unexpected(meter.error());
   SimMarket market(std::move(settings), std::move(*meter), book, start);
@@ -81,7 +75,7 @@ Result<SimMarket> SimMarket::create(SimMarketSettings settings, const Pool& pool
   market.alerted_.assign(tenants, false);
   market.exhausted_.assign(tenants, false);
   market.held_since_.assign(tenants, 0);
-  market.day_ = day_of(market.settings_.epoch + start);
+  market.day_ = utc_day(market.settings_.epoch + start);
   market.today_.assign(tenants, 0);
   market.days_.assign(tenants, {});
   market.model_gpus_.assign(models, 0);
@@ -108,14 +102,7 @@ Result<void> SimMarket::advance(Seconds now, const Pool& pool, Scheduler& schedu
 
 Result<void> SimMarket::start(const Job& job, std::span<const Assignment> assignments,
                               const Pool& pool, PriceClass price_class, Seconds now) {
-  std::map<GpuModelId, std::int64_t> by_model;
-  for (const Assignment& a : assignments) {
-    by_model[pool.spec(a.node).model] += job.gang.task.total_milli_gpu();
-  }
-  std::vector<ModelMilli> gpus;
-  for (const auto& [model, milli] : by_model) {
-    if (milli > 0) gpus.push_back({model, milli});
-  }
+  std::vector<ModelMilli> gpus = gpus_by_model(pool, assignments, job.gang.task.total_milli_gpu());
   if (gpus.empty()) return {};  // a CPU-only job costs nothing here
   if (auto ok = meter_.start(job.id, job.tenant, gpus, price_class, now); !ok) return ok;
   for (const ModelMilli& g : gpus) {
@@ -195,7 +182,7 @@ void SimMarket::absorb(Scheduler& scheduler) {
     const std::size_t t = e.tenant.value;
     if (settings_.epoch + e.to > quarter_.end) start_quarter(e.to, scheduler);
     // The day an entry's interval ends in (an entry ending at midnight belongs to the day before).
-    close_days_until(day_of(settings_.epoch + e.to - (e.to > e.from ? 1 : 0)));
+    close_days_until(utc_day(settings_.epoch + e.to - (e.to > e.from ? 1 : 0)));
     switch (e.kind) {
       case EntryKind::kCharge:
       case EntryKind::kBurstCharge:
