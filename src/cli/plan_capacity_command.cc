@@ -17,7 +17,9 @@
 #include <thread>
 #include <vector>
 
+#include "cli/client_session.h"
 #include "cli/pool_source.h"
+#include "cli/server_history.h"
 #include "cli/trace_source.h"
 #include "core/duration_text.h"
 #include "core/scheduler.h"
@@ -33,10 +35,18 @@ namespace {
 constexpr int kMaxThreads = 64;
 // The longest target accepted (a year), so that it stays far from overflow.
 constexpr Seconds kMaxTarget = Seconds{365} * kSecondsPerDay;
+// The longest --since accepted (ten years), and the span taken without it.
+constexpr Seconds kMaxSince = Seconds{3650} * kSecondsPerDay;
+constexpr std::string_view kDefaultSince = "30d";
+// The job ids listed in a message, at most.
+constexpr std::size_t kListedIds = 10;
 
 struct CapacityOptions {
   PoolSource pool;
   TraceSource trace;
+  bool from_server = false;
+  ClientFlags client;  // --server and --token of --from-server (its output flag unused)
+  std::string since;   // empty: kDefaultSince
   std::string tenants;
   std::string target;
   std::string growth = "0";
@@ -340,13 +350,14 @@ nlohmann::ordered_json probe_json(const Probe& p) {
 }
 
 void print_json(const Search& s, const CapacityOptions& options, Seconds target,
-                std::int64_t growth_ppm, std::size_t jobs, std::int64_t template_gpus,
-                std::int64_t max_gpus) {
+                std::int64_t growth_ppm, std::size_t jobs, const nlohmann::ordered_json& source,
+                std::int64_t template_gpus, std::int64_t max_gpus) {
   nlohmann::ordered_json out = nlohmann::ordered_json::object();
   out["target_p95_queue_s"] = target;
   out["growth"] = static_cast<double>(growth_ppm) / 1e6;
   out["policy"] = options.policy;
   out["jobs"] = jobs;
+  out["source"] = source;
   out["template_gpus"] = template_gpus;
   out["max_gpus"] = max_gpus;
   nlohmann::ordered_json probes = nlohmann::ordered_json::array();
@@ -357,6 +368,114 @@ void print_json(const Search& s, const CapacityOptions& options, Seconds target,
   out["summary"] = answer_text(s, duration_label(target), max_gpus);
   out["wall_s"] = s.wall_seconds;
   std::cout << out.dump(2) << '\n';
+}
+
+// The jobs to simulate, where they came from, and the epoch second of their time 0.
+struct Workload {
+  std::vector<SimJob> jobs;
+  std::int64_t start_epoch = 0;
+  nlohmann::ordered_json source;
+};
+
+// Exactly one source of jobs, and the flags of the other source left out; the --since span.
+Result<Seconds> check_job_source(const CapacityOptions& options) {
+  if (options.from_server && !options.trace.jobs.empty()) {
+    return fail("--jobs", "give the jobs with --jobs TRACE or --from-server, not both");
+  }
+  if (!options.from_server) {
+    if (options.trace.jobs.empty()) {
+      return fail("--jobs",
+                  "give the jobs with --jobs TRACE, or --from-server to take them from the "
+                  "history of a running server");
+    }
+    if (!options.since.empty()) return fail("--since", "only with --from-server");
+    if (!options.client.server.empty()) return fail("--server", "only with --from-server");
+    if (!options.client.token.empty()) return fail("--token", "only with --from-server");
+    return 0;
+  }
+  if (options.trace.format != "philly") return fail("--format", "only with --jobs");
+  const std::string_view text = options.since.empty() ? kDefaultSince : options.since;
+  const auto since = parse_duration_seconds(text, kMaxSince);
+  if (!since) {
+    return fail("--since", fmt::format("'{}' is not a time span up to 3650d (like 30d, 12h, "
+                                       "3600; 0: the whole history)",
+                                       text));
+  }
+  return *since;
+}
+
+std::string ids_text(std::span<const std::int64_t> ids) {
+  std::string text;
+  for (std::size_t i = 0; i < ids.size() && i < kListedIds; ++i) {
+    text += fmt::format("{}{}", i == 0 ? "" : ", ", ids[i]);
+  }
+  if (ids.size() > kListedIds) text += fmt::format(" and {} more", ids.size() - kListedIds);
+  return text;
+}
+
+Result<Workload> trace_workload(const TraceSource& source, const TenantBook& book) {
+  auto trace = load_trace_source(source);
+  if (!trace) return std::unexpected(trace.error());
+  auto jobs = philly_workload(*trace, book, PhillyWorkloadOptions{});
+  if (!jobs) return fail("--jobs", jobs.error().reason);
+  return Workload{std::move(*jobs),
+                  trace->start_epoch,
+                  {{"kind", "trace"}, {"jobs", source.jobs}, {"format", source.format}}};
+}
+
+// The jobs the server at --server (or its other sources) holds, submitted in the last `since`
+// seconds (0: all); what was counted and what was left out is said on stderr.
+Result<Workload> server_workload(const CapacityOptions& options, Seconds since,
+                                 const TenantBook& book, const GpuModelCatalog& models) {
+  auto client = open_client(options.client);
+  if (!client) return std::unexpected(client.error());
+  auto reply = client->get("/v1/jobs");
+  if (!reply) return std::unexpected(reply.error());
+  const std::int64_t now_ms = wall_clock_ms();
+  const HistoryWindow window{now_ms, since == 0 ? 0 : now_ms - since * 1000};
+  auto history = read_server_history(*reply, window);
+  const auto bad_reply = [&](const Error& e) {
+    return fail("--from-server", fmt::format("the jobs of the server at {}: {}", client->server(),
+                                             e.message()));
+  };
+  if (!history) return bad_reply(history.error());
+  const std::string span =
+      since == 0 ? std::string() : fmt::format(" submitted in the last {}", duration_label(since));
+  const auto never_ran = std::count_if(history->jobs.begin(), history->jobs.end(),
+                                       [](const HistoryJob& job) { return !job.ran; });
+  const auto running = std::count_if(history->jobs.begin(), history->jobs.end(),
+                                     [](const HistoryJob& job) { return job.running; });
+  std::string left_out;
+  if (history->before_window > 0) {
+    left_out += fmt::format("; {} older job{} left out (--since)", history->before_window,
+                            history->before_window == 1 ? "" : "s");
+  }
+  if (!history->unknown_runtime.empty()) {
+    left_out += fmt::format(
+        "; {} job{} left out that never ran and give no runtime_estimate or max_runtime "
+        "(job{} {})",
+        history->unknown_runtime.size(), history->unknown_runtime.size() == 1 ? "" : "s",
+        history->unknown_runtime.size() == 1 ? "" : "s", ids_text(history->unknown_runtime));
+  }
+  if (history->jobs.empty()) {
+    return fail("--from-server", fmt::format("the server at {} has no job to plan from{}{}",
+                                             client->server(), span, left_out));
+  }
+  std::cerr << fmt::format(
+      "plan capacity: {} jobs of the server at {}{}, {} still running (run time up to now), {} "
+      "never ran (run time from runtime_estimate, else max_runtime){}\n",
+      history->jobs.size(), client->server(), span, running, never_ran, left_out);
+  auto jobs = history_workload(*history, book, models);
+  if (!jobs) return bad_reply(jobs.error());
+  return Workload{std::move(*jobs),
+                  history->start_ms / 1000,
+                  {{"kind", "server"},
+                   {"server", client->server()},
+                   {"since_s", since},
+                   {"running", running},
+                   {"never_ran", never_ran},
+                   {"older", history->before_window},
+                   {"unknown_runtime", history->unknown_runtime}}};
 }
 
 Result<void> run_plan_capacity(const CapacityOptions& options) {
@@ -372,6 +491,8 @@ Result<void> run_plan_capacity(const CapacityOptions& options) {
   }
   auto growth = parse_growth(options.growth);
   if (!growth) return std::unexpected(growth.error());
+  const auto since = check_job_source(options);
+  if (!since) return std::unexpected(since.error());
   if (options.limit_jobs < 0) return fail("--limit-jobs", "must not be negative (0: all jobs)");
   if (options.max_gpus < 0) return fail("--max-gpus", "must not be negative (0: 16x the template)");
   if (options.threads < 1 || options.threads > kMaxThreads) {
@@ -407,21 +528,22 @@ Result<void> run_plan_capacity(const CapacityOptions& options) {
   if (!spec) return std::unexpected(spec.error());
   auto book = TenantBook::create(*spec, cluster->models);
   if (!book) return fail("--tenants", book.error().message());
-  auto trace = load_trace_source(options.trace);
-  if (!trace) return std::unexpected(trace.error());
-  auto workload = philly_workload(*trace, *book, PhillyWorkloadOptions{});
-  if (!workload) return fail("--jobs", workload.error().reason);
-  if (options.limit_jobs > 0 && static_cast<std::size_t>(options.limit_jobs) < workload->size()) {
-    workload->resize(static_cast<std::size_t>(options.limit_jobs));
+  auto source = options.from_server ? server_workload(options, *since, *book, cluster->models)
+                                    : trace_workload(options.trace, *book);
+  if (!source) return std::unexpected(source.error());
+  std::vector<SimJob>& workload = source->jobs;
+  if (options.limit_jobs > 0 && static_cast<std::size_t>(options.limit_jobs) < workload.size()) {
+    workload.resize(static_cast<std::size_t>(options.limit_jobs));
   }
-  if (auto ok = compress_submit_times(*workload, *growth); !ok) {
+  if (auto ok = compress_submit_times(workload, *growth); !ok) {
     return fail("--growth", ok.error().reason);
   }
-  config->day_offset = ((trace->start_epoch % kSecondsPerDay) + kSecondsPerDay) % kSecondsPerDay;
+  config->day_offset =
+      ((source->start_epoch % kSecondsPerDay) + kSecondsPerDay) % kSecondsPerDay;
   // Fractions (none in Philly) are placed weighed against the workload's own task shapes.
-  if (std::any_of(workload->begin(), workload->end(),
+  if (std::any_of(workload.begin(), workload.end(),
                   [](const SimJob& job) { return job.job.gang.task.is_fractional(); })) {
-    for (const SimJob& job : *workload) config->typical_tasks.push_back(job.job.gang.task);
+    for (const SimJob& job : workload) config->typical_tasks.push_back(job.job.gang.task);
   }
 
   ProbeInputs in;
@@ -429,14 +551,14 @@ Result<void> run_plan_capacity(const CapacityOptions& options) {
   in.tenants = &*spec;
   in.template_gpus = gpus_per_model(*cluster);
   in.config = &*config;
-  in.workload = *workload;
+  in.workload = workload;
   in.target = *target;
   const int start = static_cast<int>(std::min<std::int64_t>(template_nodes, max_nodes));
   const std::string target_text = duration_label(*target);
   std::cerr << fmt::format(
       "plan capacity: {} jobs{}, policy {}, target p95 queue <= {}; template {} nodes / {} GPUs, "
       "search up to {} nodes / {} GPUs, {} thread{}\n",
-      workload->size(),
+      workload.size(),
       *growth == 0 ? ""
                    : fmt::format(" (load +{}%: submits compressed by 1/{})",
                                  static_cast<double>(*growth) / 1e4,
@@ -446,7 +568,8 @@ Result<void> run_plan_capacity(const CapacityOptions& options) {
   auto result = search(in, start, max_nodes, options.threads);
   if (!result) return std::unexpected(result.error());
   if (options.output == "json") {
-    print_json(*result, options, *target, *growth, workload->size(), template_gpus, max_gpus);
+    print_json(*result, options, *target, *growth, workload.size(), source->source, template_gpus,
+               max_gpus);
   } else {
     print_table(*result, target_text, max_gpus);
   }
@@ -459,15 +582,25 @@ void add_plan_capacity_command(CLI::App& plan, int* exit_code) {
   auto options = std::make_shared<CapacityOptions>();
   CLI::App* command = plan.add_subcommand(
       "capacity",
-      "The smallest pool that keeps the p95 queueing time of a job trace under a target, found by "
-      "simulation: the template pool grown or shrunk in whole nodes (tenants' quotas scaled with "
-      "it), searched by doubling then bisection with probes run in parallel");
+      "The smallest pool that keeps the p95 queueing time of a job trace (or of a server's job "
+      "history) under a target, found by simulation: the template pool grown or shrunk in whole "
+      "nodes (tenants' quotas scaled with it), searched by doubling then bisection with probes "
+      "run in parallel");
   add_pool_options(*command, options->pool);
-  add_trace_options(*command, options->trace);
+  add_trace_options(*command, options->trace, /*jobs_required=*/false);
+  command->add_flag(
+      "--from-server", options->from_server,
+      "take the jobs from the history of a running server (GET /v1/jobs) instead of --jobs: each "
+      "job's spec, submitted at its submission time, running as long as it actually ran");
+  command->add_option("--since", options->since,
+                      "with --from-server: only the jobs submitted in this last span, e.g. 30d, "
+                      "12h (0: the whole history; default 30d)");
+  add_client_flags(*command, options->client, /*with_output=*/false);
   command
       ->add_option("--tenants", options->tenants,
-                   "tenants file (YAML); every team (cluster) of the trace must be a tenant; "
-                   "quotas are scaled with the pool, each tenant keeping its share")
+                   "tenants file (YAML); every team (cluster) of the trace, and every tenant and "
+                   "queue of the server's jobs, must be in it; quotas are scaled with the pool, "
+                   "each tenant keeping its share")
       ->required()
       ->check(CLI::ExistingFile);
   command
@@ -502,10 +635,16 @@ void add_plan_capacity_command(CLI::App& plan, int* exit_code) {
       "Example: tidepool plan capacity --cluster data/clusters/philly-512.yaml "
       "--jobs philly-2017-09-10.csv --tenants data/tenants/philly-2017-09-10.yaml "
       "--target-p95-queue 1h --growth 0.2\n"
+      "From a server: tidepool plan capacity --cluster data/clusters/example.yaml --tenants "
+      "data/tenants/example.yaml --from-server --since 30d --target-p95-queue 1h\n"
       "Prints every probed pool (nodes, GPUs, p95 and avg queueing, jobs never started) and the "
       "smallest pool meeting the target, with the largest probed pool that misses it. A probe "
-      "where some job never starts misses. Assumes queueing falls as the pool grows. Planning "
-      "from a server's live history is not yet supported: give a trace with --jobs.");
+      "where some job never starts misses. Assumes queueing falls as the pool grows.\n"
+      "With --from-server the jobs are those the token sees (an admin token: every tenant's), "
+      "submitted in the --since span; a job's run time is the sum of its runs (a running job's "
+      "up to now); a job that never ran counts with its runtime_estimate, else its max_runtime, "
+      "else it is left out (said on stderr). " +
+      connection_help());
   command->callback([options, exit_code] {
     if (auto ok = run_plan_capacity(*options); !ok) {
       std::cerr << "error: " << ok.error().message() << '\n';

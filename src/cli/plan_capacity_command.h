@@ -1,9 +1,26 @@
-// `tidepool plan capacity`: the smallest pool that keeps the p95 queueing time of a job trace
-// under a target, found by simulation (sim/cluster_simulation.h, as `tidepool sim run`).
+// `tidepool plan capacity`: the smallest pool that keeps the p95 queueing time of a job trace, or
+// of the job history of a running server, under a target, found by simulation
+// (sim/cluster_simulation.h, as `tidepool sim run`).
 //
-//   tidepool plan capacity --cluster FILE --jobs TRACE --tenants FILE --target-p95-queue 1h
+//   tidepool plan capacity --cluster FILE (--jobs TRACE [--format philly] |
+//                          --from-server [--since 30d] [--server URL] [--token T])
+//                          --tenants FILE --target-p95-queue 1h
 //                          [--growth 0.2] [--policy tidepool] [--limit-jobs N] [--max-gpus N]
 //                          [--threads 2] [--output table|json]
+//
+// The jobs come from exactly one source (neither or both is an error naming --jobs):
+//   --jobs TRACE   a Philly trace (sim/philly_workload.h: one-GPU tasks, a tenant per team);
+//   --from-server  GET /v1/jobs of the server that the user commands reach (--server, --token,
+//                  else their environment and config file: client_config.h), the jobs the token
+//                  sees (an admin token: all) submitted in the last --since (default 30d; 0: the
+//                  whole history), each with its own spec, submitted when it was and running as
+//                  long as it actually ran (cli/server_history.h: a running job up to now; one that
+//                  never ran for its runtime_estimate, else its max_runtime, else left out). What
+//                  was counted and left out is said on stderr; a window without jobs is an error.
+//                  The server's tenants and queues must be in --tenants, its jobs' GPU models in
+//                  the template pool.
+// --since, --server and --token without --from-server, and --format (other than philly) with it,
+// are errors.
 //
 // Candidate pools are the template pool (--cluster, or --nodes) grown or shrunk in whole nodes
 // (scale_cluster in sim/scaled_pool.h: the template's node shapes, leaf sizes and leaves per spine
@@ -30,10 +47,11 @@
 //
 // Output: -o table (default) prints every probe in order (round, nodes, GPUs, leaves, p95 and avg
 // queue in hours, never started, meets, wall seconds), then the answer line. -o json prints the
-// same as one object. Progress goes to stderr, one line per probe. Errors: "error: <flag>:
-// <reason>", exit status 1.
-//
-// Not yet supported: planning from the live history of a server (only a trace file).
+// same as one object, with "source": where the jobs came from ({"kind": "trace", "jobs", "format"}
+// or {"kind": "server", "server", "since_s", "running", "never_ran", "older", "unknown_runtime"}).
+// Progress goes to stderr, one line per probe. Errors: "error: <flag>: <reason>" (a server that
+// cannot be reached or refuses the token: the client's error, as `tidepool jobs` prints it),
+// exit status 1.
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <memory>
@@ -88,12 +89,6 @@ Result<void> run_server(const ServerFlags& flags) {
   ServerMetrics metrics;
   ControlLoop loop(std::move(*store), std::move(setup),
                    ControlLoop::Options{std::chrono::milliseconds(config->tick_ms)}, metrics);
-  auto started = loop.start();
-  if (!started) return std::unexpected(started.error());
-  if (*started) {
-    if (auto ok = write_private_file(config->admin_token_file, **started); !ok) return ok;
-    spdlog::info("created the first admin token; it is in {}", config->admin_token_file);
-  }
   HttpApi api(loop, metrics,
               HttpOptions{.host = config->host,
                           .port = config->port,
@@ -105,9 +100,20 @@ Result<void> run_server(const ServerFlags& flags) {
                           .threads = config->http_threads,
                           .log_dir = config->log_dir});
   auto port = api.bind();
-  if (!port) {
-    loop.stop();
-    return std::unexpected(port.error());
+  if (!port) return std::unexpected(port.error());
+  // Burst providers' hooks hand this URL to the agents they start.
+  std::string advertised = config->host;
+  if (advertised == "0.0.0.0" || advertised == "::") {
+    char name[256] = {};
+    if (::gethostname(name, sizeof name - 1) == 0) advertised = name;
+  }
+  loop.set_server_url(fmt::format("{}://{}:{}", config->tls_cert.empty() ? "http" : "https",
+                                  advertised, *port));
+  auto started = loop.start();
+  if (!started) return std::unexpected(started.error());
+  if (*started) {
+    if (auto ok = write_private_file(config->admin_token_file, **started); !ok) return ok;
+    spdlog::info("created the first admin token; it is in {}", config->admin_token_file);
   }
   if (!flags.port_file.empty()) {
     std::ofstream out(flags.port_file, std::ios::trunc);

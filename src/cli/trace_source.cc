@@ -2,11 +2,11 @@
 
 namespace tidepool {
 
-void add_trace_options(CLI::App& command, TraceSource& source) {
+void add_trace_options(CLI::App& command, TraceSource& source, bool jobs_required) {
   command
       .add_option("--jobs", source.jobs,
                   "job trace (philly: timestamp,duration,num_gpus,gpu_time,cluster)")
-      ->required()
+      ->required(jobs_required)
       ->check(CLI::ExistingFile);
   command.add_option("--format", source.format, "trace format (philly)")->capture_default_str();
 }

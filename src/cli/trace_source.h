@@ -15,8 +15,9 @@ struct TraceSource {
   std::string format = "philly";
 };
 
-// Adds --jobs (required, an existing file) and --format to `command`.
-void add_trace_options(CLI::App& command, TraceSource& source);
+// Adds --jobs (an existing file; required unless `jobs_required` is false, for a command that
+// can take its jobs from elsewhere) and --format to `command`.
+void add_trace_options(CLI::App& command, TraceSource& source, bool jobs_required = true);
 
 // Reads the trace; fails naming --format for an unknown format, else with the reader's error.
 Result<PhillyTrace> load_trace_source(const TraceSource& source);

@@ -113,4 +113,26 @@ BurstChoice choose_bursts(std::span<const BurstCandidate> candidates,
   return out;
 }
 
+std::array<LedgerEntry, 2> burst_entries(JobId job, TenantId tenant, std::uint32_t offer_index,
+                                         const BurstOffer& offer, std::int64_t gpus, Seconds from,
+                                         Seconds to, Micros amount) {
+  LedgerEntry charge;
+  charge.kind = EntryKind::kBurstCharge;
+  charge.debit = Account::tenant(tenant);
+  charge.credit = Account::pool();
+  charge.amount = amount;
+  charge.from = from;
+  charge.to = to;
+  charge.job = job;
+  charge.tenant = tenant;
+  charge.model = offer.model;
+  charge.milli = gpus * kMilliPerGpu;
+  charge.price_per_hour = offer.price_per_gpu_hour;
+  LedgerEntry cost = charge;
+  cost.kind = EntryKind::kBurstCost;
+  cost.debit = Account::pool();
+  cost.credit = Account::provider(offer_index);
+  return {charge, cost};
+}
+
 }  // namespace tidepool

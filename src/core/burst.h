@@ -16,12 +16,14 @@
 // Everything is ordered, so the same inputs give the same choices.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "core/cost_ledger.h"
 #include "core/error.h"
 #include "core/gpu_model.h"
 #include "core/ids.h"
@@ -88,5 +90,12 @@ BurstChoice choose_bursts(std::span<const BurstCandidate> candidates,
 
 // GPUs x seconds x price per GPU-hour, rounded half away from zero.
 Micros rented_cost(std::int64_t gpus, Seconds seconds, Micros price_per_gpu_hour);
+
+// The two ledger entries of `amount` (> 0) paid for job `job`'s `gpus` rented GPUs of `offer`
+// (index `offer_index`, the provider account it is owed to) over [from, to]: the tenant's burst
+// charge (tenant -> pool) and the pool's burst cost (pool -> provider), at the offer's price.
+std::array<LedgerEntry, 2> burst_entries(JobId job, TenantId tenant, std::uint32_t offer_index,
+                                         const BurstOffer& offer, std::int64_t gpus, Seconds from,
+                                         Seconds to, Micros amount);
 
 }  // namespace tidepool

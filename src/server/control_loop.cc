@@ -38,7 +38,16 @@ ControlLoop::ControlLoop(std::unique_ptr<Store> store, ControlPlaneSetup setup, 
       setup_(std::move(setup)),
       options_(options),
       metrics_(metrics),
-      events_(std::make_unique<EventFeed>(*store_, options.events_kept)) {}
+      events_(std::make_unique<EventFeed>(*store_, options.events_kept)),
+      hooks_(std::make_unique<ProviderHooks>([this](std::int64_t id, const HookOutcome& outcome) {
+        const Reply reply = call([id, outcome](ControlPlane& plane, std::int64_t now, Batch& batch) {
+          return plane.provider_result(id, outcome.ok, outcome.output, now, batch);
+        });
+        if (reply.status != 200) {
+          spdlog::warn("the result of provider hook call {} was not recorded: {}", id,
+                       reply.body.dump());
+        }
+      })) {}
 
 ControlLoop::~ControlLoop() { stop(); }
 
@@ -92,6 +101,7 @@ void ControlLoop::stop() {
   }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
+  hooks_.reset();  // stops the hooks still running; their results are no longer recorded
   events_->close();
   std::lock_guard lock(mutex_);
   running_ = false;
@@ -115,7 +125,17 @@ Reply ControlLoop::call(Command command) {
   return reply.get();
 }
 
+void ControlLoop::run_hooks() {
+  std::vector<ProviderCall> calls = plane_->take_provider_calls();
+  for (const ProviderCall& c : calls) {
+    spdlog::info("burst: running {} {} for job {} (provider {}, call {})", c.hook, c.action, c.job,
+                 c.provider, c.id);
+  }
+  if (!calls.empty() && hooks_) hooks_->run(std::move(calls));
+}
+
 void ControlLoop::run() {
+  run_hooks();  // what the restart asked for (its repairs are committed)
   auto next_tick = std::chrono::steady_clock::now() + options_.tick;
   std::vector<Pending> work;
   while (true) {
@@ -159,6 +179,7 @@ void ControlLoop::round(std::vector<Pending>& work, bool pass_due) {
     if (committed) {
       metrics_.count_commit(batch, seconds_since(commit_start));
       events_->publish(batch.events);
+      run_hooks();
     } else {
       metrics_.count_commit_failure();
       spdlog::error("store commit failed ({}); reloading the state from the store",

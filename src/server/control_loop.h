@@ -22,6 +22,7 @@
 #include "core/error.h"
 #include "server/control_plane.h"
 #include "server/event_feed.h"
+#include "server/provider_hooks.h"
 #include "server/server_metrics.h"
 #include "store/store.h"
 
@@ -52,6 +53,9 @@ class ControlLoop {
   // Runs `command` on the loop thread; returns once its round is committed.
   Reply call(Command command);
 
+  // The server's URL, handed to burst providers' hooks (call before start).
+  void set_server_url(std::string url) { hooks_->set_server_url(std::move(url)); }
+
   [[nodiscard]] bool ready() const;
   [[nodiscard]] const std::shared_ptr<TokenTable>& tokens() const { return tokens_; }
   [[nodiscard]] EventFeed& events() { return *events_; }
@@ -67,6 +71,8 @@ class ControlLoop {
   void run();
   // Runs the commands; a pass too if one is due or something changed.
   void round(std::vector<Pending>& work, bool pass_due);
+  // Starts the provider hooks the plane asked for (after their round was committed).
+  void run_hooks();
 
   std::unique_ptr<Store> store_;
   ControlPlaneSetup setup_;
@@ -75,6 +81,7 @@ class ControlLoop {
   std::shared_ptr<TokenTable> tokens_ = std::make_shared<TokenTable>();
   std::unique_ptr<EventFeed> events_;
   std::unique_ptr<ControlPlane> plane_;  // owned by the loop thread once started
+  std::unique_ptr<ProviderHooks> hooks_;
 
   mutable std::mutex mutex_;
   std::condition_variable wake_;

@@ -76,6 +76,24 @@ Result<std::unique_ptr<ControlPlane>> ControlPlane::create(ControlPlaneSetup set
   }
   auto tenants = apply_overrides(setup.tenants, overrides, setup.cluster.models);
   if (!tenants) return std::unexpected(tenants.error());
+  if (setup.market) {
+    // Rented GPUs are charged by model: the offers' models join the catalog (with no node).
+    for (const BurstOfferSpec& offer : setup.market->burst_offers) {
+      if (auto model = setup.cluster.models.intern(offer.model); !model) {
+        return fail("market burst", fmt::format("offer {}: {}", offer.name,
+                                                model.error().message()));
+      }
+    }
+    if (setup.market->burst_threshold) {
+      for (const BurstProviderSpec& provider : setup.market->burst_providers) {
+        if (provider.hook.empty()) {
+          return fail("market burst.providers." + provider.name + ".hook",
+                      "the server rents capacity by running the provider's hook; give the path of "
+                      "an executable (or remove burst.threshold to turn bursting off)");
+        }
+      }
+    }
+  }
   auto pool = Pool::create(setup.cluster.models, setup.cluster.topology, setup.cluster.nodes);
   if (!pool) return std::unexpected(pool.error());
   auto book = TenantBook::create(*tenants, setup.cluster.models);
@@ -136,11 +154,14 @@ Result<std::unique_ptr<ControlPlane>> ControlPlane::create(ControlPlaneSetup set
   if (auto opened = plane->open_market(snapshot, *tenants, now_ms, repairs); !opened) {
     return std::unexpected(opened.error());
   }
+  plane->restore_bursts(now_ms, repairs);
   return plane;
 }
 
 Result<void> ControlPlane::restore(Scheduler& scheduler, const ServerJob& job,
                                    std::int64_t now_ms) const {
+  // A job on rented capacity (or waiting for it) is outside the pool's scheduler.
+  if (job.burst) return {};
   auto core = to_core_job(job, scheduler.book());
   if (!core) return std::unexpected(core.error());
   if (job.state == JobState::kRunning) {
@@ -372,7 +393,11 @@ Reply ControlPlane::submit(const Principal& who, JobSpec spec, const std::string
 void ControlPlane::end_job(ServerJob& job, JobState state, std::string reason, std::int64_t now_ms,
                            Batch& batch) {
   const JobId core_id{static_cast<std::uint32_t>(job.id)};
-  if (job.state == JobState::kRunning) {
+  if (job.burst) {
+    // On rented capacity, outside the scheduler: the rental ends with the job.
+    release_burst(job, fmt::format("job {} {}: {}", job.id, job_state_name(state), reason), true,
+                  now_ms, batch);
+  } else if (job.state == JobState::kRunning) {
     meter_stop(job, now_ms, batch);
     std::optional<Seconds> observed;
     if (state == JobState::kSucceeded) observed = to_seconds(now_ms - job.started_ms);
@@ -473,12 +498,17 @@ Reply ControlPlane::report_checkpoint(const Principal& who, std::int64_t id,
 }
 
 nlohmann::json ControlPlane::pending_json(const ServerJob& job) const {
+  if (job.burst) return burst_pending_json(job);
   const PendingReason* reason = scheduler_.reason(JobId{static_cast<std::uint32_t>(job.id)});
   const PendingKind kind = reason ? reason->kind : PendingKind::kNotConsidered;
-  return {{"kind", pending_kind_name(kind)},
+  nlohmann::json out = {{"kind", pending_kind_name(kind)},
           {"reason", kind == PendingKind::kNotConsidered
                          ? std::string("submitted; the next scheduling pass considers it")
                          : std::string(reason->message())}};
+  if (auto refused = burst_refusals_.find(job.id); refused != burst_refusals_.end()) {
+    out["burst"] = "not rented: " + refused->second;
+  }
+  return out;
 }
 
 nlohmann::json ControlPlane::job_view(const ServerJob& job) const {
@@ -586,6 +616,7 @@ void ControlPlane::schedule(std::int64_t now_ms, Batch& batch) {
   }
   stop_over_cost(now_ms, batch);
   check_liveness(now_ms, batch);
+  check_bursts(now_ms, batch);
   dirty_ = false;
   PassResult pass = scheduler_.pass(to_seconds(now_ms));
   for (const PreemptedJob& p : pass.preempted) {
@@ -604,10 +635,7 @@ void ControlPlane::schedule(std::int64_t now_ms, Batch& batch) {
     job.placement = to_places(s.assignments);
     job.started_ms = now_ms;
     job.tasks_done.clear();
-    for (const TaskPlace& p : job.placement) {
-      auto at = std::ranges::lower_bound(job.ran_on, p.node);
-      if (at == job.ran_on.end() || *at != p.node) job.ran_on.insert(at, p.node);
-    }
+    job.note_ran_on();
     ++job.starts;
     std::string how = s.admission == StartAdmission::kBorrowing ? "borrowing idle capacity"
                       : s.admission == StartAdmission::kWindow  ? "in its class's window"
@@ -623,6 +651,7 @@ void ControlPlane::schedule(std::int64_t now_ms, Batch& batch) {
     const ServerJob& job = jobs_.at(p.job.value);
     if (job.state == JobState::kPending) batch.jobs.push_back(to_record(job));
   }
+  burst_waiting(now_ms, batch);
   post_ledger(now_ms, batch);
 }
 
@@ -644,6 +673,22 @@ std::optional<std::int64_t> ControlPlane::next_wakeup_ms(std::int64_t now_ms) co
   if (market_) {
     const std::int64_t post_at = market_->next_post() * 1000;
     if (!next || post_at < *next) next = post_at;
+  }
+  const auto sooner = [&](std::int64_t at) {
+    if (!next || at < *next) next = at;
+  };
+  for (const auto& [name, rented] : burst_nodes_) {
+    if (rented.registered_ms != 0) sooner(rented.last_heartbeat_ms + setup_.heartbeat_timeout_ms + 1);
+  }
+  if (const auto policy = market_ ? market_->burst_policy() : std::nullopt;
+      policy && !market_->burst_offers().empty()) {
+    // A waiting job reaches the burst threshold.
+    for (std::int64_t id : live_) {
+      const ServerJob& job = jobs_.at(id);
+      if (job.state != JobState::kPending || job.burst) continue;
+      const std::int64_t at = job.transitions.back().at_ms + policy->threshold * 1000;
+      if (at > now_ms) sooner(at);
+    }
   }
   return next;
 }

@@ -68,6 +68,19 @@ struct BillQuery {
   BillGrouping by = BillGrouping::kTeam;
 };
 
+// A run of a burst provider's hook (market file: burst.providers[].hook) that the control plane
+// asks for; the server runs it (provider_hooks.h) once the round that asked is committed, as
+// `<hook> up|down` with `request` on its standard input, and reports the end with
+// provider_result(). See control_plane_burst.cc for the requests.
+struct ProviderCall {
+  std::int64_t id = 0;
+  std::string provider;
+  std::string hook;
+  std::string action;  // "up" or "down"
+  std::int64_t job = 0;
+  nlohmann::json request;
+};
+
 struct JobFilter {
   std::string tenant;  // empty: any
   std::string queue;
@@ -138,6 +151,16 @@ class ControlPlane {
   // A tenant's charges and lending credits per group (users: their own tenant only).
   [[nodiscard]] Reply bill(const Principal& who, const BillQuery& query) const;
 
+  // --- bursting (control_plane_burst.cc) ---
+  // The hook runs asked for since the last call, in order.
+  std::vector<ProviderCall> take_provider_calls();
+  // Hook run `call` ended: `ok` false (a non-zero exit, a timeout, no such program) with what it
+  // printed. A failed `up` gives the rental up: its nodes are released (`down`) and the job waits
+  // in the pool again; the offer is not used again for a while. A failed `down` is an event for
+  // the operator (the nodes may still be rented).
+  Reply provider_result(std::int64_t call, bool ok, const std::string& output,
+                        std::int64_t now_ms, Batch& batch);
+
   // --- scheduling ---
   // Whether something changed since the last schedule() that a pass should see.
   [[nodiscard]] bool wants_pass() const { return dirty_; }
@@ -165,6 +188,8 @@ class ControlPlane {
     std::map<std::string, Micros> tenant_charges;                              // all time
     std::map<std::string, Micros> tenant_credits;
     std::map<std::string, Ppm> tenant_budget_spend;  // this quarter's spend / budget
+    std::map<std::string, std::int64_t> burst_gpus;    // rented now (coming up or in use), by offer
+    std::int64_t burst_rentals = 0;                    // since the server started
   };
   [[nodiscard]] Figures figures() const;
   [[nodiscard]] std::int64_t last_event_seq() const { return last_event_seq_; }
@@ -182,6 +207,15 @@ class ControlPlane {
     NodeRegistration reported;
 
     [[nodiscard]] bool schedulable() const { return !drained && !not_ready; }
+  };
+
+  // A rented node (control_plane_burst.cc): which job's task it is for, and its agent.
+  struct BurstNode {
+    std::int64_t job = 0;
+    int task = 0;
+    std::int64_t registered_ms = 0;  // 0: its agent has not registered yet
+    std::int64_t last_heartbeat_ms = 0;
+    NodeRegistration reported;
   };
 
   ControlPlane(ControlPlaneSetup setup, Scheduler scheduler);
@@ -216,6 +250,9 @@ class ControlPlane {
   void mark_ready(NodeId id, std::int64_t now_ms, Batch& batch);
   // Marks NotReady the nodes whose agents fell silent, and requeues their running jobs.
   void check_liveness(std::int64_t now_ms, Batch& batch);
+  // Queues a job that no longer runs (or never started) in the scheduler again, pending for
+  // `reason`; one that cannot be queued any more fails.
+  void queue_again(ServerJob& job, const std::string& reason, std::int64_t now_ms, Batch& batch);
   // Takes a running job off its nodes and queues it again (its node failed).
   void requeue(ServerJob& job, const std::string& reason, std::int64_t now_ms, Batch& batch);
   // What a node's agent needs to run its part of a running job (see heartbeat).
@@ -256,6 +293,41 @@ class ControlPlane {
   // Tells the scheduler which tenants are held back for budget (after a rebuild).
   void apply_budget_holds();
 
+  // --- bursting (control_plane_burst.cc) ---
+  // Sends the jobs that waited past the market's threshold to rented capacity (choose_bursts).
+  void burst_waiting(std::int64_t now_ms, Batch& batch);
+  // Asks the offer's provider for the job's nodes, with an agent token for each.
+  void rent(ServerJob& job, std::size_t offer, std::int64_t now_ms, Batch& batch);
+  // (Re)asks `up` for a job's rental, with fresh agent tokens (old ones revoked).
+  void request_up(ServerJob& job, std::int64_t now_ms, Batch& batch);
+  // Charges the job's rented GPUs up to now.
+  void charge_burst(ServerJob& job, std::int64_t now_ms, Batch& batch);
+  // Ends a job's rental: charged up to now (unless nothing was rented), `down` asked, tokens
+  // revoked, nodes forgotten.
+  void release_burst(ServerJob& job, const std::string& reason, bool charge, std::int64_t now_ms,
+                     Batch& batch);
+  // A rental that failed or whose node fell silent: released, and the job queued in the pool.
+  void requeue_from_burst(ServerJob& job, const std::string& reason, bool charge,
+                          std::int64_t now_ms, Batch& batch);
+  // Rentals whose nodes did not come up in time, and rented nodes that fell silent.
+  void check_bursts(std::int64_t now_ms, Batch& batch);
+  // When every node of a pending job's rental has registered, the job runs there.
+  void start_when_up(ServerJob& job, std::int64_t now_ms, Batch& batch);
+  Reply register_burst_node(const std::string& node, const NodeRegistration& registration,
+                            std::int64_t now_ms, Batch& batch);
+  Reply burst_heartbeat(const std::string& node, const NodeHeartbeat& heartbeat,
+                        std::int64_t now_ms, Batch& batch);
+  // A rented node as GET /v1/nodes lists it.
+  [[nodiscard]] nlohmann::json burst_node_json(const std::string& node) const;
+  [[nodiscard]] std::optional<std::size_t> offer_index(const std::string& name) const;
+  // The GPUs each task of a job rents: whole GPUs (a fraction rents one).
+  [[nodiscard]] static int rented_gpus_per_task(const JobSpec& spec);
+  // A pending job's reason while its rented nodes come up.
+  [[nodiscard]] nlohmann::json burst_pending_json(const ServerJob& job) const;
+  // Rebuilds the rented nodes of the live jobs (a restart) and asks `up` again for rentals that
+  // had not come up.
+  void restore_bursts(std::int64_t now_ms, Batch& repairs);
+
   ControlPlaneSetup setup_;
   Scheduler scheduler_;
   std::optional<ServerMarket> market_;
@@ -276,6 +348,13 @@ class ControlPlane {
   std::int64_t node_failures_ = 0;
   std::map<std::string, std::int64_t> requeued_by_cause_;
   std::map<std::string, std::int64_t> lost_work_ms_by_cause_;
+  std::map<std::string, BurstNode> burst_nodes_;  // by node name
+  std::vector<ProviderCall> provider_calls_;      // asked, not yet taken
+  std::int64_t next_call_id_ = 1;
+  std::map<std::int64_t, std::pair<std::int64_t, std::int64_t>> awaited_up_;  // (job, requested)
+  std::map<std::string, std::int64_t> offer_paused_until_ms_;  // after a failed `up`
+  std::map<std::int64_t, std::string> burst_refusals_;         // job -> why it was not rented
+  std::int64_t burst_rentals_ = 0;
 };
 
 }  // namespace tidepool

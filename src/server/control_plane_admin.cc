@@ -139,6 +139,11 @@ Reply ControlPlane::list_nodes(const Principal& who) const {
     if (who.role == Role::kAgent && nodes_[n].name != who.node) continue;
     nodes.push_back(node_json(NodeId{static_cast<std::uint32_t>(n)}, running[n]));
   }
+  // Rented nodes (bursting) follow the cluster file's.
+  for (const auto& [name, rented] : burst_nodes_) {
+    if (who.role == Role::kAgent && name != who.node) continue;
+    nodes.push_back(burst_node_json(name));
+  }
   return Reply{200, {{"nodes", std::move(nodes)}}};
 }
 

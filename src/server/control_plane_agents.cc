@@ -31,6 +31,7 @@ Reply ControlPlane::register_node(const Principal& who, const std::string& node,
   if (who.role == Role::kUser || (who.role == Role::kAgent && who.node != node)) {
     return not_this_node(node, "register it");
   }
+  if (burst_nodes_.contains(node)) return register_burst_node(node, registration, now_ms, batch);
   auto it = node_ids_.find(node);
   if (it == node_ids_.end()) {
     return error_reply(404, "not found",
@@ -87,21 +88,32 @@ Reply ControlPlane::heartbeat(const Principal& who, const std::string& node,
   if (who.role == Role::kUser || (who.role == Role::kAgent && who.node != node)) {
     return not_this_node(node, "send its heartbeat");
   }
-  auto it = node_ids_.find(node);
-  if (it == node_ids_.end()) {
-    return error_reply(404, "not found", Error{"node", fmt::format("no node '{}'", node)});
+  std::vector<const ServerJob*> here;  // the running jobs with a task on the node
+  if (auto rented = burst_nodes_.find(node); rented != burst_nodes_.end()) {
+    BurstNode& b = rented->second;
+    // A heartbeat from an agent that never registered registers the node (after a restart too).
+    if (b.registered_ms == 0) b.registered_ms = now_ms;
+    b.last_heartbeat_ms = now_ms;
+    ServerJob& job = jobs_.at(b.job);
+      start_when_up(job, now_ms, batch);
+    if (job.state == JobState::kRunning) here.push_back(&job);
+  } else {
+    auto it = node_ids_.find(node);
+    if (it == node_ids_.end()) {
+      return error_reply(404, "not found", Error{"node", fmt::format("no node '{}'", node)});
+    }
+    NodeInfo& info = nodes_[it->second.value];
+    // A heartbeat from an agent that never registered (an older agent) registers the node.
+    if (info.registered_ms == 0) info.registered_ms = now_ms;
+    info.last_heartbeat_ms = now_ms;
+    mark_ready(it->second, now_ms, batch);
+    record_node(batch, info);
+    here = std::move(running_by_node()[it->second.value]);
   }
-  NodeInfo& info = nodes_[it->second.value];
-  // A heartbeat from an agent that never registered (an older agent) registers the node.
-  if (info.registered_ms == 0) info.registered_ms = now_ms;
-  info.last_heartbeat_ms = now_ms;
-  mark_ready(it->second, now_ms, batch);
-  record_node(batch, info);
   nlohmann::json jobs = nlohmann::json::array();
   nlohmann::json assignments = nlohmann::json::array();
   std::vector<std::int64_t> job_by_gpu(static_cast<std::size_t>(kMaxGpusPerNode), 0);
-  const auto running = running_by_node();
-  for (const ServerJob* job : running[it->second.value]) {
+  for (const ServerJob* job : here) {
     jobs.push_back(job->id);
     assignments.push_back(assignment_json(*job, node));
     for (const TaskPlace& p : job->placement) {
@@ -135,6 +147,9 @@ nlohmann::json ControlPlane::assignment_json(const ServerJob& job, const std::st
   std::string master = job.placement.empty() ? node : job.placement.front().node;
   if (auto it = node_ids_.find(master); it != node_ids_.end()) {
     const std::string& address = nodes_[it->second.value].reported.address;
+    if (!address.empty()) master = address;
+  } else if (auto rented = burst_nodes_.find(master); rented != burst_nodes_.end()) {
+    const std::string& address = rented->second.reported.address;
     if (!address.empty()) master = address;
   }
   const JobSpec& spec = job.spec;
@@ -209,6 +224,15 @@ void ControlPlane::requeue(ServerJob& job, const std::string& reason, std::int64
   ++job.faults;
   job.move_to(JobState::kPreempted, now_ms, reason);
   record_job(batch, job, now_ms, "job.requeued");
+  queue_again(job,
+              job.checkpoint_path.empty()
+                  ? "requeued after a node failure; restarts from the beginning (no checkpoint)"
+                  : "requeued after a node failure; resumes from " + job.checkpoint_path,
+              now_ms, batch);
+}
+
+void ControlPlane::queue_again(ServerJob& job, const std::string& reason, std::int64_t now_ms,
+                               Batch& batch) {
   dirty_ = true;
   auto core = to_core_job(job, scheduler_.book());
   auto queued = core ? scheduler_.submit(*core, to_seconds(now_ms))
@@ -216,15 +240,12 @@ void ControlPlane::requeue(ServerJob& job, const std::string& reason, std::int64
   if (!queued) {
     live_.erase(job.id);
     job.move_to(JobState::kFailed, now_ms,
-                "could not be queued again after its node failed: " + queued.error().message());
+                "could not be queued again: " + queued.error().message());
     job.ended_ms = now_ms;
     record_job(batch, job, now_ms, "job.failed");
     return;
   }
-  job.move_to(JobState::kPending, now_ms,
-              job.checkpoint_path.empty()
-                  ? "requeued after a node failure; restarts from the beginning (no checkpoint)"
-                  : "requeued after a node failure; resumes from " + job.checkpoint_path);
+  job.move_to(JobState::kPending, now_ms, reason);
   batch.jobs.push_back(to_record(job));
 }
 

@@ -125,6 +125,12 @@ void ControlPlane::post_ledger(std::int64_t now_ms, Batch& batch) {
   if (!market_ || !market_->posting_due(to_seconds(now_ms))) return;
   meter_advance(now_ms, batch);
   if (auto ok = market_->post(to_seconds(now_ms)); !ok) market_failed(ok.error(), now_ms, batch);
+  for (std::int64_t id : live_) {
+    ServerJob& job = jobs_.at(id);
+    if (!job.burst) continue;
+    charge_burst(job, now_ms, batch);
+    batch.jobs.push_back(to_record(job));
+  }
   store_ledger(batch);
   check_budgets(now_ms, batch);
   check_anomalies(now_ms, batch);
@@ -256,6 +262,15 @@ void ControlPlane::market_figures(Figures& figures) const {
           mul_div_round(q.charges - q.credits, kPpmOne, budget->quarterly);
     }
   }
+  for (const BurstOffer& offer : market_->burst_offers()) figures.burst_gpus[offer.name] = 0;
+  for (std::int64_t id : live_) {
+    const ServerJob& job = jobs_.at(id);
+    if (job.burst) {
+      figures.burst_gpus[job.burst->offer] +=
+          std::int64_t{job.spec.tasks} * rented_gpus_per_task(job.spec);
+    }
+  }
+  figures.burst_rentals = burst_rentals_;
 }
 
 Reply ControlPlane::prices(const Principal& who, std::int64_t now_ms) {

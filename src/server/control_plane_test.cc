@@ -358,9 +358,9 @@ TEST_F(ControlPlaneTest, TokensAreStoredHashedAndCanBeRevoked) {
   ASSERT_TRUE(reloaded.has_value());
   EXPECT_FALSE(tokens->authenticate(secret).has_value());
 }
-
 }  // namespace
 }  // namespace tidepool
+
 
 namespace tidepool {
 namespace {
@@ -557,6 +557,224 @@ TEST_F(MarketPlaneTest, DailySpendAboveTwiceTheWeeksAverageRaisesAnAnomaly) {
       store_.events, [](const EventRecord& e) { return e.kind == "cost.anomaly"; });
   EXPECT_THAT(it->document, HasSubstr("2026-12-08"));
   EXPECT_THAT(it->document, HasSubstr("vision"));
+}
+
+
+// --- bursting ---------------------------------------------------------------------------------
+
+constexpr std::string_view kBurstYaml = R"(
+burst:
+  threshold: 10m
+  providers:
+    - name: cloud
+      hook: /opt/tidepool/rent-cloud
+      offers:
+        - {name: cloud-h100, model: H100, price_per_gpu_hour: 4, startup_delay: 5m, max_gpus: 64}
+)";
+
+class BurstPlaneTest : public MarketPlaneTest {
+ protected:
+  void SetUp() override {
+    auto market = read_market_yaml(std::string(kMarketYaml) + std::string(kBurstYaml), "m.yaml");
+    ASSERT_TRUE(market.has_value()) << market.error().message();
+    market_ = std::move(*market);
+    market_->budgets.clear();
+    plane_ = restart(kStart);
+  }
+  // Fills every H100 of the pool, then submits a job of one 8-GPU task that has to wait.
+  std::int64_t waiting_job() {
+    const std::int64_t fill = submit(job("fill", 16, 8), kVision, "", kStart).body["id"];
+    EXPECT_EQ(get(fill).body["state"], "running");
+    const std::int64_t id = submit(job("wait", 1, 8), kVision, "", kStart).body["id"];
+    EXPECT_EQ(get(id).body["state"], "pending");
+    return id;
+  }
+  static Principal agent(const std::string& node) { return {"agent", Role::kAgent, "", node}; }
+  Reply register_node(const std::string& node, int gpus, std::int64_t now_ms) {
+    NodeRegistration registration;
+    registration.gpus = gpus;
+    registration.address = "10.9.0.1";
+    Batch batch;
+    Reply reply = plane_->register_node(agent(node), node, registration, now_ms, batch);
+    store_.commit(batch);
+    return reply;
+  }
+  double burst_charges(const std::string& tenant = "vision") {
+    double sum = 0;
+    for (const LedgerRecord& r : store_.ledger) {
+      auto entry = nlohmann::json::parse(r.document);
+      if (entry["kind"] == "burst-charge" && r.tenant == tenant) sum += entry["amount"].get<double>();
+    }
+    return sum / 1e6;
+  }
+  static constexpr std::int64_t kRent = kStart + 10 * 60'000;  // the threshold passed
+};
+
+TEST_F(BurstPlaneTest, WaitingJobRunsOnRentedNodesAndIsChargedTheOfferPrice) {
+  const std::int64_t id = waiting_job();
+  tick(kRent - 1000);
+  EXPECT_TRUE(plane_->take_provider_calls().empty());
+  tick(kRent);
+  std::vector<ProviderCall> calls = plane_->take_provider_calls();
+  ASSERT_EQ(calls.size(), 1U);
+  EXPECT_EQ(calls[0].action, "up");
+  EXPECT_EQ(calls[0].hook, "/opt/tidepool/rent-cloud");
+  const nlohmann::json& request = calls[0].request;
+  EXPECT_EQ(request["offer"], "cloud-h100");
+  EXPECT_EQ(request["model"], "H100");
+  EXPECT_EQ(request["job"]["id"], id);
+  ASSERT_EQ(request["nodes"].size(), 1U);
+  const std::string node = request["nodes"][0]["node"];
+  EXPECT_EQ(request["nodes"][0]["gpus"], 8);
+  EXPECT_TRUE(request["nodes"][0]["token"].get<std::string>().starts_with("tp_"));
+  // Pending while the node comes up; the token is stored (hashed) as the node's agent token.
+  Reply view = get(id);
+  EXPECT_EQ(view.body["state"], "pending");
+  EXPECT_EQ(view.body["pending"]["kind"], "burst");
+  EXPECT_THAT(view.body["pending"]["reason"].get<std::string>(), HasSubstr("0 of 1 node(s)"));
+  EXPECT_EQ(std::ranges::count_if(store_.tokens,
+                                  [&](const auto& t) {
+                                    return t.second.node == node && !t.second.revoked;
+                                  }),
+            1);
+  // Too few GPUs is refused; the right node registers and the job runs there.
+  EXPECT_EQ(register_node(node, 4, kRent + 60'000).status, 409);
+  ASSERT_EQ(register_node(node, 8, kRent + 120'000).status, 200);
+  view = get(id);
+  ASSERT_EQ(view.body["state"], "running");
+  EXPECT_EQ(view.body["placement"][0]["node"], node);
+  Batch batch;
+  Reply beat = plane_->heartbeat(agent(node), node, NodeHeartbeat{}, kRent + 130'000, batch);
+  store_.commit(batch);
+  ASSERT_EQ(beat.status, 200) << beat.body.dump();
+  ASSERT_EQ(beat.body["assignments"].size(), 1U);
+  EXPECT_EQ(beat.body["assignments"][0]["job"], id);
+  EXPECT_EQ(beat.body["assignments"][0]["master_addr"], "10.9.0.1");
+  EXPECT_EQ(plane_->figures().burst_gpus.at("cloud-h100"), 8);
+  // The job ends after an hour on the node: released, and charged from the request on.
+  const std::int64_t end = kRent + 120'000 + 3'600'000;
+  Batch done;
+  ASSERT_EQ(plane_->report_status(agent(node), id, succeeded(), end, done).status, 200);
+  store_.commit(done);
+  EXPECT_EQ(get(id).body["state"], "succeeded");
+  calls = plane_->take_provider_calls();
+  ASSERT_EQ(calls.size(), 1U);
+  EXPECT_EQ(calls[0].action, "down");
+  EXPECT_EQ(calls[0].request["nodes"][0]["node"], node);
+  EXPECT_EQ(std::ranges::count_if(store_.tokens,
+                                  [&](const auto& t) {
+                                    return t.second.node == node && !t.second.revoked;
+                                  }),
+            0);
+  const double hours = static_cast<double>(end - kRent) / 3'600'000.0;
+  EXPECT_NEAR(burst_charges(), 8 * 4 * hours, 1e-5);
+  BillQuery query{"vision", kDay, kDay + 86'400, BillGrouping::kJob};
+  Reply bill = plane_->bill(kVision, query);
+  ASSERT_EQ(bill.status, 200);
+  EXPECT_GE(bill.body["total"]["charges"].get<double>(), 8 * 4 * hours - 1e-5);
+  EXPECT_EQ(plane_->figures().burst_gpus.at("cloud-h100"), 0);
+  EXPECT_EQ(plane_->figures().burst_rentals, 1);
+}
+
+TEST_F(BurstPlaneTest, FailedUpHookSendsTheJobBackToThePoolAndRestsTheOffer) {
+  const std::int64_t id = waiting_job();
+  tick(kRent);
+  std::vector<ProviderCall> calls = plane_->take_provider_calls();
+  ASSERT_EQ(calls.size(), 1U);
+  Batch batch;
+  plane_->provider_result(calls[0].id, false, "quota exceeded (exited with status 3)",
+                          kRent + 5000, batch);
+  store_.commit(batch);
+  Reply view = get(id);
+  EXPECT_EQ(view.body["state"], "pending");
+  EXPECT_NE(view.body["pending"]["kind"], "burst");
+  EXPECT_THAT(view.body["message"].get<std::string>(), HasSubstr("quota exceeded"));
+  EXPECT_EQ(std::ranges::count(event_kinds(), "burst.hook_failed"), 1);
+  calls = plane_->take_provider_calls();
+  ASSERT_EQ(calls.size(), 1U);  // down, to clean up what the hook may have left
+  EXPECT_EQ(calls[0].action, "down");
+  EXPECT_EQ(burst_charges(), 0);
+  // The offer rests (10 minutes: the threshold, above the 5-minute floor).
+  tick(kRent + 5000 + 9 * 60'000);
+  EXPECT_TRUE(plane_->take_provider_calls().empty());
+  tick(kRent + 5000 + 11 * 60'000);
+  calls = plane_->take_provider_calls();
+  ASSERT_EQ(calls.size(), 1U);
+  EXPECT_EQ(calls[0].action, "up");
+}
+
+TEST_F(BurstPlaneTest, SilentRentedNodeRequeuesItsJobInThePool) {
+  const std::int64_t id = waiting_job();
+  tick(kRent);
+  const std::string node = plane_->take_provider_calls()[0].request["nodes"][0]["node"];
+  ASSERT_EQ(register_node(node, 8, kRent + 60'000).status, 200);
+  ASSERT_EQ(get(id).body["state"], "running");
+  tick(kRent + 60'000 + 31'000);  // the default heartbeat timeout is 30 s
+  Reply view = get(id);
+  EXPECT_EQ(view.body["state"], "pending");
+  EXPECT_EQ(view.body["faults"], 1);
+  EXPECT_THAT(view.body["message"].get<std::string>(), HasSubstr("sent no heartbeat"));
+  const std::vector<ProviderCall> calls = plane_->take_provider_calls();
+  ASSERT_FALSE(calls.empty());
+  EXPECT_EQ(calls[0].action, "down");
+  EXPECT_GT(burst_charges(), 0);
+  // Its node is gone: a late heartbeat is refused.
+  Batch batch;
+  EXPECT_EQ(plane_->heartbeat(agent(node), node, NodeHeartbeat{}, kRent + 100'000, batch).status,
+            404);
+}
+
+TEST_F(BurstPlaneTest, RestartAsksUpAgainWithNewTokensAndKeepsRunningRentals) {
+  const std::int64_t id = waiting_job();
+  tick(kRent);
+  const ProviderCall first = plane_->take_provider_calls()[0];
+  const std::string node = first.request["nodes"][0]["node"];
+  plane_ = restart(kRent + 30'000);
+  std::vector<ProviderCall> calls = plane_->take_provider_calls();
+  ASSERT_EQ(calls.size(), 1U);
+  EXPECT_EQ(calls[0].action, "up");
+  EXPECT_EQ(calls[0].request["nodes"][0]["node"], node);
+  EXPECT_NE(calls[0].request["nodes"][0]["token"], first.request["nodes"][0]["token"]);
+  EXPECT_EQ(std::ranges::count_if(store_.tokens,
+                                  [&](const auto& t) {
+                                    return t.second.node == node && !t.second.revoked;
+                                  }),
+            1);
+  ASSERT_EQ(register_node(node, 8, kRent + 60'000).status, 200);
+  ASSERT_EQ(get(id).body["state"], "running");
+  // Running on its rented node after another restart, still charged from the first request.
+  plane_ = restart(kRent + 90'000);
+  EXPECT_TRUE(plane_->take_provider_calls().empty());
+  EXPECT_EQ(get(id).body["state"], "running");
+  Batch batch;
+  ASSERT_EQ(plane_->report_status(agent(node), id, succeeded(), kRent + 3'600'000, batch).status,
+            200);
+  store_.commit(batch);
+  EXPECT_NEAR(burst_charges(), 8 * 4.0, 1e-5);
+}
+
+TEST_F(BurstPlaneTest, TenantWithoutEnoughBudgetLeftIsNotRented) {
+  // vision's budget of 30 does not cover the estimate: 8 GPUs x (1 h + 5 min) x 4.
+  market_->budgets = {{"vision", Budget{30 * kMicrosPerUnit, 500'000}}};
+  plane_ = restart(kStart);
+  const std::int64_t id = waiting_job();
+  tick(kRent);
+  EXPECT_TRUE(plane_->take_provider_calls().empty());
+  Reply view = get(id);
+  EXPECT_EQ(view.body["state"], "pending");
+  EXPECT_THAT(view.body["pending"]["burst"].get<std::string>(),
+              HasSubstr("not rented: budget"));
+}
+
+TEST_F(BurstPlaneTest, ProvidersWithoutAHookAreRefusedAtStart) {
+  market_->burst_providers[0].hook.clear();
+  Batch repairs;
+  ControlPlaneSetup setup = example_setup();
+  setup.market = market_;
+  auto plane = ControlPlane::create(std::move(setup), store_.snapshot(), kStart, repairs,
+                                    std::make_shared<TokenTable>());
+  ASSERT_FALSE(plane.has_value());
+  EXPECT_EQ(plane.error().field, "market burst.providers.cloud.hook");
 }
 
 }  // namespace

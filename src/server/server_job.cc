@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <limits>
 #include <string>
@@ -49,6 +50,13 @@ void ServerJob::move_to(JobState next, std::int64_t at_ms, std::string reason) {
   transitions.push_back(Transition{next, at_ms, std::move(reason)});
 }
 
+void ServerJob::note_ran_on() {
+  for (const TaskPlace& p : placement) {
+    auto at = std::ranges::lower_bound(ran_on, p.node);
+    if (at == ran_on.end() || *at != p.node) ran_on.insert(at, p.node);
+  }
+}
+
 nlohmann::json server_job_to_json(const ServerJob& job) {
   nlohmann::json transitions = nlohmann::json::array();
   for (const Transition& t : job.transitions) {
@@ -81,6 +89,16 @@ nlohmann::json server_job_to_json(const ServerJob& job) {
   if (!job.tasks_done.empty()) out["tasks_done"] = job.tasks_done;
   if (job.lost_work_ms != 0) out["lost_work_ms"] = job.lost_work_ms;
   if (job.faults != 0) out["faults"] = job.faults;
+  if (job.bursts != 0) out["bursts"] = job.bursts;
+  if (job.burst) {
+    const BurstRun& b = *job.burst;
+    out["burst"] = {{"offer", b.offer},
+                    {"provider", b.provider},
+                    {"nodes", b.nodes},
+                    {"tokens", b.tokens},
+                    {"requested_ms", b.requested_ms},
+                    {"charged_to_ms", b.charged_to_ms}};
+  }
   return out;
 }
 
@@ -147,9 +165,30 @@ Result<ServerJob> server_job_from_json(const nlohmann::json& value) {
            body_fields::read_optional(value, "", "checkpoint_step", job.checkpoint_step, count),
            body_fields::read_optional(value, "", "checkpoint_path", job.checkpoint_path, text),
            body_fields::read_optional(value, "", "lost_work_ms", job.lost_work_ms, count),
-           body_fields::read_optional(value, "", "faults", job.faults, count)});
+           body_fields::read_optional(value, "", "faults", job.faults, count),
+           body_fields::read_optional(value, "", "bursts", job.bursts, count)});
       !ok) {
     return std::unexpected(ok.error());
+  }
+  if (auto it = value.find("burst"); it != value.end() && !it->is_null()) {
+    if (!it->is_object()) return fail("burst", "expected an object");
+    BurstRun b;
+    auto offer = read_field<std::string>(*it, "offer");
+    auto provider = read_field<std::string>(*it, "provider");
+    auto nodes = read_field<std::vector<std::string>>(*it, "nodes");
+    auto tokens = read_field<std::vector<std::string>>(*it, "tokens");
+    auto requested = read_field<std::int64_t>(*it, "requested_ms");
+    auto charged = read_field<std::int64_t>(*it, "charged_to_ms");
+    if (!offer || !provider || !nodes || !tokens || !requested || !charged || offer->empty()) {
+      return fail("burst", "malformed rented run");
+    }
+    b.offer = std::move(*offer);
+    b.provider = std::move(*provider);
+    b.nodes = std::move(*nodes);
+    b.tokens = std::move(*tokens);
+    b.requested_ms = *requested;
+    b.charged_to_ms = *charged;
+    job.burst = std::move(b);
   }
   return job;
 }

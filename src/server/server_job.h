@@ -53,6 +53,21 @@ struct TaskPlace {
   friend bool operator==(const TaskPlace&, const TaskPlace&) = default;
 };
 
+// A job sent to rented capacity (control_plane_burst.cc): the offer, the nodes asked of its
+// provider (one per task, named by the server), the agent tokens made for them, and the money
+// side. While the nodes come up the job stays pending; once every node's agent registered it runs
+// there, outside the pool's scheduler.
+struct BurstRun {
+  std::string offer;
+  std::string provider;
+  std::vector<std::string> nodes;   // node i runs task i
+  std::vector<std::string> tokens;  // the ids of the nodes' agent tokens
+  std::int64_t requested_ms = 0;    // the provider's `up` was asked for
+  std::int64_t charged_to_ms = 0;   // the rented GPUs are charged up to here
+
+  friend bool operator==(const BurstRun&, const BurstRun&) = default;
+};
+
 struct ServerJob {
   std::int64_t id = 0;
   JobSpec spec;
@@ -74,9 +89,13 @@ struct ServerJob {
   std::vector<int> tasks_done;      // the current run's tasks that exited 0, sorted
   std::int64_t lost_work_ms = 0;    // run time not saved by a checkpoint when a run was stopped
   std::int64_t faults = 0;          // runs ended by a node failure
+  std::optional<BurstRun> burst;    // on rented capacity (coming up, or running there)
+  int bursts = 0;                   // times it was sent to rented capacity
 
   // Records a move to `state` at `at_ms` for `reason`.
   void move_to(JobState state, std::int64_t at_ms, std::string reason);
+  // Adds the nodes of the placement to ran_on.
+  void note_ran_on();
 
   friend bool operator==(const ServerJob&, const ServerJob&) = default;
 };

@@ -115,7 +115,17 @@ Result<ServerMarket> ServerMarket::create(MarketSpec spec, Seconds posting_inter
                   fmt::format("no tenant '{}' in the tenants file; budgets name tenants", name));
     }
   }
+  auto offers = burst_offers_for(spec, pool.models());
+  if (!offers) return fail("market " + offers.error().field, offers.error().reason);
+  for (std::size_t i = 0; i < offers->size(); ++i) {
+    if ((*offers)[i].model.value >= static_cast<std::uint32_t>(pool.models().size())) {
+      return fail("market burst", fmt::format("offer {} rents GPU model '{}', which the cluster's "
+                                              "catalog lacks",
+                                              (*offers)[i].name, spec.burst_offers[i].model));
+    }
+  }
   ServerMarket market(std::move(spec), posting_interval, std::move(*meter), book, now);
+  market.offers_ = std::move(*offers);
   for (const LedgerRecord& record : stored) {
     market.next_seq_ = std::max(market.next_seq_, record.seq + 1);
     auto document = nlohmann::json::parse(record.document, nullptr, false);
@@ -205,6 +215,39 @@ std::vector<LedgerRecord> ServerMarket::take_unstored(const GpuModelCatalog& mod
                                .document = ledger_entry_json(e, book_, models).dump()});
   }
   stored_ = entries.size();
+  return out;
+}
+
+std::optional<BurstPolicy> ServerMarket::burst_policy() const {
+  if (!spec_.burst_threshold) return std::nullopt;
+  return BurstPolicy{.threshold = *spec_.burst_threshold};
+}
+
+Result<Micros> ServerMarket::charge_burst(JobId job, TenantId tenant, std::size_t offer,
+                                          std::int64_t gpus, Seconds from, Seconds to) {
+  if (offer >= offers_.size()) return fail("offer", fmt::format("no burst offer {}", offer));
+  const BurstOffer& o = offers_[offer];
+  const Micros amount = rented_cost(gpus, std::max<Seconds>(0, to - from), o.price_per_gpu_hour);
+  if (amount <= 0) return Micros{0};
+  for (const LedgerEntry& entry : burst_entries(job, tenant, static_cast<std::uint32_t>(offer), o,
+                                                gpus, from, to, amount)) {
+    if (auto ok = ledger_.append(entry); !ok) return std::unexpected(ok.error());
+  }
+  ended_runs_[job] += amount;
+  absorb();
+  return amount;
+}
+
+std::vector<std::optional<Micros>> ServerMarket::remaining_budgets(Seconds now) const {
+  const Quarter quarter = quarter_of(now);
+  std::vector<std::optional<Micros>> out(static_cast<std::size_t>(book_.tenant_count()));
+  for (std::size_t t = 0; t < out.size(); ++t) {
+    const TenantId tenant{static_cast<std::uint32_t>(t)};
+    const auto limit = budget(tenant);
+    if (!limit) continue;
+    const MoneyTotals totals = days_totals(tenant, quarter.start, quarter.end);
+    out[t] = budget_status(*limit, totals.charges, totals.credits).remaining;
+  }
   return out;
 }
 

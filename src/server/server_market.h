@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "core/budget.h"
+#include "core/burst.h"
 #include "core/charge_meter.h"
 #include "core/cost_ledger.h"
 #include "core/error.h"
@@ -81,6 +82,19 @@ class ServerMarket {
   // recorded again.
   Result<void> replace_book(const TenantBook& book);
 
+  // Bursting (core/burst.h): the offers of the market file (models interned like the pool's), and
+  // the policy when the file sets a threshold.
+  [[nodiscard]] const std::vector<BurstOffer>& burst_offers() const { return offers_; }
+  [[nodiscard]] std::optional<BurstPolicy> burst_policy() const;
+  // Charges job `job` of `tenant` for `gpus` GPUs of offer `offer` over [from, to) at the offer's
+  // price (a burst charge to the tenant and a burst cost owed to the provider); returns the amount
+  // (0 for an interval too short to cost a micro-credit: nothing is appended).
+  Result<Micros> charge_burst(JobId job, TenantId tenant, std::size_t offer, std::int64_t gpus,
+                              Seconds from, Seconds to);
+  // What each tenant may still spend this quarter (by tenant id; nullopt: no budget), for
+  // choose_bursts.
+  [[nodiscard]] std::vector<std::optional<Micros>> remaining_budgets(Seconds now) const;
+
   // The entries appended since the last call, as store records (tenants and models by name).
   std::vector<LedgerRecord> take_unstored(const GpuModelCatalog& models);
 
@@ -115,6 +129,7 @@ class ServerMarket {
   void absorb();
 
   MarketSpec spec_;
+  std::vector<BurstOffer> offers_;
   Seconds posting_interval_ = kDefaultLedgerPostingInterval;
   ChargeMeter meter_;
   CostLedger ledger_;

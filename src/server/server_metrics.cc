@@ -116,7 +116,16 @@ ServerMetrics::ServerMetrics()
                                .Name("tidepool_tenant_budget_spend_ratio")
                                .Help("Each tenant's spend this quarter (charges minus credits) "
                                      "over its quarterly budget; tenants with a budget only")
-                               .Register(*registry_)) {}
+                               .Register(*registry_)),
+      burst_gpus_(BuildGauge()
+                      .Name("tidepool_burst_gpus")
+                      .Help("GPUs rented from burst providers now (coming up or in use), by offer")
+                      .Register(*registry_)),
+      burst_rentals_(BuildCounter()
+                         .Name("tidepool_burst_rentals_total")
+                         .Help("Jobs sent to rented capacity (provider `up` requests)")
+                         .Register(*registry_)
+                         .Add({})) {}
 
 void ServerMetrics::count_request(const std::string& method, const std::string& route, int status,
                                   double seconds) {
@@ -183,6 +192,10 @@ void ServerMetrics::set_figures(const ControlPlane::Figures& figures) {
     tenant_budget_spend_.Add({{"tenant", tenant}})
         .Set(static_cast<double>(spend) / static_cast<double>(kPpmOne));
   }
+  for (const auto& [offer, gpus] : figures.burst_gpus) {
+    burst_gpus_.Add({{"offer", offer}}).Set(static_cast<double>(gpus));
+  }
+  raise_to(burst_rentals_, static_cast<double>(figures.burst_rentals));
   for (const auto& [tenant, milli] : figures.tenant_gpu_milli) {
     tenant_gpus_.Add({{"tenant", tenant}}).Set(static_cast<double>(milli) / 1000.0);
   }

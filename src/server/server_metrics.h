@@ -58,6 +58,8 @@ class ServerMetrics {
   prometheus::Family<prometheus::Counter>& tenant_charges_;
   prometheus::Family<prometheus::Counter>& tenant_credits_;
   prometheus::Family<prometheus::Gauge>& tenant_budget_spend_;
+  prometheus::Family<prometheus::Gauge>& burst_gpus_;
+  prometheus::Counter& burst_rentals_;
   mutable std::mutex gpu_metrics_mutex_;
   std::string gpu_metrics_;  // the GPUs' figures, rendered by the control plane
 };

@@ -153,22 +153,8 @@ Result<void> SimMarket::charge_burst(const Job& job, std::size_t offer, Seconds 
   spot_interruptions_ += interruptions;
   if (amount <= 0) return {};
   burst_cost_ += amount;
-  LedgerEntry charge;
-  charge.kind = EntryKind::kBurstCharge;
-  charge.debit = Account::tenant(job.tenant);
-  charge.credit = Account::pool();
-  charge.amount = amount;
-  charge.from = from;
-  charge.to = to;
-  charge.job = job.id;
-  charge.tenant = job.tenant;
-  charge.model = o.model;
-  charge.milli = gpus * kMilliPerGpu;
-  charge.price_per_hour = o.price_per_gpu_hour;
-  LedgerEntry cost = charge;
-  cost.kind = EntryKind::kBurstCost;
-  cost.debit = Account::pool();
-  cost.credit = Account::provider(static_cast<std::uint32_t>(offer));
+  const auto [charge, cost] = burst_entries(job.id, job.tenant, static_cast<std::uint32_t>(offer),
+                                            o, gpus, from, to, amount);
   if (auto ok = ledger_.append(charge); !ok) return std::unexpected(ok.error());
   if (auto ok = ledger_.append(cost); !ok) return std::unexpected(ok.error());
   absorb(scheduler);

@@ -1,0 +1,211 @@
+#include "server/provider_hooks.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fmt/format.h>
+#include <optional>
+#include <utility>
+
+extern char** environ;  // NOLINT: POSIX
+
+namespace tidepool {
+namespace {
+
+constexpr std::size_t kOutputKept = 1000;
+constexpr auto kKillGrace = std::chrono::seconds(5);
+
+// Closes a descriptor once.
+struct Fd {
+  int fd = -1;
+  ~Fd() { reset(); }
+  void reset() {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+  }
+};
+
+void keep_tail(std::string& output, const char* data, std::size_t size) {
+  output.append(data, size);
+  if (output.size() > 2 * kOutputKept) output.erase(0, output.size() - kOutputKept);
+}
+
+std::string tail(std::string output) {
+  while (!output.empty() && (output.back() == '\n' || output.back() == ' ')) output.pop_back();
+  if (output.size() > kOutputKept) output.erase(0, output.size() - kOutputKept);
+  return output;
+}
+
+std::string status_text(int status) {
+  if (WIFEXITED(status)) return fmt::format("exited with status {}", WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    return fmt::format("killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
+  }
+  return "ended";
+}
+
+}  // namespace
+
+HookOutcome run_hook(const std::string& hook, const std::string& action, const std::string& input,
+                     const std::vector<std::pair<std::string, std::string>>& environment,
+                     std::chrono::milliseconds timeout, const std::atomic<bool>& stop) {
+  int in_pipe[2];
+  int out_pipe[2];
+  if (::pipe2(in_pipe, O_CLOEXEC) != 0) {
+    return {false, fmt::format("cannot make a pipe: {}", std::strerror(errno))};
+  }
+  Fd in_read{in_pipe[0]};
+  Fd in_write{in_pipe[1]};
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0) {
+    return {false, fmt::format("cannot make a pipe: {}", std::strerror(errno))};
+  }
+  Fd out_read{out_pipe[0]};
+  Fd out_write{out_pipe[1]};
+
+  // The server's environment, with ours replacing variables of the same name.
+  std::vector<std::string> env_text;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string_view entry(*e);
+    const std::string_view name = entry.substr(0, entry.find('='));
+    bool replaced = false;
+    for (const auto& [n, v] : environment) replaced = replaced || n == name;
+    if (!replaced) env_text.emplace_back(entry);
+  }
+  for (const auto& [n, v] : environment) env_text.push_back(n + "=" + v);
+  std::vector<char*> envp;
+  for (std::string& e : env_text) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::string program = hook;
+  std::string verb = action;
+  std::vector<char*> argv = {program.data(), verb.data(), nullptr};
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, in_read.fd, 0);
+  posix_spawn_file_actions_adddup2(&actions, out_write.fd, 1);
+  posix_spawn_file_actions_adddup2(&actions, out_write.fd, 2);
+  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  sigset_t none;
+  sigemptyset(&none);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  for (int s : {SIGHUP, SIGINT, SIGQUIT, SIGPIPE, SIGTERM, SIGUSR1, SIGUSR2, SIGCHLD}) {
+    sigaddset(&defaults, s);
+  }
+  posix_spawnattr_setsigmask(&attributes, &none);
+  posix_spawnattr_setsigdefault(&attributes, &defaults);
+  posix_spawnattr_setpgroup(&attributes, 0);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
+                                            POSIX_SPAWN_SETPGROUP);
+  pid_t pid = 0;
+  const int spawned =
+      ::posix_spawn(&pid, program.c_str(), &actions, &attributes, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attributes);
+  if (spawned != 0) {
+    return {false, fmt::format("cannot run hook {}: {}", hook, std::strerror(spawned))};
+  }
+  in_read.reset();
+  out_write.reset();
+  // The request is small (a pipe holds 64 KiB); a hook that does not read it still gets EOF.
+  std::size_t written = 0;
+  (void)::fcntl(in_write.fd, F_SETFL, O_NONBLOCK);
+  while (written < input.size()) {
+    const ssize_t n = ::write(in_write.fd, input.data() + written, input.size() - written);
+    if (n <= 0) break;
+    written += static_cast<std::size_t>(n);
+  }
+  in_write.reset();
+  (void)::fcntl(out_read.fd, F_SETFL, O_NONBLOCK);
+
+  std::string output;
+  const auto started = std::chrono::steady_clock::now();
+  std::optional<std::chrono::steady_clock::time_point> term_sent;
+  std::string stopped_because;
+  int status = 0;
+  while (true) {
+    pollfd p{out_read.fd, POLLIN, 0};
+    if (out_read.fd >= 0) (void)::poll(&p, 1, 100);
+    else ::usleep(100'000);
+    char buffer[4096];
+    while (out_read.fd >= 0) {
+      const ssize_t n = ::read(out_read.fd, buffer, sizeof buffer);
+      if (n > 0) {
+        keep_tail(output, buffer, static_cast<std::size_t>(n));
+        continue;
+      }
+      if (n == 0) out_read.reset();  // every writer closed it
+      break;
+    }
+    const pid_t ended = ::waitpid(pid, &status, WNOHANG);
+    if (ended == pid) break;
+    const auto now = std::chrono::steady_clock::now();
+    if (!term_sent && (now - started > timeout || stop.load())) {
+      stopped_because = now - started > timeout
+                            ? fmt::format("timed out after {} s", timeout.count() / 1000)
+                            : std::string("stopped: the server is shutting down");
+      (void)::kill(-pid, SIGTERM);
+      term_sent = now;
+    } else if (term_sent && now - *term_sent > kKillGrace) {
+      (void)::kill(-pid, SIGKILL);
+    }
+  }
+  std::string text = tail(std::move(output));
+  const bool ok = stopped_because.empty() && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  if (!ok) {
+    const std::string why = stopped_because.empty() ? status_text(status) : stopped_because;
+    text = text.empty() ? why : fmt::format("{} ({})", text, why);
+  }
+  return {ok, std::move(text)};
+}
+
+ProviderHooks::ProviderHooks(Report report, std::chrono::milliseconds timeout)
+    : report_(std::move(report)), timeout_(timeout) {}
+
+ProviderHooks::~ProviderHooks() {
+  stopping_ = true;
+  std::lock_guard lock(mutex_);
+  for (Running& r : running_) {
+    if (r.thread.joinable()) r.thread.join();
+  }
+}
+
+void ProviderHooks::set_server_url(std::string url) {
+  std::lock_guard lock(mutex_);
+  server_url_ = std::move(url);
+}
+
+void ProviderHooks::run(std::vector<ProviderCall> calls) {
+  std::lock_guard lock(mutex_);
+  // Threads whose hook ended are joined here.
+  for (auto it = running_.begin(); it != running_.end();) {
+    if (it->done.load()) {
+      it->thread.join();
+      it = running_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (ProviderCall& call : calls) {
+    Running& slot = running_.emplace_back();
+    std::vector<std::pair<std::string, std::string>> environment = {
+        {"TIDEPOOL_SERVER", server_url_}, {"TIDEPOOL_PROVIDER", call.provider}};
+    slot.thread = std::thread([this, &slot, call = std::move(call),
+                               environment = std::move(environment)] {
+      HookOutcome outcome =
+          run_hook(call.hook, call.action, call.request.dump(), environment, timeout_, stopping_);
+      report_(call.id, outcome);
+      slot.done = true;
+    });
+  }
+}
+
+}  // namespace tidepool
