@@ -1,16 +1,31 @@
 #!/usr/bin/env bash
 # End-to-end checks of `tidepool plan capacity` on the shipped 2000-job slice of the Philly trace
 # (data/philly/philly-2017-09-10-first-2000.csv) with the fast fifo-firstfit policy: the answer
-# meets the target and a pool one node smaller was probed and misses it, in both formats; and
-# input errors.
+# meets the target and a pool one node smaller was probed and misses it, in both formats; the same
+# from the job history of a real `tidepool server` on 127.0.0.1 (--from-server); and input errors.
 #
 # Usage: plan_capacity_cli_test.sh TIDEPOOL_BINARY SOURCE_DIR CASE
-#   CASE is one of: answer, json, bad-input.
+#   CASE is one of: answer, json, server, bad-input.
 set -euo pipefail
 
 # shellcheck source=cli_test_helpers.sh
 source "$(dirname "${BASH_SOURCE[0]}")/cli_test_helpers.sh"
 cli_test_setup plan-capacity "$@"
+
+# The server of the `server` case (start_server sets server_pid): stopped by its PID on exit.
+server_pid=""
+cleanup() {
+  if [[ -n $server_pid ]]; then
+    kill "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# No config file of the user running the tests: only what each case sets.
+export XDG_CONFIG_HOME="$work/xdg"
+unset TIDEPOOL_CONFIG TIDEPOOL_SERVER TIDEPOOL_TOKEN TIDEPOOL_CA_CERT
 
 cluster=$source_dir/data/clusters/philly-512.yaml
 tenants=$source_dir/data/tenants/philly-2017-09-10.yaml
@@ -90,7 +105,96 @@ PY
     python3 -c 'import json, sys; o = json.load(open(sys.argv[1])); assert o["answer"] is None' \
       "$work/none" || fail "JSON answer should be null"
     ;;
+  server)
+    # The example pool and tenants (start_server's): vision may hold 32 H100 at most (no
+    # borrowing), so with its 32-GPU job running its later jobs wait.
+    start_server
+    spec() { # spec NAME TENANT TASKS GPUS_PER_TASK [MORE_YAML]: writes $work/NAME.yaml
+      printf 'name: %s\ntenant: %s\ntasks: %s\ngpus_per_task: %s\ngpu_model: H100\n%s' \
+        "$1" "$2" "$3" "$4" "${5:-}" >"$work/$1.yaml"
+    }
+    spec finished vision 1 8
+    spec stopped vision 1 8
+    spec wide vision 4 8
+    spec ranker search 1 4 $'queue: ranking\n'
+    spec waits vision 1 8 $'runtime_estimate: 1h\n'
+    spec unknown vision 1 8
+    # One job succeeds after about a second (reported as its agent would), one is cancelled
+    # while it runs; two keep running; two wait, one of them without a runtime estimate.
+    finished_id=$(submit "$work/finished.yaml")
+    wait_state "$finished_id" running
+    sleep 1
+    curl -sf -X POST -H "Authorization: Bearer $TIDEPOOL_TOKEN" \
+      -H 'Content-Type: application/json' -d '{"state": "succeeded", "exit_code": 0}' \
+      "$TIDEPOOL_SERVER/v1/jobs/$finished_id/status" >/dev/null || fail "status report refused"
+    wait_state "$finished_id" succeeded
+    stopped_id=$(submit "$work/stopped.yaml")
+    wait_state "$stopped_id" running
+    sleep 1
+    "$tidepool" cancel "$stopped_id" >/dev/null || fail "cancel $stopped_id failed"
+    wide_id=$(submit "$work/wide.yaml")
+    wait_state "$wide_id" running
+    ranker_id=$(submit "$work/ranker.yaml")
+    wait_state "$ranker_id" running
+    waits_id=$(submit "$work/waits.yaml")
+    unknown_id=$(submit "$work/unknown.yaml")
+    sleep 1
+    [[ $("$tidepool" job "$waits_id" -o json | python3 -c \
+      'import json, sys; print(json.load(sys.stdin)["state"])') == pending ]] ||
+      fail "job $waits_id should wait for vision's quota"
+
+    plan=(plan capacity --cluster "$source_dir/data/clusters/example.yaml"
+      --tenants "$source_dir/data/tenants/example.yaml" --from-server --policy fifo-firstfit)
+    "$tidepool" "${plan[@]}" --target-p95-queue 1h >"$work/out" 2>"$work/err" ||
+      fail "plan capacity --from-server failed: $(cat "$work/err")"
+    cat "$work/err" "$work/out"
+    grep -qF "plan capacity: 5 jobs of the server at $TIDEPOOL_SERVER submitted in the last 30d, 2 still running (run time up to now), 1 never ran (run time from runtime_estimate, else max_runtime); 1 job left out: never ran, no runtime_estimate or max_runtime (job $unknown_id)" \
+      "$work/err" || fail "the summary of the server's jobs on stderr"
+    grep -Eq '^smallest pool meeting p95 queue <= 1h: [0-9]+ GPUs \([0-9]+ nodes? .* on [0-9]+ lea(f|ves)\): p95 queue ' \
+      "$work/out" || fail "the answer line"
+    # The same as JSON, with --server and --token given as flags and the whole history.
+    env -u TIDEPOOL_SERVER -u TIDEPOOL_TOKEN "$tidepool" "${plan[@]}" --target-p95-queue 1h \
+      --server "$TIDEPOOL_SERVER" --token "$TIDEPOOL_TOKEN" --since 0 -o json >"$work/json" \
+      2>"$work/err" || fail "plan capacity --from-server -o json failed: $(cat "$work/err")"
+    python3 - "$work/json" "$TIDEPOOL_SERVER" "$unknown_id" <<'PY'
+import json, sys
+out = json.load(open(sys.argv[1]))
+source = out["source"]
+assert source["kind"] == "server" and source["server"] == sys.argv[2], source
+assert source["since_s"] == 0 and source["older"] == 0, source
+assert source["running"] == 2 and source["never_ran"] == 1, source
+assert source["unknown_runtime"] == [int(sys.argv[3])], source
+assert out["jobs"] == 5, out["jobs"]
+answer, below = out["answer"], out["largest_missing"]
+assert answer is not None and answer["meets"] and answer["never_started"] == 0, answer
+assert answer["p95_queue_s"] <= 3600 and answer["finished"] == 5, answer
+assert below is None or (not below["meets"] and below["nodes"] == answer["nodes"] - 1), below
+print("answer", answer["gpus"], "GPUs")
+PY
+    # A window with none of the jobs.
+    sleep 2
+    expect_error "error: --from-server: the server at $TIDEPOOL_SERVER has no job to plan from submitted in the last 1s; 6 older jobs left out (--since)" \
+      -- "${plan[@]}" --target-p95-queue 1h --since 1s
+    # Jobs of a tenant the tenants file lacks: named with the job.
+    printf 'orgs:\n  - name: o\n    tenants:\n      - name: vision\n' >"$work/tenants.yaml"
+    expect_error "error: --from-server: the jobs of the server at $TIDEPOOL_SERVER: job $ranker_id tenant: 'search' is not a tenant of the tenants file" \
+      -- plan capacity --cluster "$source_dir/data/clusters/example.yaml" \
+      --tenants "$work/tenants.yaml" --from-server --target-p95-queue 1h
+    ;;
   bad-input)
+    expect_error "error: --jobs: give the jobs with --jobs TRACE or --from-server, not both" -- \
+      "${common[@]}" --target-p95-queue 1h --from-server
+    expect_error "error: --jobs: give the jobs with --jobs TRACE, or --from-server" -- \
+      plan capacity --cluster "$cluster" --tenants "$tenants" --target-p95-queue 1h
+    expect_error "error: --since: only with --from-server" -- "${common[@]}" \
+      --target-p95-queue 1h --since 30d
+    expect_error "error: --server: only with --from-server" -- "${common[@]}" \
+      --target-p95-queue 1h --server http://127.0.0.1:1
+    expect_error "error: --since: 'lately' is not a time span" -- plan capacity \
+      --cluster "$cluster" --tenants "$tenants" --target-p95-queue 1h --from-server --since lately
+    expect_error "error: cannot reach the Tidepool server at http://127.0.0.1:1" -- plan capacity \
+      --cluster "$cluster" --tenants "$tenants" --target-p95-queue 1h --from-server \
+      --server http://127.0.0.1:1
     expect_error "--target-p95-queue" "required" -- plan capacity --cluster "$cluster" \
       --tenants "$tenants" --jobs "$jobs"
     expect_error "error: --target-p95-queue: 'soon' is not a positive time" -- "${common[@]}" \

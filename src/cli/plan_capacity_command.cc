@@ -435,8 +435,8 @@ Result<Workload> server_workload(const CapacityOptions& options, Seconds since,
   const HistoryWindow window{now_ms, since == 0 ? 0 : now_ms - since * 1000};
   auto history = read_server_history(*reply, window);
   const auto bad_reply = [&](const Error& e) {
-    return fail("--from-server", fmt::format("the jobs of the server at {}: {}", client->server(),
-                                             e.message()));
+    return fail("--from-server",
+                fmt::format("the jobs of the server at {}: {}", client->server(), e.message()));
   };
   if (!history) return bad_reply(history.error());
   const std::string span =
@@ -452,8 +452,7 @@ Result<Workload> server_workload(const CapacityOptions& options, Seconds since,
   }
   if (!history->unknown_runtime.empty()) {
     left_out += fmt::format(
-        "; {} job{} left out that never ran and give no runtime_estimate or max_runtime "
-        "(job{} {})",
+        "; {} job{} left out: never ran, no runtime_estimate or max_runtime (job{} {})",
         history->unknown_runtime.size(), history->unknown_runtime.size() == 1 ? "" : "s",
         history->unknown_runtime.size() == 1 ? "" : "s", ids_text(history->unknown_runtime));
   }
@@ -538,8 +537,7 @@ Result<void> run_plan_capacity(const CapacityOptions& options) {
   if (auto ok = compress_submit_times(workload, *growth); !ok) {
     return fail("--growth", ok.error().reason);
   }
-  config->day_offset =
-      ((source->start_epoch % kSecondsPerDay) + kSecondsPerDay) % kSecondsPerDay;
+  config->day_offset = ((source->start_epoch % kSecondsPerDay) + kSecondsPerDay) % kSecondsPerDay;
   // Fractions (none in Philly) are placed weighed against the workload's own task shapes.
   if (std::any_of(workload.begin(), workload.end(),
                   [](const SimJob& job) { return job.job.gang.task.is_fractional(); })) {

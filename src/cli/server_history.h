@@ -67,8 +67,7 @@ struct ServerHistory {
 };
 
 // Reads the reply of GET /v1/jobs (an object with "jobs") as the file comment says.
-Result<ServerHistory> read_server_history(const nlohmann::json& reply,
-                                          const HistoryWindow& window);
+Result<ServerHistory> read_server_history(const nlohmann::json& reply, const HistoryWindow& window);
 
 // The kept jobs as a simulation workload (see the file comment); `models` are the simulated
 // pool's GPU models, which every model a job accepts must be one of.

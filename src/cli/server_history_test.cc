@@ -40,12 +40,12 @@ constexpr HistoryWindow kAll{100'000, 0};
 TEST(ReadServerHistoryTest, SumsTheRunsOfAnEndedJobRoundedUpToSeconds) {
   // Ran 1.0..5.0 s, preempted, ran again 8.0..10.5 s: 6.5 s of running.
   auto history = read_server_history(reply({job_json(7, 0, "succeeded",
-                                                      {{"pending", 0},
-                                                       {"running", 1000},
-                                                       {"preempted", 5000},
-                                                       {"pending", 5000},
-                                                       {"running", 8000},
-                                                       {"succeeded", 10'500}})}),
+                                                     {{"pending", 0},
+                                                      {"running", 1000},
+                                                      {"preempted", 5000},
+                                                      {"pending", 5000},
+                                                      {"running", 8000},
+                                                      {"succeeded", 10'500}})}),
                                      kAll);
   ASSERT_TRUE(history.has_value()) << history.error().message();
   ASSERT_EQ(history->jobs.size(), 1U);
@@ -251,9 +251,9 @@ TEST(HistoryWorkloadTest, AFractionOfAGpuStaysAFraction) {
   const GpuModelCatalog models = catalog();
   const TenantBook b = book(models);
   auto history = read_server_history(
-      reply({job_json(1, 0, "pending", {{"pending", 0}},
-                      {{"name", "nb"}, {"tenant", "search"}, {"gpu_milli", 250},
-                       {"runtime_estimate", 60}})}),
+      reply({job_json(
+          1, 0, "pending", {{"pending", 0}},
+          {{"name", "nb"}, {"tenant", "search"}, {"gpu_milli", 250}, {"runtime_estimate", 60}})}),
       kAll);
   ASSERT_TRUE(history.has_value()) << history.error().message();
   auto jobs = history_workload(*history, b, models);

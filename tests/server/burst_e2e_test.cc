@@ -1,0 +1,256 @@
+// Bursting end to end: a real server whose market file has a burst provider, and a provider hook
+// (a shell script) that "rents" a node by starting a real `tidepool agent` with fake GPUs on
+// 127.0.0.1 with the token the server gave it, and gives it back by stopping that agent. A job
+// that waits past the threshold runs there, is charged the offer's price, and the node is given
+// back when it ends; a failing hook sends the job back to the pool's queue with the hook's words.
+#include <dirent.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <functional>
+#include <set>
+
+#include "server_process.h"
+
+namespace tidepool::test_support {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+// One node of 8 H100: a job of 8 GPUs fills it.
+constexpr const char* kCluster = R"(site: test
+spines:
+  - name: spine-1
+    leaves:
+      - name: leaf-1
+        nodes:
+          - {name: node-1, gpu_model: H100, gpus: 8, cpus: 16, memory_gib: 64, nvlink_domains: [[0, 1, 2, 3, 4, 5, 6, 7]]}
+)";
+
+constexpr const char* kTenants = R"(orgs:
+  - name: org
+    tenants:
+      - name: vision
+        quota:
+          H100: {guaranteed_gpus: 8}
+)";
+
+// The market: a provider whose hook is $DIR/hook.sh, renting H100 at 4 an hour, after 2 s.
+constexpr const char* kMarket = R"(currency: USD
+models:
+  H100: {purchase_price: 30000, power_watts: 1000, electricity_per_kwh: 0.12,
+         operations_per_year: 3000}
+prices: {period: 1h, utilisation_curve: [[0, 1], [1, 1]]}
+burst:
+  threshold: 2s
+  providers:
+    - name: local
+      hook: @DIR@/hook.sh
+      offers:
+        - {name: local-h100, model: H100, price_per_gpu_hour: 4, max_gpus: 16}
+)";
+
+// The provider: `up` starts an agent per node of the request (with the node's name and token),
+// `down` stops them. It logs each call; with $DIR/fail-up present, `up` fails as a cloud might.
+constexpr const char* kHook = R"sh(#!/bin/sh
+dir=@DIR@
+request=$(cat)
+echo "$1 $request" >> "$dir/hook.log"
+nodes=$(printf '%s' "$request" | grep -o '"node":"[^"]*"' | sed 's/"node":"\(.*\)"/\1/')
+case "$1" in
+up)
+  if [ -e "$dir/fail-up" ]; then echo "no capacity in zone test-1a" >&2; exit 3; fi
+  tokens=$(printf '%s' "$request" | grep -o '"token":"[^"]*"' | sed 's/"token":"\(.*\)"/\1/')
+  set -- $tokens
+  for n in $nodes; do
+    TIDEPOOL_TEST_MARKER="$dir/" setsid "@BIN@" agent --server "$TIDEPOOL_SERVER" --token "$1" \
+      --node "$n" --gpus fake:8xH100 --state-dir "$dir/state-$n" --checkpoint-root "$dir/ckpt" \
+      --heartbeat-interval 200ms --sample-interval 1s --cgroups none --stop-tasks-on-exit \
+      > "$dir/agent-$n.log" 2>&1 < /dev/null &
+    echo $! > "$dir/agent-$n.pid"
+    shift
+  done
+  ;;
+down)
+  for n in $nodes; do
+    if [ -f "$dir/agent-$n.pid" ]; then kill "$(cat "$dir/agent-$n.pid")" 2>/dev/null; fi
+  done
+  ;;
+esac
+exit 0
+)sh";
+
+std::string replace_all(std::string text, const std::string& from, const std::string& to) {
+  for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at)) {
+    text.replace(at, from.size(), to);
+    at += to.size();
+  }
+  return text;
+}
+
+// The pids of processes whose environment holds `marker`.
+std::set<pid_t> processes_with(const std::string& marker) {
+  std::set<pid_t> out;
+  DIR* proc = ::opendir("/proc");
+  if (proc == nullptr) return out;
+  while (const dirent* entry = ::readdir(proc)) {
+    const pid_t pid = static_cast<pid_t>(std::atoi(entry->d_name));
+    if (pid <= 0) continue;
+    if (read_text("/proc/" + std::to_string(pid) + "/environ").find(marker) != std::string::npos) {
+      out.insert(pid);
+    }
+  }
+  ::closedir(proc);
+  return out;
+}
+
+bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds limit) {
+  const auto deadline = Clock::now() + limit;
+  while (Clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(50ms);
+  }
+  return condition();
+}
+
+class BurstTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string dir = dir_.file("");
+    dir_path_ = dir.substr(0, dir.size() - 1);
+    marker_ = "TIDEPOOL_TEST_MARKER=" + dir;
+    write_text(dir_.file("cluster.yaml"), kCluster);
+    write_text(dir_.file("tenants.yaml"), kTenants);
+    write_text(dir_.file("market.yaml"), replace_all(kMarket, "@DIR@", dir_path_));
+    write_text(dir_.file("hook.sh"),
+               replace_all(replace_all(kHook, "@DIR@", dir_path_), "@BIN@", tidepool_binary()));
+    std::filesystem::permissions(dir_.file("hook.sh"), std::filesystem::perms::owner_all);
+    write_text(dir_.file("server.yaml"),
+               "cluster: " + dir_.file("cluster.yaml") + "\ntenants: " + dir_.file("tenants.yaml") +
+                   "\nmarket: " + dir_.file("market.yaml") + "\ndatabase: " +
+                   dir_.file("tidepool.db") +
+                   "\nlisten: 127.0.0.1:0\nheartbeat_timeout: 3s\ntick: 1s\n"
+                   "ledger_posting_interval: 1s\n");
+    server_ = std::make_unique<ServerProcess>(dir_, dir_.file("server.yaml"));
+    ASSERT_TRUE(server_->start()) << server_->log();
+    admin_ = std::make_unique<ApiClient>(server_->port(), server_->admin_token());
+  }
+
+  void TearDown() override {
+    for (pid_t pid : processes_with(marker_)) ::kill(pid, SIGKILL);
+    server_->terminate();
+  }
+
+  // Submits a job of one 8-GPU task running `script` (sh -c); returns its id.
+  std::int64_t submit(const std::string& name, const std::string& script) {
+    const nlohmann::json spec = {
+        {"name", name},
+        {"tenant", "vision"},
+        {"tasks", 1},
+        {"gpus_per_task", 8},
+        {"command", {"/bin/sh", "-c", script}},
+        {"env", {{"OUT", dir_path_}, {"TIDEPOOL_TEST_MARKER", dir_.file("")}}}};
+    auto reply = admin_->post("/v1/jobs", spec.dump());
+    EXPECT_EQ(reply.status, 201) << reply.body.dump();
+    return reply.body.value("id", std::int64_t{0});
+  }
+  nlohmann::json job(std::int64_t id) { return admin_->get("/v1/jobs/" + std::to_string(id)).body; }
+  bool job_state_is(std::int64_t id, const std::string& state, std::chrono::milliseconds limit) {
+    return eventually([&] { return job(id).value("state", "") == state; }, limit);
+  }
+  std::vector<std::string> event_kinds() {
+    std::vector<std::string> kinds;
+    const auto events = admin_->get("/v1/events?since=0&timeout=1s");
+    for (const auto& e : events.body["events"]) {
+      kinds.push_back(e.value("kind", ""));
+    }
+    return kinds;
+  }
+  std::string logs() {
+    std::string out = "--- server\n" + server_->log() + "--- hook\n" + read_text(dir_.file("hook.log"));
+    for (const auto& entry : std::filesystem::directory_iterator(dir_path_)) {
+      const std::string name = entry.path().filename();
+      if (name.starts_with("agent-") && name.ends_with(".log")) {
+        out += "--- " + name + "\n" + read_text(entry.path());
+      }
+    }
+    return out;
+  }
+
+  TempDir dir_;
+  std::string dir_path_;
+  std::string marker_;
+  std::unique_ptr<ServerProcess> server_;
+  std::unique_ptr<ApiClient> admin_;
+};
+
+TEST_F(BurstTest, WaitingJobRunsOnARentedNodeWhichIsGivenBackAfterwards) {
+  // The pool's only node is taken (no agent: the job just holds it).
+  const std::int64_t fill = submit("fill", "sleep 600");
+  ASSERT_TRUE(job_state_is(fill, "running", 5s));
+  const std::int64_t id =
+      submit("burst", "echo \"$TIDEPOOL_JOB_ID $CUDA_VISIBLE_DEVICES\" > \"$OUT/ran\"; sleep 2");
+  ASSERT_TRUE(job_state_is(id, "running", 30s)) << job(id).dump() << logs();
+  const nlohmann::json running = job(id);
+  const std::string node = running["placement"][0]["node"];
+  EXPECT_TRUE(node.starts_with("local-h100-" + std::to_string(id) + "-")) << node;
+  bool listed = false;
+  const auto nodes = admin_->get("/v1/nodes");
+  for (const auto& n : nodes.body["nodes"]) {
+    listed = listed || (n.value("name", "") == node && n.value("burst", false));
+  }
+  EXPECT_TRUE(listed) << nodes.body.dump();
+  ASSERT_TRUE(job_state_is(id, "succeeded", 30s)) << job(id).dump() << logs();
+  EXPECT_EQ(read_text(dir_.file("ran")), std::to_string(id) + " 0,1,2,3,4,5,6,7\n");
+  // Given back: `down` was called with the node, and its agent is gone.
+  ASSERT_TRUE(eventually(
+      [&] { return read_text(dir_.file("hook.log")).find("down {") != std::string::npos; }, 10s))
+      << logs();
+  EXPECT_NE(read_text(dir_.file("hook.log")).find("\"node\":\"" + node + "\""), std::string::npos);
+  EXPECT_TRUE(eventually([&] { return processes_with(marker_).size() <= 1; }, 10s))
+      << "left: " << processes_with(marker_).size();  // the fill job's placeholder holds none
+  // Charged at the offer's price from the request to the release.
+  auto bill = admin_->get("/v1/bill?tenant=vision&from=2000-01-01&to=2100-01-01&by=job");
+  ASSERT_EQ(bill.status, 200) << bill.body.dump();
+  double charged = 0;
+  for (const auto& g : bill.body["groups"]) {
+    if (g["group"].get<std::string>().starts_with(std::to_string(id) + " ")) {
+      charged = g["charges"].get<double>();
+    }
+  }
+  // 8 GPUs at 4 an hour for at least the 2 s it ran: at least 0.017, and well under a minute's.
+  EXPECT_GT(charged, 8 * 4 * 2 / 3600.0 * 0.99) << bill.body.dump();
+  EXPECT_LT(charged, 8 * 4 * 60 / 3600.0) << bill.body.dump();
+  const auto kinds = event_kinds();
+  EXPECT_NE(std::ranges::find(kinds, "burst.requested"), kinds.end());
+  EXPECT_NE(std::ranges::find(kinds, "burst.released"), kinds.end());
+  httplib::Client metrics("127.0.0.1", server_->port());
+  auto scraped = metrics.Get("/metrics");
+  ASSERT_TRUE(scraped);
+  EXPECT_NE(scraped->body.find("tidepool_burst_rentals_total 1"), std::string::npos);
+}
+
+TEST_F(BurstTest, FailingHookSendsTheJobBackToThePoolWithTheHooksWords) {
+  write_text(dir_.file("fail-up"), "");
+  const std::int64_t fill = submit("fill", "sleep 600");
+  ASSERT_TRUE(job_state_is(fill, "running", 5s));
+  const std::int64_t id = submit("burst", "true");
+  ASSERT_TRUE(eventually(
+      [&] {
+        const auto kinds = event_kinds();
+        return std::ranges::find(kinds, "burst.hook_failed") != kinds.end();
+      },
+      30s))
+      << logs();
+  const nlohmann::json view = job(id);
+  EXPECT_EQ(view["state"], "pending");
+  EXPECT_NE(view["pending"]["kind"], "burst");
+  EXPECT_NE(view["message"].get<std::string>().find("no capacity in zone test-1a"),
+            std::string::npos)
+      << view.dump();
+  EXPECT_NE(view["message"].get<std::string>().find("exited with status 3"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tidepool::test_support
