@@ -107,8 +107,8 @@ Result<void> run_server(const ServerFlags& flags) {
     char name[256] = {};
     if (::gethostname(name, sizeof name - 1) == 0) advertised = name;
   }
-  loop.set_server_url(fmt::format("{}://{}:{}", config->tls_cert.empty() ? "http" : "https",
-                                  advertised, *port));
+  loop.set_server_url(
+      fmt::format("{}://{}:{}", config->tls_cert.empty() ? "http" : "https", advertised, *port));
   auto started = loop.start();
   if (!started) return std::unexpected(started.error());
   if (*started) {

@@ -40,9 +40,10 @@ ControlLoop::ControlLoop(std::unique_ptr<Store> store, ControlPlaneSetup setup, 
       metrics_(metrics),
       events_(std::make_unique<EventFeed>(*store_, options.events_kept)),
       hooks_(std::make_unique<ProviderHooks>([this](std::int64_t id, const HookOutcome& outcome) {
-        const Reply reply = call([id, outcome](ControlPlane& plane, std::int64_t now, Batch& batch) {
-          return plane.provider_result(id, outcome.ok, outcome.output, now, batch);
-        });
+        const Reply reply =
+            call([id, outcome](ControlPlane& plane, std::int64_t now, Batch& batch) {
+              return plane.provider_result(id, outcome.ok, outcome.output, now, batch);
+            });
         if (reply.status != 200) {
           spdlog::warn("the result of provider hook call {} was not recorded: {}", id,
                        reply.body.dump());

@@ -80,8 +80,8 @@ Result<std::unique_ptr<ControlPlane>> ControlPlane::create(ControlPlaneSetup set
     // Rented GPUs are charged by model: the offers' models join the catalog (with no node).
     for (const BurstOfferSpec& offer : setup.market->burst_offers) {
       if (auto model = setup.cluster.models.intern(offer.model); !model) {
-        return fail("market burst", fmt::format("offer {}: {}", offer.name,
-                                                model.error().message()));
+        return fail("market burst",
+                    fmt::format("offer {}: {}", offer.name, model.error().message()));
       }
     }
     if (setup.market->burst_threshold) {
@@ -501,10 +501,11 @@ nlohmann::json ControlPlane::pending_json(const ServerJob& job) const {
   if (job.burst) return burst_pending_json(job);
   const PendingReason* reason = scheduler_.reason(JobId{static_cast<std::uint32_t>(job.id)});
   const PendingKind kind = reason ? reason->kind : PendingKind::kNotConsidered;
-  nlohmann::json out = {{"kind", pending_kind_name(kind)},
-          {"reason", kind == PendingKind::kNotConsidered
-                         ? std::string("submitted; the next scheduling pass considers it")
-                         : std::string(reason->message())}};
+  nlohmann::json out = {
+      {"kind", pending_kind_name(kind)},
+      {"reason", kind == PendingKind::kNotConsidered
+                     ? std::string("submitted; the next scheduling pass considers it")
+                     : std::string(reason->message())}};
   if (auto refused = burst_refusals_.find(job.id); refused != burst_refusals_.end()) {
     out["burst"] = "not rented: " + refused->second;
   }
@@ -678,7 +679,8 @@ std::optional<std::int64_t> ControlPlane::next_wakeup_ms(std::int64_t now_ms) co
     if (!next || at < *next) next = at;
   };
   for (const auto& [name, rented] : burst_nodes_) {
-    if (rented.registered_ms != 0) sooner(rented.last_heartbeat_ms + setup_.heartbeat_timeout_ms + 1);
+    if (rented.registered_ms != 0)
+      sooner(rented.last_heartbeat_ms + setup_.heartbeat_timeout_ms + 1);
   }
   if (const auto policy = market_ ? market_->burst_policy() : std::nullopt;
       policy && !market_->burst_offers().empty()) {

@@ -158,8 +158,8 @@ class ControlPlane {
   // printed. A failed `up` gives the rental up: its nodes are released (`down`) and the job waits
   // in the pool again; the offer is not used again for a while. A failed `down` is an event for
   // the operator (the nodes may still be rented).
-  Reply provider_result(std::int64_t call, bool ok, const std::string& output,
-                        std::int64_t now_ms, Batch& batch);
+  Reply provider_result(std::int64_t call, bool ok, const std::string& output, std::int64_t now_ms,
+                        Batch& batch);
 
   // --- scheduling ---
   // Whether something changed since the last schedule() that a pass should see.
@@ -188,8 +188,8 @@ class ControlPlane {
     std::map<std::string, Micros> tenant_charges;                              // all time
     std::map<std::string, Micros> tenant_credits;
     std::map<std::string, Ppm> tenant_budget_spend;  // this quarter's spend / budget
-    std::map<std::string, std::int64_t> burst_gpus;    // rented now (coming up or in use), by offer
-    std::int64_t burst_rentals = 0;                    // since the server started
+    std::map<std::string, std::int64_t> burst_gpus;  // rented now (coming up or in use), by offer
+    std::int64_t burst_rentals = 0;                  // since the server started
   };
   [[nodiscard]] Figures figures() const;
   [[nodiscard]] std::int64_t last_event_seq() const { return last_event_seq_; }
@@ -352,8 +352,8 @@ class ControlPlane {
   std::vector<ProviderCall> provider_calls_;      // asked, not yet taken
   std::int64_t next_call_id_ = 1;
   std::map<std::int64_t, std::pair<std::int64_t, std::int64_t>> awaited_up_;  // (job, requested)
-  std::map<std::string, std::int64_t> offer_paused_until_ms_;  // after a failed `up`
-  std::map<std::int64_t, std::string> burst_refusals_;         // job -> why it was not rented
+  std::map<std::string, std::int64_t> offer_paused_until_ms_;                 // after a failed `up`
+  std::map<std::int64_t, std::string> burst_refusals_;  // job -> why it was not rented
   std::int64_t burst_rentals_ = 0;
 };
 

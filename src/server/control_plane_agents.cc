@@ -95,7 +95,7 @@ Reply ControlPlane::heartbeat(const Principal& who, const std::string& node,
     if (b.registered_ms == 0) b.registered_ms = now_ms;
     b.last_heartbeat_ms = now_ms;
     ServerJob& job = jobs_.at(b.job);
-      start_when_up(job, now_ms, batch);
+    start_when_up(job, now_ms, batch);
     if (job.state == JobState::kRunning) here.push_back(&job);
   } else {
     auto it = node_ids_.find(node);

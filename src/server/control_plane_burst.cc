@@ -102,8 +102,8 @@ void ControlPlane::burst_waiting(std::int64_t now_ms, Batch& batch) {
          .models = core->gang.task.models,
          .gpus = std::int64_t{job.spec.tasks} * rented_gpus_per_task(job.spec),
          .waited = to_seconds(now_ms - since),
-         .predicted_runtime = prediction ? prediction->runtime
-                                         : job.spec.runtime_estimate.value_or(kUnknownRuntime),
+         .predicted_runtime =
+             prediction ? prediction->runtime : job.spec.runtime_estimate.value_or(kUnknownRuntime),
          .preemptible = job.spec.preemptible,
          .checkpoints = job.spec.checkpoint_interval.has_value()});
   }
@@ -223,9 +223,9 @@ void ControlPlane::charge_burst(ServerJob& job, std::int64_t now_ms, Batch& batc
   const auto offer = offer_index(run.offer);
   const auto tenant = scheduler_.book().find_tenant(job.spec.tenant);
   if (!offer || !tenant) return;  // the files changed: nothing to charge it to
-  auto charged =
-      market_->charge_burst(JobId{static_cast<std::uint32_t>(job.id)}, *tenant, *offer,
-                            std::int64_t{job.spec.tasks} * rented_gpus_per_task(job.spec), from, to);
+  auto charged = market_->charge_burst(
+      JobId{static_cast<std::uint32_t>(job.id)}, *tenant, *offer,
+      std::int64_t{job.spec.tasks} * rented_gpus_per_task(job.spec), from, to);
   if (!charged) market_failed(charged.error(), now_ms, batch);
   store_ledger(batch);
 }
@@ -259,7 +259,7 @@ void ControlPlane::release_burst(ServerJob& job, const std::string& reason, bool
       if (p.name == run.provider) call.hook = p.hook;
     }
   }
-  call.request = {{"action", "down"},     {"provider", run.provider}, {"offer", run.offer},
+  call.request = {{"action", "down"},      {"provider", run.provider},  {"offer", run.offer},
                   {"job", job_brief(job)}, {"nodes", std::move(nodes)}, {"reason", reason}};
   emit(batch, now_ms, "burst.released",
        {{"job", job.id}, {"offer", run.offer}, {"nodes", run.nodes}, {"reason", reason}});
@@ -304,9 +304,8 @@ void ControlPlane::check_bursts(std::int64_t now_ms, Batch& batch) {
           run.requested_ms + startup + setup_.heartbeat_timeout_ms + kBurstStartSlackMs;
       if (now_ms > deadline) {
         offer_paused_until_ms_[run.offer] =
-            now_ms + std::max<Seconds>(kOfferPause, market_->burst_policy()
-                                                        .value_or(BurstPolicy{})
-                                                        .threshold) *
+            now_ms + std::max<Seconds>(kOfferPause,
+                                       market_->burst_policy().value_or(BurstPolicy{}).threshold) *
                          1000;
         lost.emplace_back(id, fmt::format("the rented nodes of offer {} did not all register "
                                           "within {} s",
@@ -320,10 +319,10 @@ void ControlPlane::check_bursts(std::int64_t now_ms, Batch& batch) {
       const std::int64_t silent_ms = now_ms - it->second.last_heartbeat_ms;
       if (silent_ms > setup_.heartbeat_timeout_ms) {
         ++node_failures_;
-        lost.emplace_back(id, fmt::format("rented node {}'s agent sent no heartbeat for {} s "
-                                          "(timeout {} s)",
-                                          node, silent_ms / 1000,
-                                          setup_.heartbeat_timeout_ms / 1000));
+        lost.emplace_back(id,
+                          fmt::format("rented node {}'s agent sent no heartbeat for {} s "
+                                      "(timeout {} s)",
+                                      node, silent_ms / 1000, setup_.heartbeat_timeout_ms / 1000));
         break;
       }
     }
@@ -360,8 +359,8 @@ void ControlPlane::start_when_up(ServerJob& job, std::int64_t now_ms, Batch& bat
 }
 
 Reply ControlPlane::register_burst_node(const std::string& node,
-                                        const NodeRegistration& registration,
-                                        std::int64_t now_ms, Batch& batch) {
+                                        const NodeRegistration& registration, std::int64_t now_ms,
+                                        Batch& batch) {
   BurstNode& rented = burst_nodes_.at(node);
   ServerJob& job = jobs_.at(rented.job);
   const int needed = rented_gpus_per_task(job.spec);
@@ -424,8 +423,8 @@ Reply ControlPlane::provider_result(std::int64_t call, bool ok, const std::strin
       emit(batch, now_ms, "burst.hook_failed",
            {{"call", call},
             {"action", "down"},
-            {"reason", "the provider's down hook failed; the nodes may still be rented: " +
-                           output}});
+            {"reason",
+             "the provider's down hook failed; the nodes may still be rented: " + output}});
     }
     return Reply{200, {{"call", call}}};
   }

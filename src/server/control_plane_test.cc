@@ -361,7 +361,6 @@ TEST_F(ControlPlaneTest, TokensAreStoredHashedAndCanBeRevoked) {
 }  // namespace
 }  // namespace tidepool
 
-
 namespace tidepool {
 namespace {
 
@@ -559,7 +558,6 @@ TEST_F(MarketPlaneTest, DailySpendAboveTwiceTheWeeksAverageRaisesAnAnomaly) {
   EXPECT_THAT(it->document, HasSubstr("vision"));
 }
 
-
 // --- bursting ---------------------------------------------------------------------------------
 
 constexpr std::string_view kBurstYaml = R"(
@@ -603,7 +601,8 @@ class BurstPlaneTest : public MarketPlaneTest {
     double sum = 0;
     for (const LedgerRecord& r : store_.ledger) {
       auto entry = nlohmann::json::parse(r.document);
-      if (entry["kind"] == "burst-charge" && r.tenant == tenant) sum += entry["amount"].get<double>();
+      if (entry["kind"] == "burst-charge" && r.tenant == tenant)
+        sum += entry["amount"].get<double>();
     }
     return sum / 1e6;
   }
@@ -632,11 +631,10 @@ TEST_F(BurstPlaneTest, WaitingJobRunsOnRentedNodesAndIsChargedTheOfferPrice) {
   EXPECT_EQ(view.body["state"], "pending");
   EXPECT_EQ(view.body["pending"]["kind"], "burst");
   EXPECT_THAT(view.body["pending"]["reason"].get<std::string>(), HasSubstr("0 of 1 node(s)"));
-  EXPECT_EQ(std::ranges::count_if(store_.tokens,
-                                  [&](const auto& t) {
-                                    return t.second.node == node && !t.second.revoked;
-                                  }),
-            1);
+  EXPECT_EQ(
+      std::ranges::count_if(
+          store_.tokens, [&](const auto& t) { return t.second.node == node && !t.second.revoked; }),
+      1);
   // Too few GPUs is refused; the right node registers and the job runs there.
   EXPECT_EQ(register_node(node, 4, kRent + 60'000).status, 409);
   ASSERT_EQ(register_node(node, 8, kRent + 120'000).status, 200);
@@ -661,11 +659,10 @@ TEST_F(BurstPlaneTest, WaitingJobRunsOnRentedNodesAndIsChargedTheOfferPrice) {
   ASSERT_EQ(calls.size(), 1U);
   EXPECT_EQ(calls[0].action, "down");
   EXPECT_EQ(calls[0].request["nodes"][0]["node"], node);
-  EXPECT_EQ(std::ranges::count_if(store_.tokens,
-                                  [&](const auto& t) {
-                                    return t.second.node == node && !t.second.revoked;
-                                  }),
-            0);
+  EXPECT_EQ(
+      std::ranges::count_if(
+          store_.tokens, [&](const auto& t) { return t.second.node == node && !t.second.revoked; }),
+      0);
   const double hours = static_cast<double>(end - kRent) / 3'600'000.0;
   EXPECT_NEAR(burst_charges(), 8 * 4 * hours, 1e-5);
   BillQuery query{"vision", kDay, kDay + 86'400, BillGrouping::kJob};
@@ -682,8 +679,8 @@ TEST_F(BurstPlaneTest, FailedUpHookSendsTheJobBackToThePoolAndRestsTheOffer) {
   std::vector<ProviderCall> calls = plane_->take_provider_calls();
   ASSERT_EQ(calls.size(), 1U);
   Batch batch;
-  plane_->provider_result(calls[0].id, false, "quota exceeded (exited with status 3)",
-                          kRent + 5000, batch);
+  plane_->provider_result(calls[0].id, false, "quota exceeded (exited with status 3)", kRent + 5000,
+                          batch);
   store_.commit(batch);
   Reply view = get(id);
   EXPECT_EQ(view.body["state"], "pending");
@@ -735,11 +732,10 @@ TEST_F(BurstPlaneTest, RestartAsksUpAgainWithNewTokensAndKeepsRunningRentals) {
   EXPECT_EQ(calls[0].action, "up");
   EXPECT_EQ(calls[0].request["nodes"][0]["node"], node);
   EXPECT_NE(calls[0].request["nodes"][0]["token"], first.request["nodes"][0]["token"]);
-  EXPECT_EQ(std::ranges::count_if(store_.tokens,
-                                  [&](const auto& t) {
-                                    return t.second.node == node && !t.second.revoked;
-                                  }),
-            1);
+  EXPECT_EQ(
+      std::ranges::count_if(
+          store_.tokens, [&](const auto& t) { return t.second.node == node && !t.second.revoked; }),
+      1);
   ASSERT_EQ(register_node(node, 8, kRent + 60'000).status, 200);
   ASSERT_EQ(get(id).body["state"], "running");
   // Running on its rented node after another restart, still charged from the first request.
@@ -762,8 +758,7 @@ TEST_F(BurstPlaneTest, TenantWithoutEnoughBudgetLeftIsNotRented) {
   EXPECT_TRUE(plane_->take_provider_calls().empty());
   Reply view = get(id);
   EXPECT_EQ(view.body["state"], "pending");
-  EXPECT_THAT(view.body["pending"]["burst"].get<std::string>(),
-              HasSubstr("not rented: budget"));
+  EXPECT_THAT(view.body["pending"]["burst"].get<std::string>(), HasSubstr("not rented: budget"));
 }
 
 TEST_F(BurstPlaneTest, ProvidersWithoutAHookAreRefusedAtStart) {

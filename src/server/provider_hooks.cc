@@ -1,6 +1,7 @@
 #include "server/provider_hooks.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -9,7 +10,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fmt/format.h>
 #include <optional>
 #include <utility>
 
@@ -103,8 +103,8 @@ HookOutcome run_hook(const std::string& hook, const std::string& action, const s
   posix_spawnattr_setsigmask(&attributes, &none);
   posix_spawnattr_setsigdefault(&attributes, &defaults);
   posix_spawnattr_setpgroup(&attributes, 0);
-  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
-                                            POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setflags(&attributes,
+                           POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
   pid_t pid = 0;
   const int spawned =
       ::posix_spawn(&pid, program.c_str(), &actions, &attributes, argv.data(), envp.data());
@@ -133,8 +133,10 @@ HookOutcome run_hook(const std::string& hook, const std::string& action, const s
   int status = 0;
   while (true) {
     pollfd p{out_read.fd, POLLIN, 0};
-    if (out_read.fd >= 0) (void)::poll(&p, 1, 100);
-    else ::usleep(100'000);
+    if (out_read.fd >= 0)
+      (void)::poll(&p, 1, 100);
+    else
+      ::usleep(100'000);
     char buffer[4096];
     while (out_read.fd >= 0) {
       const ssize_t n = ::read(out_read.fd, buffer, sizeof buffer);
@@ -198,13 +200,13 @@ void ProviderHooks::run(std::vector<ProviderCall> calls) {
     Running& slot = running_.emplace_back();
     std::vector<std::pair<std::string, std::string>> environment = {
         {"TIDEPOOL_SERVER", server_url_}, {"TIDEPOOL_PROVIDER", call.provider}};
-    slot.thread = std::thread([this, &slot, call = std::move(call),
-                               environment = std::move(environment)] {
-      HookOutcome outcome =
-          run_hook(call.hook, call.action, call.request.dump(), environment, timeout_, stopping_);
-      report_(call.id, outcome);
-      slot.done = true;
-    });
+    slot.thread =
+        std::thread([this, &slot, call = std::move(call), environment = std::move(environment)] {
+          HookOutcome outcome = run_hook(call.hook, call.action, call.request.dump(), environment,
+                                         timeout_, stopping_);
+          report_(call.id, outcome);
+          slot.done = true;
+        });
   }
 }
 

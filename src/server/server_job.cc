@@ -92,12 +92,9 @@ nlohmann::json server_job_to_json(const ServerJob& job) {
   if (job.bursts != 0) out["bursts"] = job.bursts;
   if (job.burst) {
     const BurstRun& b = *job.burst;
-    out["burst"] = {{"offer", b.offer},
-                    {"provider", b.provider},
-                    {"nodes", b.nodes},
-                    {"tokens", b.tokens},
-                    {"requested_ms", b.requested_ms},
-                    {"charged_to_ms", b.charged_to_ms}};
+    out["burst"] = {
+        {"offer", b.offer},   {"provider", b.provider},         {"nodes", b.nodes},
+        {"tokens", b.tokens}, {"requested_ms", b.requested_ms}, {"charged_to_ms", b.charged_to_ms}};
   }
   return out;
 }

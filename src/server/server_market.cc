@@ -229,8 +229,8 @@ Result<Micros> ServerMarket::charge_burst(JobId job, TenantId tenant, std::size_
   const BurstOffer& o = offers_[offer];
   const Micros amount = rented_cost(gpus, std::max<Seconds>(0, to - from), o.price_per_gpu_hour);
   if (amount <= 0) return Micros{0};
-  for (const LedgerEntry& entry : burst_entries(job, tenant, static_cast<std::uint32_t>(offer), o,
-                                                gpus, from, to, amount)) {
+  for (const LedgerEntry& entry :
+       burst_entries(job, tenant, static_cast<std::uint32_t>(offer), o, gpus, from, to, amount)) {
     if (auto ok = ledger_.append(entry); !ok) return std::unexpected(ok.error());
   }
   ended_runs_[job] += amount;

@@ -128,8 +128,8 @@ class BurstTest : public ::testing::Test {
     std::filesystem::permissions(dir_.file("hook.sh"), std::filesystem::perms::owner_all);
     write_text(dir_.file("server.yaml"),
                "cluster: " + dir_.file("cluster.yaml") + "\ntenants: " + dir_.file("tenants.yaml") +
-                   "\nmarket: " + dir_.file("market.yaml") + "\ndatabase: " +
-                   dir_.file("tidepool.db") +
+                   "\nmarket: " + dir_.file("market.yaml") +
+                   "\ndatabase: " + dir_.file("tidepool.db") +
                    "\nlisten: 127.0.0.1:0\nheartbeat_timeout: 3s\ntick: 1s\n"
                    "ledger_posting_interval: 1s\n");
     server_ = std::make_unique<ServerProcess>(dir_, dir_.file("server.yaml"));
@@ -168,7 +168,8 @@ class BurstTest : public ::testing::Test {
     return kinds;
   }
   std::string logs() {
-    std::string out = "--- server\n" + server_->log() + "--- hook\n" + read_text(dir_.file("hook.log"));
+    std::string out =
+        "--- server\n" + server_->log() + "--- hook\n" + read_text(dir_.file("hook.log"));
     for (const auto& entry : std::filesystem::directory_iterator(dir_path_)) {
       const std::string name = entry.path().filename();
       if (name.starts_with("agent-") && name.ends_with(".log")) {
