@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -72,6 +73,14 @@ Result<void> run_server(const ServerFlags& flags) {
   if (!config->market_path.empty()) {
     auto market = load_market_yaml(config->market_path);
     if (!market) return std::unexpected(market.error());
+    // A provider's hook is relative to the market file's folder, like the config's paths.
+    for (BurstProviderSpec& provider : market->burst_providers) {
+      if (!provider.hook.empty() && std::filesystem::path(provider.hook).is_relative()) {
+        provider.hook = (std::filesystem::path(config->market_path).parent_path() / provider.hook)
+                            .lexically_normal()
+                            .string();
+      }
+    }
     setup.market = std::move(*market);
     setup.ledger_posting_interval = config->ledger_posting_interval_ms / 1000;
   }

@@ -81,7 +81,6 @@ class ControlLoop {
   std::shared_ptr<TokenTable> tokens_ = std::make_shared<TokenTable>();
   std::unique_ptr<EventFeed> events_;
   std::unique_ptr<ControlPlane> plane_;  // owned by the loop thread once started
-  std::unique_ptr<ProviderHooks> hooks_;
 
   mutable std::mutex mutex_;
   std::condition_variable wake_;
@@ -89,6 +88,8 @@ class ControlLoop {
   bool stopping_ = false;
   bool running_ = false;
   std::thread thread_;
+  // Last: destroyed first, so that a hook still reporting finds the loop whole.
+  std::unique_ptr<ProviderHooks> hooks_;
 };
 
 }  // namespace tidepool

@@ -1,14 +1,14 @@
-// Bursting end to end: a real server whose market file has a burst provider, and a provider hook
-// (a shell script) that "rents" a node by starting a real `tidepool agent` with fake GPUs on
-// 127.0.0.1 with the token the server gave it, and gives it back by stopping that agent. A job
+// Bursting end to end: a real server whose market file has a burst provider, and the shipped
+// provider hook deploy/burst/local-provider.sh, which "rents" a node by starting a real
+// `tidepool agent` with fake GPUs on 127.0.0.1 with the token the server gave it, and gives it
+// back by stopping that agent. A job
 // that waits past the threshold runs there, is charged the offer's price, and the node is given
 // back when it ends; a failing hook sends the job back to the pool's queue with the hook's words.
-#include <dirent.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <functional>
-#include <set>
+#include <vector>
 
 #include "server_process.h"
 
@@ -36,7 +36,7 @@ constexpr const char* kTenants = R"(orgs:
           H100: {guaranteed_gpus: 8}
 )";
 
-// The market: a provider whose hook is $DIR/hook.sh, renting H100 at 4 an hour, after 2 s.
+// The market: a provider whose hook is the local provider, renting H100 at 4 an hour, after 2 s.
 constexpr const char* kMarket = R"(currency: USD
 models:
   H100: {purchase_price: 30000, power_watts: 1000, electricity_per_kwh: 0.12,
@@ -46,40 +46,10 @@ burst:
   threshold: 2s
   providers:
     - name: local
-      hook: @DIR@/hook.sh
+      hook: @HOOK@
       offers:
         - {name: local-h100, model: H100, price_per_gpu_hour: 4, max_gpus: 16}
 )";
-
-// The provider: `up` starts an agent per node of the request (with the node's name and token),
-// `down` stops them. It logs each call; with $DIR/fail-up present, `up` fails as a cloud might.
-constexpr const char* kHook = R"sh(#!/bin/sh
-dir=@DIR@
-request=$(cat)
-echo "$1 $request" >> "$dir/hook.log"
-nodes=$(printf '%s' "$request" | grep -o '"node":"[^"]*"' | sed 's/"node":"\(.*\)"/\1/')
-case "$1" in
-up)
-  if [ -e "$dir/fail-up" ]; then echo "no capacity in zone test-1a" >&2; exit 3; fi
-  tokens=$(printf '%s' "$request" | grep -o '"token":"[^"]*"' | sed 's/"token":"\(.*\)"/\1/')
-  set -- $tokens
-  for n in $nodes; do
-    TIDEPOOL_TEST_MARKER="$dir/" setsid "@BIN@" agent --server "$TIDEPOOL_SERVER" --token "$1" \
-      --node "$n" --gpus fake:8xH100 --state-dir "$dir/state-$n" --checkpoint-root "$dir/ckpt" \
-      --heartbeat-interval 200ms --sample-interval 1s --cgroups none --stop-tasks-on-exit \
-      > "$dir/agent-$n.log" 2>&1 < /dev/null &
-    echo $! > "$dir/agent-$n.pid"
-    shift
-  done
-  ;;
-down)
-  for n in $nodes; do
-    if [ -f "$dir/agent-$n.pid" ]; then kill "$(cat "$dir/agent-$n.pid")" 2>/dev/null; fi
-  done
-  ;;
-esac
-exit 0
-)sh";
 
 std::string replace_all(std::string text, const std::string& from, const std::string& to) {
   for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at)) {
@@ -89,20 +59,11 @@ std::string replace_all(std::string text, const std::string& from, const std::st
   return text;
 }
 
-// The pids of processes whose environment holds `marker`.
-std::set<pid_t> processes_with(const std::string& marker) {
-  std::set<pid_t> out;
-  DIR* proc = ::opendir("/proc");
-  if (proc == nullptr) return out;
-  while (const dirent* entry = ::readdir(proc)) {
-    const pid_t pid = static_cast<pid_t>(std::atoi(entry->d_name));
-    if (pid <= 0) continue;
-    if (read_text("/proc/" + std::to_string(pid) + "/environ").find(marker) != std::string::npos) {
-      out.insert(pid);
-    }
-  }
-  ::closedir(proc);
-  return out;
+// Whether process `pid` is alive (and not a zombie).
+bool alive(pid_t pid) {
+  const std::string stat = read_text("/proc/" + std::to_string(pid) + "/stat");
+  const auto close = stat.rfind(')');
+  return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z';
 }
 
 bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds limit) {
@@ -119,13 +80,13 @@ class BurstTest : public ::testing::Test {
   void SetUp() override {
     const std::string dir = dir_.file("");
     dir_path_ = dir.substr(0, dir.size() - 1);
-    marker_ = "TIDEPOOL_TEST_MARKER=" + dir;
     write_text(dir_.file("cluster.yaml"), kCluster);
     write_text(dir_.file("tenants.yaml"), kTenants);
-    write_text(dir_.file("market.yaml"), replace_all(kMarket, "@DIR@", dir_path_));
-    write_text(dir_.file("hook.sh"),
-               replace_all(replace_all(kHook, "@DIR@", dir_path_), "@BIN@", tidepool_binary()));
-    std::filesystem::permissions(dir_.file("hook.sh"), std::filesystem::perms::owner_all);
+    write_text(dir_.file("market.yaml"),
+               replace_all(kMarket, "@HOOK@", source_tree() + "/deploy/burst/local-provider.sh"));
+    // The server passes its environment to the hook.
+    ::setenv("TIDEPOOL_LOCAL_PROVIDER_DIR", dir_.file("provider").c_str(), 1);
+    ::setenv("TIDEPOOL_BIN", tidepool_binary().c_str(), 1);
     write_text(dir_.file("server.yaml"),
                "cluster: " + dir_.file("cluster.yaml") + "\ntenants: " + dir_.file("tenants.yaml") +
                    "\nmarket: " + dir_.file("market.yaml") +
@@ -133,24 +94,38 @@ class BurstTest : public ::testing::Test {
                    "\nlisten: 127.0.0.1:0\nheartbeat_timeout: 3s\ntick: 1s\n"
                    "ledger_posting_interval: 1s\n");
     server_ = std::make_unique<ServerProcess>(dir_, dir_.file("server.yaml"));
+  }
+  // Starts the server (with the environment the test set) and the admin's client.
+  void start() {
     ASSERT_TRUE(server_->start()) << server_->log();
     admin_ = std::make_unique<ApiClient>(server_->port(), server_->admin_token());
   }
 
   void TearDown() override {
-    for (pid_t pid : processes_with(marker_)) ::kill(pid, SIGKILL);
+    for (pid_t pid : agent_pids()) ::kill(pid, SIGKILL);
     server_->terminate();
+  }
+
+  // The agents the provider started and has not stopped.
+  std::vector<pid_t> agent_pids() {
+    std::vector<pid_t> out;
+    std::error_code ignored;
+    for (const auto& entry : std::filesystem::directory_iterator(dir_.file("provider"), ignored)) {
+      if (entry.path().extension() != ".pid") continue;
+      const std::string text = read_text(entry.path());
+      if (!text.empty()) out.push_back(std::stoi(text));
+    }
+    return out;
   }
 
   // Submits a job of one 8-GPU task running `script` (sh -c); returns its id.
   std::int64_t submit(const std::string& name, const std::string& script) {
-    const nlohmann::json spec = {
-        {"name", name},
-        {"tenant", "vision"},
-        {"tasks", 1},
-        {"gpus_per_task", 8},
-        {"command", {"/bin/sh", "-c", script}},
-        {"env", {{"OUT", dir_path_}, {"TIDEPOOL_TEST_MARKER", dir_.file("")}}}};
+    const nlohmann::json spec = {{"name", name},
+                                 {"tenant", "vision"},
+                                 {"tasks", 1},
+                                 {"gpus_per_task", 8},
+                                 {"command", {"/bin/sh", "-c", script}},
+                                 {"env", {{"OUT", dir_path_}}}};
     auto reply = admin_->post("/v1/jobs", spec.dump());
     EXPECT_EQ(reply.status, 201) << reply.body.dump();
     return reply.body.value("id", std::int64_t{0});
@@ -179,14 +154,16 @@ class BurstTest : public ::testing::Test {
     return out;
   }
 
+  std::string calls() { return read_text(dir_.file("provider/calls.log")); }
+
   TempDir dir_;
   std::string dir_path_;
-  std::string marker_;
   std::unique_ptr<ServerProcess> server_;
   std::unique_ptr<ApiClient> admin_;
 };
 
 TEST_F(BurstTest, WaitingJobRunsOnARentedNodeWhichIsGivenBackAfterwards) {
+  start();
   // The pool's only node is taken (no agent: the job just holds it).
   const std::int64_t fill = submit("fill", "sleep 600");
   ASSERT_TRUE(job_state_is(fill, "running", 5s));
@@ -195,6 +172,9 @@ TEST_F(BurstTest, WaitingJobRunsOnARentedNodeWhichIsGivenBackAfterwards) {
   ASSERT_TRUE(job_state_is(id, "running", 30s)) << job(id).dump() << logs();
   const nlohmann::json running = job(id);
   const std::string node = running["placement"][0]["node"];
+  const std::string pid_text = read_text(dir_.file("provider/agent-" + node + ".pid"));
+  ASSERT_FALSE(pid_text.empty()) << logs();
+  const pid_t agent = std::stoi(pid_text);
   EXPECT_TRUE(node.starts_with("local-h100-" + std::to_string(id) + "-")) << node;
   bool listed = false;
   const auto nodes = admin_->get("/v1/nodes");
@@ -205,12 +185,10 @@ TEST_F(BurstTest, WaitingJobRunsOnARentedNodeWhichIsGivenBackAfterwards) {
   ASSERT_TRUE(job_state_is(id, "succeeded", 30s)) << job(id).dump() << logs();
   EXPECT_EQ(read_text(dir_.file("ran")), std::to_string(id) + " 0,1,2,3,4,5,6,7\n");
   // Given back: `down` was called with the node, and its agent is gone.
-  ASSERT_TRUE(eventually(
-      [&] { return read_text(dir_.file("hook.log")).find("down {") != std::string::npos; }, 10s))
+  ASSERT_TRUE(eventually([&] { return calls().find("down {") != std::string::npos; }, 10s))
       << logs();
-  EXPECT_NE(read_text(dir_.file("hook.log")).find("\"node\":\"" + node + "\""), std::string::npos);
-  EXPECT_TRUE(eventually([&] { return processes_with(marker_).size() <= 1; }, 10s))
-      << "left: " << processes_with(marker_).size();  // the fill job's placeholder holds none
+  EXPECT_NE(calls().find("\"node\":\"" + node + "\""), std::string::npos);
+  EXPECT_TRUE(eventually([&] { return !alive(agent); }, 10s)) << logs();
   // Charged at the offer's price from the request to the release.
   auto bill = admin_->get("/v1/bill?tenant=vision&from=2000-01-01&to=2100-01-01&by=job");
   ASSERT_EQ(bill.status, 200) << bill.body.dump();
@@ -233,7 +211,8 @@ TEST_F(BurstTest, WaitingJobRunsOnARentedNodeWhichIsGivenBackAfterwards) {
 }
 
 TEST_F(BurstTest, FailingHookSendsTheJobBackToThePoolWithTheHooksWords) {
-  write_text(dir_.file("fail-up"), "");
+  ::setenv("TIDEPOOL_LOCAL_PROVIDER_FAIL", "no capacity in zone test-1a", 1);
+  start();
   const std::int64_t fill = submit("fill", "sleep 600");
   ASSERT_TRUE(job_state_is(fill, "running", 5s));
   const std::int64_t id = submit("burst", "true");
