@@ -283,7 +283,8 @@ class ControlPlane {
   void store_ledger(Batch& batch);
   // When a posting is due: posts, stores, checks budgets and (once a UTC day) spend anomalies.
   void post_ledger(std::int64_t now_ms, Batch& batch);
-  void check_budgets(std::int64_t now_ms, Batch& batch);
+  // `announce` false: holds are applied without budget.exhausted events (at start).
+  void check_budgets(std::int64_t now_ms, Batch& batch, bool announce = true);
   void check_anomalies(std::int64_t now_ms, Batch& batch);
   // A meter failure (a bug, not an input): an event, so that it is seen.
   void market_failed(const Error& error, std::int64_t now_ms, Batch& batch);

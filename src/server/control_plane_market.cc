@@ -75,8 +75,9 @@ Result<void> ControlPlane::open_market(const Snapshot& snapshot, const TenantsSp
         job.spec.preemptible ? PriceClass::kPreemptible : PriceClass::kStandard, now);
     if (!ok) return fail("market", fmt::format("job {}: {}", id, ok.error().message()));
   }
-  // The budgets as they stand: tenants that spent theirs wait from the start.
-  check_budgets(now_ms, repairs);
+  // The budgets as they stand: tenants that spent theirs wait from the start (announced before the
+  // restart already: no second budget.exhausted).
+  check_budgets(now_ms, repairs, /*announce=*/false);
   return {};
 }
 
@@ -164,7 +165,7 @@ void ControlPlane::apply_budget_holds() {
   }
 }
 
-void ControlPlane::check_budgets(std::int64_t now_ms, Batch& batch) {
+void ControlPlane::check_budgets(std::int64_t now_ms, Batch& batch, bool announce) {
   const Seconds now = to_seconds(now_ms);
   const Quarter quarter = quarter_of(now);
   const std::string quarter_text = quarter_name(quarter);
@@ -195,7 +196,7 @@ void ControlPlane::check_budgets(std::int64_t now_ms, Batch& batch) {
       std::string reason = budget_exhausted_reason(name, status, quarter_text);
       (void)scheduler_.set_budget_exhausted(tenant, reason);
       budget_held_[name] = std::move(reason);
-      if (!held) {
+      if (!held && announce) {
         emit(batch, now_ms, "budget.exhausted", figures);
         dirty_ = true;
       }

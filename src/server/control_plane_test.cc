@@ -511,10 +511,11 @@ TEST_F(MarketPlaneTest, SpentBudgetHoldsNewJobsBackUntilTheQuarterEnds) {
   // Other tenants are not held back.
   const std::int64_t other = submit(job("s", 1, 8, "search"), kSearch, "", now).body["id"];
   EXPECT_EQ(get(other).body["state"], "running");
-  // Held back after a restart too, without a second alert.
+  // Held back after a restart too, without a second alert or exhausted event.
   plane_ = restart(now + 1000);
   tick(now + 61'000);
   EXPECT_EQ(std::ranges::count(event_kinds(), "budget.alert"), 1);
+  EXPECT_EQ(std::ranges::count(event_kinds(), "budget.exhausted"), 1);
   EXPECT_EQ(get(second).body["state"], "pending");
   // The next quarter (2027-01-01) lifts it.
   const std::int64_t next_quarter = 1'798'761'600'000;

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -55,6 +56,23 @@ std::string status_text(int status) {
 HookOutcome run_hook(const std::string& hook, const std::string& action, const std::string& input,
                      const std::vector<std::pair<std::string, std::string>>& environment,
                      std::chrono::milliseconds timeout, const std::atomic<bool>& stop) {
+  // Writing to a hook that exited without reading must fail with EPIPE, not raise SIGPIPE: it is
+  // blocked on this thread while the hook runs, and a pending one consumed before unblocking.
+  sigset_t pipe_signal;
+  sigemptyset(&pipe_signal);
+  sigaddset(&pipe_signal, SIGPIPE);
+  sigset_t old_mask;
+  pthread_sigmask(SIG_BLOCK, &pipe_signal, &old_mask);
+  struct RestoreMask {
+    sigset_t pipe_signal;
+    sigset_t old_mask;
+    ~RestoreMask() {
+      const timespec zero{0, 0};
+      while (::sigtimedwait(&pipe_signal, nullptr, &zero) > 0) {
+      }
+      pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+    }
+  } restore{pipe_signal, old_mask};
   int in_pipe[2];
   int out_pipe[2];
   if (::pipe2(in_pipe, O_CLOEXEC) != 0) {
@@ -115,16 +133,12 @@ HookOutcome run_hook(const std::string& hook, const std::string& action, const s
   }
   in_read.reset();
   out_write.reset();
-  // The request is small (a pipe holds 64 KiB); a hook that does not read it still gets EOF.
+  // The request is written as the hook reads it (a pipe holds 64 KiB; a rental of many nodes is
+  // more); a hook that stops reading gets EOF once it exits or the rest is dropped.
   std::size_t written = 0;
   (void)::fcntl(in_write.fd, F_SETFL, O_NONBLOCK);
-  while (written < input.size()) {
-    const ssize_t n = ::write(in_write.fd, input.data() + written, input.size() - written);
-    if (n <= 0) break;
-    written += static_cast<std::size_t>(n);
-  }
-  in_write.reset();
   (void)::fcntl(out_read.fd, F_SETFL, O_NONBLOCK);
+  if (input.empty()) in_write.reset();
 
   std::string output;
   const auto started = std::chrono::steady_clock::now();
@@ -132,11 +146,21 @@ HookOutcome run_hook(const std::string& hook, const std::string& action, const s
   std::string stopped_because;
   int status = 0;
   while (true) {
-    pollfd p{out_read.fd, POLLIN, 0};
-    if (out_read.fd >= 0)
-      (void)::poll(&p, 1, 100);
-    else
+    pollfd fds[2] = {{out_read.fd, POLLIN, 0}, {in_write.fd, POLLOUT, 0}};
+    if (out_read.fd >= 0 || in_write.fd >= 0) {
+      (void)::poll(fds, 2, 100);  // negative descriptors are ignored
+    } else {
       ::usleep(100'000);
+    }
+    while (in_write.fd >= 0 && written < input.size()) {
+      const ssize_t n = ::write(in_write.fd, input.data() + written, input.size() - written);
+      if (n <= 0) {
+        if (n < 0 && errno != EAGAIN && errno != EINTR) in_write.reset();  // EPIPE: not read
+        break;
+      }
+      written += static_cast<std::size_t>(n);
+    }
+    if (written >= input.size()) in_write.reset();
     char buffer[4096];
     while (out_read.fd >= 0) {
       const ssize_t n = ::read(out_read.fd, buffer, sizeof buffer);
