@@ -57,6 +57,22 @@ expect_error() {
   done
 }
 
+# client_test_setup: for scripts that start a server (start_server sets $server_pid): the EXIT
+# trap stops it by its PID and removes $work; no config file of the user running the tests.
+server_pid=""
+stop_server() {
+  if [[ -n $server_pid ]]; then
+    kill "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+    server_pid=""
+  fi
+}
+client_test_setup() {
+  trap 'stop_server; rm -rf "$work"' EXIT
+  export XDG_CONFIG_HOME="$work/xdg"
+  unset TIDEPOOL_CONFIG TIDEPOOL_SERVER TIDEPOOL_TOKEN TIDEPOOL_CA_CERT
+}
+
 # start_server [CONFIG_LINE...]: starts the server on a free port, with the lines added to its
 # config; exports TIDEPOOL_SERVER and TIDEPOOL_TOKEN (its first admin token).
 start_server() {

@@ -14,19 +14,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/cli_test_helpers.sh"
 cli_test_setup client "$@"
 examples="$source_dir/data/examples"
 
-server_pid=""
-cleanup() {
-  if [[ -n $server_pid ]]; then
-    kill "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
-  fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-# No config file of the user running the tests: only what each case sets.
-export XDG_CONFIG_HOME="$work/xdg"
-unset TIDEPOOL_CONFIG TIDEPOOL_SERVER TIDEPOOL_TOKEN TIDEPOOL_CA_CERT
+client_test_setup
 
 start_server
 case "$case_name" in

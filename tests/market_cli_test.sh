@@ -11,22 +11,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/cli_test_helpers.sh"
 cli_test_setup market "$@"
 
-server_pid=""
-stop_server() {
-  if [[ -n $server_pid ]]; then
-    kill "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
-    server_pid=""
-  fi
-}
-cleanup() {
-  stop_server
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-export XDG_CONFIG_HOME="$work/xdg"
-unset TIDEPOOL_CONFIG TIDEPOOL_SERVER TIDEPOOL_TOKEN TIDEPOOL_CA_CERT
+client_test_setup
 
 # A GPU-hour of H100 costs about 1000 USD here (a flat price: no utilisation or time multiplier).
 cat >"$work/market.yaml" <<'YAML'

@@ -12,20 +12,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/cli_test_helpers.sh"
 cli_test_setup plan-capacity "$@"
 
-# The server of the `server` case (start_server sets server_pid): stopped by its PID on exit.
-server_pid=""
-cleanup() {
-  if [[ -n $server_pid ]]; then
-    kill "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
-  fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-# No config file of the user running the tests: only what each case sets.
-export XDG_CONFIG_HOME="$work/xdg"
-unset TIDEPOOL_CONFIG TIDEPOOL_SERVER TIDEPOOL_TOKEN TIDEPOOL_CA_CERT
+client_test_setup
 
 cluster=$source_dir/data/clusters/philly-512.yaml
 tenants=$source_dir/data/tenants/philly-2017-09-10.yaml

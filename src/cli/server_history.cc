@@ -148,33 +148,8 @@ Result<std::vector<SimJob>> history_workload(const ServerHistory& history, const
       return fail(where + " queue", fmt::format("tenant '{}' has no queue '{}' in the tenants file",
                                                 spec.tenant, spec.queue));
     }
-    ModelSet accepted = spec.gpu_models.empty() ? ModelSet::any() : ModelSet::none();
-    for (std::size_t m = 0; m < spec.gpu_models.size(); ++m) {
-      const auto model = models.find(spec.gpu_models[m]);
-      if (!model) {
-        return fail(fmt::format("{} gpu_model[{}]", where, m),
-                    fmt::format("the pool has no GPU model '{}'", spec.gpu_models[m]));
-      }
-      accepted.add(*model);
-    }
-    auto task = make_task_shape(spec.gpus_per_task, spec.gpus_per_task == 0 ? 0 : spec.gpu_milli,
-                                spec.cpu_milli_per_task, spec.memory_mib_per_task, accepted);
-    if (!task) return fail(where + " " + task.error().field, task.error().reason);
-    Job job;
-    job.id = JobId{static_cast<std::uint32_t>(jobs.size())};
-    job.tenant = *tenant;
-    job.queue = *queue;
-    job.job_class = spec.job_class;
-    job.priority_class = spec.priority;
-    job.preemptible = spec.preemptible;
-    job.checkpoint_interval = spec.checkpoint_interval;
-    job.runtime_estimate = spec.runtime_estimate;
-    job.submit_time = (h.submitted_ms - history.start_ms) / 1000;
-    job.gang.task_count = spec.tasks;
-    job.gang.task = *task;
-    job.gang.topology = spec.topology;
-    job.caps.max_runtime = spec.max_runtime;
-    auto made = make_job(std::move(job));
+    auto made = core_job_of(spec, JobId{static_cast<std::uint32_t>(jobs.size())}, *tenant, *queue,
+                            (h.submitted_ms - history.start_ms) / 1000, models);
     if (!made) return fail(where + " " + made.error().field, made.error().reason);
     jobs.push_back(SimJob{std::move(*made), h.runtime, fmt::format("job-{}", h.id)});
   }

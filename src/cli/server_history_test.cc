@@ -281,7 +281,7 @@ TEST(HistoryWorkloadTest, UnknownTenantQueueOrModelNamesTheJob) {
   EXPECT_EQ(error({{"name", "a"}, {"tenant", "search"}, {"queue", "ctr"}}),
             "job 12 queue: tenant 'search' has no queue 'ctr' in the tenants file");
   EXPECT_EQ(error({{"name", "a"}, {"tenant", "search"}, {"gpu_model", {"H100", "V100"}}}),
-            "job 12 gpu_model[1]: the pool has no GPU model 'V100'");
+            "job 12 gpu_model[1]: the cluster has no GPU model 'V100'; models: H100, A100");
 }
 
 }  // namespace

@@ -14,21 +14,6 @@ namespace {
 
 Seconds to_seconds(std::int64_t ms) { return ms / 1000; }
 
-// Core validation names fields as the core does; the spec's names are what the user wrote.
-std::string spec_field(const std::string& core_field) {
-  static const std::map<std::string, std::string, std::less<>> kNames = {
-      {"task_count", "tasks"},
-      {"gpu_count", "gpus_per_task"},
-      {"milli_per_gpu", "gpu_milli"},
-      {"milli_cpu", "cpu_milli_per_task"},
-      {"memory_mib", "memory_mib_per_task"},
-      {"priority_class", "priority"},
-      {"caps.max_runtime", "max_runtime"},
-  };
-  auto it = kNames.find(core_field);
-  return it == kNames.end() ? core_field : it->second;
-}
-
 Reply not_found(std::int64_t id) {
   return error_reply(404, "not found", Error{"id", fmt::format("no job {}", id)});
 }
@@ -218,47 +203,17 @@ Result<Job> ControlPlane::to_core_job(const ServerJob& server_job, const TenantB
                                      spec.queue, fmt::join(names, ", ")));
   }
   const GpuModelCatalog& models = scheduler_.pool().models();
-  ModelSet accepted = spec.gpu_models.empty() ? ModelSet::any() : ModelSet::none();
-  for (std::size_t i = 0; i < spec.gpu_models.size(); ++i) {
-    auto model = models.find(spec.gpu_models[i]);
-    if (!model) {
-      std::vector<std::string> names;
-      for (int m = 0; m < models.size(); ++m) {
-        names.push_back(models.name(GpuModelId{static_cast<std::uint32_t>(m)}));
-      }
-      return fail(fmt::format("gpu_model[{}]", i),
-                  fmt::format("the cluster has no GPU model '{}'; models: {}", spec.gpu_models[i],
-                              fmt::join(names, ", ")));
-    }
-    accepted.add(*model);
-  }
-  auto task = make_task_shape(spec.gpus_per_task, spec.gpus_per_task == 0 ? 0 : spec.gpu_milli,
-                              spec.cpu_milli_per_task, spec.memory_mib_per_task, accepted);
-  if (!task) return fail(spec_field(task.error().field), task.error().reason);
+  auto job = core_job_of(spec, JobId{static_cast<std::uint32_t>(server_job.id)}, *tenant, *queue,
+                         to_seconds(server_job.submitted_ms), models);
+  if (!job) return job;
   const bool some_node_holds_it = std::ranges::any_of(
       setup_.cluster.nodes,
-      [&](const NodeSpec& node) { return fits(node, empty_state(node), *task); });
+      [&](const NodeSpec& node) { return fits(node, empty_state(node), job->gang.task); });
   if (!some_node_holds_it) {
     return fail("gpus_per_task", fmt::format("no node of the cluster can ever hold one task ({})",
-                                             describe(*task, models)));
+                                             describe(job->gang.task, models)));
   }
-  Job job;
-  job.id = JobId{static_cast<std::uint32_t>(server_job.id)};
-  job.tenant = *tenant;
-  job.queue = *queue;
-  job.job_class = spec.job_class;
-  job.priority_class = spec.priority;
-  job.preemptible = spec.preemptible;
-  job.checkpoint_interval = spec.checkpoint_interval;
-  job.runtime_estimate = spec.runtime_estimate;
-  job.submit_time = to_seconds(server_job.submitted_ms);
-  job.gang.task_count = spec.tasks;
-  job.gang.task = *task;
-  job.gang.topology = spec.topology;
-  job.caps.max_runtime = spec.max_runtime;
-  auto valid = make_job(std::move(job));
-  if (!valid) return fail(spec_field(valid.error().field), valid.error().reason);
-  return valid;
+  return job;
 }
 
 Result<std::vector<Assignment>> ControlPlane::to_assignments(const ServerJob& job) const {

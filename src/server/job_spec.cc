@@ -1,6 +1,7 @@
 #include "server/job_spec.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
@@ -727,6 +728,58 @@ Result<void> check_name(std::string_view name) {
                                 kMaxNameLength));
   }
   return {};
+}
+
+std::string spec_field(const std::string& core_field) {
+  static const std::map<std::string, std::string, std::less<>> kNames = {
+      {"task_count", "tasks"},
+      {"gpu_count", "gpus_per_task"},
+      {"milli_per_gpu", "gpu_milli"},
+      {"milli_cpu", "cpu_milli_per_task"},
+      {"memory_mib", "memory_mib_per_task"},
+      {"priority_class", "priority"},
+      {"caps.max_runtime", "max_runtime"},
+  };
+  auto it = kNames.find(core_field);
+  return it == kNames.end() ? core_field : it->second;
+}
+
+Result<Job> core_job_of(const JobSpec& spec, JobId id, TenantId tenant, QueueId queue,
+                        Seconds submit_time, const GpuModelCatalog& models) {
+  ModelSet accepted = spec.gpu_models.empty() ? ModelSet::any() : ModelSet::none();
+  for (std::size_t i = 0; i < spec.gpu_models.size(); ++i) {
+    auto model = models.find(spec.gpu_models[i]);
+    if (!model) {
+      std::vector<std::string> names;
+      for (int m = 0; m < models.size(); ++m) {
+        names.push_back(models.name(GpuModelId{static_cast<std::uint32_t>(m)}));
+      }
+      return fail(fmt::format("gpu_model[{}]", i),
+                  fmt::format("the cluster has no GPU model '{}'; models: {}", spec.gpu_models[i],
+                              fmt::join(names, ", ")));
+    }
+    accepted.add(*model);
+  }
+  auto task = make_task_shape(spec.gpus_per_task, spec.gpus_per_task == 0 ? 0 : spec.gpu_milli,
+                              spec.cpu_milli_per_task, spec.memory_mib_per_task, accepted);
+  if (!task) return fail(spec_field(task.error().field), task.error().reason);
+  Job job;
+  job.id = id;
+  job.tenant = tenant;
+  job.queue = queue;
+  job.job_class = spec.job_class;
+  job.priority_class = spec.priority;
+  job.preemptible = spec.preemptible;
+  job.checkpoint_interval = spec.checkpoint_interval;
+  job.runtime_estimate = spec.runtime_estimate;
+  job.submit_time = submit_time;
+  job.gang.task_count = spec.tasks;
+  job.gang.task = *task;
+  job.gang.topology = spec.topology;
+  job.caps.max_runtime = spec.max_runtime;
+  auto valid = make_job(std::move(job));
+  if (!valid) return fail(spec_field(valid.error().field), valid.error().reason);
+  return valid;
 }
 
 }  // namespace tidepool

@@ -54,6 +54,8 @@
 
 #include "core/error.h"
 #include "core/gang_placement.h"
+#include "core/gpu_model.h"
+#include "core/ids.h"
 #include "core/job.h"
 #include "core/money.h"
 #include "core/resources.h"
@@ -121,6 +123,17 @@ Result<JobSpec> parse_job_spec(std::string_view body, BodyFormat format);
 // null); reading it back with job_spec_from_json gives an equal spec, for any spec that
 // job_spec_from_json returned.
 nlohmann::json job_spec_to_json(const JobSpec& spec);
+
+// The spec's name of a field the core names ("task_count" -> "tasks", "gpu_count" ->
+// "gpus_per_task", ...); other names unchanged.
+std::string spec_field(const std::string& core_field);
+
+// The core job (core/job.h) of `spec`, with what the caller resolved: its id, tenant, queue and
+// submit time. GPU models are looked up by name in `models` (one it lacks fails naming
+// "gpu_model[i]", with the models it has); the task shape and the job are checked by the core,
+// errors naming the spec's fields (spec_field).
+Result<Job> core_job_of(const JobSpec& spec, JobId id, TenantId tenant, QueueId queue,
+                        Seconds submit_time, const GpuModelCatalog& models);
 
 // "90s", "30m", "6h", "2d", "1h30m", "1d2h3m4s", or a bare non-negative integer of seconds; at
 // most 10 years. Fails with a reason naming the accepted forms.
