@@ -385,20 +385,40 @@ Reply ControlPlane::register_burst_node(const std::string& node,
 }
 
 nlohmann::json ControlPlane::burst_node_json(const std::string& node) const {
+  // The shape of a cluster node's (node_json), with the rental in "rental".
   const BurstNode& rented = burst_nodes_.at(node);
   const ServerJob& job = jobs_.at(rented.job);
+  const bool running = job.state == JobState::kRunning;
+  const int gpus = rented_gpus_per_task(job.spec);
+  const auto offer = job.burst ? offer_index(job.burst->offer) : std::nullopt;
+  nlohmann::json jobs = nlohmann::json::array();
+  if (running) {
+    jobs.push_back({{"job", job.id},
+                    {"tenant", job.spec.tenant},
+                    {"name", job.spec.name},
+                    {"tasks", 1},
+                    {"gpus", gpus},
+                    {"gpu_milli", job.spec.gpu_milli}});
+  }
   return {{"name", node},
-          {"burst", true},
-          {"offer", job.burst ? job.burst->offer : ""},
-          {"provider", job.burst ? job.burst->provider : ""},
-          {"job", rented.job},
-          {"task", rented.task},
           {"state", rented.registered_ms == 0 ? "starting" : "ready"},
-          {"address", rented.reported.address},
+          {"gpu_model",
+           offer ? scheduler_.pool().models().name(market_->burst_offers()[*offer].model) : ""},
+          {"gpus", gpus},
+          {"gpu_milli_allocated", running ? std::int64_t{gpus} * job.spec.gpu_milli : 0},
+          {"leaf", "(rented)"},
+          {"spine", ""},
+          {"jobs", std::move(jobs)},
           {"registered_ms", rented.registered_ms},
           {"last_heartbeat_ms", rented.last_heartbeat_ms},
-          {"running", job.state == JobState::kRunning ? nlohmann::json::array({job.id})
-                                                      : nlohmann::json::array()}};
+          {"address", rented.reported.address},
+          {"drain_reason", ""},
+          {"burst", true},
+          {"rental",
+           {{"offer", job.burst ? job.burst->offer : ""},
+            {"provider", job.burst ? job.burst->provider : ""},
+            {"job", rented.job},
+            {"task", rented.task}}}};
 }
 
 nlohmann::json ControlPlane::burst_pending_json(const ServerJob& job) const {

@@ -650,6 +650,13 @@ TEST_F(BurstPlaneTest, WaitingJobRunsOnRentedNodesAndIsChargedTheOfferPrice) {
   EXPECT_EQ(beat.body["assignments"][0]["job"], id);
   EXPECT_EQ(beat.body["assignments"][0]["master_addr"], "10.9.0.1");
   EXPECT_EQ(plane_->figures().burst_gpus.at("cloud-h100"), 8);
+  const nlohmann::json listed = plane_->list_nodes(kVision).body["nodes"].back();
+  EXPECT_EQ(listed["name"], node);
+  EXPECT_EQ(listed["gpu_model"], "H100");
+  EXPECT_EQ(listed["gpus"], 8);
+  EXPECT_EQ(listed["state"], "ready");
+  EXPECT_EQ(listed["jobs"][0]["job"], id);
+  EXPECT_EQ(listed["rental"]["offer"], "cloud-h100");
   // The job ends after an hour on the node: released, and charged from the request on.
   const std::int64_t end = kRent + 120'000 + 3'600'000;
   Batch done;
