@@ -321,6 +321,10 @@ class ControlPlane {
   // A rented node as GET /v1/nodes lists it.
   [[nodiscard]] nlohmann::json burst_node_json(const std::string& node) const;
   [[nodiscard]] std::optional<std::size_t> offer_index(const std::string& name) const;
+  // The hook of a provider of the market file ("" if none).
+  [[nodiscard]] std::string hook_of(const std::string& provider) const;
+  // Revokes the tokens with these ids (those not revoked yet).
+  void revoke_tokens(const std::vector<std::string>& ids, Batch& batch);
   // The GPUs each task of a job rents: whole GPUs (a fraction rents one).
   [[nodiscard]] static int rented_gpus_per_task(const JobSpec& spec);
   // A pending job's reason while its rented nodes come up.

@@ -74,6 +74,24 @@ std::optional<std::size_t> ControlPlane::offer_index(const std::string& name) co
 
 int ControlPlane::rented_gpus_per_task(const JobSpec& spec) { return spec.gpus_per_task; }
 
+std::string ControlPlane::hook_of(const std::string& provider) const {
+  if (!market_) return {};
+  for (const BurstProviderSpec& p : market_->spec().burst_providers) {
+    if (p.name == provider) return p.hook;
+  }
+  return {};
+}
+
+void ControlPlane::revoke_tokens(const std::vector<std::string>& ids, Batch& batch) {
+  for (const std::string& id : ids) {
+    if (auto token = tokens_->find(id); token && !token->revoked) {
+      token->revoked = true;
+      tokens_->put(*token);
+      batch.tokens.push_back(*token);
+    }
+  }
+}
+
 void ControlPlane::burst_waiting(std::int64_t now_ms, Batch& batch) {
   burst_refusals_.clear();
   if (!market_) return;
@@ -160,13 +178,7 @@ void ControlPlane::rent(ServerJob& job, std::size_t offer, std::int64_t now_ms, 
 
 void ControlPlane::request_up(ServerJob& job, std::int64_t now_ms, Batch& batch) {
   BurstRun& run = *job.burst;
-  for (const std::string& id : run.tokens) {
-    if (auto token = tokens_->find(id); token && !token->revoked) {
-      token->revoked = true;
-      tokens_->put(*token);
-      batch.tokens.push_back(*token);
-    }
-  }
+  revoke_tokens(run.tokens, batch);
   run.tokens.clear();
   const BurstOffer& offer = market_->burst_offers()[*offer_index(run.offer)];
   const int gpus = rented_gpus_per_task(job.spec);
@@ -190,9 +202,7 @@ void ControlPlane::request_up(ServerJob& job, std::int64_t now_ms, Batch& batch)
   call.provider = run.provider;
   call.action = "up";
   call.job = job.id;
-  for (const BurstProviderSpec& p : market_->spec().burst_providers) {
-    if (p.name == run.provider) call.hook = p.hook;
-  }
+  call.hook = hook_of(run.provider);
   call.request = {{"action", "up"},
                   {"provider", run.provider},
                   {"offer", run.offer},
@@ -236,13 +246,7 @@ void ControlPlane::release_burst(ServerJob& job, const std::string& reason, bool
   if (charge) charge_burst(job, now_ms, batch);
   const BurstRun run = std::move(*job.burst);
   job.burst.reset();
-  for (const std::string& id : run.tokens) {
-    if (auto token = tokens_->find(id); token && !token->revoked) {
-      token->revoked = true;
-      tokens_->put(*token);
-      batch.tokens.push_back(*token);
-    }
-  }
+  revoke_tokens(run.tokens, batch);
   nlohmann::json nodes = nlohmann::json::array();
   for (const std::string& node : run.nodes) {
     nodes.push_back({{"node", node}});
@@ -254,11 +258,7 @@ void ControlPlane::release_burst(ServerJob& job, const std::string& reason, bool
   call.provider = run.provider;
   call.action = "down";
   call.job = job.id;
-  if (market_) {
-    for (const BurstProviderSpec& p : market_->spec().burst_providers) {
-      if (p.name == run.provider) call.hook = p.hook;
-    }
-  }
+  call.hook = hook_of(run.provider);
   call.request = {{"action", "down"},      {"provider", run.provider},  {"offer", run.offer},
                   {"job", job_brief(job)}, {"nodes", std::move(nodes)}, {"reason", reason}};
   emit(batch, now_ms, "burst.released",
