@@ -133,15 +133,6 @@ std::set<pid_t> processes_with(const std::string& marker) {
   return out;
 }
 
-bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds limit) {
-  const auto deadline = Clock::now() + limit;
-  while (Clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(50ms);
-  }
-  return condition();
-}
-
 class AgentTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -16,7 +16,6 @@ namespace tidepool::test_support {
 namespace {
 
 using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
 
 // One node of 8 H100: a job of 8 GPUs fills it.
 constexpr const char* kCluster = R"(site: test
@@ -64,15 +63,6 @@ bool alive(pid_t pid) {
   const std::string stat = read_text("/proc/" + std::to_string(pid) + "/stat");
   const auto close = stat.rfind(')');
   return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z';
-}
-
-bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds limit) {
-  const auto deadline = Clock::now() + limit;
-  while (Clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(50ms);
-  }
-  return condition();
 }
 
 class BurstTest : public ::testing::Test {
