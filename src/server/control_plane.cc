@@ -613,40 +613,32 @@ void ControlPlane::schedule(std::int64_t now_ms, Batch& batch) {
 
 std::optional<std::int64_t> ControlPlane::next_wakeup_ms(std::int64_t now_ms) const {
   std::optional<std::int64_t> next;
-  if (auto wake = scheduler_.next_wakeup(to_seconds(now_ms))) next = *wake * 1000;
-  for (std::int64_t id : live_) {
-    const ServerJob& job = jobs_.at(id);
-    if (job.state == JobState::kRunning && job.spec.max_runtime) {
-      const std::int64_t end = job.started_ms + *job.spec.max_runtime * 1000;
-      if (!next || end < *next) next = end;
-    }
-  }
-  for (const NodeInfo& node : nodes_) {
-    if (node.registered_ms == 0 || node.not_ready) continue;
-    const std::int64_t silent_at = node.last_heartbeat_ms + setup_.heartbeat_timeout_ms + 1;
-    if (!next || silent_at < *next) next = silent_at;
-  }
-  if (market_) {
-    const std::int64_t post_at = market_->next_post() * 1000;
-    if (!next || post_at < *next) next = post_at;
-  }
   const auto sooner = [&](std::int64_t at) {
     if (!next || at < *next) next = at;
   };
-  for (const auto& [name, rented] : burst_nodes_) {
-    if (rented.registered_ms != 0)
-      sooner(rented.last_heartbeat_ms + setup_.heartbeat_timeout_ms + 1);
-  }
-  if (const auto policy = market_ ? market_->burst_policy() : std::nullopt;
-      policy && !market_->burst_offers().empty()) {
-    // A waiting job reaches the burst threshold.
-    for (std::int64_t id : live_) {
-      const ServerJob& job = jobs_.at(id);
-      if (job.state != JobState::kPending || job.burst) continue;
+  if (auto wake = scheduler_.next_wakeup(to_seconds(now_ms))) sooner(*wake * 1000);
+  // A waiting job reaches the burst threshold.
+  const auto policy = market_ ? market_->burst_policy() : std::nullopt;
+  const bool bursting = policy && !market_->burst_offers().empty();
+  for (std::int64_t id : live_) {
+    const ServerJob& job = jobs_.at(id);
+    if (job.state == JobState::kRunning && job.spec.max_runtime) {
+      sooner(job.started_ms + *job.spec.max_runtime * 1000);
+    } else if (bursting && job.state == JobState::kPending && !job.burst) {
       const std::int64_t at = job.transitions.back().at_ms + policy->threshold * 1000;
       if (at > now_ms) sooner(at);
     }
   }
+  for (const NodeInfo& node : nodes_) {
+    if (node.registered_ms == 0 || node.not_ready) continue;
+    sooner(node.last_heartbeat_ms + setup_.heartbeat_timeout_ms + 1);
+  }
+  for (const auto& [name, rented] : burst_nodes_) {
+    if (rented.registered_ms != 0) {
+      sooner(rented.last_heartbeat_ms + setup_.heartbeat_timeout_ms + 1);
+    }
+  }
+  if (market_) sooner(market_->next_post() * 1000);
   return next;
 }
 

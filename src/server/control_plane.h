@@ -325,8 +325,15 @@ class ControlPlane {
   [[nodiscard]] std::string hook_of(const std::string& provider) const;
   // Revokes the tokens with these ids (those not revoked yet).
   void revoke_tokens(const std::vector<std::string>& ids, Batch& batch);
-  // The GPUs each task of a job rents: whole GPUs (a fraction rents one).
+  // The GPUs each task of a job rents: whole GPUs (a fraction rents one); and the whole job's.
   [[nodiscard]] static int rented_gpus_per_task(const JobSpec& spec);
+  [[nodiscard]] static std::int64_t rented_gpus(const JobSpec& spec);
+  // The GPUs rented now (coming up or in use) of each offer, by offer index.
+  [[nodiscard]] std::vector<std::int64_t> rented_gpus_by_offer() const;
+  // Queues a run of the hook of `run`'s provider for `job`: `request` with the action, provider,
+  // offer and job added. Returns the call's id.
+  std::int64_t ask_provider(const ServerJob& job, const BurstRun& run, const std::string& action,
+                            nlohmann::json request);
   // A pending job's reason while its rented nodes come up.
   [[nodiscard]] nlohmann::json burst_pending_json(const ServerJob& job) const;
   // Rebuilds the rented nodes of the live jobs (a restart) and asks `up` again for rentals that

@@ -74,6 +74,37 @@ std::optional<std::size_t> ControlPlane::offer_index(const std::string& name) co
 
 int ControlPlane::rented_gpus_per_task(const JobSpec& spec) { return spec.gpus_per_task; }
 
+std::int64_t ControlPlane::rented_gpus(const JobSpec& spec) {
+  return std::int64_t{spec.tasks} * rented_gpus_per_task(spec);
+}
+
+std::vector<std::int64_t> ControlPlane::rented_gpus_by_offer() const {
+  std::vector<std::int64_t> rented(market_ ? market_->burst_offers().size() : 0, 0);
+  for (std::int64_t id : live_) {
+    const ServerJob& job = jobs_.at(id);
+    if (!job.burst) continue;
+    if (auto offer = offer_index(job.burst->offer)) rented[*offer] += rented_gpus(job.spec);
+  }
+  return rented;
+}
+
+std::int64_t ControlPlane::ask_provider(const ServerJob& job, const BurstRun& run,
+                                        const std::string& action, nlohmann::json request) {
+  request["action"] = action;
+  request["provider"] = run.provider;
+  request["offer"] = run.offer;
+  request["job"] = job_brief(job);
+  ProviderCall call;
+  call.id = next_call_id_++;
+  call.provider = run.provider;
+  call.hook = hook_of(run.provider);
+  call.action = action;
+  call.job = job.id;
+  call.request = std::move(request);
+  provider_calls_.push_back(std::move(call));
+  return provider_calls_.back().id;
+}
+
 std::string ControlPlane::hook_of(const std::string& provider) const {
   if (!market_) return {};
   for (const BurstProviderSpec& p : market_->spec().burst_providers) {
@@ -118,7 +149,7 @@ void ControlPlane::burst_waiting(std::int64_t now_ms, Batch& batch) {
         {.job = core->id,
          .tenant = core->tenant,
          .models = core->gang.task.models,
-         .gpus = std::int64_t{job.spec.tasks} * rented_gpus_per_task(job.spec),
+         .gpus = rented_gpus(job.spec),
          .waited = to_seconds(now_ms - since),
          .predicted_runtime =
              prediction ? prediction->runtime : job.spec.runtime_estimate.value_or(kUnknownRuntime),
@@ -126,14 +157,7 @@ void ControlPlane::burst_waiting(std::int64_t now_ms, Batch& batch) {
          .checkpoints = job.spec.checkpoint_interval.has_value()});
   }
   // GPUs of each offer rented now; an offer that is resting has no room.
-  std::vector<std::int64_t> rented(offers.size(), 0);
-  for (std::int64_t id : live_) {
-    const ServerJob& job = jobs_.at(id);
-    if (!job.burst) continue;
-    if (auto offer = offer_index(job.burst->offer)) {
-      rented[*offer] += std::int64_t{job.spec.tasks} * rented_gpus_per_task(job.spec);
-    }
-  }
+  std::vector<std::int64_t> rented = rented_gpus_by_offer();
   for (std::size_t i = 0; i < offers.size(); ++i) {
     auto paused = offer_paused_until_ms_.find(offers[i].name);
     if (paused != offer_paused_until_ms_.end() && paused->second > now_ms) {
@@ -197,30 +221,21 @@ void ControlPlane::request_up(ServerJob& job, std::int64_t now_ms, Batch& batch)
     rented.job = job.id;
     rented.task = static_cast<int>(t);
   }
-  ProviderCall call;
-  call.id = next_call_id_++;
-  call.provider = run.provider;
-  call.action = "up";
-  call.job = job.id;
-  call.hook = hook_of(run.provider);
-  call.request = {{"action", "up"},
-                  {"provider", run.provider},
-                  {"offer", run.offer},
-                  {"model", scheduler_.pool().models().name(offer.model)},
-                  {"spot", offer.spot},
-                  {"price_per_gpu_hour", money_text(offer.price_per_gpu_hour)},
-                  {"currency", market_->spec().currency},
-                  {"startup_delay_seconds", offer.startup_delay},
-                  {"job", job_brief(job)},
-                  {"nodes", std::move(nodes)}};
-  awaited_up_[call.id] = {job.id, run.requested_ms};
+  const std::int64_t call =
+      ask_provider(job, run, "up",
+                   {{"model", scheduler_.pool().models().name(offer.model)},
+                    {"spot", offer.spot},
+                    {"price_per_gpu_hour", money_text(offer.price_per_gpu_hour)},
+                    {"currency", market_->spec().currency},
+                    {"startup_delay_seconds", offer.startup_delay},
+                    {"nodes", std::move(nodes)}});
+  awaited_up_[call] = {job.id, run.requested_ms};
   emit(batch, now_ms, "burst.requested",
        {{"job", job.id},
         {"tenant", job.spec.tenant},
         {"offer", run.offer},
         {"provider", run.provider},
         {"nodes", run.nodes}});
-  provider_calls_.push_back(std::move(call));
 }
 
 void ControlPlane::charge_burst(ServerJob& job, std::int64_t now_ms, Batch& batch) {
@@ -233,9 +248,8 @@ void ControlPlane::charge_burst(ServerJob& job, std::int64_t now_ms, Batch& batc
   const auto offer = offer_index(run.offer);
   const auto tenant = scheduler_.book().find_tenant(job.spec.tenant);
   if (!offer || !tenant) return;  // the files changed: nothing to charge it to
-  auto charged = market_->charge_burst(
-      JobId{static_cast<std::uint32_t>(job.id)}, *tenant, *offer,
-      std::int64_t{job.spec.tasks} * rented_gpus_per_task(job.spec), from, to);
+  auto charged = market_->charge_burst(JobId{static_cast<std::uint32_t>(job.id)}, *tenant, *offer,
+                                       rented_gpus(job.spec), from, to);
   if (!charged) market_failed(charged.error(), now_ms, batch);
   store_ledger(batch);
 }
@@ -253,17 +267,9 @@ void ControlPlane::release_burst(ServerJob& job, const std::string& reason, bool
     burst_nodes_.erase(node);
     telemetry_.forget_node(node);
   }
-  ProviderCall call;
-  call.id = next_call_id_++;
-  call.provider = run.provider;
-  call.action = "down";
-  call.job = job.id;
-  call.hook = hook_of(run.provider);
-  call.request = {{"action", "down"},      {"provider", run.provider},  {"offer", run.offer},
-                  {"job", job_brief(job)}, {"nodes", std::move(nodes)}, {"reason", reason}};
   emit(batch, now_ms, "burst.released",
        {{"job", job.id}, {"offer", run.offer}, {"nodes", run.nodes}, {"reason", reason}});
-  if (call.hook.empty()) {
+  if (hook_of(run.provider).empty()) {
     emit(batch, now_ms, "burst.hook_failed",
          {{"job", job.id},
           {"action", "down"},
@@ -273,7 +279,7 @@ void ControlPlane::release_burst(ServerJob& job, const std::string& reason, bool
                                  run.provider, fmt::join(run.nodes, ", "))}});
     return;
   }
-  provider_calls_.push_back(std::move(call));
+  ask_provider(job, run, "down", {{"nodes", std::move(nodes)}, {"reason", reason}});
 }
 
 void ControlPlane::requeue_from_burst(ServerJob& job, const std::string& reason, bool charge,

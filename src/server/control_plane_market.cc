@@ -263,13 +263,9 @@ void ControlPlane::market_figures(Figures& figures) const {
           mul_div_round(q.charges - q.credits, kPpmOne, budget->quarterly);
     }
   }
-  for (const BurstOffer& offer : market_->burst_offers()) figures.burst_gpus[offer.name] = 0;
-  for (std::int64_t id : live_) {
-    const ServerJob& job = jobs_.at(id);
-    if (job.burst) {
-      figures.burst_gpus[job.burst->offer] +=
-          std::int64_t{job.spec.tasks} * rented_gpus_per_task(job.spec);
-    }
+  const std::vector<std::int64_t> rented = rented_gpus_by_offer();
+  for (std::size_t i = 0; i < rented.size(); ++i) {
+    figures.burst_gpus[market_->burst_offers()[i].name] = rented[i];
   }
   figures.burst_rentals = burst_rentals_;
 }
