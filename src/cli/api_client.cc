@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <cstdint>
@@ -176,6 +177,36 @@ Result<ApiReply> ApiClient::request(HttpRequest request) {
 Result<nlohmann::json> ApiClient::get(const std::string& path, const QueryParams& params) {
   return body_of(request(
       {.method = "GET", .target = path_with_query(path, params), .headers = {}, .body = {}}));
+}
+
+Result<nlohmann::json> ApiClient::get_jobs(QueryParams params, std::size_t limit) {
+  // Pages come newest first: collected backwards, put in id order at the end.
+  std::vector<nlohmann::json> pages;
+  std::size_t count = 0;
+  std::string before;
+  while (true) {
+    QueryParams page = params;
+    if (limit > 0) {
+      page.emplace_back("limit", std::to_string(std::min<std::size_t>(limit - count, 5000)));
+    }
+    if (!before.empty()) page.emplace_back("before", before);
+    auto reply = get("/v1/jobs", page);
+    if (!reply) return reply;
+    const nlohmann::json& jobs = reply->at("jobs");
+    count += jobs.size();
+    pages.push_back(jobs);
+    auto next = reply->find("next");
+    if (next == reply->end() || !next->is_string() || jobs.empty() ||
+        (limit > 0 && count >= limit)) {
+      break;
+    }
+    before = next->get<std::string>();
+  }
+  nlohmann::json all = nlohmann::json::array();
+  for (auto page = pages.rbegin(); page != pages.rend(); ++page) {
+    for (nlohmann::json& job : *page) all.push_back(std::move(job));
+  }
+  return nlohmann::json{{"jobs", std::move(all)}};
 }
 
 Result<nlohmann::json> ApiClient::post(const std::string& path, const nlohmann::json& body) {

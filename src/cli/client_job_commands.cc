@@ -122,8 +122,7 @@ Result<void> list_jobs(const JobsFlags& flags) {
   if (state.empty() && !flags.all) state = "pending,running";
   QueryParams params = {
       {"tenant", flags.tenant}, {"queue", flags.queue}, {"state", state}, {"node", flags.node}};
-  if (flags.limit > 0) params.emplace_back("limit", std::to_string(flags.limit));
-  auto reply = client->get("/v1/jobs", params);
+  auto reply = client->get_jobs(params, flags.limit);
   if (!reply) return std::unexpected(reply.error());
   const nlohmann::json& jobs = reply->at("jobs");
   const OutputFormat format = output_format(flags.client);

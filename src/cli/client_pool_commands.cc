@@ -108,7 +108,7 @@ Result<std::string> top_frame(ApiClient& client, const TopFlags& flags, bool col
                               const std::string& every) {
   auto nodes = client.get("/v1/nodes");
   if (!nodes) return std::unexpected(nodes.error());
-  auto jobs = client.get("/v1/jobs", {{"state", "running"}});
+  auto jobs = client.get_jobs({{"state", "running"}});
   if (!jobs) return std::unexpected(jobs.error());
   auto queues = client.get("/v1/queues");
   if (!queues) return std::unexpected(queues.error());

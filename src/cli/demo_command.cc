@@ -458,7 +458,7 @@ bool DemoRun::refresh(std::int64_t elapsed_ms, std::vector<std::string>& lines,
   auto nodes =
       events ? client_->get("/v1/nodes") : Result<nlohmann::json>(std::unexpected(events.error()));
   auto jobs =
-      nodes ? client_->get("/v1/jobs") : Result<nlohmann::json>(std::unexpected(nodes.error()));
+      nodes ? client_->get_jobs({}) : Result<nlohmann::json>(std::unexpected(nodes.error()));
   if (!jobs) {
     fmt::print("--- {}  error: {}\n", format_clock(elapsed_ms), jobs.error().message());
     std::fflush(stdout);

@@ -429,7 +429,7 @@ Result<Workload> server_workload(const CapacityOptions& options, Seconds since,
                                  const TenantBook& book, const GpuModelCatalog& models) {
   auto client = open_client(options.client);
   if (!client) return std::unexpected(client.error());
-  auto reply = client->get("/v1/jobs");
+  auto reply = client->get_jobs({});
   if (!reply) return std::unexpected(reply.error());
   const std::int64_t now_ms = wall_clock_ms();
   const HistoryWindow window{now_ms, since == 0 ? 0 : now_ms - since * 1000};

@@ -45,6 +45,9 @@ Result<void> write_private_file(const std::string& path, const std::string& text
 }
 
 Result<void> run_server(const ServerFlags& flags) {
+  // What the server writes (the database and its WAL, the tasks' logs, the admin token) may hold
+  // job secrets: the owner only.
+  ::umask(077);
   auto config = load_server_config(flags.config);
   if (!config) return std::unexpected(config.error());
   if (!flags.listen.empty()) {
@@ -69,6 +72,8 @@ Result<void> run_server(const ServerFlags& flags) {
   if (!policy) return fail("policy", policy.error().reason);
   setup.scheduler = std::move(*policy);
   setup.heartbeat_timeout_ms = config->heartbeat_timeout_ms;
+  setup.admission = {config->max_pending_jobs, config->submissions_per_second,
+                     config->submission_burst};
   setup.idle_gpu.window_ms = config->idle_gpu_window_ms;
   if (!config->market_path.empty()) {
     auto market = load_market_yaml(config->market_path);

@@ -199,8 +199,8 @@ class GangPlanner {
   [[nodiscard]] std::int64_t node_room(NodeId node) const {
     const NodeSpec& spec = pool_.spec(node);
     const NodeState& state = pool_.state(node);
-    if (!accepts(spec)) return 0;
-    std::int64_t room = need_;
+    if (!accepts(spec) || state.cordoned) return 0;
+    std::int64_t room = std::min<std::int64_t>(need_, kMaxTasksPerNode - state.running_tasks());
     if (gpus_ > 0) {
       std::int64_t by_gpu = 0;
       if (nvlink_) {

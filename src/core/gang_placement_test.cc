@@ -480,5 +480,24 @@ TEST(GangPropertyTest, ResultsAreAcceptedInSequenceAndMeetTheRequirement) {
   EXPECT_GT(placed_count, 500);
 }
 
+// Tasks that ask for nothing still keep off cordoned (drained or down) nodes, and no node takes
+// more than kMaxTasksPerNode of them.
+TEST(GangPlacementTest, TasksThatRequestNothingKeepOffCordonedNodesAndUnderTheTaskCap) {
+  Pool pool = make_pool();
+  for (int n = 1; n < pool.node_count(); ++n) {
+    ASSERT_TRUE(pool.set_schedulable(NodeId{static_cast<std::uint32_t>(n)}, false).has_value());
+  }
+  const GangRequest nothing{kMaxTasksPerNode, whole(0, 0, 0), {}};
+  auto placed = place_gang(pool, nothing);
+  ASSERT_TRUE(placed.has_value()) << placed.error().message();
+  EXPECT_EQ(nodes_of(*placed), std::set<std::uint32_t>{0});
+  allocate_all(pool, nothing, *placed);
+  EXPECT_FALSE(place_gang(pool, GangRequest{1, whole(0, 0, 0), {}}).has_value());
+  EXPECT_FALSE(pool.allocate(whole(0, 0, 0), Assignment{NodeId{0}, 0}).has_value());
+  ASSERT_TRUE(pool.set_schedulable(NodeId{0}, false).has_value());
+  ASSERT_TRUE(pool.set_schedulable(NodeId{1}, true).has_value());
+  EXPECT_FALSE(place_gang(pool, GangRequest{kMaxTasksPerNode + 1, whole(0, 0, 0), {}}).has_value());
+}
+
 }  // namespace
 }  // namespace tidepool

@@ -21,6 +21,10 @@ static_assert(kMaxGpusPerNode <= 32, "GpuSet holds one bit per GPU of a node");
   return ((gpus >> index) & 1U) != 0;
 }
 
+// The most tasks one node runs at once, whatever they ask for: tasks that request no GPU, CPU or
+// memory would otherwise pile onto one node without bound (each is a process its agent starts).
+inline constexpr int kMaxTasksPerNode = 256;
+
 struct NodeSpec {
   std::string name;
   GpuModelId model;
@@ -44,6 +48,8 @@ struct NodeState {
   std::int32_t total_free_milli = 0;
   // Running tasks per task_class(): which kinds of work already share this node.
   std::array<std::uint16_t, kTaskClassCount> tasks_by_class{};
+  // Drained or down (Pool::set_schedulable): takes no new task, not even one that asks for nothing.
+  bool cordoned = false;
 
   [[nodiscard]] int running_tasks() const;
 };
@@ -54,11 +60,13 @@ NodeState empty_state(const NodeSpec& spec);
 // Recomputes the cached summary fields from free_milli.
 void refresh_summary(NodeState& state, int gpu_count);
 
-// Whether `task` fits on the node now: CPU, memory, GPU model and GPU capacity (one GPU with
-// enough free share for a fraction, enough wholly free GPUs otherwise). CPU-only tasks ignore the
-// model constraint, as GPU-model constraints only concern GPUs.
+// Whether `task` fits on the node now: not cordoned, under kMaxTasksPerNode, CPU, memory, GPU
+// model and GPU capacity (one GPU with enough free share for a fraction, enough wholly free GPUs
+// otherwise). CPU-only tasks ignore the model constraint, as GPU-model constraints only concern
+// GPUs.
 [[nodiscard]] inline bool fits(const NodeSpec& spec, const NodeState& state,
                                const TaskShape& task) {
+  if (state.cordoned || state.running_tasks() >= kMaxTasksPerNode) return false;
   if (state.free_cpu < task.milli_cpu || state.free_memory < task.memory_mib) return false;
   if (!task.needs_gpu()) return true;
   if (!task.models.accepts(spec.model)) return false;

@@ -106,6 +106,7 @@ NodeState shown_cordoned(NodeState state, int gpu_count) {
   state.free_cpu = 0;
   state.free_memory = 0;
   state.free_milli.fill(0);
+  state.cordoned = true;
   refresh_summary(state, gpu_count);
   return state;
 }
@@ -143,6 +144,10 @@ Result<void> Pool::allocate(const TaskShape& task, const Assignment& where) {
     return fail("node", fmt::format("{} is cordoned: it takes no new tasks", spec.name));
   }
   const NodeState& state = states_[where.node.value];
+  if (state.running_tasks() >= kMaxTasksPerNode) {
+    return fail("tasks", fmt::format("{} runs {} tasks, the most one node runs", spec.name,
+                                     kMaxTasksPerNode));
+  }
   if (state.free_cpu < task.milli_cpu) {
     return fail("cpu", fmt::format("{} has {}m CPU free, the task needs {}m", spec.name,
                                    state.free_cpu, task.milli_cpu));

@@ -151,6 +151,7 @@ Scheduler::Scheduler(Pool pool, TenantBook book, FairShareLedger ledger, Runtime
                     ? static_cast<std::size_t>(std::max(1, book_.tenant_count()))
                     : 1);
   tenant_usage_.assign(static_cast<std::size_t>(book_.tenant_count()), 0);
+  tenant_pending_.assign(static_cast<std::size_t>(book_.tenant_count()), 0);
   class_usage_.assign(kJobClasses, 0);
   if (!config_.typical_tasks.empty()) {
     fraction_policy_ = make_tidepool_policy(WorkloadProfile::from_tasks(config_.typical_tasks));
@@ -232,11 +233,17 @@ void Scheduler::enqueue(Entry& e) {
   lanes_[e.lane].insert(e.key);
   e.phase = JobPhase::kPending;
   ++pending_count_;
+  if (e.job.tenant.value < tenant_pending_.size()) ++tenant_pending_[e.job.tenant.value];
 }
 
 void Scheduler::dequeue(Entry& e) {
   lanes_[e.lane].erase(e.key);
   --pending_count_;
+  if (e.job.tenant.value < tenant_pending_.size()) --tenant_pending_[e.job.tenant.value];
+}
+
+int Scheduler::pending_count(TenantId tenant) const {
+  return tenant.value < tenant_pending_.size() ? tenant_pending_[tenant.value] : 0;
 }
 
 Seconds Scheduler::predicted_remaining(const Entry& e) const {

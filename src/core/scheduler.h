@@ -216,6 +216,8 @@ class Scheduler {
   [[nodiscard]] const SchedulerConfig& config() const { return config_; }
   [[nodiscard]] const FairShareLedger& ledger() const { return ledger_; }
   [[nodiscard]] int pending_count() const { return pending_count_; }
+  // Pending jobs of one tenant (0 for a tenant the book lacks, as when quotas are off).
+  [[nodiscard]] int pending_count(TenantId tenant) const;
   [[nodiscard]] int running_count() const { return static_cast<int>(running_.size()); }
   // Milli-GPUs held by the tenant's running jobs (all models).
   [[nodiscard]] std::int64_t usage_milli(TenantId tenant) const;
@@ -316,6 +318,7 @@ class Scheduler {
   std::vector<std::set<LaneKey>> lanes_;  // pending jobs; one lane per tenant under fair share
   std::set<JobId> running_;
   std::vector<std::int64_t> tenant_usage_;                      // milli-GPUs, per tenant
+  std::vector<int> tenant_pending_;                             // pending jobs, per tenant
   std::vector<std::int64_t> class_usage_;                       // milli-GPUs, per JobClass
   std::vector<std::optional<PendingReason>> budget_exhausted_;  // per tenant
   std::set<TenantId> budget_lifted_;                            // since the last pass

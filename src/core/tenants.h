@@ -92,6 +92,10 @@ struct TenantSpec {
   std::vector<ModelQuota> quotas;   // at most one per model; models not listed: no guarantee,
                                     // unlimited borrowing
   std::vector<std::string> queues;  // team queues, unique within the tenant; none: one "default"
+  // Admission limits of the server (0: the server configuration's): jobs pending at once, and new
+  // jobs per second. The simulator ignores them.
+  std::int64_t max_pending_jobs = 0;
+  std::int64_t submissions_per_second = 0;
 };
 
 struct OrgSpec {

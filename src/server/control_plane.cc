@@ -305,6 +305,9 @@ Reply ControlPlane::submit(const Principal& who, JobSpec spec, const std::string
   if (who.role == Role::kUser && spec.tenant != who.tenant) {
     return forbidden("tenant", fmt::format("this token acts for tenant '{}' only", who.tenant));
   }
+  if (auto runnable = check_runnable(spec); !runnable) {
+    return error_reply(400, "invalid job spec", runnable.error());
+  }
   // The key is stored in the job's JSON document: printable ASCII only, so that it is valid
   // UTF-8 whatever bytes the header carried.
   if (idempotency_key.size() > 255 ||
@@ -332,6 +335,7 @@ Reply ControlPlane::submit(const Principal& who, JobSpec spec, const std::string
   job.move_to(JobState::kPending, now_ms, "submitted");
   auto core = to_core_job(job, scheduler_.book());
   if (!core) return error_reply(400, "invalid job", core.error());
+  if (auto refused = admission_refusal(job.spec.tenant, core->tenant, now_ms)) return *refused;
   if (auto ok = scheduler_.submit(*core, to_seconds(now_ms)); !ok) {
     return error_reply(400, "invalid job", Error{spec_field(ok.error().field), ok.error().reason});
   }
@@ -392,6 +396,7 @@ Reply ControlPlane::report_status(const Principal& who, std::int64_t id,
   auto [found, refused] = running_job(who, id);
   if (found == nullptr) return refused;
   ServerJob& job = *found;
+  if (auto refusal = agent_report_refusal(who, job, report.task, report.run)) return *refusal;
   if (report.run && *report.run != job.starts) {
     return conflict("run", fmt::format("job {} is in run {}; this report is about run {}", id,
                                        job.starts, *report.run));
@@ -438,6 +443,11 @@ Reply ControlPlane::report_checkpoint(const Principal& who, std::int64_t id,
   ServerJob& job = jobs_.at(id);
   if (is_final(job.state)) {
     return conflict("id", fmt::format("job {} already ended: {}", id, job_state_name(job.state)));
+  }
+  if (auto refusal = agent_report_refusal(who, job, std::nullopt, report.run)) return *refusal;
+  if (report.run && *report.run != job.starts) {
+    return conflict("run", fmt::format("job {} is in run {}; this checkpoint is of run {}", id,
+                                       job.starts, *report.run));
   }
   job.last_checkpoint_ms = now_ms;
   if (report.step) job.checkpoint_step = report.step;
@@ -493,10 +503,17 @@ Reply ControlPlane::list_jobs(const Principal& who, const JobFilter& filter) con
     states.insert(std::move(name));
     start = comma + 1;
   }
+  if (filter.limit < 1 || filter.limit > kMaxJobPage) {
+    return error_reply(400, "invalid request",
+                       Error{"limit", fmt::format("a page holds 1..{} jobs", kMaxJobPage)});
+  }
   nlohmann::json jobs = nlohmann::json::array();
-  // Newest first when limited, so that "the last N jobs" is one request.
+  // Newest first, so that "the last N jobs" is one request.
   std::vector<const ServerJob*> chosen;
-  for (auto it = jobs_.rbegin(); it != jobs_.rend(); ++it) {
+  bool more = false;
+  auto it = filter.before > 0 ? std::make_reverse_iterator(jobs_.lower_bound(filter.before))
+                              : jobs_.rbegin();
+  for (; it != jobs_.rend(); ++it) {
     const ServerJob& job = it->second;
     if (!may_see(who, job)) continue;
     if (!filter.tenant.empty() && job.spec.tenant != filter.tenant) continue;
@@ -507,12 +524,17 @@ Reply ControlPlane::list_jobs(const Principal& who, const JobFilter& filter) con
         })) {
       continue;
     }
+    if (chosen.size() == filter.limit) {
+      more = true;
+      break;
+    }
     chosen.push_back(&job);
-    if (filter.limit != 0 && chosen.size() >= filter.limit) break;
   }
   std::ranges::reverse(chosen);
   for (const ServerJob* job : chosen) jobs.push_back(job_view(*job));
-  return Reply{200, {{"jobs", std::move(jobs)}}};
+  Reply reply{200, {{"jobs", std::move(jobs)}}};
+  if (more) reply.body["next"] = std::to_string(chosen.front()->id);
+  return reply;
 }
 
 Reply ControlPlane::why(const Principal& who, std::int64_t id, std::int64_t now_ms) const {

@@ -44,6 +44,14 @@ struct Reply {
 };
 Reply error_reply(int status, std::string error, const Error& cause);
 
+// Per-tenant admission limits of POST /v1/jobs (server configuration `admission:`); a tenant's
+// entry in the tenants file may set its own max_pending_jobs and submissions_per_second.
+struct AdmissionLimits {
+  std::int64_t max_pending_jobs = 5000;        // pending at once
+  std::int64_t submissions_per_second = 200;   // new jobs per second on average; 0: no limit
+  std::int64_t submission_burst = 1000;        // and at most this many at once
+};
+
 // What the server was configured with.
 struct ControlPlaneSetup {
   ClusterSpec cluster;
@@ -56,6 +64,7 @@ struct ControlPlaneSetup {
   // The internal market (server_market.h); none: no prices, charges or budgets.
   std::optional<MarketSpec> market;
   Seconds ledger_posting_interval = kDefaultLedgerPostingInterval;
+  AdmissionLimits admission;
 };
 
 // GET /v1/bill: a tenant's ledger entries whose interval ends in [from, to), grouped.
@@ -81,12 +90,18 @@ struct ProviderCall {
   nlohmann::json request;
 };
 
+// GET /v1/jobs: which jobs, and one page of them. A page holds the newest `limit` matching jobs
+// older than `before` (a job id; 0: from the newest), in id order; when older ones may match, the
+// reply's "next" is the cursor to pass as `before` for the next page.
+inline constexpr std::size_t kDefaultJobPage = 500;
+inline constexpr std::size_t kMaxJobPage = 5000;
 struct JobFilter {
   std::string tenant;  // empty: any
   std::string queue;
   std::string state;
-  std::string node;       // jobs with a task on this node
-  std::size_t limit = 0;  // 0: all
+  std::string node;                     // jobs with a task on this node
+  std::size_t limit = kDefaultJobPage;  // 1..kMaxJobPage
+  std::int64_t before = 0;              // the cursor
 };
 
 class ControlPlane {
@@ -128,8 +143,11 @@ class ControlPlane {
                   std::int64_t now_ms, Batch& batch);
   // Whether `who` may read (write false) or append to (write true) job `id`'s task logs: 200 with
   // {"job", "tasks"} or the refusal. Reading: whoever sees the job; writing: an admin, or the
-  // agent of a node the job runs or ran on.
-  [[nodiscard]] Reply log_access(const Principal& who, std::int64_t id, bool write) const;
+  // agent of the node that runs (or, stopping, ran) `task` in the job's latest run, which must
+  // be `run` (agent_report_refusal).
+  [[nodiscard]] Reply log_access(const Principal& who, std::int64_t id, bool write,
+                                 std::optional<int> task = std::nullopt,
+                                 std::optional<std::int64_t> run = std::nullopt) const;
 
   // --- tenants, queues, tokens ---
   [[nodiscard]] Reply list_tenants(const Principal& who) const;
@@ -229,6 +247,26 @@ class ControlPlane {
   // The job if `who` may see it, else a 404 reply.
   [[nodiscard]] std::pair<const ServerJob*, Reply> visible_job(const Principal& who,
                                                                std::int64_t id) const;
+  // Why the agent `who` may not report about (or write the log of) `job`'s task `task` (any task
+  // of its node when none) in run `run`, or nothing when it may: an agent writes only for the
+  // job's latest run (`run` is required and must be job.starts), and only from a node that run
+  // placed the task on (last_placement). A node the job left cannot act on it any more. Other
+  // roles are not checked here.
+  [[nodiscard]] std::optional<Reply> agent_report_refusal(const Principal& who,
+                                                          const ServerJob& job,
+                                                          std::optional<int> task,
+                                                          std::optional<std::int64_t> run) const;
+  // --- admission (control_plane_admission.cc) ---
+  // Why a new job of `tenant` is refused now (429: its tenant has max_pending_jobs waiting, or
+  // submits faster than its rate), or nothing; a job let through takes one submission token.
+  std::optional<Reply> admission_refusal(const std::string& tenant, TenantId id,
+                                         std::int64_t now_ms);
+  // A token bucket in thousandths of a submission.
+  struct SubmitBucket {
+    std::int64_t milli_tokens = 0;
+    std::int64_t updated_ms = 0;
+  };
+  std::map<std::string, SubmitBucket> submit_buckets_;  // by tenant
   // The job for the core, checked against `book` (tenant, queue) and the cluster.
   // The job if `who` may see it and it runs, else the 404 or 409 reply.
   std::pair<ServerJob*, Reply> running_job(const Principal& who, std::int64_t id);

@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
+#include <string_view>
 #include <tuple>
 #include <utility>
 
@@ -18,6 +20,29 @@ Reply not_this_node(const std::string& node, std::string_view what) {
   return error_reply(
       403, "forbidden",
       Error{"node", fmt::format("only node '{}''s agent or an admin may {}", node, what)});
+}
+
+// Whether a GPU name the agent reports ("NVIDIA H100 80GB HBM3", or "H100" from fake GPUs) is of
+// the model the cluster file declares ("H100"): the declared name, ignoring case, as a whole word
+// of the reported one.
+bool names_model(std::string_view reported, std::string_view declared) {
+  const auto lower = [](std::string_view text) {
+    std::string out(text);
+    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+  };
+  const std::string haystack = lower(reported);
+  const std::string needle = lower(declared);
+  if (needle.empty()) return false;
+  const auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  for (std::size_t at = haystack.find(needle); at != std::string::npos;
+       at = haystack.find(needle, at + 1)) {
+    const std::size_t end = at + needle.size();
+    if ((at == 0 || !word(haystack[at - 1])) && (end == haystack.size() || !word(haystack[end]))) {
+      return true;
+    }
+  }
+  return false;
 }
 
 // The port a gang's task 0 listens on for its peers (MASTER_PORT): one per job, 20000..29999.
@@ -43,6 +68,22 @@ Reply ControlPlane::register_node(const Principal& who, const std::string& node,
                        Error{"gpus", fmt::format("the agent found {} GPUs, the cluster file "
                                                  "declares {}",
                                                  *registration.gpus, spec.gpu_count)});
+  }
+  if (spec.gpu_count > 0) {
+    const std::string& declared = setup_.cluster.models.name(spec.model);
+    std::vector<std::pair<std::string, const std::string*>> told;
+    if (!registration.gpu_model.empty()) told.emplace_back("gpu_model", &registration.gpu_model);
+    for (std::size_t i = 0; i < registration.devices.size(); ++i) {
+      told.emplace_back(fmt::format("devices[{}].model", i), &registration.devices[i].model);
+    }
+    for (const auto& [field, model] : told) {
+      if (names_model(*model, declared)) continue;
+      return error_reply(409, "conflict",
+                         Error{field, fmt::format("the agent found {} GPUs, the cluster file "
+                                                  "declares {} for node '{}'",
+                                                  model->empty() ? "unnamed" : *model, declared,
+                                                  node)});
+    }
   }
   const Topology& topology = setup_.cluster.topology;
   const LeafSpec& leaf = topology.leaves[spec.leaf.value];
@@ -249,14 +290,50 @@ void ControlPlane::queue_again(ServerJob& job, const std::string& reason, std::i
   batch.jobs.push_back(to_record(job));
 }
 
-Reply ControlPlane::log_access(const Principal& who, std::int64_t id, bool write) const {
+Reply ControlPlane::log_access(const Principal& who, std::int64_t id, bool write,
+                               std::optional<int> task, std::optional<std::int64_t> run) const {
   auto [found, missing] = visible_job(who, id);
   if (found == nullptr) return missing;
   if (write && who.role == Role::kUser) {
     return error_reply(403, "forbidden",
                        Error{"role", "task logs are written by the agents of the job's nodes"});
   }
+  if (write) {
+    if (auto refused = agent_report_refusal(who, *found, task, run)) return *refused;
+  }
   return Reply{200, {{"job", id}, {"tasks", found->spec.tasks}}};
+}
+
+std::optional<Reply> ControlPlane::agent_report_refusal(const Principal& who,
+                                                        const ServerJob& job,
+                                                        std::optional<int> task,
+                                                        std::optional<std::int64_t> run) const {
+  if (who.role != Role::kAgent) return std::nullopt;
+  if (!run) {
+    return error_reply(400, "invalid request",
+                       Error{"run", fmt::format("an agent names the run it reports about (job {} "
+                                                "is in run {})",
+                                                job.id, job.starts)});
+  }
+  if (*run != job.starts) {
+    return error_reply(409, "conflict",
+                       Error{"run", fmt::format("job {} is in run {}; this report is about run {}",
+                                                job.id, job.starts, *run)});
+  }
+  const std::vector<TaskPlace>& places = job.last_placement;
+  const bool placed_here =
+      task ? std::cmp_less(*task, places.size()) && places[*task].node == who.node
+           : std::ranges::any_of(places, [&](const TaskPlace& p) { return p.node == who.node; });
+  if (!placed_here) {
+    return error_reply(
+        403, "forbidden",
+        Error{task ? "task" : "node",
+              task ? fmt::format("run {} of job {} does not run task {} on node {}", *run, job.id,
+                                 *task, who.node)
+                   : fmt::format("run {} of job {} does not run on node {}", *run, job.id,
+                                 who.node)});
+  }
+  return std::nullopt;
 }
 
 }  // namespace tidepool

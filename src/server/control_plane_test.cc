@@ -89,6 +89,7 @@ JobSpec job(std::string name, int tasks = 1, int gpus = 8, std::string tenant = 
   spec.tasks = tasks;
   spec.gpus_per_task = gpus;
   spec.gpu_models = {"H100"};
+  spec.command = {"train.sh"};
   return spec;
 }
 
@@ -100,6 +101,7 @@ class ControlPlaneTest : public ::testing::Test {
     Batch repairs;
     ControlPlaneSetup setup = example_setup();
     setup.market = market_;
+    setup.admission = admission_;
     auto plane = ControlPlane::create(std::move(setup), store_.snapshot(), now_ms, repairs,
                                       std::make_shared<TokenTable>());
     EXPECT_TRUE(plane.has_value()) << plane.error().message();
@@ -128,6 +130,7 @@ class ControlPlaneTest : public ::testing::Test {
 
   MemoryStore store_;
   std::optional<MarketSpec> market_;
+  AdmissionLimits admission_;
   std::unique_ptr<ControlPlane> plane_;
 };
 
@@ -401,9 +404,13 @@ class MarketPlaneTest : public ControlPlaneTest {
   static constexpr std::int64_t kStart = kDay * 1000;
 };
 
-JobStatusReport succeeded() {
+// An agent names the run (and the task) it reports about.
+JobStatusReport succeeded(std::optional<std::int64_t> run = std::nullopt,
+                          std::optional<int> task = std::nullopt) {
   JobStatusReport report;
   report.state = "succeeded";
+  report.run = run;
+  report.task = task;
   return report;
 }
 
@@ -660,7 +667,7 @@ TEST_F(BurstPlaneTest, WaitingJobRunsOnRentedNodesAndIsChargedTheOfferPrice) {
   // The job ends after an hour on the node: released, and charged from the request on.
   const std::int64_t end = kRent + 120'000 + 3'600'000;
   Batch done;
-  ASSERT_EQ(plane_->report_status(agent(node), id, succeeded(), end, done).status, 200);
+  ASSERT_EQ(plane_->report_status(agent(node), id, succeeded(1, 0), end, done).status, 200);
   store_.commit(done);
   EXPECT_EQ(get(id).body["state"], "succeeded");
   calls = plane_->take_provider_calls();
@@ -751,7 +758,7 @@ TEST_F(BurstPlaneTest, RestartAsksUpAgainWithNewTokensAndKeepsRunningRentals) {
   EXPECT_TRUE(plane_->take_provider_calls().empty());
   EXPECT_EQ(get(id).body["state"], "running");
   Batch batch;
-  ASSERT_EQ(plane_->report_status(agent(node), id, succeeded(), kRent + 3'600'000, batch).status,
+  ASSERT_EQ(plane_->report_status(agent(node), id, succeeded(1, 0), kRent + 3'600'000, batch).status,
             200);
   store_.commit(batch);
   EXPECT_NEAR(burst_charges(), 8 * 4.0, 1e-5);
@@ -778,6 +785,150 @@ TEST_F(BurstPlaneTest, ProvidersWithoutAHookAreRefusedAtStart) {
                                     std::make_shared<TokenTable>());
   ASSERT_FALSE(plane.has_value());
   EXPECT_EQ(plane.error().field, "market burst.providers.cloud.hook");
+}
+
+// --- hardening: what a careless or hostile client or node must not be able to do ---
+
+TEST_F(ControlPlaneTest, AJobWithoutACommandIsRefusedAtSubmission) {
+  JobSpec none = job("none");
+  none.command.clear();
+  Reply refused = submit(none);
+  EXPECT_EQ(refused.status, 400);
+  EXPECT_EQ(refused.body["field"], "command");
+  JobSpec blank = job("blank");
+  blank.command = {""};
+  refused = submit(blank);
+  EXPECT_EQ(refused.status, 400);
+  EXPECT_EQ(refused.body["field"], "command[0]");
+  EXPECT_EQ(submit(job("ok")).status, 201);
+}
+
+TEST_F(ControlPlaneTest, TasksThatRequestNothingStayOffDrainedNodes) {
+  for (const auto& node : plane_->list_nodes(kAdmin).body["nodes"]) {
+    Batch batch;
+    ASSERT_EQ(plane_->set_drained(kAdmin, node["name"], true, "maintenance", 0, batch).status, 200);
+    store_.commit(batch);
+  }
+  JobSpec nothing = job("nothing", 100, 0);
+  nothing.gpu_models.clear();
+  const Reply reply = submit(nothing);
+  ASSERT_EQ(reply.status, 201) << reply.body.dump();
+  const Reply now = get(reply.body["id"]);
+  EXPECT_EQ(now.body["state"], "pending") << now.body.dump();
+  EXPECT_TRUE(now.body["placement"].empty());
+}
+
+TEST_F(ControlPlaneTest, ATenantPastItsPendingCapOrItsRateGets429) {
+  admission_ = AdmissionLimits{.max_pending_jobs = 2, .submissions_per_second = 0};
+  plane_ = restart();
+  ASSERT_EQ(submit(job("fill", 16, 8)).status, 201);  // every H100
+  EXPECT_EQ(submit(job("wait-1")).status, 201);
+  EXPECT_EQ(submit(job("wait-2")).status, 201);
+  Reply over = submit(job("wait-3"));
+  EXPECT_EQ(over.status, 429) << over.body.dump();
+  EXPECT_EQ(over.body["field"], "tenant");
+  EXPECT_THAT(over.body["reason"].get<std::string>(), HasSubstr("2 jobs pending"));
+  // Another tenant is not held back by vision's queue.
+  EXPECT_EQ(submit(job("other", 1, 8, "search"), kSearch).status, 201);
+
+  admission_ = AdmissionLimits{.max_pending_jobs = 100, .submissions_per_second = 1,
+                               .submission_burst = 2};
+  plane_ = restart(2'000'000);
+  EXPECT_EQ(submit(job("r1"), kVision, "", 2'000'000).status, 201);
+  EXPECT_EQ(submit(job("r2"), kVision, "", 2'000'000).status, 201);
+  over = submit(job("r3"), kVision, "", 2'000'000);
+  EXPECT_EQ(over.status, 429);
+  EXPECT_THAT(over.body["reason"].get<std::string>(), HasSubstr("more than 1 jobs per second"));
+  EXPECT_EQ(submit(job("r4"), kVision, "", 2'001'000).status, 201);  // a second later
+}
+
+TEST_F(ControlPlaneTest, AnAgentReportingAnotherGpuModelIsRefused) {
+  const Principal agent{"agent", Role::kAgent, "", "h100-a-01"};
+  NodeRegistration wrong;
+  wrong.gpus = 8;
+  wrong.gpu_model = "A100";
+  Batch batch;
+  Reply refused = plane_->register_node(agent, "h100-a-01", wrong, 0, batch);
+  EXPECT_EQ(refused.status, 409);
+  EXPECT_EQ(refused.body["field"], "gpu_model");
+  NodeRegistration one_wrong;
+  one_wrong.gpus = 8;
+  one_wrong.devices = {GpuDevice{.index = 0, .model = "NVIDIA H100 80GB HBM3"},
+                       GpuDevice{.index = 1, .model = "NVIDIA A100-SXM4-80GB"}};
+  refused = plane_->register_node(agent, "h100-a-01", one_wrong, 0, batch);
+  EXPECT_EQ(refused.status, 409);
+  EXPECT_EQ(refused.body["field"], "devices[1].model");
+  NodeRegistration right;
+  right.gpus = 8;
+  right.gpu_model = "NVIDIA H100 80GB HBM3";
+  right.devices = {GpuDevice{.index = 0, .model = "NVIDIA H100 80GB HBM3"}};
+  EXPECT_EQ(plane_->register_node(agent, "h100-a-01", right, 0, batch).status, 200);
+}
+
+TEST_F(ControlPlaneTest, ANodeTheJobLeftCannotActOnItAndAgentsNameTheRun) {
+  // Every node's agent is up; the job runs on node A.
+  const auto agent = [](const std::string& node) {
+    return Principal{"agent-" + node, Role::kAgent, "", node};
+  };
+  std::int64_t now = 1'000'000;
+  for (const auto& node : plane_->list_nodes(kAdmin).body["nodes"]) {
+    Batch batch;
+    ASSERT_EQ(plane_->register_node(agent(node["name"]), node["name"], NodeRegistration{}, now,
+                                    batch)
+                  .status,
+              200);
+    store_.commit(batch);
+  }
+  const std::int64_t id = submit(job("moved")).body["id"];
+  const std::string a = get(id).body["placement"][0]["node"];
+  const auto checkpoint = [&](const std::string& node, std::optional<std::int64_t> run) {
+    Batch batch;
+    return plane_->report_checkpoint(agent(node), id, CheckpointReport{{}, "/ckpt/x", "", run},
+                                     now, batch);
+  };
+  const auto status = [&](const std::string& node, std::optional<std::int64_t> run,
+                          std::optional<int> task) {
+    Batch batch;
+    return plane_->report_status(
+        agent(node), id, JobStatusReport{"failed", 1, "", task, run}, now, batch);
+  };
+  EXPECT_EQ(checkpoint(a, std::nullopt).status, 400);  // an agent names the run
+  EXPECT_EQ(checkpoint(a, 1).status, 200);
+  EXPECT_EQ(plane_->log_access(agent(a), id, true, 0, 1).status, 200);
+  EXPECT_EQ(plane_->log_access(agent(a), id, true, 1, 1).status, 403);  // no task 1 here
+
+  // A falls silent: the job moves to B, in run 2.
+  now += 31'000;
+  for (const auto& node : plane_->list_nodes(kAdmin).body["nodes"]) {
+    if (node["name"] == a) continue;
+    Batch batch;
+    plane_->heartbeat(agent(node["name"]), node["name"], NodeHeartbeat{}, now, batch);
+    store_.commit(batch);
+  }
+  run([](ControlPlane&, std::int64_t, Batch&) { return Reply{}; }, now);
+  const Reply moved = get(id);
+  ASSERT_EQ(moved.body["state"], "running") << moved.body.dump();
+  ASSERT_EQ(moved.body["starts"], 2);
+  const std::string b = moved.body["placement"][0]["node"];
+  ASSERT_NE(a, b);
+  // A can no longer set its checkpoint, write its log or end it, in either run.
+  EXPECT_EQ(checkpoint(a, 1).status, 409);
+  EXPECT_EQ(checkpoint(a, 2).status, 403);
+  EXPECT_EQ(plane_->log_access(agent(a), id, true, 0, 1).status, 409);
+  EXPECT_EQ(plane_->log_access(agent(a), id, true, 0, 2).status, 403);
+  EXPECT_EQ(plane_->log_access(agent(a), id, true, 0, std::nullopt).status, 400);
+  EXPECT_EQ(status(a, 2, 0).status, 403);
+  EXPECT_EQ(status(a, std::nullopt, 0).status, 400);
+  EXPECT_EQ(get(id).body["state"], "running");
+  EXPECT_EQ(get(id).body["checkpoint_path"], "/ckpt/x");
+  // B can, for its own task of run 2; and so can A's reads of nothing (it sees the job ran there).
+  EXPECT_EQ(plane_->log_access(agent(b), id, true, 0, 2).status, 200);
+  EXPECT_EQ(checkpoint(b, 2).status, 200);
+  EXPECT_EQ(status(b, 2, 0).status, 200);
+  EXPECT_EQ(get(id).body["state"], "failed");
+  // The latest run's placement survives a restart.
+  plane_ = restart(now);
+  EXPECT_EQ(checkpoint(b, 2).status, 409);  // ended
 }
 
 }  // namespace

@@ -267,16 +267,16 @@ void HttpApi::routes() {
          }));
   s.Get("/v1/jobs", guarded("/v1/jobs", [on_loop](const Principal& who, const Request& req) {
           JobFilter filter{req.get_param_value("tenant"), req.get_param_value("queue"),
-                           req.get_param_value("state"), req.get_param_value("node"), 0};
-          if (req.has_param("limit")) {
-            const std::string text = req.get_param_value("limit");
-            std::size_t limit = 0;
-            auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), limit);
-            if (ec != std::errc() || end != text.data() + text.size()) {
-              return bad_request("invalid request", Error{"limit", "expected a whole number"});
-            }
-            filter.limit = limit;
-          }
+                           req.get_param_value("state"), req.get_param_value("node")};
+          auto limit = query_integer(req, "limit", static_cast<std::int64_t>(kDefaultJobPage), 1,
+                                     static_cast<std::int64_t>(kMaxJobPage),
+                                     fmt::format("a page size, 1..{}", kMaxJobPage));
+          if (!limit) return bad_request("invalid request", limit.error());
+          filter.limit = static_cast<std::size_t>(*limit);
+          auto before = query_integer(req, "before", 0, 1, std::numeric_limits<std::int64_t>::max(),
+                                      "the cursor of the next page (\"next\" of the last reply)");
+          if (!before) return bad_request("invalid request", before.error());
+          filter.before = *before;
           return on_loop([who, filter](ControlPlane& p, std::int64_t, Batch&) {
             return p.list_jobs(who, filter);
           });
@@ -340,6 +340,14 @@ void HttpApi::routes() {
                                        std::numeric_limits<std::int64_t>::max(),
                                        "the byte offset in the log where the body starts");
            if (!offset) return bad_request("invalid request", offset.error());
+           std::optional<std::int64_t> run;
+           if (req.has_param("run")) {
+             auto parsed = query_integer(req, "run", std::nullopt, 1,
+                                         std::numeric_limits<int>::max(),
+                                         "the job's run the bytes come from (1 or more)");
+             if (!parsed) return bad_request("invalid request", parsed.error());
+             run = *parsed;
+           }
            // httplib takes a multipart body apart: its bytes are not req.body.
            if (req.is_multipart_form_data()) {
              return error_reply(415, "unsupported media type",
@@ -347,8 +355,9 @@ void HttpApi::routes() {
                                       "send the bytes as the body itself, e.g. "
                                       "application/octet-stream"});
            }
-           Reply access = on_loop([who, id = *id](ControlPlane& p, std::int64_t, Batch&) {
-             return p.log_access(who, id, true);
+           Reply access = on_loop([who, id = *id, task = static_cast<int>(*task), run](
+                                      ControlPlane& p, std::int64_t, Batch&) {
+             return p.log_access(who, id, true, task, run);
            });
            if (access.status != 200) return access;
            auto in_job = log_task(*id, *task, access);

@@ -54,16 +54,30 @@ Result<std::int64_t> file_size(const std::string& path) {
 }  // namespace
 
 Result<std::unique_ptr<JobLogs>> JobLogs::open(const std::string& dir,
-                                               std::int64_t task_limit_bytes) {
+                                               std::int64_t task_limit_bytes,
+                                               std::int64_t total_limit_bytes) {
   if (dir.empty()) return fail("logs", "the folder of the task logs is not set");
   if (task_limit_bytes <= 0) return fail("logs", "the limit of a task's log must be > 0 bytes");
+  if (total_limit_bytes <= 0) return fail("logs", "the limit of all logs must be > 0 bytes");
   std::error_code error;
   std::filesystem::create_directories(dir, error);
+  if (!error) {
+    std::filesystem::permissions(dir, std::filesystem::perms::owner_all, error);
+  }
   if (error) {
-    return fail("logs", fmt::format("cannot create the folder of the task logs '{}': {}", dir,
+    return fail("logs", fmt::format("cannot create the private folder of the task logs '{}': {}",
+                                    dir, error.message()));
+  }
+  std::int64_t total = 0;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir, error);
+       !error && it != std::filesystem::recursive_directory_iterator(); it.increment(error)) {
+    if (it->is_regular_file(error)) total += static_cast<std::int64_t>(it->file_size(error));
+  }
+  if (error) {
+    return fail("logs", fmt::format("cannot read the folder of the task logs '{}': {}", dir,
                                     error.message()));
   }
-  return std::unique_ptr<JobLogs>(new JobLogs(dir, task_limit_bytes));
+  return std::unique_ptr<JobLogs>(new JobLogs(dir, task_limit_bytes, total_limit_bytes, total));
 }
 
 std::string JobLogs::job_dir(std::int64_t job) const { return fmt::format("{}/{}", dir_, job); }
@@ -94,12 +108,17 @@ Result<std::int64_t> JobLogs::append(std::int64_t job, int task, std::int64_t of
                                      "rest of the task's output is not kept",
                                      task, byte_count(task_limit_bytes_)));
   }
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (static_cast<std::int64_t>(rest.size()) > total_limit_bytes_ - total_bytes_) {
+    return fail("bytes", fmt::format("the server's task logs hold {} of their limit of {}; the "
+                                     "rest of the task's output is not kept",
+                                     byte_count(total_bytes_), byte_count(total_limit_bytes_)));
+  }
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0 && errno == ENOENT) {
-    if (::mkdir(job_dir(job).c_str(), 0755) != 0 && errno != EEXIST) {
+    if (::mkdir(job_dir(job).c_str(), 0700) != 0 && errno != EEXIST) {
       return fail(job_dir(job), "cannot create the folder: " + errno_text(errno));
     }
-    fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
   }
   if (fd < 0) return fail(path, "cannot open the log: " + errno_text(errno));
   const Fd file(fd);
@@ -110,10 +129,14 @@ Result<std::int64_t> JobLogs::append(std::int64_t job, int task, std::int64_t of
       if (errno == EINTR) continue;
       // What was written stays: the sender resends from its last offset, and that part is
       // skipped as a resend.
+      total_bytes_ += static_cast<std::int64_t>(written);
       return fail(path, "cannot write the log: " + errno_text(errno));
     }
     written += static_cast<std::size_t>(n);
   }
+  total_bytes_ += static_cast<std::int64_t>(written);
+  // Acknowledged bytes survive a crash of the machine.
+  if (::fdatasync(file.get()) != 0) return fail(path, "cannot sync the log: " + errno_text(errno));
   return *size + static_cast<std::int64_t>(rest.size());
 }
 

@@ -6,6 +6,10 @@
 // starts, and resends from the last size it got back when a request failed, so a chunk that
 // arrives twice (its reply was lost) is stored once and nothing is stored out of order.
 //
+// Private: folders 0700, files 0600 (a task's output may hold its secrets). Each append is
+// fdatasync'ed before it is acknowledged, like a submission. All the logs together are capped
+// (total_limit_bytes): past it, appends are refused as a log past its own limit is.
+//
 // Thread-safe: appends are serialised by a mutex; reads take no lock (a log's stored bytes never
 // change, so a read sees a prefix of what is being appended).
 #pragma once
@@ -28,13 +32,16 @@ struct LogChunk {
 
 class JobLogs {
  public:
-  static constexpr std::int64_t kDefaultTaskLimitBytes = std::int64_t{1} << 30;  // 1 GiB
+  static constexpr std::int64_t kDefaultTaskLimitBytes = std::int64_t{1} << 30;    // 1 GiB
+  static constexpr std::int64_t kDefaultTotalLimitBytes = std::int64_t{64} << 30;  // 64 GiB
 
   // The logs under `dir`, which is created (with its parents) if missing; an Error names the
   // folder when it cannot be created or is not a folder. A task's log is capped at
-  // `task_limit_bytes` (> 0).
+  // `task_limit_bytes` (> 0), all of them together at `total_limit_bytes` (> 0; what the folder
+  // holds already counts).
   static Result<std::unique_ptr<JobLogs>> open(
-      const std::string& dir, std::int64_t task_limit_bytes = kDefaultTaskLimitBytes);
+      const std::string& dir, std::int64_t task_limit_bytes = kDefaultTaskLimitBytes,
+      std::int64_t total_limit_bytes = kDefaultTotalLimitBytes);
 
   // Stores `bytes`, which start at byte `offset` of the log of task `task` (>= 0) of job `job`
   // (> 0), and returns the log's new size:
@@ -42,8 +49,8 @@ class JobLogs {
   //   offset <  size: a resend; the part already stored is skipped, the rest appended;
   //   offset >  size: nothing stored; Error with field "offset" whose reason names the size to
   //                   send from.
-  // A log that would grow past the limit keeps nothing of the chunk: Error with field "bytes"
-  // naming the limit. Other fields: a bad job or task ("job", "task"), or an I/O failure (the
+  // A log that would grow past the limit, or the logs past their total limit, keep nothing of the
+  // chunk: Error with field "bytes" naming the limit. Other fields: a bad job or task ("job", "task"), or an I/O failure (the
   // file's path).
   Result<std::int64_t> append(std::int64_t job, int task, std::int64_t offset,
                               std::string_view bytes);
@@ -57,13 +64,19 @@ class JobLogs {
   [[nodiscard]] std::int64_t task_limit_bytes() const { return task_limit_bytes_; }
 
  private:
-  JobLogs(std::string dir, std::int64_t task_limit_bytes)
-      : dir_(std::move(dir)), task_limit_bytes_(task_limit_bytes) {}
+  JobLogs(std::string dir, std::int64_t task_limit_bytes, std::int64_t total_limit_bytes,
+          std::int64_t total_bytes)
+      : dir_(std::move(dir)),
+        task_limit_bytes_(task_limit_bytes),
+        total_limit_bytes_(total_limit_bytes),
+        total_bytes_(total_bytes) {}
   [[nodiscard]] std::string job_dir(std::int64_t job) const;
   [[nodiscard]] std::string task_file(std::int64_t job, int task) const;
 
   std::string dir_;
   std::int64_t task_limit_bytes_;
+  std::int64_t total_limit_bytes_;
+  std::int64_t total_bytes_;  // guarded by append_mutex_
   std::mutex append_mutex_;
 };
 

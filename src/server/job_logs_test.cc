@@ -158,6 +158,39 @@ TEST(JobLogsTest, RefusesAChunkThatWouldPassTheCap) {
   EXPECT_THAT(full.error().reason, HasSubstr("its limit of 3 MiB"));
 }
 
+TEST(JobLogsTest, AllLogsTogetherAreCappedCountingWhatTheFolderHeld) {
+  LogsDir dir;
+  {
+    auto logs = JobLogs::open(dir.path(), 100, 12);
+    ASSERT_TRUE(logs.has_value()) << logs.error().message();
+    ASSERT_EQ((*logs)->append(1, 0, 0, "12345678"), 8);
+    ASSERT_EQ((*logs)->append(2, 0, 0, "abcd"), 4);
+    auto over = (*logs)->append(3, 0, 0, "x");
+    ASSERT_FALSE(over.has_value());
+    EXPECT_EQ(over.error().field, "bytes");
+    EXPECT_THAT(over.error().reason, HasSubstr("their limit of 12 bytes"));
+  }
+  // Reopened over the same folder: the 12 bytes already there count.
+  auto again = JobLogs::open(dir.path(), 100, 13);
+  ASSERT_TRUE(again.has_value()) << again.error().message();
+  EXPECT_EQ((*again)->append(3, 0, 0, "x"), 1);
+  EXPECT_FALSE((*again)->append(3, 0, 1, "y").has_value());
+}
+
+TEST(JobLogsTest, FoldersAndFilesArePrivate) {
+  LogsDir dir;
+  auto logs = open_logs(dir.path("logs"));
+  ASSERT_NE(logs, nullptr);
+  ASSERT_EQ(logs->append(7, 0, 0, "secret"), 6);
+  namespace fs = std::filesystem;
+  const auto mode = [](const std::string& path) {
+    return fs::status(path).permissions() & fs::perms::mask;
+  };
+  EXPECT_EQ(mode(dir.path("logs")), fs::perms::owner_all);
+  EXPECT_EQ(mode(dir.path("logs/7")), fs::perms::owner_all);
+  EXPECT_EQ(mode(dir.path("logs/7/task-0.log")), fs::perms::owner_read | fs::perms::owner_write);
+}
+
 TEST(JobLogsTest, ReadsRanges) {
   LogsDir dir;
   auto logs = open_logs(dir.path());

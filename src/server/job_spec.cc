@@ -602,6 +602,16 @@ Result<JobSpec> job_spec_from_json(const nlohmann::json& value) {
   return spec;
 }
 
+Result<void> check_runnable(const JobSpec& spec) {
+  if (spec.command.empty()) {
+    return fail("command", "missing: a job needs a command to run, e.g. command: [python, train.py]");
+  }
+  if (spec.command.front().empty()) {
+    return fail("command[0]", "empty: the first word is the program to run");
+  }
+  return {};
+}
+
 Result<JobSpec> parse_job_spec(std::string_view body, BodyFormat format) {
   auto value = parse_body(body, format);
   if (!value) return std::unexpected(value.error());

@@ -27,7 +27,7 @@
 //                              #   charged that much is stopped like one past max_runtime
 //   preemptible: true          # default true
 //   checkpoint_interval: 30m   # optional; absent: the job does not checkpoint
-//   command: [python, train.py]  # list of strings (default empty)
+//   command: [python, train.py]  # list of strings; a new job needs one (check_runnable)
 //   working_dir: /data/resnet  # absolute path where the tasks start (default: each task's own
 //                              #   folder on its node)
 //   env: {EPOCHS: "90"}        # map string -> string (keys: [A-Za-z_][A-Za-z0-9_]*)
@@ -115,6 +115,11 @@ Result<nlohmann::json> parse_body(std::string_view body, BodyFormat format);
 
 // Reads a job spec from a parsed body (see the file comment).
 Result<JobSpec> job_spec_from_json(const nlohmann::json& value);
+
+// What a new job needs beyond a well-formed spec (POST /v1/jobs; stored jobs are not checked
+// again): a command whose first word, the program, is not empty. A job without one would be
+// placed and could never start.
+Result<void> check_runnable(const JobSpec& spec);
 
 // parse_body, then job_spec_from_json.
 Result<JobSpec> parse_job_spec(std::string_view body, BodyFormat format);

@@ -26,7 +26,7 @@ class ConfigReader : private YamlReader {
     auto f = fields(root, "",
                     {"listen", "cluster", "tenants", "policy", "database", "admin_token_file",
                      "tick", "rate_limit", "tls", "http_threads", "heartbeat_timeout", "logs",
-                     "idle_gpu_window", "market", "ledger_posting_interval"});
+                     "idle_gpu_window", "market", "ledger_posting_interval", "admission"});
     if (!f) return std::unexpected(f.error());
     if (auto node = f->get("listen")) {
       auto value = text(*node, "listen");
@@ -93,6 +93,27 @@ class ConfigReader : private YamlReader {
             return error_at(*value_node, path, "expected a number of requests from 0 to 1000000");
           }
           *target = static_cast<double>(*n) / 1000.0;
+        }
+      }
+    }
+    if (auto node = f->get("admission")) {
+      auto limits =
+          fields(*node, "admission", {"max_pending_jobs", "submissions_per_second",
+                                      "submission_burst"});
+      if (!limits) return std::unexpected(limits.error());
+      for (auto [key, target, least] :
+           {std::tuple{"max_pending_jobs", &c.max_pending_jobs, 1},
+            std::tuple{"submissions_per_second", &c.submissions_per_second, 0},
+            std::tuple{"submission_burst", &c.submission_burst, 1}}) {
+        if (auto value_node = limits->get(key)) {
+          const std::string path = std::string("admission.") + key;
+          auto value = text(*value_node, path);
+          if (!value) return std::unexpected(value.error());
+          auto n = parse_decimal(*value, 0);
+          if (!n || *n < least || *n > 10'000'000) {
+            return error_at(*value_node, path, fmt::format("expected {}..10000000", least));
+          }
+          *target = *n;
         }
       }
     }

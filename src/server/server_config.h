@@ -19,6 +19,10 @@
 //   market: market.yaml             # optional: the internal market (sim/market_file.h): prices,
 //                                   #   charges, lending credits, budgets; absent: none
 //   ledger_posting_interval: 60s    # how often accrued charges are posted to the ledger (1s..1d)
+//   admission:                      # per tenant, unless its entry in the tenants file says
+//     max_pending_jobs: 5000        #   jobs waiting at once; past it a submission gets 429
+//     submissions_per_second: 200   #   new jobs per second on average (0: no limit) ...
+//     submission_burst: 1000        #   ... and at most this many at once
 //
 // Relative paths are relative to the configuration file's folder (the database default: to the
 // working directory). Unknown keys are errors.
@@ -51,6 +55,9 @@ struct ServerConfig {
   std::int64_t idle_gpu_window_ms = 15 * 60'000;
   std::string market_path;  // empty: no market
   std::int64_t ledger_posting_interval_ms = 60'000;
+  std::int64_t max_pending_jobs = 5000;
+  std::int64_t submissions_per_second = 200;
+  std::int64_t submission_burst = 1000;
 };
 
 // Reads the file at `path`; errors name the key ("server.yaml:3:9 listen").

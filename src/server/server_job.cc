@@ -51,6 +51,7 @@ void ServerJob::move_to(JobState next, std::int64_t at_ms, std::string reason) {
 }
 
 void ServerJob::note_ran_on() {
+  last_placement = placement;
   for (const TaskPlace& p : placement) {
     auto at = std::ranges::lower_bound(ran_on, p.node);
     if (at == ran_on.end() || *at != p.node) ran_on.insert(at, p.node);
@@ -63,16 +64,17 @@ nlohmann::json server_job_to_json(const ServerJob& job) {
     transitions.push_back(
         {{"state", job_state_name(t.state)}, {"at_ms", t.at_ms}, {"reason", t.reason}});
   }
-  nlohmann::json placement = nlohmann::json::array();
-  for (const TaskPlace& p : job.placement) {
-    placement.push_back({{"node", p.node}, {"gpus", p.gpus}});
-  }
+  const auto places_json = [](const std::vector<TaskPlace>& places) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const TaskPlace& p : places) out.push_back({{"node", p.node}, {"gpus", p.gpus}});
+    return out;
+  };
   nlohmann::json out = {
       {"id", job.id},
       {"spec", job_spec_to_json(job.spec)},
       {"state", job_state_name(job.state)},
       {"transitions", std::move(transitions)},
-      {"placement", std::move(placement)},
+      {"placement", places_json(job.placement)},
       {"submitted_ms", job.submitted_ms},
       {"started_ms", job.started_ms},
       {"ended_ms", job.ended_ms},
@@ -86,6 +88,9 @@ nlohmann::json server_job_to_json(const ServerJob& job) {
   if (job.checkpoint_step) out["checkpoint_step"] = *job.checkpoint_step;
   if (!job.checkpoint_path.empty()) out["checkpoint_path"] = job.checkpoint_path;
   if (!job.ran_on.empty()) out["ran_on"] = job.ran_on;
+  if (!job.last_placement.empty() && job.last_placement != job.placement) {
+    out["last_placement"] = places_json(job.last_placement);
+  }
   if (!job.tasks_done.empty()) out["tasks_done"] = job.tasks_done;
   if (job.lost_work_ms != 0) out["lost_work_ms"] = job.lost_work_ms;
   if (job.faults != 0) out["faults"] = job.faults;
@@ -127,15 +132,20 @@ Result<ServerJob> server_job_from_json(const nlohmann::json& value) {
       job.transitions.push_back(Transition{*s, *at, std::move(*reason)});
     }
   }
-  if (auto it = value.find("placement"); it != value.end() && it->is_array()) {
+  for (auto [key, places] :
+       {std::pair{"placement", &job.placement}, std::pair{"last_placement", &job.last_placement}}) {
+    auto it = value.find(key);
+    if (it == value.end() || !it->is_array()) continue;
     for (const nlohmann::json& p : *it) {
-      if (!p.is_object()) return fail("placement", "expected objects");
+      if (!p.is_object()) return fail(key, "expected objects");
       auto node = read_field<std::string>(p, "node");
       auto gpus = read_field<std::vector<int>>(p, "gpus");
-      if (!node || !gpus) return fail("placement", "malformed task place");
-      job.placement.push_back(TaskPlace{std::move(*node), std::move(*gpus)});
+      if (!node || !gpus) return fail(key, "malformed task place");
+      places->push_back(TaskPlace{std::move(*node), std::move(*gpus)});
     }
   }
+  // Written only when it differs from a running job's placement.
+  if (!value.contains("last_placement")) job.last_placement = job.placement;
   auto ran_on = read_field<std::vector<std::string>>(value, "ran_on");
   if (!ran_on) return std::unexpected(ran_on.error());
   job.ran_on = std::move(*ran_on);

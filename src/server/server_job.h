@@ -86,6 +86,10 @@ struct ServerJob {
   std::optional<std::int64_t> checkpoint_step;
   std::string checkpoint_path;      // where the last checkpoint is: the next run resumes from it
   std::vector<std::string> ran_on;  // every node a run of the job used, sorted
+  // The latest run's placement (run number `starts`), kept after that run stopped: the agents of
+  // these nodes may still report about it (a checkpoint after the stop notice, the last log bytes);
+  // nodes of earlier runs may not.
+  std::vector<TaskPlace> last_placement;
   std::vector<int> tasks_done;      // the current run's tasks that exited 0, sorted
   std::int64_t lost_work_ms = 0;    // run time not saved by a checkpoint when a run was stopped
   std::int64_t faults = 0;          // runs ended by a node failure
@@ -94,7 +98,7 @@ struct ServerJob {
 
   // Records a move to `state` at `at_ms` for `reason`.
   void move_to(JobState state, std::int64_t at_ms, std::string reason);
-  // Adds the nodes of the placement to ran_on.
+  // Adds the nodes of the placement to ran_on and keeps it as last_placement (a run starts).
   void note_ran_on();
 
   friend bool operator==(const ServerJob&, const ServerJob&) = default;

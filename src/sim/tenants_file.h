@@ -30,6 +30,9 @@
 //                         the guarantee; at most the guarantee).
 //   tenants[].queues      optional list of team queue names, unique within the tenant (default:
 //                         one queue, "default").
+//   tenants[].max_pending_jobs, tenants[].submissions_per_second
+//                         optional admission limits of the server, integers 1..10000000 (default:
+//                         the server configuration's `admission:`); the simulator ignores them.
 // GPU figures are GPUs with up to 3 decimals ("0.5"), stored as milli-GPUs; see core/tenants.h for
 // what they mean. Model names are interned into the catalog passed in, in order of first
 // appearance (also when the file then fails to read). Unknown or repeated keys are errors, and so

@@ -2,9 +2,12 @@
 
 #include <fmt/format.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
+#include <cstring>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -12,6 +15,8 @@
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "store/file_lock.h"
 
 namespace tidepool {
 namespace {
@@ -246,9 +251,10 @@ class SqliteStore final : public Store {
         insert_ledger, upsert_token, upsert_node, upsert_setting;
   };
 
-  SqliteStore(std::string path, Database writer, WriterStatements statements, Database reader,
-              Statement events_after)
-      : path_(std::move(path)),
+  SqliteStore(FileLock lock, std::string path, Database writer, WriterStatements statements,
+              Database reader, Statement events_after)
+      : lock_(std::move(lock)),
+        path_(std::move(path)),
         writer_(std::move(writer)),
         statements_(std::move(statements)),
         reader_(std::move(reader)),
@@ -270,6 +276,7 @@ class SqliteStore final : public Store {
   Result<void> apply(const Batch& batch);
   std::unexpected<Error> write_failed(std::string_view what) const;
 
+  FileLock lock_;  // held while the store is open: released last
   std::string path_;
   std::mutex writer_mutex_;  // guards writer_ and statements_
   Database writer_;
@@ -514,10 +521,24 @@ Result<std::unique_ptr<Store>> open_sqlite_store(const std::string& path) {
   if (sqlite3_threadsafe() == 0) {
     return fail(path, "this SQLite library was built without thread support");
   }
+  // One process per database: a second server would interleave its writes with ours.
+  auto lock = FileLock::acquire(path + ".lock");
+  if (!lock) return std::unexpected(lock.error());
 
   auto writer = open_connection(path);
   if (!writer) return std::unexpected(writer.error());
   sqlite3* db = writer->get();
+  if (sqlite3_db_readonly(db, "main") == 1) {
+    return fail(path, "the database file is read-only: the server must be able to write it");
+  }
+  // The state may hold job secrets (their env): the owner only, also for files made before.
+  for (const char* suffix : {"", "-wal", "-shm"}) {
+    const std::string file = path + suffix;
+    if (chmod(file.c_str(), 0600) != 0 && errno != ENOENT) {
+      return fail(file, fmt::format("cannot make it private (mode 0600): {}",
+                                    std::strerror(errno)));
+    }
+  }
   // journal_mode is stored in the file; it answers with the mode in effect.
   auto mode =
       query_text(db, path, "PRAGMA journal_mode = WAL", "switching to the WAL journal mode");
@@ -572,7 +593,8 @@ Result<std::unique_ptr<Store>> open_sqlite_store(const std::string& path) {
                               "ORDER BY seq LIMIT ?2");
   if (!events_after) return std::unexpected(events_after.error());
 
-  return std::make_unique<SqliteStore>(path, std::move(*writer), std::move(statements),
+  return std::make_unique<SqliteStore>(std::move(*lock), path, std::move(*writer),
+                                       std::move(statements),
                                        std::move(*reader), std::move(*events_after));
 }
 

@@ -1,0 +1,61 @@
+// The control plane: per-tenant admission limits of new jobs.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "server/control_plane.h"
+
+namespace tidepool {
+namespace {
+
+const TenantSpec* tenant_spec(const TenantsSpec& tenants, const std::string& name) {
+  for (const OrgSpec& org : tenants.orgs) {
+    for (const TenantSpec& t : org.tenants) {
+      if (t.name == name) return &t;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::optional<Reply> ControlPlane::admission_refusal(const std::string& tenant, TenantId id,
+                                                     std::int64_t now_ms) {
+  const AdmissionLimits& limits = setup_.admission;
+  const TenantSpec* spec = tenant_spec(setup_.tenants, tenant);
+  const std::int64_t max_pending =
+      spec && spec->max_pending_jobs > 0 ? spec->max_pending_jobs : limits.max_pending_jobs;
+  const std::int64_t rate = spec && spec->submissions_per_second > 0
+                                ? spec->submissions_per_second
+                                : limits.submissions_per_second;
+  if (scheduler_.pending_count(id) >= max_pending) {
+    Reply reply = error_reply(
+        429, "too many requests",
+        Error{"tenant", fmt::format("tenant '{}' has {} jobs pending, its limit; submit again when "
+                                    "some have started or been cancelled",
+                                    tenant, max_pending)});
+    reply.body["retry_after_seconds"] = 10;
+    return reply;
+  }
+  if (rate <= 0) return std::nullopt;
+  // Refilled at `rate` per second up to the burst; a new tenant starts full.
+  const std::int64_t capacity = std::max(limits.submission_burst, rate) * 1000;
+  auto [it, added] = submit_buckets_.try_emplace(tenant, SubmitBucket{capacity, now_ms});
+  SubmitBucket& bucket = it->second;
+  const std::int64_t elapsed = std::max<std::int64_t>(0, now_ms - bucket.updated_ms);
+  bucket.milli_tokens = std::min(capacity, bucket.milli_tokens + elapsed * rate);
+  bucket.updated_ms = std::max(bucket.updated_ms, now_ms);
+  if (bucket.milli_tokens < 1000) {
+    Reply reply = error_reply(
+        429, "too many requests",
+        Error{"tenant", fmt::format("tenant '{}' submits more than {} jobs per second, its limit; "
+                                    "retry in a second",
+                                    tenant, rate)});
+    reply.body["retry_after_seconds"] = 1;
+    return reply;
+  }
+  bucket.milli_tokens -= 1000;
+  return std::nullopt;
+}
+
+}  // namespace tidepool
