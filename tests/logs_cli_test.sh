@@ -49,12 +49,13 @@ running_job() {
   agent_token=$(json "$work/out" 'd["secret"]')
 }
 
-# post_log ID TASK OFFSET FILE [TOKEN]: POSTs FILE's bytes as the log of task TASK from OFFSET
-# (the agent's token by default); prints the HTTP status, the reply body is in $work/reply.
+# post_log ID TASK OFFSET FILE [TOKEN]: POSTs FILE's bytes as the log of task TASK of the job's
+# first run from OFFSET (the agent's token by default); prints the HTTP status, the reply body is in
+# $work/reply.
 post_log() {
   curl -sS -o "$work/reply" -w '%{http_code}' -X POST \
     -H "Authorization: Bearer ${5:-$agent_token}" -H 'Content-Type: application/octet-stream' \
-    --data-binary "@$4" "$TIDEPOOL_SERVER/v1/jobs/$1/logs?task=$2&offset=$3"
+    --data-binary "@$4" "$TIDEPOOL_SERVER/v1/jobs/$1/logs?task=$2&run=1&offset=$3"
 }
 
 # expect_post STATUS ID TASK OFFSET FILE [TOKEN]: post_log, expecting STATUS.

@@ -31,6 +31,7 @@ name: train
 tenant: vision
 gpus_per_task: 8
 gpu_model: H100
+command: [python, train.py]
 preemptible: false
 labels: {project: cats}
 YAML

@@ -97,7 +97,7 @@ PY
     # borrowing), so with its 32-GPU job running its later jobs wait.
     start_server
     spec() { # spec NAME TENANT TASKS GPUS_PER_TASK [MORE_YAML]: writes $work/NAME.yaml
-      printf 'name: %s\ntenant: %s\ntasks: %s\ngpus_per_task: %s\ngpu_model: H100\n%s' \
+      printf 'name: %s\ntenant: %s\ntasks: %s\ngpus_per_task: %s\ngpu_model: H100\ncommand: [sh, run.sh]\n%s' \
         "$1" "$2" "$3" "$4" "${5:-}" >"$work/$1.yaml"
     }
     spec finished vision 1 8

@@ -90,8 +90,11 @@ std::string tenants_yaml(int nodes) {
 }
 
 std::string job_json(const std::string& tenant, const std::string& name) {
-  return nlohmann::json{
-      {"name", name}, {"tenant", tenant}, {"gpus_per_task", 1}, {"runtime_estimate", "1h"}}
+  return nlohmann::json{{"name", name},
+                        {"tenant", tenant},
+                        {"gpus_per_task", 1},
+                        {"runtime_estimate", "1h"},
+                        {"command", {"true"}}}
       .dump();
 }
 
@@ -191,8 +194,10 @@ int main(int argc, char** argv) {
   write_text(dir + "/tenants.yaml", tenants_yaml(nodes));
   write_text(dir + "/server.yaml",
              "cluster: cluster.yaml\ntenants: tenants.yaml\ndatabase: " + dir +
-                 "/tidepool.db\nlisten: 127.0.0.1:0\nrate_limit: {per_second: 0}\n");
-  write_text(dir + "/job.yaml", "name: cli-job\ntenant: prod\ngpus_per_task: 1\n");
+                 "/tidepool.db\nlisten: 127.0.0.1:0\nrate_limit: {per_second: 0}\n"
+                 "admission: {max_pending_jobs: 10000000, submissions_per_second: 0}\n");
+  write_text(dir + "/job.yaml",
+             "name: cli-job\ntenant: prod\ngpus_per_task: 1\ncommand: [\"true\"]\n");
   Server server = start_server(binary, dir);
   const httplib::Headers auth = {{"Authorization", "Bearer " + server.token}};
 

@@ -489,7 +489,7 @@ TEST(GangPlacementTest, TasksThatRequestNothingKeepOffCordonedNodesAndUnderTheTa
   }
   const GangRequest nothing{kMaxTasksPerNode, whole(0, 0, 0), {}};
   auto placed = place_gang(pool, nothing);
-  ASSERT_TRUE(placed.has_value()) << placed.error().message();
+  ASSERT_TRUE(placed.has_value()) << placed.error().reason;
   EXPECT_EQ(nodes_of(*placed), std::set<std::uint32_t>{0});
   allocate_all(pool, nothing, *placed);
   EXPECT_FALSE(place_gang(pool, GangRequest{1, whole(0, 0, 0), {}}).has_value());

@@ -101,11 +101,24 @@ void ControlLoop::stop() {
     stopping_ = true;
   }
   wake_.notify_all();
+  listing_ready_.notify_all();
   if (thread_.joinable()) thread_.join();
   hooks_.reset();  // stops the hooks still running; their results are no longer recorded
   events_->close();
   std::lock_guard lock(mutex_);
   running_ = false;
+}
+
+std::shared_ptr<const JobListing> ControlLoop::job_listing() {
+  std::unique_lock lock(mutex_);
+  const std::int64_t wanted = rounds_;
+  if (listing_ && listing_->version >= wanted) return listing_;
+  if (!running_ || stopping_) return nullptr;
+  listing_wanted_ = true;
+  wake_.notify_one();
+  listing_ready_.wait(lock, [&] { return (listing_ && listing_->version >= wanted) || stopping_; });
+  if (listing_ && listing_->version >= wanted) return listing_;
+  return nullptr;
 }
 
 bool ControlLoop::ready() const {
@@ -151,15 +164,37 @@ void ControlLoop::run() {
     }
     {
       std::unique_lock lock(mutex_);
-      wake_.wait_until(lock, deadline, [&] { return !queue_.empty() || stopping_; });
+      wake_.wait_until(lock, deadline,
+                       [&] { return !queue_.empty() || stopping_ || listing_wanted_; });
       work.swap(queue_);
-      if (work.empty() && stopping_) return;
+      if (work.empty() && stopping_) {
+        listing_ready_.notify_all();
+        return;
+      }
     }
     const bool tick = std::chrono::steady_clock::now() >= next_tick;
     if (tick) next_tick = std::chrono::steady_clock::now() + options_.tick;
     round(work, tick || (wake && *wake <= now_ms()));
     work.clear();
+    publish_listing();
   }
+}
+
+void ControlLoop::publish_listing() {
+  std::int64_t version = 0;
+  {
+    std::lock_guard lock(mutex_);
+    if (!listing_wanted_) return;
+    listing_wanted_ = false;
+    version = rounds_;
+  }
+  auto listing = plane_->update_listing(listed_, listing_changed_, version);
+  listing_changed_.clear();
+  {
+    std::lock_guard lock(mutex_);
+    listing_ = std::move(listing);
+  }
+  listing_ready_.notify_all();
 }
 
 void ControlLoop::round(std::vector<Pending>& work, bool pass_due) {
@@ -168,7 +203,8 @@ void ControlLoop::round(std::vector<Pending>& work, bool pass_due) {
   std::vector<Reply> replies;
   replies.reserve(work.size());
   for (Pending& p : work) replies.push_back(p.command(*plane_, now, batch));
-  if (pass_due || plane_->wants_pass()) {
+  const bool pass = pass_due || plane_->wants_pass();
+  if (pass) {
     const auto pass_start = std::chrono::steady_clock::now();
     plane_->schedule(now, batch);
     metrics_.count_pass(seconds_since(pass_start));
@@ -179,6 +215,7 @@ void ControlLoop::round(std::vector<Pending>& work, bool pass_due) {
     auto committed = store_->commit(batch);
     if (committed) {
       metrics_.count_commit(batch, seconds_since(commit_start));
+      for (const JobRecord& job : batch.jobs) listing_changed_.insert(job.id);
       events_->publish(batch.events);
       run_hooks();
     } else {
@@ -190,7 +227,12 @@ void ControlLoop::round(std::vector<Pending>& work, bool pass_due) {
         spdlog::critical("cannot reload the state from the store: {}", reloaded.error().message());
         std::abort();
       }
+      listed_.clear();  // the next snapshot is built anew from the reloaded plane
     }
+  }
+  if (pass || !batch.empty()) {
+    std::lock_guard lock(mutex_);
+    ++rounds_;
   }
   for (std::size_t i = 0; i < work.size(); ++i) work[i].reply.set_value(std::move(replies[i]));
 }

@@ -12,9 +12,11 @@
 #include <cstdint>
 #include <functional>
 #include <future>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -53,6 +55,12 @@ class ControlLoop {
   // Runs `command` on the loop thread; returns once its round is committed.
   Reply call(Command command);
 
+  // The jobs as GET /v1/jobs lists them (job_listing.h): a snapshot at least as new as every
+  // round committed before this call, so that a client sees what it was answered. The loop takes
+  // one after its next round when someone waits (at once when idle), shared by every listing
+  // until a round changes something. Null when the server is shutting down.
+  std::shared_ptr<const JobListing> job_listing();
+
   // The server's URL, handed to burst providers' hooks (call before start).
   void set_server_url(std::string url) { hooks_->set_server_url(std::move(url)); }
 
@@ -71,6 +79,8 @@ class ControlLoop {
   void run();
   // Runs the commands; a pass too if one is due or something changed.
   void round(std::vector<Pending>& work, bool pass_due);
+  // Takes a listing snapshot if someone waits for one.
+  void publish_listing();
   // Starts the provider hooks the plane asked for (after their round was committed).
   void run_hooks();
 
@@ -81,10 +91,17 @@ class ControlLoop {
   std::shared_ptr<TokenTable> tokens_ = std::make_shared<TokenTable>();
   std::unique_ptr<EventFeed> events_;
   std::unique_ptr<ControlPlane> plane_;  // owned by the loop thread once started
+  // Listings (loop thread): each job's listed entry, and the jobs changed since the last snapshot.
+  std::map<std::int64_t, std::shared_ptr<const ListedJob>> listed_;
+  std::set<std::int64_t> listing_changed_;
 
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::vector<Pending> queue_;
+  std::int64_t rounds_ = 0;  // rounds that may have changed a listing (a batch or a pass)
+  bool listing_wanted_ = false;
+  std::shared_ptr<const JobListing> listing_;
+  std::condition_variable listing_ready_;
   bool stopping_ = false;
   bool running_ = false;
   std::thread thread_;

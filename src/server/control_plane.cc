@@ -269,17 +269,7 @@ void ControlPlane::record_job(Batch& batch, const ServerJob& job, std::int64_t n
 }
 
 bool ControlPlane::may_see(const Principal& who, const ServerJob& job) const {
-  switch (who.role) {
-    case Role::kAdmin:
-      return true;
-    case Role::kUser:
-      return job.spec.tenant == who.tenant;
-    case Role::kAgent:
-      return std::ranges::binary_search(job.ran_on, who.node) ||
-             std::ranges::any_of(job.placement,
-                                 [&](const TaskPlace& p) { return p.node == who.node; });
-  }
-  return false;
+  return may_see_job(who, job.spec.tenant, job.ran_on, job.placement);
 }
 
 std::pair<const ServerJob*, Reply> ControlPlane::visible_job(const Principal& who,
@@ -304,9 +294,6 @@ Reply ControlPlane::submit(const Principal& who, JobSpec spec, const std::string
   if (who.role == Role::kAgent) return forbidden("role", "agent tokens cannot submit jobs");
   if (who.role == Role::kUser && spec.tenant != who.tenant) {
     return forbidden("tenant", fmt::format("this token acts for tenant '{}' only", who.tenant));
-  }
-  if (auto runnable = check_runnable(spec); !runnable) {
-    return error_reply(400, "invalid job spec", runnable.error());
   }
   // The key is stored in the job's JSON document: printable ASCII only, so that it is valid
   // UTF-8 whatever bytes the header carried.
@@ -335,6 +322,9 @@ Reply ControlPlane::submit(const Principal& who, JobSpec spec, const std::string
   job.move_to(JobState::kPending, now_ms, "submitted");
   auto core = to_core_job(job, scheduler_.book());
   if (!core) return error_reply(400, "invalid job", core.error());
+  if (auto runnable = check_runnable(job.spec); !runnable) {
+    return error_reply(400, "invalid job spec", runnable.error());
+  }
   if (auto refused = admission_refusal(job.spec.tenant, core->tenant, now_ms)) return *refused;
   if (auto ok = scheduler_.submit(*core, to_seconds(now_ms)); !ok) {
     return error_reply(400, "invalid job", Error{spec_field(ok.error().field), ok.error().reason});
@@ -490,51 +480,32 @@ Reply ControlPlane::get_job(const Principal& who, std::int64_t id) const {
 }
 
 Reply ControlPlane::list_jobs(const Principal& who, const JobFilter& filter) const {
-  if (who.role == Role::kUser && !filter.tenant.empty() && filter.tenant != who.tenant) {
-    return forbidden("tenant", fmt::format("this token sees tenant '{}' only", who.tenant));
-  }
-  std::set<std::string, std::less<>> states;
-  for (std::size_t start = 0; start < filter.state.size();) {
-    std::size_t comma = filter.state.find(',', start);
-    if (comma == std::string::npos) comma = filter.state.size();
-    std::string name = filter.state.substr(start, comma - start);
-    if (auto ok = parse_job_state(name); !ok)
-      return error_reply(400, "invalid request", ok.error());
-    states.insert(std::move(name));
-    start = comma + 1;
-  }
-  if (filter.limit < 1 || filter.limit > kMaxJobPage) {
-    return error_reply(400, "invalid request",
-                       Error{"limit", fmt::format("a page holds 1..{} jobs", kMaxJobPage)});
-  }
-  nlohmann::json jobs = nlohmann::json::array();
-  // Newest first, so that "the last N jobs" is one request.
-  std::vector<const ServerJob*> chosen;
-  bool more = false;
-  auto it = filter.before > 0 ? std::make_reverse_iterator(jobs_.lower_bound(filter.before))
-                              : jobs_.rbegin();
-  for (; it != jobs_.rend(); ++it) {
-    const ServerJob& job = it->second;
-    if (!may_see(who, job)) continue;
-    if (!filter.tenant.empty() && job.spec.tenant != filter.tenant) continue;
-    if (!filter.queue.empty() && job.spec.queue != filter.queue) continue;
-    if (!states.empty() && !states.contains(job_state_name(job.state))) continue;
-    if (!filter.node.empty() && std::ranges::none_of(job.placement, [&](const TaskPlace& p) {
-          return p.node == filter.node;
-        })) {
-      continue;
+  std::map<std::int64_t, std::shared_ptr<const ListedJob>> cache;
+  return tidepool::list_jobs(*update_listing(cache, {}, 0), who, filter);
+}
+
+std::shared_ptr<const JobListing> ControlPlane::update_listing(
+    std::map<std::int64_t, std::shared_ptr<const ListedJob>>& cache,
+    const std::set<std::int64_t>& changed, std::int64_t version) const {
+  const auto refresh = [&](const ServerJob& job) {
+    cache[job.id] = std::make_shared<const ListedJob>(listed_job(job));
+  };
+  if (cache.empty()) {
+    for (const auto& [id, job] : jobs_) refresh(job);
+  } else {
+    for (std::int64_t id : changed) {
+      if (auto it = jobs_.find(id); it != jobs_.end()) refresh(it->second);
     }
-    if (chosen.size() == filter.limit) {
-      more = true;
-      break;
-    }
-    chosen.push_back(&job);
   }
-  std::ranges::reverse(chosen);
-  for (const ServerJob* job : chosen) jobs.push_back(job_view(*job));
-  Reply reply{200, {{"jobs", std::move(jobs)}}};
-  if (more) reply.body["next"] = std::to_string(chosen.front()->id);
-  return reply;
+  auto listing = std::make_shared<JobListing>();
+  listing->version = version;
+  listing->jobs.reserve(cache.size());
+  for (const auto& [id, entry] : cache) listing->jobs.push_back(entry);
+  for (std::int64_t id : live_) {
+    const ServerJob& job = jobs_.at(id);
+    if (job.state == JobState::kPending) listing->pending.emplace(id, pending_json(job));
+  }
+  return listing;
 }
 
 Reply ControlPlane::why(const Principal& who, std::int64_t id, std::int64_t now_ms) const {

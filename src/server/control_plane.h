@@ -28,7 +28,9 @@
 #include "server/api_bodies.h"
 #include "server/auth.h"
 #include "server/gpu_telemetry.h"
+#include "server/job_listing.h"
 #include "server/job_spec.h"
+#include "server/reply.h"
 #include "server/server_job.h"
 #include "server/server_market.h"
 #include "sim/cluster_file.h"
@@ -36,20 +38,15 @@
 
 namespace tidepool {
 
-// An answer to a command: an HTTP status and a JSON body. Errors have the body
-// {"error": what failed, "field": the input at fault, "reason": why, and what to do}.
-struct Reply {
-  int status = 200;
-  nlohmann::json body;
-};
-Reply error_reply(int status, std::string error, const Error& cause);
+// The refusal of a task number past a job's `tasks` ("job 4 has 2 tasks, 0..1").
+Error no_such_task(std::int64_t job, std::int64_t tasks);
 
 // Per-tenant admission limits of POST /v1/jobs (server configuration `admission:`); a tenant's
 // entry in the tenants file may set its own max_pending_jobs and submissions_per_second.
 struct AdmissionLimits {
-  std::int64_t max_pending_jobs = 5000;        // pending at once
-  std::int64_t submissions_per_second = 200;   // new jobs per second on average; 0: no limit
-  std::int64_t submission_burst = 1000;        // and at most this many at once
+  std::int64_t max_pending_jobs = 5000;       // pending at once
+  std::int64_t submissions_per_second = 200;  // new jobs per second on average; 0: no limit
+  std::int64_t submission_burst = 1000;       // and at most this many at once
 };
 
 // What the server was configured with.
@@ -90,20 +87,6 @@ struct ProviderCall {
   nlohmann::json request;
 };
 
-// GET /v1/jobs: which jobs, and one page of them. A page holds the newest `limit` matching jobs
-// older than `before` (a job id; 0: from the newest), in id order; when older ones may match, the
-// reply's "next" is the cursor to pass as `before` for the next page.
-inline constexpr std::size_t kDefaultJobPage = 500;
-inline constexpr std::size_t kMaxJobPage = 5000;
-struct JobFilter {
-  std::string tenant;  // empty: any
-  std::string queue;
-  std::string state;
-  std::string node;                     // jobs with a task on this node
-  std::size_t limit = kDefaultJobPage;  // 1..kMaxJobPage
-  std::int64_t before = 0;              // the cursor
-};
-
 class ControlPlane {
  public:
   // Builds the state from the configuration and what the store holds: running jobs are put back
@@ -128,7 +111,14 @@ class ControlPlane {
   Reply report_checkpoint(const Principal& who, std::int64_t id, const CheckpointReport& report,
                           std::int64_t now_ms, Batch& batch);
   [[nodiscard]] Reply get_job(const Principal& who, std::int64_t id) const;
+  // GET /v1/jobs from the plane itself; the server lists from snapshots (update_listing).
   [[nodiscard]] Reply list_jobs(const Principal& who, const JobFilter& filter) const;
+  // Brings `cache` (each job's listed entry, by id) up to date for the jobs in `changed` (those a
+  // committed batch wrote; all of them when `cache` is empty) and returns a snapshot of it with
+  // the pending jobs' reasons as of now, as version `version`.
+  [[nodiscard]] std::shared_ptr<const JobListing> update_listing(
+      std::map<std::int64_t, std::shared_ptr<const ListedJob>>& cache,
+      const std::set<std::int64_t>& changed, std::int64_t version) const;
   [[nodiscard]] Reply why(const Principal& who, std::int64_t id, std::int64_t now_ms) const;
 
   // --- nodes ---

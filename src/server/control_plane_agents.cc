@@ -78,11 +78,11 @@ Reply ControlPlane::register_node(const Principal& who, const std::string& node,
     }
     for (const auto& [field, model] : told) {
       if (names_model(*model, declared)) continue;
-      return error_reply(409, "conflict",
-                         Error{field, fmt::format("the agent found {} GPUs, the cluster file "
-                                                  "declares {} for node '{}'",
-                                                  model->empty() ? "unnamed" : *model, declared,
-                                                  node)});
+      return error_reply(
+          409, "conflict",
+          Error{field, fmt::format("the agent found {} GPUs, the cluster file "
+                                   "declares {} for node '{}'",
+                                   model->empty() ? "unnamed" : *model, declared, node)});
     }
   }
   const Topology& topology = setup_.cluster.topology;
@@ -290,6 +290,12 @@ void ControlPlane::queue_again(ServerJob& job, const std::string& reason, std::i
   batch.jobs.push_back(to_record(job));
 }
 
+Error no_such_task(std::int64_t job, std::int64_t tasks) {
+  return Error{"task", tasks == 1
+                           ? fmt::format("job {} has 1 task, task 0", job)
+                           : fmt::format("job {} has {} tasks, 0..{}", job, tasks, tasks - 1)};
+}
+
 Reply ControlPlane::log_access(const Principal& who, std::int64_t id, bool write,
                                std::optional<int> task, std::optional<std::int64_t> run) const {
   auto [found, missing] = visible_job(who, id);
@@ -304,11 +310,13 @@ Reply ControlPlane::log_access(const Principal& who, std::int64_t id, bool write
   return Reply{200, {{"job", id}, {"tasks", found->spec.tasks}}};
 }
 
-std::optional<Reply> ControlPlane::agent_report_refusal(const Principal& who,
-                                                        const ServerJob& job,
+std::optional<Reply> ControlPlane::agent_report_refusal(const Principal& who, const ServerJob& job,
                                                         std::optional<int> task,
                                                         std::optional<std::int64_t> run) const {
   if (who.role != Role::kAgent) return std::nullopt;
+  if (task && (*task < 0 || *task >= job.spec.tasks)) {
+    return error_reply(400, "invalid request", no_such_task(job.id, job.spec.tasks));
+  }
   if (!run) {
     return error_reply(400, "invalid request",
                        Error{"run", fmt::format("an agent names the run it reports about (job {} "
@@ -325,13 +333,12 @@ std::optional<Reply> ControlPlane::agent_report_refusal(const Principal& who,
       task ? std::cmp_less(*task, places.size()) && places[*task].node == who.node
            : std::ranges::any_of(places, [&](const TaskPlace& p) { return p.node == who.node; });
   if (!placed_here) {
-    return error_reply(
-        403, "forbidden",
-        Error{task ? "task" : "node",
-              task ? fmt::format("run {} of job {} does not run task {} on node {}", *run, job.id,
-                                 *task, who.node)
-                   : fmt::format("run {} of job {} does not run on node {}", *run, job.id,
-                                 who.node)});
+    return error_reply(403, "forbidden",
+                       Error{task ? "task" : "node",
+                             task ? fmt::format("run {} of job {} does not run task {} on node {}",
+                                                *run, job.id, *task, who.node)
+                                  : fmt::format("run {} of job {} does not run on node {}", *run,
+                                                job.id, who.node)});
   }
   return std::nullopt;
 }

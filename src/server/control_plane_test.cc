@@ -758,8 +758,9 @@ TEST_F(BurstPlaneTest, RestartAsksUpAgainWithNewTokensAndKeepsRunningRentals) {
   EXPECT_TRUE(plane_->take_provider_calls().empty());
   EXPECT_EQ(get(id).body["state"], "running");
   Batch batch;
-  ASSERT_EQ(plane_->report_status(agent(node), id, succeeded(1, 0), kRent + 3'600'000, batch).status,
-            200);
+  ASSERT_EQ(
+      plane_->report_status(agent(node), id, succeeded(1, 0), kRent + 3'600'000, batch).status,
+      200);
   store_.commit(batch);
   EXPECT_NEAR(burst_charges(), 8 * 4.0, 1e-5);
 }
@@ -804,7 +805,8 @@ TEST_F(ControlPlaneTest, AJobWithoutACommandIsRefusedAtSubmission) {
 }
 
 TEST_F(ControlPlaneTest, TasksThatRequestNothingStayOffDrainedNodes) {
-  for (const auto& node : plane_->list_nodes(kAdmin).body["nodes"]) {
+  const nlohmann::json nodes = plane_->list_nodes(kAdmin).body["nodes"];
+  for (const auto& node : nodes) {
     Batch batch;
     ASSERT_EQ(plane_->set_drained(kAdmin, node["name"], true, "maintenance", 0, batch).status, 200);
     store_.commit(batch);
@@ -831,8 +833,8 @@ TEST_F(ControlPlaneTest, ATenantPastItsPendingCapOrItsRateGets429) {
   // Another tenant is not held back by vision's queue.
   EXPECT_EQ(submit(job("other", 1, 8, "search"), kSearch).status, 201);
 
-  admission_ = AdmissionLimits{.max_pending_jobs = 100, .submissions_per_second = 1,
-                               .submission_burst = 2};
+  admission_ =
+      AdmissionLimits{.max_pending_jobs = 100, .submissions_per_second = 1, .submission_burst = 2};
   plane_ = restart(2'000'000);
   EXPECT_EQ(submit(job("r1"), kVision, "", 2'000'000).status, 201);
   EXPECT_EQ(submit(job("r2"), kVision, "", 2'000'000).status, 201);
@@ -853,15 +855,20 @@ TEST_F(ControlPlaneTest, AnAgentReportingAnotherGpuModelIsRefused) {
   EXPECT_EQ(refused.body["field"], "gpu_model");
   NodeRegistration one_wrong;
   one_wrong.gpus = 8;
-  one_wrong.devices = {GpuDevice{.index = 0, .model = "NVIDIA H100 80GB HBM3"},
-                       GpuDevice{.index = 1, .model = "NVIDIA A100-SXM4-80GB"}};
+  const auto device = [](int index, std::string model) {
+    GpuDevice d;
+    d.index = index;
+    d.model = std::move(model);
+    return d;
+  };
+  one_wrong.devices = {device(0, "NVIDIA H100 80GB HBM3"), device(1, "NVIDIA A100-SXM4-80GB")};
   refused = plane_->register_node(agent, "h100-a-01", one_wrong, 0, batch);
   EXPECT_EQ(refused.status, 409);
   EXPECT_EQ(refused.body["field"], "devices[1].model");
   NodeRegistration right;
   right.gpus = 8;
   right.gpu_model = "NVIDIA H100 80GB HBM3";
-  right.devices = {GpuDevice{.index = 0, .model = "NVIDIA H100 80GB HBM3"}};
+  right.devices = {device(0, "NVIDIA H100 80GB HBM3")};
   EXPECT_EQ(plane_->register_node(agent, "h100-a-01", right, 0, batch).status, 200);
 }
 
@@ -871,35 +878,40 @@ TEST_F(ControlPlaneTest, ANodeTheJobLeftCannotActOnItAndAgentsNameTheRun) {
     return Principal{"agent-" + node, Role::kAgent, "", node};
   };
   std::int64_t now = 1'000'000;
-  for (const auto& node : plane_->list_nodes(kAdmin).body["nodes"]) {
+  const nlohmann::json nodes = plane_->list_nodes(kAdmin).body["nodes"];
+  for (const auto& node : nodes) {
     Batch batch;
-    ASSERT_EQ(plane_->register_node(agent(node["name"]), node["name"], NodeRegistration{}, now,
-                                    batch)
-                  .status,
-              200);
+    ASSERT_EQ(
+        plane_->register_node(agent(node["name"]), node["name"], NodeRegistration{}, now, batch)
+            .status,
+        200);
     store_.commit(batch);
   }
   const std::int64_t id = submit(job("moved")).body["id"];
   const std::string a = get(id).body["placement"][0]["node"];
   const auto checkpoint = [&](const std::string& node, std::optional<std::int64_t> run) {
     Batch batch;
-    return plane_->report_checkpoint(agent(node), id, CheckpointReport{{}, "/ckpt/x", "", run},
-                                     now, batch);
+    Reply reply = plane_->report_checkpoint(agent(node), id,
+                                            CheckpointReport{{}, "/ckpt/x", "", run}, now, batch);
+    store_.commit(batch);
+    return reply;
   };
   const auto status = [&](const std::string& node, std::optional<std::int64_t> run,
                           std::optional<int> task) {
     Batch batch;
-    return plane_->report_status(
-        agent(node), id, JobStatusReport{"failed", 1, "", task, run}, now, batch);
+    Reply reply = plane_->report_status(agent(node), id,
+                                        JobStatusReport{"failed", 1, "", task, run}, now, batch);
+    store_.commit(batch);
+    return reply;
   };
   EXPECT_EQ(checkpoint(a, std::nullopt).status, 400);  // an agent names the run
   EXPECT_EQ(checkpoint(a, 1).status, 200);
   EXPECT_EQ(plane_->log_access(agent(a), id, true, 0, 1).status, 200);
-  EXPECT_EQ(plane_->log_access(agent(a), id, true, 1, 1).status, 403);  // no task 1 here
+  EXPECT_EQ(plane_->log_access(agent(a), id, true, 1, 1).status, 400);  // it has no task 1
 
   // A falls silent: the job moves to B, in run 2.
   now += 31'000;
-  for (const auto& node : plane_->list_nodes(kAdmin).body["nodes"]) {
+  for (const auto& node : nodes) {
     if (node["name"] == a) continue;
     Batch batch;
     plane_->heartbeat(agent(node["name"]), node["name"], NodeHeartbeat{}, now, batch);
@@ -929,6 +941,35 @@ TEST_F(ControlPlaneTest, ANodeTheJobLeftCannotActOnItAndAgentsNameTheRun) {
   // The latest run's placement survives a restart.
   plane_ = restart(now);
   EXPECT_EQ(checkpoint(b, 2).status, 409);  // ended
+}
+
+TEST_F(ControlPlaneTest, ListingsArePagedNewestFirstWithACursor) {
+  std::vector<std::int64_t> ids;
+  for (int i = 0; i < 7; ++i) ids.push_back(submit(job("j" + std::to_string(i), 1, 1)).body["id"]);
+  JobFilter filter;
+  filter.limit = 3;
+  std::vector<std::int64_t> seen;
+  std::vector<std::size_t> pages;
+  while (true) {
+    const Reply page = plane_->list_jobs(kVision, filter);
+    ASSERT_EQ(page.status, 200) << page.body.dump();
+    pages.push_back(page.body["jobs"].size());
+    std::vector<std::int64_t> in_page;
+    for (const auto& j : page.body["jobs"]) in_page.push_back(j["id"]);
+    EXPECT_TRUE(std::ranges::is_sorted(in_page));  // id order within a page
+    seen.insert(seen.begin(), in_page.begin(), in_page.end());
+    if (!page.body.contains("next")) break;
+    filter.before = std::stoll(page.body["next"].get<std::string>());
+  }
+  EXPECT_EQ(seen, ids);
+  EXPECT_EQ(pages, (std::vector<std::size_t>{3, 3, 1}));
+  filter = JobFilter{};
+  filter.limit = kMaxJobPage + 1;
+  EXPECT_EQ(plane_->list_jobs(kVision, filter).status, 400);
+  filter.limit = 0;
+  EXPECT_EQ(plane_->list_jobs(kVision, filter).status, 400);
+  // Another tenant's page holds none of them.
+  EXPECT_TRUE(plane_->list_jobs(kSearch, JobFilter{}).body["jobs"].empty());
 }
 
 }  // namespace

@@ -102,8 +102,7 @@ Result<std::int64_t> query_integer(const Request& req, const std::string& name,
 Result<int> log_task(std::int64_t id, std::int64_t task, const Reply& access) {
   const auto tasks = access.body.at("tasks").get<std::int64_t>();
   if (task < tasks) return static_cast<int>(task);
-  return fail("task", tasks == 1 ? fmt::format("job {} has 1 task, task 0", id)
-                                 : fmt::format("job {} has {} tasks, 0..{}", id, tasks, tasks - 1));
+  return std::unexpected(no_such_task(id, tasks));
 }
 
 // The reply to a refused append (JobLogs::append's Error).
@@ -265,7 +264,7 @@ void HttpApi::routes() {
                  return p.submit(who, std::move(spec), key, now, b);
                });
          }));
-  s.Get("/v1/jobs", guarded("/v1/jobs", [on_loop](const Principal& who, const Request& req) {
+  s.Get("/v1/jobs", guarded("/v1/jobs", [this](const Principal& who, const Request& req) {
           JobFilter filter{req.get_param_value("tenant"), req.get_param_value("queue"),
                            req.get_param_value("state"), req.get_param_value("node")};
           auto limit = query_integer(req, "limit", static_cast<std::int64_t>(kDefaultJobPage), 1,
@@ -277,9 +276,12 @@ void HttpApi::routes() {
                                       "the cursor of the next page (\"next\" of the last reply)");
           if (!before) return bad_request("invalid request", before.error());
           filter.before = *before;
-          return on_loop([who, filter](ControlPlane& p, std::int64_t, Batch&) {
-            return p.list_jobs(who, filter);
-          });
+          // From a snapshot: the listing is filtered and built here, not on the loop.
+          auto listing = loop_.job_listing();
+          if (!listing) {
+            return error_reply(503, "unavailable", Error{"server", "the server is shutting down"});
+          }
+          return list_jobs(*listing, who, filter);
         }));
   s.Get(R"(/v1/jobs/([^/]+))",
         guarded("/v1/jobs/{id}", [on_loop](const Principal& who, const Request& req) {
@@ -342,9 +344,9 @@ void HttpApi::routes() {
            if (!offset) return bad_request("invalid request", offset.error());
            std::optional<std::int64_t> run;
            if (req.has_param("run")) {
-             auto parsed = query_integer(req, "run", std::nullopt, 1,
-                                         std::numeric_limits<int>::max(),
-                                         "the job's run the bytes come from (1 or more)");
+             auto parsed =
+                 query_integer(req, "run", std::nullopt, 1, std::numeric_limits<int>::max(),
+                               "the job's run the bytes come from (1 or more)");
              if (!parsed) return bad_request("invalid request", parsed.error());
              run = *parsed;
            }

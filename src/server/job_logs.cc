@@ -65,7 +65,8 @@ Result<std::unique_ptr<JobLogs>> JobLogs::open(const std::string& dir,
     std::filesystem::permissions(dir, std::filesystem::perms::owner_all, error);
   }
   if (error) {
-    return fail("logs", fmt::format("cannot create the private folder of the task logs '{}': {}",
+    return fail("logs", fmt::format("cannot create the folder of the task logs '{}' (private, "
+                                    "mode 0700): {}",
                                     dir, error.message()));
   }
   std::int64_t total = 0;

@@ -135,20 +135,6 @@ Result<void> TenantsReader::read_org(const YAML::Node& node, const std::string& 
     YAML::Node node;
   };
   std::vector<GuaranteeCap> guarantee_caps;
-  for (auto [key, target] : {std::pair{"max_pending_jobs", &tenant.max_pending_jobs},
-                             std::pair{"submissions_per_second", &tenant.submissions_per_second}}) {
-    auto limit = f->get(key);
-    if (!limit) continue;
-    const std::string digits = limit->IsScalar() ? limit->Scalar() : "";
-    const auto value = parse_decimal(digits, 0);
-    if (!value || *value < 1 || *value > 10'000'000) {
-      return error_at(*limit, path + "." + key,
-                      fmt::format("expected an integer 1..10000000, got {}",
-                                  limit->IsScalar() ? "'" + digits + "'" : yaml_node_kind(*limit)));
-    }
-    *target = *value;
-  }
-
   if (auto quota = f->get("quota")) {
     auto ok = read_quota(
         *quota, path + ".quota",
@@ -192,9 +178,9 @@ Result<void> TenantsReader::read_org(const YAML::Node& node, const std::string& 
 }
 
 Result<TenantSpec> TenantsReader::read_tenant(const YAML::Node& node, const std::string& path) {
-  auto f = entry_fields(node, path,
-                        {"name", "weight", "quota", "queues", "max_pending_jobs",
-                         "submissions_per_second"});
+  auto f = entry_fields(
+      node, path,
+      {"name", "weight", "quota", "queues", "max_pending_jobs", "submissions_per_second"});
   if (!f) return std::unexpected(f.error());
   auto name = unique_name(*f, node, path, "tenant", tenant_paths_);
   if (!name) return std::unexpected(name.error());

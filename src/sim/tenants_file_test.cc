@@ -80,6 +80,20 @@ TEST(TenantsFileTest, ReadsTheExampleFile) {
   EXPECT_EQ(book->borrowing_limit(*vision, GpuModelId{0}), 0);
 }
 
+TEST(TenantsFileTest, ReadsATenantsAdmissionLimits) {
+  GpuModelCatalog models;
+  auto spec = read_tenants_yaml(
+      one_tenant("        max_pending_jobs: 40\n        submissions_per_second: 5\n"), "t.yaml",
+      models);
+  ASSERT_TRUE(spec.has_value()) << spec.error().message();
+  const TenantSpec& t = spec->orgs.at(0).tenants.at(0);
+  EXPECT_EQ(t.max_pending_jobs, 40);
+  EXPECT_EQ(t.submissions_per_second, 5);
+  auto plain = read_tenants_yaml(one_tenant(""), "t.yaml", models);
+  ASSERT_TRUE(plain.has_value());
+  EXPECT_EQ(plain->orgs.at(0).tenants.at(0).max_pending_jobs, 0);  // the server's default
+}
+
 TEST(TenantsFileTest, InternsModelsInOrderOfAppearance) {
   GpuModelCatalog models;
   auto spec = read_tenants_yaml(one_tenant("        quota:\n"
@@ -106,7 +120,14 @@ TEST(TenantsFileTest, EveryErrorNamesItsPath) {
       {"orgs: {}\n", "t.yaml:1:7 orgs", "expected a list, got a map"},
       {"orgs:\n  - tenants: []\n", "t.yaml:2:5 orgs[0].name", "the key is missing"},
       {one_tenant("        wieght: 2\n"), "t.yaml:5:9 orgs[0].tenants[0].wieght",
-       "unknown key; expected one of name, weight, quota, queues"},
+       "unknown key; expected one of name, weight, quota, queues, max_pending_jobs, "
+       "submissions_per_second"},
+      {one_tenant("        max_pending_jobs: 0\n"),
+       "t.yaml:5:27 orgs[0].tenants[0].max_pending_jobs",
+       "expected an integer 1..10000000, got '0'"},
+      {one_tenant("        submissions_per_second: [1]\n"),
+       "t.yaml:5:33 orgs[0].tenants[0].submissions_per_second",
+       "expected an integer 1..10000000, got a list"},
       {one_tenant("        weight: 0\n"), "t.yaml:5:17 orgs[0].tenants[0].weight",
        "expected an integer 1..1000000, got '0'"},
       {one_tenant("        weight: 1.5\n"), "t.yaml:5:17 orgs[0].tenants[0].weight",

@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
-#include <cstring>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -521,12 +521,12 @@ Result<std::unique_ptr<Store>> open_sqlite_store(const std::string& path) {
   if (sqlite3_threadsafe() == 0) {
     return fail(path, "this SQLite library was built without thread support");
   }
-  // One process per database: a second server would interleave its writes with ours.
-  auto lock = FileLock::acquire(path + ".lock");
-  if (!lock) return std::unexpected(lock.error());
-
   auto writer = open_connection(path);
   if (!writer) return std::unexpected(writer.error());
+  // One process per database, before anything is written: a second server would interleave its
+  // writes with ours.
+  auto lock = FileLock::acquire(path + ".lock");
+  if (!lock) return std::unexpected(lock.error());
   sqlite3* db = writer->get();
   if (sqlite3_db_readonly(db, "main") == 1) {
     return fail(path, "the database file is read-only: the server must be able to write it");
@@ -535,8 +535,8 @@ Result<std::unique_ptr<Store>> open_sqlite_store(const std::string& path) {
   for (const char* suffix : {"", "-wal", "-shm"}) {
     const std::string file = path + suffix;
     if (chmod(file.c_str(), 0600) != 0 && errno != ENOENT) {
-      return fail(file, fmt::format("cannot make it private (mode 0600): {}",
-                                    std::strerror(errno)));
+      return fail(file,
+                  fmt::format("cannot make it private (mode 0600): {}", std::strerror(errno)));
     }
   }
   // journal_mode is stored in the file; it answers with the mode in effect.
@@ -594,8 +594,8 @@ Result<std::unique_ptr<Store>> open_sqlite_store(const std::string& path) {
   if (!events_after) return std::unexpected(events_after.error());
 
   return std::make_unique<SqliteStore>(std::move(*lock), path, std::move(*writer),
-                                       std::move(statements),
-                                       std::move(*reader), std::move(*events_after));
+                                       std::move(statements), std::move(*reader),
+                                       std::move(*events_after));
 }
 
 }  // namespace tidepool

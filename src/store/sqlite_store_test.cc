@@ -1,9 +1,13 @@
 #include "store/sqlite_store.h"
 
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <linux/fs.h>
 #include <sqlite3.h>
 #include <stdlib.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdint>
@@ -171,6 +175,47 @@ TEST(SqliteStoreTest, NewStoreIsEmpty) {
   ASSERT_TRUE(events.has_value()) << events.error().message();
   EXPECT_TRUE(events->empty());
   EXPECT_TRUE(store->commit(Batch{}).has_value());
+}
+
+TEST(SqliteStoreTest, ASecondStoreOnTheSameFileIsRefusedAndTheFilesArePrivate) {
+  TempDir dir;
+  const std::string path = dir.file("tidepool.db");
+  {
+    auto store = open_or_die(path);
+    ASSERT_NE(store, nullptr);
+    auto second = open_sqlite_store(path);
+    ASSERT_FALSE(second.has_value());
+    EXPECT_THAT(second.error().reason, HasSubstr("locked by process"));
+    for (const std::string& file : {path, path + "-wal", path + ".lock"}) {
+      EXPECT_EQ(std::filesystem::status(file).permissions() & std::filesystem::perms::mask,
+                std::filesystem::perms::owner_read | std::filesystem::perms::owner_write)
+          << file;
+    }
+  }
+  EXPECT_NE(open_or_die(path), nullptr);  // closed: free again
+}
+
+// A database the server cannot write (here: immutable, which root cannot write either) is refused
+// at start rather than failing every commit later.
+TEST(SqliteStoreTest, AReadOnlyDatabaseIsRefusedAtOpen) {
+  TempDir dir;
+  const std::string path = dir.file("tidepool.db");
+  ASSERT_NE(open_or_die(path), nullptr);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  int flags = 0;
+  const bool immutable = ::ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0 &&
+                         (flags |= FS_IMMUTABLE_FL, ::ioctl(fd, FS_IOC_SETFLAGS, &flags) == 0);
+  if (!immutable) {
+    ::close(fd);
+    GTEST_SKIP() << "cannot make a file immutable here (needs CAP_LINUX_IMMUTABLE and ext4)";
+  }
+  auto store = open_sqlite_store(path);
+  flags &= ~FS_IMMUTABLE_FL;
+  EXPECT_EQ(::ioctl(fd, FS_IOC_SETFLAGS, &flags), 0);
+  ::close(fd);
+  ASSERT_FALSE(store.has_value());
+  EXPECT_THAT(store.error().reason, HasSubstr("read-only"));
 }
 
 TEST(SqliteStoreTest, RoundTripsEveryRecordKindInKeyOrder) {

@@ -14,13 +14,15 @@ namespace {
 using ::testing::HasSubstr;
 
 const char* kJob = R"({"name": "train", "tenant": "vision", "queue": "default", "tasks": 2,
-  "gpus_per_task": 8, "gpu_model": ["H100"], "runtime_estimate": "1h"})";
+  "gpus_per_task": 8, "gpu_model": ["H100"], "runtime_estimate": "1h",
+  "command": ["python", "train.py"]})";
 
 const char* kYamlJob = R"(name: notebook
 tenant: vision
 class: dev
 gpus_per_task: 1
 gpu_milli: 500
+command: [jupyter, lab]
 )";
 
 class ServerApiTest : public ::testing::Test {
@@ -296,7 +298,8 @@ TEST(ServerTls, ServesHttpsWithTheGivenCertificate) {
   auto refused = plain.Get("/healthz");
   EXPECT_TRUE(!refused || refused->status != 200);
   // A server given a certificate without its key does not start.
-  ServerProcess half(dir, write_server_config(dir), {"--tls-cert", cert});
+  TempDir half_dir;
+  ServerProcess half(half_dir, write_server_config(half_dir), {"--tls-cert", cert});
   EXPECT_FALSE(half.start());
   EXPECT_THAT(half.log(), HasSubstr("--tls-key"));
 }

@@ -25,21 +25,30 @@ int rounds() {
 }
 
 std::string job_body(const std::string& name) {
-  return nlohmann::json{{"name", name}, {"tenant", "interns"}, {"gpus_per_task", 1}}.dump();
+  return nlohmann::json{
+      {"name", name}, {"tenant", "interns"}, {"gpus_per_task", 1}, {"command", {"true"}}}
+      .dump();
 }
 
-// Every job's idempotency key, counted.
+// Every job's idempotency key, counted, page after page.
 std::map<std::string, int> stored_keys(ApiClient& client) {
   std::map<std::string, int> keys;
-  auto all = client.get("/v1/jobs");
-  EXPECT_EQ(all.status, 200);
-  for (const auto& job : all.body["jobs"]) ++keys[job.value("idempotency_key", "")];
+  std::string next;
+  do {
+    auto page = client.get("/v1/jobs?limit=5000" + (next.empty() ? "" : "&before=" + next));
+    EXPECT_EQ(page.status, 200) << page.body.dump();
+    for (const auto& job : page.body["jobs"]) ++keys[job.value("idempotency_key", "")];
+    next = page.body.value("next", "");
+  } while (!next.empty());
   return keys;
 }
 
 TEST(ServerCrash, AcknowledgedJobsSurviveKillNineExactlyOnce) {
   TempDir dir;
-  ServerProcess server(dir, write_server_config(dir, "rate_limit: {per_second: 0}\n"));
+  ServerProcess server(dir, write_server_config(dir,
+                                                "rate_limit: {per_second: 0}\n"
+                                                "admission: {max_pending_jobs: 10000000, "
+                                                "submissions_per_second: 0}\n"));
   ASSERT_TRUE(server.start()) << server.log();
   const std::string admin = server.admin_token();
   std::mt19937 rng(20261130);

@@ -1,0 +1,85 @@
+#include "server/job_listing.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+namespace tidepool {
+
+bool may_see_job(const Principal& who, std::string_view tenant,
+                 const std::vector<std::string>& ran_on, const std::vector<TaskPlace>& placement) {
+  switch (who.role) {
+    case Role::kAdmin:
+      return true;
+    case Role::kUser:
+      return tenant == who.tenant;
+    case Role::kAgent:
+      return std::ranges::binary_search(ran_on, who.node) ||
+             std::ranges::any_of(placement, [&](const TaskPlace& p) { return p.node == who.node; });
+  }
+  return false;
+}
+
+ListedJob listed_job(const ServerJob& job) {
+  return ListedJob{job.id,     job.spec.tenant, job.spec.queue,         job.state,
+                   job.ran_on, job.placement,   server_job_to_json(job)};
+}
+
+Reply list_jobs(const JobListing& listing, const Principal& who, const JobFilter& filter) {
+  if (who.role == Role::kUser && !filter.tenant.empty() && filter.tenant != who.tenant) {
+    return error_reply(
+        403, "forbidden",
+        Error{"tenant", fmt::format("this token sees tenant '{}' only", who.tenant)});
+  }
+  if (filter.limit < 1 || filter.limit > kMaxJobPage) {
+    return error_reply(400, "invalid request",
+                       Error{"limit", fmt::format("a page holds 1..{} jobs", kMaxJobPage)});
+  }
+  std::set<JobState> states;
+  for (std::size_t start = 0; start < filter.state.size();) {
+    std::size_t comma = filter.state.find(',', start);
+    if (comma == std::string::npos) comma = filter.state.size();
+    auto state = parse_job_state(filter.state.substr(start, comma - start));
+    if (!state) return error_reply(400, "invalid request", state.error());
+    states.insert(*state);
+    start = comma + 1;
+  }
+  // Newest first, so that "the last N jobs" is one request.
+  auto end = filter.before > 0 ? std::ranges::lower_bound(listing.jobs, filter.before, {},
+                                                          [](const auto& job) { return job->id; })
+                               : listing.jobs.end();
+  std::vector<const ListedJob*> chosen;
+  bool more = false;
+  for (auto it = std::make_reverse_iterator(end); it != listing.jobs.rend(); ++it) {
+    const ListedJob& job = **it;
+    if (!may_see_job(who, job.tenant, job.ran_on, job.placement)) continue;
+    if (!filter.tenant.empty() && job.tenant != filter.tenant) continue;
+    if (!filter.queue.empty() && job.queue != filter.queue) continue;
+    if (!states.empty() && !states.contains(job.state)) continue;
+    if (!filter.node.empty() && std::ranges::none_of(job.placement, [&](const TaskPlace& p) {
+          return p.node == filter.node;
+        })) {
+      continue;
+    }
+    if (chosen.size() == filter.limit) {
+      more = true;
+      break;
+    }
+    chosen.push_back(&job);
+  }
+  nlohmann::json jobs = nlohmann::json::array();
+  for (auto it = chosen.rbegin(); it != chosen.rend(); ++it) {
+    nlohmann::json view = (*it)->view;
+    if (auto pending = listing.pending.find((*it)->id); pending != listing.pending.end()) {
+      view["pending"] = pending->second;
+    }
+    jobs.push_back(std::move(view));
+  }
+  Reply reply{200, {{"jobs", std::move(jobs)}}};
+  if (more) reply.body["next"] = std::to_string(chosen.back()->id);
+  return reply;
+}
+
+}  // namespace tidepool
