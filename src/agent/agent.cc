@@ -546,9 +546,9 @@ void Agent::ship_log(LocalTask& task) {
                                         std::min(kLogChunkBytes, size - task.log_shipped));
     if (chunk.empty()) return;
     const std::int64_t offset = task.log_base.value_or(0) + task.log_shipped;
-    auto reply = client_.post_bytes(
-        fmt::format("/v1/jobs/{}/logs?task={}&run={}&offset={}", task.job, task.index, task.run,
-                    offset), chunk);
+    auto reply = client_.post_bytes(fmt::format("/v1/jobs/{}/logs?task={}&run={}&offset={}",
+                                                task.job, task.index, task.run, offset),
+                                    chunk);
     if (!reply) return;
     if (reply->status == 409 && !task.log_base && reply->body.contains("size")) {
       // Earlier runs of the task wrote there first: this run's log follows theirs.

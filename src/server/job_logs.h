@@ -50,8 +50,8 @@ class JobLogs {
   //   offset >  size: nothing stored; Error with field "offset" whose reason names the size to
   //                   send from.
   // A log that would grow past the limit, or the logs past their total limit, keep nothing of the
-  // chunk: Error with field "bytes" naming the limit. Other fields: a bad job or task ("job", "task"), or an I/O failure (the
-  // file's path).
+  // chunk: Error with field "bytes" naming the limit. Other fields: a bad job or task ("job",
+  // "task"), or an I/O failure (the file's path).
   Result<std::int64_t> append(std::int64_t job, int task, std::int64_t offset,
                               std::string_view bytes);
 

@@ -604,7 +604,8 @@ Result<JobSpec> job_spec_from_json(const nlohmann::json& value) {
 
 Result<void> check_runnable(const JobSpec& spec) {
   if (spec.command.empty()) {
-    return fail("command", "missing: a job needs a command to run, e.g. command: [python, train.py]");
+    return fail("command",
+                "missing: a job needs a command to run, e.g. command: [python, train.py]");
   }
   if (spec.command.front().empty()) {
     return fail("command[0]", "empty: the first word is the program to run");

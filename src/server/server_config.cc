@@ -97,9 +97,8 @@ class ConfigReader : private YamlReader {
       }
     }
     if (auto node = f->get("admission")) {
-      auto limits =
-          fields(*node, "admission", {"max_pending_jobs", "submissions_per_second",
-                                      "submission_burst"});
+      auto limits = fields(*node, "admission",
+                           {"max_pending_jobs", "submissions_per_second", "submission_burst"});
       if (!limits) return std::unexpected(limits.error());
       for (auto [key, target, least] :
            {std::tuple{"max_pending_jobs", &c.max_pending_jobs, 1},

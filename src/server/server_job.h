@@ -90,11 +90,11 @@ struct ServerJob {
   // these nodes may still report about it (a checkpoint after the stop notice, the last log bytes);
   // nodes of earlier runs may not.
   std::vector<TaskPlace> last_placement;
-  std::vector<int> tasks_done;      // the current run's tasks that exited 0, sorted
-  std::int64_t lost_work_ms = 0;    // run time not saved by a checkpoint when a run was stopped
-  std::int64_t faults = 0;          // runs ended by a node failure
-  std::optional<BurstRun> burst;    // on rented capacity (coming up, or running there)
-  int bursts = 0;                   // times it was sent to rented capacity
+  std::vector<int> tasks_done;    // the current run's tasks that exited 0, sorted
+  std::int64_t lost_work_ms = 0;  // run time not saved by a checkpoint when a run was stopped
+  std::int64_t faults = 0;        // runs ended by a node failure
+  std::optional<BurstRun> burst;  // on rented capacity (coming up, or running there)
+  int bursts = 0;                 // times it was sent to rented capacity
 
   // Records a move to `state` at `at_ms` for `reason`.
   void move_to(JobState state, std::int64_t at_ms, std::string reason);

@@ -30,7 +30,7 @@ class FileLockTest : public ::testing::Test {
 TEST_F(FileLockTest, ASecondHolderIsRefusedWithThePidOfTheFirst) {
   auto first = FileLock::acquire(path_);
   ASSERT_TRUE(first.has_value()) << first.error().message();
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(stat(path_.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600);
   auto second = FileLock::acquire(path_);

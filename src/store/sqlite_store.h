@@ -24,8 +24,9 @@ inline constexpr int kSqliteSchemaVersion = 2;
 // Opens the database at `path`, creating the file if it does not exist, and migrates its schema
 // to kSqliteSchemaVersion. The store holds an exclusive lock (`<path>.lock`, file_lock.h) while it
 // is open, so a second store on the same file, in this process or another, is refused with the
-// holder's PID; a read-only file is refused; the file and its WAL are made mode 0600. `path` must name a file (":memory:" and URIs are not supported: the
-// reader connection must see the same database). Errors name the path and give sqlite's reason.
+// holder's PID; a read-only file is refused; the file and its WAL are made mode 0600. `path` must
+// name a file (":memory:" and URIs are not supported: the reader connection must see the same
+// database). Errors name the path and give sqlite's reason.
 [[nodiscard]] Result<std::unique_ptr<Store>> open_sqlite_store(const std::string& path);
 
 }  // namespace tidepool
