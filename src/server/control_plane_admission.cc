@@ -17,6 +17,13 @@ const TenantSpec* tenant_spec(const TenantsSpec& tenants, const std::string& nam
   return nullptr;
 }
 
+// 429 naming the tenant, with when to try again.
+Reply too_many(std::string reason, int retry_after_seconds) {
+  Reply reply = error_reply(429, "too many requests", Error{"tenant", std::move(reason)});
+  reply.body["retry_after_seconds"] = retry_after_seconds;
+  return reply;
+}
+
 }  // namespace
 
 std::optional<Reply> ControlPlane::admission_refusal(const std::string& tenant, TenantId id,
@@ -29,13 +36,10 @@ std::optional<Reply> ControlPlane::admission_refusal(const std::string& tenant, 
                                 ? spec->submissions_per_second
                                 : limits.submissions_per_second;
   if (scheduler_.pending_count(id) >= max_pending) {
-    Reply reply = error_reply(
-        429, "too many requests",
-        Error{"tenant", fmt::format("tenant '{}' has {} jobs pending, its limit; submit again when "
-                                    "some have started or been cancelled",
-                                    tenant, max_pending)});
-    reply.body["retry_after_seconds"] = 10;
-    return reply;
+    return too_many(fmt::format("tenant '{}' has {} jobs pending, its limit; submit again when "
+                                "some have started or been cancelled",
+                                tenant, max_pending),
+                    10);
   }
   if (rate <= 0) return std::nullopt;
   // Refilled at `rate` per second up to the burst; a new tenant starts full.
@@ -46,13 +50,10 @@ std::optional<Reply> ControlPlane::admission_refusal(const std::string& tenant, 
   bucket.milli_tokens = std::min(capacity, bucket.milli_tokens + elapsed * rate);
   bucket.updated_ms = std::max(bucket.updated_ms, now_ms);
   if (bucket.milli_tokens < 1000) {
-    Reply reply = error_reply(
-        429, "too many requests",
-        Error{"tenant", fmt::format("tenant '{}' submits more than {} jobs per second, its limit; "
-                                    "retry in a second",
-                                    tenant, rate)});
-    reply.body["retry_after_seconds"] = 1;
-    return reply;
+    return too_many(fmt::format("tenant '{}' submits more than {} jobs per second, its limit; "
+                                "retry in a second",
+                                tenant, rate),
+                    1);
   }
   bucket.milli_tokens -= 1000;
   return std::nullopt;
