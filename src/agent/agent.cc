@@ -165,10 +165,29 @@ Result<void> Agent::register_node() {
 
 Result<void> Agent::run() {
   // Others may pass through the state folder to their run folder, not list it (task_files.h).
-  for (auto [dir, mode] : {std::pair{options_.state_dir, 0711}, std::pair{options_.state_dir + "/runs", 0711},
-                           std::pair{options_.state_dir + "/logs", 0700},
-                           std::pair{options_.checkpoint_root, 0711}}) {
+  for (auto [dir, mode] :
+       {std::pair{options_.state_dir, 0711}, std::pair{options_.state_dir + "/runs", 0711},
+        std::pair{options_.state_dir + "/logs", 0700}}) {
     if (auto ok = make_owned_dir(dir, static_cast<mode_t>(mode)); !ok) return ok;
+  }
+  // Shared storage may belong to someone else: its mode is then theirs to set.
+  if (auto ok = make_owned_dir(options_.checkpoint_root, 0711); !ok) {
+    if (!std::filesystem::is_directory(options_.checkpoint_root)) return ok;
+    log("warning: " + ok.error().message());
+  }
+  if (options_.task_uids) {
+    for (const std::string& dir : {options_.state_dir, options_.checkpoint_root}) {
+      for (auto up = std::filesystem::path(dir).parent_path(); !up.empty(); up = up.parent_path()) {
+        struct stat info {};
+        if (::stat(up.c_str(), &info) == 0 && (info.st_mode & S_IXOTH) == 0) {
+          log(
+              fmt::format("warning: {} is mode {:04o}: tasks, which run as other uids, cannot "
+                          "pass through it to their folders under {} (chmod o+x it)",
+                          up.string(), info.st_mode & 07777, dir));
+        }
+        if (up == up.parent_path()) break;
+      }
+    }
   }
   if (auto ok = register_node(); !ok) return ok;
   log(fmt::format(
@@ -179,11 +198,11 @@ Result<void> Agent::run() {
       options_.pid_namespaces ? "in PID and mount namespaces of their own"
                               : "in the agent's PID namespace",
       cgroups_.usable ? "each in a cgroup under " + cgroups_.root : "without a cgroup",
-      isolates_tenants()
-          ? "tenants are isolated"
-          : (options_.allow_shared_node_without_isolation
-                 ? "tenants are NOT isolated, and share the node (--allow-shared-node-without-isolation)"
-                 : "tenants are not isolated: one tenant's tasks at a time")));
+      isolates_tenants() ? "tenants are isolated"
+                         : (options_.allow_shared_node_without_isolation
+                                ? "tenants are NOT isolated, and share the node "
+                                  "(--allow-shared-node-without-isolation)"
+                                : "tenants are not isolated: one tenant's tasks at a time")));
   load_state();
   sigset_t wake;
   sigemptyset(&wake);
@@ -330,8 +349,8 @@ void Agent::fail_rejected(const std::vector<RejectedAssignment>& rejected) {
     if (rejected_.contains({bad.job, bad.run})) continue;
     const std::string reason =
         fmt::format("the agent cannot run this job: {}", bad.error.message());
-    log(fmt::format("job {} run {}: {}; the job fails, the other assignments run", bad.job,
-                    bad.run, reason));
+    log(fmt::format("job {} run {}: {}; the job fails, the other assignments run", bad.job, bad.run,
+                    reason));
     nlohmann::json body = {{"state", "failed"}, {"message", reason}};
     if (bad.run > 0) body["run"] = bad.run;
     auto reply = client_.post(fmt::format("/v1/jobs/{}/status", bad.job), body);
@@ -389,7 +408,8 @@ void Agent::start_ready_tasks(std::int64_t now_ms) {
     }
     if (!shared && !tenants.empty() && !tenants.contains(assignment.tenant)) {
       if (told_waiting_.insert(it->first).second) {
-        log(fmt::format("job {} task {} (tenant {}) waits: this node cannot isolate tenants and "
+        log(
+            fmt::format("job {} task {} (tenant {}) waits: this node cannot isolate tenants and "
                         "runs tasks of tenant {}; it starts when they are gone "
                         "(--allow-shared-node-without-isolation runs them together)",
                         assignment.job, task.index, assignment.tenant, *tenants.begin()));
@@ -418,8 +438,7 @@ void Agent::start_task(const TaskKey& key, const NodeAssignment& assignment,
   const std::string run_folder = fmt::format("{}/run-{}", job_runs, assignment.run);
   task.run_dir = fmt::format("{}/task-{}", run_folder, assigned.index);
   const std::string log_dir = fmt::format("{}/logs/{}", options_.state_dir, assignment.job);
-  task.log_path =
-      fmt::format("{}/task-{}.run-{}.log", log_dir, assigned.index, assignment.run);
+  task.log_path = fmt::format("{}/task-{}.run-{}.log", log_dir, assigned.index, assignment.run);
   task.checkpoint_file = task.run_dir + "/checkpoints.jsonl";
   task.notice_file = task.run_dir + "/preemption-notice";
   task.checkpoint_dir = fmt::format("{}/{}", options_.checkpoint_root, assignment.job);
@@ -463,8 +482,7 @@ void Agent::start_task(const TaskKey& key, const NodeAssignment& assignment,
   launch.gid = task.uid;
   launch.own_pid_namespace = options_.pid_namespaces;
   if (failure.empty() && cgroups_.usable) {
-    auto group = TaskCgroup::create(cgroups_.root, cgroup_name(task),
-                                    assignment.cpu_milli_per_task,
+    auto group = TaskCgroup::create(cgroups_.root, cgroup_name(task), assignment.cpu_milli_per_task,
                                     assignment.memory_mib_per_task, cgroups_.limits);
     if (group) {
       task.cgroup = std::move(*group);
@@ -823,10 +841,10 @@ void Agent::save_state() {
     const std::string text =
         nlohmann::json{{"node", options_.node}, {"tasks", std::move(tasks)}}.dump(1) + "\n";
     ::unlink(temporary.c_str());
-    const int fd = ::open(temporary.c_str(),
-                          O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    const bool written = fd >= 0 && ::write(fd, text.data(), text.size()) ==
-                                        static_cast<ssize_t>(text.size());
+    const int fd =
+        ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    const bool written =
+        fd >= 0 && ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
     if (fd >= 0) ::close(fd);
     if (!written) {
       log(fmt::format("cannot write {}: {}", temporary, std::strerror(errno)));
@@ -874,7 +892,8 @@ void Agent::load_state() {
       if (entry.contains("log_base")) task.log_base = entry["log_base"].get<std::int64_t>();
       if (task.adopted_pid <= 1) continue;
       if (task.uid >= 0 && !uids_.restore(task.job, task.uid)) {
-        log(fmt::format("job {}: uid {} of {} is not in --task-uids or is another job's: kept "
+        log(
+            fmt::format("job {}: uid {} of {} is not in --task-uids or is another job's: kept "
                         "for this task only",
                         task.job, task.uid, path));
       }

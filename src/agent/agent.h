@@ -140,7 +140,7 @@ class Agent {
   TaskUids uids_;
   std::map<std::int64_t, int> uids_to_clear_;  // released uids whose processes are being killed
   std::set<std::pair<std::int64_t, std::int64_t>> rejected_;  // (job, run) reported as failed
-  std::set<std::string> rejected_logged_;                      // unreadable ones, logged once
+  std::set<std::string> rejected_logged_;                     // unreadable ones, logged once
   std::set<TaskKey> told_waiting_;  // waiting for another tenant's tasks to end, logged once
   std::int64_t next_log_sync_ms_ = 0;
   std::int64_t next_heartbeat_ms_ = 0;

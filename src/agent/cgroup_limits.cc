@@ -253,7 +253,8 @@ CgroupSetup probe_given_root(const std::string& root) {
   }
   bool is_cgroup = false;
   if (auto offered = check_offers_controllers(root, &is_cgroup); !offered) {
-    if (is_cgroup && exists(root + "/cgroup.kill")) return kill_only(root, offered.error().message());
+    if (is_cgroup && exists(root + "/cgroup.kill"))
+      return kill_only(root, offered.error().message());
     return unusable(offered.error().message(), kGiveAnother);
   }
   if (auto enabled = enable_controllers(root); !enabled) {

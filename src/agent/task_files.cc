@@ -45,8 +45,8 @@ Result<void> make_owned_dir(const std::string& path, mode_t mode, int uid) {
   std::filesystem::create_directories(path, ec);
   if (ec) return fail(path, "cannot create the folder: " + ec.message());
   if (uid >= 0 && ::lchown(path.c_str(), static_cast<uid_t>(uid), static_cast<gid_t>(uid)) != 0) {
-    return fail(path, fmt::format("cannot give the folder to uid {}: {}", uid,
-                                  system_reason(errno)));
+    return fail(path,
+                fmt::format("cannot give the folder to uid {}: {}", uid, system_reason(errno)));
   }
   if (::chmod(path.c_str(), mode) != 0) {
     return fail(path, fmt::format("cannot set the folder's mode to {:04o}: {}", mode,
@@ -173,9 +173,9 @@ std::vector<std::string> enforce_log_quota(const std::string& logs_dir,
       if (::lstat(file.path().c_str(), &info) != 0 || !S_ISREG(info.st_mode)) continue;
       const std::int64_t size = static_cast<std::int64_t>(info.st_size);
       total += size;
-      files.emplace_back(static_cast<std::int64_t>(info.st_mtim.tv_sec) * 1'000'000'000 +
-                             info.st_mtim.tv_nsec,
-                         file.path().string(), size);
+      files.emplace_back(
+          static_cast<std::int64_t>(info.st_mtim.tv_sec) * 1'000'000'000 + info.st_mtim.tv_nsec,
+          file.path().string(), size);
     }
   }
   std::vector<std::string> removed;
@@ -212,9 +212,8 @@ int kill_processes_of_uid(int uid) {
     const auto at = text.find("\nUid:");
     if (at == std::string::npos) continue;
     const auto line_end = text.find('\n', at + 1);
-    std::string_view line(text.data() + at + 5, (line_end == std::string::npos ? text.size()
-                                                                               : line_end) -
-                                                    at - 5);
+    std::string_view line(text.data() + at + 5,
+                          (line_end == std::string::npos ? text.size() : line_end) - at - 5);
     bool matches = false;
     for (int field = 0; field < 3; ++field) {
       const auto start = line.find_first_not_of(" \t");

@@ -105,8 +105,7 @@ class TaskIsolationTest : public ::testing::Test {
   TaskLaunch launch(const std::string& script) const {
     TaskLaunch task;
     task.command = {"/bin/sh", "-c", script};
-    task.environment = {{"PATH", "/usr/bin:/bin"},
-                        {"TIDEPOOL_ISOLATION_MARKER", folder_}};
+    task.environment = {{"PATH", "/usr/bin:/bin"}, {"TIDEPOOL_ISOLATION_MARKER", folder_}};
     task.log_path = log_path();
     return task;
   }
@@ -207,8 +206,8 @@ TEST_F(TaskIsolationTest, AWorkingDirTheUidMayNotEnterIsRefused) {
 TEST_F(TaskIsolationTest, KillAllOfTheTasksCgroupLeavesNoProcess) {
   const CgroupSetup setup = probe_cgroups("auto");
   if (!setup.usable) GTEST_SKIP() << "no cgroup v2 here: " << setup.warning;
-  auto group = TaskCgroup::create(setup.root, "isolation-test-" + std::to_string(::getpid()), 0,
-                                  0, setup.limits);
+  auto group = TaskCgroup::create(setup.root, "isolation-test-" + std::to_string(::getpid()), 0, 0,
+                                  setup.limits);
   ASSERT_TRUE(group) << group.error().message();
   TaskLaunch task = launch("setsid sleep 600 & (sleep 600 &) ; exit 0");
   task.cgroup_procs = group->procs_path();

@@ -2,10 +2,10 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <string.h>
-#include <sched.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -14,7 +14,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-
 #include <array>
 #include <cassert>
 #include <cerrno>
@@ -187,7 +186,6 @@ TaskExit lost_exit(int error) {
                                         system_reason(error))};
 }
 
-
 // What a child that could not exec tells the agent through the error pipe.
 enum class ChildStage : int {
   kJoinCgroup = 1,
@@ -223,8 +221,8 @@ struct ChildPlan {
 // fork() without glibc's fork handlers, which are not safe in a child of a threaded program; with
 // `flags` such as CLONE_NEWPID. The child runs on a copy of the caller's stack.
 pid_t raw_fork(unsigned long flags) {
-  return static_cast<pid_t>(::syscall(SYS_clone, flags | SIGCHLD, nullptr, nullptr, nullptr,
-                                      nullptr));
+  return static_cast<pid_t>(
+      ::syscall(SYS_clone, flags | SIGCHLD, nullptr, nullptr, nullptr, nullptr));
 }
 
 [[noreturn]] void child_fails(const ChildPlan& plan, ChildStage stage, int error) {
@@ -470,14 +468,14 @@ Result<TaskProcess> TaskProcess::start(const TaskLaunch& launch) {
 }
 
 Result<TaskProcess> TaskProcess::start_isolated(const TaskLaunch& launch,
-                                                 const std::string& program, char* const* argv,
-                                                 char* const* envp, int log_fd, int null_fd) {
+                                                const std::string& program, char* const* argv,
+                                                char* const* envp, int log_fd, int null_fd) {
   std::optional<OwnedFd> cgroup;
   if (!launch.cgroup_procs.empty()) {
     cgroup.emplace(open_above_stdio(launch.cgroup_procs.c_str(), O_WRONLY));
     if (cgroup->get() < 0) {
-      return fail("isolation", fmt::format("cannot open {}: {}", launch.cgroup_procs,
-                                           system_reason(errno)));
+      return fail("isolation",
+                  fmt::format("cannot open {}: {}", launch.cgroup_procs, system_reason(errno)));
     }
   }
   int error_pipe[2] = {-1, -1};
@@ -488,8 +486,8 @@ Result<TaskProcess> TaskProcess::start_isolated(const TaskLaunch& launch,
     for (int fd : {error_pipe[0], error_pipe[1]}) {
       if (fd >= 0) ::close(fd);
     }
-    return fail("", fmt::format("cannot make a pipe for the task's start: {}",
-                                system_reason(error)));
+    return fail("",
+                fmt::format("cannot make a pipe for the task's start: {}", system_reason(error)));
   }
   const ChildPlan plan{
       .program = program.c_str(),
@@ -512,10 +510,11 @@ Result<TaskProcess> TaskProcess::start_isolated(const TaskLaunch& launch,
   if (pid < 0) {
     ::close(error_pipe[0]);
     if (status_pipe[0] >= 0) ::close(status_pipe[0]);
-    return fail("isolation",
-                fmt::format("cannot start the task{}: {}",
-                            launch.own_pid_namespace ? " in PID and mount namespaces of its own" : "",
-                            system_reason(fork_error)));
+    return fail(
+        "isolation",
+        fmt::format("cannot start the task{}: {}",
+                    launch.own_pid_namespace ? " in PID and mount namespaces of its own" : "",
+                    system_reason(fork_error)));
   }
   // End of file once the command exec'd (the pipe is O_CLOEXEC) or every holder ended.
   ChildFailure failure;

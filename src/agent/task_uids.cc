@@ -22,14 +22,16 @@ std::int64_t parse_number(std::string_view text) {
 Result<UidRange> parse_uid_range(std::string_view text) {
   const auto dash = text.find('-');
   const std::int64_t first = parse_number(text.substr(0, dash));
-  const std::int64_t last = dash == std::string_view::npos ? -1 : parse_number(text.substr(dash + 1));
+  const std::int64_t last =
+      dash == std::string_view::npos ? -1 : parse_number(text.substr(dash + 1));
   if (first < 0 || last < 0) {
-    return fail("--task-uids", fmt::format("'{}' is not a range of uids such as 61000-61999", text));
+    return fail("--task-uids",
+                fmt::format("'{}' is not a range of uids such as 61000-61999", text));
   }
   if (first < 1 || last > kLargestUid || first > last || last > INT32_MAX) {
-    return fail("--task-uids",
-                fmt::format("'{}': expected FIRST-LAST with 1 <= FIRST <= LAST <= {}", text,
-                            INT32_MAX));
+    return fail(
+        "--task-uids",
+        fmt::format("'{}': expected FIRST-LAST with 1 <= FIRST <= LAST <= {}", text, INT32_MAX));
   }
   return UidRange{static_cast<int>(first), static_cast<int>(last)};
 }

@@ -34,28 +34,30 @@ class FakeControlPlane {
     const auto reply = [](httplib::Response& res, const Json& body) {
       res.set_content(body.dump(), "application/json");
     };
-    server_.Post(R"(/v1/nodes/([^/]+)/register)",
-                 [=](const httplib::Request&, httplib::Response& res) { reply(res, Json::object()); });
+    server_.Post(
+        R"(/v1/nodes/([^/]+)/register)",
+        [=](const httplib::Request&, httplib::Response& res) { reply(res, Json::object()); });
     server_.Post(R"(/v1/nodes/([^/]+)/heartbeat)",
                  [=, this](const httplib::Request&, httplib::Response& res) {
                    std::lock_guard lock(mutex_);
                    ++heartbeats_;
                    reply(res, {{"assignments", assignments_}});
                  });
-    server_.Post(R"(/v1/jobs/(\d+)/status)", [=, this](const httplib::Request& req,
-                                                       httplib::Response& res) {
-      std::lock_guard lock(mutex_);
-      statuses_[std::stoll(req.matches[1])].push_back(Json::parse(req.body, nullptr, false));
-      reply(res, Json::object());
-    });
+    server_.Post(
+        R"(/v1/jobs/(\d+)/status)", [=, this](const httplib::Request& req, httplib::Response& res) {
+          std::lock_guard lock(mutex_);
+          statuses_[std::stoll(req.matches[1])].push_back(Json::parse(req.body, nullptr, false));
+          reply(res, Json::object());
+        });
     server_.Post(R"(/v1/jobs/(\d+)/checkpoint)", [=, this](const httplib::Request& req,
                                                            httplib::Response& res) {
       std::lock_guard lock(mutex_);
       checkpoints_[std::stoll(req.matches[1])].push_back(Json::parse(req.body, nullptr, false));
       reply(res, Json::object());
     });
-    server_.Post(R"(/v1/jobs/(\d+)/logs)",
-                 [=](const httplib::Request&, httplib::Response& res) { reply(res, Json::object()); });
+    server_.Post(R"(/v1/jobs/(\d+)/logs)", [=](const httplib::Request&, httplib::Response& res) {
+      reply(res, Json::object());
+    });
     server_.Get(R"(/v1/jobs/(\d+))", [=](const httplib::Request&, httplib::Response& res) {
       reply(res, {{"state", "running"}});
     });
@@ -164,7 +166,8 @@ std::map<std::string, std::string> results_in(const std::string& text) {
 class AgentIsolationTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (::geteuid() != 0) GTEST_SKIP() << "needs root: the agent switches uids and makes namespaces";
+    if (::geteuid() != 0)
+      GTEST_SKIP() << "needs root: the agent switches uids and makes namespaces";
     // Tasks run as other uids: they pass through the test's folder to theirs, as they would
     // through /var/lib.
     ::chmod(dir_.file("").c_str(), 0711);
@@ -263,8 +266,7 @@ TEST_F(AgentIsolationTest, AJobCannotReachItsNeighbour) {
       "echo '{\"step\": 1, \"path\": \"'\"$TIDEPOOL_CHECKPOINT_DIR/a.ckpt\"'\"}' >> "
       "\"$TIDEPOOL_CHECKPOINT_REPORT\"; exec sleep 600";
   server_.assign({assignment(101, "search", 0, victim, env())});
-  ASSERT_TRUE(eventually([&] { return server_.checkpoints(101).size() == 1; }, 10s))
-      << agent_log();
+  ASSERT_TRUE(eventually([&] { return server_.checkpoints(101).size() == 1; }, 10s)) << agent_log();
   const std::set<pid_t> victim_pids = processes_with("TIDEPOOL_TEST_MARKER=" + marker_);
   ASSERT_FALSE(victim_pids.empty());
   std::string pids;
@@ -293,11 +295,17 @@ attempt read_token cat "$TOKEN"
 attempt read_tasks_json cat "$TASKS_JSON"
 attempt list_state_dir ls "$(dirname "$TASKS_JSON")"
 signalled=denied
-for p in $A_PIDS; do if kill -0 "$p" 2>/dev/null; then signalled=ok; fi; done
+for p in $A_PIDS;
+  do
+    if kill
+      -0 "$p" 2 > / dev / null;
+  then signalled = ok;
+  fi; done
 echo "signal_victim=$signalled"
 seen=denied
 procs=" $(ls /proc | grep -E '^[0-9]+$' | tr '\n' ' ') "
-for p in $A_PIDS; do case "$procs" in *" $p "*) seen=ok;; esac; done
+for p in $A_PIDS;
+  do case "$procs" in *" $p "*) seen=ok;; esac; done
 echo "see_victim_pids=$seen"
 echo "my_uid=$(id -u)"
 echo attacks-done
@@ -310,13 +318,15 @@ exec sleep 600
       << agent_log() << log_of(102);
   const auto results = results_in(log_of(102));
   for (const char* attempt :
-       {"read_log", "append_log", "list_run_dir", "read_report", "append_report",
-        "list_checkpoints", "read_checkpoint", "write_checkpoint", "append_checkpoint",
-        "read_token", "read_tasks_json", "list_state_dir", "signal_victim", "see_victim_pids"}) {
-    EXPECT_EQ(results.contains(attempt) ? results.at(attempt) : "missing", "denied")
-        << attempt << "\n"
-        << log_of(102);
-  }
+       {
+    "read_log", "append_log", "list_run_dir", "read_report", "append_report", "list_checkpoints",
+        "read_checkpoint", "write_checkpoint", "append_checkpoint", "read_token", "read_tasks_json",
+        "list_state_dir", "signal_victim", "see_victim_pids"
+  }) {
+      EXPECT_EQ(results.contains(attempt) ? results.at(attempt) : "missing", "denied")
+          << attempt << "\n"
+          << log_of(102);
+    }
   // The victim is untouched: its log, its checkpoint, its one forwarded checkpoint.
   EXPECT_EQ(log_of(101), "victim-output\n");
   EXPECT_EQ(read_text(a_ckpt + "/a.ckpt"), "state\n");
@@ -393,8 +403,7 @@ echo reported
 exec sleep 600
 )";
   server_.assign({assignment(501, "search", 0, script, env())});
-  ASSERT_TRUE(eventually([&] { return server_.checkpoints(501).size() >= 2; }, 10s))
-      << agent_log();
+  ASSERT_TRUE(eventually([&] { return server_.checkpoints(501).size() >= 2; }, 10s)) << agent_log();
   ASSERT_TRUE(agent_says("checkpoint report dropped")) << agent_log();
   std::this_thread::sleep_for(300ms);  // a few more turns: nothing else comes
   const auto forwarded = server_.checkpoints(501);
@@ -427,8 +436,7 @@ TEST_F(AgentIsolationTest, OneBadAssignmentFailsItsJobAndTheOthersRun) {
     const auto reports = server_.statuses(job);
     ASSERT_EQ(reports.size(), 1U) << job << ": " << Json(reports).dump();
     EXPECT_EQ(reports[0].value("state", ""), "failed");
-    EXPECT_NE(reports[0].value("message", "").find(field), std::string::npos)
-        << reports[0].dump();
+    EXPECT_NE(reports[0].value("message", "").find(field), std::string::npos) << reports[0].dump();
   }
 }
 
