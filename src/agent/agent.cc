@@ -367,8 +367,14 @@ bool Agent::isolates_tenants() const {
 }
 
 std::string Agent::cgroup_name(const LocalTask& task) const {
-  // The node's name too: agents of several (fake) nodes may share one cgroup.
-  return fmt::format("{}-job-{}-run-{}-task-{}", options_.node, task.job, task.run, task.index);
+  // The node's name and a hash of the state folder too: agents of several (fake) nodes, or of
+  // several test runs, may share one cgroup. FNV-1a: the same name after a restart or an upgrade.
+  std::uint32_t hash = 2166136261U;
+  for (const char c : options_.state_dir) {
+    hash = (hash ^ static_cast<unsigned char>(c)) * 16777619U;
+  }
+  return fmt::format("{}-{:08x}-job-{}-run-{}-task-{}", options_.node, hash, task.job, task.run,
+                     task.index);
 }
 
 void Agent::reconcile(const std::vector<NodeAssignment>& assignments, std::int64_t now_ms) {

@@ -280,7 +280,7 @@ TEST_F(AgentIsolationTest, AJobCannotReachItsNeighbour) {
   attacker_env["TOKEN"] = token_file_;
   attacker_env["TASKS_JSON"] = state_dir() + "/tasks.json";
   attacker_env["A_PIDS"] = pids;
-  const std::string attacker = R"(
+  const std::string attacker = R"SH(
 attempt() { name=$1; shift; if "$@" >/dev/null 2>&1; then echo "$name=ok"; else echo "$name=denied"; fi; }
 attempt read_log cat "$A_LOG"
 attempt append_log sh -c 'echo evil >> "$A_LOG"'
@@ -295,38 +295,32 @@ attempt read_token cat "$TOKEN"
 attempt read_tasks_json cat "$TASKS_JSON"
 attempt list_state_dir ls "$(dirname "$TASKS_JSON")"
 signalled=denied
-for p in $A_PIDS;
-  do
-    if kill
-      -0 "$p" 2 > / dev / null;
-  then signalled = ok;
-  fi; done
+for p in $A_PIDS; do if kill -0 "$p" 2>/dev/null; then signalled=ok; fi; done
 echo "signal_victim=$signalled"
 seen=denied
 procs=" $(ls /proc | grep -E '^[0-9]+$' | tr '\n' ' ') "
-for p in $A_PIDS;
-  do case "$procs" in *" $p "*) seen=ok;; esac; done
+for p in $A_PIDS; do case "$procs" in *" $p "*) seen=ok;; esac; done
 echo "see_victim_pids=$seen"
 echo "my_uid=$(id -u)"
 echo attacks-done
 exec sleep 600
-)";
+)SH";
   server_.assign({assignment(101, "search", 0, victim, env()),
                   assignment(102, "vision", 1, attacker, attacker_env)});
-  ASSERT_TRUE(eventually([&] { return log_of(102).find("attacks-done") != std::string::npos; },
-                         10s))
+  ASSERT_TRUE(
+      eventually([&] { return log_of(102).find("attacks-done") != std::string::npos; }, 10s))
       << agent_log() << log_of(102);
   const auto results = results_in(log_of(102));
-  for (const char* attempt :
-       {
-    "read_log", "append_log", "list_run_dir", "read_report", "append_report", "list_checkpoints",
-        "read_checkpoint", "write_checkpoint", "append_checkpoint", "read_token", "read_tasks_json",
-        "list_state_dir", "signal_victim", "see_victim_pids"
-  }) {
-      EXPECT_EQ(results.contains(attempt) ? results.at(attempt) : "missing", "denied")
-          << attempt << "\n"
-          << log_of(102);
-    }
+  const std::vector<std::string> attempts = {
+      "read_log",          "append_log",       "list_run_dir",    "read_report",
+      "append_report",     "list_checkpoints", "read_checkpoint", "write_checkpoint",
+      "append_checkpoint", "read_token",       "read_tasks_json", "list_state_dir",
+      "signal_victim",     "see_victim_pids"};
+  for (const std::string& attempt : attempts) {
+    EXPECT_EQ(results.contains(attempt) ? results.at(attempt) : "missing", "denied")
+        << attempt << "\n"
+        << log_of(102);
+  }
   // The victim is untouched: its log, its checkpoint, its one forwarded checkpoint.
   EXPECT_EQ(log_of(101), "victim-output\n");
   EXPECT_EQ(read_text(a_ckpt + "/a.ckpt"), "state\n");
