@@ -616,9 +616,12 @@ void Agent::release_uid_if_unused(std::int64_t job) {
   for (const auto& [key, task] : tasks_) {
     if (task.job == job) return;
   }
-  // Anything of the job's uid still running (a process that escaped without a cgroup or a
-  // namespace to hold it) is killed before another job gets the uid.
-  if (kill_processes_of_uid(*uid) == 0) {
+  // Without a namespace or a cgroup to hold them, processes of the job may have escaped its
+  // process group: anything of the job's uid still running is killed before another job gets the
+  // uid. (Not otherwise: agents of several fake nodes on one machine may give one job the same
+  // uid, and a task of it may still run under the other agent.)
+  const bool contained = options_.pid_namespaces || cgroups_.usable;
+  if (contained || kill_processes_of_uid(*uid) == 0) {
     uids_.release(job);
   } else {
     log(fmt::format("job {}: processes of uid {} outlived its tasks: killed", job, *uid));

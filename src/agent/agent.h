@@ -22,7 +22,8 @@
 //     and each task in a cgroup of its own where there is one (cgroup_limits.h);
 //   - a task is over when nothing of it is left: its cgroup is empty, its namespace gone (its init
 //     took every process with it), and its process group too; without either, the processes of
-//     the job's uid are killed before the uid goes to another job;
+//     the job's uid are killed before the uid goes to another job (agents that share a machine
+//     need disjoint uid ranges for that);
 //   - the checkpoints a task reports are forwarded only when they resolve (no link, no "..")
 //     inside the job's own checkpoint folder; others are dropped and logged;
 //   - a node that cannot isolate tenants (no uid of their own, or neither a cgroup nor PID
