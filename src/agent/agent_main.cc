@@ -260,8 +260,10 @@ int main(int argc, char** argv) {
                   "The signal that gives notice: USR1, USR2, INT, HUP, TERM, URG or WINCH")
       ->capture_default_str();
   cmd->add_option("--cgroups", flags->cgroups,
-                  "CPU and memory limits: auto (cgroup v2 where the agent may write it), none, "
-                  "or a cgroup v2 folder to make the tasks' groups in")
+                  "A cgroup per task, killed whole when the task stops, with its CPU and memory "
+                  "limits where those controllers are delegated: auto (the agent's cgroup v2 "
+                  "group, wherever cgroup2 is mounted), none, or a cgroup v2 folder to make the "
+                  "tasks' groups in")
       ->capture_default_str();
   cmd->add_option("--task-uids", flags->task_uids,
                   "The uids jobs' tasks run as, one per job on this node (gid the same number); "
@@ -284,8 +286,8 @@ int main(int argc, char** argv) {
       "CAP_SETGID (uids), CAP_SYS_ADMIN (namespaces, mounting /proc), CAP_KILL, CAP_CHOWN, "
       "CAP_FOWNER and CAP_DAC_OVERRIDE (the folders), and a cgroup v2 subtree it may write "
       "(systemd Delegate=yes; with no cpu and memory controllers delegated the tasks are still "
-      "grouped and killed, without limits). Without the uid switch tasks run as the agent; "
-      "without the uid switch, or without both a cgroup and namespaces, the node runs one "
+      "grouped and killed, without limits). Without the uid switch tasks run as the agent. "
+      "Without the uid switch, or with neither a cgroup nor namespaces, the node runs one "
       "tenant's tasks at a time (see --allow-shared-node-without-isolation). A --token-file "
       "that group or others may read is refused.");
   cmd->add_flag("--stop-tasks-on-exit", flags->stop_tasks_on_exit,
