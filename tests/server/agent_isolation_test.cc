@@ -381,6 +381,36 @@ TEST_F(AgentIsolationTest, NothingOfAStoppedOrEndedTaskStays) {
       << zombies_of(agent_pid_).size() << " zombie(s)";
 }
 
+// A restarted agent keeps the uids of the jobs it takes back (tasks.json): job 811, whose
+// preferred uid (61900 + 811 % 10) job 801 holds, gets another; the task taken back is stopped
+// whole when it is no longer assigned.
+TEST_F(AgentIsolationTest, ARestartedAgentKeepsTheJobsUids) {
+  start_agent({"--cgroups", "auto"});
+  const std::string escaper = "setsid sleep 600 & echo up; exec sleep 600";
+  server_.assign({assignment(801, "search", 0, escaper, env())});
+  const std::string run_801 = state_dir() + "/runs/801/run-1/task-0";
+  ASSERT_TRUE(eventually(
+      [&] { return processes_with("TIDEPOOL_TEST_MARKER=" + marker_).size() == 2; }, 10s))
+      << agent_log();
+  const auto uid_of = [](const std::string& path) {
+    struct stat info {};
+    return ::stat(path.c_str(), &info) == 0 ? static_cast<int>(info.st_uid) : -1;
+  };
+  EXPECT_EQ(uid_of(run_801), 61901);
+  signal_and_reap(agent_pid_, SIGKILL);
+  start_agent({"--cgroups", "auto"});
+  ASSERT_TRUE(agent_says("job 801 run 1 task 0: pid")) << agent_log();
+  server_.assign({assignment(801, "search", 0, escaper, env()),
+                  assignment(811, "vision", 1, "exec sleep 600", env())});
+  const std::string run_811 = state_dir() + "/runs/811/run-1/task-0";
+  ASSERT_TRUE(agent_says("job 811 run 1 task 0 started")) << agent_log();
+  EXPECT_EQ(uid_of(run_811), 61900);  // the lowest free one
+  server_.assign({assignment(811, "vision", 1, "exec sleep 600", env())});
+  ASSERT_TRUE(agent_says("job 801 task 0: stopped")) << agent_log();
+  const std::set<pid_t> left = processes_with("TIDEPOOL_TEST_MARKER=" + marker_);
+  EXPECT_EQ(left.size(), 1U);  // job 811's sleep, nothing of job 801
+}
+
 TEST_F(AgentIsolationTest, CheckpointsOutsideTheJobsFolderAreNotForwarded) {
   start_agent({"--cgroups", "none"});
   const std::string script = R"(
