@@ -204,6 +204,7 @@ Result<void> Agent::run() {
                                   "(--allow-shared-node-without-isolation)"
                                 : "tenants are not isolated: one tenant's tasks at a time")));
   load_state();
+  enforce_log_quota();
   sigset_t wake;
   sigemptyset(&wake);
   sigaddset(&wake, SIGCHLD);
@@ -600,7 +601,7 @@ bool Agent::task_gone(LocalTask& task) {
 void Agent::kill_everything(LocalTask& task) {
   if (task.process) {
     (void)task.process->signal_group(SIGKILL);
-  } else if (task.adopted_pid > 0 && !task.exit) {
+  } else if (task.adopted_pid > 0 && !task.group_gone) {
     ::kill(-task.adopted_pid, SIGKILL);
   }
   if (task.cgroup) {
