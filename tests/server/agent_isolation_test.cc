@@ -488,7 +488,12 @@ TEST_F(AgentIsolationTest, AnAgentThatCannotIsolateMayBeToldToShareTheNode) {
 TEST_F(AgentIsolationTest, ATokenFileOthersMayReadIsRefused) {
   ::chmod(token_file_.c_str(), 0644);
   start_agent();
-  EXPECT_EQ(signal_and_reap(agent_pid_, 0), 1);
+  int status = -1;
+  const bool exited =
+      eventually([&] { return ::waitpid(agent_pid_, &status, WNOHANG) == agent_pid_; }, 10s);
+  ASSERT_TRUE(exited) << "the agent runs with a token file others may read\n" << agent_log();
+  agent_pid_ = -1;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << status;
   EXPECT_NE(agent_log().find("may be read by group or others (mode 0644)"), std::string::npos)
       << agent_log();
 }
