@@ -55,27 +55,57 @@ Result<void> make_owned_dir(const std::string& path, mode_t mode, int uid) {
   return {};
 }
 
-Result<void> give_tree_to(const std::string& path, int uid) {
-  struct stat info {};
-  if (::lstat(path.c_str(), &info) != 0) {
-    return fail(path, fmt::format("cannot look at it: {}", system_reason(errno)));
+namespace {
+
+// Gives what is in the open folder `dir` (at `path`, for messages) to uid:uid, descending with
+// openat(O_NOFOLLOW | O_DIRECTORY): the job may rename or replace what is in its folder meanwhile,
+// but never makes the walk leave it through a link. Takes `dir` over (closes it).
+Result<void> give_contents_to(int dir, const std::string& path, int uid, int depth) {
+  DIR* listing = ::fdopendir(dir);
+  if (listing == nullptr) {
+    ::close(dir);
+    return fail(path, fmt::format("cannot list it: {}", system_reason(errno)));
   }
-  if (info.st_uid == static_cast<uid_t>(uid)) return {};
-  const auto give = [&](const std::string& p) -> Result<void> {
-    if (::lchown(p.c_str(), static_cast<uid_t>(uid), static_cast<gid_t>(uid)) != 0) {
-      return fail(p, fmt::format("cannot give it to uid {}: {}", uid, system_reason(errno)));
+  Result<void> result;
+  while (const dirent* entry = ::readdir(listing)) {
+    const std::string name = entry->d_name;
+    if (name == "." || name == "..") continue;
+    if (::fchownat(dir, name.c_str(), static_cast<uid_t>(uid), static_cast<gid_t>(uid),
+                   AT_SYMLINK_NOFOLLOW) != 0 &&
+        errno != ENOENT) {
+      result = fail(path + "/" + name,
+                    fmt::format("cannot give it to uid {}: {}", uid, system_reason(errno)));
+      break;
     }
-    return {};
-  };
-  if (auto ok = give(path); !ok) return ok;
-  std::error_code ec;
-  // Does not follow links to folders: a link is given over itself, not what it points at.
-  for (auto it = std::filesystem::recursive_directory_iterator(path, ec);
-       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
-    if (auto ok = give(it->path().string()); !ok) return ok;
+    const int child = ::openat(dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (child < 0) continue;  // not a folder (or a link to one): nothing below it
+    if (depth >= 64) {
+      ::close(child);
+      continue;
+    }
+    result = give_contents_to(child, path + "/" + name, uid, depth + 1);
+    if (!result) break;
   }
-  if (ec) return fail(path, "cannot walk the folder: " + ec.message());
-  return {};
+  ::closedir(listing);
+  return result;
+}
+
+}  // namespace
+
+Result<void> give_tree_to(const std::string& path, int uid) {
+  const int dir = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dir < 0) return fail(path, fmt::format("cannot open the folder: {}", system_reason(errno)));
+  struct stat info {};
+  if (::fstat(dir, &info) != 0 || info.st_uid == static_cast<uid_t>(uid)) {
+    ::close(dir);
+    return {};
+  }
+  if (::fchown(dir, static_cast<uid_t>(uid), static_cast<gid_t>(uid)) != 0) {
+    const int error = errno;
+    ::close(dir);
+    return fail(path, fmt::format("cannot give it to uid {}: {}", uid, system_reason(error)));
+  }
+  return give_contents_to(dir, path, uid, 0);
 }
 
 Result<void> write_fresh_file(const std::string& folder, const std::string& name,

@@ -34,9 +34,11 @@ namespace tidepool {
 // `uid` >= 0, its owner to uid:uid. Errors name the path and the system's reason.
 Result<void> make_owned_dir(const std::string& path, mode_t mode, int uid = -1);
 
-// Gives `path` and everything under it to uid:uid without following links (lchown), when `path`
-// is not owned by `uid` already: a job's checkpoint folder, left by an earlier run under another
-// uid. Errors: the first path it could not change.
+// Gives `path` and everything under it to uid:uid when `path` is not owned by `uid` already: a
+// job's checkpoint folder, left by an earlier run under another uid. Never through a link: links
+// are given over themselves, and the walk opens each folder with O_NOFOLLOW from its parent's
+// descriptor, so a job that swaps a folder for a link meanwhile cannot send it elsewhere.
+// Errors: the first path it could not change.
 Result<void> give_tree_to(const std::string& path, int uid);
 
 // Writes `text` as the whole of `folder`/`name`: removes what is there first (a link the job put

@@ -97,6 +97,29 @@ TEST_F(TaskFilesTest, ReadRegularFileReadsNoLinkAndNoFifo) {
   EXPECT_EQ(read_regular_file(job() + "/fifo", 0, 100, &size), "");  // and does not block
 }
 
+// A checkpoint folder left by an earlier run under another uid goes to the new one, all of it,
+// but the walk never leaves it through a link.
+TEST_F(TaskFilesTest, GiveTreeToChangesTheFolderAndNotWhatItsLinksPointAt) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: it changes owners";
+  fs::create_directories(job() + "/sub/deeper");
+  write(job() + "/sub/deeper/step-1", "1");
+  const std::string outside = root_ + "/outside";
+  fs::create_directories(outside);
+  write(outside + "/theirs", "x");
+  fs::create_directory_symlink(outside, job() + "/sub/link");
+  ASSERT_TRUE(give_tree_to(job(), 61988));
+  const auto owner = [](const std::string& path) {
+    struct stat info {};
+    return ::lstat(path.c_str(), &info) == 0 ? static_cast<int>(info.st_uid) : -1;
+  };
+  for (const std::string& mine : {job(), job() + "/sub", job() + "/sub/deeper",
+                                  job() + "/sub/deeper/step-1", job() + "/sub/link"}) {
+    EXPECT_EQ(owner(mine), 61988) << mine;
+  }
+  EXPECT_EQ(owner(outside), 0);
+  EXPECT_EQ(owner(outside + "/theirs"), 0);
+}
+
 TEST_F(TaskFilesTest, MakeOwnedDirSetsTheMode) {
   ASSERT_TRUE(make_owned_dir(root_ + "/a/b", 0700));
   struct stat info {};
