@@ -181,8 +181,10 @@ class AgentIsolationTest : public ::testing::Test {
     for (pid_t pid : processes_with("TIDEPOOL_TEST_MARKER=" + marker_)) ::kill(pid, SIGKILL);
   }
 
-  // Starts the agent; `as_uid` >= 0 runs it as that user (not root).
-  void start_agent(std::vector<std::string> extra = {}, int as_uid = -1) {
+  // Starts the agent; `as_uid` >= 0 runs it as that user (not root), in the cgroup whose
+  // cgroup.procs is `join_cgroup` when given.
+  void start_agent(std::vector<std::string> extra = {}, int as_uid = -1,
+                   const std::string& join_cgroup = "") {
     agent_log_ = dir_.file("agent.log");
     std::vector<std::string> args = {tidepool_binary(),
                                      "agent",
@@ -221,6 +223,11 @@ class AgentIsolationTest : public ::testing::Test {
       const int log = ::open(agent_log_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
       ::dup2(log, 1);
       ::dup2(log, 2);
+      if (!join_cgroup.empty()) {
+        const int procs = ::open(join_cgroup.c_str(), O_WRONLY);
+        if (procs < 0 || ::write(procs, "0", 1) != 1) ::_exit(125);
+        ::close(procs);
+      }
       if (::setgroups(0, nullptr) != 0 || ::setgid(static_cast<gid_t>(as_uid)) != 0 ||
           ::setuid(static_cast<uid_t>(as_uid)) != 0) {
         ::_exit(126);
@@ -409,6 +416,71 @@ TEST_F(AgentIsolationTest, ARestartedAgentKeepsTheJobsUids) {
   ASSERT_TRUE(agent_says("job 801 task 0: stopped")) << agent_log();
   const std::set<pid_t> left = processes_with("TIDEPOOL_TEST_MARKER=" + marker_);
   EXPECT_EQ(left.size(), 1U);  // job 811's sleep, nothing of job 801
+}
+
+// The cgroup2 file system's mount point, from /proc/self/mountinfo; empty when there is none.
+std::string cgroup2_mount() {
+  std::istringstream in(read_text("/proc/self/mountinfo"));
+  for (std::string line; std::getline(in, line);) {
+    if (line.find(" - cgroup2 ") == std::string::npos) continue;
+    std::istringstream fields(line);
+    std::string id, parent, device, root, point;
+    fields >> id >> parent >> device >> root >> point;
+    return point;
+  }
+  return "";
+}
+
+// An agent that is not root, in a cgroup subtree delegated to it (no controllers: membership and
+// kill only), without namespaces: the task's cgroup holds what left its process group, and the
+// agent (a child subreaper) reaps what comes to it.
+TEST_F(AgentIsolationTest, WithoutNamespacesTheCgroupKillsWhatLeftTheGroup) {
+  constexpr int kAgentUid = 61953;
+  const std::string mount = cgroup2_mount();
+  if (mount.empty()) GTEST_SKIP() << "no cgroup2 file system here";
+  const std::string delegated = mount + "/tidepool-isolation-test-" + std::to_string(::getpid());
+  if (::mkdir(delegated.c_str(), 0755) != 0 || ::mkdir((delegated + "/agent").c_str(), 0755) != 0 ||
+      !std::filesystem::exists(delegated + "/cgroup.kill")) {
+    ::rmdir((delegated + "/agent").c_str());
+    ::rmdir(delegated.c_str());
+    GTEST_SKIP() << "cannot make a cgroup with cgroup.kill under " << mount;
+  }
+  // Removed at the end, failed assertions included: the agent first (it is in the leaf).
+  struct RemoveAtEnd {
+    std::string folder;
+    pid_t& agent;
+    ~RemoveAtEnd() {
+      signal_and_reap(agent, SIGKILL);
+      std::error_code ignored;
+      for (const auto& entry : std::filesystem::directory_iterator(folder, ignored)) {
+        if (entry.is_directory()) ::rmdir(entry.path().c_str());
+      }
+      ::rmdir(folder.c_str());
+    }
+  } remove_at_end{delegated, agent_pid_};
+  // Delegation as systemd does it: the folder and its cgroup.procs are the agent's.
+  for (const std::string& path : {delegated, delegated + "/cgroup.procs", delegated + "/agent",
+                                  delegated + "/agent/cgroup.procs"}) {
+    ASSERT_EQ(::chown(path.c_str(), kAgentUid, kAgentUid), 0) << path;
+  }
+  start_agent({"--cgroups", delegated}, kAgentUid, delegated + "/agent/cgroup.procs");
+  ASSERT_TRUE(agent_says("tasks run as the agent's own user")) << agent_log();
+  EXPECT_TRUE(agent_says("each in a cgroup under " + delegated)) << agent_log();
+  server_.assign({assignment(401, "search", 0,
+                             "setsid sleep 600 & (sleep 600 &); echo up; exec sleep 600", env())});
+  const std::string marker = "TIDEPOOL_TEST_MARKER=" + marker_;
+  ASSERT_TRUE(eventually([&] { return processes_with(marker).size() == 3; }, 10s)) << agent_log();
+  server_.assign(Json::array());
+  ASSERT_TRUE(agent_says("job 401 task 0: stopped")) << agent_log();
+  EXPECT_TRUE(processes_with(marker).empty());
+  EXPECT_TRUE(eventually([&] { return zombies_of(agent_pid_).empty(); }, 5s))
+      << zombies_of(agent_pid_).size() << " zombie(s)";
+  // The task's group is gone with it: only the agent's leaf is left.
+  std::set<std::string> groups;
+  for (const auto& entry : std::filesystem::directory_iterator(delegated)) {
+    if (entry.is_directory()) groups.insert(entry.path().filename().string());
+  }
+  EXPECT_EQ(groups, std::set<std::string>{"agent"});
 }
 
 TEST_F(AgentIsolationTest, CheckpointsOutsideTheJobsFolderAreNotForwarded) {
