@@ -27,6 +27,9 @@ trap cleanup EXIT
 
 export TMPDIR="$work/tmp"
 mkdir -p "$TMPDIR"
+# As root the agents run the jobs as uids of their own, which pass through to their folders (as
+# they do through /tmp): traversable, not listable.
+chmod 0711 "$work" "$TMPDIR"
 export TIDEPOOL_SOURCE_DIR="$source_dir"
 unset TIDEPOOL_CONFIG TIDEPOOL_SERVER TIDEPOOL_TOKEN TIDEPOOL_CA_CERT
 

@@ -18,6 +18,7 @@
 
 #include "agent/fake_gpu_backend.h"
 #include "agent/process_stats.h"
+#include "agent/task_files.h"
 
 namespace tidepool {
 namespace {
@@ -36,13 +37,6 @@ std::int64_t wall_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-Result<void> make_dirs(const std::string& path) {
-  std::error_code ec;
-  std::filesystem::create_directories(path, ec);
-  if (ec) return fail(path, "cannot create the folder: " + ec.message());
-  return {};
 }
 
 // The bytes of `path` from `offset`, at most `limit`; empty when it cannot be read.
@@ -69,6 +63,9 @@ struct Agent::LocalTask {
   int index = 0;
   std::vector<int> gpus;
   bool checkpoints = false;
+  std::string tenant;
+  int uid = -1;  // the job's uid on this node; -1: the agent's own
+  std::string checkpoint_dir;
   std::string run_dir;
   std::string log_path;
   std::string checkpoint_file;
@@ -95,7 +92,8 @@ Agent::Agent(AgentOptions options, AgentClient client, std::unique_ptr<GpuBacken
     : options_(std::move(options)),
       client_(std::move(client)),
       gpus_(std::move(gpus)),
-      cgroups_(std::move(cgroups)) {}
+      cgroups_(std::move(cgroups)),
+      uids_(options_.task_uids.value_or(UidRange{})) {}
 
 Agent::~Agent() = default;
 
@@ -166,12 +164,47 @@ Result<void> Agent::register_node() {
 }
 
 Result<void> Agent::run() {
-  for (const std::string& dir :
-       {options_.state_dir + "/runs", options_.state_dir + "/logs", options_.checkpoint_root}) {
-    if (auto ok = make_dirs(dir); !ok) return ok;
+  // Others may pass through the state folder to their run folder, not list it (task_files.h).
+  for (auto [dir, mode] :
+       {std::pair{options_.state_dir, 0711}, std::pair{options_.state_dir + "/runs", 0711},
+        std::pair{options_.state_dir + "/logs", 0700}}) {
+    if (auto ok = make_owned_dir(dir, static_cast<mode_t>(mode)); !ok) return ok;
+  }
+  // Shared storage may belong to someone else: its mode is then theirs to set.
+  if (auto ok = make_owned_dir(options_.checkpoint_root, 0711); !ok) {
+    if (!std::filesystem::is_directory(options_.checkpoint_root)) return ok;
+    log("warning: " + ok.error().message());
+  }
+  if (options_.task_uids) {
+    for (const std::string& dir : {options_.state_dir, options_.checkpoint_root}) {
+      for (auto up = std::filesystem::path(dir).parent_path(); !up.empty(); up = up.parent_path()) {
+        struct stat info {};
+        if (::stat(up.c_str(), &info) == 0 && (info.st_mode & S_IXOTH) == 0) {
+          log(
+              fmt::format("warning: {} is mode {:04o}: tasks, which run as other uids, cannot "
+                          "pass through it to their folders under {} (chmod o+x it)",
+                          up.string(), info.st_mode & 07777, dir));
+        }
+        if (up == up.parent_path()) break;
+      }
+    }
   }
   if (auto ok = register_node(); !ok) return ok;
+  log(fmt::format(
+      "tasks run {}, {}, {}; {}",
+      options_.task_uids ? fmt::format("as uids {}-{} (one per job)", options_.task_uids->first,
+                                       options_.task_uids->last)
+                         : "as the agent's own user (it may not switch uids)",
+      options_.pid_namespaces ? "in PID and mount namespaces of their own"
+                              : "in the agent's PID namespace",
+      cgroups_.usable ? "each in a cgroup under " + cgroups_.root : "without a cgroup",
+      isolates_tenants() ? "tenants are isolated"
+                         : (options_.allow_shared_node_without_isolation
+                                ? "tenants are NOT isolated, and share the node "
+                                  "(--allow-shared-node-without-isolation)"
+                                : "tenants are not isolated: one tenant's tasks at a time")));
   load_state();
+  enforce_log_quota();
   sigset_t wake;
   sigemptyset(&wake);
   sigaddset(&wake, SIGCHLD);
@@ -182,6 +215,15 @@ Result<void> Agent::run() {
   while (true) {
     const std::int64_t now = monotonic_ms();
     watch_tasks(now);
+    {
+      // After watch_tasks polled the leaders: what is left are strays, reparented to the agent.
+      std::vector<pid_t> leaders;
+      for (const auto& [key, task] : tasks_) {
+        if (task.process && !task.exit) leaders.push_back(task.process->pid());
+      }
+      (void)reap_stray_children(leaders);
+    }
+    sync_logs(now);
     if (!stopping && now >= next_heartbeat_ms_) {
       if (now >= next_sample_ms_) sample_gpus(now);
       heartbeat(now);
@@ -204,9 +246,21 @@ Result<void> Agent::run() {
       }
       if (task.stop || (task.reported && task.log_shipped >= file_size(task.log_path))) {
         if (task.cgroup) (void)task.cgroup->remove();
+        const std::int64_t job = task.job;
         done_.insert(it->first);
         it = tasks_.erase(it);
+        release_uid_if_unused(job);
+        enforce_log_quota();
         state_dirty_ = true;
+      } else {
+        ++it;
+      }
+    }
+    for (auto it = uids_to_clear_.begin(); it != uids_to_clear_.end();) {
+      // A uid goes back to the pool only once no process has it any more.
+      if (kill_processes_of_uid(it->second) == 0) {
+        uids_.release(it->first);
+        it = uids_to_clear_.erase(it);
       } else {
         ++it;
       }
@@ -247,7 +301,9 @@ std::int64_t Agent::next_wake_ms(std::int64_t now_ms) const {
       next = std::min(next, now_ms + kRunningPollMs);
     }
   }
-  if (!waiting_.empty()) next = std::min(next, now_ms + kStoppingPollMs * 4);
+  if (!waiting_.empty() || !uids_to_clear_.empty()) {
+    next = std::min(next, now_ms + kStoppingPollMs * 4);
+  }
   return next;
 }
 
@@ -274,12 +330,52 @@ void Agent::heartbeat(std::int64_t now_ms) {
     log("heartbeat refused: " + reply->error_text());
     return;
   }
-  auto assignments = assignments_from_json(reply->body);
+  auto assignments = parse_assignments(reply->body);
   if (!assignments) {
     log("heartbeat reply not understood: " + assignments.error().message());
     return;
   }
-  reconcile(*assignments, now_ms);
+  fail_rejected(assignments->rejected);
+  reconcile(assignments->accepted, now_ms);
+}
+
+void Agent::fail_rejected(const std::vector<RejectedAssignment>& rejected) {
+  for (const RejectedAssignment& bad : rejected) {
+    if (bad.job <= 0) {
+      if (rejected_logged_.insert(bad.error.message()).second) {
+        log("an assignment of the heartbeat reply is skipped: " + bad.error.message());
+      }
+      continue;
+    }
+    if (rejected_.contains({bad.job, bad.run})) continue;
+    const std::string reason =
+        fmt::format("the agent cannot run this job: {}", bad.error.message());
+    log(fmt::format("job {} run {}: {}; the job fails, the other assignments run", bad.job, bad.run,
+                    reason));
+    nlohmann::json body = {{"state", "failed"}, {"message", reason}};
+    if (bad.run > 0) body["run"] = bad.run;
+    auto reply = client_.post(fmt::format("/v1/jobs/{}/status", bad.job), body);
+    if (!reply) continue;  // the server is away: told again at the next heartbeat
+    if (!reply->ok()) {
+      log(fmt::format("job {} failure not recorded: {}", bad.job, reply->error_text()));
+    }
+    rejected_.insert({bad.job, bad.run});
+  }
+}
+
+bool Agent::isolates_tenants() const {
+  return options_.task_uids.has_value() && (cgroups_.usable || options_.pid_namespaces);
+}
+
+std::string Agent::cgroup_name(const LocalTask& task) const {
+  // The node's name and a hash of the state folder too: agents of several (fake) nodes, or of
+  // several test runs, may share one cgroup. FNV-1a: the same name after a restart or an upgrade.
+  std::uint32_t hash = 2166136261U;
+  for (const char c : options_.state_dir) {
+    hash = (hash ^ static_cast<unsigned char>(c)) * 16777619U;
+  }
+  return fmt::format("{}-{:08x}-job-{}-run-{}-task-{}", options_.node, hash, task.job, task.run,
+                     task.index);
 }
 
 void Agent::reconcile(const std::vector<NodeAssignment>& assignments, std::int64_t now_ms) {
@@ -297,6 +393,7 @@ void Agent::reconcile(const std::vector<NodeAssignment>& assignments, std::int64
     if (!tasks_.contains(key) && !done_.contains(key)) waiting_.emplace(key, std::move(entry));
   }
   std::erase_if(done_, [&](const TaskKey& key) { return !wanted.contains(key); });
+  std::erase_if(told_waiting_, [&](const TaskKey& key) { return !waiting_.contains(key); });
 }
 
 void Agent::start_ready_tasks(std::int64_t now_ms) {
@@ -304,14 +401,33 @@ void Agent::start_ready_tasks(std::int64_t now_ms) {
   for (const auto& [key, task] : tasks_) {
     if (!task.group_gone) busy.insert(task.gpus.begin(), task.gpus.end());
   }
+  // Without isolation, one tenant at a time: the one whose tasks are here.
+  std::set<std::string> tenants;
+  for (const auto& [key, task] : tasks_) {
+    if (!task.group_gone) tenants.insert(task.tenant);
+  }
+  const bool shared = isolates_tenants() || options_.allow_shared_node_without_isolation;
   for (auto it = waiting_.begin(); it != waiting_.end();) {
     const auto& [assignment, task] = it->second;
     if (std::ranges::any_of(task.gpus, [&](int g) { return busy.contains(g); })) {
       ++it;  // a task that is stopping still holds one of its GPUs
       continue;
     }
+    if (!shared && !tenants.empty() && !tenants.contains(assignment.tenant)) {
+      if (told_waiting_.insert(it->first).second) {
+        log(
+            fmt::format("job {} task {} (tenant {}) waits: this node cannot isolate tenants and "
+                        "runs tasks of tenant {}; it starts when they are gone "
+                        "(--allow-shared-node-without-isolation runs them together)",
+                        assignment.job, task.index, assignment.tenant, *tenants.begin()));
+      }
+      ++it;
+      continue;
+    }
+    told_waiting_.erase(it->first);
     start_task(it->first, assignment, task, now_ms);
     busy.insert(task.gpus.begin(), task.gpus.end());
+    tenants.insert(assignment.tenant);
     it = waiting_.erase(it);
   }
 }
@@ -324,39 +440,62 @@ void Agent::start_task(const TaskKey& key, const NodeAssignment& assignment,
   task.index = assigned.index;
   task.gpus = assigned.gpus;
   task.checkpoints = assignment.checkpoints;
-  task.run_dir = fmt::format("{}/runs/{}/run-{}/task-{}", options_.state_dir, assignment.job,
-                             assignment.run, assigned.index);
-  task.log_path = fmt::format("{}/logs/{}/task-{}.run-{}.log", options_.state_dir, assignment.job,
-                              assigned.index, assignment.run);
+  task.tenant = assignment.tenant;
+  const std::string job_runs = fmt::format("{}/runs/{}", options_.state_dir, assignment.job);
+  const std::string run_folder = fmt::format("{}/run-{}", job_runs, assignment.run);
+  task.run_dir = fmt::format("{}/task-{}", run_folder, assigned.index);
+  const std::string log_dir = fmt::format("{}/logs/{}", options_.state_dir, assignment.job);
+  task.log_path = fmt::format("{}/task-{}.run-{}.log", log_dir, assigned.index, assignment.run);
   task.checkpoint_file = task.run_dir + "/checkpoints.jsonl";
   task.notice_file = task.run_dir + "/preemption-notice";
-  const std::string checkpoint_dir = fmt::format("{}/{}", options_.checkpoint_root, assignment.job);
+  task.checkpoint_dir = fmt::format("{}/{}", options_.checkpoint_root, assignment.job);
   std::string failure;
-  for (const std::string& dir :
-       {task.run_dir, options_.state_dir + "/logs/" + std::to_string(assignment.job),
-        checkpoint_dir}) {
-    if (auto ok = make_dirs(dir); !ok && failure.empty()) failure = ok.error().message();
+  if (options_.task_uids) {
+    if (auto uid = uids_.acquire(task.job); uid) {
+      task.uid = *uid;
+    } else {
+      failure = uid.error().message();
+    }
+  }
+  // The folders above the task's are the agent's, so that the job cannot swap them (task_files.h).
+  if (failure.empty()) {
+    for (auto [dir, mode, owner] :
+         {std::tuple{job_runs, 0711, -1}, std::tuple{run_folder, 0711, -1},
+          std::tuple{task.run_dir, 0700, task.uid}, std::tuple{log_dir, 0700, -1},
+          std::tuple{task.checkpoint_dir, 0700, task.uid}}) {
+      if (auto ok = make_owned_dir(dir, static_cast<mode_t>(mode), owner); !ok) {
+        failure = ok.error().message();
+        break;
+      }
+    }
+  }
+  if (failure.empty() && task.uid >= 0) {
+    // Left by a run under another uid (here, or on a node that shares the folder).
+    if (auto ok = give_tree_to(task.checkpoint_dir, task.uid); !ok) failure = ok.error().message();
   }
   TaskLaunch launch;
   launch.command = assignment.command;
   launch.environment = task_environment(assignment, assigned,
                                         TaskSetting{.agent_dir = options_.agent_dir,
                                                     .run_dir = task.run_dir,
-                                                    .checkpoint_dir = checkpoint_dir,
+                                                    .checkpoint_dir = task.checkpoint_dir,
                                                     .notice_file = task.notice_file,
                                                     .checkpoint_file = task.checkpoint_file,
                                                     .server_url = client_.server(),
                                                     .gpu_names = gpu_names_});
   launch.working_dir = assignment.working_dir.empty() ? task.run_dir : assignment.working_dir;
   launch.log_path = task.log_path;
+  launch.uid = task.uid;
+  launch.gid = task.uid;
+  launch.own_pid_namespace = options_.pid_namespaces;
   if (failure.empty() && cgroups_.usable) {
-    auto group = TaskCgroup::create(
-        cgroups_.root, fmt::format("job-{}-run-{}-task-{}", task.job, task.run, task.index),
-        assignment.cpu_milli_per_task, assignment.memory_mib_per_task);
+    auto group = TaskCgroup::create(cgroups_.root, cgroup_name(task), assignment.cpu_milli_per_task,
+                                    assignment.memory_mib_per_task, cgroups_.limits);
     if (group) {
       task.cgroup = std::move(*group);
+      launch.cgroup_procs = task.cgroup->procs_path();
     } else {
-      log(fmt::format("job {} task {}: no cgroup limits: {}", task.job, task.index,
+      log(fmt::format("job {} task {}: no cgroup: {}", task.job, task.index,
                       group.error().message()));
     }
   }
@@ -372,15 +511,10 @@ void Agent::start_task(const TaskKey& key, const NodeAssignment& assignment,
     state_dirty_ = true;
     return;
   }
-  if (task.cgroup) {
-    if (auto ok = task.cgroup->add_process(process->pid()); !ok) {
-      log(fmt::format("job {} task {}: not limited: {}", task.job, task.index,
-                      ok.error().message()));
-    }
-  }
   task.start_ticks = process_start_ticks(process->pid());
-  log(fmt::format("job {} run {} task {} started as pid {} on GPU(s) [{}]", task.job, task.run,
-                  task.index, process->pid(), fmt::join(task.gpus, ",")));
+  log(fmt::format("job {} run {} task {} started as pid {} on GPU(s) [{}]{}", task.job, task.run,
+                  task.index, process->pid(), fmt::join(task.gpus, ","),
+                  task.uid >= 0 ? fmt::format(", uid {}", task.uid) : std::string()));
   task.process = std::move(*process);
   task.usage = group_usage(task.leader(), now_ms);
   tasks_.emplace(key, std::move(task));
@@ -416,8 +550,16 @@ void Agent::begin_stop(LocalTask& task, std::int64_t now_ms) {
 void Agent::apply(LocalTask& task, const std::vector<StopAction>& actions, std::int64_t now_ms) {
   for (const StopAction& action : actions) {
     if (action.kind == StopAction::Kind::kNotice) {
-      std::ofstream notice(task.notice_file, std::ios::trunc);
-      notice << fmt::format("{} {}\n", stop_reason_name(task.stop->plan().reason), wall_ms());
+      // The task's folder is the job's: a link it left there is replaced, not followed.
+      const std::filesystem::path notice(task.notice_file);
+      if (auto ok = write_fresh_file(
+              notice.parent_path().string(), notice.filename().string(),
+              fmt::format("{} {}\n", stop_reason_name(task.stop->plan().reason), wall_ms()),
+              task.uid);
+          !ok) {
+        log(fmt::format("job {} task {}: no notice file: {}", task.job, task.index,
+                        ok.error().message()));
+      }
     }
     const pid_t group = task.leader();
     if (task.process) {
@@ -425,10 +567,84 @@ void Agent::apply(LocalTask& task, const std::vector<StopAction>& actions, std::
     } else if (group > 0 && !task.group_gone) {
       ::kill(-group, action.signal);
     }
-    if (action.kind == StopAction::Kind::kKill && task.cgroup) (void)task.cgroup->kill_all();
+    if (action.kind == StopAction::Kind::kKill) kill_everything(task);
     log(fmt::format("job {} task {}: {} (signal {}) at +{} ms", task.job, task.index,
                     stop_action_name(action.kind), action.signal,
                     now_ms - task.stop->times().requested_ms));
+  }
+}
+
+bool Agent::task_gone(LocalTask& task) {
+  bool group_gone = false;
+  if (task.process) {
+    if (auto exit = task.process->poll(); exit && !task.exit) {
+      task.exit = *exit;
+      state_dirty_ = true;
+    }
+    group_gone = task.exit.has_value() && !task.process->group_alive();
+  } else if (task.adopted_pid > 0) {
+    const bool leader_alive =
+        process_start_ticks(task.adopted_pid) == task.start_ticks && task.start_ticks != 0;
+    if (!leader_alive && !task.exit) {
+      task.exit =
+          TaskExit{-1, 0, "ended while the agent was restarting; its exit status is unknown"};
+    }
+    group_gone = !leader_alive && ::kill(-task.adopted_pid, 0) != 0 && errno == ESRCH;
+  } else {
+    group_gone = true;
+  }
+  // Processes that left the group (setsid, double forks) are still the task's while its cgroup
+  // holds them.
+  return group_gone && !(task.cgroup && task.cgroup->has_processes().value_or(false));
+}
+
+void Agent::kill_everything(LocalTask& task) {
+  if (task.process) {
+    (void)task.process->signal_group(SIGKILL);
+  } else if (task.adopted_pid > 0 && !task.group_gone) {
+    ::kill(-task.adopted_pid, SIGKILL);
+  }
+  if (task.cgroup) {
+    if (auto ok = task.cgroup->kill_all(); !ok) {
+      log(fmt::format("job {} task {}: {}", task.job, task.index, ok.error().message()));
+    }
+  }
+}
+
+void Agent::release_uid_if_unused(std::int64_t job) {
+  const auto uid = uids_.of(job);
+  if (!uid) return;
+  for (const auto& [key, task] : tasks_) {
+    if (task.job == job) return;
+  }
+  // Without a namespace or a cgroup to hold them, processes of the job may have escaped its
+  // process group: anything of the job's uid still running is killed before another job gets the
+  // uid. (Not otherwise: agents of several fake nodes on one machine may give one job the same
+  // uid, and a task of it may still run under the other agent.)
+  const bool contained = options_.pid_namespaces || cgroups_.usable;
+  if (contained || kill_processes_of_uid(*uid) == 0) {
+    uids_.release(job);
+  } else {
+    log(fmt::format("job {}: processes of uid {} outlived its tasks: killed", job, *uid));
+    uids_to_clear_[job] = *uid;
+  }
+}
+
+void Agent::sync_logs(std::int64_t now_ms) {
+  if (now_ms < next_log_sync_ms_) return;
+  next_log_sync_ms_ = now_ms + options_.log_sync_ms;
+  for (const auto& [key, task] : tasks_) {
+    if (!task.group_gone) (void)sync_file(task.log_path);
+  }
+}
+
+void Agent::enforce_log_quota() {
+  std::set<std::string> live;
+  for (const auto& [key, task] : tasks_) live.insert(task.log_path);
+  for (const std::string& removed :
+       tidepool::enforce_log_quota(options_.state_dir + "/logs", live, options_.log_quota_bytes)) {
+    log(fmt::format("log quota ({} bytes): removed {}, the log of a finished task",
+                    options_.log_quota_bytes, removed));
   }
 }
 
@@ -436,31 +652,16 @@ void Agent::watch_tasks(std::int64_t now_ms) {
   for (auto& [key, task] : tasks_) {
     forward_checkpoints(task, now_ms);
     if (!task.group_gone) {
-      if (task.process) {
-        if (auto exit = task.process->poll(); exit && !task.exit) {
-          task.exit = *exit;
-          state_dirty_ = true;
-        }
-        task.group_gone = task.exit.has_value() && !task.process->group_alive();
-      } else if (task.adopted_pid > 0) {
-        const bool leader_alive =
-            process_start_ticks(task.adopted_pid) == task.start_ticks && task.start_ticks != 0;
-        if (!leader_alive && !task.exit) {
-          task.exit =
-              TaskExit{-1, 0, "ended while the agent was restarting; its exit status is unknown"};
-        }
-        task.group_gone = !leader_alive && ::kill(-task.adopted_pid, 0) != 0 && errno == ESRCH;
-      }
+      task.group_gone = task_gone(task);
       if (task.exit && !task.group_gone && !task.stop) {
-        // The leader is gone but members of its group remain: a task is its group, so they go.
-        if (task.process) {
-          (void)task.process->signal_group(SIGKILL);
-        } else {
-          ::kill(-task.adopted_pid, SIGKILL);
-        }
-        if (task.cgroup) (void)task.cgroup->kill_all();
+        // The leader is gone but processes of the task remain: a task is its group and its
+        // cgroup, so they go.
+        kill_everything(task);
       }
-      if (task.group_gone) state_dirty_ = true;
+      if (task.group_gone) {
+        state_dirty_ = true;
+        (void)sync_file(task.log_path);
+      }
     }
     if (task.stop && !task.stop->done()) {
       if (task.group_gone) {
@@ -484,10 +685,11 @@ void Agent::watch_tasks(std::int64_t now_ms) {
 }
 
 void Agent::forward_checkpoints(LocalTask& task, std::int64_t now_ms) {
-  const std::int64_t size = file_size(task.checkpoint_file);
-  if (size <= task.checkpoint_read) return;
+  // The report is in the job's folder: read only a regular file, never through a link.
+  std::int64_t size = 0;
   const std::string text =
-      read_from(task.checkpoint_file, task.checkpoint_read, size - task.checkpoint_read);
+      read_regular_file(task.checkpoint_file, task.checkpoint_read, kLogChunkBytes, &size);
+  if (size <= task.checkpoint_read) return;
   std::size_t start = 0;
   while (true) {
     const std::size_t end = text.find('\n', start);
@@ -501,6 +703,20 @@ void Agent::forward_checkpoints(LocalTask& task, std::int64_t now_ms) {
       }
     }
     body["run"] = task.run;
+    if (body.contains("path")) {
+      auto resolved = body["path"].is_string()
+                          ? resolve_within(body["path"].get<std::string>(), task.checkpoint_dir)
+                          : Result<std::string>(fail("path", "is not a string"));
+      if (!resolved) {
+        log(fmt::format("job {} task {}: checkpoint report dropped: {}", task.job, task.index,
+                        resolved.error().message()));
+        task.checkpoint_read += static_cast<std::int64_t>(end - start + 1);
+        state_dirty_ = true;
+        start = end + 1;
+        continue;
+      }
+      body["path"] = *resolved;
+    }
     auto reply = client_.post(fmt::format("/v1/jobs/{}/checkpoint", task.job), body);
     if (!reply) return;  // the server is away: the line is sent again later
     if (!reply->ok()) {
@@ -617,6 +833,9 @@ void Agent::save_state() {
                             {"task", task.index},
                             {"gpus", task.gpus},
                             {"checkpoints", task.checkpoints},
+                            {"tenant", task.tenant},
+                            {"uid", task.uid},
+                            {"checkpoint_dir", task.checkpoint_dir},
                             {"pid", task.leader()},
                             {"start_ticks", task.start_ticks},
                             {"run_dir", task.run_dir},
@@ -629,10 +848,17 @@ void Agent::save_state() {
   const std::string path = options_.state_dir + "/tasks.json";
   const std::string temporary = path + ".new";
   {
-    std::ofstream out(temporary, std::ios::trunc);
-    out << nlohmann::json{{"node", options_.node}, {"tasks", std::move(tasks)}}.dump(1) << '\n';
-    if (!out) {
-      log("cannot write " + temporary);
+    // Root only: it lists what the tasks are.
+    const std::string text =
+        nlohmann::json{{"node", options_.node}, {"tasks", std::move(tasks)}}.dump(1) + "\n";
+    ::unlink(temporary.c_str());
+    const int fd =
+        ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    const bool written =
+        fd >= 0 && ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+    if (fd >= 0) ::close(fd);
+    if (!written) {
+      log(fmt::format("cannot write {}: {}", temporary, std::strerror(errno)));
       return;
     }
   }
@@ -662,6 +888,10 @@ void Agent::load_state() {
       task.index = entry.at("task").get<int>();
       task.gpus = entry.at("gpus").get<std::vector<int>>();
       task.checkpoints = entry.value("checkpoints", false);
+      task.tenant = entry.value("tenant", std::string());
+      task.uid = entry.value("uid", -1);
+      task.checkpoint_dir =
+          entry.value("checkpoint_dir", fmt::format("{}/{}", options_.checkpoint_root, task.job));
       task.adopted_pid = entry.at("pid").get<pid_t>();
       task.start_ticks = entry.at("start_ticks").get<std::uint64_t>();
       task.run_dir = entry.at("run_dir").get<std::string>();
@@ -672,6 +902,18 @@ void Agent::load_state() {
       task.checkpoint_read = entry.value("checkpoint_read", std::int64_t{0});
       if (entry.contains("log_base")) task.log_base = entry["log_base"].get<std::int64_t>();
       if (task.adopted_pid <= 1) continue;
+      if (task.uid >= 0 && !uids_.restore(task.job, task.uid)) {
+        log(
+            fmt::format("job {}: uid {} of {} is not in --task-uids or is another job's: kept "
+                        "for this task only",
+                        task.job, task.uid, path));
+      }
+      if (cgroups_.usable) {
+        // The group the task was started in, if it is there: killed with the task.
+        if (auto group = TaskCgroup::create(cgroups_.root, cgroup_name(task), 0, 0, false)) {
+          task.cgroup = std::move(*group);
+        }
+      }
       const bool alive = process_start_ticks(task.adopted_pid) == task.start_ticks;
       log(fmt::format("job {} run {} task {}: pid {} {}", task.job, task.run, task.index,
                       task.adopted_pid, alive ? "still runs: taken back" : "ended meanwhile"));

@@ -15,6 +15,25 @@
 //     TIDEPOOL_CHECKPOINT_REPORT file) are forwarded to the server with the agent's token.
 // The tasks it runs are written to <state-dir>/tasks.json, so that an agent that restarts takes
 // back those still running (and stops them when the server no longer assigns them).
+//
+// Jobs on one node do not touch each other (task_process.h, task_files.h, task_uids.h):
+//   - each job's tasks run as a uid of their own from AgentOptions::task_uids (kept in tasks.json
+//     across restarts), in PID and mount namespaces of their own where the agent may make them,
+//     and each task in a cgroup of its own where there is one (cgroup_limits.h);
+//   - a task is over when nothing of it is left: its cgroup is empty, its namespace gone (its init
+//     took every process with it), and its process group too; without either, the processes of
+//     the job's uid are killed before the uid goes to another job (agents that share a machine
+//     need disjoint uid ranges for that);
+//   - the checkpoints a task reports are forwarded only when they resolve (no link, no "..")
+//     inside the job's own checkpoint folder; others are dropped and logged;
+//   - a node that cannot isolate tenants (no uid of their own, or neither a cgroup nor PID
+//     namespaces) runs the tasks of one tenant at a time, unless told otherwise: a task of
+//     another tenant waits, and the agent log says why;
+//   - an assignment the agent cannot read (no command, a field of the wrong type) fails that job,
+//     once (POST /v1/jobs/{id}/status, state failed, with the reason); the others run.
+// The agent reaps every child it has (it is a child subreaper), so that no zombie stays; task
+// logs are fsynced when a task ends and every log_sync_ms; past log_quota_bytes, the logs of
+// finished tasks under <state-dir>/logs are removed, oldest first.
 #pragma once
 
 #include <signal.h>
@@ -34,6 +53,7 @@
 #include "agent/gpu_backend.h"
 #include "agent/stop_sequence.h"
 #include "agent/task_process.h"
+#include "agent/task_uids.h"
 #include "core/error.h"
 
 namespace tidepool {
@@ -53,6 +73,14 @@ struct AgentOptions {
   std::int64_t grace_ms = 10'000;   // between SIGTERM and SIGKILL
   int notice_signal = SIGUSR1;
   bool stop_tasks_on_exit = false;  // on SIGTERM: stop the tasks (else leave them to a restart)
+  // Isolation, as agent_main found the machine allows it. task_uids: the range of uids the jobs
+  // run as; nullopt: the tasks run as the agent (it may not switch uids).
+  std::optional<UidRange> task_uids;
+  bool pid_namespaces = false;  // each task in PID and mount namespaces of its own
+  // Run tasks of several tenants at once even where the node cannot isolate them.
+  bool allow_shared_node_without_isolation = false;
+  std::int64_t log_quota_bytes = std::int64_t{10} * 1024 * 1024 * 1024;
+  std::int64_t log_sync_ms = 10'000;
 };
 
 class Agent {
@@ -74,6 +102,16 @@ class Agent {
 
   Result<void> register_node();
   void heartbeat(std::int64_t now_ms);
+  void fail_rejected(const std::vector<RejectedAssignment>& rejected);
+  // Whether tasks of different tenants may run here at once.
+  [[nodiscard]] bool isolates_tenants() const;
+  [[nodiscard]] std::string cgroup_name(const LocalTask& task) const;
+  // Whether nothing of the task is left (cgroup, namespace, process group).
+  bool task_gone(LocalTask& task);
+  void kill_everything(LocalTask& task);
+  void release_uid_if_unused(std::int64_t job);
+  void sync_logs(std::int64_t now_ms);
+  void enforce_log_quota();
   void reconcile(const std::vector<NodeAssignment>& assignments, std::int64_t now_ms);
   void start_ready_tasks(std::int64_t now_ms);
   void start_task(const TaskKey& key, const NodeAssignment& assignment, const AssignedTask& task,
@@ -100,6 +138,12 @@ class Agent {
   std::map<TaskKey, LocalTask> tasks_;
   std::map<TaskKey, std::pair<NodeAssignment, AssignedTask>> waiting_;  // assigned, not started
   std::set<TaskKey> done_;  // ended here while the server may still list them
+  TaskUids uids_;
+  std::map<std::int64_t, int> uids_to_clear_;  // released uids whose processes are being killed
+  std::set<std::pair<std::int64_t, std::int64_t>> rejected_;  // (job, run) reported as failed
+  std::set<std::string> rejected_logged_;                     // unreadable ones, logged once
+  std::set<TaskKey> told_waiting_;  // waiting for another tenant's tasks to end, logged once
+  std::int64_t next_log_sync_ms_ = 0;
   std::int64_t next_heartbeat_ms_ = 0;
   std::int64_t next_sample_ms_ = 0;
   bool state_dirty_ = false;

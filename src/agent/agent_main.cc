@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -14,6 +15,8 @@
 #include "agent/agent.h"
 #include "agent/cgroup_limits.h"
 #include "agent/gpu_backend.h"
+#include "agent/task_process.h"
+#include "agent/task_uids.h"
 #include "cli/external_command.h"
 #include "server/job_spec.h"
 
@@ -38,8 +41,27 @@ struct AgentFlags {
   std::string grace_period = "10s";
   std::string notice_signal = "USR1";
   std::string cgroups = "auto";
+  std::string task_uids = "61000-61999";
+  bool allow_shared_node = false;
+  std::int64_t log_quota_mib = 10240;
   bool stop_tasks_on_exit = false;
 };
+
+// Whether a task can start with `uid` and/or PID namespaces here: the honest test is to start
+// one (a container may refuse namespaces to root, a missing capability refuses the uid).
+Result<void> probe_launch(int uid, bool namespaces) {
+  TaskLaunch probe;
+  probe.command = {"true"};
+  probe.log_path = "/dev/null";
+  probe.uid = uid;
+  probe.gid = uid;
+  probe.own_pid_namespace = namespaces;
+  auto process = TaskProcess::start(probe);
+  if (!process) return std::unexpected(process.error());
+  const TaskExit exit = process->wait();
+  if (exit.exit_code != 0) return fail("isolation", "the probe task " + exit.reason);
+  return {};
+}
 
 std::string env_or(const char* name, const std::string& fallback) {
   const char* value = std::getenv(name);
@@ -106,11 +128,25 @@ Result<AgentOptions> options_from(const AgentFlags& flags) {
   if (!signal) return std::unexpected(signal.error());
   o.notice_signal = *signal;
   o.stop_tasks_on_exit = flags.stop_tasks_on_exit;
+  auto uids = parse_uid_range(flags.task_uids);
+  if (!uids) return std::unexpected(uids.error());
+  o.task_uids = *uids;
+  o.allow_shared_node_without_isolation = flags.allow_shared_node;
+  if (flags.log_quota_mib < 1) return fail("--log-quota-mib", "expected at least 1");
+  o.log_quota_bytes = flags.log_quota_mib * 1024 * 1024;
   return o;
 }
 
 Result<std::string> read_token(const AgentFlags& flags) {
   if (!flags.token_file.empty()) {
+    // A token others may read lets them act as this node: refused, not just warned about.
+    struct stat info {};
+    if (::stat(flags.token_file.c_str(), &info) == 0 && (info.st_mode & 077) != 0) {
+      return fail("--token-file",
+                  fmt::format("{} may be read by group or others (mode {:04o}); the agent refuses "
+                              "it: chmod 600 it",
+                              flags.token_file, info.st_mode & 07777));
+    }
     std::ifstream in(flags.token_file);
     std::string token;
     if (!in || !std::getline(in, token)) return fail("--token-file", "cannot read the file");
@@ -142,8 +178,24 @@ int run_agent(const AgentFlags& flags) {
   auto gpus = make_gpu_backend(flags.gpus, options->node);
   if (!gpus) return error(gpus.error());
   CgroupSetup cgroups = probe_cgroups(flags.cgroups);
-  if (!cgroups.usable && !cgroups.warning.empty()) {
-    std::fprintf(stderr, "warning: %s\n", cgroups.warning.c_str());
+  if (!cgroups.warning.empty()) std::fprintf(stderr, "warning: %s\n", cgroups.warning.c_str());
+  // What this machine lets the agent do for isolation, said once.
+  if (auto uid_ok = probe_launch(options->task_uids->first, false); !uid_ok) {
+    std::fprintf(stderr,
+                 "warning: tasks run as the agent's own user, not as uids %d-%d: %s (run the "
+                 "agent as root, or with CAP_SETUID and CAP_SETGID); tasks of different tenants "
+                 "do not share this node\n",
+                 options->task_uids->first, options->task_uids->last,
+                 uid_ok.error().message().c_str());
+    options->task_uids.reset();
+  }
+  if (auto ns_ok = probe_launch(-1, true); ns_ok) {
+    options->pid_namespaces = true;
+  } else {
+    std::fprintf(stderr,
+                 "warning: tasks run without PID and mount namespaces of their own: %s (they "
+                 "need CAP_SYS_ADMIN)\n",
+                 ns_ok.error().message().c_str());
   }
   // Block the signals the agent waits for before anything else runs; tasks start with an empty
   // mask (task_process.h). Orphans of the tasks come to the agent, which reaps them.
@@ -208,9 +260,36 @@ int main(int argc, char** argv) {
                   "The signal that gives notice: USR1, USR2, INT, HUP, TERM, URG or WINCH")
       ->capture_default_str();
   cmd->add_option("--cgroups", flags->cgroups,
-                  "CPU and memory limits: auto (cgroup v2 where the agent may write it), none, "
-                  "or a cgroup v2 folder to make the tasks' groups in")
+                  "A cgroup per task, killed whole when the task stops, with its CPU and memory "
+                  "limits where those controllers are delegated: auto (the agent's cgroup v2 "
+                  "group, wherever cgroup2 is mounted), none, or a cgroup v2 folder to make the "
+                  "tasks' groups in")
       ->capture_default_str();
+  cmd->add_option("--task-uids", flags->task_uids,
+                  "The uids jobs' tasks run as, one per job on this node (gid the same number); "
+                  "keep the range free of other users, and the same on nodes that share "
+                  "--checkpoint-root")
+      ->capture_default_str();
+  cmd->add_flag("--allow-shared-node-without-isolation", flags->allow_shared_node,
+                "Run tasks of several tenants at once even when the agent cannot isolate them "
+                "(no uid switch, or neither a cgroup nor PID namespaces); without it such a node "
+                "runs one tenant's tasks at a time");
+  cmd->add_option("--log-quota-mib", flags->log_quota_mib,
+                  "Total size of the task logs kept under <state-dir>/logs; past it the logs of "
+                  "finished tasks (already shipped to the server) are removed, oldest first")
+      ->capture_default_str();
+  cmd->footer(
+      "Isolation: each job runs as its own uid from --task-uids, in PID and mount namespaces of "
+      "its own (a fresh /proc: other jobs' processes are invisible), each task in a cgroup of its "
+      "own that is killed whole when the task stops; run, log and checkpoint folders are 0700, "
+      "logs and tasks.json 0600. The agent needs root, or the capabilities CAP_SETUID and "
+      "CAP_SETGID (uids), CAP_SYS_ADMIN (namespaces, mounting /proc), CAP_KILL, CAP_CHOWN, "
+      "CAP_FOWNER and CAP_DAC_OVERRIDE (the folders), and a cgroup v2 subtree it may write "
+      "(systemd Delegate=yes; with no cpu and memory controllers delegated the tasks are still "
+      "grouped and killed, without limits). Without the uid switch tasks run as the agent. "
+      "Without the uid switch, or with neither a cgroup nor namespaces, the node runs one "
+      "tenant's tasks at a time (see --allow-shared-node-without-isolation). A --token-file "
+      "that group or others may read is refused.");
   cmd->add_flag("--stop-tasks-on-exit", flags->stop_tasks_on_exit,
                 "On SIGTERM, stop the tasks (notice, checkpoint, SIGTERM) before exiting; "
                 "without it they keep running and the next agent takes them back");

@@ -64,18 +64,34 @@ Result<NodeAssignment> node_assignment_from_json(const Json& value, const std::s
 
 }  // namespace
 
-Result<std::vector<NodeAssignment>> assignments_from_json(const nlohmann::json& reply) {
-  std::vector<NodeAssignment> out;
+Result<ParsedAssignments> parse_assignments(const nlohmann::json& reply) {
+  ParsedAssignments out;
   if (!reply.is_object()) return fail("reply", "expected a JSON object");
   auto it = reply.find("assignments");
   if (it == reply.end() || it->is_null()) return out;
   if (!it->is_array()) return fail("assignments", "expected a list");
   for (std::size_t i = 0; i < it->size(); ++i) {
-    auto a = node_assignment_from_json((*it)[i], fmt::format("assignments[{}]", i));
-    if (!a) return std::unexpected(a.error());
-    out.push_back(std::move(*a));
+    const Json& value = (*it)[i];
+    auto a = node_assignment_from_json(value, fmt::format("assignments[{}]", i));
+    if (a) {
+      out.accepted.push_back(std::move(*a));
+      continue;
+    }
+    RejectedAssignment rejected{.job = 0, .run = 0, .error = a.error()};
+    if (value.is_object()) {
+      (void)read(value, "", "job", rejected.job);
+      (void)read(value, "", "run", rejected.run);
+    }
+    out.rejected.push_back(std::move(rejected));
   }
   return out;
+}
+
+Result<std::vector<NodeAssignment>> assignments_from_json(const nlohmann::json& reply) {
+  auto parsed = parse_assignments(reply);
+  if (!parsed) return std::unexpected(parsed.error());
+  if (!parsed->rejected.empty()) return std::unexpected(parsed->rejected.front().error);
+  return std::move(parsed->accepted);
 }
 
 std::vector<std::pair<std::string, std::string>> task_environment(const NodeAssignment& assignment,

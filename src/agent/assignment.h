@@ -41,6 +41,25 @@ struct NodeAssignment {
 // The "assignments" of a heartbeat reply; fails naming the field ("assignments[2].tasks").
 Result<std::vector<NodeAssignment>> assignments_from_json(const nlohmann::json& reply);
 
+// An assignment of a reply that could not be used: the job it is about (0 when even that cannot
+// be read), its run, and why.
+struct RejectedAssignment {
+  std::int64_t job = 0;
+  std::int64_t run = 0;
+  Error error;
+};
+
+struct ParsedAssignments {
+  std::vector<NodeAssignment> accepted;
+  std::vector<RejectedAssignment> rejected;
+};
+
+// The "assignments" of a heartbeat reply, each read on its own: one that is malformed (no
+// command, a field of the wrong type) is rejected with its reason and the others are kept, so
+// that one bad job cannot stop a node. Fails only when the reply itself is not an object or its
+// "assignments" not a list.
+Result<ParsedAssignments> parse_assignments(const nlohmann::json& reply);
+
 // Where a task's files are and what the agent adds to its environment.
 struct TaskSetting {
   std::string agent_dir;        // the folder of the agent's executable: first on a default PATH

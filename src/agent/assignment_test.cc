@@ -70,6 +70,35 @@ TEST(Assignment, RefusesMalformedEntriesNamingTheField) {
   EXPECT_FALSE(assignments_from_json(nlohmann::json::array()));
 }
 
+// One job without a command (or with a field of the wrong type) is rejected on its own, with the
+// job it is about; the others in the reply are kept.
+TEST(Assignment, ABadAssignmentIsRejectedAloneAndTheOthersKept) {
+  auto no_command = gang_task_1();
+  no_command["job"] = 7;
+  no_command["run"] = 3;
+  no_command.erase("command");
+  auto empty_command = gang_task_1();
+  empty_command["job"] = 8;
+  empty_command["command"] = nlohmann::json::array();
+  const nlohmann::json reply = {
+      {"assignments", {no_command, gang_task_1(), empty_command, "not an object"}}};
+  auto parsed = parse_assignments(reply);
+  ASSERT_TRUE(parsed) << parsed.error().message();
+  ASSERT_EQ(parsed->accepted.size(), 1U);
+  EXPECT_EQ(parsed->accepted[0].job, 12);
+  ASSERT_EQ(parsed->rejected.size(), 3U);
+  EXPECT_EQ(parsed->rejected[0].job, 7);
+  EXPECT_EQ(parsed->rejected[0].run, 3);
+  EXPECT_EQ(parsed->rejected[0].error.field, "assignments[0].command");
+  EXPECT_EQ(parsed->rejected[0].error.reason, "the job has no command to run");
+  EXPECT_EQ(parsed->rejected[1].job, 8);
+  EXPECT_EQ(parsed->rejected[1].error.field, "assignments[2].command");
+  EXPECT_EQ(parsed->rejected[2].job, 0);
+  EXPECT_EQ(parsed->rejected[2].error.field, "assignments[3]");
+  EXPECT_FALSE(parse_assignments(nlohmann::json::array()));
+  EXPECT_FALSE(parse_assignments({{"assignments", "x"}}));
+}
+
 TEST(Assignment, TheTaskEnvironmentHasTidepoolsAndTorchrunsVariables) {
   auto read = assignments_from_json(reply_with(gang_task_1()));
   ASSERT_TRUE(read);

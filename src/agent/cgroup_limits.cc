@@ -37,9 +37,22 @@ std::string system_reason(int error) {
   return text != nullptr ? text : fmt::format("error {}", error);
 }
 
+// The membership and kill only mode at `root`, which exists and has cgroup.kill.
+CgroupSetup kill_only(const std::string& root, std::string_view why) {
+  return CgroupSetup{
+      .usable = true,
+      .limits = false,
+      .root = root,
+      .warning = fmt::format("{}; tasks get a cgroup each under {} and are killed with it, but "
+                             "their CPU and memory limits are not enforced; delegate the cpu and "
+                             "memory controllers to the agent to enforce them",
+                             why, root)};
+}
+
 CgroupSetup unusable(std::string_view why, std::string_view what_to_do) {
   return CgroupSetup{
       .usable = false,
+      .limits = false,
       .root = {},
       .warning = fmt::format("{}; tasks run without CPU and memory limits; {}", why, what_to_do)};
 }
@@ -133,9 +146,13 @@ std::vector<pid_t> parse_pids(std::string_view text) {
   return pids;
 }
 
+bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
+
 // Checks that `dir` is a cgroup whose parent passed it the cpu and memory controllers.
-Result<void> check_offers_controllers(const std::string& dir) {
+// `is_cgroup`, when given, is set to whether `dir` is a cgroup v2 directory at all.
+Result<void> check_offers_controllers(const std::string& dir, bool* is_cgroup = nullptr) {
   auto offered = read_file(dir + "/cgroup.controllers");
+  if (is_cgroup != nullptr) *is_cgroup = offered.has_value();
   if (!offered) {
     return fail(
         "", fmt::format("{} is not a cgroup v2 directory ({})", dir, offered.error().message()));
@@ -178,8 +195,21 @@ CgroupSetup probe_own_cgroup(const std::string& mount_dir, std::string_view proc
                     kDelegateHint);
   }
   const std::string own = *path == "/" ? mount_dir : mount_dir + std::string(*path);
-  if (auto offered = check_offers_controllers(own); !offered) {
-    return unusable(offered.error().message(), kDelegateHint);
+  bool is_cgroup = false;
+  if (auto offered = check_offers_controllers(own, &is_cgroup); !offered) {
+    if (!is_cgroup) return unusable(offered.error().message(), kDelegateHint);
+    // Membership and kill only, in a group of the agent's own cgroup; the agent stays where it is
+    // (without controllers to enable, the "no internal processes" rule does not apply).
+    const std::string root = own + "/tidepool-tasks";
+    if (auto made = make_directory(root); !made) {
+      return unusable(offered.error().message() + "; " + made.error().message(), kDelegateHint);
+    }
+    if (!exists(root + "/cgroup.kill")) {
+      return unusable(fmt::format("{}; and {} has no cgroup.kill (Linux 5.14 or later)",
+                                  offered.error().message(), root),
+                      kDelegateHint);
+    }
+    return kill_only(root, offered.error().message());
   }
   // The "no internal processes" rule: a group with processes in it cannot enable controllers for
   // its children, so the agent leaves its group for a leaf of its own first.
@@ -204,7 +234,7 @@ CgroupSetup probe_own_cgroup(const std::string& mount_dir, std::string_view proc
   if (auto enabled = enable_controllers(root); !enabled) {
     return unusable(enabled.error().message(), kDelegateHint);
   }
-  return CgroupSetup{.usable = true, .root = root, .warning = {}};
+  return CgroupSetup{.usable = true, .limits = true, .root = root, .warning = {}};
 }
 
 CgroupSetup probe_given_root(const std::string& root) {
@@ -221,10 +251,16 @@ CgroupSetup probe_given_root(const std::string& root) {
     return unusable(fmt::format("cannot write in {}: {}", root, system_reason(errno)),
                     kGiveAnother);
   }
-  Result<void> ready = check_offers_controllers(root);
-  if (ready) ready = enable_controllers(root);
-  if (!ready) return unusable(ready.error().message(), kGiveAnother);
-  return CgroupSetup{.usable = true, .root = root, .warning = {}};
+  bool is_cgroup = false;
+  if (auto offered = check_offers_controllers(root, &is_cgroup); !offered) {
+    if (is_cgroup && exists(root + "/cgroup.kill"))
+      return kill_only(root, offered.error().message());
+    return unusable(offered.error().message(), kGiveAnother);
+  }
+  if (auto enabled = enable_controllers(root); !enabled) {
+    return unusable(enabled.error().message(), kGiveAnother);
+  }
+  return CgroupSetup{.usable = true, .limits = true, .root = root, .warning = {}};
 }
 
 // A limit in a unit, as the kernel takes it: "max" for 0 (no limit).
@@ -239,25 +275,61 @@ CgroupSetup probe_cgroups_at(const std::string& mount_dir, std::string_view proc
   return probe_given_root(std::string(requested));
 }
 
+std::string find_cgroup2_mount(std::string_view mountinfo, std::string* mount_root) {
+  // A line: "ID PARENT MAJ:MIN ROOT MOUNT_POINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER".
+  std::string found;
+  std::string found_root;
+  while (!mountinfo.empty()) {
+    const auto end = mountinfo.find('\n');
+    const std::string_view line = mountinfo.substr(0, end);
+    const auto fields = words(line);
+    const auto dash = std::ranges::find(fields, std::string_view("-"));
+    if (fields.size() >= 5 && dash != fields.end() && dash + 1 != fields.end() &&
+        *(dash + 1) == "cgroup2") {
+      const std::string point(fields[4]);
+      if (found.empty() || point == kMount) {
+        found = point;
+        found_root = std::string(fields[3]);
+      }
+    }
+    if (end == std::string_view::npos) break;
+    mountinfo.remove_prefix(end + 1);
+  }
+  if (mount_root != nullptr) *mount_root = found_root;
+  return found;
+}
+
 CgroupSetup probe_cgroups(std::string_view requested) {
   if (requested != "auto") return probe_cgroups_at(std::string(kMount), {}, requested);
+  std::string mount_dir(kMount);
+  std::string mount_root = "/";
   struct statfs mounted {};
-  if (::statfs(std::string(kMount).c_str(), &mounted) != 0) {
-    return unusable(fmt::format("cannot look at {}: {}", kMount, system_reason(errno)),
-                    kDelegateHint);
-  }
-  if (mounted.f_type != CGROUP2_SUPER_MAGIC) {
-    return unusable(
-        fmt::format("cgroup v2 is not mounted at {} (a cgroup v1 or hybrid layout)", kMount),
-        "boot with systemd.unified_cgroup_hierarchy=1 or pass --cgroups none");
+  if (::statfs(mount_dir.c_str(), &mounted) != 0 || mounted.f_type != CGROUP2_SUPER_MAGIC) {
+    auto mountinfo = read_file("/proc/self/mountinfo");
+    mount_dir = mountinfo ? find_cgroup2_mount(*mountinfo, &mount_root) : std::string();
+    if (mount_dir.empty()) {
+      return unusable(
+          fmt::format("no cgroup v2 file system is mounted (not at {}, nor elsewhere in "
+                      "/proc/self/mountinfo)",
+                      kMount),
+          "boot with systemd.unified_cgroup_hierarchy=1 or pass --cgroups none");
+    }
   }
   auto own = read_file("/proc/self/cgroup");
   if (!own) return unusable(own.error().message(), kDelegateHint);
-  return probe_cgroups_at(std::string(kMount), *own, requested);
+  // /proc/self/cgroup names the group from the hierarchy's root; the mount may show a part of it.
+  std::string text = *own;
+  if (const auto path = unified_path(*own);
+      path && mount_root.size() > 1 && path->starts_with(mount_root)) {
+    const std::string_view below = path->substr(mount_root.size());
+    text = "0::" + (below.empty() ? std::string("/") : std::string(below)) + "\n";
+  }
+  return probe_cgroups_at(mount_dir, text, requested);
 }
 
 Result<TaskCgroup> TaskCgroup::create(const std::string& root, const std::string& name,
-                                      std::int64_t cpu_milli, std::int64_t memory_mib) {
+                                      std::int64_t cpu_milli, std::int64_t memory_mib,
+                                      bool limits) {
   if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos) {
     return fail("name", fmt::format("\"{}\" is not a cgroup name (empty, \".\", \"..\" or holding "
                                     "'/')",
@@ -275,6 +347,10 @@ Result<TaskCgroup> TaskCgroup::create(const std::string& root, const std::string
   if (!made) return std::unexpected(made.error());
   // Owned from here, so that a failure below removes what this call made.
   TaskCgroup group(path, *made);
+  if (!limits) {
+    group.owned_ = true;
+    return group;
+  }
   const std::string cpu =
       cpu_milli == 0 ? "max"
                      : fmt::format("{} {}", std::max(cpu_milli * 100, kLeastQuotaUs), kPeriodUs);
@@ -326,6 +402,12 @@ Result<void> TaskCgroup::kill_all() {
     }
   }
   return {};
+}
+
+Result<bool> TaskCgroup::has_processes() const {
+  auto procs = read_file(procs_path());
+  if (!procs) return std::unexpected(procs.error());
+  return !parse_pids(*procs).empty();
 }
 
 bool TaskCgroup::oom_killed() const {

@@ -18,8 +18,18 @@
 //   <agent's cgroup>/tasks/      the root; cgroup.subtree_control: cpu memory
 //   <agent's cgroup>/tasks/<name>/   one task: cpu.max, memory.max, its processes
 //
-// Where that is not possible (cgroup v1 only, a read-only /sys/fs/cgroup as in most containers,
-// controllers not delegated), probing says why in one line and tasks run without limits.
+// Where /sys/fs/cgroup is not a cgroup2 mount (a cgroup v1 or hybrid layout), the cgroup2
+// hierarchy is looked for elsewhere in /proc/self/mountinfo (a hybrid layout mounts it at
+// /sys/fs/cgroup/unified).
+//
+// Membership and kill only: where the cgroup the agent finds does not offer the cpu and memory
+// controllers (none delegated) but the agent may make groups in it and the kernel has cgroup.kill
+// (Linux 5.14), the tasks still get a group each, so that every process of a task, setsid or
+// double-forked, is killed with it; their limits are not enforced (limits false, one warning
+// line). With "auto" that root is <agent's cgroup>/tidepool-tasks; the agent does not move.
+//
+// Where nothing of that is possible (a read-only cgroup file system as in most containers, an old
+// kernel), probing says why in one line and tasks run without a cgroup.
 //
 // Not thread-safe: one thread at a time per TaskCgroup. probe_cgroups may move the calling
 // process into another cgroup (all its threads with it).
@@ -36,21 +46,26 @@ namespace tidepool {
 
 // What probe_cgroups found.
 struct CgroupSetup {
+  // Tasks get a group each (membership and kill).
   bool usable = false;
+  // Their cpu.max and memory.max are written and enforced; false in the membership and kill only
+  // mode (and when !usable).
+  bool limits = false;
   // The cgroup v2 directory under which task groups are made; empty when !usable.
   std::string root;
-  // When !usable: one line saying why and what to do, for the agent to log. Empty when usable, and
-  // when the user turned limits off ("none").
+  // When !usable, or usable without limits: one line saying why and what to do, for the agent to
+  // log. Empty when usable with limits, and when the user turned cgroups off ("none").
   std::string warning;
 };
 
 // Finds the root for task groups. `requested` is
-//   "auto"   the agent's own cgroup, as the file comment says; /sys/fs/cgroup must be a cgroup2
-//            mount (checked with statfs);
+//   "auto"   the agent's own cgroup, as the file comment says, in the cgroup2 hierarchy mounted at
+//            /sys/fs/cgroup (checked with statfs) or, failing that, where mountinfo says;
 //   "none"   no limits: usable false and no warning;
 //   a path   a cgroup v2 directory the agent was given, used as it is: it must exist, be writable
 //            and offer the cpu and memory controllers (cgroup.controllers), which are enabled for
-//            its children (cgroup.subtree_control) unless they are already.
+//            its children (cgroup.subtree_control) unless they are already; without them, it is
+//            used for membership and kill only when it has a cgroup.kill file.
 // Never fails: what it cannot do is the warning.
 CgroupSetup probe_cgroups(std::string_view requested);
 
@@ -59,6 +74,11 @@ CgroupSetup probe_cgroups(std::string_view requested);
 // For "auto", the process moved into the leaf "agent" is still the caller (getpid()).
 CgroupSetup probe_cgroups_at(const std::string& mount_dir, std::string_view proc_self_cgroup,
                              std::string_view requested);
+
+// The mount point of the cgroup2 file system in `mountinfo` (the text of /proc/self/mountinfo):
+// /sys/fs/cgroup when it is one, else the first cgroup2 mount listed; empty when there is none.
+// `mount_root` gets the part of the hierarchy mounted there (the fourth field, "/" mostly).
+std::string find_cgroup2_mount(std::string_view mountinfo, std::string* mount_root = nullptr);
 
 // One task's cgroup, <root>/<name>. Movable, not copyable; a moved-from TaskCgroup owns nothing.
 // The directory is removed when the TaskCgroup is destroyed (best effort: the kernel refuses while
@@ -75,9 +95,11 @@ class TaskCgroup {
   // A directory that exists already (left by an agent that stopped before removing it) is reused
   // and its limits rewritten. Errors name the input that was wrong ("name": empty, ".", "..", or
   // holding '/'; "cpu_milli", "memory_mib": negative or too large) or the file that could not be
-  // written; a directory this call made is removed again when writing a limit fails.
+  // written; a directory this call made is removed again when writing a limit fails. With
+  // `limits` false (the membership and kill only mode) no limit is written.
   static Result<TaskCgroup> create(const std::string& root, const std::string& name,
-                                   std::int64_t cpu_milli, std::int64_t memory_mib);
+                                   std::int64_t cpu_milli, std::int64_t memory_mib,
+                                   bool limits = true);
 
   TaskCgroup(TaskCgroup&& other) noexcept;
   // Removes the group this one owned, as the destructor does, then takes over `other`'s.
@@ -100,6 +122,13 @@ class TaskCgroup {
   // processes may take a moment to die, and the agent still reaps its own children. A process gone
   // already is not an error.
   Result<void> kill_all();
+
+  // The group's cgroup.procs file: a task joins the group by writing to it (TaskLaunch).
+  [[nodiscard]] std::string procs_path() const { return path_ + "/cgroup.procs"; }
+
+  // Whether any process is in the group (cgroup.procs lists a pid). Errors: the file cannot be
+  // read.
+  [[nodiscard]] Result<bool> has_processes() const;
 
   // Whether the kernel OOM-killed a process of the group: the "oom_kill N" line of memory.events
   // has N > 0. False when the file cannot be read.

@@ -355,13 +355,68 @@ TEST_F(ProbeCgroupsTest, AutoNamesWhatItCannotWrite) {
   EXPECT_THAT(setup.warning, HasSubstr("Delegate=yes"));
 }
 
+// No controller delegated, but the kernel has cgroup.kill: tasks still get a group each, to be
+// killed with it, and the warning says their limits are not enforced.
+TEST_F(ProbeCgroupsTest, AutoWithoutControllersKeepsMembershipAndKill) {
+  make_service_cgroup();
+  write(service() + "/cgroup.controllers", "pids\n");
+  make_group(service() + "/tidepool-tasks", {"cgroup.kill", "cgroup.procs"});
+  const CgroupSetup setup = probe_cgroups_at(temp_.path(), kProcSelfCgroup, "auto");
+  ASSERT_TRUE(setup.usable) << setup.warning;
+  EXPECT_FALSE(setup.limits);
+  EXPECT_EQ(setup.root, service() + "/tidepool-tasks");
+  EXPECT_THAT(setup.warning, HasSubstr("not enforced"));
+  EXPECT_THAT(setup.warning, HasSubstr("cpu and memory"));
+  // The agent stayed where it was: nothing to enable, no leaf to move to.
+  EXPECT_EQ(read(service() + "/agent/cgroup.procs"), "");
+  // Groups made there get no limit files written.
+  auto group = TaskCgroup::create(setup.root, "job-1", 1500, 512, setup.limits);
+  ASSERT_TRUE(group) << group.error().message();
+  EXPECT_FALSE(fs::exists(setup.root + "/job-1/cpu.max"));
+  fs::remove(setup.root + "/job-1");
+}
+
+TEST_F(ProbeCgroupsTest, AutoWithoutControllersOrCgroupKillIsNotUsable) {
+  make_service_cgroup();
+  write(service() + "/cgroup.controllers", "pids\n");
+  const CgroupSetup setup = probe_cgroups_at(temp_.path(), kProcSelfCgroup, "auto");
+  EXPECT_FALSE(setup.usable);
+  EXPECT_THAT(setup.warning, HasSubstr("cgroup.kill"));
+}
+
+TEST_F(ProbeCgroupsTest, AGivenDirectoryWithCgroupKillButNoControllersIsForKillOnly) {
+  make_group(service(), {"cgroup.controllers", "cgroup.kill"});
+  write(service() + "/cgroup.controllers", "pids\n");
+  const CgroupSetup setup = probe_cgroups_at(temp_.path(), "", service());
+  EXPECT_TRUE(setup.usable);
+  EXPECT_FALSE(setup.limits);
+  EXPECT_EQ(setup.root, service());
+}
+
+TEST(FindCgroup2MountTest, PrefersSysFsCgroupElseTheFirstListed) {
+  const std::string hybrid =
+      "31 1 0:27 / /sys/fs/cgroup ro,nosuid - tmpfs tmpfs ro,mode=755\n"
+      "33 31 0:29 / /sys/fs/cgroup/memory rw shared:9 - cgroup cgroup rw,memory\n"
+      "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime shared:5 - cgroup2 cgroup2 rw\n";
+  std::string root;
+  EXPECT_EQ(find_cgroup2_mount(hybrid, &root), "/sys/fs/cgroup/unified");
+  EXPECT_EQ(root, "/");
+  const std::string unified =
+      "25 1 0:22 /kubepods/pod1 /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n"
+      "26 1 0:22 / /mnt/cg rw - cgroup2 cgroup2 rw\n";
+  EXPECT_EQ(find_cgroup2_mount(unified, &root), "/sys/fs/cgroup");
+  EXPECT_EQ(root, "/kubepods/pod1");
+  EXPECT_EQ(find_cgroup2_mount("33 31 0:29 / /sys/fs/cgroup/memory rw - cgroup cgroup rw\n"), "");
+}
+
 // The real machine: limits may or may not be possible here, but either way it is explained.
 TEST(ProbeCgroupsOnThisMachineTest, AutoIsUsableOrSaysWhyNot) {
   const CgroupSetup setup = probe_cgroups("auto");
   std::cout << "probe_cgroups(\"auto\"): usable=" << setup.usable << " root=\"" << setup.root
             << "\" warning=\"" << setup.warning << "\"\n";
   if (setup.usable) {
-    EXPECT_EQ(setup.warning, "");
+    // Without the cpu and memory controllers, the membership and kill only mode says so.
+    EXPECT_EQ(setup.warning.empty(), setup.limits) << setup.warning;
     EXPECT_TRUE(fs::is_directory(setup.root)) << setup.root;
   } else {
     EXPECT_NE(setup.warning, "");

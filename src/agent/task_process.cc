@@ -2,13 +2,18 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cassert>
 #include <cerrno>
@@ -181,6 +186,180 @@ TaskExit lost_exit(int error) {
                                         system_reason(error))};
 }
 
+// What a child that could not exec tells the agent through the error pipe.
+enum class ChildStage : int {
+  kJoinCgroup = 1,
+  kMount,
+  kFork,
+  kIdentity,
+  kNoNewPrivs,
+  kChdir,
+  kStdio,
+  kExec,
+};
+struct ChildFailure {
+  int stage = 0;
+  int error = 0;
+};
+
+// Everything the child needs, prepared before the fork: the child allocates nothing.
+struct ChildPlan {
+  const char* program = nullptr;
+  char* const* argv = nullptr;
+  char* const* envp = nullptr;
+  const char* working_dir = nullptr;  // nullptr: stay
+  int log_fd = -1;
+  int null_fd = -1;
+  int cgroup_fd = -1;  // cgroup.procs, opened for writing; -1: none
+  int error_fd = -1;   // the error pipe's write end (O_CLOEXEC: closed by a successful exec)
+  int status_fd = -1;  // with a namespace: where the init writes the command's wait status
+  int uid = -1;
+  int gid = -1;
+  bool own_namespace = false;
+};
+
+// fork() without glibc's fork handlers, which are not safe in a child of a threaded program; with
+// `flags` such as CLONE_NEWPID. The child runs on a copy of the caller's stack.
+pid_t raw_fork(unsigned long flags) {
+  return static_cast<pid_t>(
+      ::syscall(SYS_clone, flags | SIGCHLD, nullptr, nullptr, nullptr, nullptr));
+}
+
+[[noreturn]] void child_fails(const ChildPlan& plan, ChildStage stage, int error) {
+  const ChildFailure failure{static_cast<int>(stage), error};
+  (void)!::write(plan.error_fd, &failure, sizeof failure);
+  ::_exit(127);
+}
+
+// The job's command: in the child (or the namespace's PID 2), from here to exec.
+[[noreturn]] void exec_command(const ChildPlan& plan) {
+  struct sigaction default_action {};
+  default_action.sa_handler = SIG_DFL;
+  for (int sig = 1; sig < NSIG; ++sig) (void)::sigaction(sig, &default_action, nullptr);
+  if (::dup2(plan.null_fd, STDIN_FILENO) < 0 || ::dup2(plan.log_fd, STDOUT_FILENO) < 0 ||
+      ::dup2(plan.log_fd, STDERR_FILENO) < 0) {
+    child_fails(plan, ChildStage::kStdio, errno);
+  }
+  // Every descriptor above 2 closes at exec, whoever opened it; the error pipe stays open until
+  // then, so a failure below can still be told.
+  if (::syscall(SYS_close_range, STDERR_FILENO + 1, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
+    for (int fd = STDERR_FILENO + 1; fd < 4096; ++fd) (void)::fcntl(fd, F_SETFD, FD_CLOEXEC);
+  }
+  if (plan.uid >= 0) {
+    // Raw system calls: glibc's setuid would try to signal the agent's other threads.
+    if (::syscall(SYS_setgroups, 0, nullptr) != 0 ||
+        ::syscall(SYS_setresgid, plan.gid, plan.gid, plan.gid) != 0 ||
+        ::syscall(SYS_setresuid, plan.uid, plan.uid, plan.uid) != 0) {
+      child_fails(plan, ChildStage::kIdentity, errno);
+    }
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+      child_fails(plan, ChildStage::kNoNewPrivs, errno);
+    }
+  }
+  if (plan.working_dir != nullptr && ::chdir(plan.working_dir) != 0) {
+    child_fails(plan, ChildStage::kChdir, errno);
+  }
+  sigset_t empty;
+  ::sigemptyset(&empty);
+  ::sigprocmask(SIG_SETMASK, &empty, nullptr);
+  ::execve(plan.program, plan.argv, plan.envp);
+  child_fails(plan, ChildStage::kExec, errno);
+}
+
+// The namespace's init (PID 1): starts the command as PID 2, reaps every orphan of the namespace,
+// and exits when the command has, after writing its wait status for the agent.
+[[noreturn]] void namespace_init(const ChildPlan& plan) {
+  // Private mounts first, so that the fresh /proc does not propagate to the agent's namespace.
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+      ::mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
+    child_fails(plan, ChildStage::kMount, errno);
+  }
+  sigset_t all;
+  ::sigfillset(&all);
+  ::sigprocmask(SIG_SETMASK, &all, nullptr);
+  const pid_t command = raw_fork(0);
+  if (command < 0) child_fails(plan, ChildStage::kFork, errno);
+  if (command == 0) exec_command(plan);
+  // The init keeps only the status pipe: not the agent's sockets and files, nor the error pipe
+  // (the agent waits for its end of file).
+  (void)::dup2(plan.null_fd, STDIN_FILENO);
+  (void)::dup2(plan.null_fd, STDOUT_FILENO);
+  (void)::dup2(plan.null_fd, STDERR_FILENO);
+  if (plan.status_fd > STDERR_FILENO + 1) {
+    (void)::syscall(SYS_close_range, STDERR_FILENO + 1, plan.status_fd - 1, 0);
+  }
+  (void)::syscall(SYS_close_range, plan.status_fd + 1, ~0U, 0);
+  while (true) {
+    siginfo_t info{};
+    if (::sigwaitinfo(&all, &info) != SIGCHLD) continue;  // the group's signals are not for it
+    int status = 0;
+    pid_t reaped = 0;
+    while ((reaped = ::waitpid(-1, &status, WNOHANG)) > 0) {
+      if (reaped != command) continue;
+      (void)!::write(plan.status_fd, &status, sizeof status);
+      ::_exit(0);  // the kernel kills the rest of the namespace
+    }
+  }
+}
+
+[[noreturn]] void child_main(const ChildPlan& plan) {
+  if (plan.cgroup_fd >= 0 && ::write(plan.cgroup_fd, "0", 1) != 1) {
+    child_fails(plan, ChildStage::kJoinCgroup, errno);
+  }
+  (void)::setpgid(0, 0);  // a group of its own, whose id is this pid
+  if (plan.own_namespace) namespace_init(plan);
+  exec_command(plan);
+}
+
+std::string child_failure_text(const TaskLaunch& launch, const ChildFailure& failure) {
+  const std::string reason = system_reason(failure.error);
+  const std::string& name = launch.command.front();
+  switch (static_cast<ChildStage>(failure.stage)) {
+    case ChildStage::kJoinCgroup:
+      return fmt::format("cannot join the cgroup ({}): {}", launch.cgroup_procs, reason);
+    case ChildStage::kMount:
+      return fmt::format("cannot mount a fresh /proc in the task's namespace: {}", reason);
+    case ChildStage::kFork:
+      return fmt::format("the namespace's init cannot fork: {}", reason);
+    case ChildStage::kIdentity:
+      return fmt::format("cannot switch to uid {} gid {}: {}", launch.uid, launch.gid, reason);
+    case ChildStage::kNoNewPrivs:
+      return fmt::format("cannot set no_new_privs: {}", reason);
+    case ChildStage::kChdir:
+      return fmt::format("{}: {}", launch.working_dir, reason);
+    case ChildStage::kStdio:
+      return fmt::format("cannot set up stdin, stdout and stderr: {}", reason);
+    case ChildStage::kExec:
+      break;
+  }
+  switch (failure.error) {
+    case ENOENT:
+      return fmt::format("{}: not found", name);
+    case EACCES:
+      return fmt::format("{}: permission denied", name);
+    default:
+      return fmt::format("{}: cannot run it: {}", name, reason);
+  }
+}
+
+std::string_view child_failure_field(const ChildFailure& failure) {
+  switch (static_cast<ChildStage>(failure.stage)) {
+    case ChildStage::kChdir:
+      return "working_dir";
+    case ChildStage::kExec:
+      return "command";
+    case ChildStage::kStdio:
+      return "log_path";
+    default:
+      return "isolation";
+  }
+}
+
+bool wants_isolation(const TaskLaunch& launch) {
+  return launch.uid >= 0 || launch.gid >= 0 || launch.own_pid_namespace ||
+         !launch.cgroup_procs.empty();
+}
+
 }  // namespace
 
 TaskExit task_exit_from_wait_status(int status) {
@@ -202,8 +381,13 @@ Result<TaskProcess> TaskProcess::start(const TaskLaunch& launch) {
   if (auto checked = check_launch(launch); !checked) return std::unexpected(checked.error());
   auto program = find_program(launch);
   if (!program) return std::unexpected(program.error());
+  if ((launch.uid >= 0) != (launch.gid >= 0)) {
+    return fail("isolation", "give the task both a uid and a gid, or neither");
+  }
+  const bool isolated = wants_isolation(launch);
 
-  const OwnedFd log(open_above_stdio(launch.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644));
+  const OwnedFd log(open_above_stdio(launch.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND,
+                                     isolated ? 0600 : 0644));
   if (log.get() < 0) {
     return fail("log_path", fmt::format("{}: cannot open it for appending: {}", launch.log_path,
                                         system_reason(errno)));
@@ -212,6 +396,24 @@ Result<TaskProcess> TaskProcess::start(const TaskLaunch& launch) {
   if (null_input.get() < 0) {
     return fail(
         "", fmt::format("cannot open /dev/null for the task's stdin: {}", system_reason(errno)));
+  }
+
+  std::vector<char*> argv;
+  argv.reserve(launch.command.size() + 1);
+  for (const std::string& argument : launch.command) {
+    argv.push_back(const_cast<char*>(argument.c_str()));  // exec's signature; never written
+  }
+  argv.push_back(nullptr);
+  std::vector<std::string> variables;
+  variables.reserve(launch.environment.size());
+  for (const auto& [name, value] : launch.environment) variables.push_back(name + "=" + value);
+  std::vector<char*> envp;
+  envp.reserve(variables.size() + 1);
+  for (std::string& variable : variables) envp.push_back(variable.data());
+  envp.push_back(nullptr);
+
+  if (isolated) {
+    return start_isolated(launch, *program, argv.data(), envp.data(), log.get(), null_input.get());
   }
 
   // In the child, in this order, between fork and exec.
@@ -246,20 +448,6 @@ Result<TaskProcess> TaskProcess::start(const TaskLaunch& launch) {
     return fail("", fmt::format("cannot prepare the task's launch: {}", system_reason(status)));
   }
 
-  std::vector<char*> argv;
-  argv.reserve(launch.command.size() + 1);
-  for (const std::string& argument : launch.command) {
-    argv.push_back(const_cast<char*>(argument.c_str()));  // exec's signature; never written
-  }
-  argv.push_back(nullptr);
-  std::vector<std::string> variables;
-  variables.reserve(launch.environment.size());
-  for (const auto& [name, value] : launch.environment) variables.push_back(name + "=" + value);
-  std::vector<char*> envp;
-  envp.reserve(variables.size() + 1);
-  for (std::string& variable : variables) envp.push_back(variable.data());
-  envp.push_back(nullptr);
-
   pid_t pid = -1;
   // glibc's posix_spawn waits until the child has exec'd, and returns the errno of a failed exec
   // (or of a failed file action: the working folder was checked above, so it is the exec's).
@@ -276,11 +464,84 @@ Result<TaskProcess> TaskProcess::start(const TaskLaunch& launch) {
         return fail("command", fmt::format("{}: cannot run it: {}", name, system_reason(status)));
     }
   }
-  return TaskProcess(pid);
+  return TaskProcess(pid, -1);
+}
+
+Result<TaskProcess> TaskProcess::start_isolated(const TaskLaunch& launch,
+                                                const std::string& program, char* const* argv,
+                                                char* const* envp, int log_fd, int null_fd) {
+  std::optional<OwnedFd> cgroup;
+  if (!launch.cgroup_procs.empty()) {
+    cgroup.emplace(open_above_stdio(launch.cgroup_procs.c_str(), O_WRONLY));
+    if (cgroup->get() < 0) {
+      return fail("isolation",
+                  fmt::format("cannot open {}: {}", launch.cgroup_procs, system_reason(errno)));
+    }
+  }
+  int error_pipe[2] = {-1, -1};
+  int status_pipe[2] = {-1, -1};
+  if (::pipe2(error_pipe, O_CLOEXEC) != 0 ||
+      (launch.own_pid_namespace && ::pipe2(status_pipe, O_CLOEXEC) != 0)) {
+    const int error = errno;
+    for (int fd : {error_pipe[0], error_pipe[1]}) {
+      if (fd >= 0) ::close(fd);
+    }
+    return fail("",
+                fmt::format("cannot make a pipe for the task's start: {}", system_reason(error)));
+  }
+  const ChildPlan plan{
+      .program = program.c_str(),
+      .argv = argv,
+      .envp = envp,
+      .working_dir = launch.working_dir.empty() ? nullptr : launch.working_dir.c_str(),
+      .log_fd = log_fd,
+      .null_fd = null_fd,
+      .cgroup_fd = cgroup ? cgroup->get() : -1,
+      .error_fd = error_pipe[1],
+      .status_fd = status_pipe[1],
+      .uid = launch.uid,
+      .gid = launch.gid,
+      .own_namespace = launch.own_pid_namespace};
+  const pid_t pid = raw_fork(launch.own_pid_namespace ? CLONE_NEWPID | CLONE_NEWNS : 0);
+  if (pid == 0) child_main(plan);
+  const int fork_error = errno;
+  ::close(error_pipe[1]);
+  if (status_pipe[1] >= 0) ::close(status_pipe[1]);
+  if (pid < 0) {
+    ::close(error_pipe[0]);
+    if (status_pipe[0] >= 0) ::close(status_pipe[0]);
+    return fail(
+        "isolation",
+        fmt::format("cannot start the task{}: {}",
+                    launch.own_pid_namespace ? " in PID and mount namespaces of its own" : "",
+                    system_reason(fork_error)));
+  }
+  // End of file once the command exec'd (the pipe is O_CLOEXEC) or every holder ended.
+  ChildFailure failure;
+  std::size_t got = 0;
+  while (got < sizeof failure) {
+    const ssize_t n =
+        ::read(error_pipe[0], reinterpret_cast<char*>(&failure) + got, sizeof failure - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  ::close(error_pipe[0]);
+  if (got == sizeof failure) {
+    if (launch.own_pid_namespace) ::kill(pid, SIGKILL);
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (status_pipe[0] >= 0) ::close(status_pipe[0]);
+    return fail(std::string(child_failure_field(failure)), child_failure_text(launch, failure));
+  }
+  if (status_pipe[0] >= 0) (void)::fcntl(status_pipe[0], F_SETFL, O_NONBLOCK);
+  return TaskProcess(pid, status_pipe[0]);
 }
 
 TaskProcess::TaskProcess(TaskProcess&& other) noexcept
     : pid_(std::exchange(other.pid_, -1)),
+      status_fd_(std::exchange(other.status_fd_, -1)),
       exit_(std::exchange(other.exit_, std::nullopt)),
       group_gone_(std::exchange(other.group_gone_, false)) {}
 
@@ -288,6 +549,7 @@ TaskProcess& TaskProcess::operator=(TaskProcess&& other) noexcept {
   if (this != &other) {
     end();
     pid_ = std::exchange(other.pid_, -1);
+    status_fd_ = std::exchange(other.status_fd_, -1);
     exit_ = std::exchange(other.exit_, std::nullopt);
     group_gone_ = std::exchange(other.group_gone_, false);
   }
@@ -303,9 +565,11 @@ void TaskProcess::end() {
     int status = 0;
     while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
     }
-    exit_ = task_exit_from_wait_status(status);
+    exit_ = leader_exit(status);
     reap_group_members();
   }
+  if (status_fd_ >= 0) ::close(status_fd_);
+  status_fd_ = -1;
   pid_ = -1;
   exit_.reset();
   group_gone_ = false;
@@ -345,7 +609,7 @@ std::optional<TaskExit> TaskProcess::poll() {
     } while (reaped < 0 && errno == EINTR);
     if (reaped == 0) return std::nullopt;
     if (reaped == pid_) {
-      exit_ = task_exit_from_wait_status(status);
+      exit_ = leader_exit(status);
     } else {
       exit_ = lost_exit(errno);
     }
@@ -364,12 +628,39 @@ TaskExit TaskProcess::wait() {
       reaped = ::waitpid(pid_, &status, 0);
     } while (reaped < 0 && errno == EINTR);
     if (reaped == pid_) {
-      exit_ = task_exit_from_wait_status(status);
+      exit_ = leader_exit(status);
     } else {
       exit_ = lost_exit(errno);
     }
   }
   return *poll();
+}
+
+TaskExit TaskProcess::leader_exit(int status) {
+  if (status_fd_ >= 0) {
+    int command_status = 0;
+    const ssize_t got = ::read(status_fd_, &command_status, sizeof command_status);
+    ::close(status_fd_);
+    status_fd_ = -1;
+    if (got == sizeof command_status) return task_exit_from_wait_status(command_status);
+  }
+  return task_exit_from_wait_status(status);
+}
+
+int reap_stray_children(const std::vector<pid_t>& leaders) {
+  int reaped = 0;
+  while (true) {
+    siginfo_t info{};
+    // WNOWAIT: look first, so that a leader's exit stays for its TaskProcess.
+    if (::waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0) {
+      if (errno == EINTR) continue;
+      return reaped;  // ECHILD: no child at all
+    }
+    if (info.si_pid == 0) return reaped;  // children left, none ended
+    // A leader that ended waits for its poll(); the others are reaped at the next call, after it.
+    if (std::ranges::find(leaders, info.si_pid) != leaders.end()) return reaped;
+    if (::waitpid(info.si_pid, nullptr, WNOHANG) > 0) ++reaped;
+  }
 }
 
 bool TaskProcess::group_alive() const {

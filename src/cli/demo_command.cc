@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -343,6 +344,9 @@ Result<void> DemoRun::start() {
     return fail(pattern, fmt::format("cannot make the run folder: {}", std::strerror(errno)));
   }
   paths_.run_dir = pattern;
+  // The agents run the jobs as uids of their own (when root), which pass through this folder to
+  // their run and checkpoint folders: traversable, not listable.
+  ::chmod(paths_.run_dir.c_str(), 0711);
   for (const auto& [name, text] :
        {std::pair{std::string("cluster.yaml"), demo_cluster_yaml(s_.pool)},
         std::pair{std::string("tenants.yaml"), demo_tenants_yaml(s_.pool)},

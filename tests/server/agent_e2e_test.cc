@@ -5,6 +5,7 @@
 // the whole process group. After each test no process of the test's jobs is left.
 #include <dirent.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <chrono>
 #include <functional>
@@ -140,6 +141,10 @@ class AgentTest : public ::testing::Test {
     write_text(dir_.file("tenants.yaml"), kTenants);
     write_text(dir_.file("train.sh"), kTrainScript);
     std::filesystem::create_directories(dir_.file("out"));
+    // The agents run as root, their jobs as uids of their own: the jobs pass through the test's
+    // folder (to train.sh) and write their results in out/.
+    ::chmod(dir_.file("").c_str(), 0711);
+    ::chmod(dir_.file("out").c_str(), 0777);
     marker_ = "TIDEPOOL_TEST_MARKER=" + dir_.file("");
     write_text(dir_.file("server.yaml"),
                "cluster: " + dir_.file("cluster.yaml") + "\ntenants: " + dir_.file("tenants.yaml") +
@@ -324,11 +329,16 @@ TEST_F(AgentTest, KilledAgentsJobRunsElsewhereAndItsLeftoverIsStopped) {
   ASSERT_TRUE(eventually([&] { return !read_text(starts_file).empty(); }, 10s)) << agent_logs();
   const std::string first = job(id)["placement"][0]["node"];
   const std::string other = first == "node-1" ? "node-2" : "node-1";
-  // The first run's shell, which the script wrote as pid=N.
-  std::smatch pid_match;
-  const std::string first_start = read_text(starts_file);
-  ASSERT_TRUE(std::regex_search(first_start, pid_match, std::regex(R"(pid=(\d+))"))) << first_start;
-  const std::set<pid_t> before = {static_cast<pid_t>(std::stoi(pid_match[1]))};
+  // The first run's shell, as the test sees it (in the task's PID namespace the script's $$ is
+  // another number), not the sleeps it starts and ends each step.
+  std::set<pid_t> before;
+  for (pid_t pid : processes_with(marker_)) {
+    if (read_text("/proc/" + std::to_string(pid) + "/cmdline").find("train.sh") !=
+        std::string::npos) {
+      before.insert(pid);
+    }
+  }
+  ASSERT_EQ(before.size(), 1U);
   agents_[first]->kill_hard();
   const auto killed = Clock::now();
   ASSERT_TRUE(eventually(

@@ -5,6 +5,7 @@
 // that waits past the threshold runs there, is charged the offer's price, and the node is given
 // back when it ends; a failing hook sends the job back to the pool's queue with the hook's words.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <chrono>
 #include <functional>
@@ -70,6 +71,11 @@ class BurstTest : public ::testing::Test {
   void SetUp() override {
     const std::string dir = dir_.file("");
     dir_path_ = dir.substr(0, dir.size() - 1);
+    // As root the agents run jobs as uids of their own: they pass through the test's folder to
+    // theirs, and write in out/.
+    std::filesystem::create_directories(dir_.file("out"));
+    ::chmod(dir_path_.c_str(), 0711);
+    ::chmod(dir_.file("out").c_str(), 0777);
     write_text(dir_.file("cluster.yaml"), kCluster);
     write_text(dir_.file("tenants.yaml"), kTenants);
     write_text(dir_.file("market.yaml"),
@@ -115,7 +121,7 @@ class BurstTest : public ::testing::Test {
                                  {"tasks", 1},
                                  {"gpus_per_task", 8},
                                  {"command", {"/bin/sh", "-c", script}},
-                                 {"env", {{"OUT", dir_path_}}}};
+                                 {"env", {{"OUT", dir_.file("out")}}}};
     auto reply = admin_->post("/v1/jobs", spec.dump());
     EXPECT_EQ(reply.status, 201) << reply.body.dump();
     return reply.body.value("id", std::int64_t{0});
@@ -173,7 +179,7 @@ TEST_F(BurstTest, WaitingJobRunsOnARentedNodeWhichIsGivenBackAfterwards) {
   }
   EXPECT_TRUE(listed) << nodes.body.dump();
   ASSERT_TRUE(job_state_is(id, "succeeded", 30s)) << job(id).dump() << logs();
-  EXPECT_EQ(read_text(dir_.file("ran")), std::to_string(id) + " 0,1,2,3,4,5,6,7\n");
+  EXPECT_EQ(read_text(dir_.file("out/ran")), std::to_string(id) + " 0,1,2,3,4,5,6,7\n");
   // Given back: `down` was called with the node, and its agent is gone.
   ASSERT_TRUE(eventually([&] { return calls().find("down {") != std::string::npos; }, 10s))
       << logs();
