@@ -30,9 +30,11 @@ using tidepool::HttpResponse;
 HttpHooks fake_hooks() {
   HttpHooks hooks;
   hooks.on_head = [](HttpRequest& req) {
-    if (req.path == "/healthz") return HeadVerdict::respond(HttpResponse{200, "text/plain", {}, "ok"});
+    if (req.path == "/healthz")
+      return HeadVerdict::respond(HttpResponse{200, "text/plain", {}, "ok"});
     if (auto m = tidepool::match_path("/v1/jobs/{}", req.path)) {
-      return HeadVerdict::respond(tidepool::http_error(404, "not found", "id", "no job " + (*m)[0]));
+      return HeadVerdict::respond(
+          tidepool::http_error(404, "not found", "id", "no job " + (*m)[0]));
     }
     if (req.field("Authorization").empty() && req.path.starts_with("/private")) {
       return HeadVerdict::respond(tidepool::http_error(401, "unauthorized", "Authorization", ""));
