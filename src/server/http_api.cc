@@ -469,9 +469,9 @@ void HttpApi::events(const Call& call, const HttpResponder& responder) {
     int& mine = polls_->per_token[who.token_id];
     if (polls_->closed || mine >= options_.long_polls_per_token ||
         std::cmp_greater_equal(polls_->parked.size(), options_.max_long_polls)) {
-      if (mine == 0) polls_->per_token.erase(who.token_id);
       const bool closed = polls_->closed;
       const bool own = !closed && mine >= options_.long_polls_per_token;
+      if (mine == 0) polls_->per_token.erase(who.token_id);  // `mine` is gone from here on
       if (closed) return answer(events_reply({}, last_seq));
       return answer(error_reply(
           429, "too many requests",
