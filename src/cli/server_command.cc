@@ -112,7 +112,8 @@ Result<void> run_server(const ServerFlags& flags) {
                           .rate_burst = config->rate_burst,
                           .max_body_bytes = std::size_t{1} << 20,
                           .threads = config->http_threads,
-                          .log_dir = config->log_dir});
+                          .log_dir = config->log_dir,
+                          .metrics_token_required = config->metrics_token_required});
   auto port = api.bind();
   if (!port) return std::unexpected(port.error());
   // Burst providers' hooks hand this URL to the agents they start.

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cstdlib>
 #include <mutex>
 #include <span>
@@ -123,11 +124,27 @@ bool TokenTable::has_active_admin() const {
 }
 
 std::string_view bearer_secret(std::string_view header) {
-  constexpr std::string_view kPrefix = "Bearer ";
-  if (header.size() <= kPrefix.size() || header.substr(0, kPrefix.size()) != kPrefix) return {};
-  std::string_view secret = header.substr(kPrefix.size());
-  while (!secret.empty() && secret.front() == ' ') secret.remove_prefix(1);
-  while (!secret.empty() && secret.back() == ' ') secret.remove_suffix(1);
+  // RFC 7235: the scheme is case-insensitive. A control byte anywhere (a NUL that would cut the
+  // value short, a CR or LF) refuses the whole header.
+  constexpr std::string_view kScheme = "bearer";
+  if (std::ranges::any_of(header, [](char c) {
+        const auto b = static_cast<unsigned char>(c);
+        return (b < 0x20 && b != '\t') || b == 0x7f;
+      })) {
+    return {};
+  }
+  if (header.size() <= kScheme.size() + 1) return {};
+  for (std::size_t i = 0; i < kScheme.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(header[i])) != kScheme[i]) return {};
+  }
+  if (header[kScheme.size()] != ' ') return {};
+  std::string_view secret = header.substr(kScheme.size() + 1);
+  while (!secret.empty() && (secret.front() == ' ' || secret.front() == '\t')) {
+    secret.remove_prefix(1);
+  }
+  while (!secret.empty() && (secret.back() == ' ' || secret.back() == '\t')) {
+    secret.remove_suffix(1);
+  }
   return secret;
 }
 

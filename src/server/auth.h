@@ -59,7 +59,8 @@ class TokenTable {
   std::unordered_map<std::string, std::string> hash_by_id_;
 };
 
-// The secret of an "Authorization: Bearer <secret>" header value; empty if it is not one.
+// The secret of an "Authorization: Bearer <secret>" header value (the scheme in any case);
+// empty if it is not one, or if the value holds a control byte (NUL, CR, LF, DEL).
 std::string_view bearer_secret(std::string_view header);
 
 }  // namespace tidepool

@@ -14,17 +14,75 @@ void EventFeed::reset(std::int64_t last_seq) {
 
 void EventFeed::publish(const std::vector<EventRecord>& events) {
   if (events.empty()) return;
-  std::lock_guard lock(mutex_);
-  for (const EventRecord& e : events) recent_.push_back(e);
-  while (recent_.size() > keep_) recent_.pop_front();
-  last_seq_ = std::max(last_seq_, events.back().seq);
-  changed_.notify_all();
+  {
+    std::lock_guard lock(mutex_);
+    for (const EventRecord& e : events) recent_.push_back(e);
+    while (recent_.size() > keep_) recent_.pop_front();
+    last_seq_ = std::max(last_seq_, events.back().seq);
+    changed_.notify_all();
+  }
+  notify_listeners();
 }
 
 void EventFeed::close() {
+  {
+    std::lock_guard lock(mutex_);
+    closed_ = true;
+    changed_.notify_all();
+  }
+  notify_listeners();
+}
+
+bool EventFeed::closed() const {
   std::lock_guard lock(mutex_);
-  closed_ = true;
-  changed_.notify_all();
+  return closed_;
+}
+
+std::uint64_t EventFeed::add_listener(std::function<void()> listener) {
+  std::lock_guard lock(listeners_mutex_);
+  const std::uint64_t id = next_listener_++;
+  listeners_.emplace(id, std::move(listener));
+  return id;
+}
+
+void EventFeed::remove_listener(std::uint64_t id) {
+  std::lock_guard lock(listeners_mutex_);
+  listeners_.erase(id);
+}
+
+void EventFeed::notify_listeners() {
+  std::lock_guard lock(listeners_mutex_);
+  for (const auto& [id, listener] : listeners_) listener();
+}
+
+void EventFeed::take_recent(int limit, const std::function<bool(const EventRecord&)>& visible,
+                            std::vector<EventRecord>& out, std::int64_t& last_seq) const {
+  auto it = std::ranges::lower_bound(recent_, last_seq + 1, {}, &EventRecord::seq);
+  for (; it != recent_.end() && std::cmp_less(out.size(), limit); ++it) {
+    last_seq = it->seq;
+    if (visible(*it)) out.push_back(*it);
+  }
+}
+
+Result<std::vector<EventRecord>> EventFeed::read_after(
+    std::int64_t after, int limit, const std::function<bool(const EventRecord&)>& visible,
+    std::int64_t& last_seq) {
+  std::vector<EventRecord> out;
+  last_seq = after;
+  std::unique_lock lock(mutex_);
+  const std::int64_t oldest = recent_.empty() ? last_seq_ + 1 : recent_.front().seq;
+  if (last_seq + 1 < oldest && last_seq < last_seq_) {
+    lock.unlock();
+    auto stored = store_.events_after(last_seq, limit);
+    if (!stored) return std::unexpected(stored.error());
+    for (EventRecord& e : *stored) {
+      last_seq = e.seq;
+      if (visible(e)) out.push_back(std::move(e));
+    }
+    return out;
+  }
+  take_recent(limit, visible, out, last_seq);
+  return out;
 }
 
 Result<std::vector<EventRecord>> EventFeed::wait_after(
@@ -49,19 +107,11 @@ Result<std::vector<EventRecord>> EventFeed::wait_after(
       if (!out.empty() || stored->empty()) return out;
       continue;
     }
-    auto it = std::ranges::lower_bound(recent_, last_seq + 1, {}, &EventRecord::seq);
-    for (; it != recent_.end() && std::cmp_less(out.size(), limit); ++it) {
-      last_seq = it->seq;
-      if (visible(*it)) out.push_back(*it);
-    }
+    take_recent(limit, visible, out, last_seq);
     if (!out.empty() || closed_) return out;
     if (changed_.wait_until(lock, deadline) == std::cv_status::timeout) {
       // One last look, then answer with what there is (possibly nothing).
-      auto late = std::ranges::lower_bound(recent_, last_seq + 1, {}, &EventRecord::seq);
-      for (; late != recent_.end() && std::cmp_less(out.size(), limit); ++late) {
-        last_seq = late->seq;
-        if (visible(*late)) out.push_back(*late);
-      }
+      take_recent(limit, visible, out, last_seq);
       return out;
     }
   }

@@ -1,7 +1,22 @@
-// The REST/JSON API v1 over HTTP (cpp-httplib), with optional TLS. Every route authenticates the
-// bearer token (except /healthz, /readyz and /metrics), applies the per-token rate limit, parses
-// and checks the body, and hands a command to the control loop. Errors are JSON:
-// {"error": ..., "field": ..., "reason": ...}.
+// The REST/JSON API v1 over HTTP (http_server.h: Boost.Beast, optional TLS). Every route
+// authenticates the bearer token (except /healthz, /readyz and /metrics), applies the per-token
+// rate limit, parses and checks the body, and hands a command to the control loop. Errors are
+// JSON: {"error": ..., "field": ..., "reason": ...}, valid UTF-8 whatever the client sent.
+//
+// What a client cannot do (limits in HttpOptions, defaults below):
+//   - hold the server with slow or idle connections: a request head has 10 s from its first byte,
+//     a kept-alive connection 5 s of silence, a body 30 s; at most 256 connections per client
+//     address and 4096 in all (past these the connection is closed at once);
+//   - send a head over 16 KiB or with more than 100 fields (431), two Content-Length fields or
+//     Content-Length with Transfer-Encoding (400), a body over max_body_bytes however it is
+//     framed (413); the token is checked from the head, before any body is read (401);
+//   - starve others with long polls: GET /v1/events waits hold no thread (they are parked on a
+//     timer and woken by the event feed), at most 64 per token and 1024 in all (429 past that);
+//     the handlers that wait for the control loop run on a pool of `threads` workers, while
+//     /healthz and /readyz answer on the I/O threads, behind nothing;
+//   - scrape /metrics without bound: 5/s per client address (bursts of 20), and with
+//     metrics_token_required a token of any role is needed.
+// A handler that throws is logged and answered 500; the server goes on.
 //
 //   POST   /v1/jobs                    submit (JSON or YAML body; Idempotency-Key header)
 //   GET    /v1/jobs                    ?tenant= &queue= &state=pending,running &node= &limit=
@@ -22,18 +37,17 @@
 //   GET    /metrics, /healthz, /readyz
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "server/control_loop.h"
+#include "server/http_server.h"
 #include "server/job_logs.h"
 #include "server/rate_limiter.h"
 #include "server/server_metrics.h"
-
-namespace httplib {
-class Server;
-}
 
 namespace tidepool {
 
@@ -45,8 +59,21 @@ struct HttpOptions {
   double rate_per_second = 1000;  // per token; 0: no limit
   double rate_burst = 2000;
   std::size_t max_body_bytes = 1 << 20;
-  int threads = 64;
+  int threads = 64;     // workers for the handlers that wait for the control loop
   std::string log_dir;  // the tasks' logs (job_logs.h), created by bind() if missing
+  // Connection and request limits (see http_server.h).
+  std::int64_t idle_timeout_ms = 5'000;
+  std::int64_t head_timeout_ms = 10'000;
+  std::int64_t body_timeout_ms = 30'000;
+  std::size_t max_header_bytes = 16 * 1024;
+  std::size_t max_header_count = 100;
+  std::size_t max_connections = 4096;
+  std::size_t max_connections_per_peer = 256;
+  int long_polls_per_token = 64;  // GET /v1/events waiting at once
+  int max_long_polls = 1024;
+  bool metrics_token_required = false;  // /metrics needs a token (any role)
+  double metrics_rate_per_second = 5;   // per client address
+  double metrics_rate_burst = 20;
 };
 
 class HttpApi {
@@ -58,19 +85,33 @@ class HttpApi {
 
   // Opens the log folder and binds the listening socket; returns the port (useful with port 0).
   Result<int> bind();
-  // Serves until stop(); returns when the server has stopped.
+  // Serves until stop(); returns when the server has stopped, at once if stop() came first.
   void serve();
+  // From any thread, at any time (before, during or after serve()); answers the long polls.
   void stop();
 
+  struct Route;
+  struct Call;
+  struct LongPolls;
+
  private:
-  void routes();
+  void add_routes();
+  HeadVerdict on_head(HttpRequest& request);
+  void handle(HttpRequest& request, const HttpResponder& responder);
+  // GET /v1/events: answers now, or parks the request until an event or its timeout.
+  void events(const Call& call, const HttpResponder& responder);
+  // Answers parked poll `id` if there are events for it now (or, `expired`, in any case).
+  void recheck_poll(std::uint64_t id, bool expired);
 
   ControlLoop& loop_;
   ServerMetrics& metrics_;
   HttpOptions options_;
   RateLimiter limiter_;
+  RateLimiter metrics_limiter_;
   std::unique_ptr<JobLogs> logs_;
-  std::unique_ptr<httplib::Server> server_;
+  std::vector<Route> routes_;
+  std::unique_ptr<LongPolls> polls_;
+  std::unique_ptr<HttpServer> server_;
 };
 
 }  // namespace tidepool

@@ -10,7 +10,8 @@
 //   tick: 1s                        # a scheduling pass at least this often
 //   rate_limit: {per_second: 1000, burst: 2000}   # per token; per_second 0: no limit
 //   tls: {cert: server.crt, key: server.key}      # optional: HTTPS
-//   http_threads: 64                # requests served at once (long polls hold one each)
+//   http_threads: 64                # handlers run at once (long polls hold none)
+//   metrics_token_required: false   # true: GET /metrics needs a token (any role)
 //   heartbeat_timeout: 30s          # a node whose agent is silent this long is NotReady, and
 //                                   #   its jobs are requeued (1s..1h)
 //   logs: tidepool.logs             # folder of the tasks' output sent by the agents (default: the
@@ -50,6 +51,7 @@ struct ServerConfig {
   std::string tls_cert;
   std::string tls_key;
   int http_threads = 64;
+  bool metrics_token_required = false;
   std::int64_t heartbeat_timeout_ms = 30'000;
   std::string log_dir;  // empty: database_path + ".logs"
   std::int64_t idle_gpu_window_ms = 15 * 60'000;

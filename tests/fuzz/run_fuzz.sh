@@ -5,7 +5,8 @@
 # Usage: tests/fuzz/run_fuzz.sh [SECONDS] [TARGET...]
 #   SECONDS  fuzzing time per target (default 30)
 #   TARGET   cluster_yaml_fuzz, openb_csv_fuzz, sim_inputs_fuzz, market_yaml_fuzz,
-#            job_spec_fuzz, api_bodies_fuzz and/or http_response_fuzz (default: all seven)
+#            job_spec_fuzz, api_bodies_fuzz, http_response_fuzz and/or http_request_fuzz
+#            (default: all eight)
 # Environment: CXX (default clang++-14), FUZZ_DIR (default build/fuzz: binaries, corpora, logs,
 # and crash artifacts <target>-crash-*).
 # Exit status: 0 if no target found a problem, 1 if one did, 2 if a build failed.
@@ -17,7 +18,7 @@ shift || true
 targets=("$@")
 [[ ${#targets[@]} -eq 0 ]] &&
   targets=(cluster_yaml_fuzz openb_csv_fuzz sim_inputs_fuzz market_yaml_fuzz job_spec_fuzz
-           api_bodies_fuzz http_response_fuzz)
+           api_bodies_fuzz http_response_fuzz http_request_fuzz)
 cxx="${CXX:-clang++-14}"
 fuzz_dir="${FUZZ_DIR:-${repo_root}/build/fuzz}"
 
@@ -49,10 +50,14 @@ server_sources=(
 )
 # The CLI's HTTP response reader.
 client_sources=("${src}/cli/http_response.cc")
+# The server's HTTP front end (Boost.Beast, header only) and its target grammar.
+http_sources=("${src}/server/http_server.cc" "${src}/server/http_route.cc")
+# spdlog as Debian builds it (its pkg-config flags).
+spdlog_flags=(-DSPDLOG_SHARED_LIB -DSPDLOG_COMPILED_LIB -DSPDLOG_FMT_EXTERNAL)
 flags=(
   -std=c++2b -g -O1 -fno-omit-frame-pointer
   -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-  -include "${repo_root}/tests/fuzz/expected_shim.h" -I "${src}"
+  -include "${repo_root}/tests/fuzz/expected_shim.h" -I "${src}" "${spdlog_flags[@]}"
 )
 traces="${repo_root}/../shared/traces/openb"
 
@@ -61,12 +66,12 @@ mkdir -p "${fuzz_dir}/obj"
 # that each harness links against, two at a time; a harness pulls in only the objects it needs.
 object_flags=(-std=c++2b -g -O1 -fno-omit-frame-pointer
               -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
-              -include "${repo_root}/tests/fuzz/expected_shim.h" -I "${src}")
+              -include "${repo_root}/tests/fuzz/expected_shim.h" -I "${src}" "${spdlog_flags[@]}")
 newest_header="$(find "${src}" -name '*.h' -newer "${fuzz_dir}/libfuzzdeps.a" 2> /dev/null | head -n 1)"
 [[ -f "${fuzz_dir}/libfuzzdeps.a" ]] || newest_header=yes
 objects=()
 pids=()
-for source in "${sources[@]}" "${server_sources[@]}" "${client_sources[@]}"; do
+for source in "${sources[@]}" "${server_sources[@]}" "${client_sources[@]}" "${http_sources[@]}"; do
   object="${fuzz_dir}/obj/$(basename "$(dirname "${source}")")_$(basename "${source}" .cc).o"
   objects+=("${object}")
   [[ -z "${newest_header}" && "${object}" -nt "${source}" ]] && continue
@@ -92,6 +97,7 @@ for target in "${targets[@]}"; do
   fi
   echo "== ${target}: building"
   if ! "${cxx}" "${flags[@]}" "${harness}" "${fuzz_dir}/libfuzzdeps.a" -lyaml-cpp -lfmt \
+      -lspdlog -lssl -lcrypto -pthread \
       -o "${fuzz_dir}/${target}" 2> "${fuzz_dir}/${target}.build.log"; then
     cat "${fuzz_dir}/${target}.build.log" >&2
     exit 2
@@ -163,6 +169,19 @@ for target in "${targets[@]}"; do
         > "${corpus}/interim"
       printf 'HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nto the end' > "${corpus}/close"
       dict="${repo_root}/tests/fuzz/http_response.dict"
+      ;;
+    http_request_fuzz)
+      printf 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n' > "${corpus}/healthz"
+      printf 'GET /v1/jobs/%%FF HTTP/1.1\r\nHost: x\r\n\r\n' > "${corpus}/bad-utf8"
+      printf 'POST /v1/a/b?q=%%41+b HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nbody' \
+        > "${corpus}/post"
+      printf 'POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nWiki\r\n0\r\n\r\n' \
+        > "${corpus}/chunked"
+      printf 'POST /private HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\nabc' \
+        > "${corpus}/refused"
+      printf 'GET /a HTTP/1.1\r\n\r\nGET /b HTTP/1.0\r\nConnection: keep-alive\r\n\r\n' \
+        > "${corpus}/pipelined"
+      dict="${repo_root}/tests/fuzz/http_request.dict"
       ;;
     *) dict="" ;;
   esac
