@@ -550,230 +550,231 @@ void HttpApi::add_routes() {
     }
     return list_jobs(*listing, c.who, filter);
   });
-});
-json("GET", "/v1/jobs/{}", "/v1/jobs/{id}", [on_loop](const Call& c) {
-  auto id = path_id(c.captures[0]);
-  if (!id) return no_such_job(c.captures[0]);
-  return on_loop([who = c.who, id = *id](ControlPlane& p, std::int64_t, Batch&) {
-    return p.get_job(who, id);
-  });
-});
-json("DELETE", "/v1/jobs/{}", "/v1/jobs/{id}", [on_loop](const Call& c) {
-  auto id = path_id(c.captures[0]);
-  if (!id) return no_such_job(c.captures[0]);
-  return on_loop([who = c.who, id = *id](ControlPlane& p, std::int64_t now, Batch& b) {
-    return p.cancel(who, id, now, b);
-  });
-});
-json("GET", "/v1/jobs/{}/why", "/v1/jobs/{id}/why", [on_loop](const Call& c) {
-  auto id = path_id(c.captures[0]);
-  if (!id) return no_such_job(c.captures[0]);
-  return on_loop([who = c.who, id = *id](ControlPlane& p, std::int64_t now, Batch&) {
-    return p.why(who, id, now);
-  });
-});
-json("POST", "/v1/jobs/{}/checkpoint", "/v1/jobs/{id}/checkpoint", [on_loop](const Call& c) {
-  auto id = path_id(c.captures[0]);
-  if (!id) return no_such_job(c.captures[0]);
-  auto report = read_body(c.req, checkpoint_report_from_json);
-  if (!report) return bad_request("invalid request", report.error());
-  return on_loop(
-      [who = c.who, id = *id, report = *report](ControlPlane& p, std::int64_t now, Batch& b) {
-        return p.report_checkpoint(who, id, report, now, b);
-      });
-});
-json("POST", "/v1/jobs/{}/status", "/v1/jobs/{id}/status", [on_loop](const Call& c) {
-  auto id = path_id(c.captures[0]);
-  if (!id) return no_such_job(c.captures[0]);
-  auto report = read_body(c.req, job_status_report_from_json);
-  if (!report) return bad_request("invalid request", report.error());
-  return on_loop(
-      [who = c.who, id = *id, report = *report](ControlPlane& p, std::int64_t now, Batch& b) {
-        return p.report_status(who, id, report, now, b);
-      });
-});
-
-// Task logs: access is checked on the loop, the files are read and written here.
-json("POST", "/v1/jobs/{}/logs", "/v1/jobs/{id}/logs", [this, on_loop](const Call& c) {
-  auto id = path_id(c.captures[0]);
-  if (!id) return no_such_job(c.captures[0]);
-  auto task = query_integer(c.query, "task", 0, 0, std::numeric_limits<int>::max(),
-                            "a task number (0 or more)");
-  if (!task) return bad_request("invalid request", task.error());
-  auto offset =
-      query_integer(c.query, "offset", std::nullopt, 0, std::numeric_limits<std::int64_t>::max(),
-                    "the byte offset in the log where the body starts");
-  if (!offset) return bad_request("invalid request", offset.error());
-  std::optional<std::int64_t> run;
-  if (c.query.has("run")) {
-    auto parsed = query_integer(c.query, "run", std::nullopt, 1, std::numeric_limits<int>::max(),
-                                "the job's run the bytes come from (1 or more)");
-    if (!parsed) return bad_request("invalid request", parsed.error());
-    run = *parsed;
-  }
-  if (c.req.field("Content-Type").starts_with("multipart/form-data")) {
-    return error_reply(415, "unsupported media type",
-                       Error{"Content-Type",
-                             "send the bytes as the body itself, e.g. "
-                             "application/octet-stream"});
-  }
-  Reply access = on_loop([who = c.who, id = *id, task = static_cast<int>(*task), run](
-                             ControlPlane& p, std::int64_t, Batch&) {
-    return p.log_access(who, id, true, task, run);
-  });
-  if (access.status != 200) return access;
-  auto in_job = log_task(*id, *task, access);
-  if (!in_job) return bad_request("invalid request", in_job.error());
-  auto size = logs_->append(*id, *in_job, *offset, c.req.body);
-  if (!size) {
-    auto now = logs_->read(*id, *in_job, 0, 0);
-    return log_refusal(size.error(), now ? now->size : 0);
-  }
-  return Reply{200, {{"job", *id}, {"task", *in_job}, {"size", *size}}};
-});
-routes_.push_back(Route{
-    "GET", "/v1/jobs/{}/logs", "/v1/jobs/{id}/logs", [this, on_loop](const Call& c) {
-      auto id = path_id(c.captures[0]);
-      if (!id) return to_response(no_such_job(c.captures[0]));
-      auto task = query_integer(c.query, "task", 0, 0, std::numeric_limits<int>::max(),
-                                "a task number (0 or more)");
-      if (!task) return to_response(bad_request("invalid request", task.error()));
-      auto offset = query_integer(c.query, "offset", 0, 0, std::numeric_limits<std::int64_t>::max(),
-                                  "a byte offset (0 or more)");
-      if (!offset) return to_response(bad_request("invalid request", offset.error()));
-      auto limit = query_integer(c.query, "limit", kDefaultLogReadBytes, 0, kMaxLogReadBytes,
-                                 fmt::format("a byte count, 0..{}", kMaxLogReadBytes));
-      if (!limit) return to_response(bad_request("invalid request", limit.error()));
-      Reply access = on_loop([who = c.who, id = *id](ControlPlane& p, std::int64_t, Batch&) {
-        return p.log_access(who, id, false);
-      });
-      if (access.status != 200) return to_response(access);
-      auto in_job = log_task(*id, *task, access);
-      if (!in_job) return to_response(bad_request("invalid request", in_job.error()));
-      auto chunk = logs_->read(*id, *in_job, *offset, *limit);
-      if (!chunk) {
-        spdlog::error("task log: {}", chunk.error().message());
-        return to_response(error_reply(
-            500, "internal error",
-            Error{"logs", "the server cannot read the task's log; see the server log"}));
-      }
-      HttpResponse res;
-      res.content_type = "text/plain; charset=utf-8";
-      res.fields.push_back({"X-Tidepool-Log-Size", std::to_string(chunk->size)});
-      res.body = std::move(chunk->bytes);
-      return res;
-    }});
-
-// --- nodes ---
-json("GET", "/v1/nodes", "/v1/nodes", [on_loop](const Call& c) {
-  return on_loop(
-      [who = c.who](ControlPlane& p, std::int64_t, Batch&) { return p.list_nodes(who); });
-});
-for (const bool drain : {true, false}) {
-  const std::string verb = drain ? "drain" : "undrain";
-  json("POST", "/v1/nodes/{}/" + verb, "/v1/nodes/{name}/" + verb, [on_loop, drain](const Call& c) {
-    auto body = read_body(c.req, drain_request_from_json);
-    if (!body) return bad_request("invalid request", body.error());
-    return on_loop([who = c.who, drain, node = c.captures[0], reason = body->reason](
-                       ControlPlane& p, std::int64_t now, Batch& b) {
-      return p.set_drained(who, node, drain, reason, now, b);
+  json("GET", "/v1/jobs/{}", "/v1/jobs/{id}", [on_loop](const Call& c) {
+    auto id = path_id(c.captures[0]);
+    if (!id) return no_such_job(c.captures[0]);
+    return on_loop([who = c.who, id = *id](ControlPlane& p, std::int64_t, Batch&) {
+      return p.get_job(who, id);
     });
   });
-}
-json("POST", "/v1/nodes/{}/register", "/v1/nodes/{name}/register", [on_loop](const Call& c) {
-  auto body = read_body(c.req, node_registration_from_json);
-  if (!body) return bad_request("invalid request", body.error());
-  return on_loop([who = c.who, node = c.captures[0], body = *body](ControlPlane& p,
-                                                                   std::int64_t now, Batch& b) {
-    return p.register_node(who, node, body, now, b);
+  json("DELETE", "/v1/jobs/{}", "/v1/jobs/{id}", [on_loop](const Call& c) {
+    auto id = path_id(c.captures[0]);
+    if (!id) return no_such_job(c.captures[0]);
+    return on_loop([who = c.who, id = *id](ControlPlane& p, std::int64_t now, Batch& b) {
+      return p.cancel(who, id, now, b);
+    });
   });
-});
-json("POST", "/v1/nodes/{}/heartbeat", "/v1/nodes/{name}/heartbeat", [on_loop](const Call& c) {
-  auto body = read_body(c.req, node_heartbeat_from_json);
-  if (!body) return bad_request("invalid request", body.error());
-  return on_loop([who = c.who, node = c.captures[0], body = *body](ControlPlane& p,
-                                                                   std::int64_t now, Batch& b) {
-    return p.heartbeat(who, node, body, now, b);
+  json("GET", "/v1/jobs/{}/why", "/v1/jobs/{id}/why", [on_loop](const Call& c) {
+    auto id = path_id(c.captures[0]);
+    if (!id) return no_such_job(c.captures[0]);
+    return on_loop([who = c.who, id = *id](ControlPlane& p, std::int64_t now, Batch&) {
+      return p.why(who, id, now);
+    });
   });
-});
+  json("POST", "/v1/jobs/{}/checkpoint", "/v1/jobs/{id}/checkpoint", [on_loop](const Call& c) {
+    auto id = path_id(c.captures[0]);
+    if (!id) return no_such_job(c.captures[0]);
+    auto report = read_body(c.req, checkpoint_report_from_json);
+    if (!report) return bad_request("invalid request", report.error());
+    return on_loop(
+        [who = c.who, id = *id, report = *report](ControlPlane& p, std::int64_t now, Batch& b) {
+          return p.report_checkpoint(who, id, report, now, b);
+        });
+  });
+  json("POST", "/v1/jobs/{}/status", "/v1/jobs/{id}/status", [on_loop](const Call& c) {
+    auto id = path_id(c.captures[0]);
+    if (!id) return no_such_job(c.captures[0]);
+    auto report = read_body(c.req, job_status_report_from_json);
+    if (!report) return bad_request("invalid request", report.error());
+    return on_loop(
+        [who = c.who, id = *id, report = *report](ControlPlane& p, std::int64_t now, Batch& b) {
+          return p.report_status(who, id, report, now, b);
+        });
+  });
 
-// --- tenants, queues, tokens ---
-json("GET", "/v1/tenants", "/v1/tenants", [on_loop](const Call& c) {
-  return on_loop(
-      [who = c.who](ControlPlane& p, std::int64_t, Batch&) { return p.list_tenants(who); });
-});
-json("GET", "/v1/tenants/{}", "/v1/tenants/{name}", [on_loop](const Call& c) {
-  return on_loop([who = c.who, name = c.captures[0]](ControlPlane& p, std::int64_t, Batch&) {
-    return p.get_tenant(who, name);
-  });
-});
-json("PUT", "/v1/tenants/{}", "/v1/tenants/{name}", [on_loop](const Call& c) {
-  auto update = read_body(c.req, tenant_update_from_json);
-  if (!update) return bad_request("invalid tenant", update.error());
-  return on_loop([who = c.who, name = c.captures[0], update = *update](ControlPlane& p,
-                                                                       std::int64_t now, Batch& b) {
-    return p.put_tenant(who, name, update, now, b);
-  });
-});
-json("GET", "/v1/queues", "/v1/queues", [on_loop](const Call& c) {
-  return on_loop(
-      [who = c.who](ControlPlane& p, std::int64_t, Batch&) { return p.list_queues(who); });
-});
-json("POST", "/v1/tokens", "/v1/tokens", [on_loop](const Call& c) {
-  auto request = read_body(c.req, token_request_from_json);
-  if (!request) return bad_request("invalid request", request.error());
-  return on_loop([who = c.who, request = *request](ControlPlane& p, std::int64_t now, Batch& b) {
-    return p.create_token(who, request, now, b);
-  });
-});
-json("GET", "/v1/tokens", "/v1/tokens", [on_loop](const Call& c) {
-  return on_loop(
-      [who = c.who](ControlPlane& p, std::int64_t, Batch&) { return p.list_tokens(who); });
-});
-json("DELETE", "/v1/tokens/{}", "/v1/tokens/{id}", [on_loop](const Call& c) {
-  return on_loop([who = c.who, id = c.captures[0]](ControlPlane& p, std::int64_t now, Batch& b) {
-    return p.revoke_token(who, id, now, b);
-  });
-});
-
-// --- the internal market ---
-json("GET", "/v1/prices", "/v1/prices", [on_loop](const Call& c) {
-  return on_loop(
-      [who = c.who](ControlPlane& p, std::int64_t now, Batch&) { return p.prices(who, now); });
-});
-json("GET", "/v1/bill", "/v1/bill", [on_loop](const Call& c) {
-  const QueryParams& q = c.query;
-  BillQuery query;
-  query.tenant = q.get("tenant");
-  if (query.tenant.empty()) {
-    return bad_request("invalid request",
-                       Error{"tenant", "missing: add ?tenant=NAME, the tenant billed"});
-  }
-  for (auto [key, target] : {std::pair{"from", &query.from}, std::pair{"to", &query.to}}) {
-    if (!q.has(key)) {
-      return bad_request("invalid request",
-                         Error{key, fmt::format("missing: add &{}=YYYY-MM-DD (UTC)", key)});
+  // Task logs: access is checked on the loop, the files are read and written here.
+  json("POST", "/v1/jobs/{}/logs", "/v1/jobs/{id}/logs", [this, on_loop](const Call& c) {
+    auto id = path_id(c.captures[0]);
+    if (!id) return no_such_job(c.captures[0]);
+    auto task = query_integer(c.query, "task", 0, 0, std::numeric_limits<int>::max(),
+                              "a task number (0 or more)");
+    if (!task) return bad_request("invalid request", task.error());
+    auto offset =
+        query_integer(c.query, "offset", std::nullopt, 0, std::numeric_limits<std::int64_t>::max(),
+                      "the byte offset in the log where the body starts");
+    if (!offset) return bad_request("invalid request", offset.error());
+    std::optional<std::int64_t> run;
+    if (c.query.has("run")) {
+      auto parsed = query_integer(c.query, "run", std::nullopt, 1, std::numeric_limits<int>::max(),
+                                  "the job's run the bytes come from (1 or more)");
+      if (!parsed) return bad_request("invalid request", parsed.error());
+      run = *parsed;
     }
-    auto day = parse_utc_date(q.get(key), key);
-    if (!day) return bad_request("invalid request", day.error());
-    *target = *day;
-  }
-  if (query.to < query.from) {
-    return bad_request("invalid request",
-                       Error{"to", "must not be before from (both days are included)"});
-  }
-  query.to += 86'400;  // `to` is included: up to its end
-  if (q.has("by")) {
-    auto by = parse_bill_grouping(q.get("by"));
-    if (!by) return bad_request("invalid request", by.error());
-    query.by = *by;
-  }
-  return on_loop(
-      [who = c.who, query](ControlPlane& p, std::int64_t, Batch&) { return p.bill(who, query); });
-});
+    if (c.req.field("Content-Type").starts_with("multipart/form-data")) {
+      return error_reply(415, "unsupported media type",
+                         Error{"Content-Type",
+                               "send the bytes as the body itself, e.g. "
+                               "application/octet-stream"});
+    }
+    Reply access = on_loop([who = c.who, id = *id, task = static_cast<int>(*task), run](
+                               ControlPlane& p, std::int64_t, Batch&) {
+      return p.log_access(who, id, true, task, run);
+    });
+    if (access.status != 200) return access;
+    auto in_job = log_task(*id, *task, access);
+    if (!in_job) return bad_request("invalid request", in_job.error());
+    auto size = logs_->append(*id, *in_job, *offset, c.req.body);
+    if (!size) {
+      auto now = logs_->read(*id, *in_job, 0, 0);
+      return log_refusal(size.error(), now ? now->size : 0);
+    }
+    return Reply{200, {{"job", *id}, {"task", *in_job}, {"size", *size}}};
+  });
+  routes_.push_back(Route{
+      "GET", "/v1/jobs/{}/logs", "/v1/jobs/{id}/logs", [this, on_loop](const Call& c) {
+        auto id = path_id(c.captures[0]);
+        if (!id) return to_response(no_such_job(c.captures[0]));
+        auto task = query_integer(c.query, "task", 0, 0, std::numeric_limits<int>::max(),
+                                  "a task number (0 or more)");
+        if (!task) return to_response(bad_request("invalid request", task.error()));
+        auto offset =
+            query_integer(c.query, "offset", 0, 0, std::numeric_limits<std::int64_t>::max(),
+                          "a byte offset (0 or more)");
+        if (!offset) return to_response(bad_request("invalid request", offset.error()));
+        auto limit = query_integer(c.query, "limit", kDefaultLogReadBytes, 0, kMaxLogReadBytes,
+                                   fmt::format("a byte count, 0..{}", kMaxLogReadBytes));
+        if (!limit) return to_response(bad_request("invalid request", limit.error()));
+        Reply access = on_loop([who = c.who, id = *id](ControlPlane& p, std::int64_t, Batch&) {
+          return p.log_access(who, id, false);
+        });
+        if (access.status != 200) return to_response(access);
+        auto in_job = log_task(*id, *task, access);
+        if (!in_job) return to_response(bad_request("invalid request", in_job.error()));
+        auto chunk = logs_->read(*id, *in_job, *offset, *limit);
+        if (!chunk) {
+          spdlog::error("task log: {}", chunk.error().message());
+          return to_response(error_reply(
+              500, "internal error",
+              Error{"logs", "the server cannot read the task's log; see the server log"}));
+        }
+        HttpResponse res;
+        res.content_type = "text/plain; charset=utf-8";
+        res.fields.push_back({"X-Tidepool-Log-Size", std::to_string(chunk->size)});
+        res.body = std::move(chunk->bytes);
+        return res;
+      }});
 
-// --- events: a long poll, answered by events() ---
-routes_.push_back(Route{"GET", "/v1/events", "/v1/events", nullptr});
+  // --- nodes ---
+  json("GET", "/v1/nodes", "/v1/nodes", [on_loop](const Call& c) {
+    return on_loop(
+        [who = c.who](ControlPlane& p, std::int64_t, Batch&) { return p.list_nodes(who); });
+  });
+  for (const bool drain : {true, false}) {
+    const std::string verb = drain ? "drain" : "undrain";
+    json("POST", "/v1/nodes/{}/" + verb, "/v1/nodes/{name}/" + verb,
+         [on_loop, drain](const Call& c) {
+           auto body = read_body(c.req, drain_request_from_json);
+           if (!body) return bad_request("invalid request", body.error());
+           return on_loop([who = c.who, drain, node = c.captures[0], reason = body->reason](
+                              ControlPlane& p, std::int64_t now, Batch& b) {
+             return p.set_drained(who, node, drain, reason, now, b);
+           });
+         });
+  }
+  json("POST", "/v1/nodes/{}/register", "/v1/nodes/{name}/register", [on_loop](const Call& c) {
+    auto body = read_body(c.req, node_registration_from_json);
+    if (!body) return bad_request("invalid request", body.error());
+    return on_loop([who = c.who, node = c.captures[0], body = *body](ControlPlane& p,
+                                                                     std::int64_t now, Batch& b) {
+      return p.register_node(who, node, body, now, b);
+    });
+  });
+  json("POST", "/v1/nodes/{}/heartbeat", "/v1/nodes/{name}/heartbeat", [on_loop](const Call& c) {
+    auto body = read_body(c.req, node_heartbeat_from_json);
+    if (!body) return bad_request("invalid request", body.error());
+    return on_loop([who = c.who, node = c.captures[0], body = *body](ControlPlane& p,
+                                                                     std::int64_t now, Batch& b) {
+      return p.heartbeat(who, node, body, now, b);
+    });
+  });
+
+  // --- tenants, queues, tokens ---
+  json("GET", "/v1/tenants", "/v1/tenants", [on_loop](const Call& c) {
+    return on_loop(
+        [who = c.who](ControlPlane& p, std::int64_t, Batch&) { return p.list_tenants(who); });
+  });
+  json("GET", "/v1/tenants/{}", "/v1/tenants/{name}", [on_loop](const Call& c) {
+    return on_loop([who = c.who, name = c.captures[0]](ControlPlane& p, std::int64_t, Batch&) {
+      return p.get_tenant(who, name);
+    });
+  });
+  json("PUT", "/v1/tenants/{}", "/v1/tenants/{name}", [on_loop](const Call& c) {
+    auto update = read_body(c.req, tenant_update_from_json);
+    if (!update) return bad_request("invalid tenant", update.error());
+    return on_loop([who = c.who, name = c.captures[0], update = *update](
+                       ControlPlane& p, std::int64_t now, Batch& b) {
+      return p.put_tenant(who, name, update, now, b);
+    });
+  });
+  json("GET", "/v1/queues", "/v1/queues", [on_loop](const Call& c) {
+    return on_loop(
+        [who = c.who](ControlPlane& p, std::int64_t, Batch&) { return p.list_queues(who); });
+  });
+  json("POST", "/v1/tokens", "/v1/tokens", [on_loop](const Call& c) {
+    auto request = read_body(c.req, token_request_from_json);
+    if (!request) return bad_request("invalid request", request.error());
+    return on_loop([who = c.who, request = *request](ControlPlane& p, std::int64_t now, Batch& b) {
+      return p.create_token(who, request, now, b);
+    });
+  });
+  json("GET", "/v1/tokens", "/v1/tokens", [on_loop](const Call& c) {
+    return on_loop(
+        [who = c.who](ControlPlane& p, std::int64_t, Batch&) { return p.list_tokens(who); });
+  });
+  json("DELETE", "/v1/tokens/{}", "/v1/tokens/{id}", [on_loop](const Call& c) {
+    return on_loop([who = c.who, id = c.captures[0]](ControlPlane& p, std::int64_t now, Batch& b) {
+      return p.revoke_token(who, id, now, b);
+    });
+  });
+
+  // --- the internal market ---
+  json("GET", "/v1/prices", "/v1/prices", [on_loop](const Call& c) {
+    return on_loop(
+        [who = c.who](ControlPlane& p, std::int64_t now, Batch&) { return p.prices(who, now); });
+  });
+  json("GET", "/v1/bill", "/v1/bill", [on_loop](const Call& c) {
+    const QueryParams& q = c.query;
+    BillQuery query;
+    query.tenant = q.get("tenant");
+    if (query.tenant.empty()) {
+      return bad_request("invalid request",
+                         Error{"tenant", "missing: add ?tenant=NAME, the tenant billed"});
+    }
+    for (auto [key, target] : {std::pair{"from", &query.from}, std::pair{"to", &query.to}}) {
+      if (!q.has(key)) {
+        return bad_request("invalid request",
+                           Error{key, fmt::format("missing: add &{}=YYYY-MM-DD (UTC)", key)});
+      }
+      auto day = parse_utc_date(q.get(key), key);
+      if (!day) return bad_request("invalid request", day.error());
+      *target = *day;
+    }
+    if (query.to < query.from) {
+      return bad_request("invalid request",
+                         Error{"to", "must not be before from (both days are included)"});
+    }
+    query.to += 86'400;  // `to` is included: up to its end
+    if (q.has("by")) {
+      auto by = parse_bill_grouping(q.get("by"));
+      if (!by) return bad_request("invalid request", by.error());
+      query.by = *by;
+    }
+    return on_loop(
+        [who = c.who, query](ControlPlane& p, std::int64_t, Batch&) { return p.bill(who, query); });
+  });
+
+  // --- events: a long poll, answered by events() ---
+  routes_.push_back(Route{"GET", "/v1/events", "/v1/events", nullptr});
 }
 
 }  // namespace tidepool
