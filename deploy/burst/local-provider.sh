@@ -11,6 +11,9 @@
 #   TIDEPOOL_BIN                  the tidepool program (default: tidepool on the PATH)
 #   TIDEPOOL_LOCAL_PROVIDER_FAIL  when set, `up` fails with this message (to try a failing cloud)
 set -u
+# The server runs hooks with its own umask (077); the agents started here run each job's tasks as
+# a uid of its own, which must be able to pass through these folders to reach its own.
+umask 022
 action=${1:-}
 dir=${TIDEPOOL_LOCAL_PROVIDER_DIR:-${TMPDIR:-/tmp}/tidepool-local-provider}
 bin=${TIDEPOOL_BIN:-tidepool}

@@ -177,7 +177,7 @@ TEST_F(HttpHardeningTest, LongPollsOfOneTokenHoldNoThreadAndAreWokenByEvents) {
       [&] { return raw(get("/v1/events?timeout=60s&since=" + since, user)).status == 429; }, 10s));
   // A job of the tenant: each poll is answered with its event.
   auto job = admin.post("/v1/jobs", R"({"name": "a", "tenant": "vision", "queue": "default",
-    "gpus_per_task": 1, "gpu_model": ["H100"], "runtime_estimate": "1h"})");
+    "gpus_per_task": 1, "gpu_model": ["H100"], "runtime_estimate": "1h", "command": ["true"]})");
   ASSERT_EQ(job.status, 201) << job.body.dump();
   for (TestSocket& poll : polls) {
     auto res = poll.read_response(20s);
