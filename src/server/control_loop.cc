@@ -156,9 +156,7 @@ void ControlLoop::run() {
     // Only this thread changes the plane, so its next wakeup holds until the round below; it is
     // found outside the queue's lock, which the HTTP threads wait on.
     const std::optional<std::int64_t> wake = plane_->next_wakeup_ms(now_ms());
-    auto deadline = plane_->wants_pass()
-                        ? std::max(std::chrono::steady_clock::now(), next_pass_)
-                        : next_tick;
+    auto deadline = plane_->wants_pass() ? std::chrono::steady_clock::now() : next_tick;
     if (wake) {
       deadline = std::min(
           deadline, std::chrono::steady_clock::now() +
@@ -205,15 +203,11 @@ void ControlLoop::round(std::vector<Pending>& work, bool pass_due) {
   std::vector<Reply> replies;
   replies.reserve(work.size());
   for (Pending& p : work) replies.push_back(p.command(*plane_, now, batch));
-  const bool pass =
-      pass_due || (plane_->wants_pass() && std::chrono::steady_clock::now() >= next_pass_);
+  const bool pass = pass_due || plane_->wants_pass();
   if (pass) {
     const auto pass_start = std::chrono::steady_clock::now();
     plane_->schedule(now, batch);
-    const auto took = std::chrono::steady_clock::now() - pass_start;
-    next_pass_ = pass_start + std::max<std::chrono::steady_clock::duration>(options_.pass_gap,
-                                                                            3 * took);
-    metrics_.count_pass(std::chrono::duration<double>(took).count());
+    metrics_.count_pass(seconds_since(pass_start));
   }
   if (!batch.empty()) {
     keep_last_job_records(batch);

@@ -36,12 +36,6 @@ class ControlLoop {
 
   struct Options {
     std::chrono::milliseconds tick{1000};
-    // The least time between two passes that new work asks for (a submission, a job's end): this,
-    // or three times the last pass's duration if longer, so that under a stream of submissions
-    // passes take at most a quarter of the loop. The commands of the rounds in between are
-    // answered as soon as they are committed, and one pass then serves them all. The tick and the
-    // plane's wakeups are not held back.
-    std::chrono::milliseconds pass_gap{5};
     std::size_t events_kept = 100'000;
   };
 
@@ -97,8 +91,6 @@ class ControlLoop {
   std::shared_ptr<TokenTable> tokens_ = std::make_shared<TokenTable>();
   std::unique_ptr<EventFeed> events_;
   std::unique_ptr<ControlPlane> plane_;  // owned by the loop thread once started
-  // Loop thread: the earliest a pass that new work asks for may begin (Options::pass_gap).
-  std::chrono::steady_clock::time_point next_pass_{};
   // Listings (loop thread): each job's listed entry, and the jobs changed since the last snapshot.
   std::map<std::int64_t, std::shared_ptr<const ListedJob>> listed_;
   std::set<std::int64_t> listing_changed_;

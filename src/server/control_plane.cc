@@ -120,10 +120,10 @@ Result<std::unique_ptr<ControlPlane>> ControlPlane::create(ControlPlaneSetup set
     const std::int64_t id = job->id;
     auto [it, inserted] = plane->jobs_.emplace(id, std::move(*job));
     if (is_final(it->second.state)) continue;
-    plane->live_.insert(id);
+    plane->add_live(it->second);
     if (auto restored = plane->restore(plane->scheduler_, it->second, now_ms); !restored) {
       ServerJob& lost = it->second;
-      plane->live_.erase(id);
+      plane->drop_live(id);
       lost.placement.clear();
       lost.move_to(JobState::kFailed, now_ms,
                    "could not be restored after a restart: " + restored.error().message());
@@ -331,7 +331,7 @@ Reply ControlPlane::submit(const Principal& who, JobSpec spec, const std::string
   }
   ++next_job_id_;
   if (!idempotency_key.empty()) idempotency_[{job.spec.tenant, idempotency_key}] = job.id;
-  live_.insert(job.id);
+  add_live(job);
   dirty_ = true;
   record_job(batch, job, now_ms, "job.submitted");
   Reply reply{201, server_job_to_json(job)};
@@ -355,7 +355,7 @@ void ControlPlane::end_job(ServerJob& job, JobState state, std::string reason, s
     (void)scheduler_.withdraw(core_id, to_seconds(now_ms));
   }
   (void)scheduler_.forget(core_id);
-  live_.erase(job.id);
+  drop_live(job.id);
   job.move_to(state, now_ms, std::move(reason));
   job.ended_ms = now_ms;
   dirty_ = true;
@@ -549,7 +549,7 @@ Reply ControlPlane::why(const Principal& who, std::int64_t id, std::int64_t now_
 void ControlPlane::schedule(std::int64_t now_ms, Batch& batch) {
   meter_advance(now_ms, batch);
   std::vector<std::int64_t> overdue;
-  for (std::int64_t id : live_) {
+  for (std::int64_t id : timed_) {
     const ServerJob& job = jobs_.at(id);
     if (job.state == JobState::kRunning && job.spec.max_runtime &&
         now_ms - job.started_ms >= *job.spec.max_runtime * 1000) {
@@ -602,26 +602,48 @@ void ControlPlane::schedule(std::int64_t now_ms, Batch& batch) {
   }
   burst_waiting(now_ms, batch);
   post_ledger(now_ms, batch);
+  jobs_wakeup_ms_ = jobs_wakeup(now_ms);
 }
 
-std::optional<std::int64_t> ControlPlane::next_wakeup_ms(std::int64_t now_ms) const {
+std::optional<std::int64_t> ControlPlane::jobs_wakeup(std::int64_t now_ms) const {
   std::optional<std::int64_t> next;
   const auto sooner = [&](std::int64_t at) {
     if (!next || at < *next) next = at;
   };
-  if (auto wake = scheduler_.next_wakeup(to_seconds(now_ms))) sooner(*wake * 1000);
   // A waiting job reaches the burst threshold.
   const auto policy = market_ ? market_->burst_policy() : std::nullopt;
   const bool bursting = policy && !market_->burst_offers().empty();
+  for (std::int64_t id : timed_) {
+    const ServerJob& job = jobs_.at(id);
+    if (job.state == JobState::kRunning) sooner(job.started_ms + *job.spec.max_runtime * 1000);
+  }
+  if (!bursting) return next;
   for (std::int64_t id : live_) {
     const ServerJob& job = jobs_.at(id);
-    if (job.state == JobState::kRunning && job.spec.max_runtime) {
-      sooner(job.started_ms + *job.spec.max_runtime * 1000);
-    } else if (bursting && job.state == JobState::kPending && !job.burst) {
+    if (job.state == JobState::kPending && !job.burst) {
       const std::int64_t at = job.transitions.back().at_ms + policy->threshold * 1000;
       if (at > now_ms) sooner(at);
     }
   }
+  return next;
+}
+
+void ControlPlane::add_live(const ServerJob& job) {
+  live_.insert(job.id);
+  if (job.spec.max_runtime) timed_.insert(job.id);
+}
+
+void ControlPlane::drop_live(std::int64_t id) {
+  live_.erase(id);
+  timed_.erase(id);
+}
+
+std::optional<std::int64_t> ControlPlane::next_wakeup_ms(std::int64_t now_ms) const {
+  std::optional<std::int64_t> next = jobs_wakeup_ms_;
+  const auto sooner = [&](std::int64_t at) {
+    if (!next || at < *next) next = at;
+  };
+  if (auto wake = scheduler_.next_wakeup(to_seconds(now_ms))) sooner(*wake * 1000);
   for (const NodeInfo& node : nodes_) {
     if (node.registered_ms == 0 || node.not_ready) continue;
     sooner(node.last_heartbeat_ms + setup_.heartbeat_timeout_ms + 1);

@@ -174,7 +174,9 @@ class ControlPlane {
   [[nodiscard]] bool wants_pass() const { return dirty_; }
   // Stops jobs past their max_runtime, runs a scheduler pass and applies it.
   void schedule(std::int64_t now_ms, Batch& batch);
-  // The next time a pass has something to do without an outside event, if any.
+  // The next time a pass has something to do without an outside event, if any. Cheap: the jobs'
+  // own deadlines (max_runtime, the burst threshold) are those the last pass found; a job started
+  // or requeued outside a pass since then is seen by the next pass (the tick's at the latest).
   [[nodiscard]] std::optional<std::int64_t> next_wakeup_ms(std::int64_t now_ms) const;
 
   // --- figures for metrics ---
@@ -276,6 +278,12 @@ class ControlPlane {
   void stop_run(ServerJob& job, const std::string& cause, std::int64_t now_ms);
   // A NotReady node heard from again: schedulable unless drained.
   void mark_ready(NodeId id, std::int64_t now_ms, Batch& batch);
+  // A job becomes live (pending or running) or stops being live: live_ and timed_.
+  void add_live(const ServerJob& job);
+  void drop_live(std::int64_t id);
+  // The soonest deadline of a live job after `now_ms`: a running job's max_runtime, a waiting
+  // job's burst threshold (one walk over the live jobs, once per pass).
+  [[nodiscard]] std::optional<std::int64_t> jobs_wakeup(std::int64_t now_ms) const;
   // Marks NotReady the nodes whose agents fell silent, and requeues their running jobs.
   void check_liveness(std::int64_t now_ms, Batch& batch);
   // Queues a job that no longer runs (or never started) in the scheduler again, pending for
@@ -376,7 +384,8 @@ class ControlPlane {
   std::int64_t anomaly_day_ = 0;                       // the last UTC day checked
   std::shared_ptr<TokenTable> tokens_;
   std::map<std::int64_t, ServerJob> jobs_;
-  std::set<std::int64_t> live_;                                              // pending or running
+  std::set<std::int64_t> live_;   // pending or running
+  std::set<std::int64_t> timed_;  // the live jobs with a max_runtime (add_live, drop_live)
   std::map<std::pair<std::string, std::string>, std::int64_t> idempotency_;  // (tenant, key)
   std::vector<NodeInfo> nodes_;                                              // by NodeId
   std::map<std::string, NodeId> node_ids_;
@@ -395,6 +404,7 @@ class ControlPlane {
   std::map<std::string, std::int64_t> offer_paused_until_ms_;                 // after a failed `up`
   std::map<std::int64_t, std::string> burst_refusals_;  // job -> why it was not rented
   std::int64_t burst_rentals_ = 0;
+  std::optional<std::int64_t> jobs_wakeup_ms_;  // jobs_wakeup() at the last pass
 };
 
 }  // namespace tidepool

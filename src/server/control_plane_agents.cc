@@ -279,7 +279,7 @@ void ControlPlane::queue_again(ServerJob& job, const std::string& reason, std::i
   auto queued = core ? scheduler_.submit(*core, to_seconds(now_ms))
                      : Result<void>(std::unexpected(core.error()));
   if (!queued) {
-    live_.erase(job.id);
+    drop_live(job.id);
     job.move_to(JobState::kFailed, now_ms,
                 "could not be queued again: " + queued.error().message());
     job.ended_ms = now_ms;
