@@ -23,10 +23,12 @@
 
 #include "agent/cgroup_limits.h"
 #include "agent/task_process.h"
+#include "agent/test_processes.h"
 
 namespace tidepool {
 namespace {
 
+using test_support::processes_with;
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 
@@ -46,24 +48,6 @@ std::string read_text(const std::string& path) {
   std::ostringstream text;
   text << file.rdbuf();
   return text.str();
-}
-
-// The pids (as this namespace sees them) of live processes whose environment holds `marker`.
-std::set<pid_t> processes_with(const std::string& marker) {
-  std::set<pid_t> out;
-  DIR* proc = ::opendir("/proc");
-  if (proc == nullptr) return out;
-  while (const dirent* entry = ::readdir(proc)) {
-    const pid_t pid = static_cast<pid_t>(std::atoi(entry->d_name));
-    if (pid <= 0) continue;
-    const std::string status = read_text("/proc/" + std::to_string(pid) + "/status");
-    if (status.find("\nState:\tZ") != std::string::npos) continue;
-    if (read_text("/proc/" + std::to_string(pid) + "/environ").find(marker) != std::string::npos) {
-      out.insert(pid);
-    }
-  }
-  ::closedir(proc);
-  return out;
 }
 
 // The zombies whose parent is this process.

@@ -12,6 +12,7 @@
 #include <regex>
 #include <set>
 
+#include "agent/test_processes.h"
 #include "server_process.h"
 
 namespace tidepool::test_support {
@@ -116,23 +117,6 @@ class AgentProcess {
   std::string log_path_;
   pid_t pid_ = -1;
 };
-
-// The pids of processes whose environment holds `marker` (every job of a test gets it).
-std::set<pid_t> processes_with(const std::string& marker) {
-  std::set<pid_t> out;
-  DIR* proc = ::opendir("/proc");
-  if (proc == nullptr) return out;
-  while (const dirent* entry = ::readdir(proc)) {
-    const pid_t pid = static_cast<pid_t>(std::atoi(entry->d_name));
-    if (pid <= 0) continue;
-    std::string environ = read_text("/proc/" + std::to_string(pid) + "/environ");
-    if (environ.find(marker) == std::string::npos) continue;
-    // A zombie waiting to be reaped has no environment left; a live process does.
-    out.insert(pid);
-  }
-  ::closedir(proc);
-  return out;
-}
 
 class AgentTest : public ::testing::Test {
  protected:

@@ -19,6 +19,7 @@
 #include <set>
 #include <thread>
 
+#include "agent/test_processes.h"
 #include "server_process.h"
 
 namespace tidepool::test_support {
@@ -117,22 +118,6 @@ Json assignment(std::int64_t job, const std::string& tenant, int gpu, const std:
 }
 
 std::string status_of(pid_t pid) { return read_text("/proc/" + std::to_string(pid) + "/status"); }
-
-// Live processes (as the test's namespace sees them) whose environment holds `marker`.
-std::set<pid_t> processes_with(const std::string& marker) {
-  std::set<pid_t> out;
-  DIR* proc = ::opendir("/proc");
-  if (proc == nullptr) return out;
-  while (const dirent* entry = ::readdir(proc)) {
-    const pid_t pid = static_cast<pid_t>(std::atoi(entry->d_name));
-    if (pid <= 0 || status_of(pid).find("\nState:\tZ") != std::string::npos) continue;
-    if (read_text("/proc/" + std::to_string(pid) + "/environ").find(marker) != std::string::npos) {
-      out.insert(pid);
-    }
-  }
-  ::closedir(proc);
-  return out;
-}
 
 // The zombies whose parent is `parent`.
 std::set<pid_t> zombies_of(pid_t parent) {
