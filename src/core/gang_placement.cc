@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <limits>
 #include <optional>
 #include <string>
@@ -109,9 +110,12 @@ class GangPlanner {
       spine_leaves_[topology.leaves[l].spine.value].push_back(l);
     }
     room_.resize(pool.node_count());
+    leaf_free_.assign(topology.leaves.size(), 0);
     for (std::uint32_t n = 0; n < room_.size(); ++n) {
       room_[n] = allowed.empty() || allowed[n] != 0 ? node_room(NodeId{n}) : 0;
-      leaf_nodes_[pool.spec(NodeId{n}).leaf.value].push_back(n);
+      const std::uint32_t leaf = pool.spec(NodeId{n}).leaf.value;
+      leaf_nodes_[leaf].push_back(n);
+      leaf_free_[leaf] += pool.state(NodeId{n}).whole_free_gpus;
     }
   }
 
@@ -136,12 +140,24 @@ class GangPlanner {
       }
     }
 
-    // One node, if any can host the whole gang.
+    // One node, if any can host the whole gang. Every such candidate spans one spine, leaf and
+    // node, and tie ranks are unique per node, so the objective's remaining terms decide
+    // between them: split tasks, NVLink domains, the leaf's and node's whole free GPUs, and
+    // the node's tie rank (what the general key compares, without building it per node).
+    std::optional<SingleNodeKey> best_single;
+    std::vector<Assignment> scratch;
     for (std::uint32_t n = 0; n < room_.size(); ++n) {
       if (room_[n] < need_) continue;
-      std::vector<Assignment> out;
-      fill_node(NodeId{n}, need_, out);
-      consider(std::move(out));
+      // No split task and one NVLink domain is the best a fill can do: a node that would lose
+      // even then is not filled.
+      if (best_single && !(lower_bound_key(NodeId{n}) < *best_single)) continue;
+      scratch.clear();
+      fill_node(NodeId{n}, need_, scratch);
+      const SingleNodeKey key = single_node_key(NodeId{n}, scratch);
+      if (!best_single || key < *best_single) {
+        best_single = key;
+        best_ = scratch;
+      }
     }
     if (best_) return finish();
     if (topology_.requires_level(TopologyLevel::kNode)) return scope_failure(TopologyLevel::kNode);
@@ -300,6 +316,36 @@ class GangPlanner {
     for (const auto& [l, take] : split_among(std::move(leaves), count)) fill_leaf(l, take, out);
   }
 
+  // (split tasks, NVLink domains, leaf's whole free GPUs, node's whole free GPUs, tie rank):
+  // the terms of Key that differ between gangs placed whole on one node.
+  using SingleNodeKey = std::tuple<int, int, std::int64_t, std::int64_t, std::uint32_t>;
+
+  [[nodiscard]] SingleNodeKey lower_bound_key(NodeId node) const {
+    return SingleNodeKey{0, gpus_ > 0 ? 1 : 0, leaf_free_[pool_.spec(node).leaf.value],
+                         pool_.state(node).whole_free_gpus, pool_.tie_rank(node)};
+  }
+
+  [[nodiscard]] SingleNodeKey single_node_key(NodeId node,
+                                              std::span<const Assignment> assignments) const {
+    const NodeSpec& spec = pool_.spec(node);
+    int split = 0;
+    std::uint64_t domains = 0;  // bit d: NVLink domain d holds a GPU of the gang
+    for (const Assignment& a : assignments) {
+      int first_domain = -1;
+      bool task_split = false;
+      for (int g = 0; g < spec.gpu_count; ++g) {
+        if (!gpu_set_contains(a.gpus, g)) continue;
+        const int d = spec.nvlink_domain[g];
+        domains |= std::uint64_t{1} << d;
+        if (first_domain < 0) first_domain = d;
+        task_split = task_split || d != first_domain;
+      }
+      if (task_split) ++split;
+    }
+    return SingleNodeKey{split, std::popcount(domains), leaf_free_[spec.leaf.value],
+                         pool_.state(node).whole_free_gpus, pool_.tie_rank(node)};
+  }
+
   [[nodiscard]] Key key_of(const std::vector<Assignment>& assignments) const {
     const GangSpan span = gang_span(pool_, assignments);
     std::vector<std::uint32_t> nodes, leaves;
@@ -315,9 +361,7 @@ class GangPlanner {
     leaves.erase(std::unique(leaves.begin(), leaves.end()), leaves.end());
     std::sort(ranks.begin(), ranks.end());
     std::int64_t leaf_free = 0, node_free = 0;
-    for (std::uint32_t l : leaves) {
-      for (std::uint32_t n : leaf_nodes_[l]) leaf_free += pool_.state(NodeId{n}).whole_free_gpus;
-    }
+    for (std::uint32_t l : leaves) leaf_free += leaf_free_[l];
     for (std::uint32_t n : nodes) node_free += pool_.state(NodeId{n}).whole_free_gpus;
     return Key{span.spines,         span.leaves, span.nodes, span.split_tasks,
                span.nvlink_domains, leaf_free,   node_free,  std::move(ranks)};
@@ -426,6 +470,7 @@ class GangPlanner {
   TopologyRequirement topology_;
   std::vector<std::int64_t> room_;                      // per node
   std::vector<std::vector<std::uint32_t>> leaf_nodes_;  // node ids per leaf, in id order
+  std::vector<std::int64_t> leaf_free_;  // whole free GPUs per leaf, of every node in it
   std::vector<std::vector<std::uint32_t>> spine_leaves_;
   std::optional<std::vector<Assignment>> best_;
   Key best_key_;

@@ -17,19 +17,6 @@ Reply unavailable(std::string reason) {
   return error_reply(503, "unavailable", Error{"server", std::move(reason)});
 }
 
-// A job written twice in one batch (submitted, then started) is stored once, as it is last.
-void keep_last_job_records(Batch& batch) {
-  if (batch.jobs.size() < 2) return;
-  std::set<std::int64_t> seen;
-  std::vector<JobRecord> kept;
-  kept.reserve(batch.jobs.size());
-  for (auto it = batch.jobs.rbegin(); it != batch.jobs.rend(); ++it) {
-    if (seen.insert(it->id).second) kept.push_back(std::move(*it));
-  }
-  std::ranges::reverse(kept);
-  batch.jobs = std::move(kept);
-}
-
 }  // namespace
 
 ControlLoop::ControlLoop(std::unique_ptr<Store> store, ControlPlaneSetup setup, Options options,
@@ -127,16 +114,32 @@ bool ControlLoop::ready() const {
 }
 
 Reply ControlLoop::call(Command command) {
-  std::future<Reply> reply;
+  auto reply = std::make_shared<std::promise<Reply>>();
+  std::future<Reply> answered = reply->get_future();
+  call_async(std::move(command), [reply](Reply r) { reply->set_value(std::move(r)); });
+  return answered.get();
+}
+
+void ControlLoop::call_async(Command command, Done done) {
   {
     std::lock_guard lock(mutex_);
-    if (!running_ || stopping_) return unavailable("the server is shutting down");
-    Pending pending{std::move(command), {}};
-    reply = pending.reply.get_future();
-    queue_.push_back(std::move(pending));
+    if (running_ && !stopping_) {
+      queue_.push_back(Pending{std::move(command), std::move(done)});
+      wake_.notify_one();
+      return;
+    }
   }
-  wake_.notify_one();
-  return reply.get();
+  done(unavailable("the server is shutting down"));
+}
+
+void ControlLoop::answer(std::vector<Pending>& work, std::vector<Reply>& replies) {
+  for (std::size_t i = 0; i < work.size(); ++i) {
+    try {
+      work[i].done(std::move(replies[i]));
+    } catch (const std::exception& e) {
+      spdlog::error("answering a request: {}", e.what());
+    }
+  }
 }
 
 void ControlLoop::run_hooks() {
@@ -210,7 +213,7 @@ void ControlLoop::round(std::vector<Pending>& work, bool pass_due) {
     metrics_.count_pass(seconds_since(pass_start));
   }
   if (!batch.empty()) {
-    keep_last_job_records(batch);
+    plane_->seal(batch);
     const auto commit_start = std::chrono::steady_clock::now();
     auto committed = store_->commit(batch);
     if (committed) {
@@ -234,7 +237,7 @@ void ControlLoop::round(std::vector<Pending>& work, bool pass_due) {
     std::lock_guard lock(mutex_);
     ++rounds_;
   }
-  for (std::size_t i = 0; i < work.size(); ++i) work[i].reply.set_value(std::move(replies[i]));
+  answer(work, replies);
 }
 
 }  // namespace tidepool

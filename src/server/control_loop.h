@@ -54,6 +54,11 @@ class ControlLoop {
 
   // Runs `command` on the loop thread; returns once its round is committed.
   Reply call(Command command);
+  // The same without waiting: `done` gets the reply on the loop thread once the round is
+  // committed (or at once, on this thread, with 503 when the server is shutting down). It must
+  // not block; what it throws is logged and dropped.
+  using Done = std::function<void(Reply)>;
+  void call_async(Command command, Done done);
 
   // The jobs as GET /v1/jobs lists them (job_listing.h): a snapshot at least as new as every
   // round committed before this call, so that a client sees what it was answered. The loop takes
@@ -71,7 +76,7 @@ class ControlLoop {
  private:
   struct Pending {
     Command command;
-    std::promise<Reply> reply;
+    Done done;
   };
 
   static std::int64_t now_ms();
@@ -83,6 +88,8 @@ class ControlLoop {
   void publish_listing();
   // Starts the provider hooks the plane asked for (after their round was committed).
   void run_hooks();
+  // Hands a committed round's replies to their callers.
+  static void answer(std::vector<Pending>& work, std::vector<Reply>& replies);
 
   std::unique_ptr<Store> store_;
   ControlPlaneSetup setup_;

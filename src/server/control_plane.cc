@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <set>
 #include <utility>
 
 namespace tidepool {
@@ -140,6 +141,7 @@ Result<std::unique_ptr<ControlPlane>> ControlPlane::create(ControlPlaneSetup set
     return std::unexpected(opened.error());
   }
   plane->restore_bursts(now_ms, repairs);
+  plane->seal(repairs);
   return plane;
 }
 
@@ -253,9 +255,31 @@ void ControlPlane::emit(Batch& batch, std::int64_t now_ms, std::string kind,
   batch.events.push_back(EventRecord{++last_event_seq_, now_ms, std::move(kind), document.dump()});
 }
 
+void ControlPlane::stage(Batch& batch, const ServerJob& job) {
+  JobRecord named;
+  named.id = job.id;
+  batch.jobs.push_back(std::move(named));
+}
+
+void ControlPlane::seal(Batch& batch) const {
+  if (batch.jobs.empty()) return;
+  // The last record of each job wins, in the order of their last changes.
+  std::set<std::int64_t> seen;
+  std::vector<JobRecord> kept;
+  kept.reserve(batch.jobs.size());
+  for (auto it = batch.jobs.rbegin(); it != batch.jobs.rend(); ++it) {
+    if (seen.insert(it->id).second) kept.push_back(std::move(*it));
+  }
+  std::ranges::reverse(kept);
+  for (JobRecord& record : kept) {
+    if (record.document.empty()) record = to_record(jobs_.at(record.id));
+  }
+  batch.jobs = std::move(kept);
+}
+
 void ControlPlane::record_job(Batch& batch, const ServerJob& job, std::int64_t now_ms,
                               std::string kind) {
-  batch.jobs.push_back(to_record(job));
+  stage(batch, job);
   nlohmann::json places = nlohmann::json::array();
   for (const TaskPlace& p : job.placement) places.push_back({{"node", p.node}, {"gpus", p.gpus}});
   emit(batch, now_ms, std::move(kind),
@@ -406,7 +430,7 @@ Reply ControlPlane::report_status(const Principal& who, std::int64_t id,
     auto at = std::ranges::lower_bound(job.tasks_done, *report.task);
     if (at == job.tasks_done.end() || *at != *report.task) job.tasks_done.insert(at, *report.task);
     if (std::cmp_less(job.tasks_done.size(), job.spec.tasks)) {
-      batch.jobs.push_back(to_record(job));
+      stage(batch, job);
       return Reply{200, server_job_to_json(job)};
     }
   }
@@ -442,7 +466,7 @@ Reply ControlPlane::report_checkpoint(const Principal& who, std::int64_t id,
   job.last_checkpoint_ms = now_ms;
   if (report.step) job.checkpoint_step = report.step;
   if (!report.path.empty()) job.checkpoint_path = report.path;
-  batch.jobs.push_back(to_record(job));
+  stage(batch, job);
   emit(batch, now_ms, "job.checkpointed",
        {{"job", job.id},
         {"tenant", job.spec.tenant},
@@ -598,7 +622,7 @@ void ControlPlane::schedule(std::int64_t now_ms, Batch& batch) {
   // Preempted jobs that did not start again in this pass are pending: store that state.
   for (const PreemptedJob& p : pass.preempted) {
     const ServerJob& job = jobs_.at(p.job.value);
-    if (job.state == JobState::kPending) batch.jobs.push_back(to_record(job));
+    if (job.state == JobState::kPending) stage(batch, job);
   }
   burst_waiting(now_ms, batch);
   post_ledger(now_ms, batch);

@@ -174,6 +174,12 @@ class ControlPlane {
   [[nodiscard]] bool wants_pass() const { return dirty_; }
   // Stops jobs past their max_runtime, runs a scheduler pass and applies it.
   void schedule(std::int64_t now_ms, Batch& batch);
+
+  // Writes the documents of the jobs a round changed into `batch`, once per job and as each job
+  // stands now: the methods above only name a changed job in `batch.jobs` (a record without a
+  // document), so a job submitted and started in one round is serialised once. Call it when the
+  // round is done, before the batch is committed; create() seals its repairs itself.
+  void seal(Batch& batch) const;
   // The next time a pass has something to do without an outside event, if any. Cheap: the jobs'
   // own deadlines (max_runtime, the burst threshold) are those the last pass found; a job started
   // or requeued outside a pass since then is seen by the next pass (the tick's at the latest).
@@ -269,6 +275,8 @@ class ControlPlane {
   std::vector<TaskPlace> to_places(const std::vector<Assignment>& assignments) const;
   void emit(Batch& batch, std::int64_t now_ms, std::string kind, nlohmann::json document);
   void record_job(Batch& batch, const ServerJob& job, std::int64_t now_ms, std::string kind);
+  // Names `job` as changed in `batch`; seal() writes its document.
+  static void stage(Batch& batch, const ServerJob& job);
   void record_node(Batch& batch, const NodeInfo& node);
   // Ends a running job (its resources return) or takes back a pending one, in the final state.
   void end_job(ServerJob& job, JobState state, std::string reason, std::int64_t now_ms,

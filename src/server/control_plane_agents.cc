@@ -287,7 +287,7 @@ void ControlPlane::queue_again(ServerJob& job, const std::string& reason, std::i
     return;
   }
   job.move_to(JobState::kPending, now_ms, reason);
-  batch.jobs.push_back(to_record(job));
+  stage(batch, job);
 }
 
 Error no_such_task(std::int64_t job, std::int64_t tasks) {

@@ -493,7 +493,7 @@ void ControlPlane::restore_bursts(std::int64_t now_ms, Batch& repairs) {
     }
     if (job.state == JobState::kPending) {
       request_up(job, now_ms, repairs);
-      repairs.jobs.push_back(to_record(job));
+      stage(repairs, job);
     }
   }
   // A rental whose offer left the market file: given up (a running job goes back to the pool).

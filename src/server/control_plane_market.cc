@@ -130,7 +130,7 @@ void ControlPlane::post_ledger(std::int64_t now_ms, Batch& batch) {
     ServerJob& job = jobs_.at(id);
     if (!job.burst) continue;
     charge_burst(job, now_ms, batch);
-    batch.jobs.push_back(to_record(job));
+    stage(batch, job);
   }
   store_ledger(batch);
   check_budgets(now_ms, batch);

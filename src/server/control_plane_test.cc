@@ -109,13 +109,19 @@ class ControlPlaneTest : public ::testing::Test {
     return std::move(*plane);
   }
 
+  // Commits a round's batch as the loop does: sealed by the plane first.
+  void commit(Batch& batch) {
+    plane_->seal(batch);
+    store_.commit(batch);
+  }
+
   // Runs `command` like the loop does: then a pass, then the commit.
   template <class Command>
   Reply run(Command command, std::int64_t now_ms = 1'000'000) {
     Batch batch;
     Reply reply = command(*plane_, now_ms, batch);
     plane_->schedule(now_ms, batch);
-    store_.commit(batch);
+    commit(batch);
     return reply;
   }
 
@@ -391,7 +397,7 @@ class MarketPlaneTest : public ControlPlaneTest {
   void tick(std::int64_t now_ms) {
     Batch batch;
     plane_->schedule(now_ms, batch);
-    store_.commit(batch);
+    commit(batch);
   }
   std::vector<std::string> event_kinds() const {
     std::vector<std::string> kinds;
@@ -441,7 +447,7 @@ TEST_F(MarketPlaneTest, RunningJobsAreChargedAtThePriceAndBilledByGroup) {
   // Finished after an hour: 8 GPU-hours at the standard price.
   Batch batch;
   ASSERT_EQ(plane_->report_status(kAdmin, id, succeeded(), kStart + 3'600'000, batch).status, 200);
-  store_.commit(batch);
+  commit(batch);
   BillQuery query{"vision", kDay, kDay + 86'400, BillGrouping::kTeam};
   Reply bill = plane_->bill(kVision, query);
   ASSERT_EQ(bill.status, 200) << bill.body.dump();
@@ -554,7 +560,7 @@ TEST_F(MarketPlaneTest, DailySpendAboveTwiceTheWeeksAverageRaisesAnAnomaly) {
         submit(job(fmt::format("d{}", day), 1, day == 7 ? 8 : 1), kVision, "", start).body["id"];
     Batch batch;
     plane_->report_status(kAdmin, id, succeeded(), start + 3'600'000, batch);
-    store_.commit(batch);
+    commit(batch);
     tick(start + 3'660'000);
   }
   EXPECT_EQ(std::ranges::count(event_kinds(), "cost.anomaly"), 0);
@@ -602,7 +608,7 @@ class BurstPlaneTest : public MarketPlaneTest {
     registration.address = "10.9.0.1";
     Batch batch;
     Reply reply = plane_->register_node(agent(node), node, registration, now_ms, batch);
-    store_.commit(batch);
+    commit(batch);
     return reply;
   }
   double burst_charges(const std::string& tenant = "vision") {
@@ -651,7 +657,7 @@ TEST_F(BurstPlaneTest, WaitingJobRunsOnRentedNodesAndIsChargedTheOfferPrice) {
   EXPECT_EQ(view.body["placement"][0]["node"], node);
   Batch batch;
   Reply beat = plane_->heartbeat(agent(node), node, NodeHeartbeat{}, kRent + 130'000, batch);
-  store_.commit(batch);
+  commit(batch);
   ASSERT_EQ(beat.status, 200) << beat.body.dump();
   ASSERT_EQ(beat.body["assignments"].size(), 1U);
   EXPECT_EQ(beat.body["assignments"][0]["job"], id);
@@ -668,7 +674,7 @@ TEST_F(BurstPlaneTest, WaitingJobRunsOnRentedNodesAndIsChargedTheOfferPrice) {
   const std::int64_t end = kRent + 120'000 + 3'600'000;
   Batch done;
   ASSERT_EQ(plane_->report_status(agent(node), id, succeeded(1, 0), end, done).status, 200);
-  store_.commit(done);
+  commit(done);
   EXPECT_EQ(get(id).body["state"], "succeeded");
   calls = plane_->take_provider_calls();
   ASSERT_EQ(calls.size(), 1U);
@@ -696,7 +702,7 @@ TEST_F(BurstPlaneTest, FailedUpHookSendsTheJobBackToThePoolAndRestsTheOffer) {
   Batch batch;
   plane_->provider_result(calls[0].id, false, "quota exceeded (exited with status 3)", kRent + 5000,
                           batch);
-  store_.commit(batch);
+  commit(batch);
   Reply view = get(id);
   EXPECT_EQ(view.body["state"], "pending");
   EXPECT_NE(view.body["pending"]["kind"], "burst");
@@ -761,7 +767,7 @@ TEST_F(BurstPlaneTest, RestartAsksUpAgainWithNewTokensAndKeepsRunningRentals) {
   ASSERT_EQ(
       plane_->report_status(agent(node), id, succeeded(1, 0), kRent + 3'600'000, batch).status,
       200);
-  store_.commit(batch);
+  commit(batch);
   EXPECT_NEAR(burst_charges(), 8 * 4.0, 1e-5);
 }
 
@@ -808,7 +814,7 @@ TEST_F(ControlPlaneTest, TasksThatRequestNothingStayOffDrainedNodes) {
   for (const auto& node : nodes) {
     Batch batch;
     ASSERT_EQ(plane_->set_drained(kAdmin, node["name"], true, "maintenance", 0, batch).status, 200);
-    store_.commit(batch);
+    commit(batch);
   }
   JobSpec nothing = job("nothing", 100, 0);
   nothing.gpu_models.clear();
@@ -884,7 +890,7 @@ TEST_F(ControlPlaneTest, ANodeTheJobLeftCannotActOnItAndAgentsNameTheRun) {
         plane_->register_node(agent(node["name"]), node["name"], NodeRegistration{}, now, batch)
             .status,
         200);
-    store_.commit(batch);
+    commit(batch);
   }
   const std::int64_t id = submit(job("moved")).body["id"];
   const std::string a = get(id).body["placement"][0]["node"];
@@ -892,7 +898,7 @@ TEST_F(ControlPlaneTest, ANodeTheJobLeftCannotActOnItAndAgentsNameTheRun) {
     Batch batch;
     Reply reply = plane_->report_checkpoint(agent(node), id,
                                             CheckpointReport{{}, "/ckpt/x", "", run}, now, batch);
-    store_.commit(batch);
+    commit(batch);
     return reply;
   };
   const auto status = [&](const std::string& node, std::optional<std::int64_t> run,
@@ -900,7 +906,7 @@ TEST_F(ControlPlaneTest, ANodeTheJobLeftCannotActOnItAndAgentsNameTheRun) {
     Batch batch;
     Reply reply = plane_->report_status(agent(node), id,
                                         JobStatusReport{"failed", 1, "", task, run}, now, batch);
-    store_.commit(batch);
+    commit(batch);
     return reply;
   };
   EXPECT_EQ(checkpoint(a, std::nullopt).status, 400);  // an agent names the run
@@ -914,7 +920,7 @@ TEST_F(ControlPlaneTest, ANodeTheJobLeftCannotActOnItAndAgentsNameTheRun) {
     if (node["name"] == a) continue;
     Batch batch;
     plane_->heartbeat(agent(node["name"]), node["name"], NodeHeartbeat{}, now, batch);
-    store_.commit(batch);
+    commit(batch);
   }
   run([](ControlPlane&, std::int64_t, Batch&) { return Reply{}; }, now);
   const Reply moved = get(id);

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string_view>
 #include <utility>
+#include <variant>
 
 #include "server/api_bodies.h"
 #include "server/http_route.h"
@@ -31,12 +32,19 @@ struct HttpApi::Call {
   }
 };
 
+// What a handler that works on the loop returns: the answer now (the request was refused), or
+// the command to run on the loop, whose reply is the answer.
+using LoopAnswer = std::variant<Reply, ControlLoop::Command>;
+
 struct HttpApi::Route {
   std::string method;
   std::string pattern;                           // match_path's: "/v1/jobs/{}"
   std::string name;                              // in the metrics: "/v1/jobs/{id}"
-  std::function<HttpResponse(const Call&)> run;  // empty: GET /v1/events (long poll)
+  std::function<HttpResponse(const Call&)> run;  // may block; empty: see on_loop or events
   bool open = false;                             // /metrics: no token unless configured
+  // A route whose work is one command on the loop: it checks the request and hands the command
+  // over without waiting, so it runs on the I/O thread and no thread waits for its round.
+  std::function<LoopAnswer(const Call&)> on_loop;
 };
 
 namespace {
@@ -407,14 +415,26 @@ HeadVerdict HttpApi::on_head(HttpRequest& req) {
     }
     admitted.who = std::move(*who);
   }
+  const bool on_loop = static_cast<bool>(route->on_loop);
   req.context = std::move(admitted);
-  return HeadVerdict::proceed();
+  return on_loop ? HeadVerdict::proceed_without_blocking() : HeadVerdict::proceed();
 }
 
 void HttpApi::handle(HttpRequest& req, const HttpResponder& responder) {
   const auto& admitted = std::any_cast<const Admitted&>(req.context);
   const QueryParams query(req.query);
   const Call call{admitted.who, req, admitted.captures, query};
+  if (admitted.route->on_loop) {
+    auto answer = [this, responder, route = admitted.route, method = req.method,
+                   start = admitted.start](Reply reply) {
+      metrics_.count_request(method, route->name, reply.status,
+                             std::chrono::duration<double>(Clock::now() - start).count());
+      responder.send(to_response(reply));
+    };
+    LoopAnswer prepared = admitted.route->on_loop(call);
+    if (Reply* now = std::get_if<Reply>(&prepared)) return answer(std::move(*now));
+    return loop_.call_async(std::move(std::get<ControlLoop::Command>(prepared)), std::move(answer));
+  }
   if (!admitted.route->run) return events(call, responder);
   HttpResponse res = admitted.route->run(call);
   if (!admitted.route->open) {
@@ -501,13 +521,25 @@ void HttpApi::events(const Call& call, const HttpResponder& responder) {
 void HttpApi::add_routes() {
   using Handler = std::function<Reply(const Call&)>;
   auto json = [this](std::string method, std::string pattern, std::string name, Handler h) {
-    routes_.push_back(Route{std::move(method), std::move(pattern), std::move(name),
-                            [h = std::move(h)](const Call& c) { return to_response(h(c)); }});
+    routes_.push_back(Route{std::move(method),
+                            std::move(pattern),
+                            std::move(name),
+                            [h = std::move(h)](const Call& c) { return to_response(h(c)); },
+                            false,
+                            {}});
   };
-  // Runs a command that changes or reads the control plane on the loop.
-  auto on_loop = [this](auto command) { return loop_.call(std::move(command)); };
+  // A route whose work is a command on the loop (the handler returns it, or a refusal).
+  using LoopHandler = std::function<LoopAnswer(const Call&)>;
+  auto loop_json = [this](std::string method, std::string pattern, std::string name,
+                          LoopHandler h) {
+    routes_.push_back(
+        Route{std::move(method), std::move(pattern), std::move(name), {}, false, std::move(h)});
+  };
+  auto on_loop = [](ControlLoop::Command command) { return LoopAnswer{std::move(command)}; };
 
-  routes_.push_back(Route{"GET", "/metrics", "/metrics",
+  routes_.push_back(Route{"GET",
+                          "/metrics",
+                          "/metrics",
                           [this](const Call&) {
                             Reply reply =
                                 loop_.call([this](ControlPlane& plane, std::int64_t, Batch&) {
@@ -520,10 +552,11 @@ void HttpApi::add_routes() {
                             res.body = metrics_.render();
                             return res;
                           },
-                          true});
+                          true,
+                          {}});
 
   // --- jobs ---
-  json("POST", "/v1/jobs", "/v1/jobs", [on_loop](const Call& c) {
+  loop_json("POST", "/v1/jobs", "/v1/jobs", [on_loop](const Call& c) -> LoopAnswer {
     auto spec = read_body(c.req, job_spec_from_json);
     if (!spec) return bad_request("invalid job spec", spec.error());
     return on_loop([who = c.who, spec = std::move(*spec), key = c.header("Idempotency-Key")](
@@ -550,50 +583,52 @@ void HttpApi::add_routes() {
     }
     return list_jobs(*listing, c.who, filter);
   });
-  json("GET", "/v1/jobs/{}", "/v1/jobs/{id}", [on_loop](const Call& c) {
+  loop_json("GET", "/v1/jobs/{}", "/v1/jobs/{id}", [on_loop](const Call& c) -> LoopAnswer {
     auto id = path_id(c.captures[0]);
     if (!id) return no_such_job(c.captures[0]);
     return on_loop([who = c.who, id = *id](ControlPlane& p, std::int64_t, Batch&) {
       return p.get_job(who, id);
     });
   });
-  json("DELETE", "/v1/jobs/{}", "/v1/jobs/{id}", [on_loop](const Call& c) {
+  loop_json("DELETE", "/v1/jobs/{}", "/v1/jobs/{id}", [on_loop](const Call& c) -> LoopAnswer {
     auto id = path_id(c.captures[0]);
     if (!id) return no_such_job(c.captures[0]);
     return on_loop([who = c.who, id = *id](ControlPlane& p, std::int64_t now, Batch& b) {
       return p.cancel(who, id, now, b);
     });
   });
-  json("GET", "/v1/jobs/{}/why", "/v1/jobs/{id}/why", [on_loop](const Call& c) {
+  loop_json("GET", "/v1/jobs/{}/why", "/v1/jobs/{id}/why", [on_loop](const Call& c) -> LoopAnswer {
     auto id = path_id(c.captures[0]);
     if (!id) return no_such_job(c.captures[0]);
     return on_loop([who = c.who, id = *id](ControlPlane& p, std::int64_t now, Batch&) {
       return p.why(who, id, now);
     });
   });
-  json("POST", "/v1/jobs/{}/checkpoint", "/v1/jobs/{id}/checkpoint", [on_loop](const Call& c) {
-    auto id = path_id(c.captures[0]);
-    if (!id) return no_such_job(c.captures[0]);
-    auto report = read_body(c.req, checkpoint_report_from_json);
-    if (!report) return bad_request("invalid request", report.error());
-    return on_loop(
-        [who = c.who, id = *id, report = *report](ControlPlane& p, std::int64_t now, Batch& b) {
-          return p.report_checkpoint(who, id, report, now, b);
-        });
-  });
-  json("POST", "/v1/jobs/{}/status", "/v1/jobs/{id}/status", [on_loop](const Call& c) {
-    auto id = path_id(c.captures[0]);
-    if (!id) return no_such_job(c.captures[0]);
-    auto report = read_body(c.req, job_status_report_from_json);
-    if (!report) return bad_request("invalid request", report.error());
-    return on_loop(
-        [who = c.who, id = *id, report = *report](ControlPlane& p, std::int64_t now, Batch& b) {
-          return p.report_status(who, id, report, now, b);
-        });
-  });
+  loop_json("POST", "/v1/jobs/{}/checkpoint", "/v1/jobs/{id}/checkpoint",
+            [on_loop](const Call& c) -> LoopAnswer {
+              auto id = path_id(c.captures[0]);
+              if (!id) return no_such_job(c.captures[0]);
+              auto report = read_body(c.req, checkpoint_report_from_json);
+              if (!report) return bad_request("invalid request", report.error());
+              return on_loop([who = c.who, id = *id, report = *report](ControlPlane& p,
+                                                                       std::int64_t now, Batch& b) {
+                return p.report_checkpoint(who, id, report, now, b);
+              });
+            });
+  loop_json(
+      "POST", "/v1/jobs/{}/status", "/v1/jobs/{id}/status", [on_loop](const Call& c) -> LoopAnswer {
+        auto id = path_id(c.captures[0]);
+        if (!id) return no_such_job(c.captures[0]);
+        auto report = read_body(c.req, job_status_report_from_json);
+        if (!report) return bad_request("invalid request", report.error());
+        return on_loop(
+            [who = c.who, id = *id, report = *report](ControlPlane& p, std::int64_t now, Batch& b) {
+              return p.report_status(who, id, report, now, b);
+            });
+      });
 
   // Task logs: access is checked on the loop, the files are read and written here.
-  json("POST", "/v1/jobs/{}/logs", "/v1/jobs/{id}/logs", [this, on_loop](const Call& c) {
+  json("POST", "/v1/jobs/{}/logs", "/v1/jobs/{id}/logs", [this](const Call& c) {
     auto id = path_id(c.captures[0]);
     if (!id) return no_such_job(c.captures[0]);
     auto task = query_integer(c.query, "task", 0, 0, std::numeric_limits<int>::max(),
@@ -616,8 +651,8 @@ void HttpApi::add_routes() {
                                "send the bytes as the body itself, e.g. "
                                "application/octet-stream"});
     }
-    Reply access = on_loop([who = c.who, id = *id, task = static_cast<int>(*task), run](
-                               ControlPlane& p, std::int64_t, Batch&) {
+    Reply access = loop_.call([who = c.who, id = *id, task = static_cast<int>(*task), run](
+                                  ControlPlane& p, std::int64_t, Batch&) {
       return p.log_access(who, id, true, task, run);
     });
     if (access.status != 200) return access;
@@ -631,7 +666,10 @@ void HttpApi::add_routes() {
     return Reply{200, {{"job", *id}, {"task", *in_job}, {"size", *size}}};
   });
   routes_.push_back(Route{
-      "GET", "/v1/jobs/{}/logs", "/v1/jobs/{id}/logs", [this, on_loop](const Call& c) {
+      "GET",
+      "/v1/jobs/{}/logs",
+      "/v1/jobs/{id}/logs",
+      [this](const Call& c) {
         auto id = path_id(c.captures[0]);
         if (!id) return to_response(no_such_job(c.captures[0]));
         auto task = query_integer(c.query, "task", 0, 0, std::numeric_limits<int>::max(),
@@ -644,7 +682,7 @@ void HttpApi::add_routes() {
         auto limit = query_integer(c.query, "limit", kDefaultLogReadBytes, 0, kMaxLogReadBytes,
                                    fmt::format("a byte count, 0..{}", kMaxLogReadBytes));
         if (!limit) return to_response(bad_request("invalid request", limit.error()));
-        Reply access = on_loop([who = c.who, id = *id](ControlPlane& p, std::int64_t, Batch&) {
+        Reply access = loop_.call([who = c.who, id = *id](ControlPlane& p, std::int64_t, Batch&) {
           return p.log_access(who, id, false);
         });
         if (access.status != 200) return to_response(access);
@@ -662,53 +700,57 @@ void HttpApi::add_routes() {
         res.fields.push_back({"X-Tidepool-Log-Size", std::to_string(chunk->size)});
         res.body = std::move(chunk->bytes);
         return res;
-      }});
+      },
+      false,
+      {}});
 
   // --- nodes ---
-  json("GET", "/v1/nodes", "/v1/nodes", [on_loop](const Call& c) {
+  loop_json("GET", "/v1/nodes", "/v1/nodes", [on_loop](const Call& c) -> LoopAnswer {
     return on_loop(
         [who = c.who](ControlPlane& p, std::int64_t, Batch&) { return p.list_nodes(who); });
   });
   for (const bool drain : {true, false}) {
     const std::string verb = drain ? "drain" : "undrain";
-    json("POST", "/v1/nodes/{}/" + verb, "/v1/nodes/{name}/" + verb,
-         [on_loop, drain](const Call& c) {
-           auto body = read_body(c.req, drain_request_from_json);
-           if (!body) return bad_request("invalid request", body.error());
-           return on_loop([who = c.who, drain, node = c.captures[0], reason = body->reason](
-                              ControlPlane& p, std::int64_t now, Batch& b) {
-             return p.set_drained(who, node, drain, reason, now, b);
-           });
-         });
+    loop_json("POST", "/v1/nodes/{}/" + verb, "/v1/nodes/{name}/" + verb,
+              [on_loop, drain](const Call& c) -> LoopAnswer {
+                auto body = read_body(c.req, drain_request_from_json);
+                if (!body) return bad_request("invalid request", body.error());
+                return on_loop([who = c.who, drain, node = c.captures[0], reason = body->reason](
+                                   ControlPlane& p, std::int64_t now, Batch& b) {
+                  return p.set_drained(who, node, drain, reason, now, b);
+                });
+              });
   }
-  json("POST", "/v1/nodes/{}/register", "/v1/nodes/{name}/register", [on_loop](const Call& c) {
-    auto body = read_body(c.req, node_registration_from_json);
-    if (!body) return bad_request("invalid request", body.error());
-    return on_loop([who = c.who, node = c.captures[0], body = *body](ControlPlane& p,
-                                                                     std::int64_t now, Batch& b) {
-      return p.register_node(who, node, body, now, b);
-    });
-  });
-  json("POST", "/v1/nodes/{}/heartbeat", "/v1/nodes/{name}/heartbeat", [on_loop](const Call& c) {
-    auto body = read_body(c.req, node_heartbeat_from_json);
-    if (!body) return bad_request("invalid request", body.error());
-    return on_loop([who = c.who, node = c.captures[0], body = *body](ControlPlane& p,
-                                                                     std::int64_t now, Batch& b) {
-      return p.heartbeat(who, node, body, now, b);
-    });
-  });
+  loop_json("POST", "/v1/nodes/{}/register", "/v1/nodes/{name}/register",
+            [on_loop](const Call& c) -> LoopAnswer {
+              auto body = read_body(c.req, node_registration_from_json);
+              if (!body) return bad_request("invalid request", body.error());
+              return on_loop([who = c.who, node = c.captures[0], body = *body](
+                                 ControlPlane& p, std::int64_t now, Batch& b) {
+                return p.register_node(who, node, body, now, b);
+              });
+            });
+  loop_json("POST", "/v1/nodes/{}/heartbeat", "/v1/nodes/{name}/heartbeat",
+            [on_loop](const Call& c) -> LoopAnswer {
+              auto body = read_body(c.req, node_heartbeat_from_json);
+              if (!body) return bad_request("invalid request", body.error());
+              return on_loop([who = c.who, node = c.captures[0], body = *body](
+                                 ControlPlane& p, std::int64_t now, Batch& b) {
+                return p.heartbeat(who, node, body, now, b);
+              });
+            });
 
   // --- tenants, queues, tokens ---
-  json("GET", "/v1/tenants", "/v1/tenants", [on_loop](const Call& c) {
+  loop_json("GET", "/v1/tenants", "/v1/tenants", [on_loop](const Call& c) -> LoopAnswer {
     return on_loop(
         [who = c.who](ControlPlane& p, std::int64_t, Batch&) { return p.list_tenants(who); });
   });
-  json("GET", "/v1/tenants/{}", "/v1/tenants/{name}", [on_loop](const Call& c) {
+  loop_json("GET", "/v1/tenants/{}", "/v1/tenants/{name}", [on_loop](const Call& c) -> LoopAnswer {
     return on_loop([who = c.who, name = c.captures[0]](ControlPlane& p, std::int64_t, Batch&) {
       return p.get_tenant(who, name);
     });
   });
-  json("PUT", "/v1/tenants/{}", "/v1/tenants/{name}", [on_loop](const Call& c) {
+  loop_json("PUT", "/v1/tenants/{}", "/v1/tenants/{name}", [on_loop](const Call& c) -> LoopAnswer {
     auto update = read_body(c.req, tenant_update_from_json);
     if (!update) return bad_request("invalid tenant", update.error());
     return on_loop([who = c.who, name = c.captures[0], update = *update](
@@ -716,33 +758,33 @@ void HttpApi::add_routes() {
       return p.put_tenant(who, name, update, now, b);
     });
   });
-  json("GET", "/v1/queues", "/v1/queues", [on_loop](const Call& c) {
+  loop_json("GET", "/v1/queues", "/v1/queues", [on_loop](const Call& c) -> LoopAnswer {
     return on_loop(
         [who = c.who](ControlPlane& p, std::int64_t, Batch&) { return p.list_queues(who); });
   });
-  json("POST", "/v1/tokens", "/v1/tokens", [on_loop](const Call& c) {
+  loop_json("POST", "/v1/tokens", "/v1/tokens", [on_loop](const Call& c) -> LoopAnswer {
     auto request = read_body(c.req, token_request_from_json);
     if (!request) return bad_request("invalid request", request.error());
     return on_loop([who = c.who, request = *request](ControlPlane& p, std::int64_t now, Batch& b) {
       return p.create_token(who, request, now, b);
     });
   });
-  json("GET", "/v1/tokens", "/v1/tokens", [on_loop](const Call& c) {
+  loop_json("GET", "/v1/tokens", "/v1/tokens", [on_loop](const Call& c) -> LoopAnswer {
     return on_loop(
         [who = c.who](ControlPlane& p, std::int64_t, Batch&) { return p.list_tokens(who); });
   });
-  json("DELETE", "/v1/tokens/{}", "/v1/tokens/{id}", [on_loop](const Call& c) {
+  loop_json("DELETE", "/v1/tokens/{}", "/v1/tokens/{id}", [on_loop](const Call& c) -> LoopAnswer {
     return on_loop([who = c.who, id = c.captures[0]](ControlPlane& p, std::int64_t now, Batch& b) {
       return p.revoke_token(who, id, now, b);
     });
   });
 
   // --- the internal market ---
-  json("GET", "/v1/prices", "/v1/prices", [on_loop](const Call& c) {
+  loop_json("GET", "/v1/prices", "/v1/prices", [on_loop](const Call& c) -> LoopAnswer {
     return on_loop(
         [who = c.who](ControlPlane& p, std::int64_t now, Batch&) { return p.prices(who, now); });
   });
-  json("GET", "/v1/bill", "/v1/bill", [on_loop](const Call& c) {
+  loop_json("GET", "/v1/bill", "/v1/bill", [on_loop](const Call& c) -> LoopAnswer {
     const QueryParams& q = c.query;
     BillQuery query;
     query.tenant = q.get("tenant");
@@ -774,7 +816,7 @@ void HttpApi::add_routes() {
   });
 
   // --- events: a long poll, answered by events() ---
-  routes_.push_back(Route{"GET", "/v1/events", "/v1/events", nullptr});
+  routes_.push_back(Route{"GET", "/v1/events", "/v1/events", nullptr, false, {}});
 }
 
 }  // namespace tidepool

@@ -12,8 +12,11 @@
 //     framed (413); the token is checked from the head, before any body is read (401);
 //   - starve others with long polls: GET /v1/events waits hold no thread (they are parked on a
 //     timer and woken by the event feed), at most 64 per token and 1024 in all (429 past that);
-//     the handlers that wait for the control loop run on a pool of `threads` workers, while
-//     /healthz and /readyz answer on the I/O threads, behind nothing;
+//     a route whose work is one command for the control loop checks the request on the I/O
+//     thread (bodies up to 64 KiB; larger ones on a worker) and hands the command over, and its
+//     answer is sent when the command's round is committed, so no thread waits for the loop;
+//     the few handlers that block (task logs, listings, /metrics) run on a pool of `threads`
+//     workers; /healthz and /readyz answer on the I/O threads, behind nothing;
 //   - scrape /metrics without bound: 5/s per client address (bursts of 20), and with
 //     metrics_token_required a token of any role is needed.
 // A handler that throws is logged and answered 500; the server goes on.
@@ -59,7 +62,7 @@ struct HttpOptions {
   double rate_per_second = 1000;  // per token; 0: no limit
   double rate_burst = 2000;
   std::size_t max_body_bytes = 1 << 20;
-  int threads = 64;     // workers for the handlers that wait for the control loop
+  int threads = 64;     // workers for the handlers that block (logs, listings, /metrics)
   std::string log_dir;  // the tasks' logs (job_logs.h), created by bind() if missing
   // Connection and request limits (see http_server.h).
   std::int64_t idle_timeout_ms = 5'000;

@@ -329,6 +329,7 @@ class Session final : public SessionBase {
       if (body_announced_) keep_alive_ = false;  // the body is not read
       return write(std::move(*verdict.answer));
     }
+    handle_here_ = verdict.handler_does_not_block;
     const auto length = parser_->content_length();
     if (length && *length > options().max_body_bytes) return refuse_body_size();
     parser_->body_limit(options().max_body_bytes);
@@ -356,7 +357,8 @@ class Session final : public SessionBase {
     });
   }
 
-  // Hands the request to a worker; the connection waits for the answer.
+  // Hands the request to a worker (or handles it here, if its handler does not block and its
+  // body is small); the connection waits for the answer.
   void dispatch() {
     request_.body = std::move(parser_->get().body());
     parser_.reset();
@@ -364,6 +366,7 @@ class Session final : public SessionBase {
     auto state = std::make_shared<HttpResponder::State>(weak_from_this());
     waiting_ = shared();  // the connection lives until it is answered
     HttpHooks& hooks = server_.hooks;
+    const bool here = handle_here_ && request_.body.size() <= options().max_inline_body_bytes;
     auto task = [&hooks, state, request = std::move(request_)]() mutable {
       HttpResponder responder(state);
       try {
@@ -374,6 +377,7 @@ class Session final : public SessionBase {
         responder.send(http_error(500, "internal error", "", "see the server log"));
       }
     };
+    if (here) return task();
     if (!server_.workers->post(std::move(task))) {
       state->sent = true;  // answered here, not by the dropped task
       waiting_ = nullptr;
@@ -486,6 +490,7 @@ class Session final : public SessionBase {
   std::optional<http::request_parser<http::string_body>> parser_;
   HttpRequest request_;
   bool keep_alive_ = true;
+  bool handle_here_ = false;  // on_head said the request's handler does not block
   bool body_announced_ = false;
   bool closing_ = false;
   bool closed_ = false;

@@ -17,10 +17,12 @@
 //      `max_body_bytes`, 413 (never more than that is buffered). `Expect: 100-continue` is
 //      answered before the body is read;
 //   5. `handle` runs on the worker pool (`worker_threads` threads; over `max_queued` requests
-//      waiting: 503), where it may block. It answers through the HttpResponder it is given, at
-//      once or later from any thread (a long poll keeps the responder and returns); a responder
-//      dropped without an answer answers 500. An exception out of a hook is logged (method,
-//      target, what()) and answered 500: a request never ends the server.
+//      waiting: 503), where it may block; or, when on_head said the handler does not block and
+//      the body is at most `max_inline_body_bytes`, at once on the I/O thread (no hand-over). It
+//      answers through the HttpResponder it is given, at once or later from any thread (a long poll
+//      keeps the responder and returns); a responder dropped without an answer answers 500. An
+//      exception out of a hook is logged (method, target, what()) and answered 500: a request never
+//      ends the server.
 //   6. the answer is written within `write_timeout`; keep-alive as the client asks.
 //
 // Thread safety: bind(), serve() and stop() may be called from any threads; stop() may come
@@ -58,6 +60,7 @@ struct HttpServerOptions {
   std::size_t max_header_bytes = 16 * 1024;         // request line and fields; past it 431
   std::size_t max_header_count = 100;               // fields; past it 431
   std::size_t max_body_bytes = 1 << 20;             // past it 413
+  std::size_t max_inline_body_bytes = 64 * 1024;    // larger: handled on a worker in any case
   std::size_t max_connections = 4096;               // open at once, in all
   std::size_t max_connections_per_peer = 256;       // open at once from one IP address
   int backlog = 4096;  // listen(2) backlog (the kernel caps it at net.core.somaxconn)
@@ -112,17 +115,21 @@ class HttpResponder {
   std::shared_ptr<State> state_;
 };
 
-// What on_head decides: an answer now (the body is not read), or go on to handle.
+// What on_head decides: an answer now (the body is not read), or go on to handle, on a worker
+// or, for a handler that never blocks (it answers later through its responder), on the I/O
+// thread when the body is small.
 struct HeadVerdict {
   std::optional<HttpResponse> answer;
-  static HeadVerdict respond(HttpResponse response) { return {std::move(response)}; }
+  bool handler_does_not_block = false;
+  static HeadVerdict respond(HttpResponse response) { return {std::move(response), false}; }
   static HeadVerdict proceed() { return {}; }
+  static HeadVerdict proceed_without_blocking() { return {std::nullopt, true}; }
 };
 
 struct HttpHooks {
   // On an I/O thread: must not block.
   std::function<HeadVerdict(HttpRequest&)> on_head;
-  // On a worker thread, with the whole request.
+  // On a worker thread (or the I/O thread: see HeadVerdict), with the whole request.
   std::function<void(HttpRequest&, HttpResponder)> handle;
 };
 

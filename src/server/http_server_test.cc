@@ -306,5 +306,56 @@ TEST(HttpServer, AnswersExpect100ContinueBeforeTheBody) {
   EXPECT_EQ(nlohmann::json::parse(res.body)["bytes"], 4);
 }
 
+// A handler that does not block runs on the I/O thread: it answers while every worker is held;
+// a body over max_inline_body_bytes still goes to a worker.
+TEST(HttpServer, HandlersThatDoNotBlockRunOnTheIoThreadWhenTheirBodyIsSmall) {
+  std::promise<void> worker_held;
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<bool> worker_busy{false};
+  HttpHooks hooks;
+  hooks.on_head = [](HttpRequest& req) {
+    return req.path == "/later" ? HeadVerdict::proceed_without_blocking() : HeadVerdict::proceed();
+  };
+  hooks.handle = [&](HttpRequest& req, const HttpResponder& res) {
+    if (req.path == "/block") {
+      worker_busy = true;
+      worker_held.set_value();
+      released.wait();
+      worker_busy = false;
+      res.send(HttpResponse{200, "text/plain", {}, "released"});
+      return;
+    }
+    // Answered later, from another thread, as a loop command would be.
+    const bool busy = worker_busy;
+    std::thread([res, busy] {
+      res.send(HttpResponse{
+          200, "application/json", {}, nlohmann::json{{"ran_while_worker_busy", busy}}.dump()});
+    }).detach();
+  };
+  HttpServerOptions options = small_options();
+  options.worker_threads = 1;
+  options.max_inline_body_bytes = 8;
+  Served served(options, hooks);
+
+  TestSocket blocker(served.port());
+  ASSERT_TRUE(blocker.send("GET /block HTTP/1.1\r\nHost: x\r\n\r\n"));
+  worker_held.get_future().wait();
+
+  auto small =
+      request(served.port(), "POST /later HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello");
+  ASSERT_EQ(small.status, 200);
+  EXPECT_EQ(nlohmann::json::parse(small.body)["ran_while_worker_busy"], true);
+
+  TestSocket big(served.port());
+  ASSERT_TRUE(
+      big.send("POST /later HTTP/1.1\r\nHost: x\r\nContent-Length: 16\r\n\r\n0123456789abcdef"));
+  release.set_value();
+  EXPECT_EQ(blocker.read_response(5s).body, "released");
+  auto queued = big.read_response(5s);
+  ASSERT_EQ(queued.status, 200);
+  EXPECT_EQ(nlohmann::json::parse(queued.body)["ran_while_worker_busy"], false);
+}
+
 }  // namespace
 }  // namespace tidepool

@@ -318,6 +318,10 @@ Result<void> SqliteStore::apply(const Batch& batch) {
   sqlite3_stmt* job_stmt = statements_.upsert_job.get();
   for (const JobRecord& job : batch.jobs) {
     if (job.id <= 0) return fail(path_, fmt::format("job id {} is not positive", job.id));
+    if (job.document.empty()) {
+      return fail(path_,
+                  fmt::format("job {} has no document (a batch committed unsealed?)", job.id));
+    }
     const bool bound =
         bind_int(job_stmt, 1, job.id) && bind_text(job_stmt, 2, job.tenant) &&
         bind_text(job_stmt, 3, job.queue) && bind_text(job_stmt, 4, job.state) &&

@@ -384,6 +384,18 @@ TEST(SqliteStoreTest, RefusesANonPositiveJobIdWithoutApplyingTheBatch) {
   EXPECT_TRUE(load_or_die(*store).jobs.empty());
 }
 
+TEST(SqliteStoreTest, RefusesAJobWithoutADocumentWithoutApplyingTheBatch) {
+  TempDir dir;
+  auto store = open_or_die(dir.file("tidepool.db"));
+  ASSERT_NE(store, nullptr);
+  JobRecord unsealed = job(2, "vision");
+  unsealed.document.clear();
+  auto refused = store->commit(jobs_batch({job(1, "vision"), unsealed}));
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_THAT(refused.error().reason, HasSubstr("job 2 has no document"));
+  EXPECT_TRUE(load_or_die(*store).jobs.empty());
+}
+
 TEST(SqliteStoreTest, ReopenSeesEverything) {
   TempDir dir;
   const std::string path = dir.file("tidepool.db");

@@ -24,7 +24,7 @@ struct JobRecord {
   std::string queue;
   std::string state;            // "pending", "running", "succeeded", ...
   std::string idempotency_key;  // empty: none; otherwise unique per tenant
-  std::string document;         // JSON, owned by the server
+  std::string document;         // JSON, owned by the server; never empty (commit refuses it)
 
   friend bool operator==(const JobRecord&, const JobRecord&) = default;
 };
