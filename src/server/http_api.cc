@@ -207,6 +207,9 @@ struct HttpApi::LongPolls {
     Clock::time_point start;
   };
 
+  explicit LongPolls(ServerMetrics& m) : metrics(m) {}
+
+  ServerMetrics& metrics;  // its parked-polls gauge follows `parked`
   std::mutex mutex;
   bool closed = false;
   std::uint64_t next_id = 1;
@@ -222,6 +225,7 @@ struct HttpApi::LongPolls {
     auto poll = std::move(it->second);
     parked.erase(it);
     if (--per_token[poll->who.token_id] <= 0) per_token.erase(poll->who.token_id);
+    metrics.set_long_polls(parked.size());
     return poll;
   }
 };
@@ -232,7 +236,7 @@ HttpApi::HttpApi(ControlLoop& loop, ServerMetrics& metrics, HttpOptions options)
       options_(std::move(options)),
       limiter_(options_.rate_per_second, options_.rate_burst),
       metrics_limiter_(options_.metrics_rate_per_second, options_.metrics_rate_burst),
-      polls_(std::make_unique<LongPolls>()) {
+      polls_(std::make_unique<LongPolls>(metrics)) {
   add_routes();
 }
 
@@ -309,6 +313,7 @@ void HttpApi::stop() {
     for (auto& [id, poll] : polls_->parked) parked.push_back(std::move(poll));
     polls_->parked.clear();
     polls_->per_token.clear();
+    metrics_.set_long_polls(0);
   }
   for (const auto& poll : parked) {
     poll->responder.send(to_response(events_reply({}, poll->since)));
@@ -425,10 +430,12 @@ void HttpApi::handle(HttpRequest& req, const HttpResponder& responder) {
   const QueryParams query(req.query);
   const Call call{admitted.who, req, admitted.captures, query};
   if (admitted.route->on_loop) {
-    auto answer = [this, responder, route = admitted.route, method = req.method,
+    // Called on the loop thread, possibly after this front end stopped: it holds nothing of it
+    // but the metrics, which outlive both.
+    auto answer = [&metrics = metrics_, responder, name = admitted.route->name, method = req.method,
                    start = admitted.start](Reply reply) {
-      metrics_.count_request(method, route->name, reply.status,
-                             std::chrono::duration<double>(Clock::now() - start).count());
+      metrics.count_request(method, name, reply.status,
+                            std::chrono::duration<double>(Clock::now() - start).count());
       responder.send(to_response(reply));
     };
     LoopAnswer prepared = admitted.route->on_loop(call);
@@ -509,6 +516,7 @@ void HttpApi::events(const Call& call, const HttpResponder& responder) {
     id = polls_->next_id++;
     polls_->parked.emplace(id, std::make_shared<LongPolls::Poll>(LongPolls::Poll{
                                    who, last_seq, limit, responder, admitted.start}));
+    metrics_.set_long_polls(polls_->parked.size());
   }
   server_->run_after(std::chrono::seconds(timeout), [this, id] {
     // The last look may read the store: on a worker, or here if none can take it.

@@ -81,6 +81,11 @@ ServerMetrics::ServerMetrics()
                       .Help("Sequence number of the last committed event")
                       .Register(*registry_)
                       .Add({})),
+      long_polls_(BuildGauge()
+                      .Name("tidepool_api_long_polls")
+                      .Help("GET /v1/events requests waiting for an event or their timeout")
+                      .Register(*registry_)
+                      .Add({})),
       node_failures_(BuildCounter()
                          .Name("tidepool_node_failures_total")
                          .Help("Nodes marked NotReady because their agent missed heartbeats "
@@ -135,6 +140,10 @@ void ServerMetrics::count_request(const std::string& method, const std::string& 
 }
 
 void ServerMetrics::count_rate_limited() { rate_limited_.Increment(); }
+
+void ServerMetrics::set_long_polls(std::size_t parked) {
+  long_polls_.Set(static_cast<double>(parked));
+}
 
 void ServerMetrics::count_commit(const Batch& batch, double seconds) {
   commit_seconds_.Observe(seconds);

@@ -25,6 +25,8 @@ class ServerMetrics {
   void count_request(const std::string& method, const std::string& route, int status,
                      double seconds);
   void count_rate_limited();
+  // GET /v1/events requests parked now, waiting for an event or their timeout.
+  void set_long_polls(std::size_t parked);
   // A committed batch: its size and how long the commit took; counts its job events.
   void count_commit(const Batch& batch, double seconds);
   void count_commit_failure();
@@ -51,6 +53,7 @@ class ServerMetrics {
   prometheus::Family<prometheus::Gauge>& nodes_;
   prometheus::Family<prometheus::Gauge>& tenant_gpus_;
   prometheus::Gauge& last_event_;
+  prometheus::Gauge& long_polls_;
   prometheus::Counter& node_failures_;
   prometheus::Family<prometheus::Counter>& requeues_;
   prometheus::Family<prometheus::Counter>& lost_work_;
