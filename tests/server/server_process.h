@@ -202,11 +202,6 @@ class ApiClient {
   };
 
   Answer get(const std::string& path) { return answer(client_.Get(path.c_str(), headers())); }
-  // The body as text (e.g. /metrics); empty without an answer.
-  std::string get_text(const std::string& path) {
-    auto res = client_.Get(path.c_str(), headers());
-    return res ? res->body : std::string();
-  }
   Answer del(const std::string& path) { return answer(client_.Delete(path.c_str(), headers())); }
   Answer post(const std::string& path, const std::string& body,
               const std::string& type = "application/json", const std::string& key = "") {
