@@ -26,11 +26,9 @@
 
 namespace tidepool {
 
-// Registers every user command on `app`; a command that fails sets *exit_code to 1.
-void add_client_commands(CLI::App& app, int* exit_code);
-
-// The groups of add_client_commands (client_job_commands.cc, client_pool_commands.cc,
-// client_token_commands.cc).
+// The groups of user commands, each registered on `app` (client_job_commands.cc,
+// client_pool_commands.cc, client_token_commands.cc); a command that fails sets *exit_code to 1.
+// main.cc lists the groups.
 void add_job_commands(CLI::App& app, int* exit_code);
 void add_pool_commands(CLI::App& app, int* exit_code);
 void add_token_commands(CLI::App& app, int* exit_code);

@@ -495,11 +495,4 @@ void add_job_commands(CLI::App& app, int* exit_code) {
   }
 }
 
-void add_client_commands(CLI::App& app, int* exit_code) {
-  add_job_commands(app, exit_code);
-  add_pool_commands(app, exit_code);
-  add_token_commands(app, exit_code);
-  add_market_commands(app, exit_code);
-}
-
 }  // namespace tidepool

@@ -89,6 +89,15 @@ int domain_count(const NodeSpec& spec) {
   return highest + 1;
 }
 
+// The NVLink domains (bit d: domain d) that `gpus` of a node of `spec` fall in.
+std::uint32_t nvlink_domains_of(const NodeSpec& spec, GpuSet gpus) {
+  std::uint32_t domains = 0;
+  for (int g = 0; g < spec.gpu_count; ++g) {
+    if (gpu_set_contains(gpus, g)) domains |= std::uint32_t{1} << spec.nvlink_domain[g];
+  }
+  return domains;
+}
+
 // What decides between candidates: the objective of the header, in order.
 using Key = std::tuple<int, int, int, int, int, std::int64_t, std::int64_t,
                        std::vector<std::pair<std::uint32_t, GpuSet>>>;
@@ -329,21 +338,16 @@ class GangPlanner {
                                               std::span<const Assignment> assignments) const {
     const NodeSpec& spec = pool_.spec(node);
     int split = 0;
-    std::uint64_t domains = 0;  // bit d: NVLink domain d holds a GPU of the gang
+    std::uint32_t domains = 0;
     for (const Assignment& a : assignments) {
-      int first_domain = -1;
-      bool task_split = false;
-      for (int g = 0; g < spec.gpu_count; ++g) {
-        if (!gpu_set_contains(a.gpus, g)) continue;
-        const int d = spec.nvlink_domain[g];
-        domains |= std::uint64_t{1} << d;
-        if (first_domain < 0) first_domain = d;
-        task_split = task_split || d != first_domain;
-      }
-      if (task_split) ++split;
+      const std::uint32_t task_domains = nvlink_domains_of(spec, a.gpus);
+      if (std::popcount(task_domains) > 1) ++split;
+      domains |= task_domains;
     }
-    return SingleNodeKey{split, std::popcount(domains), leaf_free_[spec.leaf.value],
-                         pool_.state(node).whole_free_gpus, pool_.tie_rank(node)};
+    SingleNodeKey key = lower_bound_key(node);
+    std::get<0>(key) = split;
+    std::get<1>(key) = std::popcount(domains);
+    return key;
   }
 
   [[nodiscard]] Key key_of(const std::vector<Assignment>& assignments) const {
@@ -566,16 +570,11 @@ GangSpan gang_span(const Pool& pool, std::span<const Assignment> assignments) {
     nodes.push_back(a.node.value);
     leaves.push_back(leaf.value);
     spines.push_back(pool.topology().leaves[leaf.value].spine.value);
-    int first_domain = -1;
-    bool split = false;
-    for (int g = 0; g < spec.gpu_count; ++g) {
-      if (!gpu_set_contains(a.gpus, g)) continue;
-      const int d = spec.nvlink_domain[g];
-      domains.emplace_back(a.node.value, d);
-      if (first_domain < 0) first_domain = d;
-      split = split || d != first_domain;
+    const std::uint32_t task_domains = nvlink_domains_of(spec, a.gpus);
+    for (int d = 0; d < kMaxGpusPerNode; ++d) {
+      if ((task_domains >> d) & 1U) domains.emplace_back(a.node.value, d);
     }
-    if (split) ++span.split_tasks;
+    if (std::popcount(task_domains) > 1) ++span.split_tasks;
   }
   auto distinct = [](auto& items) {
     std::sort(items.begin(), items.end());

@@ -1,17 +1,16 @@
 // The scheduling loop: one thread owns the control plane; HTTP threads hand it commands and wait
-// for the replies. Each round it takes every queued command, runs them in arrival order, runs a
-// scheduling pass if something changed (or the tick or a wakeup is due), commits everything the
-// round changed in one store transaction (group commit: one durable write for many requests),
-// publishes the round's events, and only then answers. If the commit fails, every request of the
-// round gets 503, and the state is rebuilt from the store, so that nothing unacknowledged is kept
-// and nothing acknowledged is lost.
+// for the replies (call), or are called back with them (call_async). Each round it takes every
+// queued command, runs them in arrival order, runs a scheduling pass if something changed (or the
+// tick or a wakeup is due), commits everything the round changed in one store transaction (group
+// commit: one durable write for many requests), publishes the round's events, and only then
+// answers. If the commit fails, every request of the round gets 503, and the state is rebuilt from
+// the store, so that nothing unacknowledged is kept and nothing acknowledged is lost.
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <future>
 #include <map>
 #include <memory>
 #include <mutex>

@@ -51,6 +51,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
 // GET /v1/jobs/{id}/logs: bytes per reply by default, and at most.
 constexpr std::int64_t kDefaultLogReadBytes = std::int64_t{1} << 20;
 constexpr std::int64_t kMaxLogReadBytes = std::int64_t{8} << 20;
@@ -342,8 +346,7 @@ void HttpApi::recheck_poll(std::uint64_t id, bool expired) {
   if (!polls_->take(id)) return;  // answered meanwhile
   const Reply reply =
       events ? events_reply(*events, last_seq) : error_reply(503, "unavailable", events.error());
-  metrics_.count_request("GET", "/v1/events", reply.status,
-                         std::chrono::duration<double>(Clock::now() - poll->start).count());
+  metrics_.count_request("GET", "/v1/events", reply.status, seconds_since(poll->start));
   poll->responder.send(to_response(reply));
 }
 
@@ -378,8 +381,7 @@ HeadVerdict HttpApi::on_head(HttpRequest& req) {
                                percent_decode(req.path, false))));
   }
   auto answer = [&](Reply reply, std::vector<HttpField> fields = {}) {
-    metrics_.count_request(req.method, route->name, reply.status,
-                           std::chrono::duration<double>(Clock::now() - start).count());
+    metrics_.count_request(req.method, route->name, reply.status, seconds_since(start));
     HttpResponse res = to_response(reply);
     res.fields = std::move(fields);
     return HeadVerdict::respond(std::move(res));
@@ -434,8 +436,7 @@ void HttpApi::handle(HttpRequest& req, const HttpResponder& responder) {
     // but the metrics, which outlive both.
     auto answer = [&metrics = metrics_, responder, name = admitted.route->name, method = req.method,
                    start = admitted.start](Reply reply) {
-      metrics.count_request(method, name, reply.status,
-                            std::chrono::duration<double>(Clock::now() - start).count());
+      metrics.count_request(method, name, reply.status, seconds_since(start));
       responder.send(to_response(reply));
     };
     LoopAnswer prepared = admitted.route->on_loop(call);
@@ -446,7 +447,7 @@ void HttpApi::handle(HttpRequest& req, const HttpResponder& responder) {
   HttpResponse res = admitted.route->run(call);
   if (!admitted.route->open) {
     metrics_.count_request(req.method, admitted.route->name, res.status,
-                           std::chrono::duration<double>(Clock::now() - admitted.start).count());
+                           seconds_since(admitted.start));
   }
   responder.send(std::move(res));
 }
@@ -454,8 +455,7 @@ void HttpApi::handle(HttpRequest& req, const HttpResponder& responder) {
 void HttpApi::events(const Call& call, const HttpResponder& responder) {
   const auto& admitted = std::any_cast<const Admitted&>(call.req.context);
   auto answer = [&](const Reply& reply) {
-    metrics_.count_request("GET", "/v1/events", reply.status,
-                           std::chrono::duration<double>(Clock::now() - admitted.start).count());
+    metrics_.count_request("GET", "/v1/events", reply.status, seconds_since(admitted.start));
     responder.send(to_response(reply));
   };
   const QueryParams& q = call.query;
