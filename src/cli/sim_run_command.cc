@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "cli/pool_source.h"
@@ -49,6 +50,10 @@ struct RunOptions {
   std::string market;
   std::string burst_threshold;
   std::string burst_sweep;
+  std::string order;  // the lane order of policies with per-tenant lanes, when the tenants file
+                      // names none
+  std::string starvation_limit;
+  std::string min_slice_run;
 };
 
 // A loan as given on the command line, before its tenant is looked up.
@@ -213,14 +218,31 @@ void print_table(std::span<const std::string> policies, std::span<const ClusterS
     table.add_row(std::move(cells));
   };
   using S = const SimSummary&;
+  // Queueing and JCT beside their ratio to tiresias' in the same run, when it is one of the runs.
+  const auto baseline = std::find(policies.begin(), policies.end(), "tiresias");
+  const auto ratio_row = [&](std::string label, double (*figure)(S)) {
+    std::vector<std::string> cells = {std::move(label)};
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      const double value = figure(runs[i].summary);
+      std::string cell = hours(value);
+      if (baseline != policies.end() && policies[i] != *baseline) {
+        const double base =
+            figure(runs[static_cast<std::size_t>(baseline - policies.begin())].summary);
+        cell += base > 0 ? fmt::format(" ({:.2f}x)", value / base) : std::string(" (-)");
+      }
+      cells.push_back(std::move(cell));
+    }
+    table.add_row(std::move(cells));
+  };
   row("jobs", [](S s) { return std::to_string(s.jobs); });
   row("finished", [](S s) { return std::to_string(s.finished); });
   row("never started", [](S s) { return std::to_string(s.never_started); });
-  row("avg queue (h)", [](S s) { return hours(s.avg_queue_s); });
+  ratio_row("avg queue (h)", [](S s) { return s.avg_queue_s; });
   row("p50 queue (h)", [](S s) { return hours(static_cast<double>(s.p50_queue_s)); });
-  row("p95 queue (h)", [](S s) { return hours(static_cast<double>(s.p95_queue_s)); });
-  row("p99 queue (h)", [](S s) { return hours(static_cast<double>(s.p99_queue_s)); });
-  row("avg JCT (h)", [](S s) { return hours(s.avg_jct_s); });
+  ratio_row("p95 queue (h)", [](S s) { return static_cast<double>(s.p95_queue_s); });
+  ratio_row("p99 queue (h)", [](S s) { return static_cast<double>(s.p99_queue_s); });
+  ratio_row("longest wait (h)", [](S s) { return static_cast<double>(s.max_queue_s); });
+  ratio_row("avg JCT (h)", [](S s) { return s.avg_jct_s; });
   row("makespan (h)", [](S s) { return hours(static_cast<double>(s.makespan_s)); });
   row("GPU allocation (%)", [](S s) { return fmt::format("{:.2f}", s.gpu_allocation_avg * 100); });
   row("comm overhead (%)", [](S s) { return fmt::format("{:.2f}", s.comm_overhead_share * 100); });
@@ -277,6 +299,31 @@ void print_burst_sweep(const std::string& policy, std::span<const std::string> l
   }
   std::cout << fmt::format("\nBurst sweep, policy {}:\n", policy);
   table.print(std::cout);
+}
+
+// --order, --starvation-limit and --min-slice-run over a policy's defaults.
+Result<void> apply_queueing_options(const RunOptions& options, SchedulerConfig& config) {
+  if (!options.order.empty()) {
+    auto kind = parse_lane_order(options.order);
+    if (!kind) return fail("--order", kind.error().reason);
+    if (config.order == OrderRule::kFairShare) config.lane_order = *kind;
+  }
+  for (auto [text, target, flag] :
+       {std::tuple{&options.starvation_limit, &config.starvation_limit, "--starvation-limit"},
+        std::tuple{&options.min_slice_run, &config.min_slice_run, "--min-slice-run"}}) {
+    if (text->empty()) continue;
+    if (*text == "off") {
+      *target = 0;
+      if (target == &config.min_slice_run) config.time_slicing = false;
+      continue;
+    }
+    auto seconds = parse_duration(*text);
+    if (!seconds || *seconds <= 0) {
+      return fail(flag, fmt::format("expected a duration such as 8h, or off; got '{}'", *text));
+    }
+    *target = *seconds;
+  }
+  return {};
 }
 
 // "off" or a duration, for --burst-threshold and each entry of --burst-sweep.
@@ -470,6 +517,7 @@ Result<void> run_sim_run(const RunOptions& options) {
     if (!config) return fail("--policy", config.error().reason);
     config->windows = windows;
     config->day_offset = day_offset;
+    if (auto ok = apply_queueing_options(options, *config); !ok) return ok;
     if (fractional) config->typical_tasks = shapes;
     std::vector<ClusterSimRun> swept;
     for (std::size_t k = 0; k < thresholds.size(); ++k) {
@@ -581,6 +629,16 @@ void add_sim_run_command(CLI::App& sim, int* exit_code) {
   command->add_option("--burst-sweep", options->burst_sweep,
                       "run each policy once per threshold (e.g. off,30m,1h,2h,4h,8h) and print "
                       "the queueing / cost trade-off");
+  command->add_option("--order", options->order,
+                      "order of each tenant's own jobs where the tenants file names none: fifo, "
+                      "las or srpt (default: the policy's; tidepool: las)");
+  command->add_option("--starvation-limit", options->starvation_limit,
+                      "promote a job ahead of its tenant's others once it has waited this long "
+                      "(e.g. 8h), or off (default: the policy's)");
+  command->add_option("--min-slice-run", options->min_slice_run,
+                      "time slicing: the least a job runs after each start before its tenant's "
+                      "shorter work may stop it (e.g. 30m), or off for no slicing (default: the "
+                      "policy's)");
   command
       ->add_option("--horizon", options->horizon,
                    "seconds over which class GPU-hours are totalled (0: up to the last submit)")

@@ -110,6 +110,8 @@ std::string_view preemption_cause_name(PreemptionCause cause) {
       return "least-attained";
     case PreemptionCause::kDrain:
       return "drain";
+    case PreemptionCause::kTimeSlice:
+      return "time-slice";
   }
   return "reclaim";
 }
@@ -121,7 +123,8 @@ struct Scheduler::PassState {
       admissions;  // cleared when the book changes
   std::map<std::tuple<int, TaskShape, std::uint8_t, std::uint8_t>, PendingReason>
       unplaceable;  // cleared when capacity is freed
-  std::set<std::tuple<std::uint32_t, std::int64_t, int, std::int64_t>>
+  std::set<std::tuple<std::uint32_t, std::int64_t, int, std::int64_t, bool, bool, std::int64_t,
+                      std::int64_t>>
       no_room;  // make_room failures
   std::optional<Reservation> reservation;
   std::map<TenantId, PendingReason> tenant_blocked;  // tenants whose quota head waits
@@ -140,16 +143,28 @@ struct Scheduler::PassState {
 };
 
 Scheduler::Scheduler(Pool pool, TenantBook book, FairShareLedger ledger, RuntimePredictor predictor,
-                     SchedulerConfig config)
+                     SchedulerConfig config, std::vector<std::unique_ptr<LaneOrder>> orders)
     : pool_(std::move(pool)),
       book_(std::move(book)),
       ledger_(std::move(ledger)),
       predictor_(std::move(predictor)),
-      config_(std::move(config)) {
-  // One lane per tenant (merged in order during a pass), except under LAS (one lane).
+      config_(std::move(config)),
+      orders_(std::move(orders)) {
+  // One lane per tenant (merged in order during a pass), except under LAS (one lane). Under
+  // kFifo every lane is in submission order; under fair share, in the tenant's order.
   lanes_.resize(config_.order != OrderRule::kLeastAttained
                     ? static_cast<std::size_t>(std::max(1, book_.tenant_count()))
                     : 1);
+  for (std::size_t l = 0; l < lanes_.size(); ++l) {
+    LaneOrderKind kind = LaneOrderKind::kFifo;
+    if (config_.order == OrderRule::kFairShare) {
+      kind = config_.lane_order;
+      if (std::cmp_less(l, book_.tenant_count())) {
+        kind = book_.order(TenantId{static_cast<std::uint32_t>(l)}).value_or(kind);
+      }
+    }
+    lane_orders_.push_back(orders_[static_cast<std::size_t>(kind)].get());
+  }
   tenant_usage_.assign(static_cast<std::size_t>(book_.tenant_count()), 0);
   tenant_pending_.assign(static_cast<std::size_t>(book_.tenant_count()), 0);
   class_usage_.assign(kJobClasses, 0);
@@ -165,10 +180,14 @@ Result<Scheduler> Scheduler::create(Pool pool, TenantBook book, SchedulerConfig 
   if (config.day_offset < 0 || config.day_offset >= kSecondsPerDay) {
     return fail("day_offset", "must be 0..86399 seconds after midnight");
   }
-  if (config.las_thresholds.empty() ||
-      !std::is_sorted(config.las_thresholds.begin(), config.las_thresholds.end()) ||
-      config.las_thresholds.front() <= 0) {
-    return fail("las_thresholds", "must be positive and ascending, at least one");
+  if (config.starvation_limit < 0) return fail("starvation_limit", "must not be negative");
+  if (config.min_slice_run < 0) return fail("min_slice_run", "must not be negative");
+  std::vector<std::unique_ptr<LaneOrder>> orders;
+  for (std::size_t k = 0; k < lane_order_names().size(); ++k) {
+    auto order = make_lane_order(static_cast<LaneOrderKind>(k),
+                                 LaneOrderConfig{.las_thresholds = config.las_thresholds});
+    if (!order) return std::unexpected(order.error());
+    orders.push_back(std::move(*order));
   }
   for (const TidalWindow& w : config.windows) {
     if (auto ok = make_tidal_window(w); !ok) return std::unexpected(ok.error());
@@ -178,7 +197,7 @@ Result<Scheduler> Scheduler::create(Pool pool, TenantBook book, SchedulerConfig 
   auto predictor = RuntimePredictor::create(config.predictor);
   if (!predictor) return std::unexpected(predictor.error());
   return Scheduler(std::move(pool), std::move(book), std::move(*ledger), std::move(*predictor),
-                   std::move(config));
+                   std::move(config), std::move(orders));
 }
 
 // --- Bookkeeping ---
@@ -217,27 +236,77 @@ int Scheduler::las_level(std::int64_t attained) const {
   return level;
 }
 
+LaneJob Scheduler::lane_job(const Entry& e, Seconds now) const {
+  const std::int64_t gpus = std::max<std::int64_t>(1, whole_gpus(e.milli));
+  const Seconds ran = e.phase == JobPhase::kRunning ? now - e.segment_start : 0;
+  const Seconds remaining = std::max<Seconds>(60, predicted_remaining(e) - ran);
+  return LaneJob{e.job.id, e.job.submit_time, gpus, e.attained + gpus * ran, remaining * gpus};
+}
+
+const LaneOrder& Scheduler::lane_order(const Entry& e) const { return *lane_orders_[e.lane]; }
+
+LaneRank Scheduler::lane_rank(const Entry& e) const {
+  if (e.promoted) return lane_order(e).rank(lane_job(e, e.pending_since));
+  return {std::get<1>(e.key), std::get<2>(e.key)};
+}
+
+bool Scheduler::borrows_now(const Entry& v) const {
+  return config_.quotas &&
+         std::any_of(v.charges.begin(), v.charges.end(), [&](const ModelCharge& c) {
+           return book_.borrowed(v.job.tenant, c.model) > 0;
+         });
+}
+
+bool Scheduler::may_slice(const Entry& v, const Entry& e, Seconds now) const {
+  // Only work that checkpoints, only after its minimum run, and only of the same tenant or of
+  // one that borrows (make_room then takes no more than it borrows).
+  if (!config_.time_slicing || lanes_.size() <= 1 || !v.job.preemptible ||
+      !v.job.checkpoint_interval || now - v.segment_start < config_.min_slice_run ||
+      (v.job.tenant != e.job.tenant && !borrows_now(v))) {
+    return false;
+  }
+  return lane_order(e).may_slice(lane_job(v, now), lane_rank(e));
+}
+
 void Scheduler::enqueue(Entry& e) {
   const Job& j = e.job;
+  e.phase = JobPhase::kPending;
   switch (config_.order) {
     case OrderRule::kFifo:
-    case OrderRule::kFairShare:
+    case OrderRule::kFairShare: {
       e.lane = j.tenant.value < lanes_.size() ? j.tenant.value : 0;
-      e.key = {-std::int64_t{j.priority_class}, j.submit_time, j.id.value};
+      const LaneRank rank = e.promoted ? LaneRank{kPromotedBand, e.pending_since}
+                                       : lane_order(e).rank(lane_job(e, e.pending_since));
+      e.key = {-std::int64_t{j.priority_class}, rank.band, rank.value, j.id.value};
+      if (!e.promoted && config_.starvation_limit > 0 &&
+          lane_order(e).kind() != LaneOrderKind::kFifo) {
+        unpromoted_.emplace(e.pending_since, j.id.value);
+      }
       break;
+    }
     case OrderRule::kLeastAttained:
       e.lane = 0;
-      e.key = {las_level(e.attained), j.submit_time, j.id.value};
+      e.key = {las_level(e.attained), 0, j.submit_time, j.id.value};
       break;
   }
   lanes_[e.lane].insert(e.key);
-  e.phase = JobPhase::kPending;
   ++pending_count_;
   if (e.job.tenant.value < tenant_pending_.size()) ++tenant_pending_[e.job.tenant.value];
 }
 
+void Scheduler::promote_starving(Seconds now) {
+  while (!unpromoted_.empty() &&
+         promoted_at(unpromoted_.begin()->first, now, config_.starvation_limit)) {
+    Entry& e = entry(JobId{unpromoted_.begin()->second});
+    dequeue(e);
+    e.promoted = true;
+    enqueue(e);
+  }
+}
+
 void Scheduler::dequeue(Entry& e) {
   lanes_[e.lane].erase(e.key);
+  unpromoted_.erase({e.pending_since, e.job.id.value});
   --pending_count_;
   if (e.job.tenant.value < tenant_pending_.size()) --tenant_pending_[e.job.tenant.value];
 }
@@ -538,6 +607,7 @@ void Scheduler::mark_running(Entry& e, std::vector<Assignment> assignments, Seco
                              Seconds now) {
   close_reason(e, now);
   dequeue(e);
+  e.promoted = false;
   e.phase = JobPhase::kRunning;
   e.assignments = std::move(assignments);
   count_tasks(e, +1);
@@ -577,6 +647,7 @@ PreemptedJob Scheduler::preempt(Entry& e, Seconds now, PreemptionCause cause,
   e.reason = {};
   e.reason_since = now;
   e.pending_since = now;
+  e.promoted = false;
   enqueue(e);
   fresh_.push_back(e.job.id);
   return p;
@@ -652,12 +723,15 @@ std::optional<std::pair<std::vector<JobId>, GangPlacement>> Scheduler::make_room
     const Entry& e, const GangRequest& request, bool reclaim, bool admit_after, std::int64_t hold,
     Seconds now) {
   const int level = las_level(e.attained);
-  // Candidates and their order: borrowing tenants first, lower priority, least lost work, id.
+  // Candidates and their order: borrowing tenants first, lower priority, least work lost since
+  // the last checkpoint, most attained service, id.
   struct Candidate {
     bool not_borrowing;
     int priority;
     std::int64_t lost;
+    std::int64_t neg_attained;
     std::uint32_t id;
+    bool slice;  // stopped for its own tenant's work (time slicing)
     auto operator<=>(const Candidate&) const = default;
   };
   std::vector<Candidate> candidates;
@@ -666,21 +740,19 @@ std::optional<std::pair<std::vector<JobId>, GangPlacement>> Scheduler::make_room
     const Entry& v = entry(id);
     // Never a job started in this pass: victims are taken before the starts they enable.
     if (!v.job.preemptible || v.segment_start == now) continue;
-    bool borrowing_tenant = false;
-    if (config_.quotas) {
-      for (const ModelCharge& c : v.charges) {
-        borrowing_tenant = borrowing_tenant || book_.borrowed(v.job.tenant, c.model) > 0;
-      }
-    }
+    const bool borrowing_tenant = borrows_now(v);
     const bool by_reclaim = reclaim && borrowing_tenant && v.job.tenant != e.job.tenant;
     const bool by_priority =
         config_.priority_preemption && v.job.priority_class < e.job.priority_class;
     const bool by_las =
         config_.las_preemption &&
         las_level(v.attained + whole_gpus(v.milli) * (now - v.segment_start)) > level;
-    if (!by_reclaim && !by_priority && !by_las) continue;
+    const bool by_slice = may_slice(v, e, now);
+    if (!by_reclaim && !by_priority && !by_las && !by_slice) continue;
     candidates.push_back({!borrowing_tenant, v.job.priority_class,
-                          lost_if_preempted(v, now) * whole_gpus(v.milli), id.value});
+                          lost_if_preempted(v, now) * whole_gpus(v.milli),
+                          -lane_job(v, now).attained_gpu_seconds, id.value,
+                          by_slice && v.job.tenant == e.job.tenant && !by_priority && !by_las});
     offered += whole_gpus(v.milli);
   }
   if (candidates.empty()) return std::nullopt;
@@ -737,7 +809,7 @@ std::optional<std::pair<std::vector<JobId>, GangPlacement>> Scheduler::make_room
   for (const Candidate& c : candidates) {
     const Entry& v = entry(JobId{c.id});
     const bool only_reclaim =
-        v.job.priority_class >= e.job.priority_class && !config_.las_preemption;
+        v.job.priority_class >= e.job.priority_class && !config_.las_preemption && !c.slice;
     if (only_reclaim && config_.quotas) {
       std::int64_t borrowed = 0;
       for (const ModelCharge& ch : v.charges) borrowed += book_.borrowed(v.job.tenant, ch.model);
@@ -769,18 +841,24 @@ std::optional<std::pair<std::vector<JobId>, GangPlacement>> Scheduler::make_room
     }
   };
   auto fits = [&](const Trial& t) -> std::optional<GangPlacement> {
+    // With the book in the trial, the job goes only on models the book then admits it on.
+    GangRequest admitted_request = request;
     if (t.book) {
-      bool admitted = false;
+      ModelSet admitted = ModelSet::none();
+      bool any = false;
       for (const Admission& a : t.book->admit(e.job.tenant, request.task.models, e.milli)) {
-        admitted = admitted || a.admitted();
+        if (!a.admitted()) continue;
+        admitted.add(a.model);
+        any = true;
       }
-      if (!admitted) return std::nullopt;
+      if (!any) return std::nullopt;
+      admitted_request.task.models = admitted;
     }
-    if (!may_fit(t.pool, request)) return std::nullopt;
+    if (!may_fit(t.pool, admitted_request)) return std::nullopt;
     if (hold > 0 && count_whole_free_gpus(t.pool, ModelSet::any()) - whole_gpus(e.milli) < hold) {
       return std::nullopt;
     }
-    auto placed = place(t.pool, request);
+    auto placed = place(t.pool, admitted_request);
     if (!placed) return std::nullopt;
     return std::move(*placed);
   };
@@ -820,6 +898,69 @@ std::optional<std::pair<std::vector<JobId>, GangPlacement>> Scheduler::make_room
 std::string Scheduler::time_of_day_text(Seconds t) const {
   const Seconds tod = (t + config_.day_offset) % kSecondsPerDay;
   return clock_text(tod == 0 ? kSecondsPerDay : tod);
+}
+
+bool Scheduler::slices(const Entry& e) const {
+  return config_.time_slicing && lanes_.size() > 1 && lane_order(e).slices();
+}
+
+bool Scheduler::has_slice_victim(const Entry& e, Seconds now) const {
+  return std::any_of(running_.begin(), running_.end(),
+                     [&](JobId id) { return may_slice(entry(id), e, now); });
+}
+
+bool Scheduler::preempt_for(Entry& e, const GangRequest& request, bool reclaim, bool admit_after,
+                            std::int64_t hold, StartAdmission admission, std::int64_t borrowed,
+                            Seconds now, PassState& state, PassResult& out) {
+  const Job& job = e.job;
+  const LaneRank slice_class = slices(e) ? lane_order(e).slice_class(lane_rank(e)) : LaneRank{};
+  const auto room_key = std::make_tuple(job.tenant.value, e.milli, job.priority_class, hold,
+                                        reclaim, admit_after, slice_class.band, slice_class.value);
+  if (state.no_room.contains(room_key)) return false;
+  auto room = make_room(e, request, reclaim, admit_after, hold, now);
+  if (!room) {
+    state.no_room.insert(room_key);
+    return false;
+  }
+  for (JobId victim : room->first) {
+    Entry& v = entry(victim);
+    const PreemptionCause cause =
+        v.job.priority_class < job.priority_class ? PreemptionCause::kPriority
+        : config_.las_preemption                  ? PreemptionCause::kLeastAttained
+        : reclaim && v.job.tenant != job.tenant   ? PreemptionCause::kReclaim
+                                                  : PreemptionCause::kTimeSlice;
+    out.preempted.push_back(preempt(v, now, cause, job.id));
+  }
+  if (admit_after && config_.quotas && e.milli > 0) {
+    // Admitted once the victims are gone: within guarantee or borrowing, on the model placed.
+    const GpuModelId model = pool_.spec(room->second.assignments.front().node).model;
+    const Admission a = book_.admit(job.tenant, model, e.milli);
+    borrowed = a.borrowed_milli;
+    admission = borrowed == 0 ? StartAdmission::kWithinGuarantee : StartAdmission::kBorrowing;
+  }
+  start(e, room->second, now, admission, borrowed, false, out);
+  state.admissions.clear();
+  state.unplaceable.clear();
+  state.no_room.clear();
+  return true;
+}
+
+bool Scheduler::holds_lane(const Entry& e, Seconds now) const {
+  if (lanes_.size() > 1 && lane_order(e).kind() != LaneOrderKind::kFifo) return e.promoted;
+  return now - e.pending_since >= config_.quota_head_patience;
+}
+
+void Scheduler::hold_lane_if_due(const Entry& e, Seconds now, const PendingReason& refused,
+                                 PassState& state) {
+  if (!holds_lane(e, now)) return;
+  const Job& job = e.job;
+  state.tenant_blocked.emplace(
+      job.tenant,
+      make_reason(
+          PendingKind::kQuota,
+          fmt::format("behind job {} of the same tenant, waiting {} for quota: {}", job.id.value,
+                      duration_text(now - e.pending_since), refused.message())));
+  if (lanes_.size() > 1) state.lane_done[e.lane] = state.tenant_blocked.at(job.tenant);
 }
 
 void Scheduler::evaluate(Entry& e, Seconds now, PassState& state, PassResult& out) {
@@ -927,23 +1068,25 @@ void Scheduler::evaluate(Entry& e, Seconds now, PassState& state, PassResult& ou
                                  : make_reason(PendingKind::kQuota,
                                                "no GPU model the job accepts is in the tenant's "
                                                "quota book");
+      // Time slicing: the tenant's own running jobs that rank behind this one may make room for
+      // it, in the pool and in the book.
+      if (slices(e) && preempt_for(e, job.gang, false, true, hold, StartAdmission::kWithinGuarantee,
+                                   0, now, state, out)) {
+        return;
+      }
       set_reason(e, now, refused);
-      // A tenant at or above its guarantee with nothing to borrow: all its jobs wait alike.
+      // A tenant at or above its guarantee with nothing to borrow: all its jobs wait alike
+      // (unless a later one may still slice: its lane's order ranks them no better than this one).
       const bool exhausted = std::all_of(answers.begin(), answers.end(), [](const Admission& a) {
         return a.guaranteed_milli == 0 && a.borrowable_milli == 0;
       });
-      if (exhausted && lanes_.size() > 1) state.lane_done[e.lane] = refused;
-      // A job refused for quota long enough holds its tenant's later jobs back, so that the
-      // tenant's usage drains until it fits: small jobs never starve a large one of its tenant.
-      if (now - e.pending_since >= config_.quota_head_patience) {
-        state.tenant_blocked.emplace(
-            job.tenant,
-            make_reason(PendingKind::kQuota,
-                        fmt::format("behind job {} of the same tenant, waiting {} for quota: {}",
-                                    job.id.value, duration_text(now - e.pending_since),
-                                    refused.message())));
-        if (lanes_.size() > 1) state.lane_done[e.lane] = state.tenant_blocked.at(job.tenant);
+      if (exhausted && lanes_.size() > 1 && (!slices(e) || !has_slice_victim(e, now))) {
+        state.lane_done[e.lane] = refused;
       }
+      // A job refused for quota long enough (or promoted, under an order other than fifo) holds
+      // its tenant's later jobs back, so that the tenant's usage drains until it fits: small jobs
+      // never starve a large one of its tenant.
+      hold_lane_if_due(e, now, refused, state);
       return;
     }
     if (best) {
@@ -1018,29 +1161,18 @@ void Scheduler::evaluate(Entry& e, Seconds now, PassState& state, PassResult& ou
 
   // Preemption.
   const bool may_reclaim = config_.reclaim && config_.quotas && within_guarantee;
-  const bool may_preempt = may_reclaim || config_.priority_preemption || config_.las_preemption;
-  const auto room_key = std::make_tuple(job.tenant.value, e.milli, job.priority_class, hold);
-  if (may_preempt && !state.no_room.contains(room_key)) {
-    if (auto room = make_room(e, request, may_reclaim, quota_refused.has_value(), hold, now)) {
-      for (JobId victim : room->first) {
-        Entry& v = entry(victim);
-        const PreemptionCause cause = v.job.priority_class < job.priority_class
-                                          ? PreemptionCause::kPriority
-                                      : config_.las_preemption ? PreemptionCause::kLeastAttained
-                                                               : PreemptionCause::kReclaim;
-        out.preempted.push_back(preempt(v, now, cause, job.id));
-      }
-      start(e, room->second, now, admission, borrowed, false, out);
-      state.admissions.clear();
-      state.unplaceable.clear();
-      state.no_room.clear();
-      return;
-    }
-    state.no_room.insert(room_key);
+  const bool may_preempt =
+      may_reclaim || config_.priority_preemption || config_.las_preemption || slices(e);
+  if (may_preempt && preempt_for(e, request, may_reclaim, quota_refused.has_value(), hold,
+                                 admission, borrowed, now, state, out)) {
+    return;
   }
 
   set_reason(e, now, *unplaceable);
-  if (quota_refused) return;
+  if (quota_refused) {
+    hold_lane_if_due(e, now, *quota_refused, state);
+    return;
+  }
   if (window_reason) {
     // An open window holds every free GPU, and this job may not reclaim: the later jobs of its
     // lane (same tenant, no higher priority) can do no better in this pass.
@@ -1056,6 +1188,7 @@ void Scheduler::evaluate(Entry& e, Seconds now, PassState& state, PassResult& ou
 PassResult Scheduler::pass(Seconds now) {
   PassResult out;
   account_until(now);
+  promote_starving(now);
   return_loans(now, out);
   drain_for_windows(now, out);
 
@@ -1103,13 +1236,15 @@ PassResult Scheduler::pass(Seconds now) {
       }
       const LaneKey& a = *cursor[l];
       const LaneKey& b = *cursor[best];
-      // (priority, tenant rank, submit, id); lanes other than fair share have one lane.
-      const auto ka = std::make_tuple(std::get<0>(a), rank[l], std::get<1>(a), std::get<2>(a));
-      const auto kb = std::make_tuple(std::get<0>(b), rank[best], std::get<1>(b), std::get<2>(b));
+      // (priority, tenant rank, the lane's rank, id).
+      const auto ka =
+          std::make_tuple(std::get<0>(a), rank[l], std::get<1>(a), std::get<2>(a), std::get<3>(a));
+      const auto kb = std::make_tuple(std::get<0>(b), rank[best], std::get<1>(b), std::get<2>(b),
+                                      std::get<3>(b));
       if (ka < kb) best = l;
     }
     if (best == lanes_.size()) break;
-    const JobId id{std::get<2>(*cursor[best])};
+    const JobId id{std::get<3>(*cursor[best])};
     ++cursor[best];
     Entry& e = entry(id);
     evaluate(e, now, state, out);
@@ -1144,7 +1279,7 @@ PassResult Scheduler::pass(Seconds now) {
     const std::size_t lane = lanes_.size() > 1 ? tenant.value : 0;
     if (lane >= lanes_.size()) continue;
     for (const LaneKey& key : lanes_[lane]) {
-      Entry& e = entry(JobId{std::get<2>(key)});
+      Entry& e = entry(JobId{std::get<3>(key)});
       if (e.job.tenant != tenant || e.reason.kind != PendingKind::kBudget) continue;
       if (state.blocking) {
         set_reason(e, now, state.blocked_reason);

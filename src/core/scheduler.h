@@ -12,9 +12,13 @@
 //      started first. In the drain lead before a window opens, no job of another class starts on
 //      the protected capacity unless it is predicted to end before the window opens.
 //   3. Pending jobs are taken in the policy's order (kFifo: priority, submit time, id;
-//      kFairShare: queue_order.h; kLeastAttained: Tiresias' discretised 2D-LAS level, then submit
-//      time, then id). Except under LAS, each tenant's jobs form a lane kept in order, and the
-//      lanes are merged during the pass. For each job:
+//      kFairShare: priority, the tenants' decayed weighted fair share (queue_order.h), then the
+//      tenant's lane order (core/lane_order.h: fifo, las or srpt, per tenant or lane_order by
+//      default), then id; kLeastAttained: Tiresias' discretised 2D-LAS level, then submit time,
+//      then id). Except under kLeastAttained, each tenant's jobs form a lane kept in order, and the
+//      lanes are merged during the pass. Aging: a job of a lane ordered other than fifo that has
+//      waited starvation_limit is promoted ahead of its lane and holds it (as quota_head_patience
+//      does for fifo lanes, below). For each job:
 //        - window: what must stay free beside the job (over the windows open now, or in their
 //          drain lead for a job predicted to run into them, the protected GPUs their classes do
 //          not use) is its hold; if fewer whole GPUs are free than the job plus the hold, it does
@@ -36,18 +40,23 @@
 //          below), it starts now;
 //        - if it does not fit, preemption may make room: reclaim (part of the job is within its
 //          tenant's guarantee: running jobs of other tenants that borrow), priority (preemptible
-//          jobs of a lower priority class) and least-attained (Tiresias: jobs of a higher LAS
-//          level). Victims are whole gangs, never jobs started in this pass, tried in order (jobs
+//          jobs of a lower priority class), least-attained (Tiresias: jobs of a higher LAS
+//          level) and time slicing (time_slicing, under a lane order that slices: checkpointing
+//          jobs that ran min_slice_run since their start, of the job's own tenant or of a tenant
+//          that borrows, that the job's lane order ranks clearly behind it, LaneOrder::may_slice;
+//          a job refused for quota tries it too, the book then admitting it once they are
+//          gone). Victims are whole gangs, never jobs started in this pass, tried in order (jobs
 //          of borrowing tenants first, then lower priority, then least work lost since their last
-//          checkpoint, then id; for a gang that must sit on one node, node by node, the nodes that
-//          free the most GPUs first; for a gang of multi-GPU tasks over several nodes, the same
-//          leaf by leaf) until the job fits on the pool without them; victims not
-//          needed after all are then kept running. Reclaim takes from a tenant only while it
-//          borrows, and leaves it below its guarantee only for a job wholly within the claimant's
-//          guarantee, by less than the claimant's shortfall and at most 1/20 of its own guarantee:
-//          each reclaim lowers the larger shortfall of the two, so reclaims cannot go round in
-//          circles. Only if the job then fits are the victims preempted (they return to pending)
-//          and the job started, in the same pass;
+//          checkpoint, then most attained service, then id; for a gang that must sit on one
+//          node, node by node, the nodes that free the most GPUs first; for a gang of multi-GPU
+//          tasks over several nodes, the same leaf by leaf) until the job fits on the pool
+//          without them; victims not needed after all are then kept running. Reclaim (and
+//          slicing of another tenant's job) takes from a tenant only while it borrows, and
+//          leaves it below its guarantee only for a job wholly within the claimant's guarantee, by
+//          less than the claimant's shortfall and at most 1/20 of its own guarantee: each reclaim
+//          lowers the larger shortfall of the two, so reclaims cannot go round in circles. Only if
+//          the job then fits are the victims preempted (they return to pending) and the job
+//          started, in the same pass;
 //        - otherwise it waits with the reason (kCapacity or kTopology with the placement's
 //          numbers). With backfill on, the first such job gets the reservation: the earliest time
 //          at which it fits when running jobs end at their predicted ends, and the place it would
@@ -81,6 +90,7 @@
 #include "core/gang_placement.h"
 #include "core/ids.h"
 #include "core/job.h"
+#include "core/lane_order.h"
 #include "core/pending_reason.h"
 #include "core/pool.h"
 #include "core/queue_order.h"
@@ -112,8 +122,19 @@ struct SchedulerConfig {
   // Place borrowed work on nodes without guaranteed work and the other way round, when possible,
   // so that reclaim can empty whole nodes (HiveD keeps opportunistic work apart the same way).
   bool segregate_borrowed = true;
-  // A job refused for quota this long holds back its tenant's later jobs (see the pass).
+  // A job refused for quota this long holds back its tenant's later jobs (see the pass); under a
+  // lane order other than fifo, a promoted job does instead (starvation_limit).
   Seconds quota_head_patience = 1800;
+  // The order inside each tenant's lane when the tenants file names none (core/lane_order.h).
+  // Under kLeastAttained (one global lane) it is not used.
+  LaneOrderKind lane_order = LaneOrderKind::kLeastAttained;
+  // Aging: a job waiting this long in a lane ordered other than fifo is promoted ahead of its
+  // lane's other jobs, and its lane waits for it (0: never).
+  Seconds starvation_limit = 24 * 3600;
+  // Time slicing inside a tenant (orders that slice): a running job may be stopped for its own
+  // tenant's waiting work that ranks ahead, once it has run this long since it last started.
+  bool time_slicing = true;
+  Seconds min_slice_run = 1800;
   // Jobs of this priority class or above are critical: they start even when their tenant's
   // budget is exhausted.
   int budget_exempt_priority = 1000;
@@ -130,7 +151,13 @@ std::span<const std::string_view> scheduler_policy_names();
 Result<SchedulerConfig> scheduler_policy(std::string_view name);
 
 enum class JobPhase : std::uint8_t { kPending, kRunning, kDone };
-enum class PreemptionCause : std::uint8_t { kReclaim, kPriority, kLeastAttained, kDrain };
+enum class PreemptionCause : std::uint8_t {
+  kReclaim,
+  kPriority,
+  kLeastAttained,
+  kDrain,
+  kTimeSlice,  // for waiting work of the same tenant that ranks ahead (lane_order.h)
+};
 std::string_view preemption_cause_name(PreemptionCause cause);
 
 // How a started job was admitted.
@@ -237,7 +264,8 @@ class Scheduler {
   [[nodiscard]] const PendingSeconds& pending_seconds_total() const { return pending_total_; }
 
  private:
-  using LaneKey = std::tuple<std::int64_t, std::int64_t, std::uint32_t>;
+  // (priority, band, value, id) in a tenant's lane; (LAS level, 0, submit, id) in the global one.
+  using LaneKey = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::uint32_t>;
   struct ModelCharge {
     GpuModelId model;
     std::int64_t milli = 0;
@@ -254,6 +282,7 @@ class Scheduler {
     PendingSeconds waited{};
     LaneKey key{};
     std::size_t lane = 0;
+    bool promoted = false;  // waited starvation_limit (see lane_order.h)
     // running
     std::vector<Assignment> assignments;
     std::vector<ModelCharge> charges;
@@ -273,7 +302,7 @@ class Scheduler {
   struct PassState;
 
   Scheduler(Pool pool, TenantBook book, FairShareLedger ledger, RuntimePredictor predictor,
-            SchedulerConfig config);
+            SchedulerConfig config, std::vector<std::unique_ptr<LaneOrder>> orders);
 
   Entry& entry(JobId job) { return entries_[index_.at(job)]; }
   // The entry slot of a known job in `phase`; an error naming the job otherwise.
@@ -285,6 +314,17 @@ class Scheduler {
   void enqueue(Entry& e);
   void dequeue(Entry& e);
   [[nodiscard]] int las_level(std::int64_t attained) const;
+  // The job as its lane's order sees it now (attained service counted to now when running).
+  [[nodiscard]] LaneJob lane_job(const Entry& e, Seconds now) const;
+  [[nodiscard]] const LaneOrder& lane_order(const Entry& e) const;
+  // A pending job's own rank in its lane (promoted or not).
+  [[nodiscard]] LaneRank lane_rank(const Entry& e) const;
+  // Whether running job `v`'s tenant borrows now (of a model `v` holds).
+  [[nodiscard]] bool borrows_now(const Entry& v) const;
+  // Whether running job `v` may be stopped for waiting job `e` (time slicing): of e's tenant, or
+  // of a tenant that borrows, ranked behind `e` by e's lane order.
+  [[nodiscard]] bool may_slice(const Entry& v, const Entry& e, Seconds now) const;
+  void promote_starving(Seconds now);
   // The predicted runtime less what checkpoints already saved, at least a minute.
   [[nodiscard]] Seconds predicted_remaining(const Entry& e) const;
   [[nodiscard]] Seconds lost_if_preempted(const Entry& e, Seconds now) const;
@@ -302,6 +342,20 @@ class Scheduler {
   std::optional<std::pair<std::vector<JobId>, GangPlacement>> make_room(
       const Entry& e, const GangRequest& request, bool reclaim, bool admit_after, std::int64_t hold,
       Seconds now);
+  // Whether time slicing applies to the lane of `e`, and whether a running job may be sliced
+  // for it now.
+  [[nodiscard]] bool slices(const Entry& e) const;
+  [[nodiscard]] bool has_slice_victim(const Entry& e, Seconds now) const;
+  // Whether `e`, refused for quota, holds back its lane's later jobs (see the pass).
+  [[nodiscard]] bool holds_lane(const Entry& e, Seconds now) const;
+  // If it does, its tenant's later jobs wait behind it in this pass (quota refused `refused`).
+  void hold_lane_if_due(const Entry& e, Seconds now, const PendingReason& refused,
+                        PassState& state);
+  // Preempts the victims make_room finds for `e` and starts it; false (remembered for the pass)
+  // if there are none. With `admit_after` the admission is decided once the victims are gone.
+  bool preempt_for(Entry& e, const GangRequest& request, bool reclaim, bool admit_after,
+                   std::int64_t hold, StartAdmission admission, std::int64_t borrowed, Seconds now,
+                   PassState& state, PassResult& out);
   void evaluate(Entry& e, Seconds now, PassState& state, PassResult& out);
   [[nodiscard]] std::int64_t whole_free_gpus(const ModelSet& models) const;
   void count_tasks(const Entry& e, int sign);
@@ -315,7 +369,10 @@ class Scheduler {
   SchedulerConfig config_;
   std::vector<Entry> entries_;
   std::unordered_map<JobId, std::size_t> index_;
-  std::vector<std::set<LaneKey>> lanes_;  // pending jobs; one lane per tenant under fair share
+  std::vector<std::set<LaneKey>> lanes_;       // pending jobs; one lane per tenant under fair share
+  std::vector<const LaneOrder*> lane_orders_;  // per lane
+  std::vector<std::unique_ptr<LaneOrder>> orders_;          // one per LaneOrderKind
+  std::set<std::pair<Seconds, std::uint32_t>> unpromoted_;  // (waiting since, id), to age
   std::set<JobId> running_;
   std::vector<std::int64_t> tenant_usage_;                      // milli-GPUs, per tenant
   std::vector<int> tenant_pending_;                             // pending jobs, per tenant

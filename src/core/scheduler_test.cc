@@ -98,6 +98,129 @@ TEST(Scheduler, BorrowsIdleCapacityAndReclaimsItWithinOnePass) {
   ASSERT_TRUE(s.pool().check_invariants().has_value());
 }
 
+TEST(Scheduler, ATenantsShortJobStopsItsOwnLongJobOnceThatPassedAThreshold) {
+  // B may not borrow: its 16 GPUs are its own, and A's stay A's.
+  Scheduler s = make_scheduler(policy("tidepool"), make_book(16, 0));
+  ASSERT_TRUE(s.submit(make_test_job(0, kB, 8, 0, 100000, 8), 0).has_value());
+  ASSERT_TRUE(s.submit(make_test_job(1, kB, 8, 0, 100000, 8), 0).has_value());
+  ASSERT_EQ(s.pass(0).started.size(), 2U);
+  // A fresh job of B at 20 min: its long jobs have not run min_slice_run (30 min) yet.
+  ASSERT_TRUE(s.submit(make_test_job(2, kB, 8, 1200, 600, 8), 1200).has_value());
+  EXPECT_TRUE(s.pass(1200).preempted.empty());
+  EXPECT_EQ(s.reason(JobId{2})->kind, PendingKind::kQuota);
+  // At 40 min each long job attained 8 x 2400 GPU-s, past the first band: one is stopped.
+  PassResult later = s.pass(2400);
+  ASSERT_EQ(later.preempted.size(), 1U);
+  EXPECT_EQ(later.preempted[0].cause, PreemptionCause::kTimeSlice);
+  EXPECT_EQ(later.preempted[0].beneficiary, JobId{2});
+  ASSERT_EQ(later.started.size(), 1U);
+  EXPECT_EQ(later.started[0].job, JobId{2});
+  EXPECT_EQ(later.started[0].admission, StartAdmission::kWithinGuarantee);
+  // A is untouched and B stays within its own guarantee.
+  EXPECT_EQ(s.usage_milli(kB), 16000);
+  EXPECT_EQ(s.book().usage(kB, kH100), 16000);
+  ASSERT_TRUE(s.pool().check_invariants().has_value());
+}
+
+TEST(Scheduler, TimeSlicingNeverTakesAnotherTenantBelowItsGuarantee) {
+  Scheduler s = make_scheduler(policy("tidepool"), make_book(16, 0));
+  // A runs its 16 guaranteed GPUs with long jobs; B fills its own 16.
+  for (std::uint32_t i = 0; i < 2; ++i) {
+    ASSERT_TRUE(s.submit(make_test_job(i, kA, 8, 0, 100000, 8), 0).has_value());
+    ASSERT_TRUE(s.submit(make_test_job(10 + i, kB, 8, 0, 100000, 8), 0).has_value());
+  }
+  ASSERT_EQ(s.pass(0).started.size(), 4U);
+  // Many short jobs of B: they may stop B's long jobs, never A's.
+  for (std::uint32_t i = 0; i < 4; ++i) {
+    ASSERT_TRUE(s.submit(make_test_job(20 + i, kB, 4, 3600, 600, 4), 3600).has_value());
+  }
+  PassResult pass = s.pass(7200);
+  for (const PreemptedJob& p : pass.preempted) {
+    EXPECT_GE(p.job.value, 10U) << "job " << p.job.value << " of A was stopped";
+  }
+  EXPECT_FALSE(pass.preempted.empty());
+  EXPECT_EQ(s.usage_milli(kA), 16000);
+  EXPECT_EQ(s.book().usage(kB, kH100), 16000);
+}
+
+TEST(Scheduler, TimeSlicingNeedsACheckpointAndCanBeSwitchedOff) {
+  for (bool slicing : {true, false}) {
+    SchedulerConfig config = policy("tidepool");
+    config.time_slicing = slicing;
+    Scheduler s = make_scheduler(config, make_book(16, 0));
+    Job no_checkpoint = make_test_job(0, kB, 8, 0, 100000, 8);
+    no_checkpoint.checkpoint_interval.reset();
+    ASSERT_TRUE(s.submit(no_checkpoint, 0).has_value());
+    ASSERT_TRUE(s.submit(make_test_job(1, kB, 8, 0, 100000, 8), 0).has_value());
+    ASSERT_EQ(s.pass(0).started.size(), 2U);
+    ASSERT_TRUE(s.submit(make_test_job(2, kB, 8, 3600, 600, 8), 3600).has_value());
+    PassResult pass = s.pass(7200);
+    if (!slicing) {
+      EXPECT_TRUE(pass.preempted.empty());
+      continue;
+    }
+    ASSERT_EQ(pass.preempted.size(), 1U);
+    EXPECT_EQ(pass.preempted[0].job, JobId{1});  // the one that checkpoints
+  }
+}
+
+// How long the one big job among a tenant's stream of short jobs waits (nullopt: it never
+// started in 48 hours), under `starvation_limit`.
+std::optional<Seconds> big_job_wait(std::uint64_t seed, Seconds starvation_limit) {
+  SchedulerConfig config = policy("tidepool");
+  config.starvation_limit = starvation_limit;
+  Scheduler s = make_scheduler(config, make_book(16, 0));
+  Rng rng(seed);
+  std::map<std::uint32_t, Seconds> ends;
+  std::uint32_t next = 0;
+  constexpr std::uint32_t kBig = 7;
+  constexpr Seconds kShort = 1200;
+  Seconds big_submitted = 0;
+  for (Seconds t = 0; t <= 48 * 3600; t += 300) {
+    for (auto it = ends.begin(); it != ends.end();) {
+      if (it->second > t) {
+        ++it;
+        continue;
+      }
+      EXPECT_TRUE(s.finish(JobId{it->first}, t, std::nullopt).has_value());
+      it = ends.erase(it);
+    }
+    if (t < 40 * 3600) {
+      // More short work than B's 16 GPUs serve, so B always has a backlog.
+      const int count = 4 + static_cast<int>(rng.below(3));
+      for (int k = 0; k < count; ++k, ++next) {
+        const bool big = next == kBig;
+        Job job = make_test_job(next, kB, big ? 16 : 1, t, kShort, big ? 8 : 1);
+        job.checkpoint_interval.reset();  // nothing is sliced: only aging can help
+        EXPECT_TRUE(s.submit(job, t).has_value());
+        if (big) big_submitted = t;
+      }
+    }
+    PassResult pass = s.pass(t);
+    EXPECT_TRUE(pass.preempted.empty());
+    for (const StartedJob& started : pass.started) {
+      if (started.job.value == kBig) return t - big_submitted;
+      ends[started.job.value] = t + kShort;
+    }
+  }
+  return std::nullopt;
+}
+
+TEST(SchedulerProperty, AJobThatWaitedTheStarvationLimitStartsOnceItsTenantDrains) {
+  // Promoted after the limit, the big job holds its tenant's lane, so the short jobs' GPUs come to
+  // it within their runtime (and a pass). Without aging the later short jobs keep overtaking it.
+  constexpr Seconds kLimit = 4 * 3600;
+  int starved_without = 0;
+  for (std::uint64_t seed = 1; seed <= 5; ++seed) {
+    const auto wait = big_job_wait(seed, kLimit);
+    ASSERT_TRUE(wait.has_value()) << "seed " << seed;
+    EXPECT_LE(*wait, kLimit + 1200 + 300) << "seed " << seed;
+    const auto without = big_job_wait(seed, 0);
+    if (!without || *without > kLimit + 1200 + 300) ++starved_without;
+  }
+  EXPECT_GT(starved_without, 0) << "the stream does not starve the big job: the test shows nothing";
+}
+
 TEST(Scheduler, QuotaRefusalSaysWhyWithNumbers) {
   Scheduler s = make_scheduler(policy("tidepool"), make_book(16, 0));
   for (std::uint32_t i = 0; i < 3; ++i) {

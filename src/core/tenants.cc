@@ -81,7 +81,11 @@ Result<TenantBook> TenantBook::create(TenantsSpec spec, const GpuModelCatalog& m
                     fmt::format("must be 1..{}, got {}", kMaxTenantWeight, tenant_spec.weight));
       }
       const TenantId tenant_id{static_cast<std::uint32_t>(book.tenants_.size())};
-      Tenant tenant{tenant_spec.name, org_id, tenant_spec.weight, {}};
+      Tenant tenant{tenant_spec.name,
+                    org_id,
+                    tenant_spec.weight,
+                    {},
+                    tenant_spec.order ? tenant_spec.order : spec.default_order};
       if (tenant_spec.queues.empty()) tenant_spec.queues.emplace_back("default");
       std::unordered_set<std::string> queue_names;
       for (std::string& queue : tenant_spec.queues) {

@@ -61,6 +61,7 @@
 #include "core/error.h"
 #include "core/gpu_model.h"
 #include "core/ids.h"
+#include "core/lane_order.h"
 
 namespace tidepool {
 
@@ -96,6 +97,9 @@ struct TenantSpec {
   // jobs per second. The simulator ignores them.
   std::int64_t max_pending_jobs = 0;
   std::int64_t submissions_per_second = 0;
+  // The order of the tenant's own jobs (core/lane_order.h); absent: the file's default, else the
+  // scheduler's.
+  std::optional<LaneOrderKind> order = std::nullopt;
 };
 
 struct OrgSpec {
@@ -106,6 +110,7 @@ struct OrgSpec {
 
 struct TenantsSpec {
   std::vector<OrgSpec> orgs;
+  std::optional<LaneOrderKind> default_order = std::nullopt;  // for tenants that name none
 };
 
 enum class AdmissionKind { kWithinGuarantee, kBorrowing, kRefused };
@@ -175,6 +180,10 @@ class TenantBook {
     return tenants_[t.value].queues;
   }
   [[nodiscard]] std::int64_t weight(TenantId t) const { return tenants_[t.value].weight; }
+  // The tenant's own order, else the file's default; nullopt: the scheduler's default.
+  [[nodiscard]] std::optional<LaneOrderKind> order(TenantId t) const {
+    return tenants_[t.value].order;
+  }
   [[nodiscard]] std::optional<OrgId> find_org(std::string_view name) const;
   [[nodiscard]] std::optional<TenantId> find_tenant(std::string_view name) const;
   [[nodiscard]] std::optional<QueueId> find_queue(TenantId t, std::string_view name) const;
@@ -232,6 +241,7 @@ class TenantBook {
     OrgId org;
     std::int64_t weight = 1;
     std::vector<QueueId> queues;
+    std::optional<LaneOrderKind> order;
   };
   struct Queue {
     std::string name;

@@ -581,6 +581,8 @@ void Simulation::summarise(Seconds end) {
     return i < trace_jobs_ && workload_[i].job.job_class != JobClass::kInference;
   };
   std::vector<Seconds> queues;
+  std::vector<std::vector<Seconds>> tenant_queues(
+      static_cast<std::size_t>(sched_.book().tenant_count()));
   long double jct = 0;
   long double gpu_seconds = 0, lost = 0, comm = 0, multi = 0, mfu = 0;
   Seconds first_submit = workload_.empty() ? 0 : workload_.front().job.submit_time;
@@ -615,6 +617,9 @@ void Simulation::summarise(Seconds end) {
     if (r.end) {
       ++s.finished;
       queues.push_back(r.queue_seconds);
+      if (sj.job.tenant.value < tenant_queues.size()) {
+        tenant_queues[sj.job.tenant.value].push_back(r.queue_seconds);
+      }
       jct += *r.end - sj.job.submit_time;
     }
   }
@@ -626,7 +631,22 @@ void Simulation::summarise(Seconds end) {
     s.p50_queue_s = nearest_rank_percentile(queues, 50);
     s.p95_queue_s = nearest_rank_percentile(queues, 95);
     s.p99_queue_s = nearest_rank_percentile(queues, 99);
+    s.max_queue_s = queues.back();
     s.avg_jct_s = static_cast<double>(jct / queues.size());
+  }
+  for (std::vector<Seconds>& waits : tenant_queues) {
+    TenantQueueing q;
+    std::sort(waits.begin(), waits.end());
+    q.jobs = static_cast<int>(waits.size());
+    if (!waits.empty()) {
+      long double total = 0;
+      for (Seconds w : waits) total += w;
+      q.avg_s = static_cast<double>(total / waits.size());
+      q.p95_s = nearest_rank_percentile(waits, 95);
+      q.p99_s = nearest_rank_percentile(waits, 99);
+      q.max_s = waits.back();
+    }
+    s.tenant_queueing.push_back(q);
   }
   s.makespan_s = end - first_submit;
   const long double capacity = static_cast<long double>(sched_.pool().capacity_milli_gpu());

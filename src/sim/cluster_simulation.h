@@ -108,6 +108,15 @@ struct SimLoanResult {
   std::int64_t held_after_end_milli = 0;  // the loan job's GPUs still held after the end (0)
 };
 
+// Queueing of one tenant's finished trace jobs (seconds).
+struct TenantQueueing {
+  int jobs = 0;
+  double avg_s = 0;
+  Seconds p95_s = 0;
+  Seconds p99_s = 0;
+  Seconds max_s = 0;
+};
+
 // The figures of summary.json.
 struct SimSummary {
   int jobs = 0;  // jobs of the trace (not inference replicas or loan jobs)
@@ -117,7 +126,9 @@ struct SimSummary {
   Seconds p50_queue_s = 0;
   Seconds p95_queue_s = 0;
   Seconds p99_queue_s = 0;
+  Seconds max_queue_s = 0;  // the longest wait of a finished trace job
   double avg_jct_s = 0;
+  std::vector<TenantQueueing> tenant_queueing;  // per tenant (book order)
   Seconds makespan_s = 0;
   double gpu_allocation_avg = 0;   // time-average allocated / capacity over [0, makespan]
   double comm_overhead_share = 0;  // multi-GPU jobs: communication share of their GPU-seconds

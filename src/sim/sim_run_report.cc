@@ -168,6 +168,15 @@ std::string summary_json_text(const ClusterSimRun& run, std::string_view policy)
   for (std::size_t t = 0; t < s.tenant_guarantee_ratio.size() && t < run.tenant_names.size(); ++t) {
     tenant_ratios[run.tenant_names[t]] = s.tenant_guarantee_ratio[t];
   }
+  Json tenant_queueing = Json::object();
+  for (std::size_t t = 0; t < s.tenant_queueing.size() && t < run.tenant_names.size(); ++t) {
+    const TenantQueueing& q = s.tenant_queueing[t];
+    tenant_queueing[run.tenant_names[t]] = Json{{"jobs", q.jobs},
+                                                {"avg_queue_s", q.avg_s},
+                                                {"p95_queue_s", q.p95_s},
+                                                {"p99_queue_s", q.p99_s},
+                                                {"max_queue_s", q.max_s}};
+  }
   const Json summary = {
       {"policy", std::string(policy)},
       {"jobs", s.jobs},
@@ -177,6 +186,8 @@ std::string summary_json_text(const ClusterSimRun& run, std::string_view policy)
       {"p50_queue_s", s.p50_queue_s},
       {"p95_queue_s", s.p95_queue_s},
       {"p99_queue_s", s.p99_queue_s},
+      {"max_queue_s", s.max_queue_s},
+      {"tenant_queueing", tenant_queueing},
       {"avg_jct_s", s.avg_jct_s},
       {"makespan_s", s.makespan_s},
       {"gpu_allocation_avg", s.gpu_allocation_avg},

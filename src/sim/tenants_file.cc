@@ -48,6 +48,8 @@ class TenantsReader : private YamlReader {
 
   Result<void> read_org(const YAML::Node& node, const std::string& path, TenantsSpec& spec);
   Result<TenantSpec> read_tenant(const YAML::Node& node, const std::string& path);
+  // "fifo", "las" or "srpt" (core/lane_order.h).
+  Result<LaneOrderKind> read_order(const YAML::Node& node, const std::string& path) const;
 
   GpuModelCatalog& models_;
   std::unordered_map<std::string, std::string> org_paths_, tenant_paths_;
@@ -98,14 +100,28 @@ Result<void> TenantsReader::read_quota(const YAML::Node& quota, const std::strin
   return {};
 }
 
+Result<LaneOrderKind> TenantsReader::read_order(const YAML::Node& node,
+                                                const std::string& path) const {
+  auto name = text(node, path);
+  if (!name) return std::unexpected(name.error());
+  auto kind = parse_lane_order(*name);
+  if (!kind) return error_at(node, path, kind.error().reason);
+  return *kind;
+}
+
 Result<TenantsSpec> TenantsReader::read(const YAML::Node& root) {
   if (root.IsNull()) return error_at(root, "", "the file is empty; expected orgs");
-  auto top = entry_fields(root, "", {"orgs"});
+  auto top = entry_fields(root, "", {"order", "orgs"});
   if (!top) return std::unexpected(top.error());
   auto orgs = required(*top, root, "", "orgs");
   if (!orgs) return std::unexpected(orgs.error());
   if (auto ok = sequence(*orgs, "orgs"); !ok) return std::unexpected(ok.error());
   TenantsSpec spec;
+  if (auto order = top->get("order")) {
+    auto kind = read_order(*order, "order");
+    if (!kind) return std::unexpected(kind.error());
+    spec.default_order = *kind;
+  }
   for (std::size_t o = 0; o < orgs->size(); ++o) {
     if (auto ok = read_org((*orgs)[o], fmt::format("orgs[{}]", o), spec); !ok) {
       return std::unexpected(ok.error());
@@ -180,7 +196,7 @@ Result<void> TenantsReader::read_org(const YAML::Node& node, const std::string& 
 Result<TenantSpec> TenantsReader::read_tenant(const YAML::Node& node, const std::string& path) {
   auto f = entry_fields(
       node, path,
-      {"name", "weight", "quota", "queues", "max_pending_jobs", "submissions_per_second"});
+      {"name", "weight", "order", "quota", "queues", "max_pending_jobs", "submissions_per_second"});
   if (!f) return std::unexpected(f.error());
   auto name = unique_name(*f, node, path, "tenant", tenant_paths_);
   if (!name) return std::unexpected(name.error());
@@ -201,6 +217,12 @@ Result<TenantSpec> TenantsReader::read_tenant(const YAML::Node& node, const std:
                       weight->IsScalar() ? "'" + digits + "'" : yaml_node_kind(*weight)));
     }
     tenant.weight = *value;
+  }
+
+  if (auto order = f->get("order")) {
+    auto kind = read_order(*order, path + ".order");
+    if (!kind) return std::unexpected(kind.error());
+    tenant.order = *kind;
   }
 
   for (auto [key, target] : {std::pair{"max_pending_jobs", &tenant.max_pending_jobs},

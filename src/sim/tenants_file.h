@@ -16,6 +16,10 @@
 //           queues: [ranking, retrieval]
 //
 // Keys:
+//   order                 optional: the order of each tenant's own jobs when the tenant names none,
+//                         "fifo", "las" (least attained service first) or "srpt" (shortest
+//                         predicted remaining GPU-time first); see core/lane_order.h (default:
+//                         the scheduler's, las).
 //   orgs                  required, a non-empty list.
 //   orgs[].name           required, non-empty, unique among orgs.
 //   orgs[].tenants        required, a list (an org may be empty; the file must have a tenant).
@@ -25,6 +29,7 @@
 //                         orgs); each optional (absent: no cap).
 //   tenants[].name        required, non-empty, unique among all tenants.
 //   tenants[].weight      optional fair-share weight, an integer 1..kMaxTenantWeight (default 1).
+//   tenants[].order       optional order of the tenant's own jobs, as `order` above.
 //   tenants[].quota       optional map from GPU model name to guaranteed_gpus (default 0),
 //                         borrowing_limit_gpus (default unlimited) and lending_limit_gpus (default
 //                         the guarantee; at most the guarantee).

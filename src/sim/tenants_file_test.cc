@@ -94,6 +94,26 @@ TEST(TenantsFileTest, ReadsATenantsAdmissionLimits) {
   EXPECT_EQ(plain->orgs.at(0).tenants.at(0).max_pending_jobs, 0);  // the server's default
 }
 
+TEST(TenantsFileTest, ReadsTheOrderOfATenantAndTheFilesDefault) {
+  GpuModelCatalog models;
+  auto spec =
+      read_tenants_yaml("order: srpt\n" + one_tenant("        order: fifo\n"), "t.yaml", models);
+  ASSERT_TRUE(spec.has_value()) << spec.error().message();
+  EXPECT_EQ(spec->default_order, LaneOrderKind::kShortestRemaining);
+  EXPECT_EQ(spec->orgs.at(0).tenants.at(0).order, LaneOrderKind::kFifo);
+  auto book = TenantBook::create(*spec, models);
+  ASSERT_TRUE(book.has_value());
+  EXPECT_EQ(book->order(TenantId{0}), LaneOrderKind::kFifo);
+  // A tenant that names none takes the file's default; a file without one leaves it open.
+  auto by_default = read_tenants_yaml("order: las\n" + one_tenant(""), "t.yaml", models);
+  ASSERT_TRUE(by_default.has_value());
+  EXPECT_EQ(TenantBook::create(*by_default, models)->order(TenantId{0}),
+            LaneOrderKind::kLeastAttained);
+  auto plain = read_tenants_yaml(one_tenant(""), "t.yaml", models);
+  ASSERT_TRUE(plain.has_value());
+  EXPECT_FALSE(TenantBook::create(*plain, models)->order(TenantId{0}).has_value());
+}
+
 TEST(TenantsFileTest, InternsModelsInOrderOfAppearance) {
   GpuModelCatalog models;
   auto spec = read_tenants_yaml(one_tenant("        quota:\n"
@@ -116,11 +136,14 @@ TEST(TenantsFileTest, EveryErrorNamesItsPath) {
   const Case cases[] = {
       {"", "t.yaml", "the file is empty; expected orgs"},
       {"orgs: []\n", "t.yaml:1:7 orgs", "the file has no tenants"},
-      {"org: []\n", "t.yaml:1:1 org", "unknown key; expected one of orgs"},
+      {"org: []\n", "t.yaml:1:1 org", "unknown key; expected one of order, orgs"},
+      {"order: sjf\norgs: []\n", "t.yaml:1:8 order", "unknown order 'sjf'; known: fifo, las, srpt"},
+      {one_tenant("        order: [las]\n"), "t.yaml:5:16 orgs[0].tenants[0].order",
+       "expected a name, got a list"},
       {"orgs: {}\n", "t.yaml:1:7 orgs", "expected a list, got a map"},
       {"orgs:\n  - tenants: []\n", "t.yaml:2:5 orgs[0].name", "the key is missing"},
       {one_tenant("        wieght: 2\n"), "t.yaml:5:9 orgs[0].tenants[0].wieght",
-       "unknown key; expected one of name, weight, quota, queues, max_pending_jobs, "
+       "unknown key; expected one of name, weight, order, quota, queues, max_pending_jobs, "
        "submissions_per_second"},
       {one_tenant("        max_pending_jobs: 0\n"),
        "t.yaml:5:27 orgs[0].tenants[0].max_pending_jobs",
