@@ -127,8 +127,8 @@ std::string shape_text(const Json& spec) {
 std::string render_jobs_table(const Json& jobs,
                               const std::map<std::int64_t, std::string>& pending_kinds,
                               std::int64_t now_ms) {
-  TextTable table(
-      {"ID", "NAME", "TENANT", "QUEUE", "STATE", "GPUS", "AGE", "TIME", "NODES", "REASON"});
+  TextTable table({"ID", "NAME", "TENANT", "QUEUE", "STATE", "GPUS", "AGE", "TIME", "ATTAINED",
+                   "NODES", "REASON"});
   for (const Json& job : jobs) {
     const Json& spec = job.contains("spec") ? job["spec"] : Json::object();
     const std::int64_t id = number_of(job, "id");
@@ -152,6 +152,9 @@ std::string render_jobs_table(const Json& jobs,
     table.add_row({std::to_string(id), text_of(spec, "name"), text_of(spec, "tenant"),
                    text_of(spec, "queue"), state, format_gpus(job_gpu_milli(spec)),
                    format_age((now_ms - number_of(job, "submitted_ms")) / 1000), run_time,
+                   job.contains("attained_gpu_seconds")
+                       ? format_gpu_hours(number_of(job, "attained_gpu_seconds"))
+                       : "-",
                    nodes.empty() ? "-" : compress_node_names(nodes), reason});
   }
   return table_text(table);
@@ -246,6 +249,28 @@ std::string render_why(const Json& why) {
       fmt::format("Job {} is pending ({}): {}\n", id, text_of(why, "kind"), text_of(why, "reason"));
   out += fmt::format("It has waited {} since it last became pending.\n",
                      format_age(number_of(why, "pending_seconds")));
+  if (const Json lane = why.value("lane", Json::object()); lane.is_object() && !lane.empty()) {
+    const std::int64_t position = number_of(lane, "position");
+    std::string place =
+        fmt::format("It is {} of {} pending in its lane ({} order{})", ordinal(position),
+                    number_of(lane, "pending"), text_of(lane, "order"),
+                    lane.value("promoted", false) ? ", promoted after waiting "
+                                                    "the starvation limit"
+                                                  : "");
+    place += fmt::format(": {}", text_of(lane, "rank"));
+    std::vector<std::string> ahead;
+    for (const Json& other : array_of(lane, "ahead")) {
+      if (other.is_number_integer()) ahead.push_back(std::to_string(other.get<std::int64_t>()));
+    }
+    const std::int64_t hidden = number_of(lane, "ahead_hidden");
+    if (!ahead.empty() || hidden > 0) {
+      place += "; just ahead: " + fmt::format("{}", fmt::join(ahead, ", "));
+      if (hidden > 0) {
+        place += fmt::format("{}{} of other tenants", ahead.empty() ? "" : " and ", hidden);
+      }
+    }
+    out += place + ".\n";
+  }
   const Json waited = why.value("waited_seconds", Json::object());
   if (waited.is_object() && !waited.empty()) {
     TextTable table({"REASON", "WAITED"});

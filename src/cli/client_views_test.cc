@@ -76,7 +76,7 @@ TEST(RenderJobsTableTest, ColumnsAndReasons) {
   ASSERT_EQ(lines.size(), 5U) << text;
   EXPECT_THAT(lines[0], HasSubstr("ID"));
   for (const char* column :
-       {"NAME", "TENANT", "QUEUE", "STATE", "GPUS", "AGE", "TIME", "NODES", "REASON"}) {
+       {"NAME", "TENANT", "QUEUE", "STATE", "GPUS", "AGE", "TIME", "ATTAINED", "NODES", "REASON"}) {
     EXPECT_THAT(lines[0], HasSubstr(column));
   }
   EXPECT_THAT(lines[2], HasSubstr("job-1"));
@@ -86,6 +86,16 @@ TEST(RenderJobsTableTest, ColumnsAndReasons) {
   EXPECT_THAT(lines[2], HasSubstr("1m"));              // run time
   EXPECT_THAT(lines[3], HasSubstr("quota"));           // the why kind
   EXPECT_THAT(lines[4], HasSubstr("submitted"));       // no kind known: the message
+}
+
+TEST(RenderJobsTableTest, AttainedServiceInGpuHoursWhereTheServerGivesIt) {
+  Json running = job(1, "running", "vision", Json::array({place("h100-a-01", {0, 1})}), 1, 2);
+  running["attained_gpu_seconds"] = 43'200;
+  const auto lines = lines_of(render_jobs_table(
+      Json::array({running, job(2, "succeeded", "vision", Json::array())}), {}, kNow));
+  ASSERT_EQ(lines.size(), 4U);
+  EXPECT_THAT(lines[2], HasSubstr("12.0 GPU-h"));
+  EXPECT_THAT(lines[3], Not(HasSubstr("GPU-h")));
 }
 
 TEST(RenderJobsTableTest, FractionalGpus) {
@@ -129,6 +139,32 @@ TEST(RenderWhyTest, PendingWithWaitedTimes) {
   EXPECT_THAT(text, HasSubstr("1m5s"));
   EXPECT_THAT(text, HasSubstr("capacity"));
   EXPECT_THAT(text, HasSubstr("5s"));
+}
+
+TEST(RenderWhyTest, PendingWithItsPlaceInItsLane) {
+  const Json why = {{"id", 44},
+                    {"state", "pending"},
+                    {"kind", "quota"},
+                    {"reason", "tenant vision is at its H100 guarantee"},
+                    {"pending_seconds", 65},
+                    {"lane",
+                     {{"position", 3},
+                      {"pending", 12},
+                      {"order", "las"},
+                      {"promoted", false},
+                      {"rank", "attained 12.0 GPU-h, band 2 of 3"},
+                      {"ahead", Json::array({43, 41})},
+                      {"ahead_hidden", 0}}}};
+  EXPECT_THAT(render_why(why),
+              HasSubstr("It is 3rd of 12 pending in its lane (las order): attained 12.0 GPU-h, "
+                        "band 2 of 3; just ahead: 43, 41.\n"));
+  Json promoted = why;
+  promoted["lane"]["promoted"] = true;
+  promoted["lane"]["ahead"] = Json::array({43});
+  promoted["lane"]["ahead_hidden"] = 1;
+  const std::string text = render_why(promoted);
+  EXPECT_THAT(text, HasSubstr("promoted after waiting the starvation limit"));
+  EXPECT_THAT(text, HasSubstr("just ahead: 43 and 1 of other tenants."));
 }
 
 TEST(RenderWhyTest, Running) {

@@ -126,6 +126,32 @@ std::string format_gpus(std::int64_t milli) {
   return negative ? "-" + text : text;
 }
 
+std::string format_gpu_hours(std::int64_t gpu_seconds) {
+  return fmt::format("{:.1f} GPU-h",
+                     static_cast<double>(std::max<std::int64_t>(0, gpu_seconds)) / 3600.0);
+}
+
+std::string ordinal(std::int64_t n) {
+  const std::int64_t tens = n % 100;
+  const char* suffix = "th";
+  if (tens < 11 || tens > 13) {
+    switch (n % 10) {
+      case 1:
+        suffix = "st";
+        break;
+      case 2:
+        suffix = "nd";
+        break;
+      case 3:
+        suffix = "rd";
+        break;
+      default:
+        break;
+    }
+  }
+  return fmt::format("{}{}", n, suffix);
+}
+
 std::string format_gpu_value(const nlohmann::json& value, std::string_view null_text) {
   if (value.is_number_integer()) return format_gpus(value.get<std::int64_t>() * 1000);
   if (value.is_number()) return format_gpus(std::llround(value.get<double>() * 1000));

@@ -34,6 +34,12 @@ std::string format_age(std::int64_t seconds);
 // Milli-GPUs as GPUs: 8000 -> "8", 500 -> "0.5", 1250 -> "1.25".
 std::string format_gpus(std::int64_t milli);
 
+// GPU-seconds as GPU-hours with one decimal: 43200 -> "12.0 GPU-h"; negative as 0.
+std::string format_gpu_hours(std::int64_t gpu_seconds);
+
+// 1 -> "1st", 2 -> "2nd", 3 -> "3rd", 11 -> "11th", 22 -> "22nd".
+std::string ordinal(std::int64_t n);
+
 // A JSON number of GPUs (integer or decimal, as the server writes them) as format_gpus does;
 // null -> `null_text`.
 std::string format_gpu_value(const nlohmann::json& value, std::string_view null_text = "-");

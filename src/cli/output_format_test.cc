@@ -89,6 +89,21 @@ TEST(FormatAgeTest, KubectlLikeSpans) {
   EXPECT_EQ(format_age(86'400 * 400), "400d");
 }
 
+TEST(FormatGpusTest, GpuSecondsAsGpuHoursAndPlacesAsOrdinals) {
+  EXPECT_EQ(format_gpu_hours(43'200), "12.0 GPU-h");
+  EXPECT_EQ(format_gpu_hours(180), "0.1 GPU-h");
+  EXPECT_EQ(format_gpu_hours(-5), "0.0 GPU-h");
+  EXPECT_EQ(ordinal(1), "1st");
+  EXPECT_EQ(ordinal(2), "2nd");
+  EXPECT_EQ(ordinal(3), "3rd");
+  EXPECT_EQ(ordinal(4), "4th");
+  EXPECT_EQ(ordinal(11), "11th");
+  EXPECT_EQ(ordinal(12), "12th");
+  EXPECT_EQ(ordinal(13), "13th");
+  EXPECT_EQ(ordinal(22), "22nd");
+  EXPECT_EQ(ordinal(101), "101st");
+}
+
 TEST(FormatGpusTest, MilliAsGpus) {
   EXPECT_EQ(format_gpus(0), "0");
   EXPECT_EQ(format_gpus(8000), "8");

@@ -48,6 +48,8 @@ class ModelSet {
     return any_ || ((bits_ >> model.value) & 1U) != 0;
   }
   [[nodiscard]] bool is_any() const { return any_; }
+  // Accepts no model.
+  [[nodiscard]] bool is_none() const { return !any_ && bits_ == 0; }
   [[nodiscard]] std::uint64_t bits() const { return bits_; }
 
   friend auto operator<=>(const ModelSet&, const ModelSet&) = default;

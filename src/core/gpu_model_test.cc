@@ -81,6 +81,7 @@ TEST(GpuModelCatalogTest, AcceptsExactlyKMaxGpuModelsThenFails) {
 TEST(ModelSetTest, DefaultAcceptsAnyModel) {
   const ModelSet set;
   EXPECT_TRUE(set.is_any());
+  EXPECT_FALSE(set.is_none());
   EXPECT_TRUE(set.accepts(GpuModelId{0}));
   EXPECT_TRUE(set.accepts(GpuModelId{63}));
   EXPECT_EQ(set, ModelSet::any());
@@ -89,6 +90,7 @@ TEST(ModelSetTest, DefaultAcceptsAnyModel) {
 TEST(ModelSetTest, NoneAcceptsNothing) {
   const ModelSet set = ModelSet::none();
   EXPECT_FALSE(set.is_any());
+  EXPECT_TRUE(set.is_none());
   EXPECT_FALSE(set.accepts(GpuModelId{0}));
   EXPECT_FALSE(set.accepts(GpuModelId{63}));
   EXPECT_NE(set, ModelSet::any());
@@ -99,6 +101,7 @@ TEST(ModelSetTest, AddRestrictsToTheAddedModels) {
   set.add(GpuModelId{3});
   set.add(GpuModelId{63});
   EXPECT_FALSE(set.is_any());
+  EXPECT_FALSE(set.is_none());
   EXPECT_TRUE(set.accepts(GpuModelId{3}));
   EXPECT_TRUE(set.accepts(GpuModelId{63}));
   EXPECT_FALSE(set.accepts(GpuModelId{0}));

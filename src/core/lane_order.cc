@@ -23,7 +23,6 @@ class FifoOrder final : public LaneOrder {
   [[nodiscard]] bool slices() const override { return false; }
   [[nodiscard]] std::string explain(const LaneJob&) const override { return "in submission order"; }
 
- protected:
   [[nodiscard]] bool clearly_ahead(const LaneRank&, const LaneRank&) const override {
     return false;
   }
@@ -43,7 +42,6 @@ class LeastAttainedOrder final : public LaneOrder {
                        band_of(job.attained_gpu_seconds) + 1, config().las_thresholds.size() + 1);
   }
 
- protected:
   [[nodiscard]] bool clearly_ahead(const LaneRank& waiting,
                                    const LaneRank& running) const override {
     return waiting.band < running.band;
@@ -66,7 +64,6 @@ class ShortestRemainingOrder final : public LaneOrder {
                        gpu_hours(job.remaining_gpu_seconds), gpu_hours(job.attained_gpu_seconds));
   }
 
- protected:
   [[nodiscard]] bool clearly_ahead(const LaneRank& waiting,
                                    const LaneRank& running) const override {
     return waiting.value <= running.value / 2;
@@ -89,9 +86,12 @@ Result<LaneOrderKind> parse_lane_order(std::string_view text) {
   return fail("order", fmt::format("unknown order '{}'; known: {}", text, fmt::join(kNames, ", ")));
 }
 
+bool LaneOrder::sliceable(const LaneJob& running) const {
+  return slices() && running.attained_gpu_seconds >= config_.las_thresholds.front();
+}
+
 bool LaneOrder::may_slice(const LaneJob& running, const LaneRank& waiting_rank) const {
-  if (!slices() || running.attained_gpu_seconds < config_.las_thresholds.front()) return false;
-  return clearly_ahead(waiting_rank, rank(running));
+  return sliceable(running) && clearly_ahead(waiting_rank, rank(running));
 }
 
 std::int64_t LaneOrder::band_of(std::int64_t attained) const {

@@ -85,14 +85,19 @@ class LaneOrder {
   // las, a lower band; srpt, at most half the predicted remaining GPU-time. Jobs of one band do
   // not stop each other, so slicing cannot go round in circles.
   [[nodiscard]] bool may_slice(const LaneJob& running, const LaneRank& waiting_rank) const;
+  // The part of may_slice that depends on the running job alone: the order slices and the job
+  // passed the first threshold.
+  [[nodiscard]] bool sliceable(const LaneJob& running) const;
+  // The part that compares ranks: whether `waiting` is clearly ahead of `running`. Monotone in
+  // the running rank: a job ranked further back is no less clearly behind, so a waiting job has
+  // a victim among sliceable jobs if and only if it is clearly ahead of the one ranked last.
+  [[nodiscard]] virtual bool clearly_ahead(const LaneRank& waiting,
+                                           const LaneRank& running) const = 0;
   // The part of a waiting rank that may_slice depends on (waiting jobs of one class may stop the
   // same running jobs).
   [[nodiscard]] virtual LaneRank slice_class(const LaneRank& waiting_rank) const = 0;
 
  protected:
-  // Whether `waiting` is clearly ahead of `running` (see may_slice).
-  [[nodiscard]] virtual bool clearly_ahead(const LaneRank& waiting,
-                                           const LaneRank& running) const = 0;
   explicit LaneOrder(LaneOrderConfig config) : config_(std::move(config)) {}
   // The LAS band of `attained` GPU-seconds.
   [[nodiscard]] std::int64_t band_of(std::int64_t attained) const;

@@ -85,6 +85,26 @@ TEST_P(EveryLaneOrderTest, SlicesOnlyJobsPastTheFirstThresholdAndNeverBothWays) 
   }
 }
 
+TEST_P(EveryLaneOrderTest, IsClearlyAheadOfEveryJobRankedBehindOneItIsClearlyAheadOf) {
+  // The scheduler looks for a slicing victim by comparing with the sliceable job ranked last.
+  const auto lane = jobs(5, 120);
+  for (const LaneJob& waiting : lane) {
+    const LaneRank w = order_->rank(waiting);
+    for (const LaneJob& a : lane) {
+      if (!order_->clearly_ahead(w, order_->rank(a))) continue;
+      for (const LaneJob& b : lane) {
+        if (order_->rank(a) <= order_->rank(b)) {
+          EXPECT_TRUE(order_->clearly_ahead(w, order_->rank(b)));
+        }
+      }
+    }
+    for (const LaneJob& running : lane) {
+      EXPECT_EQ(order_->may_slice(running, w),
+                order_->sliceable(running) && order_->clearly_ahead(w, order_->rank(running)));
+    }
+  }
+}
+
 TEST_P(EveryLaneOrderTest, NamesItselfAndExplainsARank) {
   EXPECT_EQ(order_->name(), lane_order_name(GetParam()));
   EXPECT_EQ(parse_lane_order(order_->name()), GetParam());

@@ -117,6 +117,23 @@ std::string_view preemption_cause_name(PreemptionCause cause) {
 }
 
 // What one pass knows beyond the scheduler's state.
+// A running job that make_room may take, in the order it takes them: borrowing tenants first,
+// lower priority, least work lost since the last checkpoint, most attained service, id.
+struct Scheduler::RoomCandidate {
+  bool not_borrowing;
+  int priority;
+  std::int64_t lost;
+  std::int64_t neg_attained;
+  std::uint32_t id;
+  bool slice;  // stopped for its own tenant's work (time slicing)
+  auto operator<=>(const RoomCandidate&) const = default;
+};
+
+struct Scheduler::RoomCandidates {
+  std::vector<RoomCandidate> sorted;
+  std::int64_t offered = 0;  // their whole GPUs
+};
+
 struct Scheduler::PassState {
   std::map<std::tuple<std::uint32_t, std::uint64_t, bool, std::int64_t>,
            std::pair<std::vector<Admission>, PendingReason>>
@@ -126,6 +143,18 @@ struct Scheduler::PassState {
   std::set<std::tuple<std::uint32_t, std::int64_t, int, std::int64_t, bool, bool, std::int64_t,
                       std::int64_t>>
       no_room;  // make_room failures
+  // Per tenant: the rank, by its lane's order, of the running job ranked last among those that
+  // may be sliced for its waiting jobs (nullopt: none); cleared when jobs start or stop.
+  std::map<TenantId, std::optional<LaneRank>> last_slice_victim;
+  // make_room's candidates per (tenant, priority, reclaim, LAS level, slice class).
+  std::map<std::tuple<std::uint32_t, int, bool, int, bool, std::int64_t, std::int64_t>,
+           RoomCandidates>
+      room_candidates;
+  // Jobs started or stopped: what depends on the running jobs is found again.
+  void running_changed() {
+    last_slice_victim.clear();
+    room_candidates.clear();
+  }
   std::optional<Reservation> reservation;
   std::map<TenantId, PendingReason> tenant_blocked;  // tenants whose quota head waits
   // Lanes with nothing more to start in this pass, and the reason their new jobs get.
@@ -167,6 +196,7 @@ Scheduler::Scheduler(Pool pool, TenantBook book, FairShareLedger ledger, Runtime
   }
   tenant_usage_.assign(static_cast<std::size_t>(book_.tenant_count()), 0);
   tenant_pending_.assign(static_cast<std::size_t>(book_.tenant_count()), 0);
+  tenant_running_.resize(static_cast<std::size_t>(book_.tenant_count()));
   class_usage_.assign(kJobClasses, 0);
   if (!config_.typical_tasks.empty()) {
     fraction_policy_ = make_tidepool_policy(WorkloadProfile::from_tasks(config_.typical_tasks));
@@ -257,15 +287,42 @@ bool Scheduler::borrows_now(const Entry& v) const {
          });
 }
 
-bool Scheduler::may_slice(const Entry& v, const Entry& e, Seconds now) const {
-  // Only work that checkpoints, only after its minimum run, and only of the same tenant or of
-  // one that borrows (make_room then takes no more than it borrows).
-  if (!config_.time_slicing || lanes_.size() <= 1 || !v.job.preemptible ||
-      !v.job.checkpoint_interval || now - v.segment_start < config_.min_slice_run ||
-      (v.job.tenant != e.job.tenant && !borrows_now(v))) {
-    return false;
+bool Scheduler::tenant_borrows(TenantId tenant) const {
+  if (!config_.quotas) return false;
+  for (int m = 0; m < book_.model_count(); ++m) {
+    if (book_.borrowed(tenant, GpuModelId{static_cast<std::uint32_t>(m)}) > 0) return true;
   }
-  return lane_order(e).may_slice(lane_job(v, now), lane_rank(e));
+  return false;
+}
+
+bool Scheduler::may_be_sliced(const Entry& v, TenantId tenant, bool v_borrows, Seconds now) const {
+  // Only work that checkpoints, not started in this pass, only after its minimum run, and only
+  // of the same tenant or of one that borrows (make_room then takes no more than it borrows).
+  return config_.time_slicing && lanes_.size() > 1 && v.job.preemptible &&
+         v.job.checkpoint_interval && v.segment_start != now &&
+         now - v.segment_start >= config_.min_slice_run && (v.job.tenant == tenant || v_borrows);
+}
+
+bool Scheduler::may_slice(const Entry& v, const Entry& e, Seconds now) const {
+  return may_be_sliced(v, e.job.tenant, borrows_now(v), now) &&
+         lane_order(e).may_slice(lane_job(v, now), lane_rank(e));
+}
+
+template <typename Visit>
+void Scheduler::for_each_possible_victim(TenantId tenant, int priority, Visit&& visit) const {
+  if (config_.las_preemption || tenant_running_.empty()) {
+    for (JobId id : running_) visit(entry(id));
+    return;
+  }
+  for (std::size_t t = 0; t < tenant_running_.size(); ++t) {
+    const TenantId other{static_cast<std::uint32_t>(t)};
+    const bool every = other == tenant || tenant_borrows(other);
+    for (const auto& [key, running] : tenant_running_[t]) {
+      // In priority order: past the job's own priority only the tenant's and borrowers' jobs.
+      if (!every && !(config_.priority_preemption && key.first < priority)) break;
+      visit(*running);
+    }
+  }
 }
 
 void Scheduler::enqueue(Entry& e) {
@@ -346,33 +403,64 @@ std::int64_t Scheduler::class_usage_milli(JobClass job_class) const {
 std::optional<JobPhase> Scheduler::phase(JobId job) const {
   auto it = index_.find(job);
   if (it == index_.end()) return std::nullopt;
-  return entries_[it->second].phase;
+  return entries_[it->second]->phase;
 }
 
 const PendingReason* Scheduler::reason(JobId job) const {
   auto it = index_.find(job);
-  if (it == index_.end() || entries_[it->second].phase != JobPhase::kPending) return nullptr;
-  return &entries_[it->second].reason;
+  if (it == index_.end() || entries_[it->second]->phase != JobPhase::kPending) return nullptr;
+  return &entries_[it->second]->reason;
 }
 
 const PendingSeconds* Scheduler::pending_seconds(JobId job) const {
   auto it = index_.find(job);
-  return it == index_.end() ? nullptr : &entries_[it->second].waited;
+  return it == index_.end() ? nullptr : &entries_[it->second]->waited;
 }
 
 std::optional<Seconds> Scheduler::reason_since(JobId job) const {
   auto it = index_.find(job);
-  if (it == index_.end() || entries_[it->second].phase != JobPhase::kPending) return std::nullopt;
-  return entries_[it->second].reason_since;
+  if (it == index_.end() || entries_[it->second]->phase != JobPhase::kPending) return std::nullopt;
+  return entries_[it->second]->reason_since;
 }
 
 std::optional<Prediction> Scheduler::prediction(JobId job) const {
   auto it = index_.find(job);
   if (it == index_.end()) return std::nullopt;
-  return entries_[it->second].prediction;
+  return entries_[it->second]->prediction;
 }
 
 // --- Events from outside ---
+
+std::optional<std::int64_t> Scheduler::attained_gpu_seconds(JobId job, Seconds now) const {
+  if (!index_.contains(job)) return std::nullopt;
+  const Entry& e = entry(job);
+  if (e.phase != JobPhase::kRunning) return e.attained;
+  return lane_job(e, std::max(now, e.segment_start)).attained_gpu_seconds;
+}
+
+std::optional<LanePlace> Scheduler::lane_place(JobId job, Seconds now,
+                                               std::size_t max_ahead) const {
+  if (!index_.contains(job)) return std::nullopt;
+  const Entry& e = entry(job);
+  if (e.phase != JobPhase::kPending) return std::nullopt;
+  const std::set<LaneKey>& lane = lanes_[e.lane];
+  LanePlace place;
+  place.lane_size = static_cast<int>(lane.size());
+  place.order =
+      config_.order == OrderRule::kLeastAttained ? std::string_view("las") : lane_order(e).name();
+  place.promoted = e.promoted;
+  place.attained_gpu_seconds = e.attained;
+  place.rank = config_.order == OrderRule::kLeastAttained
+                   ? fmt::format("LAS level {}", las_level(e.attained))
+                   : lane_order(e).explain(lane_job(e, now));
+  const auto at = lane.find(e.key);
+  place.position = static_cast<int>(std::distance(lane.begin(), at)) + 1;
+  for (auto it = at; it != lane.begin() && place.ahead.size() < max_ahead;) {
+    --it;
+    place.ahead.push_back(JobId{std::get<3>(*it)});
+  }
+  return place;
+}
 
 Result<void> Scheduler::submit(const Job& job, Seconds now) {
   if (auto valid = validate_job(job); !valid) return std::unexpected(valid.error());
@@ -399,8 +487,8 @@ Result<void> Scheduler::submit(const Job& job, Seconds now) {
   e.reason_since = now;
   e.pending_since = now;
   index_.emplace(job.id, entries_.size());
-  entries_.push_back(std::move(e));
-  enqueue(entries_.back());
+  entries_.push_back(std::make_unique<Entry>(std::move(e)));
+  enqueue(*entries_.back());
   fresh_.push_back(job.id);
   return {};
 }
@@ -408,7 +496,7 @@ Result<void> Scheduler::submit(const Job& job, Seconds now) {
 Result<std::size_t> Scheduler::slot_in_phase(JobId job, JobPhase phase) const {
   auto it = index_.find(job);
   if (it == index_.end()) return fail("job", fmt::format("unknown job {}", job.value));
-  if (entries_[it->second].phase != phase) {
+  if (entries_[it->second]->phase != phase) {
     constexpr std::array<std::string_view, 3> kNot = {"is not pending", "is not running",
                                                       "has not ended"};
     return fail("job", fmt::format("job {} {}", job.value, kNot[static_cast<std::size_t>(phase)]));
@@ -419,7 +507,7 @@ Result<std::size_t> Scheduler::slot_in_phase(JobId job, JobPhase phase) const {
 Result<void> Scheduler::finish(JobId job, Seconds now, std::optional<Seconds> observed_runtime) {
   auto slot = slot_in_phase(job, JobPhase::kRunning);
   if (!slot) return std::unexpected(slot.error());
-  Entry& e = entries_[*slot];
+  Entry& e = *entries_[*slot];
   account_until(now);
   for (const Assignment& a : e.assignments) {
     if (auto ok = pool_.release(e.job.gang.task, a); !ok) return std::unexpected(ok.error());
@@ -430,6 +518,7 @@ Result<void> Scheduler::finish(JobId job, Seconds now, std::optional<Seconds> ob
   tenant_usage_[e.job.tenant.value] -= e.milli;
   class_usage_[static_cast<std::size_t>(e.job.job_class)] -= e.milli;
   running_.erase(job);
+  tenant_running_[e.job.tenant.value].erase({e.job.priority_class, job.value});
   e.phase = JobPhase::kDone;
   e.assignments.clear();
   e.charges.clear();
@@ -455,7 +544,7 @@ Result<void> Scheduler::grant_loan(const Loan& loan, Seconds now) {
 Result<void> Scheduler::withdraw(JobId job, Seconds now) {
   auto slot = slot_in_phase(job, JobPhase::kPending);
   if (!slot) return std::unexpected(slot.error());
-  Entry& e = entries_[*slot];
+  Entry& e = *entries_[*slot];
   account_until(now);
   close_reason(e, now);
   dequeue(e);
@@ -509,7 +598,7 @@ Result<void> Scheduler::forget(JobId job) {
   index_.erase(job);
   if (slot + 1 != entries_.size()) {
     entries_[slot] = std::move(entries_.back());
-    index_[entries_[slot].job.id] = slot;
+    index_[entries_[slot]->job.id] = slot;
   }
   entries_.pop_back();
   std::erase(fresh_, job);
@@ -616,6 +705,8 @@ void Scheduler::mark_running(Entry& e, std::vector<Assignment> assignments, Seco
   tenant_usage_[e.job.tenant.value] += e.milli;
   class_usage_[static_cast<std::size_t>(e.job.job_class)] += e.milli;
   running_.insert(e.job.id);
+  tenant_running_[e.job.tenant.value].emplace(std::make_pair(e.job.priority_class, e.job.id.value),
+                                              &e);
 }
 
 PreemptedJob Scheduler::preempt(Entry& e, Seconds now, PreemptionCause cause,
@@ -640,6 +731,7 @@ PreemptedJob Scheduler::preempt(Entry& e, Seconds now, PreemptionCause cause,
   tenant_usage_[e.job.tenant.value] -= e.milli;
   class_usage_[static_cast<std::size_t>(e.job.job_class)] -= e.milli;
   running_.erase(e.job.id);
+  tenant_running_[e.job.tenant.value].erase({e.job.priority_class, e.job.id.value});
   e.assignments.clear();
   e.charges.clear();
   e.attained += gpus * p.segment_seconds;
@@ -719,47 +811,52 @@ std::optional<Scheduler::Reservation> Scheduler::reserve(const Entry& e, const G
   return res;
 }
 
-std::optional<std::pair<std::vector<JobId>, GangPlacement>> Scheduler::make_room(
-    const Entry& e, const GangRequest& request, bool reclaim, bool admit_after, std::int64_t hold,
-    Seconds now) {
-  const int level = las_level(e.attained);
-  // Candidates and their order: borrowing tenants first, lower priority, least work lost since
-  // the last checkpoint, most attained service, id.
-  struct Candidate {
-    bool not_borrowing;
-    int priority;
-    std::int64_t lost;
-    std::int64_t neg_attained;
-    std::uint32_t id;
-    bool slice;  // stopped for its own tenant's work (time slicing)
-    auto operator<=>(const Candidate&) const = default;
-  };
-  std::vector<Candidate> candidates;
-  std::int64_t offered = 0;
-  for (JobId id : running_) {
-    const Entry& v = entry(id);
+const Scheduler::RoomCandidates& Scheduler::room_candidates(const Entry& e, bool reclaim,
+                                                            Seconds now, PassState& state) const {
+  const int level = config_.las_preemption ? las_level(e.attained) : 0;
+  const bool slicing = slices(e);
+  const LaneRank slice_class = slicing ? lane_order(e).slice_class(lane_rank(e)) : LaneRank{};
+  auto [it, fresh] = state.room_candidates.try_emplace(
+      std::make_tuple(e.job.tenant.value, e.job.priority_class, reclaim, level, slicing,
+                      slice_class.band, slice_class.value));
+  RoomCandidates& found = it->second;
+  if (!fresh) return found;
+  const LaneRank rank = slicing ? lane_rank(e) : LaneRank{};
+  // Waiting jobs of one slice class may stop the same running jobs (lane_order.h).
+  for_each_possible_victim(e.job.tenant, e.job.priority_class, [&](const Entry& v) {
+    const JobId id = v.job.id;
     // Never a job started in this pass: victims are taken before the starts they enable.
-    if (!v.job.preemptible || v.segment_start == now) continue;
+    if (!v.job.preemptible || v.segment_start == now) return;
     const bool borrowing_tenant = borrows_now(v);
+    const LaneJob job = lane_job(v, now);
     const bool by_reclaim = reclaim && borrowing_tenant && v.job.tenant != e.job.tenant;
     const bool by_priority =
         config_.priority_preemption && v.job.priority_class < e.job.priority_class;
     const bool by_las =
         config_.las_preemption &&
         las_level(v.attained + whole_gpus(v.milli) * (now - v.segment_start)) > level;
-    const bool by_slice = may_slice(v, e, now);
-    if (!by_reclaim && !by_priority && !by_las && !by_slice) continue;
-    candidates.push_back({!borrowing_tenant, v.job.priority_class,
-                          lost_if_preempted(v, now) * whole_gpus(v.milli),
-                          -lane_job(v, now).attained_gpu_seconds, id.value,
-                          by_slice && v.job.tenant == e.job.tenant && !by_priority && !by_las});
-    offered += whole_gpus(v.milli);
-  }
-  if (candidates.empty()) return std::nullopt;
-  if (whole_free_gpus(request.task.models) + offered < whole_gpus(e.milli) + hold) {
+    const bool by_slice = slicing && may_be_sliced(v, e.job.tenant, borrowing_tenant, now) &&
+                          lane_order(e).may_slice(job, rank);
+    if (!by_reclaim && !by_priority && !by_las && !by_slice) return;
+    found.sorted.push_back({!borrowing_tenant, v.job.priority_class,
+                            lost_if_preempted(v, now) * whole_gpus(v.milli),
+                            -job.attained_gpu_seconds, id.value,
+                            by_slice && v.job.tenant == e.job.tenant && !by_priority && !by_las});
+    found.offered += whole_gpus(v.milli);
+  });
+  std::sort(found.sorted.begin(), found.sorted.end());
+  return found;
+}
+
+std::optional<std::pair<std::vector<JobId>, GangPlacement>> Scheduler::make_room(
+    const Entry& e, const GangRequest& request, bool reclaim, bool admit_after, std::int64_t hold,
+    Seconds now, PassState& state) {
+  const RoomCandidates& found = room_candidates(e, reclaim, now, state);
+  if (found.sorted.empty()) return std::nullopt;
+  if (whole_free_gpus(request.task.models) + found.offered < whole_gpus(e.milli) + hold) {
     return std::nullopt;
   }
-  std::sort(candidates.begin(), candidates.end());
+  std::vector<RoomCandidate> candidates = found.sorted;
   // A gang that must sit on one node needs a node cleared: take the victims node by node, the
   // nodes that free the most GPUs first, each node's victims in candidate order. A gang of
   // multi-GPU tasks over several nodes needs whole nodes close together: the same, leaf by leaf,
@@ -773,17 +870,26 @@ std::optional<std::pair<std::vector<JobId>, GangPlacement>> Scheduler::make_room
     for (int n = 0; n < pool_.node_count(); ++n) {
       obtainable[n] = pool_.state(NodeId{static_cast<std::uint32_t>(n)}).whole_free_gpus;
     }
-    for (const Candidate& c : candidates) {
+    for (const RoomCandidate& c : candidates) {
       for (const Assignment& a : entry(JobId{c.id}).assignments) {
         obtainable[a.node.value] += gpu_set_size(a.gpus);
       }
     }
+    std::int64_t most_on_a_node = 0;  // of a model the job accepts
     for (int n = 0; n < pool_.node_count(); ++n) {
-      leaf_obtainable[pool_.spec(NodeId{static_cast<std::uint32_t>(n)}).leaf.value] +=
-          obtainable[n];
+      const NodeSpec& spec = pool_.spec(NodeId{static_cast<std::uint32_t>(n)});
+      leaf_obtainable[spec.leaf.value] += obtainable[n];
+      if (request.task.models.accepts(spec.model)) {
+        most_on_a_node = std::max(most_on_a_node, obtainable[n]);
+      }
+    }
+    // No node would hold the gang even with every candidate on it gone.
+    if (one_node && !request.task.is_fractional() &&
+        most_on_a_node < std::int64_t{request.task_count} * request.task.gpu_count) {
+      return std::nullopt;
     }
     using Key = std::tuple<std::int64_t, std::uint32_t, std::int64_t, std::uint32_t, std::size_t>;
-    std::vector<std::pair<Key, Candidate>> keyed;
+    std::vector<std::pair<Key, RoomCandidate>> keyed;
     for (std::size_t i = 0; i < candidates.size(); ++i) {
       const NodeId node = entry(JobId{candidates[i].id}).assignments.front().node;
       const std::uint32_t leaf = by_leaf ? pool_.spec(node).leaf.value : 0;
@@ -806,7 +912,7 @@ std::optional<std::pair<std::vector<JobId>, GangPlacement>> Scheduler::make_room
   }
   std::vector<std::uint32_t> order;
   std::map<TenantId, std::int64_t> taken;
-  for (const Candidate& c : candidates) {
+  for (const RoomCandidate& c : candidates) {
     const Entry& v = entry(JobId{c.id});
     const bool only_reclaim =
         v.job.priority_class >= e.job.priority_class && !config_.las_preemption && !c.slice;
@@ -832,27 +938,29 @@ std::optional<std::pair<std::vector<JobId>, GangPlacement>> Scheduler::make_room
     Pool pool;
     std::optional<TenantBook> book;
   };
+  auto refund_into = [&](TenantBook& book, std::uint32_t id) {
+    const Entry& v = entry(JobId{id});
+    for (const ModelCharge& ch : v.charges) (void)book.refund(v.job.tenant, ch.model, ch.milli);
+  };
   auto release_into = [&](Trial& t, std::uint32_t id) {
     const Entry& v = entry(JobId{id});
     for (const Assignment& a : v.assignments) (void)t.pool.release(v.job.gang.task, a);
-    if (t.book) {
-      for (const ModelCharge& ch : v.charges)
-        (void)t.book->refund(v.job.tenant, ch.model, ch.milli);
+    if (t.book) refund_into(*t.book, id);
+  };
+  // The models the book admits the job on (none: refused).
+  auto admitted_models = [&](const TenantBook& book) {
+    ModelSet admitted = ModelSet::none();
+    for (const Admission& a : book.admit(e.job.tenant, request.task.models, e.milli)) {
+      if (a.admitted()) admitted.add(a.model);
     }
+    return admitted;
   };
   auto fits = [&](const Trial& t) -> std::optional<GangPlacement> {
     // With the book in the trial, the job goes only on models the book then admits it on.
     GangRequest admitted_request = request;
     if (t.book) {
-      ModelSet admitted = ModelSet::none();
-      bool any = false;
-      for (const Admission& a : t.book->admit(e.job.tenant, request.task.models, e.milli)) {
-        if (!a.admitted()) continue;
-        admitted.add(a.model);
-        any = true;
-      }
-      if (!any) return std::nullopt;
-      admitted_request.task.models = admitted;
+      admitted_request.task.models = admitted_models(*t.book);
+      if (admitted_request.task.models.is_none()) return std::nullopt;
     }
     if (!may_fit(t.pool, admitted_request)) return std::nullopt;
     if (hold > 0 && count_whole_free_gpus(t.pool, ModelSet::any()) - whole_gpus(e.milli) < hold) {
@@ -862,9 +970,22 @@ std::optional<std::pair<std::vector<JobId>, GangPlacement>> Scheduler::make_room
     if (!placed) return std::nullopt;
     return std::move(*placed);
   };
-  // Victims in order until the job fits.
+  // Room only grows with each victim released: if the job does not fit without all of them, no
+  // prefix makes room (the common answer, found with one placement instead of one per victim;
+  // when the book decides, it is asked first, without copying the pool).
+  if (admit_after) {
+    TenantBook book = book_;
+    for (std::uint32_t id : order) refund_into(book, id);
+    if (admitted_models(book).is_none()) return std::nullopt;
+  }
   Trial trial{pool_, std::nullopt};
   if (admit_after) trial.book = book_;
+  {
+    Trial all = trial;
+    for (std::uint32_t id : order) release_into(all, id);
+    if (!fits(all)) return std::nullopt;
+  }
+  // Victims in order until the job fits.
   std::vector<JobId> chosen;
   std::optional<GangPlacement> placed;
   for (std::uint32_t id : order) {
@@ -904,9 +1025,22 @@ bool Scheduler::slices(const Entry& e) const {
   return config_.time_slicing && lanes_.size() > 1 && lane_order(e).slices();
 }
 
-bool Scheduler::has_slice_victim(const Entry& e, Seconds now) const {
-  return std::any_of(running_.begin(), running_.end(),
-                     [&](JobId id) { return may_slice(entry(id), e, now); });
+bool Scheduler::has_slice_victim(const Entry& e, Seconds now, PassState& state) const {
+  const LaneOrder& order = lane_order(e);
+  auto [it, fresh] = state.last_slice_victim.try_emplace(e.job.tenant);
+  if (fresh) {
+    // clearly_ahead is monotone in the running rank: the job ranked last decides.
+    for_each_possible_victim(e.job.tenant, e.job.priority_class, [&](const Entry& v) {
+      if (!may_be_sliced(v, e.job.tenant, v.job.tenant != e.job.tenant && borrows_now(v), now)) {
+        return;
+      }
+      const LaneJob job = lane_job(v, now);
+      if (!order.sliceable(job)) return;
+      const LaneRank rank = order.rank(job);
+      if (!it->second || *it->second < rank) it->second = rank;
+    });
+  }
+  return it->second && order.clearly_ahead(lane_rank(e), *it->second);
 }
 
 bool Scheduler::preempt_for(Entry& e, const GangRequest& request, bool reclaim, bool admit_after,
@@ -917,7 +1051,7 @@ bool Scheduler::preempt_for(Entry& e, const GangRequest& request, bool reclaim, 
   const auto room_key = std::make_tuple(job.tenant.value, e.milli, job.priority_class, hold,
                                         reclaim, admit_after, slice_class.band, slice_class.value);
   if (state.no_room.contains(room_key)) return false;
-  auto room = make_room(e, request, reclaim, admit_after, hold, now);
+  auto room = make_room(e, request, reclaim, admit_after, hold, now, state);
   if (!room) {
     state.no_room.insert(room_key);
     return false;
@@ -942,6 +1076,7 @@ bool Scheduler::preempt_for(Entry& e, const GangRequest& request, bool reclaim, 
   state.admissions.clear();
   state.unplaceable.clear();
   state.no_room.clear();
+  state.running_changed();
   return true;
 }
 
@@ -1080,7 +1215,7 @@ void Scheduler::evaluate(Entry& e, Seconds now, PassState& state, PassResult& ou
       const bool exhausted = std::all_of(answers.begin(), answers.end(), [](const Admission& a) {
         return a.guaranteed_milli == 0 && a.borrowable_milli == 0;
       });
-      if (exhausted && lanes_.size() > 1 && (!slices(e) || !has_slice_victim(e, now))) {
+      if (exhausted && lanes_.size() > 1 && (!slices(e) || !has_slice_victim(e, now, state))) {
         state.lane_done[e.lane] = refused;
       }
       // A job refused for quota long enough (or promoted, under an order other than fifo) holds
@@ -1152,6 +1287,7 @@ void Scheduler::evaluate(Entry& e, Seconds now, PassState& state, PassResult& ou
       }
       start(e, *placed, now, admission, borrowed, backfilled, out);
       state.admissions.clear();
+      state.running_changed();
       return;
     }
     unplaceable = make_reason(free >= gpus ? PendingKind::kTopology : PendingKind::kCapacity,

@@ -198,6 +198,17 @@ struct PassResult {
   std::vector<Loan> loans_returned;
 };
 
+// Where a pending job stands in its lane, for a user asking why it waits.
+struct LanePlace {
+  int position = 0;        // 1: the first the next pass considers
+  int lane_size = 0;       // pending jobs in the lane
+  std::string_view order;  // the lane's order, "fifo", "las" or "srpt"
+  bool promoted = false;   // waited starvation_limit: ahead of every job not promoted
+  std::int64_t attained_gpu_seconds = 0;
+  std::string rank;          // what its rank rests on, from the order
+  std::vector<JobId> ahead;  // the nearest jobs ahead of it, nearest first
+};
+
 class Scheduler {
  public:
   static Result<Scheduler> create(Pool pool, TenantBook book, SchedulerConfig config);
@@ -260,6 +271,12 @@ class Scheduler {
   [[nodiscard]] std::optional<Seconds> reason_since(JobId job) const;
   // The prediction made when the job was submitted.
   [[nodiscard]] std::optional<Prediction> prediction(JobId job) const;
+  // GPU-seconds of service the job has received, its current run counted to `now`.
+  [[nodiscard]] std::optional<std::int64_t> attained_gpu_seconds(JobId job, Seconds now) const;
+  // A pending job's place in its lane (the jobs of its tenant, or of the whole pool under LAS,
+  // in the order a pass considers them); nullopt unless the job is pending.
+  [[nodiscard]] std::optional<LanePlace> lane_place(JobId job, Seconds now,
+                                                    std::size_t max_ahead = 3) const;
   // Pending time of all jobs per reason, up to each job's last reason change.
   [[nodiscard]] const PendingSeconds& pending_seconds_total() const { return pending_total_; }
 
@@ -300,14 +317,16 @@ class Scheduler {
     PendingReason reason;
   };
   struct PassState;
+  struct RoomCandidate;
+  struct RoomCandidates;
 
   Scheduler(Pool pool, TenantBook book, FairShareLedger ledger, RuntimePredictor predictor,
             SchedulerConfig config, std::vector<std::unique_ptr<LaneOrder>> orders);
 
-  Entry& entry(JobId job) { return entries_[index_.at(job)]; }
+  Entry& entry(JobId job) { return *entries_[index_.at(job)]; }
   // The entry slot of a known job in `phase`; an error naming the job otherwise.
   [[nodiscard]] Result<std::size_t> slot_in_phase(JobId job, JobPhase phase) const;
-  const Entry& entry(JobId job) const { return entries_[index_.at(job)]; }
+  const Entry& entry(JobId job) const { return *entries_[index_.at(job)]; }
   void account_until(Seconds now);
   void set_reason(Entry& e, Seconds now, PendingReason reason);
   void close_reason(Entry& e, Seconds now);
@@ -321,9 +340,19 @@ class Scheduler {
   [[nodiscard]] LaneRank lane_rank(const Entry& e) const;
   // Whether running job `v`'s tenant borrows now (of a model `v` holds).
   [[nodiscard]] bool borrows_now(const Entry& v) const;
+  // Whether the tenant's running jobs exceed its guarantee of some model.
+  [[nodiscard]] bool tenant_borrows(TenantId tenant) const;
   // Whether running job `v` may be stopped for waiting job `e` (time slicing): of e's tenant, or
-  // of a tenant that borrows, ranked behind `e` by e's lane order.
+  // of a tenant that borrows, ranked behind `e` by e's lane order. may_be_sliced is the part that
+  // does not depend on e's rank (v_borrows: whether v's tenant borrows now, see borrows_now).
+  [[nodiscard]] bool may_be_sliced(const Entry& v, TenantId tenant, bool v_borrows,
+                                   Seconds now) const;
   [[nodiscard]] bool may_slice(const Entry& v, const Entry& e, Seconds now) const;
+  // Calls visit(entry) for every running job that any preemption rule may take for a job of
+  // `tenant` at `priority` (a superset: the tenant's own, those of tenants that borrow, lower
+  // priorities under priority preemption; every job under LAS preemption), in no fixed order.
+  template <typename Visit>
+  void for_each_possible_victim(TenantId tenant, int priority, Visit&& visit) const;
   void promote_starving(Seconds now);
   // The predicted runtime less what checkpoints already saved, at least a minute.
   [[nodiscard]] Seconds predicted_remaining(const Entry& e) const;
@@ -341,11 +370,14 @@ class Scheduler {
   // Victims that make `request` fit, and its placement on the pool without them.
   std::optional<std::pair<std::vector<JobId>, GangPlacement>> make_room(
       const Entry& e, const GangRequest& request, bool reclaim, bool admit_after, std::int64_t hold,
-      Seconds now);
+      Seconds now, PassState& state);
+  // The running jobs make_room may take for `e`, sorted, found once per pass and kind of job.
+  const RoomCandidates& room_candidates(const Entry& e, bool reclaim, Seconds now,
+                                        PassState& state) const;
   // Whether time slicing applies to the lane of `e`, and whether a running job may be sliced
   // for it now.
   [[nodiscard]] bool slices(const Entry& e) const;
-  [[nodiscard]] bool has_slice_victim(const Entry& e, Seconds now) const;
+  [[nodiscard]] bool has_slice_victim(const Entry& e, Seconds now, PassState& state) const;
   // Whether `e`, refused for quota, holds back its lane's later jobs (see the pass).
   [[nodiscard]] bool holds_lane(const Entry& e, Seconds now) const;
   // If it does, its tenant's later jobs wait behind it in this pass (quota refused `refused`).
@@ -367,13 +399,15 @@ class Scheduler {
   FairShareLedger ledger_;
   RuntimePredictor predictor_;
   SchedulerConfig config_;
-  std::vector<Entry> entries_;
+  std::vector<std::unique_ptr<Entry>> entries_;  // an entry stays where it is until forgotten
   std::unordered_map<JobId, std::size_t> index_;
   std::vector<std::set<LaneKey>> lanes_;       // pending jobs; one lane per tenant under fair share
   std::vector<const LaneOrder*> lane_orders_;  // per lane
   std::vector<std::unique_ptr<LaneOrder>> orders_;          // one per LaneOrderKind
   std::set<std::pair<Seconds, std::uint32_t>> unpromoted_;  // (waiting since, id), to age
   std::set<JobId> running_;
+  // Running jobs per tenant, by (priority class, id).
+  std::vector<std::map<std::pair<int, std::uint32_t>, const Entry*>> tenant_running_;
   std::vector<std::int64_t> tenant_usage_;                      // milli-GPUs, per tenant
   std::vector<int> tenant_pending_;                             // pending jobs, per tenant
   std::vector<std::int64_t> class_usage_;                       // milli-GPUs, per JobClass

@@ -122,6 +122,34 @@ TEST(Scheduler, ATenantsShortJobStopsItsOwnLongJobOnceThatPassedAThreshold) {
   ASSERT_TRUE(s.pool().check_invariants().has_value());
 }
 
+TEST(Scheduler, APendingJobKnowsItsPlaceInItsTenantsLaneAndWhoIsAhead) {
+  Scheduler s = make_scheduler(policy("tidepool"), make_book(16, 0));
+  ASSERT_TRUE(s.submit(make_test_job(0, kB, 16, 0, 100000, 8), 0).has_value());
+  ASSERT_EQ(s.pass(0).started.size(), 1U);
+  EXPECT_EQ(s.attained_gpu_seconds(JobId{0}, 100), 1600);
+  for (std::uint32_t id = 1; id <= 3; ++id) {
+    ASSERT_TRUE(s.submit(make_test_job(id, kB, 8, 10 * id, 600, 8), 10 * id).has_value());
+  }
+  // A's job does not share B's lane.
+  ASSERT_TRUE(s.submit(make_test_job(9, kA, 32, 5, 600, 8), 5).has_value());
+  (void)s.pass(100);
+  const auto third = s.lane_place(JobId{3}, 100);
+  ASSERT_TRUE(third.has_value());
+  EXPECT_EQ(third->position, 3);
+  EXPECT_EQ(third->lane_size, 3);
+  EXPECT_EQ(third->order, "las");
+  EXPECT_FALSE(third->promoted);
+  EXPECT_EQ(third->attained_gpu_seconds, 0);
+  EXPECT_THAT(third->rank, HasSubstr("attained 0.0 GPU-h"));
+  EXPECT_EQ(third->ahead, (std::vector<JobId>{JobId{2}, JobId{1}}));
+  EXPECT_EQ(s.lane_place(JobId{1}, 100)->position, 1);
+  EXPECT_EQ(s.lane_place(JobId{2}, 100, 0)->ahead.size(), 0U);
+  // Only pending jobs have a place; unknown jobs have nothing.
+  EXPECT_FALSE(s.lane_place(JobId{0}, 100).has_value());
+  EXPECT_FALSE(s.lane_place(JobId{77}, 100).has_value());
+  EXPECT_FALSE(s.attained_gpu_seconds(JobId{77}, 100).has_value());
+}
+
 TEST(Scheduler, TimeSlicingNeverTakesAnotherTenantBelowItsGuarantee) {
   Scheduler s = make_scheduler(policy("tidepool"), make_book(16, 0));
   // A runs its 16 guaranteed GPUs with long jobs; B fills its own 16.

@@ -250,6 +250,13 @@ std::vector<TaskPlace> ControlPlane::to_places(const std::vector<Assignment>& as
   return out;
 }
 
+void ControlPlane::observe_queue_wait(const ServerJob& job, std::int64_t now_ms) {
+  // Pending since its submission or its requeue, its last transition.
+  const std::int64_t pending_since_ms =
+      job.transitions.empty() ? job.submitted_ms : job.transitions.back().at_ms;
+  queue_waits_[job.spec.tenant].observe(static_cast<double>(now_ms - pending_since_ms) / 1000.0);
+}
+
 void ControlPlane::emit(Batch& batch, std::int64_t now_ms, std::string kind,
                         nlohmann::json document) {
   batch.events.push_back(EventRecord{++last_event_seq_, now_ms, std::move(kind), document.dump()});
@@ -491,9 +498,18 @@ nlohmann::json ControlPlane::pending_json(const ServerJob& job) const {
   return out;
 }
 
+std::optional<std::int64_t> ControlPlane::attained_gpu_seconds(const ServerJob& job) const {
+  if (job.burst || (job.state != JobState::kPending && job.state != JobState::kRunning)) {
+    return std::nullopt;
+  }
+  return scheduler_.attained_gpu_seconds(JobId{static_cast<std::uint32_t>(job.id)},
+                                         to_seconds(last_pass_ms_));
+}
+
 nlohmann::json ControlPlane::job_view(const ServerJob& job) const {
   nlohmann::json out = server_job_to_json(job);
   if (job.state == JobState::kPending) out["pending"] = pending_json(job);
+  if (auto attained = attained_gpu_seconds(job)) out["attained_gpu_seconds"] = *attained;
   return out;
 }
 
@@ -528,6 +544,7 @@ std::shared_ptr<const JobListing> ControlPlane::update_listing(
   for (std::int64_t id : live_) {
     const ServerJob& job = jobs_.at(id);
     if (job.state == JobState::kPending) listing->pending.emplace(id, pending_json(job));
+    if (auto attained = attained_gpu_seconds(job)) listing->attained.emplace(id, *attained);
   }
   return listing;
 }
@@ -557,6 +574,28 @@ Reply ControlPlane::why(const Principal& who, std::int64_t id, std::int64_t now_
     }
     out["waited_seconds"] = std::move(waited);
     out["pending_seconds"] = to_seconds(now_ms - job.transitions.back().at_ms);
+    if (auto place = scheduler_.lane_place(core_id, to_seconds(now_ms)); place && !job.burst) {
+      // Only the jobs ahead that the caller may see are named (one lane may hold several
+      // tenants' jobs under a pool-wide order).
+      nlohmann::json ahead = nlohmann::json::array();
+      int hidden = 0;
+      for (JobId other : place->ahead) {
+        auto it = jobs_.find(other.value);
+        if (it != jobs_.end() && may_see(who, it->second)) {
+          ahead.push_back(other.value);
+        } else {
+          ++hidden;
+        }
+      }
+      out["lane"] = {{"position", place->position},
+                     {"pending", place->lane_size},
+                     {"order", place->order},
+                     {"promoted", place->promoted},
+                     {"attained_gpu_seconds", place->attained_gpu_seconds},
+                     {"rank", place->rank},
+                     {"ahead", std::move(ahead)},
+                     {"ahead_hidden", hidden}};
+    }
   } else if (job.state == JobState::kRunning) {
     std::vector<std::string> nodes;
     for (const TaskPlace& p : job.placement) {
@@ -591,6 +630,7 @@ void ControlPlane::schedule(std::int64_t now_ms, Batch& batch) {
   check_liveness(now_ms, batch);
   check_bursts(now_ms, batch);
   dirty_ = false;
+  last_pass_ms_ = now_ms;
   PassResult pass = scheduler_.pass(to_seconds(now_ms));
   for (const PreemptedJob& p : pass.preempted) {
     ServerJob& job = jobs_.at(p.job.value);
@@ -605,6 +645,7 @@ void ControlPlane::schedule(std::int64_t now_ms, Batch& batch) {
   }
   for (const StartedJob& s : pass.started) {
     ServerJob& job = jobs_.at(s.job.value);
+    observe_queue_wait(job, now_ms);
     job.placement = to_places(s.assignments);
     job.started_ms = now_ms;
     job.tasks_done.clear();

@@ -30,6 +30,7 @@
 #include "server/gpu_telemetry.h"
 #include "server/job_listing.h"
 #include "server/job_spec.h"
+#include "server/queue_waits.h"
 #include "server/reply.h"
 #include "server/server_job.h"
 #include "server/server_market.h"
@@ -206,6 +207,7 @@ class ControlPlane {
     std::map<std::string, Ppm> tenant_budget_spend;  // this quarter's spend / budget
     std::map<std::string, std::int64_t> burst_gpus;  // rented now (coming up or in use), by offer
     std::int64_t burst_rentals = 0;                  // since the server started
+    std::map<std::string, QueueWaits> tenant_queue_waits;  // starts since the server started
   };
   [[nodiscard]] Figures figures() const;
   [[nodiscard]] std::int64_t last_event_seq() const { return last_event_seq_; }
@@ -274,6 +276,11 @@ class ControlPlane {
   Result<std::vector<Assignment>> to_assignments(const ServerJob& job) const;
   std::vector<TaskPlace> to_places(const std::vector<Assignment>& assignments) const;
   void emit(Batch& batch, std::int64_t now_ms, std::string kind, nlohmann::json document);
+  // GPU-seconds a live job has received as of the last pass; nullopt for a job the scheduler
+  // does not hold (ended, or run on rented nodes).
+  [[nodiscard]] std::optional<std::int64_t> attained_gpu_seconds(const ServerJob& job) const;
+  // A pending job starts now: how long it waited goes to its tenant's queue_waits_.
+  void observe_queue_wait(const ServerJob& job, std::int64_t now_ms);
   void record_job(Batch& batch, const ServerJob& job, std::int64_t now_ms, std::string kind);
   // Names `job` as changed in `batch`; seal() writes its document.
   static void stage(Batch& batch, const ServerJob& job);
@@ -412,7 +419,9 @@ class ControlPlane {
   std::map<std::string, std::int64_t> offer_paused_until_ms_;                 // after a failed `up`
   std::map<std::int64_t, std::string> burst_refusals_;  // job -> why it was not rented
   std::int64_t burst_rentals_ = 0;
-  std::optional<std::int64_t> jobs_wakeup_ms_;  // jobs_wakeup() at the last pass
+  std::map<std::string, QueueWaits> queue_waits_;  // by tenant, since the server started
+  std::int64_t last_pass_ms_ = 0;                  // when the last scheduling pass ran
+  std::optional<std::int64_t> jobs_wakeup_ms_;     // jobs_wakeup() at the last pass
 };
 
 }  // namespace tidepool

@@ -374,6 +374,7 @@ Reply ControlPlane::revoke_token(const Principal& who, const std::string& id, st
 
 ControlPlane::Figures ControlPlane::figures() const {
   Figures f;
+  f.tenant_queue_waits = queue_waits_;
   for (JobState s : {JobState::kPending, JobState::kRunning, JobState::kSucceeded,
                      JobState::kFailed, JobState::kCancelled}) {
     f.jobs_by_state[std::string(job_state_name(s))] = 0;

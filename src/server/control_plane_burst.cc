@@ -354,6 +354,7 @@ void ControlPlane::start_when_up(ServerJob& job, std::int64_t now_ms, Batch& bat
     job.placement.push_back(std::move(place));
   }
   job.note_ran_on();
+  observe_queue_wait(job, now_ms);
   job.started_ms = now_ms;
   job.tasks_done.clear();
   ++job.starts;

@@ -336,6 +336,44 @@ TEST_F(ControlPlaneTest, TenantQuotaChangeIsAppliedAndKeptOverRestarts) {
   EXPECT_EQ(refused.status, 409);
 }
 
+TEST_F(ControlPlaneTest, AWaitingJobIsToldItsPlaceAndListingsShowAttainedServiceAndWaits) {
+  TenantUpdate update;
+  update.queues = {"default", "detection"};
+  update.quota["H100"] = QuotaSpec{8000, 0, std::nullopt};
+  ASSERT_EQ(run([&](ControlPlane& p, std::int64_t now, Batch& b) {
+              return p.put_tenant(kAdmin, "vision", update, now, b);
+            }).status,
+            200);
+  const std::int64_t first = submit(job("a")).body["id"];
+  const std::int64_t second = submit(job("b")).body["id"];
+  const std::int64_t third = submit(job("c")).body["id"];
+  constexpr std::int64_t kHourLater = 1'000'000 + 3'600'000;
+  run([](ControlPlane&, std::int64_t, Batch&) { return Reply{}; }, kHourLater);
+
+  const Reply why = plane_->why(kVision, third, kHourLater);
+  ASSERT_EQ(why.body["state"], "pending") << why.body.dump();
+  const auto& lane = why.body["lane"];
+  EXPECT_EQ(lane["position"], 2) << why.body.dump();
+  EXPECT_EQ(lane["pending"], 2);
+  EXPECT_EQ(lane["order"], "las");
+  EXPECT_EQ(lane["ahead"], nlohmann::json::array({second}));
+  EXPECT_EQ(lane["attained_gpu_seconds"], 0);
+
+  // The running job attained 8 GPUs x 1 h as of the last pass; the listing and the job say so.
+  EXPECT_EQ(get(first).body["attained_gpu_seconds"], 8 * 3600);
+  const Reply listed = plane_->list_jobs(kVision, {});
+  ASSERT_EQ(listed.body["jobs"].size(), 3U);
+  EXPECT_EQ(listed.body["jobs"][0]["attained_gpu_seconds"], 8 * 3600);
+  EXPECT_EQ(listed.body["jobs"][2]["attained_gpu_seconds"], 0);
+
+  // One start so far, at once: vision's queue waits have one wait in the first bucket.
+  const auto waits = plane_->figures().tenant_queue_waits;
+  ASSERT_TRUE(waits.contains("vision"));
+  EXPECT_EQ(waits.at("vision").count, 1);
+  EXPECT_EQ(waits.at("vision").counts[0], 1);
+  EXPECT_FALSE(waits.contains("search"));
+}
+
 TEST_F(ControlPlaneTest, TokensAreStoredHashedAndCanBeRevoked) {
   Reply created = run([&](ControlPlane& p, std::int64_t now, Batch& b) {
     return p.create_token(kAdmin, TokenRequest{"user", "vision", "", "ci"}, now, b);

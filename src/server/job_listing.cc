@@ -75,6 +75,9 @@ Reply list_jobs(const JobListing& listing, const Principal& who, const JobFilter
     if (auto pending = listing.pending.find((*it)->id); pending != listing.pending.end()) {
       view["pending"] = pending->second;
     }
+    if (auto attained = listing.attained.find((*it)->id); attained != listing.attained.end()) {
+      view["attained_gpu_seconds"] = attained->second;
+    }
     jobs.push_back(std::move(view));
   }
   Reply reply{200, {{"jobs", std::move(jobs)}}};

@@ -59,12 +59,14 @@ struct JobListing {
   std::vector<std::shared_ptr<const ListedJob>> jobs;  // in id order
   // The pending jobs' reasons ({"kind", "reason"}), by job id, as of the snapshot.
   std::unordered_map<std::int64_t, nlohmann::json> pending;
+  // GPU-seconds of service each live (pending or running) job has received, as of the last pass.
+  std::unordered_map<std::int64_t, std::int64_t> attained;
   std::int64_t version = 0;  // the loop's round count when it was taken
 };
 
 // The page of `listing` that `filter` asks for, as `who` may see it: 200 with {"jobs": [...]}
-// (each job with "pending" when it waits) and "next" when older jobs may match; 400 for a bad
-// state name or limit, 403 for a user naming another tenant.
+// (each job with "pending" when it waits, "attained_gpu_seconds" while it is live) and "next" when
+// older jobs may match; 400 for a bad state name or limit, 403 for a user naming another tenant.
 Reply list_jobs(const JobListing& listing, const Principal& who, const JobFilter& filter);
 
 }  // namespace tidepool

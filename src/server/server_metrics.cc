@@ -130,7 +130,13 @@ ServerMetrics::ServerMetrics()
                          .Name("tidepool_burst_rentals_total")
                          .Help("Jobs sent to rented capacity (provider `up` requests)")
                          .Register(*registry_)
-                         .Add({})) {}
+                         .Add({})),
+      queue_waits_(BuildHistogram()
+                       .Name("tidepool_queue_wait_seconds")
+                       .Help("Time jobs waited before they started (since their submission or "
+                             "their last preemption), by tenant; percentiles by "
+                             "histogram_quantile")
+                       .Register(*registry_)) {}
 
 void ServerMetrics::count_request(const std::string& method, const std::string& route, int status,
                                   double seconds) {
@@ -209,6 +215,20 @@ void ServerMetrics::set_figures(const ControlPlane::Figures& figures) {
     tenant_gpus_.Add({{"tenant", tenant}}).Set(static_cast<double>(milli) / 1000.0);
   }
   last_event_.Set(static_cast<double>(figures.last_event_seq));
+  // The figures count since the control plane started; a histogram takes what is new.
+  for (const auto& [tenant, waits] : figures.tenant_queue_waits) {
+    QueueWaits& reported = reported_waits_[tenant];
+    if (waits.count <= reported.count) continue;
+    std::vector<double> increments;
+    for (std::size_t b = 0; b < waits.counts.size(); ++b) {
+      increments.push_back(static_cast<double>(waits.counts[b] - reported.counts[b]));
+    }
+    queue_waits_
+        .Add({{"tenant", tenant}},
+             Histogram::BucketBoundaries(kQueueWaitBounds.begin(), kQueueWaitBounds.end()))
+        .ObserveMultiple(increments, waits.sum_seconds - reported.sum_seconds);
+    reported = waits;
+  }
 }
 
 std::string ServerMetrics::render() const {

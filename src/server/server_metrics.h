@@ -9,11 +9,13 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 
 #include "server/control_plane.h"
+#include "server/queue_waits.h"
 #include "store/store.h"
 
 namespace tidepool {
@@ -63,6 +65,8 @@ class ServerMetrics {
   prometheus::Family<prometheus::Gauge>& tenant_budget_spend_;
   prometheus::Family<prometheus::Gauge>& burst_gpus_;
   prometheus::Counter& burst_rentals_;
+  prometheus::Family<prometheus::Histogram>& queue_waits_;
+  std::map<std::string, QueueWaits> reported_waits_;  // what the histograms hold, per tenant
   mutable std::mutex gpu_metrics_mutex_;
   std::string gpu_metrics_;  // the GPUs' figures, rendered by the control plane
 };

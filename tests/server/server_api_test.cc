@@ -227,6 +227,10 @@ TEST_F(ServerApiTest, MetricsAreValidPrometheusText) {
   EXPECT_THAT(res->body, HasSubstr("tidepool_jobs{state=\"running\"} 1"));
   EXPECT_THAT(res->body, HasSubstr("tidepool_http_requests_total"));
   EXPECT_THAT(res->body, HasSubstr("tidepool_store_commit_duration_seconds_bucket"));
+  // The job started at once: one wait of vision's, in the first bucket.
+  EXPECT_THAT(res->body, HasSubstr("tidepool_queue_wait_seconds_count{tenant=\"vision\"} 1"));
+  EXPECT_THAT(res->body,
+              HasSubstr("tidepool_queue_wait_seconds_bucket{tenant=\"vision\",le=\"60\"} 1"));
   if (std::system("command -v promtool > /dev/null 2>&1") != 0) {
     GTEST_SKIP() << "promtool is not installed";
   }
