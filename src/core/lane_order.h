@@ -12,8 +12,10 @@
 // longer since its submission or its last preemption is promoted to band kPromotedBand, ahead of
 // every unpromoted job of its lane, promoted jobs in the order they began waiting. The scheduler
 // makes a promoted job's lane wait for it (the lane's later jobs do not start ahead of it), so
-// its tenant's capacity drains to it. Promotion gives no right to stop running jobs: time slicing
-// compares the job's own rank, so promoted jobs cannot churn the pool.
+// its tenant's capacity drains to it, and lets it stop its own tenant's sliceable jobs whatever
+// their rank (so the tenant's guarantee does not sit idle while it drains). Each promotion stops
+// jobs at most once: the job starts, and its victims wait their own limit before they are
+// promoted in turn. Against other tenants' jobs a promoted job compares its own rank.
 //
 // Time slicing: under an order that slices (las, srpt), a running job of the lane whose attained
 // service passed the first threshold may be checkpointed and stopped for a waiting job of the

@@ -143,16 +143,22 @@ struct Scheduler::PassState {
   std::set<std::tuple<std::uint32_t, std::int64_t, int, std::int64_t, bool, bool, std::int64_t,
                       std::int64_t>>
       no_room;  // make_room failures
-  // Per tenant: the rank, by its lane's order, of the running job ranked last among those that
-  // may be sliced for its waiting jobs (nullopt: none); cleared when jobs start or stop.
-  std::map<TenantId, std::optional<LaneRank>> last_slice_victim;
-  // make_room's candidates per (tenant, priority, reclaim, LAS level, slice class).
-  std::map<std::tuple<std::uint32_t, int, bool, int, bool, std::int64_t, std::int64_t>,
+  // Per tenant, the running jobs that may be sliced for its waiting jobs: the rank, by its lane's
+  // order, of the one ranked last (nullopt: none), and whether one is its own; cleared when jobs
+  // start or stop.
+  struct SliceVictims {
+    std::optional<LaneRank> last;
+    bool own = false;
+  };
+  std::map<TenantId, SliceVictims> slice_victims;
+  // make_room's candidates per (tenant, priority, reclaim, LAS level, slicing, promoted, slice
+  // class).
+  std::map<std::tuple<std::uint32_t, int, bool, int, bool, bool, std::int64_t, std::int64_t>,
            RoomCandidates>
       room_candidates;
   // Jobs started or stopped: what depends on the running jobs is found again.
   void running_changed() {
-    last_slice_victim.clear();
+    slice_victims.clear();
     room_candidates.clear();
   }
   std::optional<Reservation> reservation;
@@ -303,9 +309,15 @@ bool Scheduler::may_be_sliced(const Entry& v, TenantId tenant, bool v_borrows, S
          now - v.segment_start >= config_.min_slice_run && (v.job.tenant == tenant || v_borrows);
 }
 
+bool Scheduler::slice_rank_allows(const Entry& e, const Entry& v, const LaneJob& running) const {
+  const LaneOrder& order = lane_order(e);
+  if (e.promoted && v.job.tenant == e.job.tenant) return order.sliceable(running);
+  return order.may_slice(running, lane_rank(e));
+}
+
 bool Scheduler::may_slice(const Entry& v, const Entry& e, Seconds now) const {
   return may_be_sliced(v, e.job.tenant, borrows_now(v), now) &&
-         lane_order(e).may_slice(lane_job(v, now), lane_rank(e));
+         slice_rank_allows(e, v, lane_job(v, now));
 }
 
 template <typename Visit>
@@ -817,11 +829,10 @@ const Scheduler::RoomCandidates& Scheduler::room_candidates(const Entry& e, bool
   const bool slicing = slices(e);
   const LaneRank slice_class = slicing ? lane_order(e).slice_class(lane_rank(e)) : LaneRank{};
   auto [it, fresh] = state.room_candidates.try_emplace(
-      std::make_tuple(e.job.tenant.value, e.job.priority_class, reclaim, level, slicing,
+      std::make_tuple(e.job.tenant.value, e.job.priority_class, reclaim, level, slicing, e.promoted,
                       slice_class.band, slice_class.value));
   RoomCandidates& found = it->second;
   if (!fresh) return found;
-  const LaneRank rank = slicing ? lane_rank(e) : LaneRank{};
   // Waiting jobs of one slice class may stop the same running jobs (lane_order.h).
   for_each_possible_victim(e.job.tenant, e.job.priority_class, [&](const Entry& v) {
     const JobId id = v.job.id;
@@ -836,7 +847,7 @@ const Scheduler::RoomCandidates& Scheduler::room_candidates(const Entry& e, bool
         config_.las_preemption &&
         las_level(v.attained + whole_gpus(v.milli) * (now - v.segment_start)) > level;
     const bool by_slice = slicing && may_be_sliced(v, e.job.tenant, borrowing_tenant, now) &&
-                          lane_order(e).may_slice(job, rank);
+                          slice_rank_allows(e, v, job);
     if (!by_reclaim && !by_priority && !by_las && !by_slice) return;
     found.sorted.push_back({!borrowing_tenant, v.job.priority_class,
                             lost_if_preempted(v, now) * whole_gpus(v.milli),
@@ -1027,7 +1038,8 @@ bool Scheduler::slices(const Entry& e) const {
 
 bool Scheduler::has_slice_victim(const Entry& e, Seconds now, PassState& state) const {
   const LaneOrder& order = lane_order(e);
-  auto [it, fresh] = state.last_slice_victim.try_emplace(e.job.tenant);
+  auto [it, fresh] = state.slice_victims.try_emplace(e.job.tenant);
+  PassState::SliceVictims& found = it->second;
   if (fresh) {
     // clearly_ahead is monotone in the running rank: the job ranked last decides.
     for_each_possible_victim(e.job.tenant, e.job.priority_class, [&](const Entry& v) {
@@ -1037,17 +1049,23 @@ bool Scheduler::has_slice_victim(const Entry& e, Seconds now, PassState& state) 
       const LaneJob job = lane_job(v, now);
       if (!order.sliceable(job)) return;
       const LaneRank rank = order.rank(job);
-      if (!it->second || *it->second < rank) it->second = rank;
+      if (!found.last || *found.last < rank) found.last = rank;
+      found.own = found.own || v.job.tenant == e.job.tenant;
     });
   }
-  return it->second && order.clearly_ahead(lane_rank(e), *it->second);
+  // A promoted job may stop any of its own tenant's (slice_rank_allows).
+  if (e.promoted && found.own) return true;
+  return found.last && order.clearly_ahead(lane_rank(e), *found.last);
 }
 
 bool Scheduler::preempt_for(Entry& e, const GangRequest& request, bool reclaim, bool admit_after,
                             std::int64_t hold, StartAdmission admission, std::int64_t borrowed,
                             Seconds now, PassState& state, PassResult& out) {
   const Job& job = e.job;
-  const LaneRank slice_class = slices(e) ? lane_order(e).slice_class(lane_rank(e)) : LaneRank{};
+  // Promoted jobs of a tenant may slice the same jobs, whatever their rank.
+  const LaneRank slice_class = !slices(e)   ? LaneRank{}
+                               : e.promoted ? LaneRank{kPromotedBand, 0}
+                                            : lane_order(e).slice_class(lane_rank(e));
   const auto room_key = std::make_tuple(job.tenant.value, e.milli, job.priority_class, hold,
                                         reclaim, admit_after, slice_class.band, slice_class.value);
   if (state.no_room.contains(room_key)) return false;
@@ -1306,7 +1324,11 @@ void Scheduler::evaluate(Entry& e, Seconds now, PassState& state, PassResult& ou
 
   set_reason(e, now, *unplaceable);
   if (quota_refused) {
-    hold_lane_if_due(e, now, *quota_refused, state);
+    // A promoted job that needs more than its tenant's guarantee holds its lane too (its
+    // tenant's usage drains to it); in fifo lanes small jobs go on around such a job.
+    if (lanes_.size() > 1 && lane_order(e).kind() != LaneOrderKind::kFifo) {
+      hold_lane_if_due(e, now, *quota_refused, state);
+    }
     return;
   }
   if (window_reason) {

@@ -18,7 +18,8 @@
 //      then id). Except under kLeastAttained, each tenant's jobs form a lane kept in order, and the
 //      lanes are merged during the pass. Aging: a job of a lane ordered other than fifo that has
 //      waited starvation_limit is promoted ahead of its lane and holds it (as quota_head_patience
-//      does for fifo lanes, below). For each job:
+//      does for fifo lanes, below), and may slice its own tenant's jobs whatever their rank. For
+//      each job:
 //        - window: what must stay free beside the job (over the windows open now, or in their
 //          drain lead for a job predicted to run into them, the protected GPUs their classes do
 //          not use) is its hold; if fewer whole GPUs are free than the job plus the hold, it does
@@ -129,8 +130,10 @@ struct SchedulerConfig {
   // Under kLeastAttained (one global lane) it is not used.
   LaneOrderKind lane_order = LaneOrderKind::kLeastAttained;
   // Aging: a job waiting this long in a lane ordered other than fifo is promoted ahead of its
-  // lane's other jobs, and its lane waits for it (0: never).
-  Seconds starvation_limit = 24 * 3600;
+  // lane's other jobs, its lane waits for it, and it may stop its own tenant's sliceable jobs
+  // (0: never). Shorter limits bound waits tighter at the cost of more preemptions and lost work
+  // (whole Philly trace on 512 GPUs: 24h loses 3.5% of GPU-hours, 48h 2.9%, 96h 2.4%).
+  Seconds starvation_limit = 48 * 3600;
   // Time slicing inside a tenant (orders that slice): a running job may be stopped for its own
   // tenant's waiting work that ranks ahead, once it has run this long since it last started.
   bool time_slicing = true;
@@ -348,6 +351,10 @@ class Scheduler {
   [[nodiscard]] bool may_be_sliced(const Entry& v, TenantId tenant, bool v_borrows,
                                    Seconds now) const;
   [[nodiscard]] bool may_slice(const Entry& v, const Entry& e, Seconds now) const;
+  // The rank part of it: a promoted job may stop its own tenant's sliceable jobs whatever their
+  // rank; otherwise only jobs clearly behind it (LaneOrder::may_slice).
+  [[nodiscard]] bool slice_rank_allows(const Entry& e, const Entry& v,
+                                       const LaneJob& running) const;
   // Calls visit(entry) for every running job that any preemption rule may take for a job of
   // `tenant` at `priority` (a superset: the tenant's own, those of tenants that borrow, lower
   // priorities under priority preemption; every job under LAS preemption), in no fixed order.

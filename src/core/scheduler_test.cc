@@ -150,6 +150,33 @@ TEST(Scheduler, APendingJobKnowsItsPlaceInItsTenantsLaneAndWhoIsAhead) {
   EXPECT_FALSE(s.attained_gpu_seconds(JobId{77}, 100).has_value());
 }
 
+TEST(Scheduler, APromotedJobStopsItsOwnTenantsJobWhateverItsRank) {
+  SchedulerConfig config = policy("tidepool");
+  config.lane_order = LaneOrderKind::kShortestRemaining;
+  config.starvation_limit = 3600;
+  Scheduler s = make_scheduler(config, make_book(16, 0));
+  ASSERT_TRUE(s.submit(make_test_job(0, kB, 8, 0, 100000, 8), 0).has_value());
+  ASSERT_TRUE(s.submit(make_test_job(1, kB, 8, 0, 100000, 8), 0).has_value());
+  ASSERT_EQ(s.pass(0).started.size(), 2U);
+  // Longer than both: under srpt it is not clearly ahead of them, so it does not slice...
+  ASSERT_TRUE(s.submit(make_test_job(2, kB, 8, 0, 400000, 8), 0).has_value());
+  EXPECT_TRUE(s.pass(0).preempted.empty());
+  EXPECT_TRUE(s.pass(1800).preempted.empty());
+  // ...until it has waited the starvation limit: promoted, it stops one of them at once instead
+  // of waiting for them to end.
+  const PassResult promoted = s.pass(3600);
+  ASSERT_EQ(promoted.preempted.size(), 1U);
+  EXPECT_EQ(promoted.preempted[0].cause, PreemptionCause::kTimeSlice);
+  EXPECT_EQ(promoted.preempted[0].beneficiary, JobId{2});
+  ASSERT_EQ(promoted.started.size(), 1U);
+  EXPECT_EQ(promoted.started[0].job, JobId{2});
+  EXPECT_EQ(s.book().usage(kB, kH100), 16000);
+  // The stopped job is not promoted in turn: it waits its own limit again.
+  const auto victim = s.lane_place(promoted.preempted[0].job, 3600);
+  ASSERT_TRUE(victim.has_value());
+  EXPECT_FALSE(victim->promoted);
+}
+
 TEST(Scheduler, TimeSlicingNeverTakesAnotherTenantBelowItsGuarantee) {
   Scheduler s = make_scheduler(policy("tidepool"), make_book(16, 0));
   // A runs its 16 guaranteed GPUs with long jobs; B fills its own 16.

@@ -18,6 +18,21 @@
 namespace tidepool {
 namespace {
 
+// The figures of a set of waits (sorted here).
+TenantQueueing queueing_of(std::vector<Seconds>& waits) {
+  TenantQueueing q;
+  std::sort(waits.begin(), waits.end());
+  q.jobs = static_cast<int>(waits.size());
+  if (waits.empty()) return q;
+  long double total = 0;
+  for (Seconds w : waits) total += w;
+  q.avg_s = static_cast<double>(total / waits.size());
+  q.p95_s = nearest_rank_percentile(waits, 95);
+  q.p99_s = nearest_rank_percentile(waits, 99);
+  q.max_s = waits.back();
+  return q;
+}
+
 __extension__ using Int128 = __int128;
 
 enum EventKind : int { kFinish = 0, kLoanStart = 1, kArrival = 2, kWakeup = 3, kBurstFinish = 4 };
@@ -623,31 +638,16 @@ void Simulation::summarise(Seconds end) {
       jct += *r.end - sj.job.submit_time;
     }
   }
-  std::sort(queues.begin(), queues.end());
+  const TenantQueueing all = queueing_of(queues);
+  s.avg_queue_s = all.avg_s;
+  s.p95_queue_s = all.p95_s;
+  s.p99_queue_s = all.p99_s;
+  s.max_queue_s = all.max_s;
   if (!queues.empty()) {
-    long double total = 0;
-    for (Seconds q : queues) total += q;
-    s.avg_queue_s = static_cast<double>(total / queues.size());
     s.p50_queue_s = nearest_rank_percentile(queues, 50);
-    s.p95_queue_s = nearest_rank_percentile(queues, 95);
-    s.p99_queue_s = nearest_rank_percentile(queues, 99);
-    s.max_queue_s = queues.back();
     s.avg_jct_s = static_cast<double>(jct / queues.size());
   }
-  for (std::vector<Seconds>& waits : tenant_queues) {
-    TenantQueueing q;
-    std::sort(waits.begin(), waits.end());
-    q.jobs = static_cast<int>(waits.size());
-    if (!waits.empty()) {
-      long double total = 0;
-      for (Seconds w : waits) total += w;
-      q.avg_s = static_cast<double>(total / waits.size());
-      q.p95_s = nearest_rank_percentile(waits, 95);
-      q.p99_s = nearest_rank_percentile(waits, 99);
-      q.max_s = waits.back();
-    }
-    s.tenant_queueing.push_back(q);
-  }
+  for (std::vector<Seconds>& waits : tenant_queues) s.tenant_queueing.push_back(queueing_of(waits));
   s.makespan_s = end - first_submit;
   const long double capacity = static_cast<long double>(sched_.pool().capacity_milli_gpu());
   if (s.makespan_s > 0 && capacity > 0) {
