@@ -768,22 +768,39 @@ void Scheduler::return_loans(Seconds now, PassResult& out) {
 }
 
 void Scheduler::drain_for_windows(Seconds now, PassResult& out) {
+  // An open window's GPUs are its class's own guarantee, taken from every tenant's in proportion
+  // (guarantee_left_by_windows): the tenants above what is left of theirs are drained first.
+  std::vector<std::int64_t> guarantees(tenant_usage_.size(), 0);
+  std::int64_t all_guaranteed = 0;
+  for (std::size_t t = 0; t < guarantees.size(); ++t) {
+    for (int m = 0; m < book_.model_count(); ++m) {
+      guarantees[t] += book_.guaranteed(TenantId{static_cast<std::uint32_t>(t)},
+                                        GpuModelId{static_cast<std::uint32_t>(m)});
+    }
+    all_guaranteed += guarantees[t];
+  }
+  const std::int64_t held = window_held_milli(config_.windows, now, config_.day_offset);
   for (const TidalWindow& w : config_.windows) {
     if (!window_open(w, now, config_.day_offset)) continue;
     const std::int64_t used = whole_gpus(class_usage_milli(w.job_class));
     const std::int64_t keep = std::max<std::int64_t>(0, w.gpus - used);
     std::int64_t free = whole_free_gpus(ModelSet::any());
     if (free >= keep) continue;
-    // Victims: preemptible jobs of other classes not admitted by a window; lowest priority,
-    // then the most recently started, then id.
-    std::vector<std::tuple<int, Seconds, std::uint32_t>> order;
+    // Victims: preemptible jobs of other classes not admitted by a window; lowest priority, then
+    // of tenants above what the windows leave of their guarantee, then the most recently
+    // started, then id.
+    std::vector<std::tuple<int, bool, Seconds, std::uint32_t>> order;
     for (JobId id : running_) {
       const Entry& v = entry(id);
       if (v.job.job_class == w.job_class || !v.job.preemptible || v.window_admitted) continue;
-      order.emplace_back(v.job.priority_class, -v.segment_start, id.value);
+      const std::size_t t = v.job.tenant.value;
+      const bool within =
+          !config_.quotas || t >= guarantees.size() ||
+          tenant_usage_[t] <= guarantee_left_by_windows(guarantees[t], all_guaranteed, held);
+      order.emplace_back(v.job.priority_class, within, -v.segment_start, id.value);
     }
     std::sort(order.begin(), order.end());
-    for (const auto& [priority, neg_start, id] : order) {
+    for (const auto& [priority, within, neg_start, id] : order) {
       if (free >= keep) break;
       Entry& v = entry(JobId{id});
       free += whole_gpus(v.milli);

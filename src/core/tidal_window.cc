@@ -152,4 +152,23 @@ std::string describe(const TidalWindow& w) {
                      clock_text(w.closes), w.gpus, w.gpus == 1 ? "GPU" : "GPUs");
 }
 
+std::int64_t window_held_milli(std::span<const TidalWindow> windows, Seconds t,
+                               Seconds day_offset) {
+  std::int64_t held = 0;
+  for (const TidalWindow& w : windows) {
+    if (window_open(w, t, day_offset)) held += w.gpus * kMilliPerGpu;
+  }
+  return held;
+}
+
+std::int64_t guarantee_left_by_windows(std::int64_t guaranteed, std::int64_t all_guaranteed,
+                                       std::int64_t held) {
+  if (held <= 0 || all_guaranteed <= 0) return guaranteed;
+  if (held >= all_guaranteed) return 0;
+  // Split so that no product exceeds all_guaranteed squared (a pool of a million GPUs is 1e9
+  // milli-GPUs): floor(g x left / all) = (g / all) x left + floor((g % all) x left / all).
+  const std::int64_t left = all_guaranteed - held;
+  return guaranteed / all_guaranteed * left + guaranteed % all_guaranteed * left / all_guaranteed;
+}
+
 }  // namespace tidepool

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -67,5 +68,15 @@ Result<TidalWindow> parse_tidal_window(std::string_view text);
 
 // "inference 08:00-24:00, 64 GPUs" ("1 GPU" for one).
 std::string describe(const TidalWindow& w);
+
+// Milli-GPUs the open windows of `windows` protect at time t.
+std::int64_t window_held_milli(std::span<const TidalWindow> windows, Seconds t, Seconds day_offset);
+
+// What is left of a tenant's guarantee (milli-GPUs) while windows hold `held` of the
+// `all_guaranteed` milli-GPUs that all tenants are guaranteed: a window's protected GPUs are its
+// class's own guarantee, taken from every tenant's in proportion, guaranteed x (all - held) / all
+// rounded down (0 once the windows hold it all; the whole guarantee when nothing is held).
+std::int64_t guarantee_left_by_windows(std::int64_t guaranteed, std::int64_t all_guaranteed,
+                                       std::int64_t held);
 
 }  // namespace tidepool

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 namespace tidepool {
 namespace {
@@ -198,6 +199,27 @@ TEST(TidalWindowTest, ParseErrorsNameWindowAndGiveTheForm) {
     EXPECT_THAT(parsed.error().reason, HasSubstr(c.says)) << c.text;
     EXPECT_THAT(parsed.error().reason, HasSubstr("class:HH:MM-HH:MM:gpus")) << c.text;
   }
+}
+
+TEST(TidalWindowGuarantee, TheWindowsGpusComeOutOfEveryGuaranteeInProportion) {
+  // 512 GPUs guaranteed in all, 64 held by a window: each tenant keeps 7/8 of its guarantee.
+  EXPECT_EQ(guarantee_left_by_windows(80'000, 512'000, 64'000), 70'000);
+  EXPECT_EQ(guarantee_left_by_windows(48'733, 512'000, 64'000), 42'641);  // rounded down
+  EXPECT_EQ(guarantee_left_by_windows(80'000, 512'000, 0), 80'000);
+  EXPECT_EQ(guarantee_left_by_windows(80'000, 512'000, 600'000), 0);
+  EXPECT_EQ(guarantee_left_by_windows(80'000, 0, 64'000), 80'000);
+  // Large pools do not overflow.
+  EXPECT_EQ(guarantee_left_by_windows(900'000'000, 1'000'000'000, 500'000'000), 450'000'000);
+}
+
+TEST(TidalWindowGuarantee, HeldIsWhatTheOpenWindowsProtect) {
+  const std::vector<TidalWindow> windows = {{JobClass::kInference, 8 * 3600, 24 * 3600, 64},
+                                            {JobClass::kInference, 20 * 3600, 2 * 3600, 8}};
+  EXPECT_EQ(window_held_milli(windows, 7 * 3600, 0), 0);
+  EXPECT_EQ(window_held_milli(windows, 9 * 3600, 0), 64'000);
+  EXPECT_EQ(window_held_milli(windows, 21 * 3600, 0), 72'000);
+  EXPECT_EQ(window_held_milli(windows, 25 * 3600, 0), 8'000);  // 01:00 the next day
+  EXPECT_EQ(window_held_milli(windows, 0, 9 * 3600), 64'000);  // time 0 is 09:00
 }
 
 }  // namespace

@@ -134,8 +134,10 @@ struct SimSummary {
   double comm_overhead_share = 0;  // multi-GPU jobs: communication share of their GPU-seconds
   double est_mfu = 0;              // GPU-seconds-weighted over all jobs
   int preemptions = 0;
-  double lost_gpu_hours_share = 0;        // lost / allocated GPU-seconds
-  double min_tenant_guarantee_ratio = 0;  // min over tenants of received / min(demand, guarantee)
+  double lost_gpu_hours_share = 0;  // lost / allocated GPU-seconds
+  // min over tenants of received / min(demand, guarantee), the guarantee less its share of what
+  // open windows protect (guarantee_left_by_windows)
+  double min_tenant_guarantee_ratio = 0;
   std::string min_guarantee_tenant;
   std::vector<double> tenant_guarantee_ratio;  // per tenant (book order); 1 when it wanted none
   double wall_seconds = 0;                     // set by the caller
