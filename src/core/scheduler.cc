@@ -141,7 +141,7 @@ struct Scheduler::PassState {
   std::map<std::tuple<int, TaskShape, std::uint8_t, std::uint8_t>, PendingReason>
       unplaceable;  // cleared when capacity is freed
   std::set<std::tuple<std::uint32_t, std::int64_t, int, std::int64_t, bool, bool, std::int64_t,
-                      std::int64_t>>
+                      std::int64_t, std::uint8_t, std::uint8_t>>
       no_room;  // make_room failures
   // Per tenant, the running jobs that may be sliced for its waiting jobs: the rank, by its lane's
   // order, of the one ranked last (nullopt: none), and whether one is its own; cleared when jobs
@@ -892,6 +892,7 @@ std::optional<std::pair<std::vector<JobId>, GangPlacement>> Scheduler::make_room
   const bool one_node = request.topology.requires_level(TopologyLevel::kNode) ||
                         (request.task_count == 1 && request.task.gpu_count > 1);
   const bool by_leaf = !one_node && request.task.gpu_count > 1;
+  std::vector<std::uint32_t> holding_leaves;  // by_leaf: leaves that might hold the whole gang
   if (one_node || by_leaf) {
     std::vector<std::int64_t> obtainable(static_cast<std::size_t>(pool_.node_count()), 0);
     std::vector<std::int64_t> leaf_obtainable(pool_.topology().leaves.size(), 0);
@@ -928,6 +929,13 @@ std::optional<std::pair<std::vector<JobId>, GangPlacement>> Scheduler::make_room
     std::sort(keyed.begin(), keyed.end(),
               [](const auto& a, const auto& b) { return a.first < b.first; });
     for (std::size_t i = 0; i < keyed.size(); ++i) candidates[i] = keyed[i].second;
+    for (const auto& [key, candidate] : keyed) {
+      const std::uint32_t leaf = std::get<1>(key);
+      if (by_leaf && leaf_obtainable[leaf] >= whole_gpus(e.milli) &&
+          (holding_leaves.empty() || holding_leaves.back() != leaf)) {
+        holding_leaves.push_back(leaf);  // the roomiest first
+      }
+    }
   }
   // Reclaim takes from a tenant while it borrows, and never leaves it further below its
   // guarantee than the job's tenant is now: every reclaim lowers the largest shortfall of the two,
@@ -938,28 +946,60 @@ std::optional<std::pair<std::vector<JobId>, GangPlacement>> Scheduler::make_room
     if (!request.task.models.accepts(model)) continue;
     shortfall += book_.guaranteed(e.job.tenant, model) - book_.usage(e.job.tenant, model);
   }
-  std::vector<std::uint32_t> order;
-  std::map<TenantId, std::int64_t> taken;
-  for (const RoomCandidate& c : candidates) {
-    const Entry& v = entry(JobId{c.id});
-    const bool only_reclaim =
-        v.job.priority_class >= e.job.priority_class && !config_.las_preemption && !c.slice;
-    if (only_reclaim && config_.quotas) {
-      std::int64_t borrowed = 0;
-      for (const ModelCharge& ch : v.charges) borrowed += book_.borrowed(v.job.tenant, ch.model);
-      const std::int64_t after = taken[v.job.tenant] + v.milli - borrowed;  // its shortfall then
-      std::int64_t guaranteed = 0;
-      for (const ModelCharge& ch : v.charges)
-        guaranteed += book_.guaranteed(v.job.tenant, ch.model);
-      const bool within = after <= 0 || (e.milli <= shortfall && after < shortfall &&
-                                         after * kReclaimSlackDivisor <= guaranteed);
-      if (taken[v.job.tenant] >= borrowed || !within) continue;
-      taken[v.job.tenant] += v.milli;
+  // The candidates of `among` that may be taken, in order.
+  auto takeable = [&](const std::vector<RoomCandidate>& among) {
+    std::vector<std::uint32_t> order;
+    std::map<TenantId, std::int64_t> taken;
+    for (const RoomCandidate& c : among) {
+      const Entry& v = entry(JobId{c.id});
+      const bool only_reclaim =
+          v.job.priority_class >= e.job.priority_class && !config_.las_preemption && !c.slice;
+      if (only_reclaim && config_.quotas) {
+        std::int64_t borrowed = 0;
+        for (const ModelCharge& ch : v.charges) borrowed += book_.borrowed(v.job.tenant, ch.model);
+        const std::int64_t after = taken[v.job.tenant] + v.milli - borrowed;  // its shortfall then
+        std::int64_t guaranteed = 0;
+        for (const ModelCharge& ch : v.charges)
+          guaranteed += book_.guaranteed(v.job.tenant, ch.model);
+        const bool within = after <= 0 || (e.milli <= shortfall && after < shortfall &&
+                                           after * kReclaimSlackDivisor <= guaranteed);
+        if (taken[v.job.tenant] >= borrowed || !within) continue;
+        taken[v.job.tenant] += v.milli;
+      }
+      order.push_back(c.id);
     }
-    order.push_back(c.id);
-  }
+    return order;
+  };
+  const std::vector<std::uint32_t> order = takeable(candidates);
   if (order.empty()) return std::nullopt;
 
+  // A gang that one leaf could hold is tried in such leaves first, the roomiest first (that
+  // leaf's victims only, the gang required within it), so that the room made for it is compact
+  // (HiveD and Tiresias place gangs within a leaf for the same reason); anywhere otherwise.
+  if (!request.topology.requires_level(TopologyLevel::kLeaf)) {
+    GangRequest compact = request;
+    compact.topology = {TopologyLevel::kLeaf, TopologyStrength::kRequired};
+    for (std::uint32_t leaf : holding_leaves) {
+      std::vector<RoomCandidate> of_leaf;
+      for (const RoomCandidate& c : candidates) {
+        const Entry& v = entry(JobId{c.id});
+        if (std::all_of(v.assignments.begin(), v.assignments.end(), [&](const Assignment& a) {
+              return pool_.spec(a.node).leaf.value == leaf;
+            })) {
+          of_leaf.push_back(c);
+        }
+      }
+      const std::vector<std::uint32_t> in_leaf = takeable(of_leaf);
+      if (in_leaf.empty()) continue;
+      if (auto room = victims_until_fits(e, compact, in_leaf, admit_after, hold)) return room;
+    }
+  }
+  return victims_until_fits(e, request, order, admit_after, hold);
+}
+
+std::optional<std::pair<std::vector<JobId>, GangPlacement>> Scheduler::victims_until_fits(
+    const Entry& e, const GangRequest& request, const std::vector<std::uint32_t>& order,
+    bool admit_after, std::int64_t hold) const {
   // The trial pool (and book, when the job's admission depends on the victims) without a set of
   // victims, and whether the job then fits.
   struct Trial {
@@ -1084,7 +1124,9 @@ bool Scheduler::preempt_for(Entry& e, const GangRequest& request, bool reclaim, 
                                : e.promoted ? LaneRank{kPromotedBand, 0}
                                             : lane_order(e).slice_class(lane_rank(e));
   const auto room_key = std::make_tuple(job.tenant.value, e.milli, job.priority_class, hold,
-                                        reclaim, admit_after, slice_class.band, slice_class.value);
+                                        reclaim, admit_after, slice_class.band, slice_class.value,
+                                        static_cast<std::uint8_t>(request.topology.level),
+                                        static_cast<std::uint8_t>(request.topology.strength));
   if (state.no_room.contains(room_key)) return false;
   auto room = make_room(e, request, reclaim, admit_after, hold, now, state);
   if (!room) {

@@ -378,6 +378,11 @@ class Scheduler {
   std::optional<std::pair<std::vector<JobId>, GangPlacement>> make_room(
       const Entry& e, const GangRequest& request, bool reclaim, bool admit_after, std::int64_t hold,
       Seconds now, PassState& state);
+  // The shortest prefix of `order` whose jobs, gone, make room for `request` (in the pool, and in
+  // the book with `admit_after`), less the victims it does not need, and the placement then.
+  std::optional<std::pair<std::vector<JobId>, GangPlacement>> victims_until_fits(
+      const Entry& e, const GangRequest& request, const std::vector<std::uint32_t>& order,
+      bool admit_after, std::int64_t hold) const;
   // The running jobs make_room may take for `e`, sorted, found once per pass and kind of job.
   const RoomCandidates& room_candidates(const Entry& e, bool reclaim, Seconds now,
                                         PassState& state) const;

@@ -150,6 +150,30 @@ TEST(Scheduler, APendingJobKnowsItsPlaceInItsTenantsLaneAndWhoIsAhead) {
   EXPECT_FALSE(s.attained_gpu_seconds(JobId{77}, 100).has_value());
 }
 
+TEST(Scheduler, ReclaimMakesRoomForAGangWithinOneLeafWhereOneCanHoldIt) {
+  // B borrows 8 GPUs: four 4-GPU jobs fill leaf 0 (nodes 0 and 1), two fill node 2 of leaf 1;
+  // node 3 is free. A's 4 x 4-GPU gang (within its guarantee) needs 8 more GPUs: taking two of
+  // B's jobs on leaf 0 would split it over both leaves; taking the two on node 2 keeps it in one.
+  Scheduler s = make_scheduler(policy("tidepool"));
+  const std::array<std::pair<std::uint32_t, std::uint32_t>, 6> places = {
+      {{0, 0x0F}, {0, 0xF0}, {1, 0x0F}, {1, 0xF0}, {2, 0x0F}, {2, 0xF0}}};
+  for (std::uint32_t i = 0; i < places.size(); ++i) {
+    const std::array<Assignment, 1> where{Assignment{NodeId{places[i].first}, places[i].second}};
+    ASSERT_TRUE(s.adopt(make_test_job(i, kB, 4, 0, 100000, 4), where, 0, 0).has_value());
+  }
+  ASSERT_EQ(s.book().borrowed(kB, kH100), 8000);
+  ASSERT_TRUE(s.submit(make_test_job(10, kA, 16, 3600, 1000, 4), 3600).has_value());
+  const PassResult pass = s.pass(3600);
+  ASSERT_EQ(pass.started.size(), 1U);
+  EXPECT_EQ(pass.started[0].span.leaves, 1);
+  ASSERT_EQ(pass.preempted.size(), 2U);
+  for (const PreemptedJob& p : pass.preempted) {
+    EXPECT_EQ(p.cause, PreemptionCause::kReclaim);
+    EXPECT_GE(p.job.value, 4U) << "a job of leaf 0 was taken";
+  }
+  ASSERT_TRUE(s.pool().check_invariants().has_value());
+}
+
 TEST(Scheduler, APromotedJobStopsItsOwnTenantsJobWhateverItsRank) {
   SchedulerConfig config = policy("tidepool");
   config.lane_order = LaneOrderKind::kShortestRemaining;
