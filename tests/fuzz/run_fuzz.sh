@@ -40,7 +40,7 @@ sources=(
   "${src}/sim/cluster_file.cc" "${src}/sim/philly_trace.cc" "${src}/sim/tenants_file.cc"
   "${src}/sim/yaml_reader.cc" "${src}/core/money.cc" "${src}/core/gpu_cost.cc"
   "${src}/core/pricing.cc" "${src}/core/budget.cc" "${src}/core/burst.cc"
-  "${src}/core/duration_text.cc" "${src}/sim/market_file.cc"
+  "${src}/core/duration_text.cc" "${src}/sim/market_file.cc" "${src}/core/lane_order.cc"
 )
 # The request body readers, added for the targets that test them, with the part of the core they
 # reach (topology_level_name lives in gang_placement.cc).
