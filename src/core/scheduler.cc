@@ -116,7 +116,6 @@ std::string_view preemption_cause_name(PreemptionCause cause) {
   return "reclaim";
 }
 
-// What one pass knows beyond the scheduler's state.
 // A running job that make_room may take, in the order it takes them: borrowing tenants first,
 // lower priority, least work lost since the last checkpoint, most attained service, id.
 struct Scheduler::RoomCandidate {
@@ -134,6 +133,7 @@ struct Scheduler::RoomCandidates {
   std::int64_t offered = 0;  // their whole GPUs
 };
 
+// What one pass knows beyond the scheduler's state.
 struct Scheduler::PassState {
   std::map<std::tuple<std::uint32_t, std::uint64_t, bool, std::int64_t>,
            std::pair<std::vector<Admission>, PendingReason>>
@@ -313,11 +313,6 @@ bool Scheduler::slice_rank_allows(const Entry& e, const Entry& v, const LaneJob&
   const LaneOrder& order = lane_order(e);
   if (e.promoted && v.job.tenant == e.job.tenant) return order.sliceable(running);
   return order.may_slice(running, lane_rank(e));
-}
-
-bool Scheduler::may_slice(const Entry& v, const Entry& e, Seconds now) const {
-  return may_be_sliced(v, e.job.tenant, borrows_now(v), now) &&
-         slice_rank_allows(e, v, lane_job(v, now));
 }
 
 template <typename Visit>
@@ -770,16 +765,8 @@ void Scheduler::return_loans(Seconds now, PassResult& out) {
 void Scheduler::drain_for_windows(Seconds now, PassResult& out) {
   // An open window's GPUs are its class's own guarantee, taken from every tenant's in proportion
   // (guarantee_left_by_windows): the tenants above what is left of theirs are drained first.
-  std::vector<std::int64_t> guarantees(tenant_usage_.size(), 0);
-  std::int64_t all_guaranteed = 0;
-  for (std::size_t t = 0; t < guarantees.size(); ++t) {
-    for (int m = 0; m < book_.model_count(); ++m) {
-      guarantees[t] += book_.guaranteed(TenantId{static_cast<std::uint32_t>(t)},
-                                        GpuModelId{static_cast<std::uint32_t>(m)});
-    }
-    all_guaranteed += guarantees[t];
-  }
-  const std::int64_t held = window_held_milli(config_.windows, now, config_.day_offset);
+  const std::vector<std::int64_t> left = guarantees_left_by_windows(
+      book_, window_held_milli(config_.windows, now, config_.day_offset));
   for (const TidalWindow& w : config_.windows) {
     if (!window_open(w, now, config_.day_offset)) continue;
     const std::int64_t used = whole_gpus(class_usage_milli(w.job_class));
@@ -794,9 +781,7 @@ void Scheduler::drain_for_windows(Seconds now, PassResult& out) {
       const Entry& v = entry(id);
       if (v.job.job_class == w.job_class || !v.job.preemptible || v.window_admitted) continue;
       const std::size_t t = v.job.tenant.value;
-      const bool within =
-          !config_.quotas || t >= guarantees.size() ||
-          tenant_usage_[t] <= guarantee_left_by_windows(guarantees[t], all_guaranteed, held);
+      const bool within = !config_.quotas || t >= left.size() || tenant_usage_[t] <= left[t];
       order.emplace_back(v.job.priority_class, within, -v.segment_start, id.value);
     }
     std::sort(order.begin(), order.end());

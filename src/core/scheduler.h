@@ -345,14 +345,13 @@ class Scheduler {
   [[nodiscard]] bool borrows_now(const Entry& v) const;
   // Whether the tenant's running jobs exceed its guarantee of some model.
   [[nodiscard]] bool tenant_borrows(TenantId tenant) const;
-  // Whether running job `v` may be stopped for waiting job `e` (time slicing): of e's tenant, or
-  // of a tenant that borrows, ranked behind `e` by e's lane order. may_be_sliced is the part that
-  // does not depend on e's rank (v_borrows: whether v's tenant borrows now, see borrows_now).
+  // Time slicing: running job `v` may be stopped for waiting job `e` when both hold.
+  // may_be_sliced: v is of e's tenant, or of a tenant that borrows (v_borrows: whether v's tenant
+  // borrows now, see borrows_now), checkpoints, and ran min_slice_run.
   [[nodiscard]] bool may_be_sliced(const Entry& v, TenantId tenant, bool v_borrows,
                                    Seconds now) const;
-  [[nodiscard]] bool may_slice(const Entry& v, const Entry& e, Seconds now) const;
-  // The rank part of it: a promoted job may stop its own tenant's sliceable jobs whatever their
-  // rank; otherwise only jobs clearly behind it (LaneOrder::may_slice).
+  // slice_rank_allows, the rank part: a promoted job may stop its own tenant's sliceable jobs
+  // whatever their rank; otherwise only jobs clearly behind it (LaneOrder::may_slice).
   [[nodiscard]] bool slice_rank_allows(const Entry& e, const Entry& v,
                                        const LaneJob& running) const;
   // Calls visit(entry) for every running job that any preemption rule may take for a job of

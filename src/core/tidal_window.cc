@@ -171,4 +171,18 @@ std::int64_t guarantee_left_by_windows(std::int64_t guaranteed, std::int64_t all
   return guaranteed / all_guaranteed * left + guaranteed % all_guaranteed * left / all_guaranteed;
 }
 
+std::vector<std::int64_t> guarantees_left_by_windows(const TenantBook& book, std::int64_t held) {
+  std::vector<std::int64_t> guarantees(static_cast<std::size_t>(book.tenant_count()), 0);
+  std::int64_t all_guaranteed = 0;
+  for (std::size_t t = 0; t < guarantees.size(); ++t) {
+    for (int m = 0; m < book.model_count(); ++m) {
+      guarantees[t] += book.guaranteed(TenantId{static_cast<std::uint32_t>(t)},
+                                       GpuModelId{static_cast<std::uint32_t>(m)});
+    }
+    all_guaranteed += guarantees[t];
+  }
+  for (std::int64_t& g : guarantees) g = guarantee_left_by_windows(g, all_guaranteed, held);
+  return guarantees;
+}
+
 }  // namespace tidepool

@@ -21,10 +21,12 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/error.h"
 #include "core/job.h"
 #include "core/resources.h"
+#include "core/tenants.h"
 
 namespace tidepool {
 
@@ -78,5 +80,7 @@ std::int64_t window_held_milli(std::span<const TidalWindow> windows, Seconds t, 
 // rounded down (0 once the windows hold it all; the whole guarantee when nothing is held).
 std::int64_t guarantee_left_by_windows(std::int64_t guaranteed, std::int64_t all_guaranteed,
                                        std::int64_t held);
+// Each tenant's guarantee over all models (milli-GPUs, by tenant id), less its share of `held`.
+std::vector<std::int64_t> guarantees_left_by_windows(const TenantBook& book, std::int64_t held);
 
 }  // namespace tidepool

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "core/test_pool.h"
+
 namespace tidepool {
 namespace {
 
@@ -210,6 +212,13 @@ TEST(TidalWindowGuarantee, TheWindowsGpusComeOutOfEveryGuaranteeInProportion) {
   EXPECT_EQ(guarantee_left_by_windows(80'000, 0, 64'000), 80'000);
   // Large pools do not overflow.
   EXPECT_EQ(guarantee_left_by_windows(900'000'000, 1'000'000'000, 500'000'000), 450'000'000);
+}
+
+TEST(TidalWindowGuarantee, EachTenantsGuaranteeOverAllModelsLessItsShare) {
+  const TenantBook book =
+      test_support::two_tenant_book(test_support::one_model_catalog("H100"), 16, std::nullopt);
+  EXPECT_EQ(guarantees_left_by_windows(book, 0), (std::vector<std::int64_t>{16'000, 16'000}));
+  EXPECT_EQ(guarantees_left_by_windows(book, 8'000), (std::vector<std::int64_t>{12'000, 12'000}));
 }
 
 TEST(TidalWindowGuarantee, HeldIsWhatTheOpenWindowsProtect) {

@@ -157,22 +157,14 @@ void Simulation::integrate(Seconds from, Seconds to) {
   const auto dt = static_cast<long double>(to - from);
   allocated_milli_seconds_ += static_cast<long double>(sched_.pool().allocated_milli_gpu()) * dt;
   const TenantBook& book = sched_.book();
-  std::vector<std::int64_t> guarantees(static_cast<std::size_t>(book.tenant_count()), 0);
-  std::int64_t all_guaranteed = 0;
-  for (int t = 0; t < book.tenant_count(); ++t) {
-    for (int m = 0; m < book.model_count(); ++m) {
-      guarantees[t] += book.guaranteed(TenantId{static_cast<std::uint32_t>(t)},
-                                       GpuModelId{static_cast<std::uint32_t>(m)});
-    }
-    all_guaranteed += guarantees[t];
-  }
   // An open window's GPUs are its class's own guarantee: the tenants' are measured against what
   // is left.
   const SchedulerConfig& config = sched_.config();
-  const std::int64_t held = window_held_milli(config.windows, from, config.day_offset);
+  const std::vector<std::int64_t> guarantees =
+      guarantees_left_by_windows(book, window_held_milli(config.windows, from, config.day_offset));
   for (int t = 0; t < book.tenant_count(); ++t) {
     const TenantId id{static_cast<std::uint32_t>(t)};
-    const std::int64_t guaranteed = guarantee_left_by_windows(guarantees[t], all_guaranteed, held);
+    const std::int64_t guaranteed = guarantees[t];
     const std::int64_t used = sched_.usage_milli(id);
     const std::int64_t want = std::min(used + pending_milli_[t], guaranteed);
     wanted_[t] += static_cast<long double>(want) * dt;
