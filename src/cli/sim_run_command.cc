@@ -7,6 +7,7 @@
 #include <charconv>
 #include <chrono>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -54,6 +55,7 @@ struct RunOptions {
                       // names none
   std::string starvation_limit;
   std::string min_slice_run;
+  std::string max_slice_loss;
 };
 
 // A loan as given on the command line, before its tenant is looked up.
@@ -301,7 +303,7 @@ void print_burst_sweep(const std::string& policy, std::span<const std::string> l
   table.print(std::cout);
 }
 
-// --order, --starvation-limit and --min-slice-run over a policy's defaults.
+// --order, --starvation-limit, --min-slice-run and --max-slice-loss over a policy's defaults.
 Result<void> apply_queueing_options(const RunOptions& options, SchedulerConfig& config) {
   if (!options.order.empty()) {
     auto kind = parse_lane_order(options.order);
@@ -322,6 +324,17 @@ Result<void> apply_queueing_options(const RunOptions& options, SchedulerConfig& 
       return fail(flag, fmt::format("expected a duration such as 8h, or off; got '{}'", *text));
     }
     *target = *seconds;
+  }
+  if (!options.max_slice_loss.empty()) {
+    if (options.max_slice_loss == "off") {
+      config.max_slice_loss = std::numeric_limits<Seconds>::max() / 4;
+    } else if (auto seconds = parse_duration(options.max_slice_loss); seconds && *seconds >= 0) {
+      config.max_slice_loss = *seconds;
+    } else {
+      return fail("--max-slice-loss", fmt::format("expected a duration such as 5m, 0 or off; got "
+                                                  "'{}'",
+                                                  options.max_slice_loss));
+    }
   }
   return {};
 }
@@ -639,6 +652,10 @@ void add_sim_run_command(CLI::App& sim, int* exit_code) {
                       "time slicing: the least a job runs after each start before its tenant's "
                       "shorter work may stop it (e.g. 30m), or off for no slicing (default: the "
                       "policy's)");
+  command->add_option("--max-slice-loss", options->max_slice_loss,
+                      "time slicing: the most work since its last checkpoint a job may lose when "
+                      "sliced (e.g. 5m; 0: only at a checkpoint; off: any); a slice otherwise "
+                      "waits for the job's next checkpoint (default: the policy's)");
   command
       ->add_option("--horizon", options->horizon,
                    "seconds over which class GPU-hours are totalled (0: up to the last submit)")

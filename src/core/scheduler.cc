@@ -162,6 +162,7 @@ struct Scheduler::PassState {
     room_candidates.clear();
   }
   std::optional<Reservation> reservation;
+  std::optional<Seconds> slice_wakeup;               // see may_be_sliced
   std::map<TenantId, PendingReason> tenant_blocked;  // tenants whose quota head waits
   // Lanes with nothing more to start in this pass, and the reason their new jobs get.
   std::vector<std::optional<PendingReason>> lane_done;
@@ -218,6 +219,7 @@ Result<Scheduler> Scheduler::create(Pool pool, TenantBook book, SchedulerConfig 
   }
   if (config.starvation_limit < 0) return fail("starvation_limit", "must not be negative");
   if (config.min_slice_run < 0) return fail("min_slice_run", "must not be negative");
+  if (config.max_slice_loss < 0) return fail("max_slice_loss", "must not be negative");
   std::vector<std::unique_ptr<LaneOrder>> orders;
   for (std::size_t k = 0; k < lane_order_names().size(); ++k) {
     auto order = make_lane_order(static_cast<LaneOrderKind>(k),
@@ -301,12 +303,28 @@ bool Scheduler::tenant_borrows(TenantId tenant) const {
   return false;
 }
 
-bool Scheduler::may_be_sliced(const Entry& v, TenantId tenant, bool v_borrows, Seconds now) const {
-  // Only work that checkpoints, not started in this pass, only after its minimum run, and only
-  // of the same tenant or of one that borrows (make_room then takes no more than it borrows).
-  return config_.time_slicing && lanes_.size() > 1 && v.job.preemptible &&
-         v.job.checkpoint_interval && v.segment_start != now &&
-         now - v.segment_start >= config_.min_slice_run && (v.job.tenant == tenant || v_borrows);
+bool Scheduler::may_be_sliced(const Entry& v, TenantId tenant, bool v_borrows, Seconds now,
+                              PassState& state) const {
+  // Only work that checkpoints, not started in this pass, only of the same tenant or of one that
+  // borrows (make_room then takes no more than it borrows), after its minimum run and close
+  // after a checkpoint.
+  if (!config_.time_slicing || lanes_.size() <= 1 || !v.job.preemptible ||
+      !v.job.checkpoint_interval || v.segment_start == now ||
+      (v.job.tenant != tenant && !v_borrows)) {
+    return false;
+  }
+  const Seconds from = sliceable_from(v, now);
+  if (from == now) return true;
+  if (!state.slice_wakeup || from < *state.slice_wakeup) state.slice_wakeup = from;
+  return false;
+}
+
+Seconds Scheduler::sliceable_from(const Entry& v, Seconds now) const {
+  const Seconds t = std::max(now, v.segment_start + config_.min_slice_run);
+  const Seconds interval = v.job.checkpoint_interval.value_or(0);
+  if (interval <= config_.max_slice_loss) return t;
+  const Seconds since = (t - v.segment_start) % interval;  // run since the last checkpoint at t
+  return since <= config_.max_slice_loss ? t : t + (interval - since);
 }
 
 bool Scheduler::slice_rank_allows(const Entry& e, const Entry& v, const LaneJob& running) const {
@@ -643,6 +661,7 @@ std::optional<Seconds> Scheduler::next_wakeup(Seconds now) const {
     if (t > now && (!next || t < *next)) next = t;
   };
   for (const Loan& loan : loans_) consider(loan.end);
+  if (slice_wakeup_ && pending_count_ > 0) consider(*slice_wakeup_);
   for (const TidalWindow& w : config_.windows) {
     consider(next_window_change(w, now, config_.day_offset));
     const Seconds opens = next_window_open(w, now + 1, config_.day_offset);
@@ -848,7 +867,7 @@ const Scheduler::RoomCandidates& Scheduler::room_candidates(const Entry& e, bool
     const bool by_las =
         config_.las_preemption &&
         las_level(v.attained + whole_gpus(v.milli) * (now - v.segment_start)) > level;
-    const bool by_slice = slicing && may_be_sliced(v, e.job.tenant, borrowing_tenant, now) &&
+    const bool by_slice = slicing && may_be_sliced(v, e.job.tenant, borrowing_tenant, now, state) &&
                           slice_rank_allows(e, v, job);
     if (!by_reclaim && !by_priority && !by_las && !by_slice) return;
     found.sorted.push_back({!borrowing_tenant, v.job.priority_class,
@@ -946,8 +965,8 @@ std::optional<std::pair<std::vector<JobId>, GangPlacement>> Scheduler::make_room
         std::int64_t guaranteed = 0;
         for (const ModelCharge& ch : v.charges)
           guaranteed += book_.guaranteed(v.job.tenant, ch.model);
-        const bool within = after <= 0 || (e.milli <= shortfall && after < shortfall &&
-                                           after * kReclaimSlackDivisor <= guaranteed);
+        const bool within =
+            after <= 0 || (after < shortfall && after * kReclaimSlackDivisor <= guaranteed);
         if (taken[v.job.tenant] >= borrowed || !within) continue;
         taken[v.job.tenant] += v.milli;
       }
@@ -1085,7 +1104,8 @@ bool Scheduler::has_slice_victim(const Entry& e, Seconds now, PassState& state) 
   if (fresh) {
     // clearly_ahead is monotone in the running rank: the job ranked last decides.
     for_each_possible_victim(e.job.tenant, e.job.priority_class, [&](const Entry& v) {
-      if (!may_be_sliced(v, e.job.tenant, v.job.tenant != e.job.tenant && borrows_now(v), now)) {
+      if (!may_be_sliced(v, e.job.tenant, v.job.tenant != e.job.tenant && borrows_now(v), now,
+                         state)) {
         return;
       }
       const LaneJob job = lane_job(v, now);
@@ -1474,6 +1494,7 @@ PassResult Scheduler::pass(Seconds now) {
     }
   }
   fresh_.clear();
+  slice_wakeup_ = state.slice_wakeup;
   // Jobs of a tenant whose budget was lifted that the walk did not reach still say "budget":
   // they get the reason of what holds them now.
   for (const TenantId tenant : budget_lifted_) {
