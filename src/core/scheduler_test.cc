@@ -122,6 +122,27 @@ TEST(Scheduler, ATenantsShortJobStopsItsOwnLongJobOnceThatPassedAThreshold) {
   ASSERT_TRUE(s.pool().check_invariants().has_value());
 }
 
+TEST(Scheduler, ATimeSliceWaitsForTheVictimsCheckpointAndThePassWakesThen) {
+  SchedulerConfig config = policy("tidepool");
+  config.max_slice_loss = 60;
+  Scheduler s = make_scheduler(config, make_book(16, 0));
+  ASSERT_TRUE(s.submit(make_test_job(0, kB, 8, 0, 100000, 8), 0).has_value());
+  ASSERT_TRUE(s.submit(make_test_job(1, kB, 8, 0, 100000, 8), 0).has_value());
+  ASSERT_EQ(s.pass(0).started.size(), 2U);
+  // At 2500 s each long job ran 100 s since its last checkpoint (every 600 s): more than 60.
+  ASSERT_TRUE(s.submit(make_test_job(2, kB, 8, 2500, 600, 8), 2500).has_value());
+  EXPECT_TRUE(s.pass(2500).preempted.empty());
+  EXPECT_EQ(s.next_wakeup(2500), std::optional<Seconds>{3000});
+  // At its next checkpoint one is stopped, losing nothing.
+  PassResult later = s.pass(3000);
+  ASSERT_EQ(later.preempted.size(), 1U);
+  EXPECT_EQ(later.preempted[0].cause, PreemptionCause::kTimeSlice);
+  EXPECT_EQ(later.preempted[0].lost_gpu_seconds, 0);
+  ASSERT_EQ(later.started.size(), 1U);
+  EXPECT_EQ(later.started[0].job, JobId{2});
+  EXPECT_FALSE(s.next_wakeup(3000).has_value());
+}
+
 TEST(Scheduler, APendingJobKnowsItsPlaceInItsTenantsLaneAndWhoIsAhead) {
   Scheduler s = make_scheduler(policy("tidepool"), make_book(16, 0));
   ASSERT_TRUE(s.submit(make_test_job(0, kB, 16, 0, 100000, 8), 0).has_value());
