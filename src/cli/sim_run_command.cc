@@ -310,31 +310,27 @@ Result<void> apply_queueing_options(const RunOptions& options, SchedulerConfig& 
     if (!kind) return fail("--order", kind.error().reason);
     if (config.order == OrderRule::kFairShare) config.lane_order = *kind;
   }
-  for (auto [text, target, flag] :
-       {std::tuple{&options.starvation_limit, &config.starvation_limit, "--starvation-limit"},
-        std::tuple{&options.min_slice_run, &config.min_slice_run, "--min-slice-run"}}) {
+  // Per flag: what "off" sets, and the least duration accepted.
+  constexpr Seconds kNoLimit = std::numeric_limits<Seconds>::max() / 4;
+  for (auto [text, target, flag, off, least] :
+       {std::tuple{&options.starvation_limit, &config.starvation_limit, "--starvation-limit",
+                   Seconds{0}, Seconds{1}},
+        std::tuple{&options.min_slice_run, &config.min_slice_run, "--min-slice-run", Seconds{0},
+                   Seconds{1}},
+        std::tuple{&options.max_slice_loss, &config.max_slice_loss, "--max-slice-loss", kNoLimit,
+                   Seconds{0}}}) {
     if (text->empty()) continue;
     if (*text == "off") {
-      *target = 0;
+      *target = off;
       if (target == &config.min_slice_run) config.time_slicing = false;
       continue;
     }
     auto seconds = parse_duration(*text);
-    if (!seconds || *seconds <= 0) {
-      return fail(flag, fmt::format("expected a duration such as 8h, or off; got '{}'", *text));
+    if (!seconds || *seconds < least) {
+      return fail(flag, fmt::format("expected a duration such as 8h{}, or off; got '{}'",
+                                    least == 0 ? ", 0" : "", *text));
     }
     *target = *seconds;
-  }
-  if (!options.max_slice_loss.empty()) {
-    if (options.max_slice_loss == "off") {
-      config.max_slice_loss = std::numeric_limits<Seconds>::max() / 4;
-    } else if (auto seconds = parse_duration(options.max_slice_loss); seconds && *seconds >= 0) {
-      config.max_slice_loss = *seconds;
-    } else {
-      return fail("--max-slice-loss", fmt::format("expected a duration such as 5m, 0 or off; got "
-                                                  "'{}'",
-                                                  options.max_slice_loss));
-    }
   }
   return {};
 }

@@ -98,12 +98,17 @@ TEST(Scheduler, BorrowsIdleCapacityAndReclaimsItWithinOnePass) {
   ASSERT_TRUE(s.pool().check_invariants().has_value());
 }
 
-TEST(Scheduler, ATenantsShortJobStopsItsOwnLongJobOnceThatPassedAThreshold) {
-  // B may not borrow: its 16 GPUs are its own, and A's stay A's.
-  Scheduler s = make_scheduler(policy("tidepool"), make_book(16, 0));
+// Tenant B's two 8-GPU jobs of about 28 hours, started at 0 (time slicing's victims).
+void start_two_long_jobs_of_b(Scheduler& s) {
   ASSERT_TRUE(s.submit(make_test_job(0, kB, 8, 0, 100000, 8), 0).has_value());
   ASSERT_TRUE(s.submit(make_test_job(1, kB, 8, 0, 100000, 8), 0).has_value());
   ASSERT_EQ(s.pass(0).started.size(), 2U);
+}
+
+TEST(Scheduler, ATenantsShortJobStopsItsOwnLongJobOnceThatPassedAThreshold) {
+  // B may not borrow: its 16 GPUs are its own, and A's stay A's.
+  Scheduler s = make_scheduler(policy("tidepool"), make_book(16, 0));
+  ASSERT_NO_FATAL_FAILURE(start_two_long_jobs_of_b(s));
   // A fresh job of B at 20 min: its long jobs have not run min_slice_run (30 min) yet.
   ASSERT_TRUE(s.submit(make_test_job(2, kB, 8, 1200, 600, 8), 1200).has_value());
   EXPECT_TRUE(s.pass(1200).preempted.empty());
@@ -126,9 +131,7 @@ TEST(Scheduler, ATimeSliceWaitsForTheVictimsCheckpointAndThePassWakesThen) {
   SchedulerConfig config = policy("tidepool");
   config.max_slice_loss = 60;
   Scheduler s = make_scheduler(config, make_book(16, 0));
-  ASSERT_TRUE(s.submit(make_test_job(0, kB, 8, 0, 100000, 8), 0).has_value());
-  ASSERT_TRUE(s.submit(make_test_job(1, kB, 8, 0, 100000, 8), 0).has_value());
-  ASSERT_EQ(s.pass(0).started.size(), 2U);
+  ASSERT_NO_FATAL_FAILURE(start_two_long_jobs_of_b(s));
   // At 2500 s each long job ran 100 s since its last checkpoint (every 600 s): more than 60.
   ASSERT_TRUE(s.submit(make_test_job(2, kB, 8, 2500, 600, 8), 2500).has_value());
   EXPECT_TRUE(s.pass(2500).preempted.empty());
@@ -200,9 +203,7 @@ TEST(Scheduler, APromotedJobStopsItsOwnTenantsJobWhateverItsRank) {
   config.lane_order = LaneOrderKind::kShortestRemaining;
   config.starvation_limit = 3600;
   Scheduler s = make_scheduler(config, make_book(16, 0));
-  ASSERT_TRUE(s.submit(make_test_job(0, kB, 8, 0, 100000, 8), 0).has_value());
-  ASSERT_TRUE(s.submit(make_test_job(1, kB, 8, 0, 100000, 8), 0).has_value());
-  ASSERT_EQ(s.pass(0).started.size(), 2U);
+  ASSERT_NO_FATAL_FAILURE(start_two_long_jobs_of_b(s));
   // Longer than both: under srpt it is not clearly ahead of them, so it does not slice...
   ASSERT_TRUE(s.submit(make_test_job(2, kB, 8, 0, 400000, 8), 0).has_value());
   EXPECT_TRUE(s.pass(0).preempted.empty());
