@@ -782,10 +782,9 @@ void Scheduler::return_loans(Seconds now, PassResult& out) {
 }
 
 void Scheduler::drain_for_windows(Seconds now, PassResult& out) {
-  // An open window's GPUs are its class's own guarantee, taken from every tenant's in proportion
-  // (guarantee_left_by_windows): the tenants above what is left of theirs are drained first.
-  const std::vector<std::int64_t> left = guarantees_left_by_windows(
-      book_, window_held_milli(config_.windows, now, config_.day_offset));
+  // An open window's GPUs are its class's own guarantee, taken out of every tenant's in
+  // proportion (the book holds them, see pass): the tenants above what is left of theirs are
+  // drained first.
   for (const TidalWindow& w : config_.windows) {
     if (!window_open(w, now, config_.day_offset)) continue;
     const std::int64_t used = whole_gpus(class_usage_milli(w.job_class));
@@ -800,7 +799,8 @@ void Scheduler::drain_for_windows(Seconds now, PassResult& out) {
       const Entry& v = entry(id);
       if (v.job.job_class == w.job_class || !v.job.preemptible || v.window_admitted) continue;
       const std::size_t t = v.job.tenant.value;
-      const bool within = !config_.quotas || t >= left.size() || tenant_usage_[t] <= left[t];
+      const bool within = !config_.quotas || t >= tenant_usage_.size() ||
+                          tenant_usage_[t] <= book_.guaranteed_total(v.job.tenant);
       order.emplace_back(v.job.priority_class, within, -v.segment_start, id.value);
     }
     std::sort(order.begin(), order.end());
@@ -1411,7 +1411,12 @@ PassResult Scheduler::pass(Seconds now) {
   PassResult out;
   account_until(now);
   promote_starving(now);
+  // Loans are returned against the whole guarantees; then the open windows' GPUs are taken out
+  // of every tenant's in proportion (TenantBook::hold_outside_quotas), so that reclaim gives a
+  // tenant below what is left of its guarantee its share back from those above theirs.
+  book_.hold_outside_quotas(0);
   return_loans(now, out);
+  book_.hold_outside_quotas(window_held_milli(config_.windows, now, config_.day_offset));
   drain_for_windows(now, out);
 
   PassState state;

@@ -409,6 +409,31 @@ TEST(Scheduler, TidalWindowHoldsCapacityAndDrainsWithCheckpoints) {
   EXPECT_EQ(next.started[1].job, JobId{2});
 }
 
+TEST(Scheduler, WhileAWindowIsOpenATenantBelowWhatIsLeftOfItsGuaranteeReclaimsIt) {
+  SchedulerConfig config = policy("tidepool");
+  config.windows.push_back({JobClass::kInference, 12 * 3600, 24 * 3600, 8});
+  Scheduler s = make_scheduler(config);  // A and B guaranteed 16 GPUs each of 32
+  for (std::uint32_t i = 0; i < 6; ++i) {
+    ASSERT_TRUE(s.submit(make_test_job(i, i < 4 ? kB : kA, 4, 0, 100000, 4), 0).has_value());
+  }
+  ASSERT_EQ(s.pass(0).started.size(), 6U);  // B 16 GPUs, A 8, 8 free
+  // The window holds the 8 free GPUs and takes 4 out of each guarantee: B now borrows 4.
+  EXPECT_TRUE(s.pass(12 * 3600).preempted.empty());
+  EXPECT_EQ(s.book().guaranteed(kB, kH100), 12000);
+  EXPECT_EQ(s.book().borrowed(kB, kH100), 4000);
+  // A's next job is within what is left of A's guarantee: reclaim takes B's 4 back.
+  ASSERT_TRUE(s.submit(make_test_job(6, kA, 4, 12 * 3600 + 5, 1000, 4), 12 * 3600 + 5).has_value());
+  PassResult pass = s.pass(12 * 3600 + 5);
+  ASSERT_EQ(pass.started.size(), 1U);
+  EXPECT_EQ(pass.started[0].job, JobId{6});
+  ASSERT_EQ(pass.preempted.size(), 1U);
+  EXPECT_LT(pass.preempted[0].job.value, 4U);  // one of B's
+  EXPECT_EQ(pass.preempted[0].beneficiary, JobId{6});
+  // At the window's close the whole guarantees are back.
+  EXPECT_TRUE(s.pass(24 * 3600).preempted.empty());
+  EXPECT_EQ(s.book().guaranteed(kB, kH100), 16000);
+}
+
 TEST(Scheduler, EmergencyLoanTakesFromBorrowersAndIsReturned) {
   Scheduler s = make_scheduler(policy("tidepool"));
   for (std::uint32_t i = 0; i < 4; ++i) {

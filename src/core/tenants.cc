@@ -399,4 +399,41 @@ Result<void> TenantBook::adjust_guarantee(TenantId t, GpuModelId m, std::int64_t
   return {};
 }
 
+void TenantBook::hold_outside_quotas(std::int64_t held_milli) {
+  cuts_.resize(figures_.size());
+  std::int64_t all_guaranteed = 0;
+  for (std::size_t i = 0; i < figures_.size(); ++i) {
+    figures_[i].guaranteed += cuts_[i].guaranteed;
+    figures_[i].lending_limit += cuts_[i].lending_limit;
+    cuts_[i] = {};
+    all_guaranteed += figures_[i].guaranteed;
+  }
+  held_ = std::max<std::int64_t>(0, held_milli);
+  if (held_ == 0) return;
+  for (std::size_t i = 0; i < figures_.size(); ++i) {
+    Figures& f = figures_[i];
+    const std::int64_t g = share_left_after_hold(f.guaranteed, all_guaranteed, held_);
+    const std::int64_t l = share_left_after_hold(f.lending_limit, all_guaranteed, held_);
+    cuts_[i] = {f.guaranteed - g, f.lending_limit - l};
+    f.guaranteed = g;
+    f.lending_limit = l;
+  }
+}
+
+std::int64_t TenantBook::guaranteed_total(TenantId t) const {
+  std::int64_t total = 0;
+  for (int m = 0; m < model_count(); ++m) {
+    total += guaranteed(t, GpuModelId{static_cast<std::uint32_t>(m)});
+  }
+  return total;
+}
+
+std::int64_t share_left_after_hold(std::int64_t x, std::int64_t all_guaranteed, std::int64_t held) {
+  if (held <= 0 || all_guaranteed <= 0) return x;
+  if (held >= all_guaranteed) return 0;
+  // floor(x x left / all) = (x / all) x left + floor((x % all) x left / all).
+  const std::int64_t left = all_guaranteed - held;
+  return x / all_guaranteed * left + x % all_guaranteed * left / all_guaranteed;
+}
+
 }  // namespace tidepool

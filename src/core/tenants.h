@@ -154,6 +154,12 @@ struct OrgPosition {
   std::int64_t offered_milli = 0;           // offer_o
 };
 
+// What is left of `x` (a guarantee or lending limit, milli-GPUs) when `held` of the
+// `all_guaranteed` milli-GPUs that all tenants are guaranteed is held outside the quotas:
+// floor(x x (all - held) / all); 0 once all is held; x when nothing is (or nothing is guaranteed).
+// No product exceeds all_guaranteed squared, so a pool of a million GPUs does not overflow.
+std::int64_t share_left_after_hold(std::int64_t x, std::int64_t all_guaranteed, std::int64_t held);
+
 class TenantBook {
  public:
   // Validates `spec` against `models` (names, weights, figures in 0..kMaxQuotaMilli, lending
@@ -225,6 +231,20 @@ class TenantBook {
   // become inconsistent: reclaim_needed says how much borrowed capacity must come back.
   Result<void> adjust_guarantee(TenantId t, GpuModelId m, std::int64_t milli);
 
+  // Capacity held outside the quotas (the open tidal windows' GPUs, their class's own guarantee):
+  // every guarantee and lending limit is lowered by its share of `held_milli`, in proportion to
+  // the guarantees (share_left_after_hold over all tenants and models). The previous hold is given
+  // back first, so 0 restores the figures; loans granted between two holds are kept. A tenant
+  // then above its lowered guarantee borrows, and reclaim may take the difference back.
+  void hold_outside_quotas(std::int64_t held_milli);
+  [[nodiscard]] std::int64_t held_outside_quotas() const { return held_; }
+  // What the hold took from the tenant's guarantee of model m (milli-GPUs).
+  [[nodiscard]] std::int64_t held_from(TenantId t, GpuModelId m) const {
+    return cuts_.empty() ? 0 : cuts_[slot(t, m)].guaranteed;
+  }
+  // The tenant's guarantee summed over all models (milli-GPUs), the hold deducted.
+  [[nodiscard]] std::int64_t guaranteed_total(TenantId t) const;
+
  private:
   struct Figures {
     std::int64_t guaranteed = 0;
@@ -265,6 +285,13 @@ class TenantBook {
   std::vector<Queue> queues_;
   std::vector<Figures> figures_;     // per tenant x model
   std::vector<std::int64_t> usage_;  // per tenant x model
+  // What hold_outside_quotas took from each figure: per tenant x model.
+  struct Cut {
+    std::int64_t guaranteed = 0;
+    std::int64_t lending_limit = 0;
+  };
+  std::vector<Cut> cuts_;
+  std::int64_t held_ = 0;
 };
 
 }  // namespace tidepool

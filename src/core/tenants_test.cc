@@ -269,6 +269,49 @@ TEST(TenantBookTest, ChargeAndRefundAreSymmetric) {
             before.admit(kVision, kH100, 50000).borrowable_milli);
 }
 
+TEST(ShareLeftAfterHold, TheHeldGpusComeOutOfEveryGuaranteeInProportion) {
+  // 512 GPUs guaranteed in all, 64 held: each keeps 7/8 of its figure.
+  EXPECT_EQ(share_left_after_hold(80'000, 512'000, 64'000), 70'000);
+  EXPECT_EQ(share_left_after_hold(48'733, 512'000, 64'000), 42'641);  // rounded down
+  EXPECT_EQ(share_left_after_hold(80'000, 512'000, 0), 80'000);
+  EXPECT_EQ(share_left_after_hold(80'000, 512'000, 600'000), 0);
+  EXPECT_EQ(share_left_after_hold(80'000, 0, 64'000), 80'000);
+  // Large pools do not overflow.
+  EXPECT_EQ(share_left_after_hold(900'000'000, 1'000'000'000, 500'000'000), 450'000'000);
+}
+
+TEST(TenantBookTest, AHoldOutsideTheQuotasLowersEveryGuaranteeAndLendingLimitInProportion) {
+  TenantBook b = book(three_tenants());  // 64 + 16 + 16 GPUs guaranteed
+  ASSERT_TRUE(b.charge(kAds, kH100, 16000).has_value());
+  EXPECT_EQ(b.borrowed(kAds, kH100), 0);
+  b.hold_outside_quotas(12000);  // 1/8 of all
+  EXPECT_EQ(b.held_outside_quotas(), 12000);
+  EXPECT_EQ(b.guaranteed(kSearch, kH100), 56000);
+  EXPECT_EQ(b.guaranteed(kVision, kH100), 14000);
+  EXPECT_EQ(b.lending_limit(kVision, kH100), 7000);
+  EXPECT_EQ(b.guaranteed_total(kAds), 14000);
+  EXPECT_EQ(b.borrowed(kAds, kH100), 2000);  // above what is left of its guarantee
+  // A new hold replaces the last one; 0 gives everything back.
+  b.hold_outside_quotas(12000);
+  EXPECT_EQ(b.guaranteed(kSearch, kH100), 56000);
+  b.hold_outside_quotas(0);
+  EXPECT_EQ(b.guaranteed(kSearch, kH100), 64000);
+  EXPECT_EQ(b.guaranteed(kVision, kH100), 16000);
+  EXPECT_EQ(b.lending_limit(kVision, kH100), 8000);
+  EXPECT_EQ(b.borrowed(kAds, kH100), 0);
+}
+
+TEST(TenantBookTest, ALoanGrantedDuringAHoldIsKeptWhenTheHoldChanges) {
+  TenantBook b = book(three_tenants());
+  b.hold_outside_quotas(12000);
+  ASSERT_TRUE(b.adjust_guarantee(kAds, kH100, 8000).has_value());  // 14 + 8 GPUs
+  b.hold_outside_quotas(0);
+  EXPECT_EQ(b.guaranteed(kAds, kH100), 24000);  // 16 + 8
+  b.hold_outside_quotas(13000);                 // 1/8 of 104 GPUs
+  EXPECT_EQ(b.guaranteed(kAds, kH100), 21000);
+  EXPECT_EQ(b.guaranteed(kSearch, kH100), 56000);
+}
+
 TEST(TenantBookTest, RefusesRefundsOfWhatWasNotCharged) {
   TenantBook b = book(three_tenants());
   ASSERT_TRUE(b.charge(kAds, kH100, 4000).has_value());

@@ -161,28 +161,4 @@ std::int64_t window_held_milli(std::span<const TidalWindow> windows, Seconds t,
   return held;
 }
 
-std::int64_t guarantee_left_by_windows(std::int64_t guaranteed, std::int64_t all_guaranteed,
-                                       std::int64_t held) {
-  if (held <= 0 || all_guaranteed <= 0) return guaranteed;
-  if (held >= all_guaranteed) return 0;
-  // Split so that no product exceeds all_guaranteed squared (a pool of a million GPUs is 1e9
-  // milli-GPUs): floor(g x left / all) = (g / all) x left + floor((g % all) x left / all).
-  const std::int64_t left = all_guaranteed - held;
-  return guaranteed / all_guaranteed * left + guaranteed % all_guaranteed * left / all_guaranteed;
-}
-
-std::vector<std::int64_t> guarantees_left_by_windows(const TenantBook& book, std::int64_t held) {
-  std::vector<std::int64_t> guarantees(static_cast<std::size_t>(book.tenant_count()), 0);
-  std::int64_t all_guaranteed = 0;
-  for (std::size_t t = 0; t < guarantees.size(); ++t) {
-    for (int m = 0; m < book.model_count(); ++m) {
-      guarantees[t] += book.guaranteed(TenantId{static_cast<std::uint32_t>(t)},
-                                       GpuModelId{static_cast<std::uint32_t>(m)});
-    }
-    all_guaranteed += guarantees[t];
-  }
-  for (std::int64_t& g : guarantees) g = guarantee_left_by_windows(g, all_guaranteed, held);
-  return guarantees;
-}
-
 }  // namespace tidepool

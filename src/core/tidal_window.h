@@ -26,7 +26,6 @@
 #include "core/error.h"
 #include "core/job.h"
 #include "core/resources.h"
-#include "core/tenants.h"
 
 namespace tidepool {
 
@@ -73,14 +72,5 @@ std::string describe(const TidalWindow& w);
 
 // Milli-GPUs the open windows of `windows` protect at time t.
 std::int64_t window_held_milli(std::span<const TidalWindow> windows, Seconds t, Seconds day_offset);
-
-// What is left of a tenant's guarantee (milli-GPUs) while windows hold `held` of the
-// `all_guaranteed` milli-GPUs that all tenants are guaranteed: a window's protected GPUs are its
-// class's own guarantee, taken from every tenant's in proportion, guaranteed x (all - held) / all
-// rounded down (0 once the windows hold it all; the whole guarantee when nothing is held).
-std::int64_t guarantee_left_by_windows(std::int64_t guaranteed, std::int64_t all_guaranteed,
-                                       std::int64_t held);
-// Each tenant's guarantee over all models (milli-GPUs, by tenant id), less its share of `held`.
-std::vector<std::int64_t> guarantees_left_by_windows(const TenantBook& book, std::int64_t held);
 
 }  // namespace tidepool

@@ -203,24 +203,6 @@ TEST(TidalWindowTest, ParseErrorsNameWindowAndGiveTheForm) {
   }
 }
 
-TEST(TidalWindowGuarantee, TheWindowsGpusComeOutOfEveryGuaranteeInProportion) {
-  // 512 GPUs guaranteed in all, 64 held by a window: each tenant keeps 7/8 of its guarantee.
-  EXPECT_EQ(guarantee_left_by_windows(80'000, 512'000, 64'000), 70'000);
-  EXPECT_EQ(guarantee_left_by_windows(48'733, 512'000, 64'000), 42'641);  // rounded down
-  EXPECT_EQ(guarantee_left_by_windows(80'000, 512'000, 0), 80'000);
-  EXPECT_EQ(guarantee_left_by_windows(80'000, 512'000, 600'000), 0);
-  EXPECT_EQ(guarantee_left_by_windows(80'000, 0, 64'000), 80'000);
-  // Large pools do not overflow.
-  EXPECT_EQ(guarantee_left_by_windows(900'000'000, 1'000'000'000, 500'000'000), 450'000'000);
-}
-
-TEST(TidalWindowGuarantee, EachTenantsGuaranteeOverAllModelsLessItsShare) {
-  const TenantBook book =
-      test_support::two_tenant_book(test_support::one_model_catalog("H100"), 16, std::nullopt);
-  EXPECT_EQ(guarantees_left_by_windows(book, 0), (std::vector<std::int64_t>{16'000, 16'000}));
-  EXPECT_EQ(guarantees_left_by_windows(book, 8'000), (std::vector<std::int64_t>{12'000, 12'000}));
-}
-
 TEST(TidalWindowGuarantee, HeldIsWhatTheOpenWindowsProtect) {
   const std::vector<TidalWindow> windows = {{JobClass::kInference, 8 * 3600, 24 * 3600, 64},
                                             {JobClass::kInference, 20 * 3600, 2 * 3600, 8}};

@@ -200,7 +200,9 @@ nlohmann::json ControlPlane::tenant_json(TenantId tenant) const {
         {"guaranteed_gpus", milli_as_gpus(guaranteed)},
         {"lending_limit_gpus", milli_as_gpus(book.lending_limit(tenant, model))},
         {"used_gpus", milli_as_gpus(usage)},
-        {"borrowed_gpus", milli_as_gpus(book.borrowed(tenant, model))}};
+        {"borrowed_gpus", milli_as_gpus(book.borrowed(tenant, model))},
+        // While a tidal window is open its GPUs come out of every guarantee in proportion.
+        {"held_by_windows_gpus", milli_as_gpus(book.held_from(tenant, model))}};
     entry["borrowing_limit_gpus"] = borrowing ? milli_as_gpus(*borrowing) : nlohmann::json(nullptr);
     quota[models.name(model)] = std::move(entry);
   }

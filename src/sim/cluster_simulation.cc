@@ -157,14 +157,11 @@ void Simulation::integrate(Seconds from, Seconds to) {
   const auto dt = static_cast<long double>(to - from);
   allocated_milli_seconds_ += static_cast<long double>(sched_.pool().allocated_milli_gpu()) * dt;
   const TenantBook& book = sched_.book();
-  // An open window's GPUs are its class's own guarantee: the tenants' are measured against what
-  // is left.
-  const SchedulerConfig& config = sched_.config();
-  const std::vector<std::int64_t> guarantees =
-      guarantees_left_by_windows(book, window_held_milli(config.windows, from, config.day_offset));
+  // An open window's GPUs are its class's own guarantee: the book holds them out of the
+  // tenants' (TenantBook::hold_outside_quotas), which are measured against what is left.
   for (int t = 0; t < book.tenant_count(); ++t) {
     const TenantId id{static_cast<std::uint32_t>(t)};
-    const std::int64_t guaranteed = guarantees[t];
+    const std::int64_t guaranteed = book.guaranteed_total(id);
     const std::int64_t used = sched_.usage_milli(id);
     const std::int64_t want = std::min(used + pending_milli_[t], guaranteed);
     wanted_[t] += static_cast<long double>(want) * dt;

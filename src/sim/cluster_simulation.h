@@ -136,7 +136,7 @@ struct SimSummary {
   int preemptions = 0;
   double lost_gpu_hours_share = 0;  // lost / allocated GPU-seconds
   // min over tenants of received / min(demand, guarantee), the guarantee less its share of what
-  // open windows protect (guarantee_left_by_windows)
+  // open windows protect (TenantBook::hold_outside_quotas)
   double min_tenant_guarantee_ratio = 0;
   std::string min_guarantee_tenant;
   std::vector<double> tenant_guarantee_ratio;  // per tenant (book order); 1 when it wanted none
