@@ -323,7 +323,7 @@ Seconds Scheduler::sliceable_from(const Entry& v, Seconds now) const {
   const Seconds t = std::max(now, v.segment_start + config_.min_slice_run);
   const Seconds interval = v.job.checkpoint_interval.value_or(0);
   if (interval <= config_.max_slice_loss) return t;
-  const Seconds since = (t - v.segment_start) % interval;  // run since the last checkpoint at t
+  const Seconds since = lost_if_preempted(v, t);  // run since the last checkpoint at t
   return since <= config_.max_slice_loss ? t : t + (interval - since);
 }
 
