@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "core/policies/policy_factories.h"
+#include "core/scheduler_pass_state.h"
 #include "core/simple_placement.h"
 
 namespace tidepool {
@@ -18,8 +19,6 @@ constexpr std::array<std::string_view, 4> kPolicyNames = {"fifo-firstfit", "quot
 constexpr int kJobClasses = 4;
 // A job past its predicted end is assumed to end this soon.
 constexpr Seconds kOverrunSlack = 600;
-// Reclaim may leave a borrowing tenant below its guarantee by at most 1/this of it (see make_room).
-constexpr std::int64_t kReclaimSlackDivisor = 20;
 
 std::string duration_text(Seconds s) {
   if (s < 60) return fmt::format("{}s", s);
@@ -27,7 +26,10 @@ std::string duration_text(Seconds s) {
   return fmt::format("{}h{:02}m", s / 3600, (s % 3600) / 60);
 }
 
-// Whole free GPUs on the nodes of `pool` whose model `models` accepts.
+}  // namespace
+
+namespace scheduler_detail {
+
 std::int64_t count_whole_free_gpus(const Pool& pool, const ModelSet& models) {
   std::int64_t free = 0;
   for (int n = 0; n < pool.node_count(); ++n) {
@@ -37,9 +39,6 @@ std::int64_t count_whole_free_gpus(const Pool& pool, const ModelSet& models) {
   return free;
 }
 
-// A cheap necessary condition for `request` to fit `pool`: enough whole free GPUs of its models
-// on one node (when it must sit on one node), under one leaf (when it must sit under one leaf),
-// or in the pool. Placement is only tried when it holds.
 bool may_fit(const Pool& pool, const GangRequest& request) {
   const TaskShape& task = request.task;
   if (task.is_fractional() || !task.needs_gpu()) return true;
@@ -65,7 +64,10 @@ bool may_fit(const Pool& pool, const GangRequest& request) {
   return total >= need;
 }
 
-}  // namespace
+}  // namespace scheduler_detail
+
+using scheduler_detail::count_whole_free_gpus;
+using scheduler_detail::may_fit;
 
 std::span<const std::string_view> scheduler_policy_names() { return kPolicyNames; }
 
@@ -115,68 +117,6 @@ std::string_view preemption_cause_name(PreemptionCause cause) {
   }
   return "reclaim";
 }
-
-// A running job that make_room may take, in the order it takes them: borrowing tenants first,
-// lower priority, least work lost since the last checkpoint, most attained service, id.
-struct Scheduler::RoomCandidate {
-  bool not_borrowing;
-  int priority;
-  std::int64_t lost;
-  std::int64_t neg_attained;
-  std::uint32_t id;
-  bool slice;  // stopped for its own tenant's work (time slicing)
-  auto operator<=>(const RoomCandidate&) const = default;
-};
-
-struct Scheduler::RoomCandidates {
-  std::vector<RoomCandidate> sorted;
-  std::int64_t offered = 0;  // their whole GPUs
-};
-
-// What one pass knows beyond the scheduler's state.
-struct Scheduler::PassState {
-  std::map<std::tuple<std::uint32_t, std::uint64_t, bool, std::int64_t>,
-           std::pair<std::vector<Admission>, PendingReason>>
-      admissions;  // cleared when the book changes
-  std::map<std::tuple<int, TaskShape, std::uint8_t, std::uint8_t>, PendingReason>
-      unplaceable;  // cleared when capacity is freed
-  std::set<std::tuple<std::uint32_t, std::int64_t, int, std::int64_t, bool, bool, std::int64_t,
-                      std::int64_t, std::uint8_t, std::uint8_t>>
-      no_room;  // make_room failures
-  // Per tenant, the running jobs that may be sliced for its waiting jobs: the rank, by its lane's
-  // order, of the one ranked last (nullopt: none), and whether one is its own; cleared when jobs
-  // start or stop.
-  struct SliceVictims {
-    std::optional<LaneRank> last;
-    bool own = false;
-  };
-  std::map<TenantId, SliceVictims> slice_victims;
-  // make_room's candidates per (tenant, priority, reclaim, LAS level, slicing, promoted, slice
-  // class).
-  std::map<std::tuple<std::uint32_t, int, bool, int, bool, bool, std::int64_t, std::int64_t>,
-           RoomCandidates>
-      room_candidates;
-  // Jobs started or stopped: what depends on the running jobs is found again.
-  void running_changed() {
-    slice_victims.clear();
-    room_candidates.clear();
-  }
-  std::optional<Reservation> reservation;
-  std::optional<Seconds> slice_wakeup;               // see may_be_sliced
-  std::map<TenantId, PendingReason> tenant_blocked;  // tenants whose quota head waits
-  // Lanes with nothing more to start in this pass, and the reason their new jobs get.
-  std::vector<std::optional<PendingReason>> lane_done;
-  std::map<std::pair<std::size_t, std::int64_t>, PendingReason> window_reasons;
-  std::optional<JobId> blocking;  // head-of-line: the first job that waits
-  PendingReason blocked_reason;
-  struct Window {
-    const TidalWindow* window = nullptr;
-    bool open = false;
-    Seconds opens_at = 0;   // when closed: the next opening
-    Seconds closes_at = 0;  // when open
-  };
-  std::vector<Window> windows;
-};
 
 Scheduler::Scheduler(Pool pool, TenantBook book, FairShareLedger ledger, RuntimePredictor predictor,
                      SchedulerConfig config, std::vector<std::unique_ptr<LaneOrder>> orders)
@@ -286,68 +226,6 @@ const LaneOrder& Scheduler::lane_order(const Entry& e) const { return *lane_orde
 LaneRank Scheduler::lane_rank(const Entry& e) const {
   if (e.promoted) return lane_order(e).rank(lane_job(e, e.pending_since));
   return {std::get<1>(e.key), std::get<2>(e.key)};
-}
-
-bool Scheduler::borrows_now(const Entry& v) const {
-  return config_.quotas &&
-         std::any_of(v.charges.begin(), v.charges.end(), [&](const ModelCharge& c) {
-           return book_.borrowed(v.job.tenant, c.model) > 0;
-         });
-}
-
-bool Scheduler::tenant_borrows(TenantId tenant) const {
-  if (!config_.quotas) return false;
-  for (int m = 0; m < book_.model_count(); ++m) {
-    if (book_.borrowed(tenant, GpuModelId{static_cast<std::uint32_t>(m)}) > 0) return true;
-  }
-  return false;
-}
-
-bool Scheduler::may_be_sliced(const Entry& v, TenantId tenant, bool v_borrows, Seconds now,
-                              PassState& state) const {
-  // Only work that checkpoints, not started in this pass, only of the same tenant or of one that
-  // borrows (make_room then takes no more than it borrows), after its minimum run and close
-  // after a checkpoint.
-  if (!config_.time_slicing || lanes_.size() <= 1 || !v.job.preemptible ||
-      !v.job.checkpoint_interval || v.segment_start == now ||
-      (v.job.tenant != tenant && !v_borrows)) {
-    return false;
-  }
-  const Seconds from = sliceable_from(v, now);
-  if (from == now) return true;
-  if (!state.slice_wakeup || from < *state.slice_wakeup) state.slice_wakeup = from;
-  return false;
-}
-
-Seconds Scheduler::sliceable_from(const Entry& v, Seconds now) const {
-  const Seconds t = std::max(now, v.segment_start + config_.min_slice_run);
-  const Seconds interval = v.job.checkpoint_interval.value_or(0);
-  if (interval <= config_.max_slice_loss) return t;
-  const Seconds since = lost_if_preempted(v, t);  // run since the last checkpoint at t
-  return since <= config_.max_slice_loss ? t : t + (interval - since);
-}
-
-bool Scheduler::slice_rank_allows(const Entry& e, const Entry& v, const LaneJob& running) const {
-  const LaneOrder& order = lane_order(e);
-  if (e.promoted && v.job.tenant == e.job.tenant) return order.sliceable(running);
-  return order.may_slice(running, lane_rank(e));
-}
-
-template <typename Visit>
-void Scheduler::for_each_possible_victim(TenantId tenant, int priority, Visit&& visit) const {
-  if (config_.las_preemption || tenant_running_.empty()) {
-    for (JobId id : running_) visit(entry(id));
-    return;
-  }
-  for (std::size_t t = 0; t < tenant_running_.size(); ++t) {
-    const TenantId other{static_cast<std::uint32_t>(t)};
-    const bool every = other == tenant || tenant_borrows(other);
-    for (const auto& [key, running] : tenant_running_[t]) {
-      // In priority order: past the job's own priority only the tenant's and borrowers' jobs.
-      if (!every && !(config_.priority_preemption && key.first < priority)) break;
-      visit(*running);
-    }
-  }
 }
 
 void Scheduler::enqueue(Entry& e) {
@@ -844,322 +722,9 @@ std::optional<Scheduler::Reservation> Scheduler::reserve(const Entry& e, const G
   return res;
 }
 
-const Scheduler::RoomCandidates& Scheduler::room_candidates(const Entry& e, bool reclaim,
-                                                            Seconds now, PassState& state) const {
-  const int level = config_.las_preemption ? las_level(e.attained) : 0;
-  const bool slicing = slices(e);
-  const LaneRank slice_class = slicing ? lane_order(e).slice_class(lane_rank(e)) : LaneRank{};
-  auto [it, fresh] = state.room_candidates.try_emplace(
-      std::make_tuple(e.job.tenant.value, e.job.priority_class, reclaim, level, slicing, e.promoted,
-                      slice_class.band, slice_class.value));
-  RoomCandidates& found = it->second;
-  if (!fresh) return found;
-  // Waiting jobs of one slice class may stop the same running jobs (lane_order.h).
-  for_each_possible_victim(e.job.tenant, e.job.priority_class, [&](const Entry& v) {
-    const JobId id = v.job.id;
-    // Never a job started in this pass: victims are taken before the starts they enable.
-    if (!v.job.preemptible || v.segment_start == now) return;
-    const bool borrowing_tenant = borrows_now(v);
-    const LaneJob job = lane_job(v, now);
-    const bool by_reclaim = reclaim && borrowing_tenant && v.job.tenant != e.job.tenant;
-    const bool by_priority =
-        config_.priority_preemption && v.job.priority_class < e.job.priority_class;
-    const bool by_las =
-        config_.las_preemption &&
-        las_level(v.attained + whole_gpus(v.milli) * (now - v.segment_start)) > level;
-    const bool by_slice = slicing && may_be_sliced(v, e.job.tenant, borrowing_tenant, now, state) &&
-                          slice_rank_allows(e, v, job);
-    if (!by_reclaim && !by_priority && !by_las && !by_slice) return;
-    found.sorted.push_back({!borrowing_tenant, v.job.priority_class,
-                            lost_if_preempted(v, now) * whole_gpus(v.milli),
-                            -job.attained_gpu_seconds, id.value,
-                            by_slice && v.job.tenant == e.job.tenant && !by_priority && !by_las});
-    found.offered += whole_gpus(v.milli);
-  });
-  std::sort(found.sorted.begin(), found.sorted.end());
-  return found;
-}
-
-std::optional<std::pair<std::vector<JobId>, GangPlacement>> Scheduler::make_room(
-    const Entry& e, const GangRequest& request, bool reclaim, bool admit_after, std::int64_t hold,
-    Seconds now, PassState& state) {
-  const RoomCandidates& found = room_candidates(e, reclaim, now, state);
-  if (found.sorted.empty()) return std::nullopt;
-  if (whole_free_gpus(request.task.models) + found.offered < whole_gpus(e.milli) + hold) {
-    return std::nullopt;
-  }
-  std::vector<RoomCandidate> candidates = found.sorted;
-  // A gang that must sit on one node needs a node cleared: take the victims node by node, the
-  // nodes that free the most GPUs first, each node's victims in candidate order. A gang of
-  // multi-GPU tasks over several nodes needs whole nodes close together: the same, leaf by leaf,
-  // the leaves that free the most GPUs first.
-  const bool one_node = request.topology.requires_level(TopologyLevel::kNode) ||
-                        (request.task_count == 1 && request.task.gpu_count > 1);
-  const bool by_leaf = !one_node && request.task.gpu_count > 1;
-  std::vector<std::uint32_t> holding_leaves;  // by_leaf: leaves that might hold the whole gang
-  if (one_node || by_leaf) {
-    std::vector<std::int64_t> obtainable(static_cast<std::size_t>(pool_.node_count()), 0);
-    std::vector<std::int64_t> leaf_obtainable(pool_.topology().leaves.size(), 0);
-    for (int n = 0; n < pool_.node_count(); ++n) {
-      obtainable[n] = pool_.state(NodeId{static_cast<std::uint32_t>(n)}).whole_free_gpus;
-    }
-    for (const RoomCandidate& c : candidates) {
-      for (const Assignment& a : entry(JobId{c.id}).assignments) {
-        obtainable[a.node.value] += gpu_set_size(a.gpus);
-      }
-    }
-    std::int64_t most_on_a_node = 0;  // of a model the job accepts
-    for (int n = 0; n < pool_.node_count(); ++n) {
-      const NodeSpec& spec = pool_.spec(NodeId{static_cast<std::uint32_t>(n)});
-      leaf_obtainable[spec.leaf.value] += obtainable[n];
-      if (request.task.models.accepts(spec.model)) {
-        most_on_a_node = std::max(most_on_a_node, obtainable[n]);
-      }
-    }
-    // No node would hold the gang even with every candidate on it gone.
-    if (one_node && !request.task.is_fractional() &&
-        most_on_a_node < std::int64_t{request.task_count} * request.task.gpu_count) {
-      return std::nullopt;
-    }
-    using Key = std::tuple<std::int64_t, std::uint32_t, std::int64_t, std::uint32_t, std::size_t>;
-    std::vector<std::pair<Key, RoomCandidate>> keyed;
-    for (std::size_t i = 0; i < candidates.size(); ++i) {
-      const NodeId node = entry(JobId{candidates[i].id}).assignments.front().node;
-      const std::uint32_t leaf = by_leaf ? pool_.spec(node).leaf.value : 0;
-      keyed.push_back(
-          {{by_leaf ? -leaf_obtainable[leaf] : 0, leaf, -obtainable[node.value], node.value, i},
-           candidates[i]});
-    }
-    std::sort(keyed.begin(), keyed.end(),
-              [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (std::size_t i = 0; i < keyed.size(); ++i) candidates[i] = keyed[i].second;
-    for (const auto& [key, candidate] : keyed) {
-      const std::uint32_t leaf = std::get<1>(key);
-      if (by_leaf && leaf_obtainable[leaf] >= whole_gpus(e.milli) &&
-          (holding_leaves.empty() || holding_leaves.back() != leaf)) {
-        holding_leaves.push_back(leaf);  // the roomiest first
-      }
-    }
-  }
-  // Reclaim takes from a tenant while it borrows, and never leaves it further below its
-  // guarantee than the job's tenant is now: every reclaim lowers the largest shortfall of the two,
-  // so reclaims cannot chase each other in circles.
-  std::int64_t shortfall = 0;  // the job's tenant: guarantee - usage, over the models it accepts
-  for (int m = 0; m < book_.model_count(); ++m) {
-    const GpuModelId model{static_cast<std::uint32_t>(m)};
-    if (!request.task.models.accepts(model)) continue;
-    shortfall += book_.guaranteed(e.job.tenant, model) - book_.usage(e.job.tenant, model);
-  }
-  // The candidates of `among` that may be taken, in order.
-  auto takeable = [&](const std::vector<RoomCandidate>& among) {
-    std::vector<std::uint32_t> order;
-    std::map<TenantId, std::int64_t> taken;
-    for (const RoomCandidate& c : among) {
-      const Entry& v = entry(JobId{c.id});
-      const bool only_reclaim =
-          v.job.priority_class >= e.job.priority_class && !config_.las_preemption && !c.slice;
-      if (only_reclaim && config_.quotas) {
-        std::int64_t borrowed = 0;
-        for (const ModelCharge& ch : v.charges) borrowed += book_.borrowed(v.job.tenant, ch.model);
-        const std::int64_t after = taken[v.job.tenant] + v.milli - borrowed;  // its shortfall then
-        std::int64_t guaranteed = 0;
-        for (const ModelCharge& ch : v.charges)
-          guaranteed += book_.guaranteed(v.job.tenant, ch.model);
-        const bool within =
-            after <= 0 || (after < shortfall && after * kReclaimSlackDivisor <= guaranteed);
-        if (taken[v.job.tenant] >= borrowed || !within) continue;
-        taken[v.job.tenant] += v.milli;
-      }
-      order.push_back(c.id);
-    }
-    return order;
-  };
-  const std::vector<std::uint32_t> order = takeable(candidates);
-  if (order.empty()) return std::nullopt;
-
-  // A gang that one leaf could hold is tried in such leaves first, the roomiest first (that
-  // leaf's victims only, the gang required within it), so that the room made for it is compact
-  // (HiveD and Tiresias place gangs within a leaf for the same reason); anywhere otherwise.
-  if (!request.topology.requires_level(TopologyLevel::kLeaf)) {
-    GangRequest compact = request;
-    compact.topology = {TopologyLevel::kLeaf, TopologyStrength::kRequired};
-    for (std::uint32_t leaf : holding_leaves) {
-      std::vector<RoomCandidate> of_leaf;
-      for (const RoomCandidate& c : candidates) {
-        const Entry& v = entry(JobId{c.id});
-        if (std::all_of(v.assignments.begin(), v.assignments.end(), [&](const Assignment& a) {
-              return pool_.spec(a.node).leaf.value == leaf;
-            })) {
-          of_leaf.push_back(c);
-        }
-      }
-      const std::vector<std::uint32_t> in_leaf = takeable(of_leaf);
-      if (in_leaf.empty()) continue;
-      if (auto room = victims_until_fits(e, compact, in_leaf, admit_after, hold)) return room;
-    }
-  }
-  return victims_until_fits(e, request, order, admit_after, hold);
-}
-
-std::optional<std::pair<std::vector<JobId>, GangPlacement>> Scheduler::victims_until_fits(
-    const Entry& e, const GangRequest& request, const std::vector<std::uint32_t>& order,
-    bool admit_after, std::int64_t hold) const {
-  // The trial pool (and book, when the job's admission depends on the victims) without a set of
-  // victims, and whether the job then fits.
-  struct Trial {
-    Pool pool;
-    std::optional<TenantBook> book;
-  };
-  auto refund_into = [&](TenantBook& book, std::uint32_t id) {
-    const Entry& v = entry(JobId{id});
-    for (const ModelCharge& ch : v.charges) (void)book.refund(v.job.tenant, ch.model, ch.milli);
-  };
-  auto release_into = [&](Trial& t, std::uint32_t id) {
-    const Entry& v = entry(JobId{id});
-    for (const Assignment& a : v.assignments) (void)t.pool.release(v.job.gang.task, a);
-    if (t.book) refund_into(*t.book, id);
-  };
-  // The models the book admits the job on (none: refused).
-  auto admitted_models = [&](const TenantBook& book) {
-    ModelSet admitted = ModelSet::none();
-    for (const Admission& a : book.admit(e.job.tenant, request.task.models, e.milli)) {
-      if (a.admitted()) admitted.add(a.model);
-    }
-    return admitted;
-  };
-  auto fits = [&](const Trial& t) -> std::optional<GangPlacement> {
-    // With the book in the trial, the job goes only on models the book then admits it on.
-    GangRequest admitted_request = request;
-    if (t.book) {
-      admitted_request.task.models = admitted_models(*t.book);
-      if (admitted_request.task.models.is_none()) return std::nullopt;
-    }
-    if (!may_fit(t.pool, admitted_request)) return std::nullopt;
-    if (hold > 0 && count_whole_free_gpus(t.pool, ModelSet::any()) - whole_gpus(e.milli) < hold) {
-      return std::nullopt;
-    }
-    auto placed = place(t.pool, admitted_request);
-    if (!placed) return std::nullopt;
-    return std::move(*placed);
-  };
-  // Room only grows with each victim released: if the job does not fit without all of them, no
-  // prefix makes room (the common answer, found with one placement instead of one per victim;
-  // when the book decides, it is asked first, without copying the pool).
-  if (admit_after) {
-    TenantBook book = book_;
-    for (std::uint32_t id : order) refund_into(book, id);
-    if (admitted_models(book).is_none()) return std::nullopt;
-  }
-  Trial trial{pool_, std::nullopt};
-  if (admit_after) trial.book = book_;
-  {
-    Trial all = trial;
-    for (std::uint32_t id : order) release_into(all, id);
-    if (!fits(all)) return std::nullopt;
-  }
-  // Victims in order until the job fits.
-  std::vector<JobId> chosen;
-  std::optional<GangPlacement> placed;
-  for (std::uint32_t id : order) {
-    release_into(trial, id);
-    chosen.push_back(JobId{id});
-    if ((placed = fits(trial))) break;
-  }
-  if (!placed) return std::nullopt;
-  auto without = [&](std::span<const std::uint32_t> victims) {
-    Trial t{pool_, std::nullopt};
-    if (admit_after) t.book = book_;
-    for (std::uint32_t id : victims) release_into(t, id);
-    return t;
-  };
-  // Keep running the victims that are not needed after all (the last one is).
-  constexpr std::size_t kPruneLimit = 16;
-  for (std::size_t i = chosen.size() - 1, tried = 0; i-- > 0 && tried < kPruneLimit; ++tried) {
-    std::vector<std::uint32_t> rest;
-    for (std::size_t j = 0; j < chosen.size(); ++j) {
-      if (j != i) rest.push_back(chosen[j].value);
-    }
-    if (fits(without(rest))) chosen.erase(chosen.begin() + static_cast<std::ptrdiff_t>(i));
-  }
-  std::vector<std::uint32_t> final_ids;
-  for (JobId id : chosen) final_ids.push_back(id.value);
-  placed = fits(without(final_ids));
-  if (!placed) return std::nullopt;
-  return std::make_pair(std::move(chosen), std::move(*placed));
-}
-
 std::string Scheduler::time_of_day_text(Seconds t) const {
   const Seconds tod = (t + config_.day_offset) % kSecondsPerDay;
   return clock_text(tod == 0 ? kSecondsPerDay : tod);
-}
-
-bool Scheduler::slices(const Entry& e) const {
-  return config_.time_slicing && lanes_.size() > 1 && lane_order(e).slices();
-}
-
-bool Scheduler::has_slice_victim(const Entry& e, Seconds now, PassState& state) const {
-  const LaneOrder& order = lane_order(e);
-  auto [it, fresh] = state.slice_victims.try_emplace(e.job.tenant);
-  PassState::SliceVictims& found = it->second;
-  if (fresh) {
-    // clearly_ahead is monotone in the running rank: the job ranked last decides.
-    for_each_possible_victim(e.job.tenant, e.job.priority_class, [&](const Entry& v) {
-      if (!may_be_sliced(v, e.job.tenant, v.job.tenant != e.job.tenant && borrows_now(v), now,
-                         state)) {
-        return;
-      }
-      const LaneJob job = lane_job(v, now);
-      if (!order.sliceable(job)) return;
-      const LaneRank rank = order.rank(job);
-      if (!found.last || *found.last < rank) found.last = rank;
-      found.own = found.own || v.job.tenant == e.job.tenant;
-    });
-  }
-  // A promoted job may stop any of its own tenant's (slice_rank_allows).
-  if (e.promoted && found.own) return true;
-  return found.last && order.clearly_ahead(lane_rank(e), *found.last);
-}
-
-bool Scheduler::preempt_for(Entry& e, const GangRequest& request, bool reclaim, bool admit_after,
-                            std::int64_t hold, StartAdmission admission, std::int64_t borrowed,
-                            Seconds now, PassState& state, PassResult& out) {
-  const Job& job = e.job;
-  // Promoted jobs of a tenant may slice the same jobs, whatever their rank.
-  const LaneRank slice_class = !slices(e)   ? LaneRank{}
-                               : e.promoted ? LaneRank{kPromotedBand, 0}
-                                            : lane_order(e).slice_class(lane_rank(e));
-  const auto room_key = std::make_tuple(job.tenant.value, e.milli, job.priority_class, hold,
-                                        reclaim, admit_after, slice_class.band, slice_class.value,
-                                        static_cast<std::uint8_t>(request.topology.level),
-                                        static_cast<std::uint8_t>(request.topology.strength));
-  if (state.no_room.contains(room_key)) return false;
-  auto room = make_room(e, request, reclaim, admit_after, hold, now, state);
-  if (!room) {
-    state.no_room.insert(room_key);
-    return false;
-  }
-  for (JobId victim : room->first) {
-    Entry& v = entry(victim);
-    const PreemptionCause cause =
-        v.job.priority_class < job.priority_class ? PreemptionCause::kPriority
-        : config_.las_preemption                  ? PreemptionCause::kLeastAttained
-        : reclaim && v.job.tenant != job.tenant   ? PreemptionCause::kReclaim
-                                                  : PreemptionCause::kTimeSlice;
-    out.preempted.push_back(preempt(v, now, cause, job.id));
-  }
-  if (admit_after && config_.quotas && e.milli > 0) {
-    // Admitted once the victims are gone: within guarantee or borrowing, on the model placed.
-    const GpuModelId model = pool_.spec(room->second.assignments.front().node).model;
-    const Admission a = book_.admit(job.tenant, model, e.milli);
-    borrowed = a.borrowed_milli;
-    admission = borrowed == 0 ? StartAdmission::kWithinGuarantee : StartAdmission::kBorrowing;
-  }
-  start(e, room->second, now, admission, borrowed, false, out);
-  state.admissions.clear();
-  state.unplaceable.clear();
-  state.no_room.clear();
-  state.running_changed();
-  return true;
 }
 
 bool Scheduler::holds_lane(const Entry& e, Seconds now) const {

@@ -1,0 +1,93 @@
+// The scheduler's private pass-time types and helpers, shared by the files that implement
+// Scheduler (scheduler.cc: the pass and its bookkeeping; scheduler_make_room.cc: making room by
+// preemption). Not part of the core's interface: include it only from those files.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "core/gang_placement.h"
+#include "core/pool.h"
+#include "core/scheduler.h"
+
+namespace tidepool {
+namespace scheduler_detail {
+
+// Whole free GPUs on the nodes of `pool` whose model `models` accepts.
+std::int64_t count_whole_free_gpus(const Pool& pool, const ModelSet& models);
+
+// A cheap necessary condition for `request` to fit `pool`: enough whole free GPUs of its models
+// on one node (when it must sit on one node), under one leaf (when it must sit under one leaf),
+// or in the pool. Placement is only tried when it holds.
+bool may_fit(const Pool& pool, const GangRequest& request);
+
+}  // namespace scheduler_detail
+
+// A running job that make_room may take, in the order it takes them: borrowing tenants first,
+// lower priority, least work lost since the last checkpoint, most attained service, id.
+struct Scheduler::RoomCandidate {
+  bool not_borrowing;
+  int priority;
+  std::int64_t lost;
+  std::int64_t neg_attained;
+  std::uint32_t id;
+  bool slice;  // stopped for its own tenant's work (time slicing)
+  auto operator<=>(const RoomCandidate&) const = default;
+};
+
+struct Scheduler::RoomCandidates {
+  std::vector<RoomCandidate> sorted;
+  std::int64_t offered = 0;  // their whole GPUs
+};
+
+// What one pass knows beyond the scheduler's state.
+struct Scheduler::PassState {
+  std::map<std::tuple<std::uint32_t, std::uint64_t, bool, std::int64_t>,
+           std::pair<std::vector<Admission>, PendingReason>>
+      admissions;  // cleared when the book changes
+  std::map<std::tuple<int, TaskShape, std::uint8_t, std::uint8_t>, PendingReason>
+      unplaceable;  // cleared when capacity is freed
+  std::set<std::tuple<std::uint32_t, std::int64_t, int, std::int64_t, bool, bool, std::int64_t,
+                      std::int64_t, std::uint8_t, std::uint8_t>>
+      no_room;  // make_room failures
+  // Per tenant, the running jobs that may be sliced for its waiting jobs: the rank, by its lane's
+  // order, of the one ranked last (nullopt: none), and whether one is its own; cleared when jobs
+  // start or stop.
+  struct SliceVictims {
+    std::optional<LaneRank> last;
+    bool own = false;
+  };
+  std::map<TenantId, SliceVictims> slice_victims;
+  // make_room's candidates per (tenant, priority, reclaim, LAS level, slicing, promoted, slice
+  // class).
+  std::map<std::tuple<std::uint32_t, int, bool, int, bool, bool, std::int64_t, std::int64_t>,
+           RoomCandidates>
+      room_candidates;
+  // Jobs started or stopped: what depends on the running jobs is found again.
+  void running_changed() {
+    slice_victims.clear();
+    room_candidates.clear();
+  }
+  std::optional<Reservation> reservation;
+  std::optional<Seconds> slice_wakeup;               // see may_be_sliced
+  std::map<TenantId, PendingReason> tenant_blocked;  // tenants whose quota head waits
+  // Lanes with nothing more to start in this pass, and the reason their new jobs get.
+  std::vector<std::optional<PendingReason>> lane_done;
+  std::map<std::pair<std::size_t, std::int64_t>, PendingReason> window_reasons;
+  std::optional<JobId> blocking;  // head-of-line: the first job that waits
+  PendingReason blocked_reason;
+  struct Window {
+    const TidalWindow* window = nullptr;
+    bool open = false;
+    Seconds opens_at = 0;   // when closed: the next opening
+    Seconds closes_at = 0;  // when open
+  };
+  std::vector<Window> windows;
+};
+
+}  // namespace tidepool
