@@ -1,8 +1,6 @@
 // Making room by preemption (the pass's preemption stage, see scheduler.h): which running jobs may
 // be taken for a waiting one (reclaim, priority, least attained service, time slicing), in what
 // order, and the fewest of them after which it fits.
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <map>
 #include <tuple>
