@@ -131,6 +131,7 @@ Scheduler::Scheduler(Pool pool, TenantBook book, FairShareLedger ledger, Runtime
   lanes_.resize(config_.order != OrderRule::kLeastAttained
                     ? static_cast<std::size_t>(std::max(1, book_.tenant_count()))
                     : 1);
+  lane_shapes_.resize(lanes_.size());
   for (std::size_t l = 0; l < lanes_.size(); ++l) {
     LaneOrderKind kind = LaneOrderKind::kFifo;
     if (config_.order == OrderRule::kFairShare) {
@@ -250,6 +251,7 @@ void Scheduler::enqueue(Entry& e) {
       break;
   }
   lanes_[e.lane].insert(e.key);
+  lane_shapes_[e.lane].add(j);
   ++pending_count_;
   if (e.job.tenant.value < tenant_pending_.size()) ++tenant_pending_[e.job.tenant.value];
 }
@@ -266,6 +268,7 @@ void Scheduler::promote_starving(Seconds now) {
 
 void Scheduler::dequeue(Entry& e) {
   lanes_[e.lane].erase(e.key);
+  lane_shapes_[e.lane].remove(e.job);
   unpromoted_.erase({e.pending_since, e.job.id.value});
   --pending_count_;
   if (e.job.tenant.value < tenant_pending_.size()) --tenant_pending_[e.job.tenant.value];
@@ -732,6 +735,27 @@ bool Scheduler::holds_lane(const Entry& e, Seconds now) const {
   return now - e.pending_since >= config_.quota_head_patience;
 }
 
+bool Scheduler::no_later_job_easier(const Entry& e, std::int64_t hold,
+                                    const PassState& state) const {
+  const Job& job = e.job;
+  const std::set<LaneKey>& lane = lanes_[e.lane];
+  // The lane is in priority order: the last job has the lowest.
+  if (hold > 0 || lane.empty() || std::get<0>(*lane.rbegin()) != std::get<0>(e.key)) return false;
+  if (job.gang.task_count != 1 ||
+      (job.gang.task.gpu_count > 1 && job.gang.topology.requires_level(TopologyLevel::kNvlink))) {
+    return false;
+  }
+  for (int m = 0; m < pool_.models().size(); ++m) {
+    if (!job.gang.task.models.accepts(GpuModelId{static_cast<std::uint32_t>(m)})) return false;
+  }
+  const LaneShapes& shapes = lane_shapes_[e.lane];
+  // A later job of a window's class might be admitted by the window instead of the book.
+  for (const PassState::Window& w : state.windows) {
+    if (shapes.has_class(w.window->job_class)) return false;
+  }
+  return shapes.no_larger_than_every_task(job.gang.task);
+}
+
 void Scheduler::hold_lane_if_due(const Entry& e, Seconds now, const PendingReason& refused,
                                  PassState& state) {
   if (!holds_lane(e, now)) return;
@@ -864,6 +888,14 @@ void Scheduler::evaluate(Entry& e, Seconds now, PassState& state, PassResult& ou
       });
       if (exhausted && lanes_.size() > 1 && (!slices(e) || !has_slice_victim(e, now, state))) {
         state.lane_done[e.lane] = refused;
+      } else if (lanes_.size() > 1 && no_later_job_easier(e, hold, state)) {
+        // The later jobs ask for no less and rank no better: the book refuses them too, and
+        // slicing makes no more room for them than for this one.
+        state.lane_done[e.lane] = make_reason(
+            PendingKind::kQuota,
+            fmt::format("behind job {} of the same tenant, which asks for no more and waits for "
+                        "quota: {}",
+                        job.id.value, refused.message()));
       }
       // A job refused for quota long enough (or promoted, under an order other than fifo) holds
       // its tenant's later jobs back, so that the tenant's usage drains until it fits: small jobs
@@ -934,7 +966,7 @@ void Scheduler::evaluate(Entry& e, Seconds now, PassState& state, PassResult& ou
       }
       start(e, *placed, now, admission, borrowed, backfilled, out);
       state.admissions.clear();
-      state.running_changed();
+      running_changed(now, state);
       return;
     }
     unplaceable = make_reason(free >= gpus ? PendingKind::kTopology : PendingKind::kCapacity,

@@ -32,7 +32,9 @@
 //          the book. A job refused for quota for quota_head_patience or longer holds back the
 //          later jobs of its tenant in this pass, so that small jobs do not starve a large one of
 //          the same tenant. A tenant at or above its guarantee with nothing to borrow ends its
-//          lane for the pass (all its jobs would be refused alike);
+//          lane for the pass (all its jobs would be refused alike), and so does a refused job
+//          that asks for no more than any later job of its lane and may slice no less
+//          (no_later_job_easier): the later jobs would be refused too;
 //        - placement by the policy's rule (place_gang with the topology objective, or first/best
 //          fit without topology). With segregate_borrowed, borrowed work is first tried on nodes
 //          without guaranteed work and guaranteed work on nodes without borrowed work, so that
@@ -94,6 +96,7 @@
 #include "core/ids.h"
 #include "core/job.h"
 #include "core/lane_order.h"
+#include "core/lane_shapes.h"
 #include "core/pending_reason.h"
 #include "core/pool.h"
 #include "core/queue_order.h"
@@ -329,6 +332,7 @@ class Scheduler {
   struct PassState;
   struct RoomCandidate;
   struct RoomCandidates;
+  struct RunningView;
 
   Scheduler(Pool pool, TenantBook book, FairShareLedger ledger, RuntimePredictor predictor,
             SchedulerConfig config, std::vector<std::unique_ptr<LaneOrder>> orders);
@@ -352,12 +356,23 @@ class Scheduler {
   [[nodiscard]] bool borrows_now(const Entry& v) const;
   // Whether the tenant's running jobs exceed its guarantee of some model.
   [[nodiscard]] bool tenant_borrows(TenantId tenant) const;
+  // The running jobs as making room sees them in this pass, in the order victims are taken (found
+  // once per pass and change of the running jobs).
+  const std::vector<RunningView>& running_view(Seconds now, PassState& state) const;
+  // Per tenant and model, whether the tenant borrows the model now.
+  [[nodiscard]] std::vector<bool> borrowing_models() const;
+  // Jobs were started or preempted in this pass: what the pass found of the running jobs is
+  // brought up to date.
+  void running_changed(Seconds now, PassState& state) const;
+  // Whether any preemption rule may take running job `v` for a job like `e` (a superset: the
+  // tenant's own, those of tenants that borrow, lower priorities under priority preemption; every
+  // job under LAS preemption).
+  [[nodiscard]] bool may_be_victim(const RunningView& v, const Entry& e) const;
   // Time slicing: running job `v` may be stopped for waiting job `e` when both hold.
-  // may_be_sliced: v is of e's tenant, or of a tenant that borrows (v_borrows: whether v's tenant
-  // borrows now, see borrows_now), checkpoints, ran min_slice_run and would lose at most
-  // max_slice_loss; when only the last two fail, the pass wakes when they will hold
-  // (state.slice_wakeup).
-  [[nodiscard]] bool may_be_sliced(const Entry& v, TenantId tenant, bool v_borrows, Seconds now,
+  // may_be_sliced: v is of e's tenant, or of a tenant that borrows (see borrows_now), checkpoints,
+  // ran min_slice_run and would lose at most max_slice_loss; when only the last two fail, the
+  // pass wakes when they will hold (state.slice_wakeup).
+  [[nodiscard]] bool may_be_sliced(const RunningView& v, TenantId tenant, Seconds now,
                                    PassState& state) const;
   // The first time at or after `now` at which running job `v` has run min_slice_run and would
   // lose at most max_slice_loss if stopped.
@@ -366,11 +381,6 @@ class Scheduler {
   // whatever their rank; otherwise only jobs clearly behind it (LaneOrder::may_slice).
   [[nodiscard]] bool slice_rank_allows(const Entry& e, const Entry& v,
                                        const LaneJob& running) const;
-  // Calls visit(entry) for every running job that any preemption rule may take for a job of
-  // `tenant` at `priority` (a superset: the tenant's own, those of tenants that borrow, lower
-  // priorities under priority preemption; every job under LAS preemption), in no fixed order.
-  template <typename Visit>
-  void for_each_possible_victim(TenantId tenant, int priority, Visit&& visit) const;
   void promote_starving(Seconds now);
   // The predicted runtime less what checkpoints already saved, at least a minute.
   [[nodiscard]] Seconds predicted_remaining(const Entry& e) const;
@@ -401,6 +411,13 @@ class Scheduler {
   // for it now.
   [[nodiscard]] bool slices(const Entry& e) const;
   [[nodiscard]] bool has_slice_victim(const Entry& e, Seconds now, PassState& state) const;
+  // Whether, `e` being unable to start for quota, none of its lane's later jobs can in this pass:
+  // `e` is one task that asks for no more of any resource than each task of the lane's jobs, takes
+  // every GPU model of the pool, needs no NVLink domain, is of the lane's lowest priority (so the
+  // later jobs rank no better and may slice no more) and has nothing held beside it for windows,
+  // and no later job is of a window's class.
+  [[nodiscard]] bool no_later_job_easier(const Entry& e, std::int64_t hold,
+                                         const PassState& state) const;
   // Whether `e`, refused for quota, holds back its lane's later jobs (see the pass).
   [[nodiscard]] bool holds_lane(const Entry& e, Seconds now) const;
   // If it does, its tenant's later jobs wait behind it in this pass (quota refused `refused`).
@@ -424,6 +441,7 @@ class Scheduler {
   SchedulerConfig config_;
   std::vector<std::unique_ptr<Entry>> entries_;  // an entry stays where it is until forgotten
   std::unordered_map<JobId, std::size_t> index_;
+  std::vector<LaneShapes> lane_shapes_;        // per lane, what its jobs ask for at least
   std::vector<std::set<LaneKey>> lanes_;       // pending jobs; one lane per tenant under fair share
   std::vector<const LaneOrder*> lane_orders_;  // per lane
   std::vector<std::unique_ptr<LaneOrder>> orders_;          // one per LaneOrderKind

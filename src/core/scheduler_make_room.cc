@@ -36,19 +36,96 @@ bool Scheduler::tenant_borrows(TenantId tenant) const {
   return false;
 }
 
-bool Scheduler::may_be_sliced(const Entry& v, TenantId tenant, bool v_borrows, Seconds now,
-                              PassState& state) const {
-  // Only work that checkpoints, not started in this pass, only of the same tenant or of one that
-  // borrows (make_room then takes no more than it borrows), after its minimum run and close
-  // after a checkpoint.
-  if (!config_.time_slicing || lanes_.size() <= 1 || !v.job.preemptible ||
-      !v.job.checkpoint_interval || v.segment_start == now ||
-      (v.job.tenant != tenant && !v_borrows)) {
-    return false;
+std::vector<bool> Scheduler::borrowing_models() const {
+  std::vector<bool> borrowing;
+  if (!config_.quotas) return borrowing;
+  const int models = book_.model_count();
+  borrowing.reserve(static_cast<std::size_t>(book_.tenant_count() * models));
+  for (int t = 0; t < book_.tenant_count(); ++t) {
+    for (int m = 0; m < models; ++m) {
+      borrowing.push_back(book_.borrowed(TenantId{static_cast<std::uint32_t>(t)},
+                                         GpuModelId{static_cast<std::uint32_t>(m)}) > 0);
+    }
   }
-  const Seconds from = sliceable_from(v, now);
-  if (from == now) return true;
-  if (!state.slice_wakeup || from < *state.slice_wakeup) state.slice_wakeup = from;
+  return borrowing;
+}
+
+const std::vector<Scheduler::RunningView>& Scheduler::running_view(Seconds now,
+                                                                   PassState& state) const {
+  if (state.running_view) return *state.running_view;
+  std::vector<RunningView>& view = state.running_view.emplace();
+  state.view_borrowing = borrowing_models();
+  const auto models = static_cast<std::size_t>(book_.model_count());
+  auto borrows = [&](TenantId tenant, GpuModelId model) {
+    const std::size_t at = tenant.value * models + model.value;
+    return at < state.view_borrowing.size() && state.view_borrowing[at];
+  };
+  view.reserve(running_.size());
+  for (JobId id : running_) {
+    const Entry& v = entry(id);
+    // Never a job started in this pass: victims are taken before the starts they enable, and it
+    // may not be sliced either.
+    if (v.segment_start == now) continue;
+    RunningView r;
+    r.entry = &v;
+    r.borrowing = std::any_of(v.charges.begin(), v.charges.end(),
+                              [&](const ModelCharge& c) { return borrows(v.job.tenant, c.model); });
+    for (std::size_t m = 0; m < models; ++m) {
+      r.tenant_borrows =
+          r.tenant_borrows || borrows(v.job.tenant, GpuModelId{static_cast<std::uint32_t>(m)});
+    }
+    r.may_be_taken = v.job.preemptible;
+    r.job = lane_job(v, now);
+    r.las_level = las_level(v.attained + whole_gpus(v.milli) * (now - v.segment_start));
+    // Only work that checkpoints, after its minimum run and close after a checkpoint.
+    if (config_.time_slicing && lanes_.size() > 1 && r.may_be_taken && v.job.checkpoint_interval) {
+      r.sliceable_from = sliceable_from(v, now);
+    }
+    r.candidate = {!r.borrowing,
+                   v.job.priority_class,
+                   lost_if_preempted(v, now) * whole_gpus(v.milli),
+                   -r.job.attained_gpu_seconds,
+                   id.value,
+                   false};
+    view.push_back(r);
+  }
+  std::sort(view.begin(), view.end(),
+            [](const RunningView& a, const RunningView& b) { return a.candidate < b.candidate; });
+  return view;
+}
+
+void Scheduler::running_changed(Seconds now, PassState& state) const {
+  state.slice_victims.clear();
+  state.room_candidates.clear();
+  if (!state.running_view) return;
+  // What a view holds of a job does not change during a pass, except whether its tenant
+  // borrows: while no tenant starts or stops borrowing a model, the view only loses the jobs
+  // preempted (and those started again since).
+  if (borrowing_models() != state.view_borrowing) {
+    state.running_view.reset();
+    return;
+  }
+  std::erase_if(*state.running_view, [&](const RunningView& v) {
+    return v.entry->phase != JobPhase::kRunning || v.entry->segment_start == now;
+  });
+}
+
+bool Scheduler::may_be_victim(const RunningView& v, const Entry& e) const {
+  if (config_.las_preemption || tenant_running_.empty()) return true;
+  const Job& job = v.entry->job;
+  return job.tenant == e.job.tenant || v.tenant_borrows ||
+         (config_.priority_preemption && job.priority_class < e.job.priority_class);
+}
+
+bool Scheduler::may_be_sliced(const RunningView& v, TenantId tenant, Seconds now,
+                              PassState& state) const {
+  // Only of the same tenant or of one that borrows (make_room then takes no more than it
+  // borrows).
+  if (!v.sliceable_from || (v.entry->job.tenant != tenant && !v.borrowing)) return false;
+  if (*v.sliceable_from == now) return true;
+  if (!state.slice_wakeup || *v.sliceable_from < *state.slice_wakeup) {
+    state.slice_wakeup = v.sliceable_from;
+  }
   return false;
 }
 
@@ -66,23 +143,6 @@ bool Scheduler::slice_rank_allows(const Entry& e, const Entry& v, const LaneJob&
   return order.may_slice(running, lane_rank(e));
 }
 
-template <typename Visit>
-void Scheduler::for_each_possible_victim(TenantId tenant, int priority, Visit&& visit) const {
-  if (config_.las_preemption || tenant_running_.empty()) {
-    for (JobId id : running_) visit(entry(id));
-    return;
-  }
-  for (std::size_t t = 0; t < tenant_running_.size(); ++t) {
-    const TenantId other{static_cast<std::uint32_t>(t)};
-    const bool every = other == tenant || tenant_borrows(other);
-    for (const auto& [key, running] : tenant_running_[t]) {
-      // In priority order: past the job's own priority only the tenant's and borrowers' jobs.
-      if (!every && !(config_.priority_preemption && key.first < priority)) break;
-      visit(*running);
-    }
-  }
-}
-
 const Scheduler::RoomCandidates& Scheduler::room_candidates(const Entry& e, bool reclaim,
                                                             Seconds now, PassState& state) const {
   const int level = config_.las_preemption ? las_level(e.attained) : 0;
@@ -93,29 +153,23 @@ const Scheduler::RoomCandidates& Scheduler::room_candidates(const Entry& e, bool
                       slice_class.band, slice_class.value));
   RoomCandidates& found = it->second;
   if (!fresh) return found;
-  // Waiting jobs of one slice class may stop the same running jobs (lane_order.h).
-  for_each_possible_victim(e.job.tenant, e.job.priority_class, [&](const Entry& v) {
-    const JobId id = v.job.id;
-    // Never a job started in this pass: victims are taken before the starts they enable.
-    if (!v.job.preemptible || v.segment_start == now) return;
-    const bool borrowing_tenant = borrows_now(v);
-    const LaneJob job = lane_job(v, now);
-    const bool by_reclaim = reclaim && borrowing_tenant && v.job.tenant != e.job.tenant;
+  // Waiting jobs of one slice class may stop the same running jobs (lane_order.h). The view is
+  // in candidate order, and so are the candidates.
+  for (const RunningView& v : running_view(now, state)) {
+    if (!may_be_victim(v, e) || !v.may_be_taken) continue;
+    const Job& job = v.entry->job;
+    const bool by_reclaim = reclaim && v.borrowing && job.tenant != e.job.tenant;
     const bool by_priority =
-        config_.priority_preemption && v.job.priority_class < e.job.priority_class;
-    const bool by_las =
-        config_.las_preemption &&
-        las_level(v.attained + whole_gpus(v.milli) * (now - v.segment_start)) > level;
-    const bool by_slice = slicing && may_be_sliced(v, e.job.tenant, borrowing_tenant, now, state) &&
-                          slice_rank_allows(e, v, job);
-    if (!by_reclaim && !by_priority && !by_las && !by_slice) return;
-    found.sorted.push_back({!borrowing_tenant, v.job.priority_class,
-                            lost_if_preempted(v, now) * whole_gpus(v.milli),
-                            -job.attained_gpu_seconds, id.value,
-                            by_slice && v.job.tenant == e.job.tenant && !by_priority && !by_las});
-    found.offered += whole_gpus(v.milli);
-  });
-  std::sort(found.sorted.begin(), found.sorted.end());
+        config_.priority_preemption && job.priority_class < e.job.priority_class;
+    const bool by_las = config_.las_preemption && v.las_level > level;
+    const bool by_slice = slicing && may_be_sliced(v, e.job.tenant, now, state) &&
+                          slice_rank_allows(e, *v.entry, v.job);
+    if (!by_reclaim && !by_priority && !by_las && !by_slice) continue;
+    RoomCandidate c = v.candidate;
+    c.slice = by_slice && job.tenant == e.job.tenant && !by_priority && !by_las;
+    found.sorted.push_back(c);
+    found.offered += whole_gpus(v.entry->milli);
+  }
   return found;
 }
 
@@ -337,17 +391,15 @@ bool Scheduler::has_slice_victim(const Entry& e, Seconds now, PassState& state) 
   PassState::SliceVictims& found = it->second;
   if (fresh) {
     // clearly_ahead is monotone in the running rank: the job ranked last decides.
-    for_each_possible_victim(e.job.tenant, e.job.priority_class, [&](const Entry& v) {
-      if (!may_be_sliced(v, e.job.tenant, v.job.tenant != e.job.tenant && borrows_now(v), now,
-                         state)) {
-        return;
+    for (const RunningView& v : running_view(now, state)) {
+      if (!may_be_victim(v, e) || !may_be_sliced(v, e.job.tenant, now, state) ||
+          !order.sliceable(v.job)) {
+        continue;
       }
-      const LaneJob job = lane_job(v, now);
-      if (!order.sliceable(job)) return;
-      const LaneRank rank = order.rank(job);
+      const LaneRank rank = order.rank(v.job);
       if (!found.last || *found.last < rank) found.last = rank;
-      found.own = found.own || v.job.tenant == e.job.tenant;
-    });
+      found.own = found.own || v.entry->job.tenant == e.job.tenant;
+    }
   }
   // A promoted job may stop any of its own tenant's (slice_rank_allows).
   if (e.promoted && found.own) return true;
@@ -392,7 +444,7 @@ bool Scheduler::preempt_for(Entry& e, const GangRequest& request, bool reclaim, 
   state.admissions.clear();
   state.unplaceable.clear();
   state.no_room.clear();
-  state.running_changed();
+  running_changed(now, state);
   return true;
 }
 

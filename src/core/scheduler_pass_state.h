@@ -40,6 +40,19 @@ struct Scheduler::RoomCandidate {
   auto operator<=>(const RoomCandidate&) const = default;
 };
 
+// A running job as making room sees it during a pass.
+struct Scheduler::RunningView {
+  const Entry* entry = nullptr;
+  RoomCandidate candidate{};    // its place in the order of victims (slice: false)
+  bool borrowing = false;       // its tenant borrows a model it holds (borrows_now)
+  bool tenant_borrows = false;  // its tenant borrows some model (tenant_borrows)
+  bool may_be_taken = false;    // preemptible (a view holds no job started in this pass)
+  LaneJob job;                  // as its lane's order sees it now
+  int las_level = 0;            // of its attained service now
+  // Time slicing: when it may be sliced (now or later: sliceable_from); none if never.
+  std::optional<Seconds> sliceable_from;
+};
+
 struct Scheduler::RoomCandidates {
   std::vector<RoomCandidate> sorted;
   std::int64_t offered = 0;  // their whole GPUs
@@ -68,11 +81,10 @@ struct Scheduler::PassState {
   std::map<std::tuple<std::uint32_t, int, bool, int, bool, bool, std::int64_t, std::int64_t>,
            RoomCandidates>
       room_candidates;
-  // Jobs started or stopped: what depends on the running jobs is found again.
-  void running_changed() {
-    slice_victims.clear();
-    room_candidates.clear();
-  }
+  // The running jobs as making room sees them (Scheduler::running_view), and which tenants
+  // borrowed which models when it was found (per tenant, per model).
+  std::optional<std::vector<RunningView>> running_view;
+  std::vector<bool> view_borrowing;
   std::optional<Reservation> reservation;
   std::optional<Seconds> slice_wakeup;               // see may_be_sliced
   std::map<TenantId, PendingReason> tenant_blocked;  // tenants whose quota head waits

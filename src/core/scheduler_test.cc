@@ -16,6 +16,7 @@ namespace tidepool {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr GpuModelId kH100{0};
 
@@ -334,6 +335,51 @@ TEST(Scheduler, QuotaRefusalSaysWhyWithNumbers) {
   EXPECT_EQ(why->kind, PendingKind::kQuota);
   EXPECT_THAT(std::string(why->message()), HasSubstr("16000/16000m"));
   EXPECT_THAT(std::string(why->message()), HasSubstr("borrowing limit 0m"));
+}
+
+// B is guaranteed 16 GPUs and may borrow 4; it runs 18, so 2 are left to borrow.
+Scheduler tenant_b_with_two_gpus_to_borrow() {
+  Scheduler s = make_scheduler(policy("tidepool"), make_book(16, 4));
+  for (std::uint32_t i = 0; i < 18; ++i) {
+    EXPECT_TRUE(s.submit(make_test_job(i, kB, 1, 0, 100000), 0).has_value());
+  }
+  EXPECT_EQ(s.pass(0).started.size(), 18U);
+  return s;
+}
+
+TEST(Scheduler, BehindAJobThatAsksForNoMoreAndWaitsForQuotaTheLaneWaitsToo) {
+  Scheduler s = tenant_b_with_two_gpus_to_borrow();
+  // Three 4-GPU jobs: each would borrow 4, and 2 are left.
+  for (std::uint32_t i = 100; i < 103; ++i) {
+    ASSERT_TRUE(s.submit(make_test_job(i, kB, 4, 10, 1000, 4), 10).has_value());
+  }
+  EXPECT_TRUE(s.pass(10).started.empty());
+  const PendingReason* first = s.reason(JobId{100});
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(first->kind, PendingKind::kQuota);
+  EXPECT_THAT(std::string(first->message()), HasSubstr("borrowable 2000m"));
+  // The pass ends the lane at the first: the others wait behind it, for quota.
+  for (std::uint32_t i = 101; i < 103; ++i) {
+    const PendingReason* why = s.reason(JobId{i});
+    ASSERT_NE(why, nullptr);
+    EXPECT_EQ(why->kind, PendingKind::kQuota);
+    EXPECT_THAT(std::string(why->message()), HasSubstr("behind job 100 of the same tenant"));
+  }
+}
+
+TEST(Scheduler, ALaneWaitingForQuotaStillStartsALaterSmallerJob) {
+  Scheduler s = tenant_b_with_two_gpus_to_borrow();
+  ASSERT_TRUE(s.submit(make_test_job(100, kB, 4, 10, 1000, 4), 10).has_value());
+  ASSERT_TRUE(s.submit(make_test_job(101, kB, 4, 10, 1000, 4), 10).has_value());
+  ASSERT_TRUE(s.submit(make_test_job(102, kB, 2, 10, 1000, 2), 10).has_value());
+  const PassResult pass = s.pass(10);
+  ASSERT_EQ(pass.started.size(), 1U);
+  EXPECT_EQ(pass.started.front().job, JobId{102});
+  EXPECT_EQ(pass.started.front().admission, StartAdmission::kBorrowing);
+  const PendingReason* why = s.reason(JobId{101});
+  ASSERT_NE(why, nullptr);
+  EXPECT_EQ(why->kind, PendingKind::kQuota);
+  EXPECT_THAT(std::string(why->message()), Not(HasSubstr("behind job")));
 }
 
 TEST(Scheduler, BackfillNeverDelaysTheReservedStart) {
