@@ -756,6 +756,13 @@ bool Scheduler::no_later_job_easier(const Entry& e, std::int64_t hold,
   return shapes.no_larger_than_every_task(job.gang.task);
 }
 
+PendingReason Scheduler::behind_easier_job(const Entry& e, const PendingReason& why,
+                                           std::string_view waits) const {
+  return make_reason(why.kind, fmt::format("behind job {} of the same tenant, which asks for no "
+                                           "more and {}: {}",
+                                           e.job.id.value, waits, why.message()));
+}
+
 void Scheduler::hold_lane_if_due(const Entry& e, Seconds now, const PendingReason& refused,
                                  PassState& state) {
   if (!holds_lane(e, now)) return;
@@ -891,11 +898,7 @@ void Scheduler::evaluate(Entry& e, Seconds now, PassState& state, PassResult& ou
       } else if (lanes_.size() > 1 && no_later_job_easier(e, hold, state)) {
         // The later jobs ask for no less and rank no better: the book refuses them too, and
         // slicing makes no more room for them than for this one.
-        state.lane_done[e.lane] = make_reason(
-            PendingKind::kQuota,
-            fmt::format("behind job {} of the same tenant, which asks for no more and waits for "
-                        "quota: {}",
-                        job.id.value, refused.message()));
+        state.lane_done[e.lane] = behind_easier_job(e, refused, "waits for quota");
       }
       // A job refused for quota long enough (or promoted, under an order other than fifo) holds
       // its tenant's later jobs back, so that the tenant's usage drains until it fits: small jobs
@@ -1002,6 +1005,11 @@ void Scheduler::evaluate(Entry& e, Seconds now, PassState& state, PassResult& ou
     return;
   }
   if (config_.backfill && !state.reservation) state.reservation = reserve(e, request, now);
+  // The later jobs ask for no less and rank no better: they fit nowhere either, and preemption
+  // makes no more room for them than for this one.
+  if (lanes_.size() > 1 && no_later_job_easier(e, hold, state)) {
+    state.lane_done[e.lane] = behind_easier_job(e, *unplaceable, "does not fit");
+  }
 }
 
 PassResult Scheduler::pass(Seconds now) {

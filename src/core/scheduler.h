@@ -333,6 +333,8 @@ class Scheduler {
   struct RoomCandidate;
   struct RoomCandidates;
   struct RunningView;
+  struct RoomArrangement;
+  struct RoomObtainable;
 
   Scheduler(Pool pool, TenantBook book, FairShareLedger ledger, RuntimePredictor predictor,
             SchedulerConfig config, std::vector<std::unique_ptr<LaneOrder>> orders);
@@ -404,20 +406,27 @@ class Scheduler {
   std::optional<std::pair<std::vector<JobId>, GangPlacement>> victims_until_fits(
       const Entry& e, const GangRequest& request, const std::vector<std::uint32_t>& order,
       bool admit_after, std::int64_t hold) const;
+  // What each node and leaf would have free without the candidates (found once per candidates).
+  const RoomObtainable& obtainable(RoomCandidates& found) const;
+  // The candidates arranged node by node, or leaf by leaf (found once per candidates).
+  const RoomArrangement& arrangement(RoomCandidates& found, bool by_leaf) const;
   // The running jobs make_room may take for `e`, sorted, found once per pass and kind of job.
-  const RoomCandidates& room_candidates(const Entry& e, bool reclaim, Seconds now,
-                                        PassState& state) const;
+  RoomCandidates& room_candidates(const Entry& e, bool reclaim, Seconds now,
+                                  PassState& state) const;
   // Whether time slicing applies to the lane of `e`, and whether a running job may be sliced
   // for it now.
   [[nodiscard]] bool slices(const Entry& e) const;
   [[nodiscard]] bool has_slice_victim(const Entry& e, Seconds now, PassState& state) const;
-  // Whether, `e` being unable to start for quota, none of its lane's later jobs can in this pass:
+  // Whether, `e` being unable to start, none of its lane's later jobs can in this pass:
   // `e` is one task that asks for no more of any resource than each task of the lane's jobs, takes
   // every GPU model of the pool, needs no NVLink domain, is of the lane's lowest priority (so the
   // later jobs rank no better and may slice no more) and has nothing held beside it for windows,
   // and no later job is of a window's class.
   [[nodiscard]] bool no_later_job_easier(const Entry& e, std::int64_t hold,
                                          const PassState& state) const;
+  // The reason of the jobs behind such a job, `why` being its own and `waits` what it does.
+  [[nodiscard]] PendingReason behind_easier_job(const Entry& e, const PendingReason& why,
+                                                std::string_view waits) const;
   // Whether `e`, refused for quota, holds back its lane's later jobs (see the pass).
   [[nodiscard]] bool holds_lane(const Entry& e, Seconds now) const;
   // If it does, its tenant's later jobs wait behind it in this pass (quota refused `refused`).

@@ -76,7 +76,9 @@ const std::vector<Scheduler::RunningView>& Scheduler::running_view(Seconds now,
     }
     r.may_be_taken = v.job.preemptible;
     r.job = lane_job(v, now);
-    r.las_level = las_level(v.attained + whole_gpus(v.milli) * (now - v.segment_start));
+    if (config_.las_preemption) {
+      r.las_level = las_level(v.attained + whole_gpus(v.milli) * (now - v.segment_start));
+    }
     // Only work that checkpoints, after its minimum run and close after a checkpoint.
     if (config_.time_slicing && lanes_.size() > 1 && r.may_be_taken && v.job.checkpoint_interval) {
       r.sliceable_from = sliceable_from(v, now);
@@ -143,8 +145,8 @@ bool Scheduler::slice_rank_allows(const Entry& e, const Entry& v, const LaneJob&
   return order.may_slice(running, lane_rank(e));
 }
 
-const Scheduler::RoomCandidates& Scheduler::room_candidates(const Entry& e, bool reclaim,
-                                                            Seconds now, PassState& state) const {
+Scheduler::RoomCandidates& Scheduler::room_candidates(const Entry& e, bool reclaim, Seconds now,
+                                                      PassState& state) const {
   const int level = config_.las_preemption ? las_level(e.attained) : 0;
   const bool slicing = slices(e);
   const LaneRank slice_class = slicing ? lane_order(e).slice_class(lane_rank(e)) : LaneRank{};
@@ -168,20 +170,62 @@ const Scheduler::RoomCandidates& Scheduler::room_candidates(const Entry& e, bool
     RoomCandidate c = v.candidate;
     c.slice = by_slice && job.tenant == e.job.tenant && !by_priority && !by_las;
     found.sorted.push_back(c);
+    found.views.push_back(&v);
     found.offered += whole_gpus(v.entry->milli);
   }
   return found;
 }
 
+const Scheduler::RoomObtainable& Scheduler::obtainable(RoomCandidates& found) const {
+  if (found.obtainable) return *found.obtainable;
+  RoomObtainable& o = found.obtainable.emplace();
+  o.node.assign(static_cast<std::size_t>(pool_.node_count()), 0);
+  o.leaf.assign(pool_.topology().leaves.size(), 0);
+  for (int n = 0; n < pool_.node_count(); ++n) {
+    o.node[n] = pool_.state(NodeId{static_cast<std::uint32_t>(n)}).whole_free_gpus;
+  }
+  for (const RunningView* v : found.views) {
+    for (const Assignment& at : v->entry->assignments)
+      o.node[at.node.value] += gpu_set_size(at.gpus);
+  }
+  for (int n = 0; n < pool_.node_count(); ++n) {
+    o.leaf[pool_.spec(NodeId{static_cast<std::uint32_t>(n)}).leaf.value] += o.node[n];
+  }
+  return o;
+}
+
+const Scheduler::RoomArrangement& Scheduler::arrangement(RoomCandidates& found,
+                                                         bool by_leaf) const {
+  std::optional<RoomArrangement>& cached = by_leaf ? found.by_leaf : found.by_node;
+  if (cached) return *cached;
+  const RoomObtainable& o = obtainable(found);
+  RoomArrangement& a = cached.emplace();
+  using Key = std::tuple<std::int64_t, std::uint32_t, std::int64_t, std::uint32_t, std::size_t>;
+  std::vector<Key> keyed;
+  keyed.reserve(found.sorted.size());
+  for (std::size_t i = 0; i < found.sorted.size(); ++i) {
+    const NodeId node = found.views[i]->entry->assignments.front().node;
+    const std::uint32_t leaf = by_leaf ? pool_.spec(node).leaf.value : 0;
+    keyed.emplace_back(by_leaf ? -o.leaf[leaf] : 0, leaf, -o.node[node.value], node.value, i);
+  }
+  std::sort(keyed.begin(), keyed.end());
+  a.candidates.reserve(keyed.size());
+  for (const Key& key : keyed) {
+    a.candidates.push_back(found.sorted[std::get<4>(key)]);
+    const std::uint32_t leaf = std::get<1>(key);
+    if (by_leaf && (a.leaves.empty() || a.leaves.back() != leaf)) a.leaves.push_back(leaf);
+  }
+  return a;
+}
+
 std::optional<std::pair<std::vector<JobId>, GangPlacement>> Scheduler::make_room(
     const Entry& e, const GangRequest& request, bool reclaim, bool admit_after, std::int64_t hold,
     Seconds now, PassState& state) {
-  const RoomCandidates& found = room_candidates(e, reclaim, now, state);
+  RoomCandidates& found = room_candidates(e, reclaim, now, state);
   if (found.sorted.empty()) return std::nullopt;
   if (whole_free_gpus(request.task.models) + found.offered < whole_gpus(e.milli) + hold) {
     return std::nullopt;
   }
-  std::vector<RoomCandidate> candidates = found.sorted;
   // A gang that must sit on one node needs a node cleared: take the victims node by node, the
   // nodes that free the most GPUs first, each node's victims in candidate order. A gang of
   // multi-GPU tasks over several nodes needs whole nodes close together: the same, leaf by leaf,
@@ -190,23 +234,13 @@ std::optional<std::pair<std::vector<JobId>, GangPlacement>> Scheduler::make_room
                         (request.task_count == 1 && request.task.gpu_count > 1);
   const bool by_leaf = !one_node && request.task.gpu_count > 1;
   std::vector<std::uint32_t> holding_leaves;  // by_leaf: leaves that might hold the whole gang
+  const std::vector<RoomCandidate>* arranged = &found.sorted;
   if (one_node || by_leaf) {
-    std::vector<std::int64_t> obtainable(static_cast<std::size_t>(pool_.node_count()), 0);
-    std::vector<std::int64_t> leaf_obtainable(pool_.topology().leaves.size(), 0);
-    for (int n = 0; n < pool_.node_count(); ++n) {
-      obtainable[n] = pool_.state(NodeId{static_cast<std::uint32_t>(n)}).whole_free_gpus;
-    }
-    for (const RoomCandidate& c : candidates) {
-      for (const Assignment& a : entry(JobId{c.id}).assignments) {
-        obtainable[a.node.value] += gpu_set_size(a.gpus);
-      }
-    }
+    const RoomObtainable& o = obtainable(found);
     std::int64_t most_on_a_node = 0;  // of a model the job accepts
     for (int n = 0; n < pool_.node_count(); ++n) {
-      const NodeSpec& spec = pool_.spec(NodeId{static_cast<std::uint32_t>(n)});
-      leaf_obtainable[spec.leaf.value] += obtainable[n];
-      if (request.task.models.accepts(spec.model)) {
-        most_on_a_node = std::max(most_on_a_node, obtainable[n]);
+      if (request.task.models.accepts(pool_.spec(NodeId{static_cast<std::uint32_t>(n)}).model)) {
+        most_on_a_node = std::max(most_on_a_node, o.node[n]);
       }
     }
     // No node would hold the gang even with every candidate on it gone.
@@ -214,26 +248,15 @@ std::optional<std::pair<std::vector<JobId>, GangPlacement>> Scheduler::make_room
         most_on_a_node < std::int64_t{request.task_count} * request.task.gpu_count) {
       return std::nullopt;
     }
-    using Key = std::tuple<std::int64_t, std::uint32_t, std::int64_t, std::uint32_t, std::size_t>;
-    std::vector<std::pair<Key, RoomCandidate>> keyed;
-    for (std::size_t i = 0; i < candidates.size(); ++i) {
-      const NodeId node = entry(JobId{candidates[i].id}).assignments.front().node;
-      const std::uint32_t leaf = by_leaf ? pool_.spec(node).leaf.value : 0;
-      keyed.push_back(
-          {{by_leaf ? -leaf_obtainable[leaf] : 0, leaf, -obtainable[node.value], node.value, i},
-           candidates[i]});
-    }
-    std::sort(keyed.begin(), keyed.end(),
-              [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (std::size_t i = 0; i < keyed.size(); ++i) candidates[i] = keyed[i].second;
-    for (const auto& [key, candidate] : keyed) {
-      const std::uint32_t leaf = std::get<1>(key);
-      if (by_leaf && leaf_obtainable[leaf] >= whole_gpus(e.milli) &&
-          (holding_leaves.empty() || holding_leaves.back() != leaf)) {
+    const RoomArrangement& a = arrangement(found, by_leaf);
+    arranged = &a.candidates;
+    for (std::uint32_t leaf : a.leaves) {
+      if (by_leaf && o.leaf[leaf] >= whole_gpus(e.milli)) {
         holding_leaves.push_back(leaf);  // the roomiest first
       }
     }
   }
+  const std::vector<RoomCandidate>& candidates = *arranged;
   // Reclaim takes from a tenant while it borrows, and never leaves it further below its
   // guarantee than the job's tenant is now: every reclaim lowers the largest shortfall of the two,
   // so reclaims cannot chase each other in circles.

@@ -48,14 +48,33 @@ struct Scheduler::RunningView {
   bool tenant_borrows = false;  // its tenant borrows some model (tenant_borrows)
   bool may_be_taken = false;    // preemptible (a view holds no job started in this pass)
   LaneJob job;                  // as its lane's order sees it now
-  int las_level = 0;            // of its attained service now
+  int las_level = 0;            // of its attained service now (under LAS preemption)
   // Time slicing: when it may be sliced (now or later: sliceable_from); none if never.
   std::optional<Seconds> sliceable_from;
 };
 
+// Whole GPUs that would be free on each node, and under each leaf, without the room candidates.
+struct Scheduler::RoomObtainable {
+  std::vector<std::int64_t> node;
+  std::vector<std::int64_t> leaf;
+};
+
+// Room candidates arranged for a gang that needs a node (or a leaf) cleared: node by node (leaf
+// by leaf), the nodes (leaves) that would free the most GPUs first, each node's in candidate
+// order.
+struct Scheduler::RoomArrangement {
+  std::vector<RoomCandidate> candidates;
+  std::vector<std::uint32_t> leaves;  // by leaf: the leaves, in the candidates' order
+};
+
 struct Scheduler::RoomCandidates {
   std::vector<RoomCandidate> sorted;
-  std::int64_t offered = 0;  // their whole GPUs
+  std::vector<const RunningView*> views;  // of each candidate (the pass's running view)
+  std::int64_t offered = 0;               // their whole GPUs
+  // Found when first asked for.
+  std::optional<RoomObtainable> obtainable;
+  std::optional<RoomArrangement> by_node;
+  std::optional<RoomArrangement> by_leaf;
 };
 
 // What one pass knows beyond the scheduler's state.
