@@ -91,8 +91,17 @@ const std::vector<Scheduler::RunningView>& Scheduler::running_view(Seconds now,
                    false};
     view.push_back(r);
   }
-  std::sort(view.begin(), view.end(),
-            [](const RunningView& a, const RunningView& b) { return a.candidate < b.candidate; });
+  // In victim order (sorting the keys, then placing each view once).
+  std::vector<std::pair<RoomCandidate, std::uint32_t>> keys;
+  keys.reserve(view.size());
+  for (std::size_t i = 0; i < view.size(); ++i) {
+    keys.emplace_back(view[i].candidate, static_cast<std::uint32_t>(i));
+  }
+  std::sort(keys.begin(), keys.end());
+  std::vector<RunningView> sorted;
+  sorted.reserve(view.size());
+  for (const auto& [candidate, i] : keys) sorted.push_back(view[i]);
+  view = std::move(sorted);
   return view;
 }
 
@@ -361,18 +370,22 @@ std::optional<std::pair<std::vector<JobId>, GangPlacement>> Scheduler::victims_u
   // Room only grows with each victim released: if the job does not fit without all of them, no
   // prefix makes room (the common answer, found with one placement instead of one per victim;
   // when the book decides, it is asked first, without copying the pool).
-  if (admit_after) {
-    TenantBook book = book_;
-    for (std::uint32_t id : order) refund_into(book, id);
-    if (admitted_models(book).is_none()) return std::nullopt;
+  {
+    std::optional<TenantBook> book;
+    if (admit_after) {
+      book = book_;
+      for (std::uint32_t id : order) refund_into(*book, id);
+      if (admitted_models(*book).is_none()) return std::nullopt;
+    }
+    Trial all{pool_, std::move(book)};
+    for (std::uint32_t id : order) {
+      const Entry& v = entry(JobId{id});
+      for (const Assignment& a : v.assignments) (void)all.pool.release(v.job.gang.task, a);
+    }
+    if (!fits(all)) return std::nullopt;
   }
   Trial trial{pool_, std::nullopt};
   if (admit_after) trial.book = book_;
-  {
-    Trial all = trial;
-    for (std::uint32_t id : order) release_into(all, id);
-    if (!fits(all)) return std::nullopt;
-  }
   // Victims in order until the job fits.
   std::vector<JobId> chosen;
   std::optional<GangPlacement> placed;
