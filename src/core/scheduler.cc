@@ -662,38 +662,6 @@ void Scheduler::return_loans(Seconds now, PassResult& out) {
   loans_.erase(ended, loans_.end());
 }
 
-void Scheduler::drain_for_windows(Seconds now, PassResult& out) {
-  // An open window's GPUs are its class's own guarantee, taken out of every tenant's in
-  // proportion (the book holds them, see pass): the tenants above what is left of theirs are
-  // drained first.
-  for (const TidalWindow& w : config_.windows) {
-    if (!window_open(w, now, config_.day_offset)) continue;
-    const std::int64_t used = whole_gpus(class_usage_milli(w.job_class));
-    const std::int64_t keep = std::max<std::int64_t>(0, w.gpus - used);
-    std::int64_t free = whole_free_gpus(ModelSet::any());
-    if (free >= keep) continue;
-    // Victims: preemptible jobs of other classes not admitted by a window; lowest priority, then
-    // of tenants above what the windows leave of their guarantee, then the most recently
-    // started, then id.
-    std::vector<std::tuple<int, bool, Seconds, std::uint32_t>> order;
-    for (JobId id : running_) {
-      const Entry& v = entry(id);
-      if (v.job.job_class == w.job_class || !v.job.preemptible || v.window_admitted) continue;
-      const std::size_t t = v.job.tenant.value;
-      const bool within = !config_.quotas || t >= tenant_usage_.size() ||
-                          tenant_usage_[t] <= book_.guaranteed_total(v.job.tenant);
-      order.emplace_back(v.job.priority_class, within, -v.segment_start, id.value);
-    }
-    std::sort(order.begin(), order.end());
-    for (const auto& [priority, within, neg_start, id] : order) {
-      if (free >= keep) break;
-      Entry& v = entry(JobId{id});
-      free += whole_gpus(v.milli);
-      out.preempted.push_back(preempt(v, now, PreemptionCause::kDrain, std::nullopt));
-    }
-  }
-}
-
 std::optional<Scheduler::Reservation> Scheduler::reserve(const Entry& e, const GangRequest& request,
                                                          Seconds now) {
   // Running jobs by predicted end (a job past it is taken to end kOverrunSlack from now).
@@ -725,11 +693,6 @@ std::optional<Scheduler::Reservation> Scheduler::reserve(const Entry& e, const G
   return res;
 }
 
-std::string Scheduler::time_of_day_text(Seconds t) const {
-  const Seconds tod = (t + config_.day_offset) % kSecondsPerDay;
-  return clock_text(tod == 0 ? kSecondsPerDay : tod);
-}
-
 bool Scheduler::holds_lane(const Entry& e, Seconds now) const {
   if (lanes_.size() > 1 && lane_order(e).kind() != LaneOrderKind::kFifo) return e.promoted;
   return now - e.pending_since >= config_.quota_head_patience;
@@ -754,13 +717,6 @@ bool Scheduler::no_later_job_easier(const Entry& e, std::int64_t hold,
     if (shapes.has_class(w.window->job_class)) return false;
   }
   return shapes.no_larger_than_every_task(job.gang.task);
-}
-
-PendingReason Scheduler::behind_easier_job(const Entry& e, const PendingReason& why,
-                                           std::string_view waits) const {
-  return make_reason(why.kind, fmt::format("behind job {} of the same tenant, which asks for no "
-                                           "more and {}: {}",
-                                           e.job.id.value, waits, why.message()));
 }
 
 void Scheduler::hold_lane_if_due(const Entry& e, Seconds now, const PendingReason& refused,
@@ -797,45 +753,11 @@ void Scheduler::evaluate(Entry& e, Seconds now, PassState& state, PassResult& ou
   }
   const std::int64_t gpus = whole_gpus(e.milli);
 
-  // Tidal windows: what must stay free beside the job (the protected GPUs of every window it
-  // would run into, less what their classes use), and why.
-  bool window_admitted = false;
-  std::int64_t hold = 0;
-  bool hold_open = false;   // some of the hold is of a window open now (not in its drain lead)
-  std::size_t binding = 0;  // the window holding the most
-  std::int64_t binding_held = 0;
-  for (std::size_t i = 0; i < state.windows.size(); ++i) {
-    const PassState::Window& w = state.windows[i];
-    const JobClass protected_class = w.window->job_class;
-    const std::int64_t class_gpus = whole_gpus(class_usage_milli(protected_class));
-    if (job.job_class == protected_class) {
-      window_admitted = window_admitted || (w.open && class_gpus + gpus <= w.window->gpus);
-      continue;
-    }
-    const std::int64_t held = std::max<std::int64_t>(0, w.window->gpus - class_gpus);
-    const bool runs_into = w.open || now + predicted_remaining(e) > w.opens_at;
-    if (!runs_into || held == 0) continue;
-    hold += held;
-    hold_open = hold_open || w.open;
-    if (held > binding_held) {
-      binding = i;
-      binding_held = held;
-    }
-  }
-  std::optional<PendingReason> window_reason;
-  if (hold > 0 && whole_free_gpus(job.gang.task.models) - gpus < hold) {
-    const PassState::Window& w = state.windows[binding];
-    auto& cached = state.window_reasons[{binding, hold}];
-    if (!cached.text) {
-      const std::string name(job_class_name(w.window->job_class));
-      cached = make_reason(PendingKind::kWindow,
-                           w.open ? fmt::format("{} window until {}: {} GPUs held free for {}",
-                                                name, time_of_day_text(w.closes_at), hold, name)
-                                  : fmt::format("{} window opens at {}; {} GPUs kept for it", name,
-                                                time_of_day_text(w.opens_at), hold));
-    }
-    window_reason = cached;
-  }
+  // Tidal windows.
+  const WindowVerdict window = window_verdict(e, now, state);
+  const bool window_admitted = window.admitted;
+  const std::int64_t hold = window.hold;
+  const std::optional<PendingReason>& window_reason = window.reason;
 
   // Quota.
   GangRequest request = job.gang;
@@ -898,7 +820,11 @@ void Scheduler::evaluate(Entry& e, Seconds now, PassState& state, PassResult& ou
       } else if (lanes_.size() > 1 && no_later_job_easier(e, hold, state)) {
         // The later jobs ask for no less and rank no better: the book refuses them too, and
         // slicing makes no more room for them than for this one.
-        state.lane_done[e.lane] = behind_easier_job(e, refused, "waits for quota");
+        state.lane_done[e.lane] = make_reason(
+            PendingKind::kQuota,
+            fmt::format("behind job {} of the same tenant, which asks for no more and waits for "
+                        "quota: {}",
+                        job.id.value, refused.message()));
       }
       // A job refused for quota long enough (or promoted, under an order other than fifo) holds
       // its tenant's later jobs back, so that the tenant's usage drains until it fits: small jobs
@@ -998,18 +924,13 @@ void Scheduler::evaluate(Entry& e, Seconds now, PassState& state, PassResult& ou
   if (window_reason) {
     // An open window holds every free GPU, and this job may not reclaim: the later jobs of its
     // lane (same tenant, no higher priority) can do no better in this pass.
-    if (lanes_.size() > 1 && hold_open && !may_reclaim &&
+    if (lanes_.size() > 1 && window.hold_open && !may_reclaim &&
         whole_free_gpus(job.gang.task.models) <= hold) {
       state.lane_done[e.lane] = *window_reason;
     }
     return;
   }
   if (config_.backfill && !state.reservation) state.reservation = reserve(e, request, now);
-  // The later jobs ask for no less and rank no better: they fit nowhere either, and preemption
-  // makes no more room for them than for this one.
-  if (lanes_.size() > 1 && no_later_job_easier(e, hold, state)) {
-    state.lane_done[e.lane] = behind_easier_job(e, *unplaceable, "does not fit");
-  }
 }
 
 PassResult Scheduler::pass(Seconds now) {
@@ -1025,18 +946,7 @@ PassResult Scheduler::pass(Seconds now) {
   drain_for_windows(now, out);
 
   PassState state;
-  for (const TidalWindow& w : config_.windows) {
-    PassState::Window pw;
-    pw.window = &w;
-    pw.open = window_open(w, now, config_.day_offset);
-    if (pw.open) {
-      pw.closes_at = next_window_close(w, now, config_.day_offset);
-      state.windows.push_back(pw);
-    } else {
-      pw.opens_at = next_window_open(w, now, config_.day_offset);
-      if (pw.opens_at - now <= config_.drain_lead) state.windows.push_back(pw);
-    }
-  }
+  find_windows_in_effect(now, state);
 
   // Walk the lanes in admission order. Under fair share, tenants are ranked by share once: the
   // ledger does not change during a pass.

@@ -34,7 +34,8 @@
 //          the same tenant. A tenant at or above its guarantee with nothing to borrow ends its
 //          lane for the pass (all its jobs would be refused alike), and so does a refused job
 //          that asks for no more than any later job of its lane and may slice no less
-//          (no_later_job_easier): the later jobs would be refused too;
+//          (no_later_job_easier): the later jobs would be refused too (both rules take it that
+//          the rest of the pass does not free quota for the tenant);
 //        - placement by the policy's rule (place_gang with the topology objective, or first/best
 //          fit without topology). With segregate_borrowed, borrowed work is first tried on nodes
 //          without guaranteed work and guaranteed work on nodes without borrowed work, so that
@@ -335,6 +336,7 @@ class Scheduler {
   struct RunningView;
   struct RoomArrangement;
   struct RoomObtainable;
+  struct WindowVerdict;
 
   Scheduler(Pool pool, TenantBook book, FairShareLedger ledger, RuntimePredictor predictor,
             SchedulerConfig config, std::vector<std::unique_ptr<LaneOrder>> orders);
@@ -394,6 +396,11 @@ class Scheduler {
   void mark_running(Entry& e, std::vector<Assignment> assignments, Seconds since, Seconds now);
   PreemptedJob preempt(Entry& e, Seconds now, PreemptionCause cause,
                        std::optional<JobId> beneficiary);
+  // The windows open now or in their drain lead, into state.windows.
+  void find_windows_in_effect(Seconds now, PassState& state) const;
+  // What must stay free beside `e` for the windows in effect (the protected GPUs of every window
+  // it would run into, less what their classes use), whether a window admits it, and why it waits.
+  [[nodiscard]] WindowVerdict window_verdict(const Entry& e, Seconds now, PassState& state) const;
   void drain_for_windows(Seconds now, PassResult& out);
   void return_loans(Seconds now, PassResult& out);
   std::optional<Reservation> reserve(const Entry& e, const GangRequest& request, Seconds now);
@@ -417,16 +424,13 @@ class Scheduler {
   // for it now.
   [[nodiscard]] bool slices(const Entry& e) const;
   [[nodiscard]] bool has_slice_victim(const Entry& e, Seconds now, PassState& state) const;
-  // Whether, `e` being unable to start, none of its lane's later jobs can in this pass:
+  // Whether, `e` being refused for quota, none of its lane's later jobs can start in this pass:
   // `e` is one task that asks for no more of any resource than each task of the lane's jobs, takes
   // every GPU model of the pool, needs no NVLink domain, is of the lane's lowest priority (so the
   // later jobs rank no better and may slice no more) and has nothing held beside it for windows,
   // and no later job is of a window's class.
   [[nodiscard]] bool no_later_job_easier(const Entry& e, std::int64_t hold,
                                          const PassState& state) const;
-  // The reason of the jobs behind such a job, `why` being its own and `waits` what it does.
-  [[nodiscard]] PendingReason behind_easier_job(const Entry& e, const PendingReason& why,
-                                                std::string_view waits) const;
   // Whether `e`, refused for quota, holds back its lane's later jobs (see the pass).
   [[nodiscard]] bool holds_lane(const Entry& e, Seconds now) const;
   // If it does, its tenant's later jobs wait behind it in this pass (quota refused `refused`).

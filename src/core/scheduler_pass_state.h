@@ -77,6 +77,14 @@ struct Scheduler::RoomCandidates {
   std::optional<RoomArrangement> by_leaf;
 };
 
+// What the windows in effect ask of a waiting job (Scheduler::window_verdict).
+struct Scheduler::WindowVerdict {
+  bool admitted = false;   // of a window's class, within what the window protects
+  std::int64_t hold = 0;   // whole GPUs to leave free beside it
+  bool hold_open = false;  // some of the hold is of a window open now (not in its drain lead)
+  std::optional<PendingReason> reason;  // when fewer are free than the job and the hold
+};
+
 // What one pass knows beyond the scheduler's state.
 struct Scheduler::PassState {
   std::map<std::tuple<std::uint32_t, std::uint64_t, bool, std::int64_t>,
