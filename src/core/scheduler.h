@@ -356,10 +356,6 @@ class Scheduler {
   [[nodiscard]] const LaneOrder& lane_order(const Entry& e) const;
   // A pending job's own rank in its lane (promoted or not).
   [[nodiscard]] LaneRank lane_rank(const Entry& e) const;
-  // Whether running job `v`'s tenant borrows now (of a model `v` holds).
-  [[nodiscard]] bool borrows_now(const Entry& v) const;
-  // Whether the tenant's running jobs exceed its guarantee of some model.
-  [[nodiscard]] bool tenant_borrows(TenantId tenant) const;
   // The running jobs as making room sees them in this pass, in the order victims are taken (found
   // once per pass and change of the running jobs).
   const std::vector<RunningView>& running_view(Seconds now, PassState& state) const;
@@ -373,9 +369,9 @@ class Scheduler {
   // job under LAS preemption).
   [[nodiscard]] bool may_be_victim(const RunningView& v, const Entry& e) const;
   // Time slicing: running job `v` may be stopped for waiting job `e` when both hold.
-  // may_be_sliced: v is of e's tenant, or of a tenant that borrows (see borrows_now), checkpoints,
-  // ran min_slice_run and would lose at most max_slice_loss; when only the last two fail, the
-  // pass wakes when they will hold (state.slice_wakeup).
+  // may_be_sliced: v is of e's tenant, or of a tenant that borrows (RunningView::borrowing),
+  // checkpoints, ran min_slice_run and would lose at most max_slice_loss; when only the last two
+  // fail, the pass wakes when they will hold (state.slice_wakeup).
   [[nodiscard]] bool may_be_sliced(const RunningView& v, TenantId tenant, Seconds now,
                                    PassState& state) const;
   // The first time at or after `now` at which running job `v` has run min_slice_run and would

@@ -21,21 +21,6 @@ constexpr std::int64_t kReclaimSlackDivisor = 20;
 
 }  // namespace
 
-bool Scheduler::borrows_now(const Entry& v) const {
-  return config_.quotas &&
-         std::any_of(v.charges.begin(), v.charges.end(), [&](const ModelCharge& c) {
-           return book_.borrowed(v.job.tenant, c.model) > 0;
-         });
-}
-
-bool Scheduler::tenant_borrows(TenantId tenant) const {
-  if (!config_.quotas) return false;
-  for (int m = 0; m < book_.model_count(); ++m) {
-    if (book_.borrowed(tenant, GpuModelId{static_cast<std::uint32_t>(m)}) > 0) return true;
-  }
-  return false;
-}
-
 std::vector<bool> Scheduler::borrowing_models() const {
   std::vector<bool> borrowing;
   if (!config_.quotas) return borrowing;
@@ -74,13 +59,13 @@ const std::vector<Scheduler::RunningView>& Scheduler::running_view(Seconds now,
       r.tenant_borrows =
           r.tenant_borrows || borrows(v.job.tenant, GpuModelId{static_cast<std::uint32_t>(m)});
     }
-    r.may_be_taken = v.job.preemptible;
     r.job = lane_job(v, now);
     if (config_.las_preemption) {
       r.las_level = las_level(v.attained + whole_gpus(v.milli) * (now - v.segment_start));
     }
     // Only work that checkpoints, after its minimum run and close after a checkpoint.
-    if (config_.time_slicing && lanes_.size() > 1 && r.may_be_taken && v.job.checkpoint_interval) {
+    if (config_.time_slicing && lanes_.size() > 1 && v.job.preemptible &&
+        v.job.checkpoint_interval) {
       r.sliceable_from = sliceable_from(v, now);
     }
     r.candidate = {!r.borrowing,
@@ -167,7 +152,7 @@ Scheduler::RoomCandidates& Scheduler::room_candidates(const Entry& e, bool recla
   // Waiting jobs of one slice class may stop the same running jobs (lane_order.h). The view is
   // in candidate order, and so are the candidates.
   for (const RunningView& v : running_view(now, state)) {
-    if (!may_be_victim(v, e) || !v.may_be_taken) continue;
+    if (!may_be_victim(v, e) || !v.entry->job.preemptible) continue;
     const Job& job = v.entry->job;
     const bool by_reclaim = reclaim && v.borrowing && job.tenant != e.job.tenant;
     const bool by_priority =
@@ -339,9 +324,12 @@ std::optional<std::pair<std::vector<JobId>, GangPlacement>> Scheduler::victims_u
     const Entry& v = entry(JobId{id});
     for (const ModelCharge& ch : v.charges) (void)book.refund(v.job.tenant, ch.model, ch.milli);
   };
-  auto release_into = [&](Trial& t, std::uint32_t id) {
+  auto release_from = [&](Pool& pool, std::uint32_t id) {
     const Entry& v = entry(JobId{id});
-    for (const Assignment& a : v.assignments) (void)t.pool.release(v.job.gang.task, a);
+    for (const Assignment& a : v.assignments) (void)pool.release(v.job.gang.task, a);
+  };
+  auto release_into = [&](Trial& t, std::uint32_t id) {
+    release_from(t.pool, id);
     if (t.book) refund_into(*t.book, id);
   };
   // The models the book admits the job on (none: refused).
@@ -378,10 +366,7 @@ std::optional<std::pair<std::vector<JobId>, GangPlacement>> Scheduler::victims_u
       if (admitted_models(*book).is_none()) return std::nullopt;
     }
     Trial all{pool_, std::move(book)};
-    for (std::uint32_t id : order) {
-      const Entry& v = entry(JobId{id});
-      for (const Assignment& a : v.assignments) (void)all.pool.release(v.job.gang.task, a);
-    }
+    for (std::uint32_t id : order) release_from(all.pool, id);  // the book is refunded above
     if (!fits(all)) return std::nullopt;
   }
   Trial trial{pool_, std::nullopt};

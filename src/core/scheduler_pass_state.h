@@ -43,10 +43,10 @@ struct Scheduler::RoomCandidate {
 // A running job as making room sees it during a pass.
 struct Scheduler::RunningView {
   const Entry* entry = nullptr;
-  RoomCandidate candidate{};    // its place in the order of victims (slice: false)
-  bool borrowing = false;       // its tenant borrows a model it holds (borrows_now)
-  bool tenant_borrows = false;  // its tenant borrows some model (tenant_borrows)
-  bool may_be_taken = false;    // preemptible (a view holds no job started in this pass)
+  RoomCandidate candidate{};  // its place in the order of victims (slice: false)
+  // A view holds no job started in this pass.
+  bool borrowing = false;       // its tenant borrows a model it holds
+  bool tenant_borrows = false;  // its tenant borrows some model
   LaneJob job;                  // as its lane's order sees it now
   int las_level = 0;            // of its attained service now (under LAS preemption)
   // Time slicing: when it may be sliced (now or later: sliceable_from); none if never.
