@@ -334,6 +334,7 @@ class Scheduler {
   struct RoomCandidate;
   struct RoomCandidates;
   struct RunningView;
+  struct RunningIndex;
   struct RoomArrangement;
   struct RoomObtainable;
   struct WindowVerdict;
@@ -359,6 +360,13 @@ class Scheduler {
   // The running jobs as making room sees them in this pass, in the order victims are taken (found
   // once per pass and change of the running jobs).
   const std::vector<RunningView>& running_view(Seconds now, PassState& state) const;
+  // Where in the running view room candidates can be (found once per change of the view).
+  const RunningIndex& running_index(Seconds now, PassState& state) const;
+  // The positions in the running view of the jobs that may be room candidates or slice victims
+  // for `e` (all of them when the index cannot tell), in view order.
+  [[nodiscard]] std::vector<std::uint32_t> possible_victims(const Entry& e, bool reclaim,
+                                                            bool slicing, Seconds now,
+                                                            PassState& state) const;
   // Per tenant and model, whether the tenant borrows the model now.
   [[nodiscard]] std::vector<bool> borrowing_models() const;
   // Jobs were started or preempted in this pass: what the pass found of the running jobs is

@@ -2,6 +2,7 @@
 // be taken for a waiting one (reclaim, priority, least attained service, time slicing), in what
 // order, and the fewest of them after which it fits.
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <tuple>
 #include <utility>
@@ -45,54 +46,103 @@ const std::vector<Scheduler::RunningView>& Scheduler::running_view(Seconds now,
     const std::size_t at = tenant.value * models + model.value;
     return at < state.view_borrowing.size() && state.view_borrowing[at];
   };
-  view.reserve(running_.size());
-  for (JobId id : running_) {
-    const Entry& v = entry(id);
-    // Never a job started in this pass: victims are taken before the starts they enable, and it
-    // may not be sliced either.
-    if (v.segment_start == now) continue;
-    RunningView r;
-    r.entry = &v;
-    r.borrowing = std::any_of(v.charges.begin(), v.charges.end(),
-                              [&](const ModelCharge& c) { return borrows(v.job.tenant, c.model); });
-    for (std::size_t m = 0; m < models; ++m) {
-      r.tenant_borrows =
-          r.tenant_borrows || borrows(v.job.tenant, GpuModelId{static_cast<std::uint32_t>(m)});
+  // The victim order first (each job's place in it), then each job's view, in that order.
+  std::vector<std::pair<RoomCandidate, const Entry*>> keys;
+  keys.reserve(running_.size());
+  for (const auto& of_tenant : tenant_running_) {
+    for (const auto& [key, v] : of_tenant) {
+      // Never a job started in this pass: victims are taken before the starts they enable, and
+      // it may not be sliced either.
+      if (v->segment_start == now) continue;
+      const bool borrowing =
+          std::any_of(v->charges.begin(), v->charges.end(),
+                      [&](const ModelCharge& c) { return borrows(v->job.tenant, c.model); });
+      keys.emplace_back(
+          RoomCandidate{!borrowing, v->job.priority_class,
+                        lost_if_preempted(*v, now) * whole_gpus(v->milli),
+                        -lane_job(*v, now).attained_gpu_seconds, v->job.id.value, false},
+          v);
     }
-    r.job = lane_job(v, now);
+  }
+  std::sort(keys.begin(), keys.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::int8_t> tenant_borrows(tenant_running_.size(), -1);  // found when first asked
+  view.reserve(keys.size());
+  for (const auto& [candidate, v] : keys) {
+    RunningView& r = view.emplace_back();
+    r.entry = v;
+    r.candidate = candidate;
+    r.borrowing = !candidate.not_borrowing;
+    std::int8_t& any = tenant_borrows[v->job.tenant.value];
+    if (any < 0) {
+      any = 0;
+      for (std::size_t m = 0; m < models; ++m) {
+        if (borrows(v->job.tenant, GpuModelId{static_cast<std::uint32_t>(m)})) any = 1;
+      }
+    }
+    r.tenant_borrows = any == 1;
+    r.job = lane_job(*v, now);
     if (config_.las_preemption) {
-      r.las_level = las_level(v.attained + whole_gpus(v.milli) * (now - v.segment_start));
+      r.las_level = las_level(v->attained + whole_gpus(v->milli) * (now - v->segment_start));
     }
     // Only work that checkpoints, after its minimum run and close after a checkpoint.
-    if (config_.time_slicing && lanes_.size() > 1 && v.job.preemptible &&
-        v.job.checkpoint_interval) {
-      r.sliceable_from = sliceable_from(v, now);
+    if (config_.time_slicing && lanes_.size() > 1 && v->job.preemptible &&
+        v->job.checkpoint_interval) {
+      r.sliceable_from = sliceable_from(*v, now);
     }
-    r.candidate = {!r.borrowing,
-                   v.job.priority_class,
-                   lost_if_preempted(v, now) * whole_gpus(v.milli),
-                   -r.job.attained_gpu_seconds,
-                   id.value,
-                   false};
-    view.push_back(r);
   }
-  // In victim order (sorting the keys, then placing each view once).
-  std::vector<std::pair<RoomCandidate, std::uint32_t>> keys;
-  keys.reserve(view.size());
-  for (std::size_t i = 0; i < view.size(); ++i) {
-    keys.emplace_back(view[i].candidate, static_cast<std::uint32_t>(i));
-  }
-  std::sort(keys.begin(), keys.end());
-  std::vector<RunningView> sorted;
-  sorted.reserve(view.size());
-  for (const auto& [candidate, i] : keys) sorted.push_back(view[i]);
-  view = std::move(sorted);
   return view;
+}
+
+const Scheduler::RunningIndex& Scheduler::running_index(Seconds now, PassState& state) const {
+  const std::vector<RunningView>& view = running_view(now, state);
+  if (state.running_index) return *state.running_index;
+  RunningIndex& index = state.running_index.emplace();
+  for (std::size_t i = 0; i < view.size(); ++i) {
+    const RunningView& v = view[i];
+    const Job& job = v.entry->job;
+    if (!job.preemptible) continue;
+    const auto at = static_cast<std::uint32_t>(i);
+    if (v.borrowing) {
+      index.borrowing.push_back(at);
+    } else if (v.sliceable_from) {
+      index.own_sliceable[job.tenant].push_back(at);
+    }
+    if (!index.least_priority || job.priority_class < *index.least_priority) {
+      index.least_priority = job.priority_class;
+    }
+  }
+  return index;
+}
+
+std::vector<std::uint32_t> Scheduler::possible_victims(const Entry& e, bool reclaim, bool slicing,
+                                                       Seconds now, PassState& state) const {
+  const RunningIndex& index = running_index(now, state);
+  std::vector<std::uint32_t> at;
+  // Any job may be taken under LAS preemption, and any of a lower class under priority
+  // preemption; otherwise only a borrowing tenant's (reclaim, slicing) or the tenant's own
+  // (slicing).
+  if (config_.las_preemption || (config_.priority_preemption && index.least_priority &&
+                                 *index.least_priority < e.job.priority_class)) {
+    at.resize(state.running_view->size());
+    for (std::size_t i = 0; i < at.size(); ++i) at[i] = static_cast<std::uint32_t>(i);
+    return at;
+  }
+  static const std::vector<std::uint32_t> kNone;
+  const std::vector<std::uint32_t>& borrowing = reclaim || slicing ? index.borrowing : kNone;
+  const auto own = slicing ? index.own_sliceable.find(e.job.tenant) : index.own_sliceable.end();
+  const std::vector<std::uint32_t>& sliceable =
+      own == index.own_sliceable.end() ? kNone : own->second;
+  at.reserve(borrowing.size() + sliceable.size());
+  std::merge(borrowing.begin(), borrowing.end(), sliceable.begin(), sliceable.end(),
+             std::back_inserter(at));
+  return at;
 }
 
 void Scheduler::running_changed(Seconds now, PassState& state) const {
   state.slice_victims.clear();
   state.room_candidates.clear();
+  state.running_index.reset();
   if (!state.running_view) return;
   // What a view holds of a job does not change during a pass, except whether its tenant
   // borrows: while no tenant starts or stops borrowing a model, the view only loses the jobs
@@ -151,7 +201,12 @@ Scheduler::RoomCandidates& Scheduler::room_candidates(const Entry& e, bool recla
   if (!fresh) return found;
   // Waiting jobs of one slice class may stop the same running jobs (lane_order.h). The view is
   // in candidate order, and so are the candidates.
-  for (const RunningView& v : running_view(now, state)) {
+  const std::vector<RunningView>& view = running_view(now, state);
+  const std::vector<std::uint32_t> possible = possible_victims(e, reclaim, slicing, now, state);
+  found.sorted.reserve(possible.size());
+  found.views.reserve(possible.size());
+  for (std::uint32_t at : possible) {
+    const RunningView& v = view[at];
     if (!may_be_victim(v, e) || !v.entry->job.preemptible) continue;
     const Job& job = v.entry->job;
     const bool by_reclaim = reclaim && v.borrowing && job.tenant != e.job.tenant;
@@ -194,20 +249,41 @@ const Scheduler::RoomArrangement& Scheduler::arrangement(RoomCandidates& found,
   if (cached) return *cached;
   const RoomObtainable& o = obtainable(found);
   RoomArrangement& a = cached.emplace();
-  using Key = std::tuple<std::int64_t, std::uint32_t, std::int64_t, std::uint32_t, std::size_t>;
-  std::vector<Key> keyed;
-  keyed.reserve(found.sorted.size());
-  for (std::size_t i = 0; i < found.sorted.size(); ++i) {
-    const NodeId node = found.views[i]->entry->assignments.front().node;
-    const std::uint32_t leaf = by_leaf ? pool_.spec(node).leaf.value : 0;
-    keyed.emplace_back(by_leaf ? -o.leaf[leaf] : 0, leaf, -o.node[node.value], node.value, i);
+  // The nodes that hold candidates, in arrangement order; then the candidates node by node, each
+  // node's in candidate order (a counting sort by the node's place).
+  const std::size_t count = found.sorted.size();
+  std::vector<std::uint32_t> node_of(count);
+  std::vector<std::uint32_t> nodes;
+  std::vector<std::int32_t> place(static_cast<std::size_t>(pool_.node_count()), -1);
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::uint32_t node = found.views[i]->entry->assignments.front().node.value;
+    node_of[i] = node;
+    if (place[node] < 0) {
+      place[node] = 0;
+      nodes.push_back(node);
+    }
   }
-  std::sort(keyed.begin(), keyed.end());
-  a.candidates.reserve(keyed.size());
-  for (const Key& key : keyed) {
-    a.candidates.push_back(found.sorted[std::get<4>(key)]);
-    const std::uint32_t leaf = std::get<1>(key);
-    if (by_leaf && (a.leaves.empty() || a.leaves.back() != leaf)) a.leaves.push_back(leaf);
+  auto leaf_of = [&](std::uint32_t node) { return pool_.spec(NodeId{node}).leaf.value; };
+  using Key = std::tuple<std::int64_t, std::uint32_t, std::int64_t, std::uint32_t>;
+  auto key = [&](std::uint32_t node) {
+    const std::uint32_t leaf = by_leaf ? leaf_of(node) : 0;
+    return Key{by_leaf ? -o.leaf[leaf] : 0, leaf, -o.node[node], node};
+  };
+  std::sort(nodes.begin(), nodes.end(),
+            [&](std::uint32_t x, std::uint32_t y) { return key(x) < key(y); });
+  std::vector<std::uint32_t> first(nodes.size() + 1, 0);  // each node's first slot
+  for (std::size_t r = 0; r < nodes.size(); ++r) place[nodes[r]] = static_cast<std::int32_t>(r);
+  for (std::size_t i = 0; i < count; ++i) ++first[static_cast<std::size_t>(place[node_of[i]]) + 1];
+  for (std::size_t r = 1; r < first.size(); ++r) first[r] += first[r - 1];
+  a.candidates.resize(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    a.candidates[first[static_cast<std::size_t>(place[node_of[i]])]++] = found.sorted[i];
+  }
+  if (by_leaf) {
+    for (std::uint32_t node : nodes) {
+      const std::uint32_t leaf = leaf_of(node);
+      if (a.leaves.empty() || a.leaves.back() != leaf) a.leaves.push_back(leaf);
+    }
   }
   return a;
 }
@@ -263,7 +339,8 @@ std::optional<std::pair<std::vector<JobId>, GangPlacement>> Scheduler::make_room
   // The candidates of `among` that may be taken, in order.
   auto takeable = [&](const std::vector<RoomCandidate>& among) {
     std::vector<std::uint32_t> order;
-    std::map<TenantId, std::int64_t> taken;
+    order.reserve(among.size());
+    std::vector<std::int64_t> taken(static_cast<std::size_t>(book_.tenant_count()), 0);
     for (const RoomCandidate& c : among) {
       const Entry& v = entry(JobId{c.id});
       const bool only_reclaim =
@@ -271,14 +348,16 @@ std::optional<std::pair<std::vector<JobId>, GangPlacement>> Scheduler::make_room
       if (only_reclaim && config_.quotas) {
         std::int64_t borrowed = 0;
         for (const ModelCharge& ch : v.charges) borrowed += book_.borrowed(v.job.tenant, ch.model);
-        const std::int64_t after = taken[v.job.tenant] + v.milli - borrowed;  // its shortfall then
+        if (v.job.tenant.value >= taken.size()) taken.resize(v.job.tenant.value + 1, 0);
+        std::int64_t& taken_of = taken[v.job.tenant.value];
+        const std::int64_t after = taken_of + v.milli - borrowed;  // its shortfall then
         std::int64_t guaranteed = 0;
         for (const ModelCharge& ch : v.charges)
           guaranteed += book_.guaranteed(v.job.tenant, ch.model);
         const bool within =
             after <= 0 || (after < shortfall && after * kReclaimSlackDivisor <= guaranteed);
-        if (taken[v.job.tenant] >= borrowed || !within) continue;
-        taken[v.job.tenant] += v.milli;
+        if (taken_of >= borrowed || !within) continue;
+        taken_of += v.milli;
       }
       order.push_back(c.id);
     }
@@ -380,24 +459,46 @@ std::optional<std::pair<std::vector<JobId>, GangPlacement>> Scheduler::victims_u
     if ((placed = fits(trial))) break;
   }
   if (!placed) return std::nullopt;
-  auto without = [&](std::span<const std::uint32_t> victims) {
-    Trial t{pool_, std::nullopt};
-    if (admit_after) t.book = book_;
-    for (std::uint32_t id : victims) release_into(t, id);
-    return t;
+  // Keep running the victims that are not needed after all (the last one is): each in turn goes
+  // back into the trial (the pool and book without the chosen victims) and stays running if the
+  // job still fits; otherwise it is released again.
+  auto restore_into = [&](Trial& t, std::uint32_t id) {
+    const Entry& v = entry(JobId{id});
+    for (std::size_t k = 0; k < v.assignments.size(); ++k) {
+      if (!t.pool.allocate(v.job.gang.task, v.assignments[k])) {
+        // Not on the node it ran on (a cordoned node takes no task back): as it was.
+        for (std::size_t j = 0; j < k; ++j) (void)t.pool.release(v.job.gang.task, v.assignments[j]);
+        return false;
+      }
+    }
+    if (t.book) {
+      for (const ModelCharge& ch : v.charges)
+        (void)t.book->record_usage(v.job.tenant, ch.model, ch.milli);
+    }
+    return true;
   };
-  // Keep running the victims that are not needed after all (the last one is).
   constexpr std::size_t kPruneLimit = 16;
   for (std::size_t i = chosen.size() - 1, tried = 0; i-- > 0 && tried < kPruneLimit; ++tried) {
-    std::vector<std::uint32_t> rest;
-    for (std::size_t j = 0; j < chosen.size(); ++j) {
-      if (j != i) rest.push_back(chosen[j].value);
+    if (!restore_into(trial, chosen[i].value)) {
+      // A copy of the pool and book without the other victims instead.
+      Trial rest{pool_, std::nullopt};
+      if (admit_after) rest.book = book_;
+      for (std::size_t j = 0; j < chosen.size(); ++j) {
+        if (j != i) release_into(rest, chosen[j].value);
+      }
+      if (fits(rest)) {
+        chosen.erase(chosen.begin() + static_cast<std::ptrdiff_t>(i));
+        trial = std::move(rest);
+      }
+      continue;
     }
-    if (fits(without(rest))) chosen.erase(chosen.begin() + static_cast<std::ptrdiff_t>(i));
+    if (fits(trial)) {
+      chosen.erase(chosen.begin() + static_cast<std::ptrdiff_t>(i));
+    } else {
+      release_into(trial, chosen[i].value);
+    }
   }
-  std::vector<std::uint32_t> final_ids;
-  for (JobId id : chosen) final_ids.push_back(id.value);
-  placed = fits(without(final_ids));
+  placed = fits(trial);
   if (!placed) return std::nullopt;
   return std::make_pair(std::move(chosen), std::move(*placed));
 }
@@ -412,7 +513,9 @@ bool Scheduler::has_slice_victim(const Entry& e, Seconds now, PassState& state) 
   PassState::SliceVictims& found = it->second;
   if (fresh) {
     // clearly_ahead is monotone in the running rank: the job ranked last decides.
-    for (const RunningView& v : running_view(now, state)) {
+    const std::vector<RunningView>& view = running_view(now, state);
+    for (std::uint32_t at : possible_victims(e, false, true, now, state)) {
+      const RunningView& v = view[at];
       if (!may_be_victim(v, e) || !may_be_sliced(v, e.job.tenant, now, state) ||
           !order.sliceable(v.job)) {
         continue;

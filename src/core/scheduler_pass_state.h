@@ -53,6 +53,15 @@ struct Scheduler::RunningView {
   std::optional<Seconds> sliceable_from;
 };
 
+// Where in the pass's running view the jobs that making room may take can be (positions in the
+// view, increasing): no other view is a room candidate or a slice victim, unless LAS preemption
+// or priority preemption of a job of a lower class than `least_priority` may take any job.
+struct Scheduler::RunningIndex {
+  std::vector<std::uint32_t> borrowing;  // preemptible, of a tenant that borrows a model it holds
+  std::map<TenantId, std::vector<std::uint32_t>> own_sliceable;  // per tenant: may be sliced
+  std::optional<int> least_priority;                             // of the preemptible jobs
+};
+
 // Whole GPUs that would be free on each node, and under each leaf, without the room candidates.
 struct Scheduler::RoomObtainable {
   std::vector<std::int64_t> node;
@@ -112,6 +121,7 @@ struct Scheduler::PassState {
   // borrowed which models when it was found (per tenant, per model).
   std::optional<std::vector<RunningView>> running_view;
   std::vector<bool> view_borrowing;
+  std::optional<RunningIndex> running_index;  // of running_view, found when first asked for
   std::optional<Reservation> reservation;
   std::optional<Seconds> slice_wakeup;               // see may_be_sliced
   std::map<TenantId, PendingReason> tenant_blocked;  // tenants whose quota head waits
