@@ -52,6 +52,7 @@ struct NodeState {
   bool cordoned = false;
 
   [[nodiscard]] int running_tasks() const;
+  friend bool operator==(const NodeState&, const NodeState&) = default;
 };
 
 // An empty node of this spec.

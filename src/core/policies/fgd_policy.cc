@@ -30,19 +30,19 @@ class FgdPolicy final : public PlacementPolicy {
       return static_cast<std::int64_t>(100.0 / (1.0 + std::exp(-x)));
     };
     auto node = pick_highest_score(pool, task, [&](NodeId n) {
-      const std::uint32_t version = pool.version(n);
-      if (const ScoredChoice* hit = cache_.find(slot, n, version)) return hit->score;
+      const NodeState& state = pool.state(n);
+      if (const ScoredChoice* hit = cache_.find(slot, n, state)) return hit->score;
       ScoredChoice best{std::numeric_limits<std::int64_t>::min(), 0};
       for_each_gpu_choice(pool.spec(n), pool.state(n), task, [&](GpuSet gpus) {
         const std::int64_t s =
             score_of(fragmentation_growth(pool.spec(n), pool.state(n), task, gpus, profile_));
         if (s > best.score) best = {s, gpus};
       });
-      cache_.store(slot, n, version, best);
+      cache_.store(slot, n, state, best);
       return best.score;
     });
     if (!node) return std::unexpected(Unplaceable{explain_unplaceable(pool, task)});
-    return Assignment{*node, cache_.find(slot, *node, pool.version(*node))->gpus};
+    return Assignment{*node, cache_.find(slot, *node, pool.state(*node))->gpus};
   }
 
  private:

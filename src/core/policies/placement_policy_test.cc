@@ -199,6 +199,26 @@ TEST_P(EveryPolicyTest, CpuOnlyTaskGetsNoGpu) {
   EXPECT_EQ(result->gpus, 0U);
 }
 
+TEST_P(EveryPolicyTest, AnswersForThePoolItIsGivenAfterCopiesDiverge) {
+  // The scheduler tries placements on copies of its pool (without some running jobs): two copies
+  // that changed as often, node by node, are still different pools to one policy.
+  const Pool base = make_pool({make_node("a", 2)});
+  Pool first = base;
+  Pool second = base;
+  occupy(first, 0, shape(1, 1000), 0b01);   // first: GPU 1 free
+  occupy(second, 0, shape(1, 1000), 0b10);  // second: GPU 0 free
+  ASSERT_EQ(first.version(NodeId{0}), second.version(NodeId{0}));
+  const std::unique_ptr<PlacementPolicy> policy = make(GetParam());
+  const TaskShape task = shape(1, 1000);
+  for (Pool* pool : {&first, &second, &first}) {
+    Rng rng(11);
+    const PlacementResult result = policy->place(*pool, task, rng);
+    ASSERT_TRUE(result.has_value()) << result.error().reason;
+    EXPECT_TRUE(Pool(*pool).allocate(task, *result).has_value())
+        << GetParam() << " placed on GPUs " << result->gpus << " that are not free";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllPolicies, EveryPolicyTest,
                          ::testing::Values("random", "dot-product", "gpu-clustering", "gpu-packing",
                                            "best-fit", "fgd", "tidepool"),

@@ -1,6 +1,8 @@
 // Memo of per-node scores for scoring rules that depend only on the node's state and the task's
-// shape. An entry stays valid while the node's Pool::version is unchanged, so after a placement
-// only the one changed node is scored again.
+// shape. An entry holds the state it was scored in and answers only for that state, so after a
+// placement only the one changed node is scored again, and a policy asked about copies of a pool
+// that changed apart (the scheduler's trial pools) never answers for the wrong one (a version
+// number alone cannot tell such copies apart).
 #pragma once
 
 #include <cstdint>
@@ -24,19 +26,20 @@ class NodeScoreCache {
   // kMaxSlots distinct shapes the memo starts afresh.
   int slot_for(const TaskShape& task, int node_count);
 
-  [[nodiscard]] const ScoredChoice* find(int slot, NodeId node, std::uint32_t version) const {
+  [[nodiscard]] const ScoredChoice* find(int slot, NodeId node, const NodeState& state) const {
     const Entry& e = entries_[index(slot, node)];
-    return e.version_plus_one == version + 1 ? &e.choice : nullptr;
+    return e.filled && e.state == state ? &e.choice : nullptr;
   }
-  void store(int slot, NodeId node, std::uint32_t version, ScoredChoice choice) {
-    entries_[index(slot, node)] = Entry{version + 1, choice};
+  void store(int slot, NodeId node, const NodeState& state, ScoredChoice choice) {
+    entries_[index(slot, node)] = Entry{true, state, choice};
   }
 
   static constexpr int kMaxSlots = 4096;
 
  private:
   struct Entry {
-    std::uint32_t version_plus_one = 0;  // 0: empty
+    bool filled = false;
+    NodeState state;  // scored in
     ScoredChoice choice;
   };
   [[nodiscard]] std::size_t index(int slot, NodeId node) const {

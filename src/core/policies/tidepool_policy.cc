@@ -51,14 +51,14 @@ class TidepoolPolicy final : public PlacementPolicy {
   PlacementResult place(const Pool& pool, const TaskShape& task, Rng& /*rng*/) override {
     const int slot = cache_.slot_for(task, pool.node_count());
     auto node = pick_highest_score(pool, task, [&](NodeId n) {
-      const std::uint32_t version = pool.version(n);
-      if (const ScoredChoice* hit = cache_.find(slot, n, version)) return hit->score;
+      const NodeState& state = pool.state(n);
+      if (const ScoredChoice* hit = cache_.find(slot, n, state)) return hit->score;
       const ScoredChoice choice = evaluate(pool.spec(n), pool.state(n), task);
-      cache_.store(slot, n, version, choice);
+      cache_.store(slot, n, state, choice);
       return choice.score;
     });
     if (!node) return std::unexpected(Unplaceable{explain_unplaceable(pool, task)});
-    return Assignment{*node, cache_.find(slot, *node, pool.version(*node))->gpus};
+    return Assignment{*node, cache_.find(slot, *node, pool.state(*node))->gpus};
   }
 
  private:
