@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <limits>
+#include <queue>
+#include <set>
 
 #include "core/policies/policy_factories.h"
 #include "core/scheduler_pass_state.h"
@@ -773,11 +776,20 @@ void Scheduler::evaluate(Entry& e, Seconds now, PassState& state, PassResult& ou
                                      job.gang.task.models.is_any(), e.milli);
     auto it = state.admissions.find(key);
     if (it == state.admissions.end()) {
-      std::vector<Admission> answers = book_.admit(job.tenant, job.gang.task.models, e.milli);
-      PendingReason refused;
-      if (!answers.empty()) refused = make_reason(PendingKind::kQuota, answers.front().reason);
-      it = state.admissions.emplace(key, std::make_pair(std::move(answers), refused)).first;
+      // The decisions only; the reason text of a refusal is written when a job waits on it.
+      std::vector<Admission> answers = book_.assess(job.tenant, job.gang.task.models, e.milli);
+      it = state.admissions.emplace(key, std::make_pair(std::move(answers), PendingReason{})).first;
     }
+    // Why the book refuses the job (the first model's answer), written once per pass and book.
+    auto refusal = [&]() -> const PendingReason& {
+      PendingReason& refused = it->second.second;
+      const std::vector<Admission>& answers = it->second.first;
+      if (!refused.text && !answers.empty()) {
+        refused = make_reason(PendingKind::kQuota,
+                              book_.admit(job.tenant, answers.front().model, e.milli).reason);
+      }
+      return refused;
+    };
     const std::vector<Admission>& answers = it->second.first;
     ModelSet admitted = ModelSet::none();
     const Admission* best = nullptr;
@@ -799,10 +811,10 @@ void Scheduler::evaluate(Entry& e, Seconds now, PassState& state, PassResult& ou
     }
     if (!best && !straddler) {
       const PendingReason refused =
-          it->second.second.text ? it->second.second
-                                 : make_reason(PendingKind::kQuota,
-                                               "no GPU model the job accepts is in the tenant's "
-                                               "quota book");
+          refusal().text ? refusal()
+                         : make_reason(PendingKind::kQuota,
+                                       "no GPU model the job accepts is in the tenant's "
+                                       "quota book");
       // Time slicing: the tenant's own running jobs that rank behind this one may make room for
       // it, in the pool and in the book.
       if (slices(e) && preempt_for(e, job.gang, false, true, hold, StartAdmission::kWithinGuarantee,
@@ -840,7 +852,7 @@ void Scheduler::evaluate(Entry& e, Seconds now, PassState& state, PassResult& ou
       request.task.models = ModelSet::only(straddler->model);
       borrowed = straddler->borrowed_milli;
       within_guarantee = true;
-      quota_refused = it->second.second;
+      quota_refused = refusal();
     }
     admission = borrowed == 0 ? StartAdmission::kWithinGuarantee : StartAdmission::kBorrowing;
   }
@@ -965,27 +977,24 @@ PassResult Scheduler::pass(Seconds now) {
       rank[tenants[i].value] = tied ? rank[tenants[i - 1].value] : static_cast<int>(i);
     }
   }
+  // The lanes' next jobs, the first in admission order on top: (priority, tenant rank, the lane's
+  // rank, id) and the lane. A lane's next job stays its next while others are evaluated: only the
+  // job evaluated starts, and preempted jobs are enqueued behind the walk or ahead of its next.
+  using Head = std::pair<std::tuple<std::int64_t, int, std::int64_t, std::int64_t, std::uint32_t>,
+                         std::size_t>;
+  std::priority_queue<Head, std::vector<Head>, std::greater<>> heads;
   std::vector<std::set<LaneKey>::iterator> cursor;
+  auto push_head = [&](std::size_t l) {
+    if (cursor[l] == lanes_[l].end()) return;
+    const LaneKey& k = *cursor[l];
+    heads.push({{std::get<0>(k), rank[l], std::get<1>(k), std::get<2>(k), std::get<3>(k)}, l});
+  };
   for (auto& lane : lanes_) cursor.push_back(lane.begin());
+  for (std::size_t l = 0; l < lanes_.size(); ++l) push_head(l);
   state.lane_done.assign(lanes_.size(), std::nullopt);
-  while (true) {
-    std::size_t best = lanes_.size();
-    for (std::size_t l = 0; l < lanes_.size(); ++l) {
-      if (cursor[l] == lanes_[l].end()) continue;
-      if (best == lanes_.size()) {
-        best = l;
-        continue;
-      }
-      const LaneKey& a = *cursor[l];
-      const LaneKey& b = *cursor[best];
-      // (priority, tenant rank, the lane's rank, id).
-      const auto ka =
-          std::make_tuple(std::get<0>(a), rank[l], std::get<1>(a), std::get<2>(a), std::get<3>(a));
-      const auto kb = std::make_tuple(std::get<0>(b), rank[best], std::get<1>(b), std::get<2>(b),
-                                      std::get<3>(b));
-      if (ka < kb) best = l;
-    }
-    if (best == lanes_.size()) break;
+  while (!heads.empty()) {
+    const std::size_t best = heads.top().second;
+    heads.pop();
     const JobId id{std::get<3>(*cursor[best])};
     ++cursor[best];
     Entry& e = entry(id);
@@ -1001,6 +1010,7 @@ PassResult Scheduler::pass(Seconds now) {
     }
     if (state.blocking) break;
     if (state.lane_done[best]) cursor[best] = lanes_[best].end();
+    push_head(best);
   }
   // Jobs the walk did not reach (behind a blocked queue or in a lane with nothing to start)
   // keep their reason; those new since the last pass get the reason of what holds them.

@@ -363,10 +363,9 @@ class Scheduler {
   // Where in the running view room candidates can be (found once per change of the view).
   const RunningIndex& running_index(Seconds now, PassState& state) const;
   // The positions in the running view of the jobs that may be room candidates or slice victims
-  // for `e` (all of them when the index cannot tell), in view order.
-  [[nodiscard]] std::vector<std::uint32_t> possible_victims(const Entry& e, bool reclaim,
-                                                            bool slicing, Seconds now,
-                                                            PassState& state) const;
+  // for `e` (all of them when the index cannot tell), in view order, into `at`.
+  void possible_victims(const Entry& e, bool reclaim, bool slicing, Seconds now, PassState& state,
+                        std::vector<std::uint32_t>& at) const;
   // Per tenant and model, whether the tenant borrows the model now.
   [[nodiscard]] std::vector<bool> borrowing_models() const;
   // Jobs were started or preempted in this pass: what the pass found of the running jobs is
@@ -387,7 +386,7 @@ class Scheduler {
   [[nodiscard]] Seconds sliceable_from(const Entry& v, Seconds now) const;
   // slice_rank_allows, the rank part: a promoted job may stop its own tenant's sliceable jobs
   // whatever their rank; otherwise only jobs clearly behind it (LaneOrder::may_slice).
-  [[nodiscard]] bool slice_rank_allows(const Entry& e, const Entry& v,
+  [[nodiscard]] bool slice_rank_allows(const Entry& e, TenantId running_tenant,
                                        const LaneJob& running) const;
   void promote_starving(Seconds now);
   // The predicted runtime less what checkpoints already saved, at least a minute.

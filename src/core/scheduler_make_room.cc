@@ -72,6 +72,9 @@ const std::vector<Scheduler::RunningView>& Scheduler::running_view(Seconds now,
     RunningView& r = view.emplace_back();
     r.entry = v;
     r.candidate = candidate;
+    r.tenant = v->job.tenant;
+    r.preemptible = v->job.preemptible;
+    r.gpus = whole_gpus(v->milli);
     r.borrowing = !candidate.not_borrowing;
     std::int8_t& any = tenant_borrows[v->job.tenant.value];
     if (any < 0) {
@@ -100,25 +103,24 @@ const Scheduler::RunningIndex& Scheduler::running_index(Seconds now, PassState& 
   RunningIndex& index = state.running_index.emplace();
   for (std::size_t i = 0; i < view.size(); ++i) {
     const RunningView& v = view[i];
-    const Job& job = v.entry->job;
-    if (!job.preemptible) continue;
+    if (!v.preemptible) continue;
     const auto at = static_cast<std::uint32_t>(i);
     if (v.borrowing) {
       index.borrowing.push_back(at);
     } else if (v.sliceable_from) {
-      index.own_sliceable[job.tenant].push_back(at);
+      index.own_sliceable[v.tenant].push_back(at);
     }
-    if (!index.least_priority || job.priority_class < *index.least_priority) {
-      index.least_priority = job.priority_class;
+    if (!index.least_priority || v.candidate.priority < *index.least_priority) {
+      index.least_priority = v.candidate.priority;
     }
   }
   return index;
 }
 
-std::vector<std::uint32_t> Scheduler::possible_victims(const Entry& e, bool reclaim, bool slicing,
-                                                       Seconds now, PassState& state) const {
+void Scheduler::possible_victims(const Entry& e, bool reclaim, bool slicing, Seconds now,
+                                 PassState& state, std::vector<std::uint32_t>& at) const {
   const RunningIndex& index = running_index(now, state);
-  std::vector<std::uint32_t> at;
+  at.clear();
   // Any job may be taken under LAS preemption, and any of a lower class under priority
   // preemption; otherwise only a borrowing tenant's (reclaim, slicing) or the tenant's own
   // (slicing).
@@ -126,7 +128,7 @@ std::vector<std::uint32_t> Scheduler::possible_victims(const Entry& e, bool recl
                                  *index.least_priority < e.job.priority_class)) {
     at.resize(state.running_view->size());
     for (std::size_t i = 0; i < at.size(); ++i) at[i] = static_cast<std::uint32_t>(i);
-    return at;
+    return;
   }
   static const std::vector<std::uint32_t> kNone;
   const std::vector<std::uint32_t>& borrowing = reclaim || slicing ? index.borrowing : kNone;
@@ -136,7 +138,6 @@ std::vector<std::uint32_t> Scheduler::possible_victims(const Entry& e, bool recl
   at.reserve(borrowing.size() + sliceable.size());
   std::merge(borrowing.begin(), borrowing.end(), sliceable.begin(), sliceable.end(),
              std::back_inserter(at));
-  return at;
 }
 
 void Scheduler::running_changed(Seconds now, PassState& state) const {
@@ -158,16 +159,15 @@ void Scheduler::running_changed(Seconds now, PassState& state) const {
 
 bool Scheduler::may_be_victim(const RunningView& v, const Entry& e) const {
   if (config_.las_preemption || tenant_running_.empty()) return true;
-  const Job& job = v.entry->job;
-  return job.tenant == e.job.tenant || v.tenant_borrows ||
-         (config_.priority_preemption && job.priority_class < e.job.priority_class);
+  return v.tenant == e.job.tenant || v.tenant_borrows ||
+         (config_.priority_preemption && v.candidate.priority < e.job.priority_class);
 }
 
 bool Scheduler::may_be_sliced(const RunningView& v, TenantId tenant, Seconds now,
                               PassState& state) const {
   // Only of the same tenant or of one that borrows (make_room then takes no more than it
   // borrows).
-  if (!v.sliceable_from || (v.entry->job.tenant != tenant && !v.borrowing)) return false;
+  if (!v.sliceable_from || (v.tenant != tenant && !v.borrowing)) return false;
   if (*v.sliceable_from == now) return true;
   if (!state.slice_wakeup || *v.sliceable_from < *state.slice_wakeup) {
     state.slice_wakeup = v.sliceable_from;
@@ -183,9 +183,10 @@ Seconds Scheduler::sliceable_from(const Entry& v, Seconds now) const {
   return since <= config_.max_slice_loss ? t : t + (interval - since);
 }
 
-bool Scheduler::slice_rank_allows(const Entry& e, const Entry& v, const LaneJob& running) const {
+bool Scheduler::slice_rank_allows(const Entry& e, TenantId running_tenant,
+                                  const LaneJob& running) const {
   const LaneOrder& order = lane_order(e);
-  if (e.promoted && v.job.tenant == e.job.tenant) return order.sliceable(running);
+  if (e.promoted && running_tenant == e.job.tenant) return order.sliceable(running);
   return order.may_slice(running, lane_rank(e));
 }
 
@@ -202,25 +203,25 @@ Scheduler::RoomCandidates& Scheduler::room_candidates(const Entry& e, bool recla
   // Waiting jobs of one slice class may stop the same running jobs (lane_order.h). The view is
   // in candidate order, and so are the candidates.
   const std::vector<RunningView>& view = running_view(now, state);
-  const std::vector<std::uint32_t> possible = possible_victims(e, reclaim, slicing, now, state);
+  std::vector<std::uint32_t>& possible = state.possible_victims;
+  possible_victims(e, reclaim, slicing, now, state, possible);
   found.sorted.reserve(possible.size());
   found.views.reserve(possible.size());
   for (std::uint32_t at : possible) {
     const RunningView& v = view[at];
-    if (!may_be_victim(v, e) || !v.entry->job.preemptible) continue;
-    const Job& job = v.entry->job;
-    const bool by_reclaim = reclaim && v.borrowing && job.tenant != e.job.tenant;
+    if (!may_be_victim(v, e) || !v.preemptible) continue;
+    const bool by_reclaim = reclaim && v.borrowing && v.tenant != e.job.tenant;
     const bool by_priority =
-        config_.priority_preemption && job.priority_class < e.job.priority_class;
+        config_.priority_preemption && v.candidate.priority < e.job.priority_class;
     const bool by_las = config_.las_preemption && v.las_level > level;
     const bool by_slice = slicing && may_be_sliced(v, e.job.tenant, now, state) &&
-                          slice_rank_allows(e, *v.entry, v.job);
+                          slice_rank_allows(e, v.tenant, v.job);
     if (!by_reclaim && !by_priority && !by_las && !by_slice) continue;
     RoomCandidate c = v.candidate;
-    c.slice = by_slice && job.tenant == e.job.tenant && !by_priority && !by_las;
+    c.slice = by_slice && v.tenant == e.job.tenant && !by_priority && !by_las;
     found.sorted.push_back(c);
     found.views.push_back(&v);
-    found.offered += whole_gpus(v.entry->milli);
+    found.offered += v.gpus;
   }
   return found;
 }
@@ -414,7 +415,7 @@ std::optional<std::pair<std::vector<JobId>, GangPlacement>> Scheduler::victims_u
   // The models the book admits the job on (none: refused).
   auto admitted_models = [&](const TenantBook& book) {
     ModelSet admitted = ModelSet::none();
-    for (const Admission& a : book.admit(e.job.tenant, request.task.models, e.milli)) {
+    for (const Admission& a : book.assess(e.job.tenant, request.task.models, e.milli)) {
       if (a.admitted()) admitted.add(a.model);
     }
     return admitted;
@@ -514,7 +515,9 @@ bool Scheduler::has_slice_victim(const Entry& e, Seconds now, PassState& state) 
   if (fresh) {
     // clearly_ahead is monotone in the running rank: the job ranked last decides.
     const std::vector<RunningView>& view = running_view(now, state);
-    for (std::uint32_t at : possible_victims(e, false, true, now, state)) {
+    std::vector<std::uint32_t>& possible = state.possible_victims;
+    possible_victims(e, false, true, now, state, possible);
+    for (std::uint32_t at : possible) {
       const RunningView& v = view[at];
       if (!may_be_victim(v, e) || !may_be_sliced(v, e.job.tenant, now, state) ||
           !order.sliceable(v.job)) {
@@ -522,7 +525,7 @@ bool Scheduler::has_slice_victim(const Entry& e, Seconds now, PassState& state) 
       }
       const LaneRank rank = order.rank(v.job);
       if (!found.last || *found.last < rank) found.last = rank;
-      found.own = found.own || v.entry->job.tenant == e.job.tenant;
+      found.own = found.own || v.tenant == e.job.tenant;
     }
   }
   // A promoted job may stop any of its own tenant's (slice_rank_allows).
@@ -560,7 +563,7 @@ bool Scheduler::preempt_for(Entry& e, const GangRequest& request, bool reclaim, 
   if (admit_after && config_.quotas && e.milli > 0) {
     // Admitted once the victims are gone: within guarantee or borrowing, on the model placed.
     const GpuModelId model = pool_.spec(room->second.assignments.front().node).model;
-    const Admission a = book_.admit(job.tenant, model, e.milli);
+    const Admission a = book_.assess(job.tenant, model, e.milli);
     borrowed = a.borrowed_milli;
     admission = borrowed == 0 ? StartAdmission::kWithinGuarantee : StartAdmission::kBorrowing;
   }

@@ -38,12 +38,25 @@ struct Scheduler::RoomCandidate {
   std::uint32_t id;
   bool slice;  // stopped for its own tenant's work (time slicing)
   auto operator<=>(const RoomCandidate&) const = default;
+  // The same order, spelled out so that sorting compares inline.
+  friend bool operator<(const RoomCandidate& a, const RoomCandidate& b) {
+    if (a.not_borrowing != b.not_borrowing) return b.not_borrowing;
+    if (a.priority != b.priority) return a.priority < b.priority;
+    if (a.lost != b.lost) return a.lost < b.lost;
+    if (a.neg_attained != b.neg_attained) return a.neg_attained < b.neg_attained;
+    if (a.id != b.id) return a.id < b.id;
+    return !a.slice && b.slice;
+  }
 };
 
 // A running job as making room sees it during a pass.
 struct Scheduler::RunningView {
   const Entry* entry = nullptr;
   RoomCandidate candidate{};  // its place in the order of victims (slice: false)
+  // Of its entry, at hand (making room reads them for every view).
+  TenantId tenant;
+  bool preemptible = false;
+  std::int64_t gpus = 0;  // whole GPUs
   // A view holds no job started in this pass.
   bool borrowing = false;       // its tenant borrows a model it holds
   bool tenant_borrows = false;  // its tenant borrows some model
@@ -121,7 +134,8 @@ struct Scheduler::PassState {
   // borrowed which models when it was found (per tenant, per model).
   std::optional<std::vector<RunningView>> running_view;
   std::vector<bool> view_borrowing;
-  std::optional<RunningIndex> running_index;  // of running_view, found when first asked for
+  std::optional<RunningIndex> running_index;    // of running_view, found when first asked for
+  std::vector<std::uint32_t> possible_victims;  // Scheduler::possible_victims' answer, reused
   std::optional<Reservation> reservation;
   std::optional<Seconds> slice_wakeup;               // see may_be_sliced
   std::map<TenantId, PendingReason> tenant_blocked;  // tenants whose quota head waits

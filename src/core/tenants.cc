@@ -238,24 +238,26 @@ std::int64_t TenantBook::reclaim_needed(GpuModelId m) const {
   return reclaim_needed(m, positions(m, kNoTenant, 0));
 }
 
-Admission TenantBook::admit(TenantId t, GpuModelId m, std::int64_t milli) const {
+Admission TenantBook::decide(TenantId t, GpuModelId m, std::int64_t milli, bool explain) const {
   Admission a;
   a.tenant = t;
   a.model = m;
   a.milli = milli;
   if (t.value >= tenants_.size()) {
-    a.reason = fmt::format("unknown tenant #{}", t.value);
+    if (explain) a.reason = fmt::format("unknown tenant #{}", t.value);
     return a;
   }
   const std::string& name = tenants_[t.value].name;
   if (!known_model(m, models_)) {
-    a.reason = fmt::format("tenant {} asks for unknown GPU model #{}", name, m.value);
+    if (explain) a.reason = fmt::format("tenant {} asks for unknown GPU model #{}", name, m.value);
     return a;
   }
   const std::string& model = models_.name(m);
   if (milli <= 0 || milli > kMaxQuotaMilli) {
-    a.reason = fmt::format("tenant {} asks for {}m {}; a request must be 1..{}m", name, milli,
-                           model, kMaxQuotaMilli);
+    if (explain) {
+      a.reason = fmt::format("tenant {} asks for {}m {}; a request must be 1..{}m", name, milli,
+                             model, kMaxQuotaMilli);
+    }
     return a;
   }
 
@@ -297,6 +299,7 @@ Admission TenantBook::admit(TenantId t, GpuModelId m, std::int64_t milli) const 
 
   if (a.borrowed_milli == 0) {
     a.kind = AdmissionKind::kWithinGuarantee;
+    if (!explain) return a;
     a.reason = fmt::format("within guarantee: tenant {} will use {}/{}m guaranteed {}", name,
                            within, f.guaranteed, model);
     if (a.reclaim_milli > 0) {
@@ -315,6 +318,7 @@ Admission TenantBook::admit(TenantId t, GpuModelId m, std::int64_t milli) const 
         if (const std::int64_t l = lendable(other, m); l > 0) a.lenders.push_back({other, l});
       }
     }
+    if (!explain) return a;
     a.reason = fmt::format(
         "borrowing: tenant {} will use {}m {}, {}m above its {}m guarantee; {}m was borrowable",
         name, used + milli, model, borrowed_now + a.borrowed_milli, f.guaranteed,
@@ -322,6 +326,7 @@ Admission TenantBook::admit(TenantId t, GpuModelId m, std::int64_t milli) const 
     return a;
   }
 
+  if (!explain) return a;
   std::string binding;
   if (tenant_room <= org_room && tenant_room <= pool_room) {
     binding = fmt::format("borrowing limit {}m", *f.borrowing_limit);
@@ -339,12 +344,30 @@ Admission TenantBook::admit(TenantId t, GpuModelId m, std::int64_t milli) const 
   return a;
 }
 
+Admission TenantBook::admit(TenantId t, GpuModelId m, std::int64_t milli) const {
+  return decide(t, m, milli, true);
+}
+
+Admission TenantBook::assess(TenantId t, GpuModelId m, std::int64_t milli) const {
+  return decide(t, m, milli, false);
+}
+
 std::vector<Admission> TenantBook::admit(TenantId t, const ModelSet& models,
                                          std::int64_t milli) const {
   std::vector<Admission> result;
   for (int m = 0; m < models_.size(); ++m) {
     const GpuModelId model{static_cast<std::uint32_t>(m)};
     if (models.accepts(model)) result.push_back(admit(t, model, milli));
+  }
+  return result;
+}
+
+std::vector<Admission> TenantBook::assess(TenantId t, const ModelSet& models,
+                                          std::int64_t milli) const {
+  std::vector<Admission> result;
+  for (int m = 0; m < models_.size(); ++m) {
+    const GpuModelId model{static_cast<std::uint32_t>(m)};
+    if (models.accepts(model)) result.push_back(assess(t, model, milli));
   }
   return result;
 }

@@ -215,6 +215,11 @@ class TenantBook {
   // models: placement picks among the admitted ones).
   [[nodiscard]] std::vector<Admission> admit(TenantId t, const ModelSet& models,
                                              std::int64_t milli) const;
+  // The same decisions with the same figures, but no reason text (for callers that only act on
+  // them, many times a pass: the text is what admission costs most).
+  [[nodiscard]] Admission assess(TenantId t, GpuModelId m, std::int64_t milli) const;
+  [[nodiscard]] std::vector<Admission> assess(TenantId t, const ModelSet& models,
+                                              std::int64_t milli) const;
 
   // Admits and records the usage; fails, changing nothing, with the refusal's reason.
   Result<Admission> charge(TenantId t, GpuModelId m, std::int64_t milli);
@@ -272,6 +277,8 @@ class TenantBook {
   [[nodiscard]] std::size_t slot(TenantId t, GpuModelId m) const {
     return static_cast<std::size_t>(t.value) * models_.size() + m.value;
   }
+  // admit and assess: `explain` writes the reason.
+  [[nodiscard]] Admission decide(TenantId t, GpuModelId m, std::int64_t milli, bool explain) const;
   // Org positions for model m, with tenant `t`'s usage taken as `usage_of_t` (an id past the
   // last tenant overrides nothing).
   [[nodiscard]] std::vector<OrgPosition> positions(GpuModelId m, TenantId t,

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/rng.h"
@@ -555,6 +556,16 @@ TEST(TenantBookPropertyTest, RandomChargesAndRefundsKeepTheRules) {
         ASSERT_FALSE(may_borrow(b, t, m, base, a.borrowable_milli + 1))
             << "seed " << seed << " step " << step;
         ASSERT_EQ(a.admitted(), a.borrowed_milli <= a.borrowable_milli);
+        // assess decides the same with the same figures, and writes no text.
+        const Admission quiet = b.assess(t, m, milli);
+        EXPECT_EQ(quiet.kind, a.kind) << "seed " << seed << " step " << step;
+        EXPECT_EQ(
+            std::tie(quiet.guaranteed_milli, quiet.borrowed_milli, quiet.borrowable_milli,
+                     quiet.reclaim_milli),
+            std::tie(a.guaranteed_milli, a.borrowed_milli, a.borrowable_milli, a.reclaim_milli));
+        EXPECT_EQ(quiet.lenders.size(), a.lenders.size());
+        EXPECT_TRUE(quiet.reason.empty());
+        EXPECT_FALSE(a.reason.empty());
         auto charged = b.charge(t, m, milli);
         ASSERT_EQ(charged.has_value(), a.admitted()) << "seed " << seed << " step " << step;
         if (charged) {
