@@ -537,14 +537,17 @@ bool Scheduler::preempt_for(Entry& e, const GangRequest& request, bool reclaim, 
                             std::int64_t hold, StartAdmission admission, std::int64_t borrowed,
                             Seconds now, PassState& state, PassResult& out) {
   const Job& job = e.job;
-  // Promoted jobs of a tenant may slice the same jobs, whatever their rank.
-  const LaneRank slice_class = !slices(e)   ? LaneRank{}
-                               : e.promoted ? LaneRank{kPromotedBand, 0}
-                                            : lane_order(e).slice_class(lane_rank(e));
-  const auto room_key = std::make_tuple(job.tenant.value, e.milli, job.priority_class, hold,
-                                        reclaim, admit_after, slice_class.band, slice_class.value,
-                                        static_cast<std::uint8_t>(request.topology.level),
-                                        static_cast<std::uint8_t>(request.topology.strength));
+  // Jobs alike in all that making room reads share its answer: the gang's shape (the models
+  // admitted included) and topology, what must stay free beside it, the tenant and priority, the
+  // rules that apply and, for slicing, promotion and the slice class of its own rank (a promoted
+  // job may slice other tenants' jobs only as its rank allows).
+  const LaneRank slice_class = slices(e) ? lane_order(e).slice_class(lane_rank(e)) : LaneRank{};
+  const int level = config_.las_preemption ? las_level(e.attained) : 0;
+  const auto room_key =
+      std::make_tuple(job.tenant.value, request.task_count, request.task, job.priority_class, hold,
+                      reclaim, admit_after, level, e.promoted, slice_class.band, slice_class.value,
+                      static_cast<std::uint8_t>(request.topology.level),
+                      static_cast<std::uint8_t>(request.topology.strength));
   if (state.no_room.contains(room_key)) return false;
   auto room = make_room(e, request, reclaim, admit_after, hold, now, state);
   if (!room) {

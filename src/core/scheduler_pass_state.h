@@ -114,9 +114,9 @@ struct Scheduler::PassState {
       admissions;  // cleared when the book changes
   std::map<std::tuple<int, TaskShape, std::uint8_t, std::uint8_t>, PendingReason>
       unplaceable;  // cleared when capacity is freed
-  std::set<std::tuple<std::uint32_t, std::int64_t, int, std::int64_t, bool, bool, std::int64_t,
-                      std::int64_t, std::uint8_t, std::uint8_t>>
-      no_room;  // make_room failures
+  std::set<std::tuple<std::uint32_t, int, TaskShape, int, std::int64_t, bool, bool, int, bool,
+                      std::int64_t, std::int64_t, std::uint8_t, std::uint8_t>>
+      no_room;  // make_room failures (see preempt_for)
   // Per tenant, the running jobs that may be sliced for its waiting jobs: the rank, by its lane's
   // order, of the one ranked last (nullopt: none), and whether one is its own; cleared when jobs
   // start or stop.

@@ -199,6 +199,30 @@ TEST(Scheduler, ReclaimMakesRoomForAGangWithinOneLeafWhereOneCanHoldIt) {
   ASSERT_TRUE(s.pool().check_invariants().has_value());
 }
 
+TEST(Scheduler, AJobWithNoRoomToBeMadeDoesNotHoldBackOneOfAnotherShape) {
+  // B runs 6 GPUs of each node that cannot be taken and a borrowed one that can; one GPU of each
+  // node is free. A, within its guarantee, asks for 6 GPUs twice: on one node (no node can be
+  // cleared for it) and as six 1-GPU tasks (the 4 free GPUs and 2 reclaimed).
+  Scheduler s = make_scheduler(policy("tidepool"));
+  for (std::uint32_t n = 0; n < 4; ++n) {
+    Job fixed = make_test_job(100 + n, kB, 6, 0, 100000, 6);
+    fixed.preemptible = false;
+    const std::array<Assignment, 1> on_six{Assignment{NodeId{n}, 0x3F}};
+    ASSERT_TRUE(s.adopt(fixed, on_six, 0, 0).has_value());
+    const std::array<Assignment, 1> on_one{Assignment{NodeId{n}, 0x40}};
+    ASSERT_TRUE(s.adopt(make_test_job(200 + n, kB, 1, 0, 100000), on_one, 0, 0).has_value());
+  }
+  ASSERT_GT(s.book().borrowed(kB, kH100), 0);
+  ASSERT_TRUE(s.submit(make_test_job(1, kA, 6, 1000, 1000, 6), 1000).has_value());
+  ASSERT_TRUE(s.submit(make_test_job(2, kA, 6, 1000, 1000, 1), 1000).has_value());
+  const PassResult pass = s.pass(1000);
+  ASSERT_EQ(pass.started.size(), 1U);
+  EXPECT_EQ(pass.started[0].job, JobId{2});
+  EXPECT_EQ(pass.preempted.size(), 2U);
+  EXPECT_EQ(s.phase(JobId{1}), JobPhase::kPending);
+  EXPECT_TRUE(s.pool().check_invariants().has_value());
+}
+
 TEST(Scheduler, APromotedJobStopsItsOwnTenantsJobWhateverItsRank) {
   SchedulerConfig config = policy("tidepool");
   config.lane_order = LaneOrderKind::kShortestRemaining;
