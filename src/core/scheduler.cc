@@ -20,18 +20,16 @@ namespace {
 constexpr std::array<std::string_view, 4> kPolicyNames = {"fifo-firstfit", "quota-borrow",
                                                           "tiresias", "tidepool"};
 constexpr int kJobClasses = 4;
-// A job past its predicted end is assumed to end this soon.
-constexpr Seconds kOverrunSlack = 600;
+
+}  // namespace
+
+namespace scheduler_detail {
 
 std::string duration_text(Seconds s) {
   if (s < 60) return fmt::format("{}s", s);
   if (s < 3600) return fmt::format("{}m", s / 60);
   return fmt::format("{}h{:02}m", s / 3600, (s % 3600) / 60);
 }
-
-}  // namespace
-
-namespace scheduler_detail {
 
 std::int64_t count_whole_free_gpus(const Pool& pool, const ModelSet& models) {
   std::int64_t free = 0;
@@ -665,85 +663,15 @@ void Scheduler::return_loans(Seconds now, PassResult& out) {
   loans_.erase(ended, loans_.end());
 }
 
-std::optional<Scheduler::Reservation> Scheduler::reserve(const Entry& e, const GangRequest& request,
-                                                         Seconds now) {
-  // Running jobs by predicted end (a job past it is taken to end kOverrunSlack from now).
-  std::vector<std::tuple<Seconds, std::uint32_t>> ends;
-  ends.reserve(running_.size());
-  for (JobId id : running_) {
-    const Entry& r = entry(id);
-    ends.emplace_back(std::max(r.predicted_end, now + kOverrunSlack), id.value);
-  }
-  std::sort(ends.begin(), ends.end());
-  // Running jobs end in that order in the shadow pool until the job fits there.
-  Pool shadow = pool_;
-  std::optional<GangPlacement> placed;
-  Seconds start = now;
-  for (std::size_t i = 0; i < ends.size() && !placed; ++i) {
-    const Entry& r = entry(JobId{std::get<1>(ends[i])});
-    for (const Assignment& a : r.assignments) (void)shadow.release(r.job.gang.task, a);
-    start = std::get<0>(ends[i]);
-    if (!may_fit(shadow, request)) continue;
-    if (auto p = place(shadow, request)) placed = std::move(*p);
-  }
-  if (!placed) return std::nullopt;
-  for (const Assignment& a : placed->assignments) (void)shadow.allocate(request.task, a);
-  Reservation res{e.job.id, start, std::move(shadow), {}};
-  res.reason =
-      make_reason(PendingKind::kReservation,
-                  fmt::format("behind the reservation of job {} (predicted to start in {})",
-                              e.job.id.value, duration_text(start - now)));
-  return res;
-}
-
-bool Scheduler::holds_lane(const Entry& e, Seconds now) const {
-  if (lanes_.size() > 1 && lane_order(e).kind() != LaneOrderKind::kFifo) return e.promoted;
-  return now - e.pending_since >= config_.quota_head_patience;
-}
-
-bool Scheduler::no_later_job_easier(const Entry& e, std::int64_t hold,
-                                    const PassState& state) const {
-  const Job& job = e.job;
-  const std::set<LaneKey>& lane = lanes_[e.lane];
-  // The lane is in priority order: the last job has the lowest.
-  if (hold > 0 || lane.empty() || std::get<0>(*lane.rbegin()) != std::get<0>(e.key)) return false;
-  if (job.gang.task_count != 1 ||
-      (job.gang.task.gpu_count > 1 && job.gang.topology.requires_level(TopologyLevel::kNvlink))) {
-    return false;
-  }
-  for (int m = 0; m < pool_.models().size(); ++m) {
-    if (!job.gang.task.models.accepts(GpuModelId{static_cast<std::uint32_t>(m)})) return false;
-  }
-  const LaneShapes& shapes = lane_shapes_[e.lane];
-  // A later job of a window's class might be admitted by the window instead of the book.
-  for (const PassState::Window& w : state.windows) {
-    if (shapes.has_class(w.window->job_class)) return false;
-  }
-  return shapes.no_larger_than_every_task(job.gang.task);
-}
-
-void Scheduler::hold_lane_if_due(const Entry& e, Seconds now, const PendingReason& refused,
-                                 PassState& state) {
-  if (!holds_lane(e, now)) return;
-  const Job& job = e.job;
-  state.tenant_blocked.emplace(
-      job.tenant,
-      make_reason(
-          PendingKind::kQuota,
-          fmt::format("behind job {} of the same tenant, waiting {} for quota: {}", job.id.value,
-                      duration_text(now - e.pending_since), refused.message())));
-  if (lanes_.size() > 1) state.lane_done[e.lane] = state.tenant_blocked.at(job.tenant);
-}
-
-void Scheduler::evaluate(Entry& e, Seconds now, PassState& state, PassResult& out) {
+bool Scheduler::held_at_gate(Entry& e, Seconds now, PassState& state) {
   const Job& job = e.job;
   if (state.blocking) {
     set_reason(e, now, state.blocked_reason);
-    return;
+    return true;
   }
   if (auto it = state.tenant_blocked.find(job.tenant); it != state.tenant_blocked.end()) {
     set_reason(e, now, it->second);
-    return;
+    return true;
   }
   if (job.tenant.value < budget_exhausted_.size() && budget_exhausted_[job.tenant.value] &&
       job.priority_class < config_.budget_exempt_priority) {
@@ -752,197 +680,19 @@ void Scheduler::evaluate(Entry& e, Seconds now, PassState& state, PassResult& ou
     if (lanes_.size() > 1 && e.lane == job.tenant.value) {
       state.lane_done[e.lane] = *budget_exhausted_[job.tenant.value];
     }
-    return;
+    return true;
   }
-  const std::int64_t gpus = whole_gpus(e.milli);
+  return false;
+}
 
-  // Tidal windows.
+void Scheduler::evaluate(Entry& e, Seconds now, PassState& state, PassResult& out) {
+  if (held_at_gate(e, now, state)) return;
   const WindowVerdict window = window_verdict(e, now, state);
-  const bool window_admitted = window.admitted;
-  const std::int64_t hold = window.hold;
-  const std::optional<PendingReason>& window_reason = window.reason;
-
-  // Quota.
-  GangRequest request = job.gang;
-  StartAdmission admission =
-      config_.quotas ? StartAdmission::kWithinGuarantee : StartAdmission::kNoQuota;
-  std::int64_t borrowed = 0;
-  bool within_guarantee = false;
-  std::optional<PendingReason> quota_refused;  // admitted only if reclaim makes room
-  if (window_admitted) {
-    admission = StartAdmission::kWindow;
-  } else if (config_.quotas && e.milli > 0) {
-    const auto key = std::make_tuple(job.tenant.value, job.gang.task.models.bits(),
-                                     job.gang.task.models.is_any(), e.milli);
-    auto it = state.admissions.find(key);
-    if (it == state.admissions.end()) {
-      // The decisions only; the reason text of a refusal is written when a job waits on it.
-      std::vector<Admission> answers = book_.assess(job.tenant, job.gang.task.models, e.milli);
-      it = state.admissions.emplace(key, std::make_pair(std::move(answers), PendingReason{})).first;
-    }
-    // Why the book refuses the job (the first model's answer), written once per pass and book.
-    auto refusal = [&]() -> const PendingReason& {
-      PendingReason& refused = it->second.second;
-      const std::vector<Admission>& answers = it->second.first;
-      if (!refused.text && !answers.empty()) {
-        refused = make_reason(PendingKind::kQuota,
-                              book_.admit(job.tenant, answers.front().model, e.milli).reason);
-      }
-      return refused;
-    };
-    const std::vector<Admission>& answers = it->second.first;
-    ModelSet admitted = ModelSet::none();
-    const Admission* best = nullptr;
-    const Admission* straddler = nullptr;
-    for (const Admission& a : answers) {
-      if (!a.admitted()) continue;
-      admitted.add(a.model);
-      if (!best || a.borrowed_milli < best->borrowed_milli) best = &a;
-    }
-    if (!best && config_.reclaim) {
-      // Below its guarantee but refused for the part above it: the job may still start if
-      // reclaiming borrowed capacity of others makes room for it in the pool and in the book.
-      for (const Admission& a : answers) {
-        if (a.guaranteed_milli > 0 &&
-            (!straddler || a.borrowed_milli < straddler->borrowed_milli)) {
-          straddler = &a;
-        }
-      }
-    }
-    if (!best && !straddler) {
-      const PendingReason refused =
-          refusal().text ? refusal()
-                         : make_reason(PendingKind::kQuota,
-                                       "no GPU model the job accepts is in the tenant's "
-                                       "quota book");
-      // Time slicing: the tenant's own running jobs that rank behind this one may make room for
-      // it, in the pool and in the book.
-      if (slices(e) && preempt_for(e, job.gang, false, true, hold, StartAdmission::kWithinGuarantee,
-                                   0, now, state, out)) {
-        return;
-      }
-      set_reason(e, now, refused);
-      // A tenant at or above its guarantee with nothing to borrow: all its jobs wait alike
-      // (unless a later one may still slice: its lane's order ranks them no better than this one).
-      const bool exhausted = std::all_of(answers.begin(), answers.end(), [](const Admission& a) {
-        return a.guaranteed_milli == 0 && a.borrowable_milli == 0;
-      });
-      if (exhausted && lanes_.size() > 1 && (!slices(e) || !has_slice_victim(e, now, state))) {
-        state.lane_done[e.lane] = refused;
-      } else if (lanes_.size() > 1 && no_later_job_easier(e, hold, state)) {
-        // The later jobs ask for no less and rank no better: the book refuses them too, and
-        // slicing makes no more room for them than for this one.
-        state.lane_done[e.lane] = make_reason(
-            PendingKind::kQuota,
-            fmt::format("behind job {} of the same tenant, which asks for no more and waits for "
-                        "quota: {}",
-                        job.id.value, refused.message()));
-      }
-      // A job refused for quota long enough (or promoted, under an order other than fifo) holds
-      // its tenant's later jobs back, so that the tenant's usage drains until it fits: small jobs
-      // never starve a large one of its tenant.
-      hold_lane_if_due(e, now, refused, state);
-      return;
-    }
-    if (best) {
-      request.task.models = admitted;
-      borrowed = best->borrowed_milli;
-      within_guarantee = best->guaranteed_milli > 0;
-    } else {
-      request.task.models = ModelSet::only(straddler->model);
-      borrowed = straddler->borrowed_milli;
-      within_guarantee = true;
-      quota_refused = refusal();
-    }
-    admission = borrowed == 0 ? StartAdmission::kWithinGuarantee : StartAdmission::kBorrowing;
-  }
-
-  // Placement.
-  const auto shape_key = std::make_tuple(request.task_count, request.task,
-                                         static_cast<std::uint8_t>(request.topology.level),
-                                         static_cast<std::uint8_t>(request.topology.strength));
-  std::optional<PendingReason> unplaceable;
-  if (quota_refused) {
-    unplaceable = *quota_refused;
-  } else if (window_reason) {
-    unplaceable = *window_reason;
-  } else if (auto it = state.unplaceable.find(shape_key); it != state.unplaceable.end()) {
-    unplaceable = it->second;
-  } else if (const std::int64_t free = whole_free_gpus(request.task.models);
-             !request.task.is_fractional() && free < gpus) {
-    unplaceable = make_reason(PendingKind::kCapacity,
-                              fmt::format("needs {} GPUs ({}); {} free", gpus,
-                                          describe(request.task.models, pool_.models()), free));
-    state.unplaceable.emplace(shape_key, *unplaceable);
-  } else {
-    GangResult placed = std::unexpected(Unplaceable{});
-    if (config_.segregate_borrowed && config_.quotas &&
-        config_.placement == PlacementRule::kTopology && !request.task.is_fractional()) {
-      // Borrowed work goes where no guaranteed work runs and the other way round, so that
-      // reclaim can empty whole nodes; anywhere if that fails.
-      std::vector<std::uint8_t> allowed(static_cast<std::size_t>(pool_.node_count()));
-      for (std::size_t n = 0; n < allowed.size(); ++n) {
-        allowed[n] = (borrowed > 0 ? guaranteed_tasks_[n] : borrowed_tasks_[n]) == 0 ? 1 : 0;
-      }
-      placed = place_gang(pool_, request, allowed);
-    }
-    if (!placed) placed = place(pool_, request);
-    if (placed) {
-      bool backfilled = false;
-      if (state.reservation) {
-        Reservation& r = *state.reservation;
-        bool fits_beside = true;
-        if (now + predicted_remaining(e) > r.start) {
-          Pool trial = r.shadow;
-          for (const Assignment& a : placed->assignments) {
-            fits_beside = fits_beside && trial.allocate(request.task, a).has_value();
-          }
-          if (fits_beside) r.shadow = std::move(trial);
-        }
-        if (!fits_beside) {
-          set_reason(e, now, r.reason);
-          return;
-        }
-        backfilled = true;
-      }
-      start(e, *placed, now, admission, borrowed, backfilled, out);
-      state.admissions.clear();
-      running_changed(now, state);
-      return;
-    }
-    unplaceable = make_reason(free >= gpus ? PendingKind::kTopology : PendingKind::kCapacity,
-                              placed.error().reason);
-    state.unplaceable.emplace(shape_key, *unplaceable);
-  }
-
-  // Preemption.
-  const bool may_reclaim = config_.reclaim && config_.quotas && within_guarantee;
-  const bool may_preempt =
-      may_reclaim || config_.priority_preemption || config_.las_preemption || slices(e);
-  if (may_preempt && preempt_for(e, request, may_reclaim, quota_refused.has_value(), hold,
-                                 admission, borrowed, now, state, out)) {
-    return;
-  }
-
-  set_reason(e, now, *unplaceable);
-  if (quota_refused) {
-    // A promoted job that needs more than its tenant's guarantee holds its lane too (its
-    // tenant's usage drains to it); in fifo lanes small jobs go on around such a job.
-    if (lanes_.size() > 1 && lane_order(e).kind() != LaneOrderKind::kFifo) {
-      hold_lane_if_due(e, now, *quota_refused, state);
-    }
-    return;
-  }
-  if (window_reason) {
-    // An open window holds every free GPU, and this job may not reclaim: the later jobs of its
-    // lane (same tenant, no higher priority) can do no better in this pass.
-    if (lanes_.size() > 1 && window.hold_open && !may_reclaim &&
-        whole_free_gpus(job.gang.task.models) <= hold) {
-      state.lane_done[e.lane] = *window_reason;
-    }
-    return;
-  }
-  if (config_.backfill && !state.reservation) state.reservation = reserve(e, request, now);
+  const QuotaVerdict quota = admit_for_quota(e, window, now, state, out);
+  if (quota.settled) return;
+  const std::optional<PendingReason> unplaceable = try_to_place(e, quota, window, now, state, out);
+  if (!unplaceable) return;
+  wait_or_make_room(e, quota, window, *unplaceable, now, state, out);
 }
 
 PassResult Scheduler::pass(Seconds now) {

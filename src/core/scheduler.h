@@ -338,6 +338,7 @@ class Scheduler {
   struct RoomArrangement;
   struct RoomObtainable;
   struct WindowVerdict;
+  struct QuotaVerdict;
 
   Scheduler(Pool pool, TenantBook book, FairShareLedger ledger, RuntimePredictor predictor,
             SchedulerConfig config, std::vector<std::unique_ptr<LaneOrder>> orders);
@@ -444,7 +445,27 @@ class Scheduler {
   bool preempt_for(Entry& e, const GangRequest& request, bool reclaim, bool admit_after,
                    std::int64_t hold, StartAdmission admission, std::int64_t borrowed, Seconds now,
                    PassState& state, PassResult& out);
+  // One waiting job in the walk, stage by stage (see the pass above): the gates, the windows
+  // (window_verdict), quota admission, placement now, then making room or waiting.
   void evaluate(Entry& e, Seconds now, PassState& state, PassResult& out);
+  // Gates: the job waits behind a blocked queue, its tenant's held lane or its tenant's budget
+  // (true, its reason set).
+  bool held_at_gate(Entry& e, Seconds now, PassState& state);
+  // Quota admission (scheduler_admission.cc): on which models and how the book admits the job;
+  // a job refused (or started by slicing its own tenant's work) is settled here.
+  QuotaVerdict admit_for_quota(Entry& e, const WindowVerdict& window, Seconds now, PassState& state,
+                               PassResult& out);
+  // Placement (scheduler_placement.cc): starts the job where it fits now unless that would delay
+  // the reservation (then it waits behind it); nullopt when so settled, otherwise why it does not
+  // fit now.
+  std::optional<PendingReason> try_to_place(Entry& e, const QuotaVerdict& quota,
+                                            const WindowVerdict& window, Seconds now,
+                                            PassState& state, PassResult& out);
+  // The job did not fit (`unplaceable`): preemption may make room; otherwise it waits, may end
+  // its lane for the pass, and the first such job may get the reservation.
+  void wait_or_make_room(Entry& e, const QuotaVerdict& quota, const WindowVerdict& window,
+                         const PendingReason& unplaceable, Seconds now, PassState& state,
+                         PassResult& out);
   [[nodiscard]] std::int64_t whole_free_gpus(const ModelSet& models) const;
   void count_tasks(const Entry& e, int sign);
   // "08:00" for a time; midnight as "24:00" (the end of a day).

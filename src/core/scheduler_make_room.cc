@@ -533,6 +533,39 @@ bool Scheduler::has_slice_victim(const Entry& e, Seconds now, PassState& state) 
   return found.last && order.clearly_ahead(lane_rank(e), *found.last);
 }
 
+void Scheduler::wait_or_make_room(Entry& e, const QuotaVerdict& quota, const WindowVerdict& window,
+                                  const PendingReason& unplaceable, Seconds now, PassState& state,
+                                  PassResult& out) {
+  const Job& job = e.job;
+  const bool may_reclaim = config_.reclaim && config_.quotas && quota.within_guarantee;
+  const bool may_preempt =
+      may_reclaim || config_.priority_preemption || config_.las_preemption || slices(e);
+  if (may_preempt && preempt_for(e, quota.request, may_reclaim, quota.refused.has_value(),
+                                 window.hold, quota.admission, quota.borrowed, now, state, out)) {
+    return;
+  }
+
+  set_reason(e, now, unplaceable);
+  if (quota.refused) {
+    // A promoted job that needs more than its tenant's guarantee holds its lane too (its
+    // tenant's usage drains to it); in fifo lanes small jobs go on around such a job.
+    if (lanes_.size() > 1 && lane_order(e).kind() != LaneOrderKind::kFifo) {
+      hold_lane_if_due(e, now, *quota.refused, state);
+    }
+    return;
+  }
+  if (window.reason) {
+    // An open window holds every free GPU, and this job may not reclaim: the later jobs of its
+    // lane (same tenant, no higher priority) can do no better in this pass.
+    if (lanes_.size() > 1 && window.hold_open && !may_reclaim &&
+        whole_free_gpus(job.gang.task.models) <= window.hold) {
+      state.lane_done[e.lane] = *window.reason;
+    }
+    return;
+  }
+  if (config_.backfill && !state.reservation) state.reservation = reserve(e, quota.request, now);
+}
+
 bool Scheduler::preempt_for(Entry& e, const GangRequest& request, bool reclaim, bool admit_after,
                             std::int64_t hold, StartAdmission admission, std::int64_t borrowed,
                             Seconds now, PassState& state, PassResult& out) {

@@ -1,12 +1,16 @@
 // The scheduler's private pass-time types and helpers, shared by the files that implement
-// Scheduler (scheduler.cc: the pass and its bookkeeping; scheduler_make_room.cc: making room by
-// preemption). Not part of the core's interface: include it only from those files.
+// Scheduler, a file per stage of the pass: scheduler.cc (the pass, its gates and the
+// bookkeeping), scheduler_windows.cc (tidal windows), scheduler_admission.cc (quota admission),
+// scheduler_placement.cc (placement, reservation and backfill), scheduler_make_room.cc (making
+// room by preemption, or waiting). Not part of the core's interface: include it only from those
+// files.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <set>
+#include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -17,6 +21,9 @@
 
 namespace tidepool {
 namespace scheduler_detail {
+
+// "45s", "12m", "3h05m": how long, in reason texts.
+std::string duration_text(Seconds s);
 
 // Whole free GPUs on the nodes of `pool` whose model `models` accepts.
 std::int64_t count_whole_free_gpus(const Pool& pool, const ModelSet& models);
@@ -105,6 +112,18 @@ struct Scheduler::WindowVerdict {
   std::int64_t hold = 0;   // whole GPUs to leave free beside it
   bool hold_open = false;  // some of the hold is of a window open now (not in its drain lead)
   std::optional<PendingReason> reason;  // when fewer are free than the job and the hold
+};
+
+// What the quota stage decided for a waiting job (Scheduler::admit_for_quota).
+struct Scheduler::QuotaVerdict {
+  bool settled = false;  // started by slicing, or waits for quota (its reason set)
+  GangRequest request;   // the job's gang, on the models the book admits it on
+  StartAdmission admission = StartAdmission::kNoQuota;
+  std::int64_t borrowed = 0;  // milli-GPUs above the tenant's guarantee
+  bool within_guarantee = false;
+  // Refused for the part above the guarantee: it may start only if reclaim makes room in the
+  // pool and in the book.
+  std::optional<PendingReason> refused;
 };
 
 // What one pass knows beyond the scheduler's state.

@@ -1,0 +1,119 @@
+// The pass's placement stage (see scheduler.h): where a waiting job that the book admits would
+// run now, whether starting it there would delay the reserved start of an earlier job (EASY
+// backfill), and the reservation itself.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <tuple>
+#include <vector>
+
+#include "core/scheduler.h"
+#include "core/scheduler_pass_state.h"
+
+namespace tidepool {
+namespace {
+
+// A job past its predicted end is assumed to end this soon.
+constexpr Seconds kOverrunSlack = 600;
+
+}  // namespace
+
+using scheduler_detail::duration_text;
+using scheduler_detail::may_fit;
+
+std::optional<PendingReason> Scheduler::try_to_place(Entry& e, const QuotaVerdict& quota,
+                                                     const WindowVerdict& window, Seconds now,
+                                                     PassState& state, PassResult& out) {
+  const GangRequest& request = quota.request;
+  const std::int64_t gpus = whole_gpus(e.milli);
+  const auto shape_key = std::make_tuple(request.task_count, request.task,
+                                         static_cast<std::uint8_t>(request.topology.level),
+                                         static_cast<std::uint8_t>(request.topology.strength));
+  std::optional<PendingReason> unplaceable;
+  if (quota.refused) {
+    unplaceable = *quota.refused;
+  } else if (window.reason) {
+    unplaceable = *window.reason;
+  } else if (auto it = state.unplaceable.find(shape_key); it != state.unplaceable.end()) {
+    unplaceable = it->second;
+  } else if (const std::int64_t free = whole_free_gpus(request.task.models);
+             !request.task.is_fractional() && free < gpus) {
+    unplaceable = make_reason(PendingKind::kCapacity,
+                              fmt::format("needs {} GPUs ({}); {} free", gpus,
+                                          describe(request.task.models, pool_.models()), free));
+    state.unplaceable.emplace(shape_key, *unplaceable);
+  } else {
+    GangResult placed = std::unexpected(Unplaceable{});
+    if (config_.segregate_borrowed && config_.quotas &&
+        config_.placement == PlacementRule::kTopology && !request.task.is_fractional()) {
+      // Borrowed work goes where no guaranteed work runs and the other way round, so that
+      // reclaim can empty whole nodes; anywhere if that fails.
+      std::vector<std::uint8_t> allowed(static_cast<std::size_t>(pool_.node_count()));
+      for (std::size_t n = 0; n < allowed.size(); ++n) {
+        allowed[n] = (quota.borrowed > 0 ? guaranteed_tasks_[n] : borrowed_tasks_[n]) == 0 ? 1 : 0;
+      }
+      placed = place_gang(pool_, request, allowed);
+    }
+    if (!placed) placed = place(pool_, request);
+    if (placed) {
+      bool backfilled = false;
+      if (state.reservation) {
+        Reservation& r = *state.reservation;
+        bool fits_beside = true;
+        if (now + predicted_remaining(e) > r.start) {
+          Pool trial = r.shadow;
+          for (const Assignment& a : placed->assignments) {
+            fits_beside = fits_beside && trial.allocate(request.task, a).has_value();
+          }
+          if (fits_beside) r.shadow = std::move(trial);
+        }
+        if (!fits_beside) {
+          set_reason(e, now, r.reason);
+          return std::nullopt;
+        }
+        backfilled = true;
+      }
+      start(e, *placed, now, quota.admission, quota.borrowed, backfilled, out);
+      state.admissions.clear();
+      running_changed(now, state);
+      return std::nullopt;
+    }
+    unplaceable = make_reason(free >= gpus ? PendingKind::kTopology : PendingKind::kCapacity,
+                              placed.error().reason);
+    state.unplaceable.emplace(shape_key, *unplaceable);
+  }
+  return unplaceable;
+}
+
+std::optional<Scheduler::Reservation> Scheduler::reserve(const Entry& e, const GangRequest& request,
+                                                         Seconds now) {
+  // Running jobs by predicted end (a job past it is taken to end kOverrunSlack from now).
+  std::vector<std::tuple<Seconds, std::uint32_t>> ends;
+  ends.reserve(running_.size());
+  for (JobId id : running_) {
+    const Entry& r = entry(id);
+    ends.emplace_back(std::max(r.predicted_end, now + kOverrunSlack), id.value);
+  }
+  std::sort(ends.begin(), ends.end());
+  // Running jobs end in that order in the shadow pool until the job fits there.
+  Pool shadow = pool_;
+  std::optional<GangPlacement> placed;
+  Seconds start = now;
+  for (std::size_t i = 0; i < ends.size() && !placed; ++i) {
+    const Entry& r = entry(JobId{std::get<1>(ends[i])});
+    for (const Assignment& a : r.assignments) (void)shadow.release(r.job.gang.task, a);
+    start = std::get<0>(ends[i]);
+    if (!may_fit(shadow, request)) continue;
+    if (auto p = place(shadow, request)) placed = std::move(*p);
+  }
+  if (!placed) return std::nullopt;
+  for (const Assignment& a : placed->assignments) (void)shadow.allocate(request.task, a);
+  Reservation res{e.job.id, start, std::move(shadow), {}};
+  res.reason =
+      make_reason(PendingKind::kReservation,
+                  fmt::format("behind the reservation of job {} (predicted to start in {})",
+                              e.job.id.value, duration_text(start - now)));
+  return res;
+}
+
+}  // namespace tidepool
