@@ -448,6 +448,26 @@ Result<void> Scheduler::grant_loan(const Loan& loan, Seconds now) {
   return {};
 }
 
+Result<void> Scheduler::credit_attained(JobId job, std::int64_t gpu_seconds) {
+  if (gpu_seconds < 0 || gpu_seconds > kMaxAttainedGpuSeconds) {
+    return fail("attained_gpu_seconds",
+                fmt::format("{} is not 0..{} GPU-seconds", gpu_seconds, kMaxAttainedGpuSeconds));
+  }
+  if (!index_.contains(job)) return fail("job", fmt::format("unknown job {}", job.value));
+  Entry& e = entry(job);
+  if (e.phase != JobPhase::kPending && e.phase != JobPhase::kRunning) {
+    return fail("job", fmt::format("job {} is neither pending nor running", job.value));
+  }
+  if (e.phase == JobPhase::kPending) {
+    dequeue(e);
+    e.attained += gpu_seconds;
+    enqueue(e);
+  } else {
+    e.attained += gpu_seconds;
+  }
+  return {};
+}
+
 Result<void> Scheduler::withdraw(JobId job, Seconds now) {
   auto slot = slot_in_phase(job, JobPhase::kPending);
   if (!slot) return std::unexpected(slot.error());

@@ -213,6 +213,10 @@ struct PassResult {
 };
 
 // Where a pending job stands in its lane, for a user asking why it waits.
+// The most service one job may be credited with (Scheduler::credit_attained): a century of a
+// 100,000-GPU pool; more is a corrupt record, not service.
+inline constexpr std::int64_t kMaxAttainedGpuSeconds = std::int64_t{100'000} * 100 * 365 * 86'400;
+
 struct LanePlace {
   int position = 0;        // 1: the first the next pass considers
   int lane_size = 0;       // pending jobs in the lane
@@ -244,6 +248,11 @@ class Scheduler {
   // known, or a task does not fit where it runs.
   Result<void> adopt(const Job& job, std::span<const Assignment> assignments, Seconds started,
                      Seconds now);
+  // Adds `gpu_seconds` of service the job received before this scheduler knew it (a server's
+  // earlier runs of it, kept over a restart or a requeue) to its attained service, and ranks it
+  // again if it waits. Fails, changing nothing, for a job neither pending nor running, or a
+  // negative or implausible amount.
+  Result<void> credit_attained(JobId job, std::int64_t gpu_seconds);
   // Forgets a done job (a server that keeps jobs outside the scheduler calls it once a job has
   // ended, so that memory does not grow with the history).
   Result<void> forget(JobId job);

@@ -175,6 +175,31 @@ TEST(Scheduler, APendingJobKnowsItsPlaceInItsTenantsLaneAndWhoIsAhead) {
   EXPECT_FALSE(s.attained_gpu_seconds(JobId{77}, 100).has_value());
 }
 
+TEST(Scheduler, ServiceCreditedFromEarlierRunsRanksAWaitingJobAgain) {
+  // B's 32 GPUs are taken by a long job, so two later jobs of B wait, the first first.
+  Scheduler s = make_scheduler(policy("tidepool"), make_book(16, 16));
+  ASSERT_TRUE(s.submit(make_test_job(0, kB, 32, 0, 100000, 8), 0).has_value());
+  ASSERT_EQ(s.pass(0).started.size(), 1U);
+  ASSERT_TRUE(s.submit(make_test_job(1, kB, 8, 10, 600, 8), 10).has_value());
+  ASSERT_TRUE(s.submit(make_test_job(2, kB, 8, 20, 600, 8), 20).has_value());
+  (void)s.pass(100);
+  ASSERT_EQ(s.lane_place(JobId{1}, 100)->position, 1);
+  // Job 1 ran 8 GPUs x 10 h before (a server restarted since): it is past the first LAS band.
+  ASSERT_TRUE(s.credit_attained(JobId{1}, 8 * 36'000).has_value());
+  EXPECT_EQ(s.attained_gpu_seconds(JobId{1}, 100), 8 * 36'000);
+  EXPECT_EQ(s.lane_place(JobId{1}, 100)->position, 2);
+  EXPECT_EQ(s.lane_place(JobId{2}, 100)->position, 1);
+  // The running job keeps what it attained in this run besides.
+  ASSERT_TRUE(s.credit_attained(JobId{0}, 1000).has_value());
+  EXPECT_EQ(s.attained_gpu_seconds(JobId{0}, 100), 32 * 100 + 1000);
+  // Nothing changes for a bad amount, an unknown job or an ended one.
+  EXPECT_EQ(s.credit_attained(JobId{2}, -1).error().field, "attained_gpu_seconds");
+  EXPECT_EQ(s.credit_attained(JobId{77}, 1).error().field, "job");
+  ASSERT_TRUE(s.finish(JobId{0}, 200, 200).has_value());
+  EXPECT_FALSE(s.credit_attained(JobId{0}, 1).has_value());
+  EXPECT_EQ(s.attained_gpu_seconds(JobId{2}, 200), 0);
+}
+
 TEST(Scheduler, ReclaimMakesRoomForAGangWithinOneLeafWhereOneCanHoldIt) {
   // B borrows 8 GPUs: four 4-GPU jobs fill leaf 0 (nodes 0 and 1), two fill node 2 of leaf 1;
   // node 3 is free. A's 4 x 4-GPU gang (within its guarantee) needs 8 more GPUs: taking two of

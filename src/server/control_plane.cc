@@ -154,11 +154,20 @@ Result<void> ControlPlane::restore(Scheduler& scheduler, const ServerJob& job,
   if (job.state == JobState::kRunning) {
     auto assignments = to_assignments(job);
     if (!assignments) return std::unexpected(assignments.error());
-    return scheduler.adopt(*core, *assignments,
-                           std::min(to_seconds(job.started_ms), to_seconds(now_ms)),
-                           to_seconds(now_ms));
+    auto adopted = scheduler.adopt(*core, *assignments,
+                                   std::min(to_seconds(job.started_ms), to_seconds(now_ms)),
+                                   to_seconds(now_ms));
+    if (!adopted) return adopted;
+  } else if (auto queued = scheduler.submit(*core, to_seconds(now_ms)); !queued) {
+    return queued;
   }
-  return scheduler.submit(*core, to_seconds(now_ms));
+  return credit_ended_runs(scheduler, job);
+}
+
+Result<void> ControlPlane::credit_ended_runs(Scheduler& scheduler, const ServerJob& job) {
+  if (job.attained_gpu_seconds == 0) return {};
+  return scheduler.credit_attained(JobId{static_cast<std::uint32_t>(job.id)},
+                                   job.attained_gpu_seconds);
 }
 
 Result<Scheduler> ControlPlane::rebuild_scheduler(const TenantsSpec& tenants,
@@ -637,6 +646,8 @@ void ControlPlane::schedule(std::int64_t now_ms, Batch& batch) {
     std::string reason = fmt::format("preempted ({})", preemption_cause_name(p.cause));
     if (p.beneficiary) reason += fmt::format(" for job {}", p.beneficiary->value);
     meter_stop(job, now_ms, batch);
+    job.attained_gpu_seconds = scheduler_.attained_gpu_seconds(p.job, to_seconds(now_ms))
+                                   .value_or(job.attained_gpu_seconds);
     job.move_to(JobState::kPreempted, now_ms, reason);
     stop_run(job, "preemption", now_ms);
     ++job.preemptions;

@@ -273,6 +273,8 @@ class ControlPlane {
   Result<Job> to_core_job(const ServerJob& job, const TenantBook& book) const;
   // Puts a live job into `scheduler`: running ones where they run, pending ones in the queue.
   Result<void> restore(Scheduler& scheduler, const ServerJob& job, std::int64_t now_ms) const;
+  // Gives the job, just queued or adopted, the service of its ended runs.
+  static Result<void> credit_ended_runs(Scheduler& scheduler, const ServerJob& job);
   Result<std::vector<Assignment>> to_assignments(const ServerJob& job) const;
   std::vector<TaskPlace> to_places(const std::vector<Assignment>& assignments) const;
   void emit(Batch& batch, std::int64_t now_ms, std::string kind, nlohmann::json document);

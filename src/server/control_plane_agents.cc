@@ -259,6 +259,8 @@ void ControlPlane::requeue(ServerJob& job, const std::string& reason, std::int64
                            Batch& batch) {
   const JobId core_id{static_cast<std::uint32_t>(job.id)};
   meter_stop(job, now_ms, batch);
+  job.attained_gpu_seconds = scheduler_.attained_gpu_seconds(core_id, to_seconds(now_ms))
+                                 .value_or(job.attained_gpu_seconds);
   (void)scheduler_.finish(core_id, to_seconds(now_ms), std::nullopt);
   (void)scheduler_.forget(core_id);
   stop_run(job, "node_failure", now_ms);
@@ -278,6 +280,7 @@ void ControlPlane::queue_again(ServerJob& job, const std::string& reason, std::i
   auto core = to_core_job(job, scheduler_.book());
   auto queued = core ? scheduler_.submit(*core, to_seconds(now_ms))
                      : Result<void>(std::unexpected(core.error()));
+  if (queued) queued = credit_ended_runs(scheduler_, job);
   if (!queued) {
     drop_live(job.id);
     job.move_to(JobState::kFailed, now_ms,

@@ -255,6 +255,32 @@ TEST_F(ControlPlaneTest, RestartKeepsRunningJobsWhereTheyRunAndPendingJobsQueued
   EXPECT_EQ(ended["exit_code"], 0);
 }
 
+TEST_F(ControlPlaneTest, ServiceOfEndedRunsIsKeptOverRestarts) {
+  // search (no guarantee) borrows every GPU; an hour later vision reclaims a node of it.
+  std::vector<std::int64_t> ids;
+  for (int i = 0; i < 16; ++i) {
+    ids.push_back(submit(job("s" + std::to_string(i), 1, 8, "search"), kSearch).body["id"]);
+  }
+  constexpr std::int64_t kHourLater = 1'000'000 + 3'600'000;
+  ASSERT_EQ(submit(job("v"), kVision, "", kHourLater).status, 201);
+  std::optional<std::int64_t> preempted;
+  for (std::int64_t id : ids) {
+    if (get(id).body["state"] == "pending") preempted = id;
+  }
+  ASSERT_TRUE(preempted.has_value());
+  EXPECT_EQ(get(*preempted).body["attained_gpu_seconds"], 8 * 3600);
+  EXPECT_EQ(get(*preempted).body["ended_runs_gpu_seconds"], 8 * 3600);
+  // The waiting job does not rank as new work after a restart.
+  plane_ = restart(kHourLater + 60'000);
+  EXPECT_EQ(get(*preempted).body["state"], "pending");
+  EXPECT_EQ(get(*preempted).body["attained_gpu_seconds"], 8 * 3600);
+  // A running job, as of the first pass since: its current run.
+  run([](ControlPlane&, std::int64_t, Batch&) { return Reply{}; }, kHourLater + 60'000);
+  EXPECT_EQ(get(*preempted).body["attained_gpu_seconds"], 8 * 3600);
+  EXPECT_EQ(get(ids.front() == *preempted ? ids.back() : ids.front()).body["attained_gpu_seconds"],
+            8 * 3660);
+}
+
 TEST_F(ControlPlaneTest, CancelEndsPendingAndRunningJobs) {
   std::vector<std::int64_t> ids;
   for (int i = 0; i < 17; ++i)

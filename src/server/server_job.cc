@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "core/scheduler.h"
 #include "server/api_bodies.h"
 #include "server/body_fields.h"
 
@@ -93,6 +94,7 @@ nlohmann::json server_job_to_json(const ServerJob& job) {
   }
   if (!job.tasks_done.empty()) out["tasks_done"] = job.tasks_done;
   if (job.lost_work_ms != 0) out["lost_work_ms"] = job.lost_work_ms;
+  if (job.attained_gpu_seconds != 0) out["ended_runs_gpu_seconds"] = job.attained_gpu_seconds;
   if (job.faults != 0) out["faults"] = job.faults;
   if (job.bursts != 0) out["bursts"] = job.bursts;
   if (job.burst) {
@@ -172,6 +174,8 @@ Result<ServerJob> server_job_from_json(const nlohmann::json& value) {
            body_fields::read_optional(value, "", "checkpoint_step", job.checkpoint_step, count),
            body_fields::read_optional(value, "", "checkpoint_path", job.checkpoint_path, text),
            body_fields::read_optional(value, "", "lost_work_ms", job.lost_work_ms, count),
+           body_fields::read_optional(value, "", "ended_runs_gpu_seconds", job.attained_gpu_seconds,
+                                      body_fields::integer_in(0, kMaxAttainedGpuSeconds)),
            body_fields::read_optional(value, "", "faults", job.faults, count),
            body_fields::read_optional(value, "", "bursts", job.bursts, count)});
       !ok) {

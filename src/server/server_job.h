@@ -92,6 +92,9 @@ struct ServerJob {
   std::vector<TaskPlace> last_placement;
   std::vector<int> tasks_done;    // the current run's tasks that exited 0, sorted
   std::int64_t lost_work_ms = 0;  // run time not saved by a checkpoint when a run was stopped
+  // GPU-seconds of service in its runs that ended (the scheduler's count, kept so that a restart
+  // or a requeue does not rank it as new work).
+  std::int64_t attained_gpu_seconds = 0;
   std::int64_t faults = 0;        // runs ended by a node failure
   std::optional<BurstRun> burst;  // on rented capacity (coming up, or running there)
   int bursts = 0;                 // times it was sent to rented capacity
