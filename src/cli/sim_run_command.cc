@@ -17,6 +17,7 @@
 #include "cli/pool_source.h"
 #include "cli/trace_source.h"
 #include "core/duration_text.h"
+#include "core/policies/placement_policy.h"
 #include "core/scheduler.h"
 #include "core/tidal_window.h"
 #include "sim/cluster_simulation.h"
@@ -56,6 +57,7 @@ struct RunOptions {
   std::string starvation_limit;
   std::string min_slice_run;
   std::string max_slice_loss;
+  std::string gang_policy;
 };
 
 // A loan as given on the command line, before its tenant is looked up.
@@ -528,6 +530,13 @@ Result<void> run_sim_run(const RunOptions& options) {
     config->day_offset = day_offset;
     if (auto ok = apply_queueing_options(options, *config); !ok) return ok;
     if (fractional) config->typical_tasks = shapes;
+    if (!options.gang_policy.empty()) {
+      if (auto known = find_placement_policy(options.gang_policy); !known) {
+        return fail("--gang-policy", known.error().reason);
+      }
+      config->gang_policy = options.gang_policy;
+      config->typical_tasks = shapes;
+    }
     std::vector<ClusterSimRun> swept;
     for (std::size_t k = 0; k < thresholds.size(); ++k) {
       if (settings.market) {
@@ -652,6 +661,10 @@ void add_sim_run_command(CLI::App& sim, int* exit_code) {
                       "time slicing: the most work since its last checkpoint a job may lose when "
                       "sliced (e.g. 5m; 0: only at a checkpoint; off: any); a slice otherwise "
                       "waits for the job's next checkpoint (default: the policy's)");
+  command->add_option("--gang-policy", options->gang_policy,
+                      "also place whole-GPU jobs with this placement policy (e.g. fgd, "
+                      "best-fit, as `tidepool sim pack` lists them) wherever the topology-aware "
+                      "gang placement leaves a choice (default: the gang placement alone)");
   command
       ->add_option("--horizon", options->horizon,
                    "seconds over which class GPU-hours are totalled (0: up to the last submit)")

@@ -560,6 +560,46 @@ GangResult place_gang(const Pool& pool, const GangRequest& request,
   return placement;
 }
 
+GangResult place_gang_by_policy(const Pool& pool, const GangRequest& request,
+                                PlacementPolicy& policy, Rng& rng) {
+  return place_gang_by_policy(pool, request, {}, policy, rng);
+}
+
+GangResult place_gang_by_policy(const Pool& pool, const GangRequest& request,
+                                std::span<const std::uint8_t> allowed_nodes,
+                                PlacementPolicy& policy, Rng& rng) {
+  if (request.task.is_fractional()) {
+    if (!allowed_nodes.empty()) return place_gang(pool, request, allowed_nodes);
+    return place_gang(pool, request, policy, rng);
+  }
+  GangResult planned = place_gang(pool, request, allowed_nodes);
+  if (!planned) return planned;
+  // The policy on a copy of the pool: the nodes not allowed, and (for a gang of several tasks)
+  // those outside the planner's leaves closed to it, each task's GPUs taken before the next is
+  // placed.
+  Pool trial = pool;
+  std::vector<std::uint8_t> leaf_used(pool.topology().leaves.size(), 0);
+  for (const Assignment& a : planned->assignments) leaf_used[pool.spec(a.node).leaf.value] = 1;
+  for (int n = 0; n < pool.node_count(); ++n) {
+    const NodeId node{static_cast<std::uint32_t>(n)};
+    const bool allowed = allowed_nodes.empty() || allowed_nodes[static_cast<std::size_t>(n)] != 0;
+    const bool near = request.task_count == 1 || leaf_used[pool.spec(node).leaf.value];
+    if (!allowed || !near) (void)trial.set_schedulable(node, false);
+  }
+  GangPlacement chosen;
+  for (int t = 0; t < request.task_count; ++t) {
+    PlacementResult one = policy.place(trial, request.task, rng);
+    if (!one || !trial.allocate(request.task, *one)) return planned;
+    chosen.assignments.push_back(*one);
+  }
+  chosen.span = gang_span(pool, chosen.assignments);
+  auto levels = [](const GangSpan& s) {
+    return std::make_tuple(s.spines, s.leaves, s.nodes, s.split_tasks, s.nvlink_domains);
+  };
+  if (levels(chosen.span) > levels(planned->span)) return planned;
+  return chosen;
+}
+
 GangSpan gang_span(const Pool& pool, std::span<const Assignment> assignments) {
   std::vector<std::uint32_t> nodes, leaves, spines;
   std::vector<std::pair<std::uint32_t, int>> domains;

@@ -121,6 +121,20 @@ GangResult place_gang(const Pool& pool, const GangRequest& request,
 GangResult place_gang(const Pool& pool, const GangRequest& request,
                       PlacementPolicy& fraction_policy, Rng& rng);
 
+// A gang placed by `policy` wherever the objective above leaves a choice: the planner finds the
+// most compact placement; then the policy places the tasks one by one (a single task anywhere,
+// several on the nodes of the leaves the planner used), and its placement is taken when it is as
+// compact as the planner's on levels 1-5 of the objective (so it meets the requirement too); the
+// planner's otherwise. A single fractional task goes to the policy as in the overload above. So a
+// policy (FGD's fragmentation, packing, ...) decides whole-GPU placements as well, never at the
+// cost of compactness.
+GangResult place_gang_by_policy(const Pool& pool, const GangRequest& request,
+                                PlacementPolicy& policy, Rng& rng);
+// As above, on the nodes n with allowed_nodes[n] != 0 only (empty: all nodes).
+GangResult place_gang_by_policy(const Pool& pool, const GangRequest& request,
+                                std::span<const std::uint8_t> allowed_nodes,
+                                PlacementPolicy& policy, Rng& rng);
+
 // The span of `assignments` on `pool` (see GangSpan); used by the communication model.
 GangSpan gang_span(const Pool& pool, std::span<const Assignment> assignments);
 

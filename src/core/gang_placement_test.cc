@@ -6,6 +6,7 @@
 #include <array>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -478,6 +479,41 @@ TEST(GangPropertyTest, ResultsAreAcceptedInSequenceAndMeetTheRequirement) {
     }
   }
   EXPECT_GT(placed_count, 500);
+}
+
+TEST(GangPropertyTest, APolicyPlacesGangsNoLessCompactlyThanThePlanner) {
+  Rng rng(20261204);
+  const TaskShape typical[] = {whole(1), whole(2), whole(4), whole(8)};
+  const WorkloadProfile profile = WorkloadProfile::from_tasks(typical);
+  for (const PolicyInfo& info : placement_policies()) {
+    auto policy = make_placement_policy(info.name, profile);
+    ASSERT_TRUE(policy.has_value());
+    int decided_by_policy = 0;
+    for (int round = 0; round < 120; ++round) {
+      const Pool pool = random_pool(rng);
+      const GangRequest request = random_gang(rng);
+      SCOPED_TRACE(testing::Message() << info.name << " round " << round << " gang "
+                                      << request.task_count << " x " << request.task.gpu_count);
+      auto planned = place_gang(pool, request);
+      Rng draws(static_cast<std::uint64_t>(round));
+      auto placed = place_gang_by_policy(pool, request, **policy, draws);
+      // Placeable exactly when the planner places it, never less compact, accepted in sequence.
+      ASSERT_EQ(placed.has_value(), planned.has_value());
+      if (!placed) continue;
+      auto levels = [](const GangSpan& x) {
+        return std::make_tuple(x.spines, x.leaves, x.nodes, x.split_tasks, x.nvlink_domains);
+      };
+      EXPECT_LE(levels(placed->span), levels(planned->span));
+      EXPECT_EQ(placed->span, gang_span(pool, placed->assignments));
+      Pool copy = pool;
+      allocate_all(copy, request, *placed);
+      decided_by_policy += placed->assignments != planned->assignments ? 1 : 0;
+    }
+    // Where the planner's objective leaves a choice, the policy makes it (some differ).
+    if (info.name != "best-fit") {
+      EXPECT_GT(decided_by_policy, 0) << info.name;
+    }
+  }
 }
 
 // Tasks that ask for nothing still keep off cordoned (drained or down) nodes, and no node takes

@@ -120,13 +120,15 @@ std::string_view preemption_cause_name(PreemptionCause cause) {
 }
 
 Scheduler::Scheduler(Pool pool, TenantBook book, FairShareLedger ledger, RuntimePredictor predictor,
-                     SchedulerConfig config, std::vector<std::unique_ptr<LaneOrder>> orders)
+                     SchedulerConfig config, std::vector<std::unique_ptr<LaneOrder>> orders,
+                     std::unique_ptr<PlacementPolicy> gang_policy)
     : pool_(std::move(pool)),
       book_(std::move(book)),
       ledger_(std::move(ledger)),
       predictor_(std::move(predictor)),
       config_(std::move(config)),
-      orders_(std::move(orders)) {
+      orders_(std::move(orders)),
+      gang_policy_(std::move(gang_policy)) {
   // One lane per tenant (merged in order during a pass), except under LAS (one lane). Under
   // kFifo every lane is in submission order; under fair share, in the tenant's order.
   lanes_.resize(config_.order != OrderRule::kLeastAttained
@@ -176,8 +178,20 @@ Result<Scheduler> Scheduler::create(Pool pool, TenantBook book, SchedulerConfig 
   if (!ledger) return std::unexpected(ledger.error());
   auto predictor = RuntimePredictor::create(config.predictor);
   if (!predictor) return std::unexpected(predictor.error());
+  std::unique_ptr<PlacementPolicy> gang_policy;
+  if (!config.gang_policy.empty()) {
+    std::vector<TaskShape> typical = config.typical_tasks;
+    if (typical.empty()) {  // not known: equal numbers of 1-, 2-, 4- and 8-GPU tasks
+      for (int gpus = 1; gpus <= 8; gpus *= 2) {
+        if (auto task = make_task_shape(gpus, kMilliPerGpu, 0, 0); task) typical.push_back(*task);
+      }
+    }
+    auto made = make_placement_policy(config.gang_policy, WorkloadProfile::from_tasks(typical));
+    if (!made) return fail("gang_policy", made.error().reason);
+    gang_policy = std::move(*made);
+  }
   return Scheduler(std::move(pool), std::move(book), std::move(*ledger), std::move(*predictor),
-                   std::move(config), std::move(orders));
+                   std::move(config), std::move(orders), std::move(gang_policy));
 }
 
 // --- Bookkeeping ---
@@ -590,6 +604,7 @@ GangResult Scheduler::place(const Pool& pool, const GangRequest& request) const 
         if (fraction_policy_) return place_gang(pool, request, *fraction_policy_, fraction_rng_);
         return place_gang_by_node_rule(pool, request, NodeRule::kBestFit);
       }
+      if (gang_policy_) return place_gang_by_policy(pool, request, *gang_policy_, gang_rng_);
       return place_gang(pool, request);
   }
   return place_gang(pool, request);

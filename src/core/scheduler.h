@@ -158,6 +158,11 @@ struct SchedulerConfig {
   // the fragmentation-aware Tidepool policy weighed against them (kTopology only). Empty: by best
   // fit.
   std::vector<TaskShape> typical_tasks;
+  // A placement policy (make_placement_policy's names: "fgd", "best-fit", ...) that also places
+  // whole-GPU gangs where the topology objective leaves a choice (place_gang_by_policy, kTopology
+  // only), weighed against typical_tasks (or, when they are not known, equal numbers of 1-, 2-,
+  // 4- and 8-GPU tasks). Empty: the gang planner alone.
+  std::string gang_policy;
 };
 
 // The policies of `tidepool sim run`: "fifo-firstfit", "quota-borrow", "tiresias", "tidepool".
@@ -350,7 +355,8 @@ class Scheduler {
   struct QuotaVerdict;
 
   Scheduler(Pool pool, TenantBook book, FairShareLedger ledger, RuntimePredictor predictor,
-            SchedulerConfig config, std::vector<std::unique_ptr<LaneOrder>> orders);
+            SchedulerConfig config, std::vector<std::unique_ptr<LaneOrder>> orders,
+            std::unique_ptr<PlacementPolicy> gang_policy);
 
   Entry& entry(JobId job) { return *entries_[index_.at(job)]; }
   // The entry slot of a known job in `phase`; an error naming the job otherwise.
@@ -507,6 +513,8 @@ class Scheduler {
   std::vector<JobId> fresh_;  // submitted or requeued since the last pass
   std::unique_ptr<PlacementPolicy> fraction_policy_;
   mutable Rng fraction_rng_{0};
+  std::unique_ptr<PlacementPolicy> gang_policy_;  // SchedulerConfig::gang_policy
+  mutable Rng gang_rng_{0};
   // Whole free GPUs per model set, valid while changes_ (bumped by every pool change) holds.
   std::uint64_t changes_ = 0;
   mutable std::map<std::pair<bool, std::uint64_t>, std::pair<std::uint64_t, std::int64_t>>

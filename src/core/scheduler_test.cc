@@ -6,6 +6,7 @@
 
 #include <array>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -198,6 +199,38 @@ TEST(Scheduler, ServiceCreditedFromEarlierRunsRanksAWaitingJobAgain) {
   ASSERT_TRUE(s.finish(JobId{0}, 200, 200).has_value());
   EXPECT_FALSE(s.credit_attained(JobId{0}, 1).has_value());
   EXPECT_EQ(s.attained_gpu_seconds(JobId{2}, 200), 0);
+}
+
+TEST(Scheduler, AGangPolicyPlacesWholeGpuJobsAndAnUnknownOneIsRefused) {
+  SchedulerConfig unknown = policy("tidepool");
+  unknown.gang_policy = "slurm";
+  auto refused = Scheduler::create(make_pool(), make_book(), unknown);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().field, "gang_policy");
+  EXPECT_THAT(refused.error().reason, HasSubstr("fgd"));
+  // Eight 2-GPU jobs: the gang placement packs them onto two nodes; the random policy spreads
+  // them, each still on one node, as compactly as the gang placement places it.
+  auto nodes_used = [](Scheduler& s) {
+    for (std::uint32_t id = 0; id < 8; ++id) {
+      EXPECT_TRUE(s.submit(make_test_job(id, kA, 2, 0, 1000, 2), 0).has_value());
+    }
+    const PassResult pass = s.pass(0);
+    EXPECT_EQ(pass.started.size(), 8U);
+    std::set<std::uint32_t> nodes;
+    for (const StartedJob& started : pass.started) {
+      EXPECT_EQ(started.assignments.size(), 1U);
+      EXPECT_EQ(gpu_set_size(started.assignments[0].gpus), 2);
+      nodes.insert(started.assignments[0].node.value);
+    }
+    return nodes.size();
+  };
+  Scheduler packed = make_scheduler(policy("tidepool"));
+  EXPECT_EQ(nodes_used(packed), 2U);
+  SchedulerConfig spread = policy("tidepool");
+  spread.gang_policy = "random";
+  Scheduler s = make_scheduler(spread);
+  EXPECT_GT(nodes_used(s), 2U);
+  EXPECT_TRUE(s.pool().check_invariants().has_value());
 }
 
 TEST(Scheduler, ReclaimMakesRoomForAGangWithinOneLeafWhereOneCanHoldIt) {

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <tuple>
 
+#include "core/policies/placement_policy.h"
 #include "server/job_spec.h"
 #include "sim/yaml_reader.h"
 
@@ -23,11 +24,11 @@ class ConfigReader : private YamlReader {
 
   Result<ServerConfig> read(const YAML::Node& root, const std::string& base_dir) const {
     ServerConfig c;
-    auto f =
-        fields(root, "",
-               {"listen", "cluster", "tenants", "policy", "database", "admin_token_file", "tick",
-                "rate_limit", "tls", "http_threads", "heartbeat_timeout", "logs", "idle_gpu_window",
-                "market", "ledger_posting_interval", "admission", "metrics_token_required"});
+    auto f = fields(root, "",
+                    {"listen", "cluster", "tenants", "policy", "placement_policy", "database",
+                     "admin_token_file", "tick", "rate_limit", "tls", "http_threads",
+                     "heartbeat_timeout", "logs", "idle_gpu_window", "market",
+                     "ledger_posting_interval", "admission", "metrics_token_required"});
     if (!f) return std::unexpected(f.error());
     if (auto node = f->get("listen")) {
       auto value = text(*node, "listen");
@@ -54,6 +55,13 @@ class ConfigReader : private YamlReader {
       auto value = text(*node, "policy");
       if (!value) return std::unexpected(value.error());
       c.policy = *value;
+    }
+    if (auto node = f->get("placement_policy")) {
+      auto value = text(*node, "placement_policy");
+      if (!value) return std::unexpected(value.error());
+      auto known = find_placement_policy(*value);
+      if (!known) return error_at(*node, "placement_policy", known.error().reason);
+      c.placement_policy = std::string(known->name);
     }
     for (auto [key, target, most, example] :
          {std::tuple{"tick", &c.tick_ms, Seconds{3600}, "1s"},

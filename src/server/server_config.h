@@ -4,6 +4,10 @@
 //   cluster: clusters/lab.yaml      # required: the cluster (topology) file, see sim/cluster_file.h
 //   tenants: tenants/lab.yaml       # required: orgs, tenants, queues and quotas
 //   policy: tidepool                # tidepool | quota-borrow | tiresias | fifo-firstfit
+//   placement_policy: fgd           # optional: also place whole-GPU jobs with this policy
+//                                   #   (random, dot-product, gpu-clustering, gpu-packing,
+//                                   #   best-fit, fgd, tidepool) where the topology-aware gang
+//                                   #   placement leaves a choice; absent: the gang placement
 //   database: tidepool.db           # SQLite file (default ./tidepool.db)
 //   admin_token_file: admin.token   # where the first admin token is written (default: the
 //                                   #   database path + ".admin-token"), mode 0600
@@ -43,6 +47,7 @@ struct ServerConfig {
   std::string cluster_path;
   std::string tenants_path;
   std::string policy = "tidepool";
+  std::string placement_policy;  // empty: the gang placement alone
   std::string database_path = "tidepool.db";
   std::string admin_token_file;  // empty: database_path + ".admin-token"
   std::int64_t tick_ms = 1000;
