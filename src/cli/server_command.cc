@@ -71,7 +71,11 @@ Result<void> run_server(const ServerFlags& flags) {
   auto policy = scheduler_policy(config->policy);
   if (!policy) return fail("policy", policy.error().reason);
   setup.scheduler = std::move(*policy);
-  setup.scheduler.gang_policy = config->placement_policy;
+  if (config->placement_policy == "none") {
+    setup.scheduler.gang_policy.clear();
+  } else if (!config->placement_policy.empty()) {
+    setup.scheduler.gang_policy = config->placement_policy;
+  }
   setup.heartbeat_timeout_ms = config->heartbeat_timeout_ms;
   setup.admission = {config->max_pending_jobs, config->submissions_per_second,
                      config->submission_burst};

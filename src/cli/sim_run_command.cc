@@ -530,13 +530,14 @@ Result<void> run_sim_run(const RunOptions& options) {
     config->day_offset = day_offset;
     if (auto ok = apply_queueing_options(options, *config); !ok) return ok;
     if (fractional) config->typical_tasks = shapes;
-    if (!options.gang_policy.empty()) {
-      if (auto known = find_placement_policy(options.gang_policy); !known) {
-        return fail("--gang-policy", known.error().reason);
-      }
-      config->gang_policy = options.gang_policy;
-      config->typical_tasks = shapes;
+    if (options.gang_policy == "none") {
+      config->gang_policy.clear();
+    } else if (!options.gang_policy.empty()) {
+      auto known = find_placement_policy(options.gang_policy);
+      if (!known) return fail("--gang-policy", known.error().reason + ", or none");
+      config->gang_policy = std::string(known->name);
     }
+    if (!config->gang_policy.empty()) config->typical_tasks = shapes;
     std::vector<ClusterSimRun> swept;
     for (std::size_t k = 0; k < thresholds.size(); ++k) {
       if (settings.market) {
@@ -664,7 +665,8 @@ void add_sim_run_command(CLI::App& sim, int* exit_code) {
   command->add_option("--gang-policy", options->gang_policy,
                       "also place whole-GPU jobs with this placement policy (e.g. fgd, "
                       "best-fit, as `tidepool sim pack` lists them) wherever the topology-aware "
-                      "gang placement leaves a choice (default: the gang placement alone)");
+                      "gang placement leaves a choice, or none for the gang placement alone "
+                      "(default: the policy's; tidepool: fgd)");
   command
       ->add_option("--horizon", options->horizon,
                    "seconds over which class GPU-hours are totalled (0: up to the last submit)")

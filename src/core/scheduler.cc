@@ -94,8 +94,10 @@ Result<SchedulerConfig> scheduler_policy(std::string_view name) {
     c.quotas = c.reclaim = c.priority_preemption = c.backfill = false;
     c.las_preemption = true;
   } else if (name == "tidepool") {
-    // Everything: fair share, quotas with borrowing and reclaim, topology-aware gangs, EASY
-    // backfill with predicted runtimes, tidal windows and loans.
+    // Everything: fair share, quotas with borrowing and reclaim, topology-aware gangs (FGD
+    // choosing where compactness leaves a choice), EASY backfill with predicted runtimes, tidal
+    // windows and loans.
+    c.gang_policy = "fgd";
   } else {
     return fail("policy",
                 fmt::format("unknown policy '{}'; known: {}", name, fmt::join(kPolicyNames, ", ")));

@@ -36,8 +36,9 @@
 //          that asks for no more than any later job of its lane and may slice no less
 //          (no_later_job_easier): the later jobs would be refused too (both rules take it that
 //          the rest of the pass does not free quota for the tenant);
-//        - placement by the policy's rule (place_gang with the topology objective, or first/best
-//          fit without topology). With segregate_borrowed, borrowed work is first tried on nodes
+//        - placement by the policy's rule (place_gang with the topology objective, where
+//          gang_policy, if set, decides what the objective leaves open; or first/best fit
+//          without topology). With segregate_borrowed, borrowed work is first tried on nodes
 //          without guaranteed work and guaranteed work on nodes without borrowed work, so that
 //          reclaim can empty whole nodes (HiveD keeps opportunistic work apart likewise). If it
 //          fits and starting it would not delay the reservation of the head job (EASY backfill,
@@ -161,7 +162,7 @@ struct SchedulerConfig {
   // A placement policy (make_placement_policy's names: "fgd", "best-fit", ...) that also places
   // whole-GPU gangs where the topology objective leaves a choice (place_gang_by_policy, kTopology
   // only), weighed against typical_tasks (or, when they are not known, equal numbers of 1-, 2-,
-  // 4- and 8-GPU tasks). Empty: the gang planner alone.
+  // 4- and 8-GPU tasks). Empty: the gang planner alone. The tidepool policy's: "fgd".
   std::string gang_policy;
 };
 

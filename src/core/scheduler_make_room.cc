@@ -130,11 +130,11 @@ void Scheduler::possible_victims(const Entry& e, bool reclaim, bool slicing, Sec
     for (std::size_t i = 0; i < at.size(); ++i) at[i] = static_cast<std::uint32_t>(i);
     return;
   }
-  static const std::vector<std::uint32_t> kNone;
-  const std::vector<std::uint32_t>& borrowing = reclaim || slicing ? index.borrowing : kNone;
+  const std::vector<std::uint32_t> none;
+  const std::vector<std::uint32_t>& borrowing = reclaim || slicing ? index.borrowing : none;
   const auto own = slicing ? index.own_sliceable.find(e.job.tenant) : index.own_sliceable.end();
   const std::vector<std::uint32_t>& sliceable =
-      own == index.own_sliceable.end() ? kNone : own->second;
+      own == index.own_sliceable.end() ? none : own->second;
   at.reserve(borrowing.size() + sliceable.size());
   std::merge(borrowing.begin(), borrowing.end(), sliceable.begin(), sliceable.end(),
              std::back_inserter(at));

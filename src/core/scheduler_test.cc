@@ -224,7 +224,9 @@ TEST(Scheduler, AGangPolicyPlacesWholeGpuJobsAndAnUnknownOneIsRefused) {
     }
     return nodes.size();
   };
-  Scheduler packed = make_scheduler(policy("tidepool"));
+  SchedulerConfig planner_alone = policy("tidepool");
+  planner_alone.gang_policy.clear();
+  Scheduler packed = make_scheduler(planner_alone);
   EXPECT_EQ(nodes_used(packed), 2U);
   SchedulerConfig spread = policy("tidepool");
   spread.gang_policy = "random";

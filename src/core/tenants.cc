@@ -352,24 +352,24 @@ Admission TenantBook::assess(TenantId t, GpuModelId m, std::int64_t milli) const
   return decide(t, m, milli, false);
 }
 
-std::vector<Admission> TenantBook::admit(TenantId t, const ModelSet& models,
-                                         std::int64_t milli) const {
+std::vector<Admission> TenantBook::decide_each(TenantId t, const ModelSet& models,
+                                               std::int64_t milli, bool explain) const {
   std::vector<Admission> result;
   for (int m = 0; m < models_.size(); ++m) {
     const GpuModelId model{static_cast<std::uint32_t>(m)};
-    if (models.accepts(model)) result.push_back(admit(t, model, milli));
+    if (models.accepts(model)) result.push_back(decide(t, model, milli, explain));
   }
   return result;
 }
 
+std::vector<Admission> TenantBook::admit(TenantId t, const ModelSet& models,
+                                         std::int64_t milli) const {
+  return decide_each(t, models, milli, true);
+}
+
 std::vector<Admission> TenantBook::assess(TenantId t, const ModelSet& models,
                                           std::int64_t milli) const {
-  std::vector<Admission> result;
-  for (int m = 0; m < models_.size(); ++m) {
-    const GpuModelId model{static_cast<std::uint32_t>(m)};
-    if (models.accepts(model)) result.push_back(assess(t, model, milli));
-  }
-  return result;
+  return decide_each(t, models, milli, false);
 }
 
 Result<Admission> TenantBook::charge(TenantId t, GpuModelId m, std::int64_t milli) {

@@ -279,6 +279,8 @@ class TenantBook {
   }
   // admit and assess: `explain` writes the reason.
   [[nodiscard]] Admission decide(TenantId t, GpuModelId m, std::int64_t milli, bool explain) const;
+  [[nodiscard]] std::vector<Admission> decide_each(TenantId t, const ModelSet& models,
+                                                   std::int64_t milli, bool explain) const;
   // Org positions for model m, with tenant `t`'s usage taken as `usage_of_t` (an id past the
   // last tenant overrides nothing).
   [[nodiscard]] std::vector<OrgPosition> positions(GpuModelId m, TenantId t,

@@ -59,9 +59,13 @@ class ConfigReader : private YamlReader {
     if (auto node = f->get("placement_policy")) {
       auto value = text(*node, "placement_policy");
       if (!value) return std::unexpected(value.error());
-      auto known = find_placement_policy(*value);
-      if (!known) return error_at(*node, "placement_policy", known.error().reason);
-      c.placement_policy = std::string(known->name);
+      if (*value == "none") {
+        c.placement_policy = "none";
+      } else {
+        auto known = find_placement_policy(*value);
+        if (!known) return error_at(*node, "placement_policy", known.error().reason + ", or none");
+        c.placement_policy = std::string(known->name);
+      }
     }
     for (auto [key, target, most, example] :
          {std::tuple{"tick", &c.tick_ms, Seconds{3600}, "1s"},

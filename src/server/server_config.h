@@ -7,7 +7,8 @@
 //   placement_policy: fgd           # optional: also place whole-GPU jobs with this policy
 //                                   #   (random, dot-product, gpu-clustering, gpu-packing,
 //                                   #   best-fit, fgd, tidepool) where the topology-aware gang
-//                                   #   placement leaves a choice; absent: the gang placement
+//                                   #   placement leaves a choice, or none for the gang
+//                                   #   placement alone; absent: the policy's (tidepool: fgd)
 //   database: tidepool.db           # SQLite file (default ./tidepool.db)
 //   admin_token_file: admin.token   # where the first admin token is written (default: the
 //                                   #   database path + ".admin-token"), mode 0600
@@ -47,7 +48,7 @@ struct ServerConfig {
   std::string cluster_path;
   std::string tenants_path;
   std::string policy = "tidepool";
-  std::string placement_policy;  // empty: the gang placement alone
+  std::string placement_policy;  // empty: the policy's; "none": the gang placement alone
   std::string database_path = "tidepool.db";
   std::string admin_token_file;  // empty: database_path + ".admin-token"
   std::int64_t tick_ms = 1000;

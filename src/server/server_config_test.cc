@@ -20,6 +20,11 @@ TEST(ServerConfigTest, APlacementPolicyIsOptionalAndNamedByNameOrLabel) {
                                 "server.yaml", "/etc/tidepool");
   ASSERT_TRUE(fgd.has_value()) << fgd.error().message();
   EXPECT_EQ(fgd->placement_policy, "fgd");
+
+  auto none = read_server_config(std::string(kRequired) + "placement_policy: none\n", "server.yaml",
+                                 "/etc/tidepool");
+  ASSERT_TRUE(none.has_value()) << none.error().message();
+  EXPECT_EQ(none->placement_policy, "none");
 }
 
 TEST(ServerConfigTest, AnUnknownPlacementPolicyIsRefusedWithTheKnownOnes) {
