@@ -141,6 +141,9 @@ Result<std::unique_ptr<ControlPlane>> ControlPlane::create(ControlPlaneSetup set
     return std::unexpected(opened.error());
   }
   plane->restore_bursts(now_ms, repairs);
+  // What the rebuilt scheduler knows is as of now: running jobs were adopted with their runs so
+  // far (attained service shown before the first pass counts them).
+  plane->last_pass_ms_ = now_ms;
   plane->seal(repairs);
   return plane;
 }
