@@ -270,11 +270,15 @@ Admission TenantBook::decide(TenantId t, GpuModelId m, std::int64_t milli, bool 
   // Charging the guaranteed part may put borrowed capacity of others in debt.
   const OrgId org = tenants_[t.value].org;
   const std::int64_t within = used + a.guaranteed_milli;
-  a.reclaim_milli =
-      reclaim_needed(m, positions(m, t, within)) - reclaim_needed(m, positions(m, t, used));
+  const std::vector<OrgPosition> as_used = positions(m, t, used);
+  a.reclaim_milli = a.guaranteed_milli == 0
+                        ? 0
+                        : reclaim_needed(m, positions(m, t, within)) - reclaim_needed(m, as_used);
 
   // Borrowable with t at (at least) its guarantee: the least of the three rooms of the rules.
-  const std::vector<OrgPosition> at_guarantee = positions(m, t, std::max(used, f.guaranteed));
+  std::vector<OrgPosition> raised;
+  if (used < f.guaranteed) raised = positions(m, t, f.guaranteed);
+  const std::vector<OrgPosition>& at_guarantee = used < f.guaranteed ? raised : as_used;
   const OrgPosition& own = at_guarantee[org.value];
   std::int64_t outside = 0;
   std::int64_t offered = 0;
