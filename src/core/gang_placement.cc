@@ -574,23 +574,30 @@ GangResult place_gang_by_policy(const Pool& pool, const GangRequest& request,
   }
   GangResult planned = place_gang(pool, request, allowed_nodes);
   if (!planned) return planned;
-  // The policy on a copy of the pool: the nodes not allowed, and (for a gang of several tasks)
-  // those outside the planner's leaves closed to it, each task's GPUs taken before the next is
-  // placed.
-  Pool trial = pool;
-  std::vector<std::uint8_t> leaf_used(pool.topology().leaves.size(), 0);
-  for (const Assignment& a : planned->assignments) leaf_used[pool.spec(a.node).leaf.value] = 1;
-  for (int n = 0; n < pool.node_count(); ++n) {
-    const NodeId node{static_cast<std::uint32_t>(n)};
-    const bool allowed = allowed_nodes.empty() || allowed_nodes[static_cast<std::size_t>(n)] != 0;
-    const bool near = request.task_count == 1 || leaf_used[pool.spec(node).leaf.value];
-    if (!allowed || !near) (void)trial.set_schedulable(node, false);
-  }
   GangPlacement chosen;
-  for (int t = 0; t < request.task_count; ++t) {
-    PlacementResult one = policy.place(trial, request.task, rng);
-    if (!one || !trial.allocate(request.task, *one)) return planned;
+  if (request.task_count == 1 && allowed_nodes.empty()) {
+    // One task anywhere: the policy on the pool itself.
+    PlacementResult one = policy.place(pool, request.task, rng);
+    if (!one) return planned;
     chosen.assignments.push_back(*one);
+  } else {
+    // The policy on a copy of the pool: the nodes not allowed, and (for a gang of several
+    // tasks) those outside the planner's leaves closed to it, each task's GPUs taken before the
+    // next is placed.
+    Pool trial = pool;
+    std::vector<std::uint8_t> leaf_used(pool.topology().leaves.size(), 0);
+    for (const Assignment& a : planned->assignments) leaf_used[pool.spec(a.node).leaf.value] = 1;
+    for (int n = 0; n < pool.node_count(); ++n) {
+      const NodeId node{static_cast<std::uint32_t>(n)};
+      const bool allowed = allowed_nodes.empty() || allowed_nodes[static_cast<std::size_t>(n)] != 0;
+      const bool near = request.task_count == 1 || leaf_used[pool.spec(node).leaf.value];
+      if (!allowed || !near) (void)trial.set_schedulable(node, false);
+    }
+    for (int t = 0; t < request.task_count; ++t) {
+      PlacementResult one = policy.place(trial, request.task, rng);
+      if (!one || !trial.allocate(request.task, *one)) return planned;
+      chosen.assignments.push_back(*one);
+    }
   }
   chosen.span = gang_span(pool, chosen.assignments);
   auto levels = [](const GangSpan& s) {

@@ -595,7 +595,8 @@ void Scheduler::count_tasks(const Entry& e, int sign) {
   for (const Assignment& a : e.assignments) counts[a.node.value] += sign;
 }
 
-GangResult Scheduler::place(const Pool& pool, const GangRequest& request) const {
+GangResult Scheduler::place(const Pool& pool, const GangRequest& request,
+                            std::span<const std::uint8_t> allowed_nodes) const {
   switch (config_.placement) {
     case PlacementRule::kFirstFit:
       return place_gang_by_node_rule(pool, request, NodeRule::kFirstFit);
@@ -606,8 +607,10 @@ GangResult Scheduler::place(const Pool& pool, const GangRequest& request) const 
         if (fraction_policy_) return place_gang(pool, request, *fraction_policy_, fraction_rng_);
         return place_gang_by_node_rule(pool, request, NodeRule::kBestFit);
       }
-      if (gang_policy_) return place_gang_by_policy(pool, request, *gang_policy_, gang_rng_);
-      return place_gang(pool, request);
+      if (gang_policy_) {
+        return place_gang_by_policy(pool, request, allowed_nodes, *gang_policy_, gang_rng_);
+      }
+      return place_gang(pool, request, allowed_nodes);
   }
   return place_gang(pool, request);
 }

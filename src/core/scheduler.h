@@ -409,7 +409,10 @@ class Scheduler {
   // The predicted runtime less what checkpoints already saved, at least a minute.
   [[nodiscard]] Seconds predicted_remaining(const Entry& e) const;
   [[nodiscard]] Seconds lost_if_preempted(const Entry& e, Seconds now) const;
-  [[nodiscard]] GangResult place(const Pool& pool, const GangRequest& request) const;
+  // Where the policy's rule places `request` on `pool`: with `allowed_nodes` (kTopology, whole
+  // GPUs), only on the nodes flagged there.
+  [[nodiscard]] GangResult place(const Pool& pool, const GangRequest& request,
+                                 std::span<const std::uint8_t> allowed_nodes = {}) const;
   void start(Entry& e, const GangPlacement& placement, Seconds now, StartAdmission admission,
              std::int64_t borrowed, bool backfilled, PassResult& out);
   // The job's bookkeeping as running at `assignments` since `since` (resources and charges taken).

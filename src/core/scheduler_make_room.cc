@@ -408,6 +408,12 @@ std::optional<std::pair<std::vector<JobId>, GangPlacement>> Scheduler::victims_u
     const Entry& v = entry(JobId{id});
     for (const Assignment& a : v.assignments) (void)pool.release(v.job.gang.task, a);
   };
+  // The pool (and book, when admission depends on the victims) as they are now.
+  auto as_now = [&] {
+    Trial t{pool_, std::nullopt};
+    if (admit_after) t.book = book_;
+    return t;
+  };
   auto release_into = [&](Trial& t, std::uint32_t id) {
     release_from(t.pool, id);
     if (t.book) refund_into(*t.book, id);
@@ -449,8 +455,7 @@ std::optional<std::pair<std::vector<JobId>, GangPlacement>> Scheduler::victims_u
     for (std::uint32_t id : order) release_from(all.pool, id);  // the book is refunded above
     if (!fits(all)) return std::nullopt;
   }
-  Trial trial{pool_, std::nullopt};
-  if (admit_after) trial.book = book_;
+  Trial trial = as_now();
   // Victims in order until the job fits.
   std::vector<JobId> chosen;
   std::optional<GangPlacement> placed;
@@ -482,8 +487,7 @@ std::optional<std::pair<std::vector<JobId>, GangPlacement>> Scheduler::victims_u
   for (std::size_t i = chosen.size() - 1, tried = 0; i-- > 0 && tried < kPruneLimit; ++tried) {
     if (!restore_into(trial, chosen[i].value)) {
       // A copy of the pool and book without the other victims instead.
-      Trial rest{pool_, std::nullopt};
-      if (admit_after) rest.book = book_;
+      Trial rest = as_now();
       for (std::size_t j = 0; j < chosen.size(); ++j) {
         if (j != i) release_into(rest, chosen[j].value);
       }

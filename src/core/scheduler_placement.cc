@@ -52,9 +52,7 @@ std::optional<PendingReason> Scheduler::try_to_place(Entry& e, const QuotaVerdic
       for (std::size_t n = 0; n < allowed.size(); ++n) {
         allowed[n] = (quota.borrowed > 0 ? guaranteed_tasks_[n] : borrowed_tasks_[n]) == 0 ? 1 : 0;
       }
-      placed = gang_policy_
-                   ? place_gang_by_policy(pool_, request, allowed, *gang_policy_, gang_rng_)
-                   : place_gang(pool_, request, allowed);
+      placed = place(pool_, request, allowed);
     }
     if (!placed) placed = place(pool_, request);
     if (placed) {
