@@ -333,9 +333,12 @@ class Session final : public SessionBase {
     const auto length = parser_->content_length();
     if (length && *length > options().max_body_bytes) return refuse_body_size();
     parser_->body_limit(options().max_body_bytes);
-    if (body_announced_ && iequal(request_.field("Expect"), "100-continue")) {
-      auto interim = std::make_shared<http::response<http::empty_body>>(http::status::continue_,
-                                                                        head.version());
+    // An HTTP/1.0 client knows no interim answers: its expectation is ignored (RFC 9110 10.1.1)
+    // and the body read at once.
+    if (body_announced_ && head.version() >= 11 &&
+        iequal(request_.field("Expect"), "100-continue")) {
+      auto interim =
+          std::make_shared<http::response<http::empty_body>>(http::status::continue_, 11);
       lowest().expires_after(options().write_timeout);
       http::async_write(stream_, *interim,
                         [self = shared(), interim](error_code write_ec, std::size_t) {

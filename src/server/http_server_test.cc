@@ -306,6 +306,18 @@ TEST(HttpServer, AnswersExpect100ContinueBeforeTheBody) {
   EXPECT_EQ(nlohmann::json::parse(res.body)["bytes"], 4);
 }
 
+// An HTTP/1.0 request knows no interim answer: the expectation is ignored, the body read, and the
+// one answer is HTTP/1.1, as every answer of the server.
+TEST(HttpServer, IgnoresExpect100ContinueFromAnHttp10Client) {
+  Served served(small_options());
+  TestSocket s(served.port());
+  ASSERT_TRUE(
+      s.send("POST /echo HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\nabc"));
+  auto res = s.read_response(5s);
+  EXPECT_TRUE(res.head.starts_with("HTTP/1.1 200 ")) << res.head;
+  EXPECT_EQ(nlohmann::json::parse(res.body)["bytes"], 3);
+}
+
 // A handler that does not block runs on the I/O thread: it answers while every worker is held;
 // a body over max_inline_body_bytes still goes to a worker.
 TEST(HttpServer, HandlersThatDoNotBlockRunOnTheIoThreadWhenTheirBodyIsSmall) {
