@@ -39,6 +39,16 @@ json() {
 
 # expect_error PATTERN... -- ARGS...: runs tidepool ARGS, expecting a non-zero exit and every
 # pattern (fixed strings) in its error output.
+# expect_status STATUS ARGS...: runs tidepool ARGS, which must exit with STATUS; its error output
+# is in $work/stderr.
+expect_status() {
+  local want=$1 status=0
+  shift
+  "$tidepool" "$@" >"$work/stdout" 2>"$work/stderr" || status=$?
+  [[ $status == "$want" ]] ||
+    fail "tidepool $*: exit status $status, expected $want: $(cat "$work/stderr")"
+}
+
 expect_error() {
   local -a patterns=()
   while [[ $1 != "--" ]]; do
@@ -74,7 +84,8 @@ client_test_setup() {
 }
 
 # start_server [CONFIG_LINE...]: starts the server on a free port, with the lines added to its
-# config; exports TIDEPOOL_SERVER and TIDEPOOL_TOKEN (its first admin token).
+# config; exports TIDEPOOL_SERVER and TIDEPOOL_TOKEN (its first admin token). Its nodes take jobs
+# without agents unless $AGENTS_ONLY is set (simulate_unregistered_nodes).
 start_server() {
   rm -f "$work/port"
   cat >"$work/server.yaml" <<EOF
@@ -82,6 +93,7 @@ cluster: $source_dir/data/clusters/example.yaml
 tenants: $source_dir/data/tenants/example.yaml
 database: $work/tidepool.db
 tick: 1s
+simulate_unregistered_nodes: $([[ -n ${AGENTS_ONLY:-} ]] && echo false || echo true)
 EOF
   local line
   for line in "$@"; do echo "$line" >>"$work/server.yaml"; done

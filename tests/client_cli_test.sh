@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # End-to-end checks of the user commands (tidepool submit, jobs, job, cancel, why, nodes, drain,
-# undrain, queues, tenants, top, token) against a real `tidepool server` on 127.0.0.1, started in
-# a scratch folder on the example cluster and tenants (data/clusters/example.yaml,
+# undrain, queues, tenants, top, token, events) against a real `tidepool server` on 127.0.0.1,
+# started in a scratch folder on the example cluster and tenants (data/clusters/example.yaml,
 # data/tenants/example.yaml) with the example job specs of data/examples (tenant vision).
 #
 # Usage: client_cli_test.sh TIDEPOOL_BINARY SOURCE_DIR CASE
-#   CASE is one of: submit, jobs, job, cancel, why, nodes, drain, queues, tenants, top, tokens,
-#   errors, config.
+#   CASE is one of: submit, jobs, job, cancel, control (hold, release, requeue, update), why,
+#   nodes, drain, queues, tenants, top, tokens, events, errors, config.
 set -euo pipefail
 
 # shellcheck source=cli_test_helpers.sh
@@ -30,6 +30,14 @@ case "$case_name" in
     # The same idempotency key gives the same job back, a new spec with it a conflict.
     tp submit --parsable --idempotency-key nightly-1 "$examples/notebook.yaml"
     first=$(cat "$work/out")
+    # The server's log says where each job went, one line each.
+    for _ in $(seq 1 50); do
+      grep -q "job.started job $first (" "$work/server.log" && break
+      sleep 0.1
+    done
+    grep -q "job.started job $first (notebook-alice, vision/default): placed on" \
+      "$work/server.log" || fail "the server log should show the job's start: $(cat "$work/server.log")"
+    grep -q "state loaded from the store" "$work/server.log" || fail "the server log says what it loaded"
     tp submit --idempotency-key nightly-1 "$examples/notebook.yaml"
     expect_out "Job $first was already submitted with idempotency key nightly-1"
     expect_error "error:" "Idempotency-Key: key already used for job $first" -- \
@@ -72,6 +80,37 @@ case "$case_name" in
     [[ $(grep -cE '^ +id: ' "$work/out") == 1 ]] || fail "--node $node: one job"
     tp jobs --all --limit 1 -o json
     [[ $(json '[j["id"] for j in d["jobs"]]') == "[$ended]" ]] || fail "--limit 1: the newest job"
+    # kubectl's forms: name, wide, csv, and --no-headers.
+    tp jobs --all -o name
+    [[ $(cat "$work/out") == "job/$ended"$'\n'"job/$running" || $(cat "$work/out") == "job/$running"$'\n'"job/$ended" ]] ||
+      fail "-o name should print job/$running and job/$ended: $(cat "$work/out")"
+    tp jobs -o wide
+    expect_out PRIORITY CLASS MODELS SUBMITTED SUBMITTER dev
+    tp jobs --all -o csv
+    head -1 "$work/out" | grep -qx 'ID,NAME,TENANT,QUEUE,STATE,GPUS,AGE,TIME,ATTAINED,NODES,REASON,PRIORITY,CLASS,MODELS,SUBMITTED,SUBMITTER' ||
+      fail "-o csv: the header of every column: $(head -1 "$work/out")"
+    grep -qE "^$running,notebook-alice,vision,default,running,0.5," "$work/out" || fail "-o csv: job $running"
+    tp jobs --no-headers -o csv
+    grep -q '^ID,' "$work/out" && fail "--no-headers -o csv should drop the header"
+    tp jobs --no-headers
+    grep -q 'NAME' "$work/out" && fail "--no-headers should drop the header"
+    grep -qE "^ *$running +notebook-alice" "$work/out" || fail "--no-headers still lists job $running"
+    expect_error "--output: xml not in {table,wide,name,json,yaml,csv}" -- jobs -o xml
+    tp submit -o name "$examples/notebook.yaml"
+    grep -qE '^job/[0-9]+$' "$work/out" || fail "submit -o name should print job/ID"
+    expect_error "-o" "csv" -- job "$running" -o csv
+    # Job history (sacct): a window of time, every state unless --state.
+    tp jobs --since 1h -o json
+    [[ $(json "{$running, $ended} <= {j['id'] for j in d['jobs']}") == True ]] ||
+      fail "--since 1h: both jobs, the cancelled one too"
+    tp jobs --since now --state cancelled -o json
+    [[ $(json 'len(d["jobs"])') == 0 ]] || fail "--since now: job $ended had ended before"
+    tp jobs --until 2000-01-01 -o json
+    [[ $(json 'len(d["jobs"])') == 0 ]] || fail "--until 2000-01-01: no job was submitted by then"
+    tp jobs --since 2000-01-01T00:00Z --until now -o wide
+    expect_out notebook-alice cancelled SUBMITTER
+    expect_error "--since: 'yesterday' is not a time" -- jobs --since yesterday
+    expect_error "until_ms" "is before since_ms" -- jobs --since now --until 1d
     expect_error "error: state: unknown job state 'sleeping'" -- jobs --state sleeping
     expect_error "--all" -- jobs --all --state running
     ;;
@@ -133,11 +172,19 @@ case "$case_name" in
     id=$(submit "$examples/notebook.yaml")
     wait_state "$id" running
     tp nodes
-    expect_out NAME STATE MODEL GPUS USED LEAF JOBS h100-a-01 a100-b-03 cpu-login leaf-1 H100 A100
+    expect_out NAME STATE MODEL GPUS USED LEAF AGENT HEARTBEAT JOBS h100-a-01 a100-b-03 cpu-login \
+      leaf-1 H100 A100
     [[ $(grep -c ' ready ' "$work/out") == 23 ]] || fail "23 ready nodes expected"
-    grep -qE " 0.5 +leaf-[0-9] +$id( |\$)" "$work/out" || fail "the node of job $id: USED 0.5, JOBS $id"
+    # No agent runs here (the server simulates them): AGENT and HEARTBEAT are "-".
+    grep -qE " 0.5 +leaf-[0-9] +- +- +$id( |\$)" "$work/out" ||
+      fail "the node of job $id: USED 0.5, no agent, JOBS $id"
     tp nodes -o json
     [[ $(json 'len(d["nodes"])') == 23 ]] || fail "nodes -o json: 23 nodes"
+    tp nodes -o name
+    [[ $(wc -l <"$work/out") == 23 ]] && grep -qx node/h100-a-01 "$work/out" || fail "nodes -o name"
+    tp nodes -o wide --no-headers
+    grep -q NAME "$work/out" && fail "nodes --no-headers should drop the header"
+    grep -qE '^h100-a-01 .* spine-' "$work/out" || fail "nodes -o wide should show the spine"
     ;;
 
   drain)
@@ -148,10 +195,19 @@ case "$case_name" in
     tp top --once
     expect_out "h100-a-01 [xxxxxxxx] 0/8 drained" "nodes drained: 1"
     tp undrain h100-a-01 -o json
-    [[ $(json 'd["state"]') == ready ]] || fail "undrain -o json: state ready"
+    [[ $(json 'd["nodes"][0]["state"]') == ready ]] || fail "undrain -o json: state ready"
     tp nodes
     grep -qE '^h100-a-01 +ready ' "$work/out" || fail "h100-a-01 should be ready again"
     expect_error "error: node: no node 'nowhere'" -- drain nowhere
+    # Several nodes, as a hostlist; again with another reason replaces it.
+    tp drain "h100-b-[01-02]" h100-c-01 --reason "rack 7 power"
+    expect_out "Node h100-b-01 drained (rack 7 power)" "Node h100-b-02 drained" "Node h100-c-01 drained"
+    tp drain h100-b-01 --reason "rack 7 power, PSU swapped"
+    expect_out "Node h100-b-01 drained (rack 7 power, PSU swapped)"
+    tp undrain "h100-b-[01-02]" h100-c-01 -o json
+    [[ $(json '[n["state"] for n in d["nodes"]]') == "['ready', 'ready', 'ready']" ]] ||
+      fail "undrain of a hostlist: every node ready"
+    expect_status 1 drain "h100-b-[01-"
     # Draining is for admins.
     tp token create --role user --tenant vision -o json
     user_token=$(json 'd["secret"]')
@@ -192,6 +248,11 @@ case "$case_name" in
     # The notebook's half GPU shows as a lower-case b (vision is the second tenant listed).
     grep -qE '\[\.*b\.*\]' "$work/out" || fail "a node should show the notebook's half GPU as b"
     expect_error "--interval" "not a refresh interval" -- top --once --interval 10ms
+    # Without a terminal: one frame and the end; with --interval, frames one after another.
+    timeout 10 "$tidepool" top >"$work/out" || fail "top to a file should print a frame and end"
+    [[ $(grep -c '^tidepool top ' "$work/out") == 1 ]] || fail "top to a file: one frame"
+    timeout 2 "$tidepool" top --interval 200ms >"$work/out" || true
+    [[ $(grep -c '^tidepool top ' "$work/out") -ge 2 ]] || fail "top --interval to a file: frames"
     ;;
 
   tokens)
@@ -225,6 +286,114 @@ case "$case_name" in
     expect_error "--node" -- token create --role agent
     ;;
 
+  control)
+    # Vision may not borrow H100: a second 32-GPU gang waits for the first.
+    first=$(submit "$examples/train-resnet.yaml")
+    wait_state "$first" running
+    second=$(submit "$examples/train-resnet.yaml")
+    tp hold "$second"
+    expect_out "Held job $second"
+    tp why "$second"
+    expect_out "Job $second is pending (held): held by token"
+    tp jobs
+    grep -qE "^ *$second .*pending.* held\$" "$work/out" || fail "jobs should say job $second is held"
+    tp update "$second" --priority 5 --max-runtime none
+    expect_out "Updated job $second"
+    tp job "$second" -o json
+    [[ $(json 'd["spec"]["priority"]') == 5 && $(json 'd["spec"]["max_runtime"]') == None ]] ||
+      fail "update: priority 5 and no max_runtime"
+    expect_error "job $first is running; only a pending job can be updated" -- \
+      update "$first" --priority 1
+    expect_error "nothing to update" -- update "$second"
+    expect_error "priority" "out of range" -- update "$second" --priority 5000000
+    # Requeued, the first runs again (from its checkpoint); the held one does not start.
+    tp requeue "$first"
+    expect_out "Requeued job $first"
+    wait_state "$first" running
+    tp job "$first" -o json
+    [[ $(json 'd["starts"]') == 2 ]] || fail "requeue: job $first should have started twice"
+    tp job "$second" -o json
+    [[ $(json 'd["state"]') == pending ]] || fail "the held job $second should still wait"
+    expect_error "job $second is pending (held); only a running job can be requeued" -- \
+      requeue "$second"
+    tp release "$second" -o name
+    expect_out "job/$second"
+    expect_error "job $second is pending and not held" -- release "$second"
+    tp why "$second" -o json
+    [[ $(json 'd["kind"]') != held ]] || fail "released: job $second is no longer held"
+    expect_error "1 of 2 jobs not held" -- hold "$second" "$first"
+    grep -qF "Held job $second" "$work/stdout" || fail "hold should hold job $second all the same"
+    # Dependencies: a notebook after the first gang waits for it, and is cancelled with it.
+    after=$("$tidepool" submit --parsable --after-ok "$first" "$examples/notebook.yaml")
+    tp why "$after"
+    expect_out "Job $after is pending (dependency): runs after job $first (running) succeeds"
+    tp job "$after" -o json
+    [[ $(json 'd["spec"]["after_ok"]') == "[$first]" ]] || fail "--after-ok: the spec's after_ok"
+    expect_error "after_ok[0]: no job 999999" -- submit --after-ok 999999 "$examples/notebook.yaml"
+    # An array: one job per index, each told its index.
+    tp submit --array 0-2,7 "$examples/batch.json"
+    grep -qE '^Submitted array job ([0-9]+) \(4 jobs, \1\.\.[0-9]+\)$' "$work/out" ||
+      fail "submit --array should say what it submitted"
+    array=$(sed -E 's/^Submitted array job ([0-9]+) .*/\1/' "$work/out")
+    tp job "$((array + 3))" -o json
+    [[ $(json 'd["spec"]["env"]["TIDEPOOL_ARRAY_INDEX"]') == 7 && $(json 'd["array_job"]') == "$array" ]] ||
+      fail "the array's 4th job should have index 7"
+    tp jobs --all
+    grep -qE "^ *$((array + 3)) +embed-images\[7\] " "$work/out" || fail "jobs should name it embed-images[7]"
+    expect_error "array:" "ends before it starts" -- submit --array 5-1 "$examples/batch.json"
+    tp cancel "$first"
+    tp job "$after" -o json
+    [[ $(json 'd["state"]') == cancelled ]] || fail "job $after should be cancelled with job $first"
+    expect_out "job $first that it runs after (after_ok) ended cancelled"
+    ;;
+
+  events)
+    id=$(submit "$examples/notebook.yaml")
+    wait_state "$id" running
+    tp cancel "$id"
+    tp drain h100-b-01 --reason "fan noise"
+    tp events
+    expect_out "job.submitted" "job.started" "job $id (notebook-alice, vision/default): placed on" \
+      "job.cancelled" "node.drained" "node h100-b-01" "fan noise"
+    grep -qE '^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8}  job\.started +job '"$id" "$work/out" ||
+      fail "events: a line is the local time, the kind and what happened"
+    tp events --kind job.cancelled --kind job.started
+    [[ $(wc -l <"$work/out") == 2 ]] || fail "--kind job.cancelled --kind job.started: 2 lines"
+    tp events --kind node -o json
+    [[ $(json 'len(d["events"]) > 0 and all(e["kind"].startswith("node.") for e in d["events"])') == True ]] ||
+      fail "--kind node -o json: node events only"
+    tp events --since 2000-01-01Z -o yaml
+    expect_out "kind: job.submitted" "last_seq:"
+    tp events --since now
+    [[ ! -s $work/out ]] || fail "--since now: no event yet"
+    grep -q "No events since" "$work/err" || fail "--since now should say there are none"
+    expect_error "--since: 'soon' is not a time" -- events --since soon
+    # --watch prints what happens from now on.
+    "$tidepool" events --watch --since now --kind job.started >"$work/watched" 2>&1 &
+    watcher=$!
+    # Once it waits on the server (its long poll is parked), what happens next is new to it.
+    # (Read whole before grep: grep -q leaving early would fail curl's write, and the pipe.)
+    polling() {
+      curl -sS "$TIDEPOOL_SERVER/metrics" >"$work/metrics" &&
+        grep -qE '^tidepool_api_long_polls [1-9]' "$work/metrics"
+    }
+    for _ in $(seq 1 200); do
+      polling && break
+      sleep 0.1
+    done
+    polling || fail "events --watch should be waiting on the server"
+    second=$(submit "$examples/notebook.yaml")
+    for _ in $(seq 1 100); do
+      grep -q "job $second " "$work/watched" && break
+      sleep 0.1
+    done
+    kill "$watcher"
+    wait "$watcher" 2>/dev/null || true
+    grep -q "job.started .*job $second (notebook-alice" "$work/watched" ||
+      fail "events --watch should print job $second's start: $(cat "$work/watched")"
+    grep -q "job $id " "$work/watched" && fail "--since now: job $id started before"
+    ;;
+
   errors)
     # Nothing listens on the port of a stopped server.
     kill "$server_pid"
@@ -234,7 +403,23 @@ case "$case_name" in
       "set --server or TIDEPOOL_SERVER" -- jobs
     expect_error "cannot reach the Tidepool server" -- top --once
     expect_error "cannot reach the Tidepool server" -- submit "$examples/notebook.yaml"
+    expect_status 5 jobs
     start_server
+    # Exit statuses (tidepool --help): 2 usage, 3 not found, 4 not allowed, 5 unreachable, 1
+    # any other error.
+    expect_status 2 jbos
+    grep -qF "unknown command 'jbos'; did you mean 'jobs'" "$work/stderr" ||
+      fail "an unknown command should suggest the nearest: $(cat "$work/stderr")"
+    expect_status 2 jobs --bogus
+    expect_status 2 cancel
+    expect_status 3 job 999999
+    expect_status 3 cancel 999999
+    TIDEPOOL_TOKEN=tp_wrong expect_status 4 jobs
+    expect_status 1 submit "$work/no-such-spec.yaml"
+    expect_status 3 jobs --tenant nosuch
+    grep -qF "no tenant 'nosuch'" "$work/stderr" || fail "jobs --tenant nosuch: $(cat "$work/stderr")"
+    tp --help
+    expect_out "Exit status: 0 ok, 1 error, 2 usage error"
     # An https:// URL to the plain HTTP server, and a peer that does not speak HTTP.
     expect_error "TLS handshake failed" -- jobs --server "https://${TIDEPOOL_SERVER#http://}"
     python3 -c '

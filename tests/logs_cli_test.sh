@@ -50,12 +50,12 @@ running_job() {
 }
 
 # post_log ID TASK OFFSET FILE [TOKEN]: POSTs FILE's bytes as the log of task TASK of the job's
-# first run from OFFSET (the agent's token by default); prints the HTTP status, the reply body is in
-# $work/reply.
+# run $LOG_RUN (default 1) from OFFSET (the agent's token by default); prints the HTTP status, the
+# reply body is in $work/reply.
 post_log() {
   curl -sS -o "$work/reply" -w '%{http_code}' -X POST \
     -H "Authorization: Bearer ${5:-$agent_token}" -H 'Content-Type: application/octet-stream' \
-    --data-binary "@$4" "$TIDEPOOL_SERVER/v1/jobs/$1/logs?task=$2&run=1&offset=$3"
+    --data-binary "@$4" "$TIDEPOOL_SERVER/v1/jobs/$1/logs?task=$2&run=${LOG_RUN:-1}&offset=$3"
 }
 
 # expect_post STATUS ID TASK OFFSET FILE [TOKEN]: post_log, expecting STATUS.
@@ -97,15 +97,15 @@ case "$case_name" in
     { tail -c 5 "$work/a"; cat "$work/b"; } >"$work/overlap"
     expect_post 200 "$job" 0 $((size_a - 5)) "$work/overlap"
     [[ $(json "$work/reply" 'd["size"]') == "$total" ]] || fail "size after the overlap"
-    cmp "$work/tidepool.db.logs/$job/task-0.log" "$work/expected" ||
+    cmp "$work/tidepool.db.logs/$job/task-0.run-1.log" "$work/expected" ||
       fail "the log file should hold the bytes once, in order"
     # A gap: 409, with the size to send from.
     expect_post 409 "$job" 0 $((total + 7)) "$work/b"
     [[ $(json "$work/reply" 'd["field"]') == offset ]] || fail "the gap's field"
-    [[ $(json "$work/reply" 'd["reason"]') == "the log of task 0 has $total bytes; send from there" ]] ||
+    [[ $(json "$work/reply" 'd["reason"]') == "the log of run 1 of task 0 has $total bytes; send from there" ]] ||
       fail "the gap's reason: $(cat "$work/reply")"
     [[ $(json "$work/reply" 'd["size"]') == "$total" ]] || fail "the gap's size"
-    cmp "$work/tidepool.db.logs/$job/task-0.log" "$work/expected" || fail "a gap stores nothing"
+    cmp "$work/tidepool.db.logs/$job/task-0.run-1.log" "$work/expected" || fail "a gap stores nothing"
     # Bad tasks and offsets.
     expect_post 400 "$job" 1 0 "$work/b"
     [[ $(json "$work/reply" 'd["reason"]') == "job $job has 1 task, task 0" ]] ||
@@ -133,12 +133,17 @@ case "$case_name" in
     expect_post 404 "$job" 0 "$total" "$work/b" "$(json "$work/out" 'd["secret"]')"
     expect_post 401 "$job" 0 "$total" "$work/b" tp_wrong
     expect_post 404 999 0 0 "$work/b"
-    cmp "$work/tidepool.db.logs/$job/task-0.log" "$work/expected" || fail "refused posts store nothing"
+    cmp "$work/tidepool.db.logs/$job/task-0.run-1.log" "$work/expected" || fail "refused posts store nothing"
     # GET: the bytes as text/plain with the log's size; ranges.
     [[ $(get_log "task=0") == 200 ]] || fail "GET the log: $(cat "$work/log")"
     cmp "$work/log" "$work/expected" || fail "GET should give the bytes as they are"
     grep -qi '^Content-Type: text/plain; charset=utf-8' "$work/headers" || fail "Content-Type"
     grep -qi "^X-Tidepool-Log-Size: $total"$'\r'"\$" "$work/headers" || fail "X-Tidepool-Log-Size"
+    grep -qi "^X-Tidepool-Log-Runs: 1:$total"$'\r'"\$" "$work/headers" || fail "X-Tidepool-Log-Runs"
+    [[ $(get_log "task=0&run=1") == 200 ]] && cmp -s "$work/log" "$work/expected" ||
+      fail "GET run 1: $(cat "$work/log")"
+    [[ $(get_log "task=0&run=2") == 200 && ! -s $work/log ]] || fail "run 2 has no log yet"
+    [[ $(get_log "task=0&run=-1") == 400 ]] || fail "GET run -1"
     [[ $(get_log "offset=6&limit=4" "$vision_token") == 200 ]] || fail "a user of the tenant reads"
     [[ $(cat "$work/log") == "1 lo" ]] || fail "offset 6 limit 4: '$(cat "$work/log")'"
     [[ $(get_log "offset=$total") == 200 && ! -s $work/log ]] || fail "reading at the end: nothing"
@@ -161,7 +166,7 @@ sys.stdout.buffer.write(line[: 3 << 19])' >"$work/expected"
     tail -c +786433 "$work/expected" >"$work/second"
     expect_post 200 "$job" 0 0 "$work/first"
     expect_post 200 "$job" 0 786432 "$work/second"
-    [[ -f $work/task-logs/$job/task-0.log ]] || fail "the logs should go to the configured folder"
+    [[ -f $work/task-logs/$job/task-0.run-1.log ]] || fail "the logs should go to the configured folder"
     [[ ! -e $work/tidepool.db.logs ]] || fail "the default folder should not be used"
     "$tidepool" logs "$job" >"$work/printed" || fail "tidepool logs $job failed"
     cmp "$work/printed" "$work/expected" || fail "tidepool logs should print exactly the bytes"
@@ -202,8 +207,34 @@ sys.stdout.buffer.write(line[: 3 << 19])' >"$work/expected"
     cmp "$work/followed" "$work/a" || fail "--follow should print the first chunk as it comes"
     kill -0 "$follower_pid" 2>/dev/null || fail "--follow should keep running while the job runs"
     expect_post 200 "$job" 0 "$(size_of "$work/a")" "$work/b"
-    sleep 1
+    # The job resumes in run 2 (here written by an admin): its log follows run 1's.
+    printf 'resumed line\n' >"$work/c"
+    cat "$work/c" >>"$work/expected"
+    LOG_RUN=2 expect_post 200 "$job" 0 0 "$work/c" "$TIDEPOOL_TOKEN"
+    for _ in $(seq 1 50); do
+      [[ $(size_of "$work/followed") == "$(size_of "$work/expected")" ]] && break
+      sleep 0.1
+    done
+    cmp "$work/followed" "$work/expected" || fail "--follow should go on to the next run"
     kill -0 "$follower_pid" 2>/dev/null || fail "--follow should keep running while the job runs"
+    # A follower whose reader has gone (| head) ends at its next write, as tail -f does.
+    { timeout 30 "$tidepool" logs "$job" --follow; echo "$?" >"$work/piped-status"; } |
+      head -n 1 >"$work/head" &
+    piped=$!
+    for _ in $(seq 1 100); do
+      [[ -s $work/head ]] && break
+      sleep 0.1
+    done
+    printf 'more line\n' >"$work/d"
+    cat "$work/d" >>"$work/expected"
+    LOG_RUN=2 expect_post 200 "$job" 0 "$(size_of "$work/c")" "$work/d" "$TIDEPOOL_TOKEN"
+    wait "$piped"
+    [[ $(cat "$work/piped-status") == 0 ]] ||
+      fail "--follow into a closed pipe should end (status $(cat "$work/piped-status"), 124: timed out)"
+    for _ in $(seq 1 50); do
+      [[ $(size_of "$work/followed") == "$(size_of "$work/expected")" ]] && break
+      sleep 0.1
+    done
     tp cancel "$job"
     status=""
     for _ in $(seq 1 100); do
@@ -221,6 +252,10 @@ sys.stdout.buffer.write(line[: 3 << 19])' >"$work/expected"
     # An ended job's log: printed at once, --follow or not.
     timeout 10 "$tidepool" logs "$job" --follow >"$work/printed" || fail "--follow of an ended job"
     cmp "$work/printed" "$work/expected" || fail "--follow of an ended job: its whole log"
+    "$tidepool" logs "$job" --run 2 >"$work/printed" || fail "logs --run 2"
+    cat "$work/c" "$work/d" | cmp "$work/printed" - || fail "logs --run 2: that run's log alone"
+    "$tidepool" logs "$job" --tail 5 >"$work/printed" || fail "logs --tail 5"
+    [[ $(cat "$work/printed") == "line" ]] || fail "logs --tail 5 across runs: '$(cat "$work/printed")'"
     ;;
 
   checkpoint)

@@ -60,7 +60,7 @@ case "$case_name" in
       fail "preemptible should be 0.6 x standard"
     [[ $(json 'd["models"][0]["until"] - d["models"][0]["from"]') == 3600 ]] || fail "a 1h period"
     curl -sf "$TIDEPOOL_SERVER/metrics" >"$work/metrics" || fail "GET /metrics failed"
-    grep -q 'tidepool_price_per_gpu_hour{class="standard",model="H100"}' "$work/metrics" ||
+    grep -q 'tidepool_price_credits_per_gpu_hour{class="standard",model="H100"}' "$work/metrics" ||
       fail "no price metric"
     ;;
 
@@ -81,7 +81,7 @@ case "$case_name" in
     tp bill --tenant vision --from "$today" --to "$today" --by model
     expect_out "H100"
     curl -sf "$TIDEPOOL_SERVER/metrics" >"$work/metrics" || fail "GET /metrics failed"
-    grep -q 'tidepool_tenant_charges_total{tenant="vision"}' "$work/metrics" ||
+    grep -q 'tidepool_tenant_charged_credits_total{tenant="vision"}' "$work/metrics" ||
       fail "no charges metric"
     grep -q 'tidepool_tenant_budget_spend_ratio{tenant="vision"}' "$work/metrics" ||
       fail "no budget metric"

@@ -195,7 +195,9 @@ int main(int argc, char** argv) {
   write_text(dir + "/server.yaml",
              "cluster: cluster.yaml\ntenants: tenants.yaml\ndatabase: " + dir +
                  "/tidepool.db\nlisten: 127.0.0.1:0\nrate_limit: {per_second: 0}\n"
-                 "admission: {max_pending_jobs: 10000000, submissions_per_second: 0}\n");
+                 "admission: {max_pending_jobs: 10000000, submissions_per_second: 0}\n"
+                 // No agents: the nodes take the jobs without them, as before agents existed.
+                 "simulate_unregistered_nodes: true\n");
   write_text(dir + "/job.yaml",
              "name: cli-job\ntenant: prod\ngpus_per_task: 1\ncommand: [\"true\"]\n");
   Server server = start_server(binary, dir);

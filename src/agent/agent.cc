@@ -78,10 +78,9 @@ struct Agent::LocalTask {
   std::optional<TaskExit> exit;
   bool group_gone = false;
   bool reported = false;
-  std::int64_t log_shipped = 0;          // bytes of the local log the server has
-  std::optional<std::int64_t> log_base;  // the server's offset of the local log's first byte
-  std::int64_t checkpoint_read = 0;      // bytes of checkpoint_file forwarded
-  GroupUsage usage;                      // for fake GPUs' load
+  std::int64_t log_shipped = 0;      // bytes of the local log (this run's) the server has
+  std::int64_t checkpoint_read = 0;  // bytes of checkpoint_file forwarded
+  GroupUsage usage;                  // for fake GPUs' load
 
   [[nodiscard]] pid_t leader() const { return process ? process->pid() : adopted_pid; }
   [[nodiscard]] bool finished() const { return group_gone && (reported || stop.has_value()); }
@@ -224,6 +223,7 @@ Result<void> Agent::run() {
       (void)reap_stray_children(leaders);
     }
     sync_logs(now);
+    if (!stopping) ship_running_logs(now);
     if (!stopping && now >= next_heartbeat_ms_) {
       if (now >= next_sample_ms_) sample_gpus(now);
       heartbeat(now);
@@ -298,7 +298,7 @@ std::int64_t Agent::next_wake_ms(std::int64_t now_ms) const {
     } else if (task.exit && !task.group_gone) {
       next = std::min(next, now_ms + kStoppingPollMs);
     } else {
-      next = std::min(next, now_ms + kRunningPollMs);
+      next = std::min(next, std::min(now_ms + kRunningPollMs, next_log_ship_ms_));
     }
   }
   if (!waiting_.empty() || !uids_to_clear_.empty()) {
@@ -761,16 +761,20 @@ void Agent::ship_log(LocalTask& task) {
     const std::string chunk = read_from(task.log_path, task.log_shipped,
                                         std::min(kLogChunkBytes, size - task.log_shipped));
     if (chunk.empty()) return;
-    const std::int64_t offset = task.log_base.value_or(0) + task.log_shipped;
+    // The server keeps each run's log apart: the offset is the one in this run's local log.
     auto reply = client_.post_bytes(fmt::format("/v1/jobs/{}/logs?task={}&run={}&offset={}",
-                                                task.job, task.index, task.run, offset),
+                                                task.job, task.index, task.run, task.log_shipped),
                                     chunk);
     if (!reply) return;
-    if (reply->status == 409 && !task.log_base && reply->body.contains("size")) {
-      // Earlier runs of the task wrote there first: this run's log follows theirs.
-      task.log_base = reply->body.value("size", std::int64_t{0}) - task.log_shipped;
-      state_dirty_ = true;
-      continue;
+    if (reply->status == 409 && reply->body.contains("size")) {
+      const auto held = reply->body.value("size", std::int64_t{0});
+      if (held >= 0 && held < task.log_shipped) {
+        // The server holds less than it acknowledged (it was restored from a backup, or this
+        // agent's state is from before runs had logs of their own): send again from there.
+        task.log_shipped = held;
+        state_dirty_ = true;
+        continue;
+      }
     }
     if (!reply->ok()) {
       log(fmt::format("job {} task {}: log not shipped: {}", task.job, task.index,
@@ -779,9 +783,18 @@ void Agent::ship_log(LocalTask& task) {
       state_dirty_ = true;
       return;
     }
-    if (!task.log_base) task.log_base = offset - task.log_shipped;
     task.log_shipped += static_cast<std::int64_t>(chunk.size());
     state_dirty_ = true;
+  }
+}
+
+void Agent::ship_running_logs(std::int64_t now_ms) {
+  if (now_ms < next_log_ship_ms_) return;
+  next_log_ship_ms_ = now_ms + options_.log_ship_ms;
+  // While the server is away, the heartbeat finds out when it is back; the output waits.
+  if (!server_reachable_) return;
+  for (auto& [key, task] : tasks_) {
+    if (!task.group_gone && !task.stop) ship_log(task);
   }
 }
 
@@ -842,7 +855,6 @@ void Agent::save_state() {
                             {"log_path", task.log_path},
                             {"log_shipped", task.log_shipped},
                             {"checkpoint_read", task.checkpoint_read}};
-    if (task.log_base) entry["log_base"] = *task.log_base;
     tasks.push_back(std::move(entry));
   }
   const std::string path = options_.state_dir + "/tasks.json";
@@ -900,7 +912,6 @@ void Agent::load_state() {
       task.notice_file = task.run_dir + "/preemption-notice";
       task.log_shipped = entry.value("log_shipped", std::int64_t{0});
       task.checkpoint_read = entry.value("checkpoint_read", std::int64_t{0});
-      if (entry.contains("log_base")) task.log_base = entry["log_base"].get<std::int64_t>();
       if (task.adopted_pid <= 1) continue;
       if (task.uid >= 0 && !uids_.restore(task.job, task.uid)) {
         log(

@@ -10,7 +10,8 @@
 //   - a running task that is no longer assigned (preempted, cancelled, past its max_runtime, its
 //     job failed elsewhere) is stopped: notice, checkpoint, SIGTERM, SIGKILL;
 //   - a task that ends on its own is reported (POST /v1/jobs/{id}/status with its exit code);
-//   - what a task writes goes to a log file, shipped to the server in chunks;
+//   - what a task writes goes to a log file (one per run), shipped to the server in chunks while
+//     the task runs (every log_ship_ms) and when it ends;
 //   - the checkpoints a task reports with `tidepool checkpoint` (a line appended to its
 //     TIDEPOOL_CHECKPOINT_REPORT file) are forwarded to the server with the agent's token.
 // The tasks it runs are written to <state-dir>/tasks.json, so that an agent that restarts takes
@@ -81,6 +82,8 @@ struct AgentOptions {
   bool allow_shared_node_without_isolation = false;
   std::int64_t log_quota_bytes = std::int64_t{10} * 1024 * 1024 * 1024;
   std::int64_t log_sync_ms = 10'000;
+  // A running task's new output is shipped to the server this often (and when it ends).
+  std::int64_t log_ship_ms = 1000;
 };
 
 class Agent {
@@ -122,6 +125,8 @@ class Agent {
   void forward_checkpoints(LocalTask& task, std::int64_t now_ms);
   void report_exit(LocalTask& task);
   void ship_log(LocalTask& task);
+  // Ships the running tasks' new output, every log_ship_ms.
+  void ship_running_logs(std::int64_t now_ms);
   void sample_gpus(std::int64_t now_ms);
   void save_state();
   void load_state();
@@ -144,6 +149,7 @@ class Agent {
   std::set<std::string> rejected_logged_;                     // unreadable ones, logged once
   std::set<TaskKey> told_waiting_;  // waiting for another tenant's tasks to end, logged once
   std::int64_t next_log_sync_ms_ = 0;
+  std::int64_t next_log_ship_ms_ = 0;
   std::int64_t next_heartbeat_ms_ = 0;
   std::int64_t next_sample_ms_ = 0;
   bool state_dirty_ = false;

@@ -218,14 +218,18 @@ int run_agent(const AgentFlags& flags) {
 int main(int argc, char** argv) {
   using tidepool::AgentFlags;
   CLI::App app("tidepool agent: runs the jobs the Tidepool server places on this GPU node",
-               "tidepool agent");
+               "tidepool");
   auto flags = std::make_shared<AgentFlags>();
   CLI::App* cmd = app.add_subcommand("agent", "Run the node agent");
   app.require_subcommand(1);
   cmd->add_option("--server", flags->server,
                   "Server URL (default $TIDEPOOL_SERVER, else http://127.0.0.1:8470)");
-  cmd->add_option("--token", flags->token, "The node's agent token (default $TIDEPOOL_TOKEN)");
-  cmd->add_option("--token-file", flags->token_file, "Read the token from this file");
+  cmd->add_option("--token", flags->token,
+                  "The node's agent token (default $TIDEPOOL_TOKEN); other users see it in ps: "
+                  "prefer --token-file");
+  cmd->add_option("--token-file", flags->token_file,
+                  "Read the token from this file (only the agent's user may read it), e.g. from "
+                  "`tidepool token create --role agent --node NAME --secret-file FILE`");
   cmd->add_option("--ca-cert", flags->ca_cert,
                   "PEM file of the CA that signed an https server's certificate "
                   "(default $TIDEPOOL_CA_CERT)");
@@ -298,7 +302,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(tidepool::external_program_args(argc, argv, "agent"));
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return tidepool::usage_exit_status(app.exit(e));
   }
   return exit_code;
 }

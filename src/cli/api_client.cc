@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <random>
 
+#include "cli/exit_status.h"
+
 namespace tidepool {
 namespace {
 
@@ -138,6 +140,7 @@ Result<HttpResponse> ApiClient::exchange(HttpRequest request) {
   if (!result) {
     const HttpError& error = result.error();
     if (error.failure == HttpFailure::kUntrusted) {
+      record_failure(ExitStatus::kUnreachable);
       return fail("",
                   fmt::format("the TLS certificate of the Tidepool server at {} is not trusted "
                               "({}); set ca_cert: in the config file or TIDEPOOL_CA_CERT to the "
@@ -150,9 +153,11 @@ Result<HttpResponse> ApiClient::exchange(HttpRequest request) {
         server_.starts_with("http://")) {
       why += "; if it serves HTTPS, use an https:// URL";
     }
+    record_failure(ExitStatus::kUnreachable);
     return std::unexpected(unreachable_error(server_, why));
   }
   if (result->status < 200 || result->status >= 300) {
+    record_failure(exit_status_of_http(result->status));
     return std::unexpected(api_error(result->status, result->body));
   }
   return std::move(*result);
@@ -219,6 +224,13 @@ Result<nlohmann::json> ApiClient::post(const std::string& path, const nlohmann::
 Result<HttpResponse> ApiClient::get_text(const std::string& path, const QueryParams& params) {
   return exchange(
       {.method = "GET", .target = path_with_query(path, params), .headers = {}, .body = {}});
+}
+
+Result<nlohmann::json> ApiClient::patch(const std::string& path, const nlohmann::json& body) {
+  return body_of(request({.method = "PATCH",
+                          .target = path,
+                          .headers = {{"Content-Type", "application/json"}},
+                          .body = body.dump()}));
 }
 
 Result<nlohmann::json> ApiClient::del(const std::string& path) {

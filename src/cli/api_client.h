@@ -68,6 +68,7 @@ class ApiClient {
   // id order, the newest `limit` of them (0: all).
   Result<nlohmann::json> get_jobs(QueryParams params, std::size_t limit = 0);
   Result<nlohmann::json> post(const std::string& path, const nlohmann::json& body);
+  Result<nlohmann::json> patch(const std::string& path, const nlohmann::json& body);
   Result<nlohmann::json> del(const std::string& path);
   // POSTs `body` as is with `content_type` and extra headers; returns the status with the body.
   Result<ApiReply> post_raw(const std::string& path, const std::string& body,

@@ -54,6 +54,9 @@ std::string render_prices(const nlohmann::json& prices) {
   return out.str();
 }
 
+constexpr OutputFormat kBillFormats[] = {OutputFormat::kTable, OutputFormat::kCsv,
+                                         OutputFormat::kJson, OutputFormat::kYaml};
+
 struct BillFlags {
   ClientFlags client;
   std::string tenant;
@@ -123,7 +126,7 @@ void add_market_commands(CLI::App& app, int* exit_code) {
     auto flags = std::make_shared<ClientFlags>();
     CLI::App* cmd = app.add_subcommand(
         "price", "Show the internal market's price in force of a GPU-hour, per GPU model");
-    add_client_flags(*cmd, *flags, true);
+    add_client_flags(*cmd, *flags, kDocumentFormats);
     cmd->footer(
         "Columns: COST-BASE is the cost of a used GPU-hour (TCO at the target utilisation); the "
         "price is cost base x utilisation multiplier x time-of-day multiplier, x the class "
@@ -156,7 +159,8 @@ void add_market_commands(CLI::App& app, int* exit_code) {
     cmd->add_option("--by", flags->by, "Group by team (queue), job, model or label")
         ->check(CLI::IsMember({"team", "job", "model", "label"}))
         ->capture_default_str();
-    add_client_flags(*cmd, flags->client, false);
+    add_client_flags(*cmd, flags->client);
+    flags->client.formats = kBillFormats;
     cmd->add_option("-o,--output", flags->client.output, "Output format: table, csv, json or yaml")
         ->check(CLI::IsMember({"table", "csv", "json", "yaml"}))
         ->capture_default_str();

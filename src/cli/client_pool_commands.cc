@@ -8,6 +8,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <thread>
@@ -22,18 +23,21 @@ namespace {
 
 std::string node_path(const std::string& name) { return "/v1/nodes/" + url_escape(name); }
 
-// GETs `path` and prints its `key` array with `render`, or the whole reply as -o says.
+// GETs `path` and prints its `key` array as the listing `list` makes of it, or the whole reply,
+// as -o says.
 Result<void> print_listing(const ClientFlags& flags, const std::string& path, const char* key,
-                           std::string (*render)(const nlohmann::json&)) {
+                           const std::function<Listing(const nlohmann::json&)>& list) {
   auto client = open_client(flags);
   if (!client) return std::unexpected(client.error());
   auto reply = client->get(path);
   if (!reply) return std::unexpected(reply.error());
   const OutputFormat format = output_format(flags);
-  if (format != OutputFormat::kTable) {
+  if (is_document(format)) {
     write_document(*reply, format, std::cout);
   } else {
-    std::cout << render(key == nullptr ? nlohmann::json::array({*reply}) : reply->at(key));
+    std::cout << render_listing(
+        list(key == nullptr ? nlohmann::json::array({*reply}) : reply->at(key)), format,
+        !flags.no_headers);
   }
   return {};
 }
@@ -42,27 +46,48 @@ Result<void> print_listing(const ClientFlags& flags, const std::string& path, co
 
 struct DrainFlags {
   ClientFlags client;
-  std::string node;
+  std::vector<std::string> nodes;  // names or hostlists ("h100-a-[01-04]")
   std::string reason;
 };
 
 Result<void> set_drained(const DrainFlags& flags, bool drain) {
+  std::vector<std::string> names;
+  for (const std::string& item : flags.nodes) {
+    auto expanded = expand_node_names(item, "NODE");
+    if (!expanded) return std::unexpected(expanded.error());
+    names.insert(names.end(), expanded->begin(), expanded->end());
+  }
   auto client = open_client(flags.client);
   if (!client) return std::unexpected(client.error());
   nlohmann::json body = nlohmann::json::object();
   if (drain && !flags.reason.empty()) body["reason"] = flags.reason;
-  auto node = client->post(node_path(flags.node) + (drain ? "/drain" : "/undrain"), body);
-  if (!node) return std::unexpected(node.error());
   const OutputFormat format = output_format(flags.client);
-  if (format != OutputFormat::kTable) {
-    write_document(*node, format, std::cout);
-  } else if (drain) {
-    const auto running = node->value("jobs", nlohmann::json::array()).size();
-    fmt::print("Node {} drained ({}); no new jobs go there.", flags.node,
-               node->value("drain_reason", ""));
-    fmt::print(" {} job(s) still run on it.\n", running);
-  } else {
-    fmt::print("Node {} undrained; new jobs may be placed there again.\n", flags.node);
+  nlohmann::json done = nlohmann::json::array();
+  int failures = 0;
+  for (const std::string& name : names) {
+    auto node = client->post(node_path(name) + (drain ? "/drain" : "/undrain"), body);
+    if (!node) {
+      if (is_connection_error(node.error())) return std::unexpected(node.error());
+      print_error(node.error());
+      ++failures;
+      continue;
+    }
+    if (is_document(format)) {
+      done.push_back(std::move(*node));
+    } else if (drain) {
+      const auto running = node->value("jobs", nlohmann::json::array()).size();
+      fmt::print("Node {} drained ({}); no new jobs go there.", name,
+                 node->value("drain_reason", ""));
+      fmt::print(" {} job(s) still run on it.\n", running);
+    } else {
+      fmt::print("Node {} undrained; new jobs may be placed there again.\n", name);
+    }
+  }
+  if (is_document(format)) write_document({{"nodes", done}}, format, std::cout);
+  if (failures > 0) {
+    if (names.size() == 1) return std::unexpected(already_reported());
+    return fail("", fmt::format("{} of {} nodes not {}", failures, names.size(),
+                                drain ? "drained" : "undrained"));
   }
   return {};
 }
@@ -72,6 +97,7 @@ Result<void> set_drained(const DrainFlags& flags, bool drain) {
 struct TopFlags {
   ClientFlags client;
   std::string interval = "2s";
+  bool interval_given = false;  // --interval was on the command line
   bool once = false;
   bool no_color = false;
 };
@@ -130,7 +156,9 @@ Result<void> run_top(const TopFlags& flags) {
   if (!client) return std::unexpected(client.error());
   const bool tty = ::isatty(STDOUT_FILENO) != 0;
   const bool color = tty && !flags.no_color && std::getenv("NO_COLOR") == nullptr;
-  if (flags.once) {
+  // Without a terminal (a pipe, a file, a cron job) one frame, as --once, unless --interval asks
+  // for frames one after another (as top -b), each after a blank line.
+  if (flags.once || (!tty && !flags.interval_given)) {
     auto frame = top_frame(*client, flags, color, flags.interval);
     if (!frame) return std::unexpected(frame.error());
     std::cout << *frame << std::flush;
@@ -142,6 +170,7 @@ Result<void> run_top(const TopFlags& flags) {
   ::sigaction(SIGINT, &action, nullptr);
   ::sigaction(SIGTERM, &action, nullptr);
   if (tty) std::cout << "\x1b[?1049h\x1b[?25l";  // alternate screen, cursor hidden
+  bool first = true;
   while (!top_interrupted) {
     auto frame = top_frame(*client, flags, color, flags.interval);
     std::string text = frame ? *frame
@@ -150,7 +179,12 @@ Result<void> run_top(const TopFlags& flags) {
                                    "Ctrl-C quits)\n",
                                    client->server(), format_local_time(wall_clock_ms()),
                                    frame.error().message(), flags.interval);
-    if (tty) std::cout << "\x1b[H\x1b[2J";
+    if (tty) {
+      std::cout << "\x1b[H\x1b[2J";
+    } else if (!first) {
+      std::cout << '\n';
+    }
+    first = false;
     std::cout << text << std::flush;
     const auto until = std::chrono::steady_clock::now() + *interval;
     while (!top_interrupted && std::chrono::steady_clock::now() < until) {
@@ -167,15 +201,19 @@ void add_pool_commands(CLI::App& app, int* exit_code) {
   {
     auto flags = std::make_shared<ClientFlags>();
     CLI::App* cmd = app.add_subcommand("nodes", "List nodes, their GPUs and the jobs on them");
-    add_client_flags(*cmd, *flags, true);
+    add_client_flags(*cmd, *flags, kListingFormats);
     cmd->footer(
-        "Columns: USED is the GPUs allocated (fractions for shared GPUs), JOBS the ids of the "
-        "jobs running there, REASON why a node is drained.\n\n"
+        "Columns: USED is the GPUs allocated (fractions for shared GPUs), AGENT the version of "
+        "the agent that registered the node (- : none has, and the node takes no jobs), "
+        "HEARTBEAT when it was last heard from, JOBS the ids of the jobs running there, REASON "
+        "why a node takes no jobs (drained, no agent, heartbeats missed).\n\n"
         "Examples:\n  tidepool nodes\n  tidepool nodes -o json\n\n" +
         connection_help());
     cmd->callback([flags, exit_code] {
       run_client_command(exit_code, [&] {
-        return print_listing(*flags, "/v1/nodes", "nodes", render_nodes_table);
+        return print_listing(*flags, "/v1/nodes", "nodes", [](const nlohmann::json& nodes) {
+          return nodes_listing(nodes, wall_clock_ms());
+        });
       });
     });
   }
@@ -185,12 +223,20 @@ void add_pool_commands(CLI::App& app, int* exit_code) {
         drain ? "drain" : "undrain",
         drain ? "(admin) Place no new jobs on a node; the jobs running there go on"
               : "(admin) Place jobs on a drained node again");
-    cmd->add_option("NODE", flags->node, "Node name, as `tidepool nodes` lists it")->required();
-    if (drain) cmd->add_option("--reason", flags->reason, "Why, shown by `tidepool nodes`");
-    add_client_flags(*cmd, flags->client, true);
-    cmd->footer(std::string(drain
-                                ? "Example:\n  tidepool drain h100-a-01 --reason \"bad GPU 3\"\n\n"
-                                : "Example:\n  tidepool undrain h100-a-01\n\n") +
+    cmd->add_option("NODE", flags->nodes,
+                    "Node names as `tidepool nodes` lists them, or hostlists as Slurm writes "
+                    "them: h100-a-[01-04,06]")
+        ->required();
+    if (drain) {
+      cmd->add_option("--reason", flags->reason,
+                      "Why, shown by `tidepool nodes` (draining a drained node again with "
+                      "another reason replaces it)");
+    }
+    add_client_flags(*cmd, flags->client, kDocumentFormats);
+    cmd->footer(std::string(drain ? "Examples:\n  tidepool drain h100-a-01 --reason \"bad GPU 3\"\n"
+                                    "  tidepool drain h100-b-[01-04] --reason \"rack 7 power\"\n\n"
+                                  : "Examples:\n  tidepool undrain h100-a-01\n"
+                                    "  tidepool undrain h100-b-[01-04]\n\n") +
                 connection_help());
     cmd->callback([flags, exit_code, drain] {
       run_client_command(exit_code, [&] { return set_drained(*flags, drain); });
@@ -200,12 +246,11 @@ void add_pool_commands(CLI::App& app, int* exit_code) {
     auto flags = std::make_shared<ClientFlags>();
     CLI::App* cmd =
         app.add_subcommand("queues", "List team queues with their pending and running jobs");
-    add_client_flags(*cmd, *flags, true);
+    add_client_flags(*cmd, *flags, kListingFormats);
     cmd->footer("Example:\n  tidepool queues\n\n" + connection_help());
     cmd->callback([flags, exit_code] {
-      run_client_command(exit_code, [&] {
-        return print_listing(*flags, "/v1/queues", "queues", render_queues_table);
-      });
+      run_client_command(
+          exit_code, [&] { return print_listing(*flags, "/v1/queues", "queues", queues_listing); });
     });
   }
   {
@@ -215,7 +260,7 @@ void add_pool_commands(CLI::App& app, int* exit_code) {
         "tenants",
         "List tenants: quota per GPU model (guaranteed, used, borrowed, limits), weight");
     cmd->add_option("NAME", *name, "Only this tenant");
-    add_client_flags(*cmd, *flags, true);
+    add_client_flags(*cmd, *flags, kListingFormats);
     cmd->footer(
         "Columns: GUARANTEED GPUs are the tenant's own; BORROWED the GPUs it uses beyond them "
         "(idle capacity of others, taken back when needed); BORROW-LIMIT caps the borrowing, "
@@ -225,10 +270,9 @@ void add_pool_commands(CLI::App& app, int* exit_code) {
     cmd->callback([flags, name, exit_code] {
       run_client_command(exit_code, [&] {
         if (name->empty()) {
-          return print_listing(*flags, "/v1/tenants", "tenants", render_tenants_table);
+          return print_listing(*flags, "/v1/tenants", "tenants", tenants_listing);
         }
-        return print_listing(*flags, "/v1/tenants/" + url_escape(*name), nullptr,
-                             render_tenants_table);
+        return print_listing(*flags, "/v1/tenants/" + url_escape(*name), nullptr, tenants_listing);
       });
     });
   }
@@ -236,19 +280,24 @@ void add_pool_commands(CLI::App& app, int* exit_code) {
     auto flags = std::make_shared<TopFlags>();
     CLI::App* cmd = app.add_subcommand(
         "top", "A refreshing view of the pool: who holds each GPU, and the queues per tenant");
-    cmd->add_option("--interval", flags->interval, "Refresh interval, e.g. 2s, 500ms, 1m")
-        ->capture_default_str();
+    CLI::Option* interval =
+        cmd->add_option("--interval", flags->interval,
+                        "Refresh interval, e.g. 2s, 500ms, 1m (without a terminal: print a frame "
+                        "this often, one after another; else one frame)")
+            ->capture_default_str();
     cmd->add_flag("--once", flags->once, "Print one frame and exit (no screen clearing)");
     cmd->add_flag("--no-color", flags->no_color, "No colors (also: the NO_COLOR variable)");
-    add_client_flags(*cmd, flags->client, false);
+    add_client_flags(*cmd, flags->client);
     cmd->footer(
         "Each node shows one character per GPU: the letter of the tenant holding it (listed "
         "below the nodes), in lower case when a fractional job uses part of it, '+' when "
         "tenants share it, '.' free, 'x' free on a drained node.\n\n"
         "Examples:\n  tidepool top\n  tidepool top --interval 5s\n  tidepool top --once\n\n" +
         connection_help());
-    cmd->callback(
-        [flags, exit_code] { run_client_command(exit_code, [&] { return run_top(*flags); }); });
+    cmd->callback([flags, exit_code, interval] {
+      flags->interval_given = interval->count() > 0;
+      run_client_command(exit_code, [&] { return run_top(*flags); });
+    });
   }
 }
 

@@ -2,13 +2,16 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <optional>
 
+#include "cli/exit_status.h"
+
 namespace tidepool {
 
-void add_client_flags(CLI::App& cmd, ClientFlags& flags, bool with_output) {
+void add_client_flags(CLI::App& cmd, ClientFlags& flags, std::span<const OutputFormat> formats) {
   cmd.add_option("--server", flags.server,
                  "Server URL, e.g. http://127.0.0.1:8470 (else $TIDEPOOL_SERVER, the config file, "
                  "or http://127.0.0.1:8470)")
@@ -16,10 +19,16 @@ void add_client_flags(CLI::App& cmd, ClientFlags& flags, bool with_output) {
   cmd.add_option("--token", flags.token,
                  "API token (else $TIDEPOOL_TOKEN or token/token_file in the config file)")
       ->group("Connection");
-  if (with_output) {
-    cmd.add_option("-o,--output", flags.output, "Output format: table, json or yaml")
-        ->check(CLI::IsMember({"table", "json", "yaml"}))
-        ->capture_default_str();
+  flags.formats = formats;
+  if (formats.empty()) return;
+  std::vector<std::string> names;
+  for (OutputFormat format : formats) names.emplace_back(output_format_name(format));
+  cmd.add_option("-o,--output", flags.output, "Output format: " + output_format_names(formats))
+      ->check(CLI::IsMember(names))
+      ->capture_default_str();
+  if (std::ranges::find(formats, OutputFormat::kCsv) != formats.end()) {
+    cmd.add_flag("--no-headers", flags.no_headers,
+                 "Print no header line (-o table, wide and csv), as for scripts");
   }
 }
 
@@ -33,7 +42,8 @@ Result<ApiClient> open_client(const ClientFlags& flags, ApiClientOptions options
 }
 
 OutputFormat output_format(const ClientFlags& flags) {
-  return parse_output_format(flags.output, "--output").value_or(OutputFormat::kTable);
+  return parse_output_format(flags.output, "--output", flags.formats)
+      .value_or(OutputFormat::kTable);
 }
 
 void print_error(const Error& error) {
@@ -52,7 +62,8 @@ void run_client_command(int* exit_code, const std::function<Result<void>()>& bod
   }
   if (!ok) {
     if (!ok.error().message().empty()) print_error(ok.error());
-    *exit_code = 1;
+    const ExitStatus met = recorded_failure();
+    *exit_code = static_cast<int>(met == ExitStatus::kOk ? ExitStatus::kError : met);
   }
 }
 

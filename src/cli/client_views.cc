@@ -9,6 +9,7 @@
 #include <sstream>
 #include <vector>
 
+#include "cli/listing.h"
 #include "cli/output_format.h"
 #include "sim/text_table.h"
 
@@ -124,11 +125,24 @@ std::string shape_text(const Json& spec) {
 
 }  // namespace
 
-std::string render_jobs_table(const Json& jobs,
-                              const std::map<std::int64_t, std::string>& pending_kinds,
-                              std::int64_t now_ms) {
-  TextTable table({"ID", "NAME", "TENANT", "QUEUE", "STATE", "GPUS", "AGE", "TIME", "ATTAINED",
-                   "NODES", "REASON"});
+namespace {
+
+// A job of an array as squeue shows it: "sweep[3]".
+std::string array_name(const Json& job, std::string name) {
+  if (job.contains("array_index"))
+    name += "[" + std::to_string(number_of(job, "array_index")) + "]";
+  return name;
+}
+
+}  // namespace
+
+Listing jobs_listing(const Json& jobs, const std::map<std::int64_t, std::string>& pending_kinds,
+                     std::int64_t now_ms) {
+  Listing listing{.kind = "job",
+                  .columns = {"ID", "NAME", "TENANT", "QUEUE", "STATE", "GPUS", "AGE", "TIME",
+                              "ATTAINED", "NODES", "REASON"},
+                  .wide_columns = {"PRIORITY", "CLASS", "MODELS", "SUBMITTED", "SUBMITTER"},
+                  .rows = {}};
   for (const Json& job : jobs) {
     const Json& spec = job.contains("spec") ? job["spec"] : Json::object();
     const std::int64_t id = number_of(job, "id");
@@ -149,15 +163,28 @@ std::string render_jobs_table(const Json& jobs,
       reason = text_of(job, "message");
     }
     const auto nodes = placement_nodes(job);
-    table.add_row({std::to_string(id), text_of(spec, "name"), text_of(spec, "tenant"),
-                   text_of(spec, "queue"), state, format_gpus(job_gpu_milli(spec)),
+    const Json& models = array_of(spec, "gpu_model");
+    // The submitting token's description, else its id.
+    std::string submitter = text_of(job, "submitter");
+    if (submitter.empty() && !text_of(job, "submitter_token").empty()) {
+      submitter = "token " + text_of(job, "submitter_token");
+    }
+    listing.rows.push_back(
+        {.cells = {std::to_string(id), array_name(job, text_of(spec, "name")),
+                   text_of(spec, "tenant"), text_of(spec, "queue"), state,
+                   format_gpus(job_gpu_milli(spec)),
                    format_age((now_ms - number_of(job, "submitted_ms")) / 1000), run_time,
                    job.contains("attained_gpu_seconds")
                        ? format_gpu_hours(number_of(job, "attained_gpu_seconds"))
                        : "-",
-                   nodes.empty() ? "-" : compress_node_names(nodes), reason});
+                   nodes.empty() ? "-" : compress_node_names(nodes), reason},
+         .wide = {std::to_string(number_of(spec, "priority")), text_of(spec, "class"),
+                  models.empty() ? "any" : joined(models, "|"),
+                  format_local_time(number_of(job, "submitted_ms")),
+                  submitter.empty() ? "-" : submitter},
+         .name = std::to_string(id)});
   }
-  return table_text(table);
+  return listing;
 }
 
 std::string render_job_details(const Json& job, std::int64_t now_ms) {
@@ -282,8 +309,12 @@ std::string render_why(const Json& why) {
   return out;
 }
 
-std::string render_nodes_table(const Json& nodes) {
-  TextTable table({"NAME", "STATE", "MODEL", "GPUS", "USED", "LEAF", "JOBS", "REASON"});
+Listing nodes_listing(const Json& nodes, std::int64_t now_ms) {
+  Listing listing{.kind = "node",
+                  .columns = {"NAME", "STATE", "MODEL", "GPUS", "USED", "LEAF", "AGENT",
+                              "HEARTBEAT", "JOBS", "REASON"},
+                  .wide_columns = {"SPINE", "CPUS", "MEMORY", "ADDRESS"},
+                  .rows = {}};
   for (const Json& node : nodes) {
     std::vector<std::string> ids;
     for (const Json& job : array_of(node, "jobs")) ids.push_back(text_of(job, "job"));
@@ -294,38 +325,70 @@ std::string render_nodes_table(const Json& nodes) {
     }
     if (ids.size() > kShown) jobs += fmt::format(",+{}", ids.size() - kShown);
     const std::string model = text_of(node, "gpu_model");
-    table.add_row({text_of(node, "name"), text_of(node, "state"), model.empty() ? "-" : model,
+    // The agent's version once one registered the node; how long ago it was last heard from.
+    std::string agent = "-";
+    std::string address = "-";
+    if (node.contains("agent") && node["agent"].is_object()) {
+      agent = text_of(node["agent"], "agent_version");
+      if (agent.empty()) agent = "yes";
+      if (std::string at = text_of(node["agent"], "address"); !at.empty()) address = at;
+    }
+    const std::int64_t heard = number_of(node, "last_heartbeat_ms");
+    const std::string heartbeat =
+        heard > 0 ? format_age(std::max<std::int64_t>(0, now_ms - heard) / 1000) + " ago" : "-";
+    std::string reason = text_of(node, "reason");
+    if (reason.empty()) reason = text_of(node, "drain_reason");
+    const std::int64_t mib = number_of(node, "memory_mib");
+    const std::string name = text_of(node, "name");
+    listing.rows.push_back(
+        {.cells = {name, text_of(node, "state"), model.empty() ? "-" : model,
                    std::to_string(number_of(node, "gpus")),
-                   format_gpus(number_of(node, "gpu_milli_allocated")), text_of(node, "leaf"), jobs,
-                   text_of(node, "drain_reason")});
+                   format_gpus(number_of(node, "gpu_milli_allocated")), text_of(node, "leaf"),
+                   agent, heartbeat, jobs, reason},
+         .wide = {text_of(node, "spine").empty() ? "-" : text_of(node, "spine"),
+                  format_gpus(number_of(node, "cpu_milli")),
+                  mib % 1024 == 0 ? fmt::format("{}Gi", mib / 1024) : fmt::format("{}Mi", mib),
+                  address},
+         .name = name});
   }
-  return table_text(table);
+  return listing;
 }
 
-std::string render_queues_table(const Json& queues) {
-  TextTable table({"TENANT", "QUEUE", "PENDING", "RUNNING"});
+Listing queues_listing(const Json& queues) {
+  Listing listing{.kind = "queue",
+                  .columns = {"TENANT", "QUEUE", "PENDING", "RUNNING"},
+                  .wide_columns = {},
+                  .rows = {}};
   for (const Json& q : queues) {
-    table.add_row({text_of(q, "tenant"), text_of(q, "queue"),
-                   std::to_string(number_of(q, "pending")),
-                   std::to_string(number_of(q, "running"))});
+    listing.rows.push_back({.cells = {text_of(q, "tenant"), text_of(q, "queue"),
+                                      std::to_string(number_of(q, "pending")),
+                                      std::to_string(number_of(q, "running"))},
+                            .wide = {},
+                            .name = text_of(q, "tenant") + "/" + text_of(q, "queue")});
   }
-  return table_text(table);
+  return listing;
 }
 
-std::string render_tenants_table(const Json& tenants) {
-  TextTable table({"TENANT", "ORG", "WEIGHT", "MODEL", "GUARANTEED", "USED", "BORROWED",
-                   "BORROW-LIMIT", "LEND-LIMIT", "PENDING", "RUNNING"});
+Listing tenants_listing(const Json& tenants) {
+  Listing listing{.kind = "tenant",
+                  .columns = {"TENANT", "ORG", "WEIGHT", "MODEL", "GUARANTEED", "USED", "BORROWED",
+                              "BORROW-LIMIT", "LEND-LIMIT", "PENDING", "RUNNING"},
+                  .wide_columns = {"QUEUES"},
+                  .rows = {}};
   for (const Json& t : tenants) {
     const std::vector<std::string> head = {text_of(t, "name"), text_of(t, "org"),
                                            std::to_string(number_of(t, "weight"))};
     const std::vector<std::string> tail = {std::to_string(number_of(t, "jobs_pending")),
                                            std::to_string(number_of(t, "jobs_running"))};
+    const std::string queues = joined(array_of(t, "queues"), ",");
     const Json quota = t.value("quota", Json::object());
     auto add = [&](std::vector<std::string> middle) {
       std::vector<std::string> row = head;
       row.insert(row.end(), middle.begin(), middle.end());
       row.insert(row.end(), tail.begin(), tail.end());
-      table.add_row(std::move(row));
+      listing.rows.push_back({.cells = std::move(row),
+                              .wide = {queues.empty() ? "-" : queues},
+                              .name = text_of(t, "name")});
     };
     if (!quota.is_object() || quota.empty()) {
       add({"-", "0", format_gpus(number_of(t, "gpu_milli_used")), "0", "unlimited", "0"});
@@ -339,18 +402,24 @@ std::string render_tenants_table(const Json& tenants) {
            format_gpu_value(q.value("lending_limit_gpus", Json(nullptr)), "unlimited")});
     }
   }
-  return table_text(table);
+  return listing;
 }
 
-std::string render_tokens_table(const Json& tokens) {
-  TextTable table({"ID", "ROLE", "TENANT", "NODE", "CREATED", "STATE", "DESCRIPTION"});
+Listing tokens_listing(const Json& tokens) {
+  Listing listing{.kind = "token",
+                  .columns = {"ID", "ROLE", "TENANT", "NODE", "CREATED", "STATE", "DESCRIPTION"},
+                  .wide_columns = {},
+                  .rows = {}};
   for (const Json& t : tokens) {
     const auto dash = [](std::string s) { return s.empty() ? std::string("-") : s; };
-    table.add_row({text_of(t, "id"), text_of(t, "role"), dash(text_of(t, "tenant")),
+    listing.rows.push_back(
+        {.cells = {text_of(t, "id"), text_of(t, "role"), dash(text_of(t, "tenant")),
                    dash(text_of(t, "node")), format_local_time(number_of(t, "created_ms")),
-                   t.value("revoked", false) ? "revoked" : "active", text_of(t, "description")});
+                   t.value("revoked", false) ? "revoked" : "active", text_of(t, "description")},
+         .wide = {},
+         .name = text_of(t, "id")});
   }
-  return table_text(table);
+  return listing;
 }
 
 // --- top ---

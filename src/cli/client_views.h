@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "cli/listing.h"
+
 namespace tidepool {
 
 // `tidepool jobs`: ID NAME TENANT QUEUE STATE GPUS AGE TIME NODES REASON, one row per job of the
@@ -17,9 +19,9 @@ namespace tidepool {
 // run). REASON: for a pending job its kind from `pending_kinds` (job id -> "quota", "capacity",
 // ...) when known, else the job's last message; nothing for running jobs; the final message for
 // ended ones.
-std::string render_jobs_table(const nlohmann::json& jobs,
-                              const std::map<std::int64_t, std::string>& pending_kinds,
-                              std::int64_t now_ms);
+// Wide columns: PRIORITY CLASS MODELS SUBMITTED SUBMITTER; -o name: job/ID.
+Listing jobs_listing(const nlohmann::json& jobs,
+                     const std::map<std::int64_t, std::string>& pending_kinds, std::int64_t now_ms);
 
 // `tidepool job ID`: the spec in a few lines, the times, the transitions and the placement.
 std::string render_job_details(const nlohmann::json& job, std::int64_t now_ms);
@@ -29,18 +31,23 @@ std::string render_job_details(const nlohmann::json& job, std::int64_t now_ms);
 std::string render_why(const nlohmann::json& why);
 
 // `tidepool nodes`: NAME STATE MODEL GPUS USED LEAF JOBS REASON (REASON: why it is drained).
-std::string render_nodes_table(const nlohmann::json& nodes);
+// AGENT: the registered agent's version ("-": none yet); HEARTBEAT: its last, as of `now_ms`.
+// Wide columns: SPINE CPUS MEMORY ADDRESS (the agent's); -o name: node/NAME.
+Listing nodes_listing(const nlohmann::json& nodes, std::int64_t now_ms);
 
 // `tidepool queues`: TENANT QUEUE PENDING RUNNING.
-std::string render_queues_table(const nlohmann::json& queues);
+// -o name: queue/TENANT/QUEUE.
+Listing queues_listing(const nlohmann::json& queues);
 
 // `tidepool tenants`: one row per tenant and GPU model of its quota: TENANT ORG WEIGHT MODEL
 // GUARANTEED USED BORROWED BORROW-LIMIT LEND-LIMIT PENDING RUNNING (a tenant without a quota:
 // one row with MODEL "-").
-std::string render_tenants_table(const nlohmann::json& tenants);
+// Wide column: QUEUES; -o name: tenant/NAME (once per tenant).
+Listing tenants_listing(const nlohmann::json& tenants);
 
 // `tidepool token list`: ID ROLE TENANT NODE CREATED STATE DESCRIPTION.
-std::string render_tokens_table(const nlohmann::json& tokens);
+// -o name: token/ID.
+Listing tokens_listing(const nlohmann::json& tokens);
 
 // One frame of `tidepool top`.
 struct TopFrameStyle {

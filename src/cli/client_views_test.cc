@@ -53,6 +53,11 @@ Json place(const std::string& node, std::vector<int> gpus) {
   return {{"node", node}, {"gpus", gpus}};
 }
 
+// The table a listing prints by default (`-o table`).
+std::string table_of(const Listing& listing) {
+  return render_listing(listing, OutputFormat::kTable);
+}
+
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;
   std::size_t start = 0;
@@ -71,7 +76,7 @@ TEST(RenderJobsTableTest, ColumnsAndReasons) {
                                2),
                            job(2, "pending", "vision", Json::array()),
                            job(3, "pending", "search", Json::array())});
-  const std::string text = render_jobs_table(jobs, {{2, "quota"}}, kNow);
+  const std::string text = table_of(jobs_listing(jobs, {{2, "quota"}}, kNow));
   const auto lines = lines_of(text);
   ASSERT_EQ(lines.size(), 5U) << text;
   EXPECT_THAT(lines[0], HasSubstr("ID"));
@@ -91,17 +96,58 @@ TEST(RenderJobsTableTest, ColumnsAndReasons) {
 TEST(RenderJobsTableTest, AttainedServiceInGpuHoursWhereTheServerGivesIt) {
   Json running = job(1, "running", "vision", Json::array({place("h100-a-01", {0, 1})}), 1, 2);
   running["attained_gpu_seconds"] = 43'200;
-  const auto lines = lines_of(render_jobs_table(
-      Json::array({running, job(2, "succeeded", "vision", Json::array())}), {}, kNow));
+  const auto lines = lines_of(table_of(jobs_listing(
+      Json::array({running, job(2, "succeeded", "vision", Json::array())}), {}, kNow)));
   ASSERT_EQ(lines.size(), 4U);
   EXPECT_THAT(lines[2], HasSubstr("12.0 GPU-h"));
   EXPECT_THAT(lines[3], Not(HasSubstr("GPU-h")));
 }
 
 TEST(RenderJobsTableTest, FractionalGpus) {
-  const std::string text = render_jobs_table(
-      Json::array({job(7, "pending", "vision", Json::array(), 1, 1, 500)}), {}, kNow);
+  const std::string text = table_of(
+      jobs_listing(Json::array({job(7, "pending", "vision", Json::array(), 1, 1, 500)}), {}, kNow));
   EXPECT_THAT(text, HasSubstr("0.5"));
+}
+
+TEST(JobsListingTest, WideColumnsNamesAndCsv) {
+  Json pending = job(2, "pending", "vision", Json::array());
+  pending["submitter"] = "ana";
+  const Json jobs = Json::array(
+      {job(1, "running", "vision", Json::array({place("h100-a-01", {0, 1})}), 1, 2), pending});
+  const Listing listing = jobs_listing(jobs, {{2, "quota"}}, kNow);
+  ASSERT_EQ(listing.rows.size(), 2U);
+  EXPECT_EQ(listing.rows[1].name, "2");
+  const auto wide = lines_of(render_listing(listing, OutputFormat::kWide));
+  ASSERT_EQ(wide.size(), 4U);
+  for (const char* column : {"PRIORITY", "CLASS", "MODELS", "SUBMITTED", "SUBMITTER"}) {
+    EXPECT_THAT(wide[0], HasSubstr(column));
+  }
+  EXPECT_THAT(wide[2], HasSubstr("training"));
+  EXPECT_THAT(wide[2], HasSubstr("H100"));
+  EXPECT_TRUE(wide[3].ends_with("ana")) << wide[3];
+  EXPECT_EQ(render_listing(listing, OutputFormat::kName), "job/1\njob/2\n");
+  const auto csv = lines_of(render_listing(listing, OutputFormat::kCsv, false));
+  ASSERT_EQ(csv.size(), 2U);
+  EXPECT_THAT(csv[1],
+              HasSubstr("2,job-2,vision,default,pending,8,2m,-,-,-,quota,0,training,H100,"));
+  EXPECT_TRUE(csv[1].ends_with(",ana")) << csv[1];
+}
+
+TEST(NodesListingTest, NamesAreNodesAndWideShowsWhereTheyAre) {
+  const Json nodes = Json::array({{{"name", "h100-a-01"},
+                                   {"state", "ready"},
+                                   {"gpu_model", "H100"},
+                                   {"gpus", 8},
+                                   {"leaf", "leaf-1"},
+                                   {"spine", "spine-1"},
+                                   {"jobs", Json::array()}}});
+  const Listing listing = nodes_listing(nodes, kNow);
+  EXPECT_EQ(render_listing(listing, OutputFormat::kName), "node/h100-a-01\n");
+  const auto wide = lines_of(render_listing(listing, OutputFormat::kWide, false));
+  ASSERT_EQ(wide.size(), 1U);
+  EXPECT_THAT(wide[0], HasSubstr("spine-1"));
+  EXPECT_THAT(lines_of(render_listing(listing, OutputFormat::kTable, false))[0],
+              Not(HasSubstr("spine-1")));
 }
 
 TEST(RenderJobDetailsTest, SpecTransitionsPlacement) {
@@ -173,40 +219,54 @@ TEST(RenderWhyTest, Running) {
 }
 
 TEST(RenderNodesTableTest, StateUsedJobs) {
-  const Json nodes = Json::array({{{"name", "h100-a-01"},
-                                   {"state", "ready"},
-                                   {"gpu_model", "H100"},
-                                   {"gpus", 8},
-                                   {"gpu_milli_allocated", 4500},
-                                   {"leaf", "leaf-1"},
-                                   {"jobs", Json::array({{{"job", 1}},
-                                                         {{"job", 2}},
-                                                         {{"job", 3}},
-                                                         {{"job", 4}},
-                                                         {{"job", 5}},
-                                                         {{"job", 6}}})}},
-                                  {{"name", "cpu-login"},
-                                   {"state", "drained"},
-                                   {"gpu_model", ""},
-                                   {"gpus", 0},
-                                   {"gpu_milli_allocated", 0},
-                                   {"leaf", "leaf-4"},
-                                   {"jobs", Json::array()},
-                                   {"drain_reason", "maintenance"}}});
-  const auto lines = lines_of(render_nodes_table(nodes));
-  ASSERT_EQ(lines.size(), 4U);
-  for (const char* column : {"NAME", "STATE", "MODEL", "GPUS", "USED", "LEAF", "JOBS"}) {
+  Json nodes = Json::array({{{"name", "h100-a-01"},
+                             {"state", "ready"},
+                             {"gpu_model", "H100"},
+                             {"gpus", 8},
+                             {"gpu_milli_allocated", 4500},
+                             {"leaf", "leaf-1"},
+                             {"jobs", Json::array({{{"job", 1}},
+                                                   {{"job", 2}},
+                                                   {{"job", 3}},
+                                                   {{"job", 4}},
+                                                   {{"job", 5}},
+                                                   {{"job", 6}}})}},
+                            {{"name", "cpu-login"},
+                             {"state", "drained"},
+                             {"gpu_model", ""},
+                             {"gpus", 0},
+                             {"gpu_milli_allocated", 0},
+                             {"leaf", "leaf-4"},
+                             {"jobs", Json::array()},
+                             {"drain_reason", "maintenance"}}});
+  nodes[0]["agent"] = {{"agent_version", "0.1.0"}};
+  nodes[0]["last_heartbeat_ms"] = 1'000'000;
+  nodes.push_back({{"name", "h100-b-01"},
+                   {"state", "not_ready"},
+                   {"gpu_model", "H100"},
+                   {"gpus", 8},
+                   {"leaf", "leaf-2"},
+                   {"jobs", Json::array()},
+                   {"reason", "no agent has registered the node"}});
+  const auto lines = lines_of(table_of(nodes_listing(nodes, 1'004'000)));
+  ASSERT_EQ(lines.size(), 5U);
+  for (const char* column :
+       {"NAME", "STATE", "MODEL", "GPUS", "USED", "LEAF", "AGENT", "HEARTBEAT", "JOBS"}) {
     EXPECT_THAT(lines[0], HasSubstr(column));
   }
   EXPECT_THAT(lines[2], HasSubstr("4.5"));
   EXPECT_THAT(lines[2], HasSubstr("1,2,3,4,+2"));
   EXPECT_THAT(lines[3], HasSubstr("drained"));
   EXPECT_THAT(lines[3], HasSubstr("maintenance"));
+  EXPECT_THAT(lines[2], HasSubstr("0.1.0"));
+  EXPECT_THAT(lines[2], HasSubstr("4s ago"));
+  EXPECT_THAT(lines[4], HasSubstr("not_ready"));
+  EXPECT_THAT(lines[4], HasSubstr("no agent has registered the node"));
 }
 
 TEST(RenderQueuesTableTest, Rows) {
-  const auto lines = lines_of(render_queues_table(
-      Json::array({{{"tenant", "vision"}, {"queue", "default"}, {"pending", 3}, {"running", 1}}})));
+  const auto lines = lines_of(table_of(queues_listing(Json::array(
+      {{{"tenant", "vision"}, {"queue", "default"}, {"pending", 3}, {"running", 1}}}))));
   ASSERT_EQ(lines.size(), 3U);
   EXPECT_THAT(lines[0], HasSubstr("TENANT"));
   EXPECT_THAT(lines[2], HasSubstr("vision"));
@@ -240,7 +300,7 @@ TEST(RenderTenantsTableTest, RowPerModelAndUnlimitedBorrowing) {
                                      {"gpu_milli_used", 0},
                                      {"jobs_pending", 0},
                                      {"jobs_running", 0}}});
-  const auto lines = lines_of(render_tenants_table(tenants));
+  const auto lines = lines_of(table_of(tenants_listing(tenants)));
   ASSERT_EQ(lines.size(), 5U);
   EXPECT_THAT(lines[0], HasSubstr("GUARANTEED"));
   EXPECT_THAT(lines[0], HasSubstr("BORROWED"));
@@ -252,13 +312,13 @@ TEST(RenderTenantsTableTest, RowPerModelAndUnlimitedBorrowing) {
 }
 
 TEST(RenderTokensTableTest, RevokedAndDashes) {
-  const auto lines = lines_of(render_tokens_table(Json::array({{{"id", "abc"},
-                                                                {"role", "admin"},
-                                                                {"tenant", ""},
-                                                                {"node", ""},
-                                                                {"description", "first"},
-                                                                {"created_ms", kNow},
-                                                                {"revoked", true}}})));
+  const auto lines = lines_of(table_of(tokens_listing(Json::array({{{"id", "abc"},
+                                                                    {"role", "admin"},
+                                                                    {"tenant", ""},
+                                                                    {"node", ""},
+                                                                    {"description", "first"},
+                                                                    {"created_ms", kNow},
+                                                                    {"revoked", true}}}))));
   ASSERT_EQ(lines.size(), 3U);
   EXPECT_THAT(lines[2], HasSubstr("revoked"));
   EXPECT_THAT(lines[2], HasSubstr("admin"));

@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cli/exit_status.h"
 #include "core/error.h"
 
 namespace tidepool {
@@ -35,6 +36,13 @@ inline constexpr std::array kExternalCommands = {
     ExternalCommand{"agent", "tidepool-agent",
                     "Run the node agent of a GPU node: runs the jobs the server places there"},
 };
+
+// The exit status of a command line the parser refused, given what CLI::App::exit returned after
+// printing why: 0 for --help and --version, the one usage status (2) for every usage error, in
+// the front end and in each program behind it alike.
+inline int usage_exit_status(int parser_code) {
+  return parser_code == 0 ? 0 : static_cast<int>(ExitStatus::kUsage);
+}
 
 // The external command that `argv[1]` names, or nullptr.
 const ExternalCommand* find_external_command(int argc, char** argv);

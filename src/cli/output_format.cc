@@ -8,6 +8,7 @@
 #include <cmath>
 #include <ctime>
 #include <map>
+#include <optional>
 
 namespace tidepool {
 namespace {
@@ -76,11 +77,40 @@ void emit(YAML::Emitter& out, const nlohmann::json& value) {
 
 }  // namespace
 
-Result<OutputFormat> parse_output_format(std::string_view name, const std::string& field) {
-  if (name == "table") return OutputFormat::kTable;
-  if (name == "json") return OutputFormat::kJson;
-  if (name == "yaml") return OutputFormat::kYaml;
-  return fail(field, fmt::format("unknown output format '{}'; use table, json or yaml", name));
+std::string_view output_format_name(OutputFormat format) {
+  switch (format) {
+    case OutputFormat::kTable:
+      return "table";
+    case OutputFormat::kWide:
+      return "wide";
+    case OutputFormat::kName:
+      return "name";
+    case OutputFormat::kJson:
+      return "json";
+    case OutputFormat::kYaml:
+      return "yaml";
+    case OutputFormat::kCsv:
+      return "csv";
+  }
+  return "table";
+}
+
+std::string output_format_names(std::span<const OutputFormat> formats) {
+  std::string out;
+  for (std::size_t i = 0; i < formats.size(); ++i) {
+    if (i > 0) out += i + 1 == formats.size() ? " or " : ", ";
+    out += output_format_name(formats[i]);
+  }
+  return out;
+}
+
+Result<OutputFormat> parse_output_format(std::string_view name, const std::string& field,
+                                         std::span<const OutputFormat> allowed) {
+  for (OutputFormat format : allowed) {
+    if (output_format_name(format) == name) return format;
+  }
+  return fail(
+      field, fmt::format("unknown output format '{}'; use {}", name, output_format_names(allowed)));
 }
 
 std::string json_to_yaml(const nlohmann::json& value) {
@@ -209,6 +239,91 @@ std::string compress_node_names(std::vector<std::string> names) {
     out += prefix + "[" + ranges + "]";
   }
   return out;
+}
+
+namespace {
+
+// One bracket's numbers "01-03,05" as texts of their width; nullopt when malformed.
+std::optional<std::vector<std::string>> bracket_numbers(std::string_view inside) {
+  std::vector<std::string> out;
+  while (true) {
+    const std::size_t comma = inside.find(',');
+    const std::string_view item = inside.substr(0, comma);
+    const std::size_t dash = item.find('-');
+    const std::string_view first = item.substr(0, dash);
+    const std::string_view last = dash == std::string_view::npos ? first : item.substr(dash + 1);
+    const auto digits = [](std::string_view t) {
+      return !t.empty() && t.size() <= 15 && std::ranges::all_of(t, [](char c) {
+        return std::isdigit(static_cast<unsigned char>(c)) != 0;
+      });
+    };
+    if (!digits(first) || !digits(last)) return std::nullopt;
+    const std::int64_t from = std::stoll(std::string(first));
+    const std::int64_t to = std::stoll(std::string(last));
+    if (to < from || to - from >= static_cast<std::int64_t>(kMaxExpandedNodes)) return std::nullopt;
+    // The width written first (a leading zero pads; "8-10" is not padded).
+    const std::size_t width = first.size() > 1 && first[0] == '0' ? first.size() : 0;
+    for (std::int64_t n = from; n <= to; ++n) out.push_back(fmt::format("{:0{}}", n, width));
+    if (out.size() > kMaxExpandedNodes) return std::nullopt;
+    if (comma == std::string_view::npos) return out;
+    inside.remove_prefix(comma + 1);
+  }
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> expand_node_names(std::string_view text,
+                                                   const std::string& field) {
+  std::vector<std::string> names;
+  std::size_t depth = 0;
+  std::size_t start = 0;
+  const auto add_item = [&](std::string_view item) -> Result<void> {
+    if (item.empty()) {
+      return fail(field,
+                  fmt::format("'{}' has an empty name (two commas, or one at an end)", text));
+    }
+    std::vector<std::string> expanded = {""};
+    while (!item.empty()) {
+      const std::size_t open = item.find('[');
+      for (std::string& e : expanded) e += item.substr(0, open);
+      if (open == std::string_view::npos) break;
+      const std::size_t close = item.find(']', open);
+      auto numbers = close == std::string_view::npos
+                         ? std::nullopt
+                         : bracket_numbers(item.substr(open + 1, close - open - 1));
+      if (!numbers) {
+        return fail(field, fmt::format("'{}' is not a node list: a bracket holds numbers and "
+                                       "ranges such as [01-08,10]",
+                                       text));
+      }
+      if (expanded.size() * numbers->size() > kMaxExpandedNodes) {
+        return fail(field, fmt::format("'{}' names more than {} nodes", text, kMaxExpandedNodes));
+      }
+      std::vector<std::string> next;
+      for (const std::string& e : expanded) {
+        for (const std::string& n : *numbers) next.push_back(e + n);
+      }
+      expanded = std::move(next);
+      item.remove_prefix(close + 1);
+    }
+    if (names.size() + expanded.size() > kMaxExpandedNodes) {
+      return fail(field, fmt::format("'{}' names more than {} nodes", text, kMaxExpandedNodes));
+    }
+    names.insert(names.end(), expanded.begin(), expanded.end());
+    return {};
+  };
+  for (std::size_t i = 0; i <= text.size(); ++i) {
+    if (i < text.size() && text[i] == '[') ++depth;
+    if (i < text.size() && text[i] == ']' && depth > 0) --depth;
+    if (i == text.size() || (text[i] == ',' && depth == 0)) {
+      if (auto ok = add_item(text.substr(start, i - start)); !ok) {
+        return std::unexpected(ok.error());
+      }
+      start = i + 1;
+    }
+  }
+  if (depth != 0) return fail(field, fmt::format("'{}' leaves a bracket open", text));
+  return names;
 }
 
 }  // namespace tidepool

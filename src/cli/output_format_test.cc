@@ -14,14 +14,29 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::MatchesRegex;
 
-TEST(OutputFormatTest, ParsesTheThreeFormats) {
+TEST(OutputFormatTest, ParsesEveryFormAndRefusesOnesTheCommandLacks) {
   EXPECT_EQ(parse_output_format("table", "-o").value(), OutputFormat::kTable);
+  EXPECT_EQ(parse_output_format("wide", "-o").value(), OutputFormat::kWide);
+  EXPECT_EQ(parse_output_format("name", "-o").value(), OutputFormat::kName);
   EXPECT_EQ(parse_output_format("json", "-o").value(), OutputFormat::kJson);
   EXPECT_EQ(parse_output_format("yaml", "-o").value(), OutputFormat::kYaml);
+  EXPECT_EQ(parse_output_format("csv", "-o").value(), OutputFormat::kCsv);
+  for (OutputFormat format : kListingFormats) {
+    EXPECT_EQ(parse_output_format(output_format_name(format), "-o").value(), format);
+  }
   auto bad = parse_output_format("xml", "-o");
   ASSERT_FALSE(bad.has_value());
   EXPECT_EQ(bad.error().field, "-o");
-  EXPECT_THAT(bad.error().reason, HasSubstr("table, json or yaml"));
+  EXPECT_EQ(bad.error().reason,
+            "unknown output format 'xml'; use table, wide, name, json, yaml or csv");
+  auto not_here = parse_output_format("csv", "--output", kDocumentFormats);
+  ASSERT_FALSE(not_here.has_value());
+  EXPECT_EQ(not_here.error().field, "--output");
+  EXPECT_THAT(not_here.error().reason, HasSubstr("use table, json or yaml"));
+  EXPECT_TRUE(is_document(OutputFormat::kJson));
+  EXPECT_TRUE(is_document(OutputFormat::kYaml));
+  EXPECT_FALSE(is_document(OutputFormat::kCsv));
+  EXPECT_FALSE(is_document(OutputFormat::kWide));
 }
 
 // Strings that a plain YAML scalar would turn into something else come out quoted (tag "!").
@@ -129,6 +144,28 @@ TEST(CompressNodeNamesTest, SlurmStyleRanges) {
             "cpu-login,h100-a-[01-02,04]");
   EXPECT_EQ(compress_node_names({"n1", "n2", "n3", "n10"}), "n[1-3],n10");
   EXPECT_EQ(compress_node_names({"a100-b-03", "h100-c-01"}), "a100-b-03,h100-c-01");
+}
+
+TEST(ExpandNodeNamesTest, SlurmHostlists) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(*expand_node_names("h100-a-01", "NODE"), V{"h100-a-01"});
+  EXPECT_EQ(*expand_node_names("h100-a-[01-03,05],cpu-login", "NODE"),
+            (V{"h100-a-01", "h100-a-02", "h100-a-03", "h100-a-05", "cpu-login"}));
+  EXPECT_EQ(*expand_node_names("n[8-10]", "NODE"), (V{"n8", "n9", "n10"}));
+  EXPECT_EQ(*expand_node_names("n[08-10]", "NODE"), (V{"n08", "n09", "n10"}));
+  EXPECT_EQ(*expand_node_names("r[1-2]-n[1-2]", "NODE"), (V{"r1-n1", "r1-n2", "r2-n1", "r2-n2"}));
+  // What compress_node_names writes reads back.
+  const V names = {"cpu-login", "h100-a-01", "h100-a-02", "h100-a-04", "n1", "n2", "n3", "n10"};
+  EXPECT_EQ(*expand_node_names(compress_node_names(names), "NODE"), names);
+  for (const char* bad : {"n[1-", "n[3-1]", "n[a-b]", "a,,b", ",a", "n[]", "n[1-2"}) {
+    auto refused = expand_node_names(bad, "NODE");
+    ASSERT_FALSE(refused.has_value()) << bad;
+    EXPECT_EQ(refused.error().field, "NODE");
+  }
+  auto huge = expand_node_names("n[0-99999],m[0-9]", "NODE");
+  ASSERT_FALSE(huge.has_value());
+  EXPECT_THAT(huge.error().reason, ::testing::HasSubstr("more than 100000 nodes"));
+  EXPECT_FALSE(expand_node_names("a[0-999]b[0-999]", "NODE").has_value());
 }
 
 TEST(ApiErrorTest, ServerErrorBodyGivesFieldAndReason) {

@@ -593,7 +593,7 @@ void add_plan_capacity_command(CLI::App& plan, int* exit_code) {
   command->add_option("--since", options->since,
                       "with --from-server: only the jobs submitted in this last span, e.g. 30d, "
                       "12h (0: the whole history; default 30d)");
-  add_client_flags(*command, options->client, /*with_output=*/false);
+  add_client_flags(*command, options->client);
   command
       ->add_option("--tenants", options->tenants,
                    "tenants file (YAML); every team (cluster) of the trace, and every tenant and "

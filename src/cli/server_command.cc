@@ -14,6 +14,7 @@
 
 #include "core/scheduler.h"
 #include "server/control_loop.h"
+#include "server/event_log.h"
 #include "server/http_api.h"
 #include "server/server_config.h"
 #include "server/server_metrics.h"
@@ -32,6 +33,8 @@ struct ServerFlags {
   std::string tls_cert;
   std::string tls_key;
   std::string port_file;
+  std::string log_format = "text";
+  std::string log_level = "info";
 };
 
 Result<void> write_private_file(const std::string& path, const std::string& text) {
@@ -48,6 +51,8 @@ Result<void> run_server(const ServerFlags& flags) {
   // What the server writes (the database and its WAL, the tasks' logs, the admin token) may hold
   // job secrets: the owner only.
   ::umask(077);
+  if (flags.log_format == "json") spdlog::set_formatter(json_log_formatter());
+  spdlog::set_level(spdlog::level::from_str(flags.log_level));
   auto config = load_server_config(flags.config);
   if (!config) return std::unexpected(config.error());
   if (!flags.listen.empty()) {
@@ -77,6 +82,7 @@ Result<void> run_server(const ServerFlags& flags) {
     setup.scheduler.gang_policy = config->placement_policy;
   }
   setup.heartbeat_timeout_ms = config->heartbeat_timeout_ms;
+  setup.simulate_unregistered_nodes = config->simulate_unregistered_nodes;
   setup.admission = {config->max_pending_jobs, config->submissions_per_second,
                      config->submission_burst};
   setup.idle_gpu.window_ms = config->idle_gpu_window_ms;
@@ -169,6 +175,15 @@ void add_server_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--tls-cert", flags->tls_cert, "PEM certificate: serve HTTPS");
   cmd->add_option("--tls-key", flags->tls_key, "PEM private key of --tls-cert");
   cmd->add_option("--port-file", flags->port_file, "Write the port listened on to this file");
+  cmd->add_option("--log-format", flags->log_format,
+                  "text, or json: each line of the log one JSON object {time, level, message}")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  cmd->add_option("--log-level", flags->log_level,
+                  "debug (also every submission and checkpoint), info (placements, preemptions, "
+                  "requeues, failures, nodes), warn or error")
+      ->check(CLI::IsMember({"debug", "info", "warn", "error"}))
+      ->capture_default_str();
   cmd->callback([flags, exit_code] {
     if (auto ok = run_server(*flags); !ok) {
       fmt::print(stderr, "error: {}\n", ok.error().message());

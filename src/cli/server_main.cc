@@ -13,7 +13,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(tidepool::external_program_args(argc, argv, "server"));
   } catch (const CLI::ParseError& error) {
-    return app.exit(error);
+    return tidepool::usage_exit_status(app.exit(error));
   }
   return exit_code;
 }

@@ -26,7 +26,7 @@ struct TenantsOptions {
 };
 
 // GPUs with 3 decimals, as the table shows guarantees.
-std::string gpus_text(std::int64_t milli) {
+std::string three_decimals(std::int64_t milli) {
   return fmt::format("{}.{:03}", milli / 1000, milli % 1000);
 }
 
@@ -78,14 +78,14 @@ void print_table(const TraceTenants& derived, const GpuModelCatalog& models) {
         t.name, std::to_string(t.jobs),
         fmt::format("{:.1f}", static_cast<double>(t.gpu_seconds) / 3600),
         fmt::format("{:.2f}", t.share * 100)};
-    for (std::int64_t milli : t.guaranteed_milli) row.push_back(gpus_text(milli));
+    for (std::int64_t milli : t.guaranteed_milli) row.push_back(three_decimals(milli));
     table.add_row(std::move(row));
     jobs += t.jobs;
   }
   std::vector<std::string> total = {
       "total", std::to_string(jobs),
       fmt::format("{:.1f}", static_cast<double>(derived.total_gpu_seconds) / 3600), "100.00"};
-  for (const ModelCapacity& c : derived.capacity) total.push_back(gpus_text(c.milli));
+  for (const ModelCapacity& c : derived.capacity) total.push_back(three_decimals(c.milli));
   table.add_row(std::move(total));
   std::cout << '\n';
   table.print(std::cout);

@@ -26,6 +26,7 @@
 #include "core/rng.h"
 #include "core/scheduler.h"
 #include "core/tenants.h"
+#include "core/test_pool.h"
 
 namespace tidepool {
 namespace {
@@ -66,29 +67,7 @@ PriceSchedule schedule() {
   return s;
 }
 
-Pool make_pool() {
-  GpuModelCatalog models;
-  EXPECT_TRUE(models.intern("H100").has_value());
-  EXPECT_TRUE(models.intern("A100").has_value());
-  Topology topology;
-  topology.spines.push_back({"spine-0", 1});
-  topology.leaves.push_back({"leaf-0", SpineId{0}});
-  topology.leaves.push_back({"leaf-1", SpineId{0}});
-  std::vector<NodeSpec> nodes;
-  for (std::uint32_t i = 0; i < 4; ++i) {
-    NodeSpec spec;
-    spec.name = "n" + std::to_string(i);
-    spec.model = GpuModelId{i % 2};
-    spec.gpu_count = 8;
-    spec.milli_cpu = 64000;
-    spec.memory_mib = 524288;
-    spec.leaf = LeafId{i / 2};
-    nodes.push_back(std::move(spec));
-  }
-  auto pool = Pool::create(std::move(models), std::move(topology), std::move(nodes));
-  EXPECT_TRUE(pool.has_value()) << pool.error().message();
-  return std::move(pool).value();
-}
+Pool make_pool() { return test_support::make_two_model_pool(); }
 
 TenantBook make_book(const GpuModelCatalog& models) {
   TenantsSpec spec;

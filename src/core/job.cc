@@ -4,19 +4,11 @@
 
 #include <string>
 
+#include "core/gpus_text.h"
 #include "core/tenants.h"
 
 namespace tidepool {
 namespace {
-
-// "16 GPUs", "1.5 GPUs", "1 GPU", "0.5 GPU": milli-GPUs shown as GPUs, exactly.
-std::string gpus_text(std::int64_t milli) {
-  const std::int64_t whole = milli / kMilliPerGpu;
-  const std::int64_t rest = milli % kMilliPerGpu;
-  std::string number = rest == 0 ? std::to_string(whole) : fmt::format("{}.{:03}", whole, rest);
-  while (rest != 0 && number.back() == '0') number.pop_back();
-  return number + (milli > 0 && milli <= kMilliPerGpu ? " GPU" : " GPUs");
-}
 
 Result<void> validate_gang(const GangRequest& gang) {
   if (gang.task_count < 1 || gang.task_count > kMaxGangTasks) {

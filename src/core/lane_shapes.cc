@@ -18,6 +18,7 @@ void LaneShapes::add(const Job& job) {
   count(task_milli_cpu_, t.milli_cpu, 1);
   count(task_memory_mib_, t.memory_mib, 1);
   ++classes_[static_cast<std::size_t>(job.job_class)];
+  count_models(t.models, 1);
   ++jobs_;
 }
 
@@ -27,7 +28,27 @@ void LaneShapes::remove(const Job& job) {
   count(task_milli_cpu_, t.milli_cpu, -1);
   count(task_memory_mib_, t.memory_mib, -1);
   --classes_[static_cast<std::size_t>(job.job_class)];
+  count_models(t.models, -1);
   --jobs_;
+}
+
+void LaneShapes::count_models(const ModelSet& models, int delta) {
+  if (models.is_any()) {
+    accepting_any_ += delta;
+    return;
+  }
+  for (std::size_t m = 0; m < accepting_.size(); ++m) {
+    if (((models.bits() >> m) & 1U) != 0) accepting_[m] += delta;
+  }
+}
+
+bool LaneShapes::accepts_only(const ModelSet& models) const {
+  if (models.is_any()) return true;
+  if (accepting_any_ > 0) return false;
+  for (std::size_t m = 0; m < accepting_.size(); ++m) {
+    if (accepting_[m] > 0 && ((models.bits() >> m) & 1U) == 0) return false;
+  }
+  return true;
 }
 
 bool LaneShapes::no_larger_than_every_task(const TaskShape& task) const {

@@ -24,9 +24,13 @@ class LaneShapes {
   [[nodiscard]] bool no_larger_than_every_task(const TaskShape& task) const;
   // Whether some job of the lane is of the class.
   [[nodiscard]] bool has_class(JobClass job_class) const;
+  // Whether every job of the lane accepts only GPU models of `models` (a job that accepts any
+  // model is within only `any`); true for an empty lane.
+  [[nodiscard]] bool accepts_only(const ModelSet& models) const;
 
  private:
   static void count(std::map<std::int64_t, int>& values, std::int64_t value, int delta);
+  void count_models(const ModelSet& models, int delta);
   static bool at_most_smallest(const std::map<std::int64_t, int>& values, std::int64_t value);
 
   int jobs_ = 0;
@@ -34,6 +38,9 @@ class LaneShapes {
   std::map<std::int64_t, int> task_milli_cpu_;
   std::map<std::int64_t, int> task_memory_mib_;
   std::array<int, 4> classes_{};  // per JobClass
+  // Per GPU model (ModelSet's bits), how many jobs accept it; and how many accept any.
+  std::array<int, 64> accepting_{};
+  int accepting_any_ = 0;
 };
 
 }  // namespace tidepool

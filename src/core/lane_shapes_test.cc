@@ -57,5 +57,27 @@ TEST(LaneShapes, ForgetsWhatLeftTheLaneButKeepsWhatIsStillThere) {
   EXPECT_TRUE(shapes.empty());
 }
 
+TEST(LaneShapes, KnowsWhichModelsItsJobsAccept) {
+  LaneShapes shapes;
+  EXPECT_TRUE(shapes.accepts_only(ModelSet::none()));
+  Job h100 = job_of(1, 1000, 1024);
+  h100.gang.task.models = ModelSet::only(GpuModelId{0});
+  Job a100 = job_of(1, 1000, 1024);
+  a100.gang.task.models = ModelSet::only(GpuModelId{1});
+  shapes.add(h100);
+  EXPECT_TRUE(shapes.accepts_only(ModelSet::only(GpuModelId{0})));
+  shapes.add(a100);
+  EXPECT_FALSE(shapes.accepts_only(ModelSet::only(GpuModelId{0})));
+  ModelSet both = ModelSet::only(GpuModelId{0});
+  both.add(GpuModelId{1});
+  EXPECT_TRUE(shapes.accepts_only(both));
+  shapes.remove(a100);
+  EXPECT_TRUE(shapes.accepts_only(ModelSet::only(GpuModelId{0})));
+  // A job of any model is within only "any".
+  shapes.add(job_of(1, 1000, 1024));
+  EXPECT_FALSE(shapes.accepts_only(both));
+  EXPECT_TRUE(shapes.accepts_only(ModelSet::any()));
+}
+
 }  // namespace
 }  // namespace tidepool

@@ -78,7 +78,11 @@ Scheduler::QuotaVerdict Scheduler::admit_for_quota(Entry& e, const WindowVerdict
       const bool exhausted = std::all_of(answers.begin(), answers.end(), [](const Admission& a) {
         return a.guaranteed_milli == 0 && a.borrowable_milli == 0;
       });
-      if (exhausted && lanes_.size() > 1 && (!slices(e) || !has_slice_victim(e, now, state))) {
+      // (Only when the lane's later jobs accept no other model: a job that may run on another
+      // model has its own answer.)
+      if (exhausted && lanes_.size() > 1 &&
+          lane_shapes_[e.lane].accepts_only(job.gang.task.models) &&
+          (!slices(e) || !has_slice_victim(e, now, state))) {
         state.lane_done[e.lane] = refused;
       } else if (lanes_.size() > 1 && no_later_job_easier(e, window.hold, state)) {
         // The later jobs ask for no less and rank no better: the book refuses them too, and

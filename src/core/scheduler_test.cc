@@ -148,6 +148,49 @@ TEST(Scheduler, ATimeSliceWaitsForTheVictimsCheckpointAndThePassWakesThen) {
   EXPECT_FALSE(s.next_wakeup(3000).has_value());
 }
 
+TEST(Scheduler, AJobOfAnotherModelIsNotHeldByTheQuotaReasonOfTheJobAheadOfIt) {
+  // A and B are guaranteed 8 H100 each; B also 16 A100, which A may borrow while B leaves them
+  // idle.
+  const Pool pool = test_support::make_two_model_pool();
+  TenantsSpec spec;
+  OrgSpec org;
+  org.name = "org";
+  for (const std::string name : {"A", "B"}) {
+    TenantSpec t;
+    t.name = name;
+    t.quotas.push_back({GpuModelId{0}, 8000, std::nullopt, std::nullopt});
+    if (name == "B") t.quotas.push_back({GpuModelId{1}, 16000, std::nullopt, std::nullopt});
+    org.tenants.push_back(std::move(t));
+  }
+  spec.orgs.push_back(std::move(org));
+  auto book = TenantBook::create(std::move(spec), pool.models());
+  ASSERT_TRUE(book.has_value()) << book.error().message();
+  auto made = Scheduler::create(pool, std::move(*book), policy("tidepool"));
+  ASSERT_TRUE(made.has_value()) << made.error().message();
+  Scheduler s = std::move(*made);
+  const auto on = [](Job job, GpuModelId model) {
+    job.gang.task.models = ModelSet::only(model);
+    return job;
+  };
+  // Every H100 is taken, each tenant within its guarantee.
+  ASSERT_TRUE(s.submit(on(make_test_job(1, kA, 8, 0, 100000, 8), GpuModelId{0}), 0).has_value());
+  ASSERT_TRUE(s.submit(on(make_test_job(2, kB, 8, 0, 100000, 8), GpuModelId{0}), 0).has_value());
+  ASSERT_EQ(s.pass(0).started.size(), 2U);
+  // A's next H100 job can only wait; its A100 job behind it may borrow B's idle A100s.
+  ASSERT_TRUE(s.submit(on(make_test_job(3, kA, 1, 10), GpuModelId{0}), 10).has_value());
+  ASSERT_TRUE(s.submit(on(make_test_job(4, kA, 1, 20), GpuModelId{1}), 20).has_value());
+  const PassResult pass = s.pass(30);
+  ASSERT_EQ(pass.started.size(), 1U);
+  EXPECT_EQ(pass.started[0].job, JobId{4});
+  const PendingReason* waits = s.reason(JobId{3});
+  ASSERT_NE(waits, nullptr);
+  EXPECT_EQ(waits->kind, PendingKind::kQuota);
+  // In GPUs, and the job's own models.
+  EXPECT_THAT(std::string(waits->message()),
+              HasSubstr("tenant A uses 8 of its 8 guaranteed H100 GPUs"));
+  EXPECT_THAT(std::string(waits->message()), Not(HasSubstr("A100")));
+}
+
 TEST(Scheduler, APendingJobKnowsItsPlaceInItsTenantsLaneAndWhoIsAhead) {
   Scheduler s = make_scheduler(policy("tidepool"), make_book(16, 0));
   ASSERT_TRUE(s.submit(make_test_job(0, kB, 16, 0, 100000, 8), 0).has_value());
@@ -417,8 +460,8 @@ TEST(Scheduler, QuotaRefusalSaysWhyWithNumbers) {
   const PendingReason* why = s.reason(JobId{2});
   ASSERT_NE(why, nullptr);
   EXPECT_EQ(why->kind, PendingKind::kQuota);
-  EXPECT_THAT(std::string(why->message()), HasSubstr("16000/16000m"));
-  EXPECT_THAT(std::string(why->message()), HasSubstr("borrowing limit 0m"));
+  EXPECT_THAT(std::string(why->message()), HasSubstr("16 of its 16 guaranteed"));
+  EXPECT_THAT(std::string(why->message()), HasSubstr("its borrowing limit is 0 GPUs"));
 }
 
 // B is guaranteed 16 GPUs and may borrow 4; it runs 18, so 2 are left to borrow.
@@ -441,7 +484,7 @@ TEST(Scheduler, BehindAJobThatAsksForNoMoreAndWaitsForQuotaTheLaneWaitsToo) {
   const PendingReason* first = s.reason(JobId{100});
   ASSERT_NE(first, nullptr);
   EXPECT_EQ(first->kind, PendingKind::kQuota);
-  EXPECT_THAT(std::string(first->message()), HasSubstr("borrowable 2000m"));
+  EXPECT_THAT(std::string(first->message()), HasSubstr("and 2 may be"));
   // The pass ends the lane at the first: the others wait behind it, for quota.
   for (std::uint32_t i = 101; i < 103; ++i) {
     const PendingReason* why = s.reason(JobId{i});

@@ -7,6 +7,8 @@
 #include <unordered_set>
 #include <utility>
 
+#include "core/gpus_text.h"
+
 namespace tidepool {
 namespace {
 
@@ -255,8 +257,8 @@ Admission TenantBook::decide(TenantId t, GpuModelId m, std::int64_t milli, bool 
   const std::string& model = models_.name(m);
   if (milli <= 0 || milli > kMaxQuotaMilli) {
     if (explain) {
-      a.reason = fmt::format("tenant {} asks for {}m {}; a request must be 1..{}m", name, milli,
-                             model, kMaxQuotaMilli);
+      a.reason = fmt::format("tenant {} asks for {} {} GPUs; a request must be 0.001..{}", name,
+                             gpus_number(milli), model, gpus_number(kMaxQuotaMilli));
     }
     return a;
   }
@@ -304,10 +306,11 @@ Admission TenantBook::decide(TenantId t, GpuModelId m, std::int64_t milli, bool 
   if (a.borrowed_milli == 0) {
     a.kind = AdmissionKind::kWithinGuarantee;
     if (!explain) return a;
-    a.reason = fmt::format("within guarantee: tenant {} will use {}/{}m guaranteed {}", name,
-                           within, f.guaranteed, model);
+    a.reason = fmt::format("within guarantee: tenant {} will use {} of its {} guaranteed {} GPUs",
+                           name, gpus_number(within), gpus_number(f.guaranteed), model);
     if (a.reclaim_milli > 0) {
-      a.reason += fmt::format("; {}m lent to borrowers must be reclaimed", a.reclaim_milli);
+      a.reason +=
+          fmt::format("; {} lent to borrowers must be reclaimed", gpus_text(a.reclaim_milli));
     }
     return a;
   }
@@ -324,27 +327,30 @@ Admission TenantBook::decide(TenantId t, GpuModelId m, std::int64_t milli, bool 
     }
     if (!explain) return a;
     a.reason = fmt::format(
-        "borrowing: tenant {} will use {}m {}, {}m above its {}m guarantee; {}m was borrowable",
-        name, used + milli, model, borrowed_now + a.borrowed_milli, f.guaranteed,
-        a.borrowable_milli);
+        "borrowing: tenant {} will use {} {} GPUs, {} above its guarantee of {}; {} was "
+        "borrowable",
+        name, gpus_number(used + milli), model, gpus_number(borrowed_now + a.borrowed_milli),
+        gpus_number(f.guaranteed), gpus_number(a.borrowable_milli));
     return a;
   }
 
   if (!explain) return a;
   std::string binding;
   if (tenant_room <= org_room && tenant_room <= pool_room) {
-    binding = fmt::format("borrowing limit {}m", *f.borrowing_limit);
+    binding = fmt::format("its borrowing limit is {}", gpus_text(*f.borrowing_limit));
   } else if (org_room <= pool_room) {
-    binding = fmt::format("org {} borrows {}m from other orgs, limit {}m", orgs_[org.value].name,
-                          own.borrowed_outside_milli, *caps.borrowing_limit_milli);
+    binding =
+        fmt::format("org {} borrows {} from other orgs, its limit is {}", orgs_[org.value].name,
+                    gpus_text(own.borrowed_outside_milli), gpus_text(*caps.borrowing_limit_milli));
   } else {
-    binding = fmt::format("idle guarantee lendable to it {}m", pool_room);
+    binding = fmt::format("idle guarantees lendable to it: {}", gpus_text(pool_room));
   }
-  a.reason = fmt::format("tenant {} uses {}/{}m guaranteed {}", name, std::min(used, f.guaranteed),
-                         f.guaranteed, model);
-  if (borrowed_now > 0) a.reason += fmt::format(" and borrows {}m", borrowed_now);
-  a.reason += fmt::format(", {}; needs {}m borrowed, borrowable {}m", binding, a.borrowed_milli,
-                          a.borrowable_milli);
+  a.reason =
+      fmt::format("tenant {} uses {} of its {} guaranteed {} GPUs", name,
+                  gpus_number(std::min(used, f.guaranteed)), gpus_number(f.guaranteed), model);
+  if (borrowed_now > 0) a.reason += fmt::format(" and borrows {}", gpus_number(borrowed_now));
+  a.reason += fmt::format("; the job needs {} borrowed and {} may be ({})",
+                          gpus_text(a.borrowed_milli), gpus_number(a.borrowable_milli), binding);
   return a;
 }
 

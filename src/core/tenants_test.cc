@@ -102,7 +102,7 @@ TEST(TenantBookTest, AdmitsWithinGuarantee) {
   EXPECT_EQ(a.guaranteed_milli, 8000);
   EXPECT_EQ(a.borrowed_milli, 0);
   EXPECT_EQ(a.reclaim_milli, 0);
-  EXPECT_EQ(a.reason, "within guarantee: tenant search will use 8000/64000m guaranteed H100");
+  EXPECT_EQ(a.reason, "within guarantee: tenant search will use 8 of its 64 guaranteed H100 GPUs");
   ASSERT_TRUE(b.charge(kSearch, kH100, 64000).has_value());
   EXPECT_EQ(b.usage(kSearch, kH100), 64000);
   EXPECT_EQ(b.borrowed(kSearch, kH100), 0);
@@ -117,8 +117,8 @@ TEST(TenantBookTest, RefusesBorrowingWithLimitZero) {
   EXPECT_FALSE(a.admitted());
   EXPECT_EQ(a.borrowable_milli, 0);
   EXPECT_EQ(a.reason,
-            "tenant search uses 64000/64000m guaranteed H100, borrowing limit 0m; needs 8000m "
-            "borrowed, borrowable 0m");
+            "tenant search uses 64 of its 64 guaranteed H100 GPUs; the job needs 8 GPUs borrowed "
+            "and 0 may be (its borrowing limit is 0 GPUs)");
   const auto charged = b.charge(kSearch, kH100, 8000);
   ASSERT_FALSE(charged.has_value());
   EXPECT_EQ(charged.error().field, "tenant search");
@@ -136,13 +136,13 @@ TEST(TenantBookTest, BorrowsIdleGuaranteesWithinLendingLimits) {
   EXPECT_EQ(a.borrowed_milli, 72000);
   EXPECT_THAT(a.lenders, ElementsAre(Lender{kSearch, 64000}, Lender{kVision, 8000}));
   EXPECT_EQ(a.reason,
-            "borrowing: tenant ads will use 88000m H100, 72000m above its 16000m guarantee; "
-            "72000m was borrowable");
+            "borrowing: tenant ads will use 88 H100 GPUs, 72 above its guarantee of 16; 72 was "
+            "borrowable");
   a = b.admit(kAds, kH100, 72001);
   EXPECT_EQ(a.kind, AdmissionKind::kRefused);
   EXPECT_EQ(a.reason,
-            "tenant ads uses 16000/16000m guaranteed H100, idle guarantee lendable to it 72000m; "
-            "needs 72001m borrowed, borrowable 72000m");
+            "tenant ads uses 16 of its 16 guaranteed H100 GPUs; the job needs 72.001 GPUs borrowed "
+            "and 72 may be (idle guarantees lendable to it: 72 GPUs)");
 
   ASSERT_TRUE(b.charge(kAds, kH100, 70000).has_value());
   EXPECT_EQ(b.borrowed(kAds, kH100), 70000);
@@ -168,8 +168,8 @@ TEST(TenantBookTest, GuaranteeReturnsEvenWhenLentOutAndSaysWhatToReclaim) {
   EXPECT_EQ(a.kind, AdmissionKind::kWithinGuarantee);
   EXPECT_EQ(a.reclaim_milli, 10000);
   EXPECT_EQ(a.reason,
-            "within guarantee: tenant search will use 10000/64000m guaranteed H100; 10000m lent "
-            "to borrowers must be reclaimed");
+            "within guarantee: tenant search will use 10 of its 64 guaranteed H100 GPUs; 10 GPUs "
+            "lent to borrowers must be reclaimed");
   ASSERT_TRUE(b.charge(kSearch, kH100, 10000).has_value());
   EXPECT_EQ(b.reclaim_needed(kH100), 10000);
   // While the debt stands, nobody borrows more.
@@ -200,9 +200,10 @@ TEST(TenantBookTest, TenantBorrowingLimitCountsWhatIsBorrowed) {
   const Admission a = b.admit(kAds, kH100, 4000);
   EXPECT_EQ(a.kind, AdmissionKind::kRefused);
   EXPECT_EQ(a.borrowable_milli, 2000);
-  EXPECT_EQ(a.reason,
-            "tenant ads uses 16000/16000m guaranteed H100 and borrows 30000m, borrowing limit "
-            "32000m; needs 4000m borrowed, borrowable 2000m");
+  EXPECT_EQ(
+      a.reason,
+      "tenant ads uses 16 of its 16 guaranteed H100 GPUs and borrows 30; the job needs 4 GPUs "
+      "borrowed and 2 may be (its borrowing limit is 32 GPUs)");
 }
 
 TEST(TenantBookTest, OrgCapsLimitBorrowingAndLendingAcrossOrgs) {
@@ -215,8 +216,8 @@ TEST(TenantBookTest, OrgCapsLimitBorrowingAndLendingAcrossOrgs) {
   EXPECT_EQ(a.kind, AdmissionKind::kRefused);
   EXPECT_EQ(a.borrowable_milli, 4000);
   EXPECT_EQ(a.reason,
-            "tenant ads uses 16000/16000m guaranteed H100, org products borrows 0m from other "
-            "orgs, limit 4000m; needs 5000m borrowed, borrowable 4000m");
+            "tenant ads uses 16 of its 16 guaranteed H100 GPUs; the job needs 5 GPUs borrowed and "
+            "4 may be (org products borrows 0 GPUs from other orgs, its limit is 4 GPUs)");
   ASSERT_TRUE(b.charge(kAds, kH100, 4000).has_value());
   EXPECT_EQ(b.org_position(OrgId{1}, kH100).borrowed_outside_milli, 4000);
 
@@ -251,8 +252,8 @@ TEST(TenantBookTest, AdmitsPerModelOfASet) {
   EXPECT_EQ(only[0].borrowable_milli, 8000);
   EXPECT_THAT(only[0].lenders, ElementsAre(Lender{kAds, 8000}));
   EXPECT_EQ(b.admit(kSearch, kA100, 8001).reason,
-            "tenant search uses 0/0m guaranteed A100, idle guarantee lendable to it 8000m; needs "
-            "8001m borrowed, borrowable 8000m");
+            "tenant search uses 0 of its 0 guaranteed A100 GPUs; the job needs 8.001 GPUs borrowed "
+            "and 8 may be (idle guarantees lendable to it: 8 GPUs)");
 }
 
 TEST(TenantBookTest, ChargeAndRefundAreSymmetric) {
@@ -332,7 +333,7 @@ TEST(TenantBookTest, RefusesBadRequests) {
   const TenantBook b = book(three_tenants());
   EXPECT_EQ(b.admit(TenantId{9}, kH100, 1000).reason, "unknown tenant #9");
   EXPECT_EQ(b.admit(kAds, GpuModelId{5}, 1000).reason, "tenant ads asks for unknown GPU model #5");
-  EXPECT_THAT(b.admit(kAds, kH100, 0).reason, HasSubstr("a request must be 1.."));
+  EXPECT_THAT(b.admit(kAds, kH100, 0).reason, HasSubstr("a request must be 0.001.."));
   EXPECT_EQ(b.admit(kAds, kH100, -1).kind, AdmissionKind::kRefused);
   EXPECT_EQ(b.admit(kAds, kH100, kMaxQuotaMilli + 1).kind, AdmissionKind::kRefused);
 }

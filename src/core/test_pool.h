@@ -62,6 +62,32 @@ inline Pool make_test_pool(const TestPoolShape& shape = {}) {
   return std::move(pool).value();
 }
 
+// Four nodes of 8 GPUs, 64 cores and 512 GiB: n0 and n2 of H100 (model 0), n1 and n3 of A100
+// (model 1); n0 and n1 under leaf-0, n2 and n3 under leaf-1, one spine.
+inline Pool make_two_model_pool() {
+  GpuModelCatalog models;
+  EXPECT_TRUE(models.intern("H100").has_value());
+  EXPECT_TRUE(models.intern("A100").has_value());
+  Topology topology;
+  topology.spines.push_back({"spine-0", 1});
+  topology.leaves.push_back({"leaf-0", SpineId{0}});
+  topology.leaves.push_back({"leaf-1", SpineId{0}});
+  std::vector<NodeSpec> nodes;
+  for (std::uint32_t i = 0; i < 4; ++i) {
+    NodeSpec spec;
+    spec.name = "n" + std::to_string(i);
+    spec.model = GpuModelId{i % 2};
+    spec.gpu_count = 8;
+    spec.milli_cpu = 64000;
+    spec.memory_mib = 524288;
+    spec.leaf = LeafId{i / 2};
+    nodes.push_back(std::move(spec));
+  }
+  auto pool = Pool::create(std::move(models), std::move(topology), std::move(nodes));
+  EXPECT_TRUE(pool.has_value()) << pool.error().message();
+  return std::move(pool).value();
+}
+
 // Tenants "A" (id 0) and "B" (id 1) in one org, each guaranteed `guarantee_gpus` GPUs of model 0
 // of `models`; B's borrowing limit is `b_borrowing_gpus` (absent: unlimited).
 inline TenantBook two_tenant_book(const GpuModelCatalog& models, std::int64_t guarantee_gpus,

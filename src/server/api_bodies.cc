@@ -9,6 +9,7 @@
 #include <string_view>
 #include <utility>
 
+#include "core/gpus_text.h"
 #include "core/resources.h"
 #include "core/tenants.h"
 #include "server/body_fields.h"
@@ -56,14 +57,6 @@ Result<std::string> read_word(const Json& value, const std::string& path,
   return fail(path, fmt::format("expected one of {}, got {}", list, describe(value)));
 }
 
-// "64", "0.5": milli-GPUs as GPUs.
-std::string gpus_text(std::int64_t milli) {
-  if (milli % 1000 == 0) return fmt::format("{}", milli / 1000);
-  std::string text = fmt::format("{}.{:03}", milli / 1000, milli % 1000);
-  while (text.back() == '0') text.pop_back();
-  return text;
-}
-
 // A GPU figure: a number or a string of GPUs with up to 3 decimals, >= 0, in milli-GPUs.
 Result<std::int64_t> read_gpus(const Json& value, const std::string& path) {
   std::string text;
@@ -81,8 +74,8 @@ Result<std::int64_t> read_gpus(const Json& value, const std::string& path) {
                 fmt::format("{} is not a number of GPUs with at most 3 decimals", quote(text)));
   }
   if (*milli > kMaxQuotaMilli) {
-    return fail(
-        path, fmt::format("{} is out of range 0..{} GPUs", quote(text), gpus_text(kMaxQuotaMilli)));
+    return fail(path, fmt::format("{} is out of range 0..{} GPUs", quote(text),
+                                  gpus_number(kMaxQuotaMilli)));
   }
   return *milli;
 }
@@ -110,7 +103,7 @@ Result<QuotaSpec> read_quota_spec(const Json& value, const std::string& path) {
     return fail(
         key_path(path, "lending_limit_gpus"),
         fmt::format("{} GPUs is more than the guarantee of {}",
-                    gpus_text(*quota.lending_limit_milli), gpus_text(quota.guaranteed_milli)));
+                    gpus_number(*quota.lending_limit_milli), gpus_number(quota.guaranteed_milli)));
   }
   return quota;
 }
@@ -448,6 +441,29 @@ Result<NodeHeartbeat> node_heartbeat_from_json(const nlohmann::json& value) {
     return std::unexpected(read.error());
   }
   return heartbeat;
+}
+
+Result<JobUpdate> job_update_from_json(const nlohmann::json& value) {
+  if (auto keys = check_keys(value, "", "a map of the fields to change",
+                             {"priority", "max_runtime", "runtime_estimate", "max_cost"}, false);
+      !keys) {
+    return std::unexpected(keys.error());
+  }
+  if (value.empty()) {
+    return fail("body",
+                "nothing to change: give priority, max_runtime, runtime_estimate or "
+                "max_cost");
+  }
+  return JobUpdate{value};
+}
+
+Result<JobSpec> apply_job_update(const JobSpec& spec, const JobUpdate& update) {
+  if (auto checked = job_update_from_json(update.fields); !checked) {
+    return std::unexpected(checked.error());
+  }
+  nlohmann::json merged = job_spec_to_json(spec);
+  for (const auto& [key, value] : update.fields.items()) merged[key] = value;
+  return job_spec_from_json(merged);
 }
 
 Result<DrainRequest> drain_request_from_json(const nlohmann::json& value) {

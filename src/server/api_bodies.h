@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "server/job_spec.h"
 
 namespace tidepool {
 
@@ -158,5 +159,17 @@ struct DrainRequest {
   std::string reason;
 };
 Result<DrainRequest> drain_request_from_json(const nlohmann::json& value);
+
+// PATCH /v1/jobs/{id} (scontrol update): new values for a pending job's priority and limits,
+// {"priority": 500, "max_runtime": "2h", "runtime_estimate": "30m", "max_cost": "40.00"}, any
+// of them (null clears an optional one). The other fields of a spec cannot change: a job of
+// another shape is another job.
+struct JobUpdate {
+  nlohmann::json fields;  // the keys given (only those four)
+};
+Result<JobUpdate> job_update_from_json(const nlohmann::json& value);
+// `spec` with the update's values, checked as a submitted spec is (job_spec_from_json), so that
+// an update can make nothing a submission could not.
+Result<JobSpec> apply_job_update(const JobSpec& spec, const JobUpdate& update);
 
 }  // namespace tidepool

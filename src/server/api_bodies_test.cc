@@ -214,6 +214,32 @@ TEST(DrainRequestTest, ReasonIsOptional) {
   EXPECT_EQ(refused(drain_request_from_json, R"("now")").field, "");
 }
 
+TEST(JobUpdateTest, OnlyPriorityAndLimitsAndCheckedAsASubmission) {
+  EXPECT_EQ(refused(job_update_from_json, R"({})").field, "body");
+  EXPECT_EQ(refused(job_update_from_json, R"({"tasks": 2})").field, "tasks");
+  EXPECT_EQ(refused(job_update_from_json, R"([1])").field, "");
+  JobSpec spec;
+  spec.name = "train";
+  spec.tenant = "vision";
+  spec.command = {"train.sh"};
+  spec.max_runtime = 3600;
+  auto update = job_update_from_json(json(R"({"priority": 7, "max_runtime": null,
+                                              "runtime_estimate": "30m"})"));
+  ASSERT_TRUE(update.has_value());
+  auto updated = apply_job_update(spec, *update);
+  ASSERT_TRUE(updated.has_value()) << updated.error().message();
+  EXPECT_EQ(updated->priority, 7);
+  EXPECT_FALSE(updated->max_runtime.has_value());  // null clears it
+  EXPECT_EQ(updated->runtime_estimate, 1800);
+  EXPECT_EQ(updated->name, "train");
+  EXPECT_EQ(updated->command, spec.command);
+  auto bad = apply_job_update(spec, JobUpdate{json(R"({"priority": "high"})")});
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(bad.error().field, "priority");
+  // A body that did not come through job_update_from_json is checked all the same.
+  EXPECT_FALSE(apply_job_update(spec, JobUpdate{json(R"({"gpus_per_task": 8})")}).has_value());
+}
+
 TEST(ApiBodiesTest, NoReaderThrowsOnAnyShape) {
   const Json shapes[] = {Json(),
                          Json(1),
@@ -234,6 +260,7 @@ TEST(ApiBodiesTest, NoReaderThrowsOnAnyShape) {
       (void)node_registration_from_json(shape);
       (void)node_heartbeat_from_json(shape);
       (void)drain_request_from_json(shape);
+      (void)job_update_from_json(shape);
       (void)job_spec_from_json(shape);
     }) << shape.dump();
   }

@@ -7,6 +7,8 @@
 #include <set>
 #include <utility>
 
+#include "server/event_log.h"
+
 namespace tidepool {
 namespace {
 
@@ -62,6 +64,15 @@ Result<void> ControlLoop::load() {
   }
   plane_ = std::move(*plane);
   events_->reset(plane_->last_event_seq());
+  const ControlPlane::Figures figures = plane_->figures();
+  const auto count = [&](const char* state) {
+    const auto it = figures.jobs_by_state.find(state);
+    return it == figures.jobs_by_state.end() ? std::int64_t{0} : it->second;
+  };
+  spdlog::info(
+      "state loaded from the store: {} jobs running (kept where they run), {} pending "
+      "(queued again); {} nodes, {} drained",
+      count("running"), count("pending"), figures.nodes_total, figures.nodes_drained);
   return {};
 }
 
@@ -221,6 +232,7 @@ void ControlLoop::round(std::vector<Pending>& work, bool pass_due) {
       metrics_.count_commit(batch, seconds_since(commit_start));
       for (const JobRecord& job : batch.jobs) listing_changed_.insert(job.id);
       events_->publish(batch.events);
+      log_events(batch.events);
       run_hooks();
     } else {
       metrics_.count_commit_failure();

@@ -10,14 +10,16 @@
 #include <set>
 #include <utility>
 
+#include "core/feasibility.h"
+
 namespace tidepool {
 namespace {
-
-Seconds to_seconds(std::int64_t ms) { return ms / 1000; }
 
 Reply not_found(std::int64_t id) {
   return error_reply(404, "not found", Error{"id", fmt::format("no job {}", id)});
 }
+
+}  // namespace
 
 Reply forbidden(std::string field, std::string reason) {
   return error_reply(403, "forbidden", Error{std::move(field), std::move(reason)});
@@ -26,8 +28,6 @@ Reply forbidden(std::string field, std::string reason) {
 Reply conflict(std::string field, std::string reason) {
   return error_reply(409, "conflict", Error{std::move(field), std::move(reason)});
 }
-
-}  // namespace
 
 Reply error_reply(int status, std::string error, const Error& cause) {
   return Reply{status,
@@ -132,8 +132,9 @@ Result<std::unique_ptr<ControlPlane>> ControlPlane::create(ControlPlaneSetup set
       plane->record_job(repairs, lost, now_ms, "job.failed");
     }
   }
+  plane->settle_loaded_dependents(now_ms, repairs);
   for (std::size_t n = 0; n < plane->nodes_.size(); ++n) {
-    if (!plane->nodes_[n].schedulable()) {
+    if (!plane->schedulable(plane->nodes_[n])) {
       (void)plane->scheduler_.set_node_schedulable(NodeId{static_cast<std::uint32_t>(n)}, false);
     }
   }
@@ -150,7 +151,9 @@ Result<std::unique_ptr<ControlPlane>> ControlPlane::create(ControlPlaneSetup set
 
 Result<void> ControlPlane::restore(Scheduler& scheduler, const ServerJob& job,
                                    std::int64_t now_ms) const {
-  // A job on rented capacity (or waiting for it) is outside the pool's scheduler.
+  // A job on rented capacity (or waiting for it), held, or waiting for other jobs is outside the
+  // pool's scheduler.
+  if (job.state == JobState::kPending && outside_scheduler(job)) return {};
   if (job.burst) return {};
   auto core = to_core_job(job, scheduler.book());
   if (!core) return std::unexpected(core.error());
@@ -188,7 +191,7 @@ Result<Scheduler> ControlPlane::rebuild_scheduler(const TenantsSpec& tenants,
     }
   }
   for (std::size_t n = 0; n < nodes_.size(); ++n) {
-    if (!nodes_[n].schedulable()) {
+    if (!schedulable(nodes_[n])) {
       (void)scheduler->set_node_schedulable(NodeId{static_cast<std::uint32_t>(n)}, false);
     }
   }
@@ -348,19 +351,38 @@ Reply ControlPlane::submit(const Principal& who, JobSpec spec, const std::string
   if (!idempotency_key.empty()) {
     if (auto it = idempotency_.find({spec.tenant, idempotency_key}); it != idempotency_.end()) {
       const ServerJob& existing = jobs_.at(it->second);
-      if (existing.spec != spec) {
+      // An array's key names its first job, whose spec is the array's as that job got it.
+      const bool same = existing.array_job != 0
+                            ? existing.spec == array_member(spec, existing.id, existing.array_index)
+                            : existing.spec == spec;
+      if (!same) {
         return conflict("Idempotency-Key",
                         fmt::format("key already used for job {} with another spec; use a new "
                                     "key for a new job",
                                     existing.id));
       }
-      return Reply{200, server_job_to_json(existing)};
+      return Reply{200, submitted_view(existing)};
     }
   }
+  if (!spec.array.empty()) {
+    return submit_array(who, std::move(spec), idempotency_key, now_ms, batch);
+  }
+  return admit(who, std::move(spec), idempotency_key, now_ms, batch, 1, {});
+}
+
+Reply ControlPlane::admit(const Principal& who, JobSpec spec, const std::string& idempotency_key,
+                          std::int64_t now_ms, Batch& batch, std::int64_t admitted,
+                          ArrayPlace array) {
   ServerJob job;
+  job.array_job = array.job;
+  job.array_index = array.index;
   job.id = next_job_id_;
   job.spec = std::move(spec);
   job.idempotency_key = idempotency_key;
+  job.submitter_token = who.token_id;
+  if (auto token = tokens_ ? tokens_->find(who.token_id) : std::nullopt) {
+    job.submitter = token->description;
+  }
   job.submitted_ms = now_ms;
   job.move_to(JobState::kPending, now_ms, "submitted");
   auto core = to_core_job(job, scheduler_.book());
@@ -368,9 +390,25 @@ Reply ControlPlane::submit(const Principal& who, JobSpec spec, const std::string
   if (auto runnable = check_runnable(job.spec); !runnable) {
     return error_reply(400, "invalid job spec", runnable.error());
   }
-  if (auto refused = admission_refusal(job.spec.tenant, core->tenant, now_ms)) return *refused;
-  if (auto ok = scheduler_.submit(*core, to_seconds(now_ms)); !ok) {
-    return error_reply(400, "invalid job", Error{spec_field(ok.error().field), ok.error().reason});
+  // A job that could never run is refused now rather than left to wait forever.
+  if (auto ever = check_can_ever_start(*core, scheduler_.pool(),
+                                       scheduler_.config().quotas ? &scheduler_.book() : nullptr);
+      !ever) {
+    return error_reply(400, "cannot ever run",
+                       Error{spec_field(ever.error().field), ever.error().reason});
+  }
+  if (auto refused = dependency_refusal(who, job.spec)) return *refused;
+  if (admitted > 0) {
+    if (auto refused = admission_refusal(job.spec.tenant, core->tenant, now_ms, admitted)) {
+      return *refused;
+    }
+  }
+  // A job that waits for others is queued once they have succeeded (settle_dependents).
+  if (unmet_dependencies(job).empty()) {
+    if (auto ok = scheduler_.submit(*core, to_seconds(now_ms)); !ok) {
+      return error_reply(400, "invalid job",
+                         Error{spec_field(ok.error().field), ok.error().reason});
+    }
   }
   ++next_job_id_;
   if (!idempotency_key.empty()) idempotency_[{job.spec.tenant, idempotency_key}] = job.id;
@@ -399,10 +437,12 @@ void ControlPlane::end_job(ServerJob& job, JobState state, std::string reason, s
   }
   (void)scheduler_.forget(core_id);
   drop_live(job.id);
+  job.held.clear();  // an ended job is no longer held
   job.move_to(state, now_ms, std::move(reason));
   job.ended_ms = now_ms;
   dirty_ = true;
   record_job(batch, job, now_ms, fmt::format("job.{}", job_state_name(state)));
+  settle_dependents(job, now_ms, batch);
 }
 
 Reply ControlPlane::cancel(const Principal& who, std::int64_t id, std::int64_t now_ms,
@@ -497,6 +537,10 @@ Reply ControlPlane::report_checkpoint(const Principal& who, std::int64_t id,
 
 nlohmann::json ControlPlane::pending_json(const ServerJob& job) const {
   if (job.burst) return burst_pending_json(job);
+  if (!job.held.empty()) {
+    return {{"kind", "held"}, {"reason", job.held + "; `tidepool release` lets it run"}};
+  }
+  if (auto unmet = unmet_dependencies(job); !unmet.empty()) return dependency_pending_json(unmet);
   const PendingReason* reason = scheduler_.reason(JobId{static_cast<std::uint32_t>(job.id)});
   const PendingKind kind = reason ? reason->kind : PendingKind::kNotConsidered;
   nlohmann::json out = {
@@ -558,6 +602,14 @@ std::shared_ptr<const JobListing> ControlPlane::update_listing(
     if (job.state == JobState::kPending) listing->pending.emplace(id, pending_json(job));
     if (auto attained = attained_gpu_seconds(job)) listing->attained.emplace(id, *attained);
   }
+  const TenantBook& book = scheduler_.book();
+  for (int t = 0; t < book.tenant_count(); ++t) {
+    const TenantId tenant{static_cast<std::uint32_t>(t)};
+    std::set<std::string>& queues = listing->queues_of_tenant[book.tenant_name(tenant)];
+    for (const QueueId q : book.queues_of(tenant)) queues.insert(book.queue_name(q));
+  }
+  for (const NodeInfo& node : nodes_) listing->nodes.insert(node.name);
+  for (const auto& [name, rented] : burst_nodes_) listing->nodes.insert(name);
   return listing;
 }
 
@@ -709,12 +761,15 @@ std::optional<std::int64_t> ControlPlane::jobs_wakeup(std::int64_t now_ms) const
 
 void ControlPlane::add_live(const ServerJob& job) {
   live_.insert(job.id);
+  if (job.state == JobState::kPending) note_dependencies(job);
+  note_parked(job);
   if (job.spec.max_runtime) timed_.insert(job.id);
 }
 
 void ControlPlane::drop_live(std::int64_t id) {
   live_.erase(id);
   timed_.erase(id);
+  parked_.erase(id);
 }
 
 std::optional<std::int64_t> ControlPlane::next_wakeup_ms(std::int64_t now_ms) const {

@@ -39,6 +39,9 @@
 
 namespace tidepool {
 
+// The server stamps times in milliseconds; the scheduler counts whole seconds.
+inline Seconds to_seconds(std::int64_t ms) { return ms / 1000; }
+
 // The refusal of a task number past a job's `tasks` ("job 4 has 2 tasks, 0..1").
 Error no_such_task(std::int64_t job, std::int64_t tasks);
 
@@ -58,6 +61,10 @@ struct ControlPlaneSetup {
   // A node whose agent registered and then sent nothing for this long is NotReady: cordoned, and
   // its running jobs requeued (resuming from their last checkpoint).
   std::int64_t heartbeat_timeout_ms = 30'000;
+  // A declared node takes jobs only once its agent has registered it. True: every declared node
+  // takes jobs as if an agent ran there (jobs "run" without processes: for benchmarks and tests
+  // of the API alone).
+  bool simulate_unregistered_nodes = false;
   IdleGpuRule idle_gpu;  // when an allocated GPU's low use raises an alert
   // The internal market (server_market.h); none: no prices, charges or budgets.
   std::optional<MarketSpec> market;
@@ -111,6 +118,16 @@ class ControlPlane {
                       std::int64_t now_ms, Batch& batch);
   Reply report_checkpoint(const Principal& who, std::int64_t id, const CheckpointReport& report,
                           std::int64_t now_ms, Batch& batch);
+  // Slurm's scontrol hold/release/requeue/update (control_plane_holds.cc), each for a job `who`
+  // may see (a user: its tenant's; agents may not): hold keeps a pending job out of scheduling
+  // (pending, kind "held") until release; requeue stops a running job's run and queues it again
+  // (it resumes from its last checkpoint), as a preemption would; update changes a pending job's
+  // priority and limits, checked as a submission is. 409 for a job in another state.
+  Reply hold(const Principal& who, std::int64_t id, std::int64_t now_ms, Batch& batch);
+  Reply release(const Principal& who, std::int64_t id, std::int64_t now_ms, Batch& batch);
+  Reply requeue_job(const Principal& who, std::int64_t id, std::int64_t now_ms, Batch& batch);
+  Reply update_job(const Principal& who, std::int64_t id, const JobUpdate& update,
+                   std::int64_t now_ms, Batch& batch);
   [[nodiscard]] Reply get_job(const Principal& who, std::int64_t id) const;
   // GET /v1/jobs from the plane itself; the server lists from snapshots (update_listing).
   [[nodiscard]] Reply list_jobs(const Principal& who, const JobFilter& filter) const;
@@ -133,9 +150,10 @@ class ControlPlane {
   Reply heartbeat(const Principal& who, const std::string& node, const NodeHeartbeat& heartbeat,
                   std::int64_t now_ms, Batch& batch);
   // Whether `who` may read (write false) or append to (write true) job `id`'s task logs: 200 with
-  // {"job", "tasks"} or the refusal. Reading: whoever sees the job; writing: an admin, or the
+  // {"job", "tasks"} or the refusal. Reading: whoever sees the job; writing: an admin, the
   // agent of the node that runs (or, stopping, ran) `task` in the job's latest run, which must
-  // be `run` (agent_report_refusal).
+  // be `run` (agent_report_refusal), or for an earlier run (its late output) the agent of a node
+  // that a run of the job used.
   [[nodiscard]] Reply log_access(const Principal& who, std::int64_t id, bool write,
                                  std::optional<int> task = std::nullopt,
                                  std::optional<std::int64_t> run = std::nullopt) const;
@@ -223,9 +241,12 @@ class ControlPlane {
     std::int64_t registered_ms = 0;  // 0: no agent ever registered it (a declared node)
     std::int64_t last_heartbeat_ms = 0;
     NodeRegistration reported;
-
-    [[nodiscard]] bool schedulable() const { return !drained && !not_ready; }
   };
+  // Whether the node takes new jobs: not drained, its agent registered (or
+  // simulate_unregistered_nodes) and heard from within the heartbeat timeout.
+  [[nodiscard]] bool schedulable(const NodeInfo& info) const;
+  // Why it takes none, for `tidepool nodes` (empty when it does).
+  [[nodiscard]] std::string unschedulable_reason(const NodeInfo& info) const;
 
   // A rented node (control_plane_burst.cc): which job's task it is for, and its agent.
   struct BurstNode {
@@ -256,11 +277,51 @@ class ControlPlane {
                                                           const ServerJob& job,
                                                           std::optional<int> task,
                                                           std::optional<std::int64_t> run) const;
+  // --- dependencies (control_plane_dependencies.cc) ---
+  // The jobs of job.spec.after_ok that have not succeeded (yet).
+  [[nodiscard]] std::vector<std::int64_t> unmet_dependencies(const ServerJob& job) const;
+  // A pending job the scheduler does not hold: on rented capacity, held, or waiting for jobs.
+  [[nodiscard]] bool outside_scheduler(const ServerJob& job) const;
+  // Why `spec`'s after_ok cannot be (a job `who` cannot see, or one that ended without success).
+  [[nodiscard]] std::optional<Reply> dependency_refusal(const Principal& who,
+                                                        const JobSpec& spec) const;
+  // {"kind": "dependency", "reason", "after": the unmet ids}.
+  [[nodiscard]] nlohmann::json dependency_pending_json(
+      const std::vector<std::int64_t>& unmet) const;
+  // `ended` reached a final state: the jobs waiting for it are queued (all they wait for
+  // succeeded) or cancelled (it did not succeed).
+  void settle_dependents(const ServerJob& ended, std::int64_t now_ms, Batch& batch);
+  // Indexes a live job's after_ok in dependents_.
+  void note_dependencies(const ServerJob& job);
+  // Puts the job in parked_ or takes it out, as it now is (after any change of state or hold).
+  void note_parked(const ServerJob& job);
+  // Cancels `job` because `ended`, which it runs after, did not succeed.
+  void cancel_after(ServerJob& job, const ServerJob& ended, std::int64_t now_ms, Batch& batch);
+  // After loading: cancels the pending jobs after a job that ended without success (a server
+  // stopped between the two).
+  void settle_loaded_dependents(std::int64_t now_ms, Batch& repairs);
   // --- admission (control_plane_admission.cc) ---
   // Why a new job of `tenant` is refused now (429: its tenant has max_pending_jobs waiting, or
   // submits faster than its rate), or nothing; a job let through takes one submission token.
+  // `jobs` new jobs at once (an array) count each against max_pending_jobs and as one submission.
   std::optional<Reply> admission_refusal(const std::string& tenant, TenantId id,
-                                         std::int64_t now_ms);
+                                         std::int64_t now_ms, std::int64_t jobs = 1);
+  // --- submission (control_plane.cc, control_plane_arrays.cc) ---
+  struct ArrayPlace {
+    std::int64_t job = 0;  // the array's first job; 0: not of an array
+    std::int64_t index = 0;
+  };
+  // Checks and queues one new job; `admitted` > 0 takes the admission of that many jobs (an
+  // array's first job takes the whole array's), 0 none.
+  Reply admit(const Principal& who, JobSpec spec, const std::string& idempotency_key,
+              std::int64_t now_ms, Batch& batch, std::int64_t admitted, ArrayPlace array);
+  // One job per index of spec.array, ids in a row; refused whole when its first job is.
+  Reply submit_array(const Principal& who, JobSpec spec, const std::string& idempotency_key,
+                     std::int64_t now_ms, Batch& batch);
+  // The spec an array's job `index` gets: no `array`, TIDEPOOL_ARRAY_JOB_ID and _INDEX in env.
+  static JobSpec array_member(JobSpec spec, std::int64_t array_job, std::int64_t index);
+  // What a submission answers: the job, and for an array's first job "array": its jobs.
+  [[nodiscard]] nlohmann::json submitted_view(const ServerJob& job) const;
   // A token bucket in thousandths of a submission.
   struct SubmitBucket {
     std::int64_t milli_tokens = 0;
@@ -268,6 +329,11 @@ class ControlPlane {
   };
   std::map<std::string, SubmitBucket> submit_buckets_;  // by tenant
   // The job for the core, checked against `book` (tenant, queue) and the cluster.
+  // Takes a pending job out of the scheduler (held, or to be queued again with a new spec).
+  void withdraw_pending(const ServerJob& job, std::int64_t now_ms);
+  // The job if `who` may act on it (not an agent; a job it may see), else the 403 or 404 reply.
+  std::pair<ServerJob*, Reply> actionable_job(const Principal& who, std::int64_t id,
+                                              std::string_view action);
   // The job if `who` may see it and it runs, else the 404 or 409 reply.
   std::pair<ServerJob*, Reply> running_job(const Principal& who, std::int64_t id);
   Result<Job> to_core_job(const ServerJob& job, const TenantBook& book) const;
@@ -294,7 +360,8 @@ class ControlPlane {
   // the work since its last checkpoint is lost; the nodes join ran_on.
   void stop_run(ServerJob& job, const std::string& cause, std::int64_t now_ms);
   // A NotReady node heard from again: schedulable unless drained.
-  void mark_ready(NodeId id, std::int64_t now_ms, Batch& batch);
+  // (`was_schedulable`: before the agent was heard from; the scheduler learns of a change.)
+  void mark_ready(NodeId id, bool was_schedulable, std::int64_t now_ms, Batch& batch);
   // A job becomes live (pending or running) or stops being live: live_ and timed_.
   void add_live(const ServerJob& job);
   void drop_live(std::int64_t id);
@@ -306,8 +373,11 @@ class ControlPlane {
   // Queues a job that no longer runs (or never started) in the scheduler again, pending for
   // `reason`; one that cannot be queued any more fails.
   void queue_again(ServerJob& job, const std::string& reason, std::int64_t now_ms, Batch& batch);
-  // Takes a running job off its nodes and queues it again (its node failed).
-  void requeue(ServerJob& job, const std::string& reason, std::int64_t now_ms, Batch& batch);
+  // Takes a running job off its nodes and queues it again: its node failed (`node_failure`, a
+  // fault), or a user asked (`tidepool requeue`). `reason` is the stop's; the job then waits
+  // "requeued after a node failure" or with `reason`, saying where it resumes from.
+  void requeue(ServerJob& job, bool node_failure, const std::string& reason, std::int64_t now_ms,
+               Batch& batch);
   // What a node's agent needs to run its part of a running job (see heartbeat).
   [[nodiscard]] nlohmann::json assignment_json(const ServerJob& job, const std::string& node) const;
   static Result<TenantsSpec> apply_overrides(TenantsSpec base,
@@ -401,7 +471,12 @@ class ControlPlane {
   std::int64_t anomaly_day_ = 0;                       // the last UTC day checked
   std::shared_ptr<TokenTable> tokens_;
   std::map<std::int64_t, ServerJob> jobs_;
-  std::set<std::int64_t> live_;   // pending or running
+  std::set<std::int64_t> live_;  // pending or running
+  // The pending jobs outside the scheduler because they are held or wait for other jobs (they
+  // count against their tenant's max_pending_jobs all the same); kept by note_parked.
+  std::set<std::int64_t> parked_;
+  // The pending jobs waiting for each job (their after_ok), by the job they wait for.
+  std::map<std::int64_t, std::set<std::int64_t>> dependents_;
   std::set<std::int64_t> timed_;  // the live jobs with a max_runtime (add_live, drop_live)
   std::map<std::pair<std::string, std::string>, std::int64_t> idempotency_;  // (tenant, key)
   std::vector<NodeInfo> nodes_;                                              // by NodeId

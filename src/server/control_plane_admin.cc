@@ -108,7 +108,7 @@ nlohmann::json ControlPlane::node_json(NodeId id,
                     {"gpus", gpus},
                     {"gpu_milli", job.spec.gpu_milli}});
   }
-  const std::string state = info.drained ? "drained" : info.not_ready ? "not_ready" : "ready";
+  const std::string state = info.drained ? "drained" : !schedulable(info) ? "not_ready" : "ready";
   nlohmann::json out = {
       {"name", spec.name},
       {"state", state},
@@ -128,8 +128,27 @@ nlohmann::json ControlPlane::node_json(NodeId id,
     out["drained_ms"] = info.drained_ms;
   }
   if (info.not_ready) out["not_ready_ms"] = info.not_ready_ms;
+  if (const std::string why = unschedulable_reason(info); !why.empty()) out["reason"] = why;
   if (info.registered_ms != 0) out["agent"] = node_registration_to_json(info.reported);
   return out;
+}
+
+bool ControlPlane::schedulable(const NodeInfo& info) const {
+  return !info.drained && !info.not_ready &&
+         (info.registered_ms != 0 || setup_.simulate_unregistered_nodes);
+}
+
+std::string ControlPlane::unschedulable_reason(const NodeInfo& info) const {
+  if (info.drained) return info.drain_reason;
+  if (info.not_ready) {
+    return fmt::format("its agent sent no heartbeat for more than {} s (timeout)",
+                       setup_.heartbeat_timeout_ms / 1000);
+  }
+  if (info.registered_ms == 0 && !setup_.simulate_unregistered_nodes) {
+    return "no agent has registered the node: start `tidepool agent --node " + info.name +
+           "` there";
+  }
+  return "";
 }
 
 Reply ControlPlane::list_nodes(const Principal& who) const {
@@ -170,12 +189,14 @@ Reply ControlPlane::set_drained(const Principal& who, const std::string& node, b
     return error_reply(404, "not found", Error{"node", fmt::format("no node '{}'", node)});
   }
   NodeInfo& info = nodes_[it->second.value];
-  if (info.drained != drained) {
+  // Draining a drained node again with another reason replaces the reason (and keeps the time).
+  const bool new_reason = drained && info.drained && !reason.empty() && reason != info.drain_reason;
+  if (info.drained != drained || new_reason) {
     meter_advance(now_ms, batch);
-    (void)scheduler_.set_node_schedulable(it->second, !drained && !info.not_ready);
+    if (!new_reason) info.drained_ms = drained ? now_ms : 0;
     info.drained = drained;
+    (void)scheduler_.set_node_schedulable(it->second, schedulable(info));
     info.drain_reason = drained ? (reason.empty() ? "drained by an admin" : reason) : "";
-    info.drained_ms = drained ? now_ms : 0;
     dirty_ = true;
     record_node(batch, info);
     emit(batch, now_ms, drained ? "node.drained" : "node.undrained",
@@ -387,8 +408,9 @@ ControlPlane::Figures ControlPlane::figures() const {
   f.gpu_milli_allocated = pool.allocated_milli_gpu();
   f.nodes_total = static_cast<std::int64_t>(nodes_.size());
   f.nodes_drained = std::ranges::count_if(nodes_, &NodeInfo::drained);
-  f.nodes_not_ready =
-      std::ranges::count_if(nodes_, [](const NodeInfo& n) { return n.not_ready && !n.drained; });
+  // NotReady: missed heartbeats, or (outside simulate_unregistered_nodes) no agent yet.
+  f.nodes_not_ready = std::ranges::count_if(
+      nodes_, [&](const NodeInfo& n) { return !n.drained && !schedulable(n); });
   f.node_failures = node_failures_;
   f.requeued_by_cause = requeued_by_cause_;
   f.lost_work_ms_by_cause = lost_work_ms_by_cause_;

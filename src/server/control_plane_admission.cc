@@ -27,7 +27,7 @@ Reply too_many(std::string reason, int retry_after_seconds) {
 }  // namespace
 
 std::optional<Reply> ControlPlane::admission_refusal(const std::string& tenant, TenantId id,
-                                                     std::int64_t now_ms) {
+                                                     std::int64_t now_ms, std::int64_t jobs) {
   const AdmissionLimits& limits = setup_.admission;
   const TenantSpec* spec = tenant_spec(setup_.tenants, tenant);
   const std::int64_t max_pending =
@@ -35,7 +35,19 @@ std::optional<Reply> ControlPlane::admission_refusal(const std::string& tenant, 
   const std::int64_t rate = spec && spec->submissions_per_second > 0
                                 ? spec->submissions_per_second
                                 : limits.submissions_per_second;
-  if (scheduler_.pending_count(id) >= max_pending) {
+  // Held jobs and jobs waiting for others count as pending too: neither is a way around the limit.
+  std::int64_t pending = scheduler_.pending_count(id);
+  for (std::int64_t parked : parked_) {
+    if (jobs_.at(parked).spec.tenant == tenant) ++pending;
+  }
+  if (pending + jobs > max_pending) {
+    if (jobs > 1) {
+      return too_many(fmt::format("tenant '{}' has {} jobs pending and may have {}: {} more do "
+                                  "not fit; submit a smaller array, or again when some have "
+                                  "started or been cancelled",
+                                  tenant, pending, max_pending, jobs),
+                      10);
+    }
     return too_many(fmt::format("tenant '{}' has {} jobs pending, its limit; submit again when "
                                 "some have started or been cancelled",
                                 tenant, max_pending),

@@ -14,8 +14,6 @@
 namespace tidepool {
 namespace {
 
-Seconds to_seconds(std::int64_t ms) { return ms / 1000; }
-
 Reply not_this_node(const std::string& node, std::string_view what) {
   return error_reply(
       403, "forbidden",
@@ -98,6 +96,7 @@ Reply ControlPlane::register_node(const Principal& who, const std::string& node,
     }
   }
   NodeInfo& info = nodes_[it->second.value];
+  const bool was_schedulable = schedulable(info);
   info.reported = registration;
   info.registered_ms = now_ms;
   info.last_heartbeat_ms = now_ms;
@@ -106,22 +105,24 @@ Reply ControlPlane::register_node(const Principal& who, const std::string& node,
         {"gpus", registration.devices.size()},
         {"address", registration.address},
         {"agent_version", registration.agent_version}});
-  mark_ready(it->second, now_ms, batch);
+  mark_ready(it->second, was_schedulable, now_ms, batch);
   record_node(batch, info);
   nlohmann::json out = node_json(it->second, running_by_node()[it->second.value]);
   out["heartbeat_timeout_ms"] = setup_.heartbeat_timeout_ms;
   return Reply{200, std::move(out)};
 }
 
-void ControlPlane::mark_ready(NodeId id, std::int64_t now_ms, Batch& batch) {
+void ControlPlane::mark_ready(NodeId id, bool was_schedulable, std::int64_t now_ms, Batch& batch) {
   NodeInfo& info = nodes_[id.value];
-  if (!info.not_ready) return;
-  meter_advance(now_ms, batch);
+  const bool was_not_ready = info.not_ready;
   info.not_ready = false;
   info.not_ready_ms = 0;
-  (void)scheduler_.set_node_schedulable(id, info.schedulable());
-  dirty_ = true;
-  emit(batch, now_ms, "node.ready", {{"node", info.name}});
+  if (schedulable(info) != was_schedulable) {
+    meter_advance(now_ms, batch);
+    (void)scheduler_.set_node_schedulable(id, schedulable(info));
+    dirty_ = true;
+  }
+  if (was_not_ready) emit(batch, now_ms, "node.ready", {{"node", info.name}});
 }
 
 Reply ControlPlane::heartbeat(const Principal& who, const std::string& node,
@@ -144,10 +145,11 @@ Reply ControlPlane::heartbeat(const Principal& who, const std::string& node,
       return error_reply(404, "not found", Error{"node", fmt::format("no node '{}'", node)});
     }
     NodeInfo& info = nodes_[it->second.value];
+    const bool was_schedulable = schedulable(info);
     // A heartbeat from an agent that never registered (an older agent) registers the node.
     if (info.registered_ms == 0) info.registered_ms = now_ms;
     info.last_heartbeat_ms = now_ms;
-    mark_ready(it->second, now_ms, batch);
+    mark_ready(it->second, was_schedulable, now_ms, batch);
     record_node(batch, info);
     here = std::move(running_by_node()[it->second.value]);
   }
@@ -240,7 +242,7 @@ void ControlPlane::check_liveness(std::int64_t now_ms, Batch& batch) {
     for (const ServerJob* job : running[n]) ids.push_back(job->id);
     for (std::int64_t job_id : ids) {
       ServerJob& job = jobs_.at(job_id);
-      if (job.state == JobState::kRunning) requeue(job, reason, now_ms, batch);
+      if (job.state == JobState::kRunning) requeue(job, true, reason, now_ms, batch);
     }
   }
 }
@@ -255,22 +257,23 @@ void ControlPlane::stop_run(ServerJob& job, const std::string& cause, std::int64
   job.tasks_done.clear();
 }
 
-void ControlPlane::requeue(ServerJob& job, const std::string& reason, std::int64_t now_ms,
-                           Batch& batch) {
+void ControlPlane::requeue(ServerJob& job, bool node_failure, const std::string& reason,
+                           std::int64_t now_ms, Batch& batch) {
   const JobId core_id{static_cast<std::uint32_t>(job.id)};
   meter_stop(job, now_ms, batch);
   job.attained_gpu_seconds = scheduler_.attained_gpu_seconds(core_id, to_seconds(now_ms))
                                  .value_or(job.attained_gpu_seconds);
   (void)scheduler_.finish(core_id, to_seconds(now_ms), std::nullopt);
   (void)scheduler_.forget(core_id);
-  stop_run(job, "node_failure", now_ms);
-  ++job.faults;
+  stop_run(job, node_failure ? "node_failure" : "requeue", now_ms);
+  if (node_failure) ++job.faults;
   job.move_to(JobState::kPreempted, now_ms, reason);
   record_job(batch, job, now_ms, "job.requeued");
+  const std::string requeued = node_failure ? "requeued after a node failure" : reason;
   queue_again(job,
               job.checkpoint_path.empty()
-                  ? "requeued after a node failure; restarts from the beginning (no checkpoint)"
-                  : "requeued after a node failure; resumes from " + job.checkpoint_path,
+                  ? requeued + "; restarts from the beginning (no checkpoint)"
+                  : requeued + "; resumes from " + job.checkpoint_path,
               now_ms, batch);
 }
 
@@ -287,9 +290,11 @@ void ControlPlane::queue_again(ServerJob& job, const std::string& reason, std::i
                 "could not be queued again: " + queued.error().message());
     job.ended_ms = now_ms;
     record_job(batch, job, now_ms, "job.failed");
+    settle_dependents(job, now_ms, batch);
     return;
   }
   job.move_to(JobState::kPending, now_ms, reason);
+  note_parked(job);
   stage(batch, job);
 }
 
@@ -307,7 +312,18 @@ Reply ControlPlane::log_access(const Principal& who, std::int64_t id, bool write
     return error_reply(403, "forbidden",
                        Error{"role", "task logs are written by the agents of the job's nodes"});
   }
-  if (write) {
+  if (write && who.role == Role::kAgent && run && *run >= 1 && *run < found->starts) {
+    // A run that ended: its node may still ship the last of its output (each run has its own
+    // log, so nothing mixes with the run after it).
+    if (task && (*task < 0 || *task >= found->spec.tasks)) {
+      return error_reply(400, "invalid request", no_such_task(found->id, found->spec.tasks));
+    }
+    if (!std::ranges::binary_search(found->ran_on, who.node)) {
+      return error_reply(
+          403, "forbidden",
+          Error{"node", fmt::format("no run of job {} ran on node {}", found->id, who.node)});
+    }
+  } else if (write) {
     if (auto refused = agent_report_refusal(who, *found, task, run)) return *refused;
   }
   return Reply{200, {{"job", id}, {"tasks", found->spec.tasks}}};

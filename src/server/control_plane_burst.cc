@@ -34,8 +34,6 @@
 namespace tidepool {
 namespace {
 
-Seconds to_seconds(std::int64_t ms) { return ms / 1000; }
-
 // At most this many waiting jobs are offered to the burst rule per pass (the longest waiting).
 constexpr std::size_t kMaxBurstCandidates = 1000;
 // Rented nodes get this long past their start-up delay and a heartbeat timeout to register.
@@ -132,7 +130,9 @@ void ControlPlane::burst_waiting(std::int64_t now_ms, Batch& batch) {
   std::vector<std::pair<std::int64_t, std::int64_t>> waiting;  // (pending since, job)
   for (std::int64_t id : live_) {
     const ServerJob& job = jobs_.at(id);
-    if (job.state != JobState::kPending || job.burst || job.spec.gpus_per_task == 0) continue;
+    if (job.state != JobState::kPending || job.spec.gpus_per_task == 0 || outside_scheduler(job)) {
+      continue;
+    }
     const std::int64_t since = job.transitions.back().at_ms;
     if (now_ms - since >= policy->threshold * 1000) waiting.emplace_back(since, id);
   }

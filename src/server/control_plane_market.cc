@@ -11,8 +11,6 @@
 namespace tidepool {
 namespace {
 
-Seconds to_seconds(std::int64_t ms) { return ms / 1000; }
-
 // Money as a JSON number in whole credits (exact to the micro-credit: doubles hold 15 digits).
 double units(Micros amount) {
   return static_cast<double>(amount) / static_cast<double>(kMicrosPerUnit);

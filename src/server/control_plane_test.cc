@@ -74,6 +74,8 @@ ControlPlaneSetup example_setup(std::string_view policy = "tidepool") {
   EXPECT_TRUE(tenants.has_value());
   setup.tenants = std::move(*tenants);
   setup.scheduler = *scheduler_policy(policy);
+  // Most tests drive the plane without agents; AJobWaitsForANodeWhoseAgentRegistered does not.
+  setup.simulate_unregistered_nodes = true;
   return setup;
 }
 
@@ -102,8 +104,8 @@ class ControlPlaneTest : public ::testing::Test {
     ControlPlaneSetup setup = example_setup();
     setup.market = market_;
     setup.admission = admission_;
-    auto plane = ControlPlane::create(std::move(setup), store_.snapshot(), now_ms, repairs,
-                                      std::make_shared<TokenTable>());
+    auto plane =
+        ControlPlane::create(std::move(setup), store_.snapshot(), now_ms, repairs, tokens_);
     EXPECT_TRUE(plane.has_value()) << plane.error().message();
     store_.commit(repairs);
     return std::move(*plane);
@@ -135,10 +137,88 @@ class ControlPlaneTest : public ::testing::Test {
   Reply get(std::int64_t id, const Principal& who = kAdmin) { return plane_->get_job(who, id); }
 
   MemoryStore store_;
+  std::shared_ptr<TokenTable> tokens_ = std::make_shared<TokenTable>();
   std::optional<MarketSpec> market_;
   AdmissionLimits admission_;
   std::unique_ptr<ControlPlane> plane_;
 };
+
+TEST(ControlPlaneNodes, AJobWaitsForANodeWhoseAgentRegistered) {
+  ControlPlaneSetup setup = example_setup();
+  setup.simulate_unregistered_nodes = false;
+  Batch repairs;
+  auto made =
+      ControlPlane::create(setup, Snapshot{}, 1'000'000, repairs, std::make_shared<TokenTable>());
+  ASSERT_TRUE(made.has_value()) << made.error().message();
+  ControlPlane& plane = **made;
+  const std::int64_t now = 1'000'000;
+  Batch batch;
+  Reply submitted = plane.submit(kVision, job("waits", 1, 8), "", now, batch);
+  ASSERT_EQ(submitted.status, 201) << submitted.body.dump();
+  const std::int64_t id = submitted.body["id"];
+  plane.schedule(now, batch);
+  // No agent has registered a node: nothing runs, nothing is billed, and the nodes say why.
+  EXPECT_EQ(plane.get_job(kAdmin, id).body["state"], "pending");
+  const nlohmann::json nodes = plane.list_nodes(kAdmin).body["nodes"];
+  ASSERT_FALSE(nodes.empty());
+  for (const auto& node : nodes) {
+    EXPECT_EQ(node["state"], "not_ready") << node.dump();
+    EXPECT_THAT(node.value("reason", ""), HasSubstr("no agent has registered the node"));
+  }
+  // An agent registers one H100 node: the job starts there.
+  std::string h100;
+  for (const auto& node : nodes) {
+    if (node["gpu_model"] == "H100") h100 = node["name"];
+  }
+  ASSERT_FALSE(h100.empty());
+  const Principal agent{"agent-token", Role::kAgent, "", h100};
+  ASSERT_EQ(plane.register_node(agent, h100, NodeRegistration{}, now + 1000, batch).status, 200);
+  plane.schedule(now + 1000, batch);
+  const Reply ran = plane.get_job(kAdmin, id);
+  ASSERT_EQ(ran.body["state"], "running") << ran.body.dump();
+  EXPECT_EQ(ran.body["placement"][0]["node"], h100);
+  // The reply must outlive the loop: a range-for over a member of a temporary dangles.
+  const Reply listed = plane.list_nodes(kAdmin);
+  for (const auto& node : listed.body["nodes"]) {
+    EXPECT_EQ(node["state"], node["name"] == h100 ? "ready" : "not_ready") << node.dump();
+  }
+}
+
+TEST_F(ControlPlaneTest, AListingRefusesATenantQueueOrNodeThePoolLacks) {
+  ASSERT_EQ(submit(job("one")).status, 201);
+  const auto listed = [&](std::string tenant, std::string queue, std::string node = "") {
+    JobFilter filter;
+    filter.tenant = std::move(tenant);
+    filter.queue = std::move(queue);
+    filter.node = std::move(node);
+    return plane_->list_jobs(kAdmin, filter);
+  };
+  EXPECT_EQ(listed("vision", "").status, 200);
+  EXPECT_EQ(listed("vision", "detection").status, 200);
+  EXPECT_EQ(listed("", "detection").status, 200);
+  const Reply tenant = listed("visoin", "");
+  EXPECT_EQ(tenant.status, 404);
+  EXPECT_EQ(tenant.body["field"], "tenant");
+  EXPECT_EQ(tenant.body["reason"], "no tenant 'visoin'");
+  EXPECT_EQ(listed("search", "detection").status, 404);
+  EXPECT_EQ(listed("", "nosuch").body["field"], "queue");
+  EXPECT_EQ(listed("", "", "h100-z-99").body["field"], "node");
+}
+
+TEST_F(ControlPlaneTest, AJobThatCouldNeverRunIsRefusedAtSubmitWithTheCeiling) {
+  // 100 x 8 H100 on a pool of 128 H100: it would wait forever.
+  Reply huge = submit(job("huge", 100, 8));
+  EXPECT_EQ(huge.status, 400) << huge.body.dump();
+  EXPECT_EQ(huge.body["error"], "cannot ever run");
+  EXPECT_EQ(huge.body["field"], "tasks");
+  EXPECT_THAT(huge.body["reason"].get<std::string>(), HasSubstr("hold at most 16 tasks of 8 GPUs"));
+  Reply wide = submit(job("wide", 1, 9));
+  EXPECT_EQ(wide.status, 400) << wide.body.dump();
+  EXPECT_EQ(wide.body["field"], "gpus_per_task");
+  // Nothing was kept of them; a job the pool holds is taken.
+  EXPECT_EQ(plane_->list_jobs(kAdmin, JobFilter{}).body["jobs"].size(), 0U);
+  EXPECT_EQ(submit(job("full", 16, 8)).status, 201);
+}
 
 TEST_F(ControlPlaneTest, SubmittedJobIsStoredAndPlacedInTheSameRound) {
   Reply reply = submit(job("train", 2, 8));
@@ -301,6 +381,20 @@ TEST_F(ControlPlaneTest, CancelEndsPendingAndRunningJobs) {
   EXPECT_EQ(transitions[0]["state"], "pending");
   EXPECT_EQ(transitions[1]["state"], "running");
   EXPECT_EQ(transitions[2]["state"], "cancelled");
+}
+
+TEST_F(ControlPlaneTest, DrainingADrainedNodeAgainWithAnotherReasonReplacesIt) {
+  const auto drain = [&](std::string reason, std::int64_t now_ms) {
+    return run([&](ControlPlane& p, std::int64_t now,
+                   Batch& b) { return p.set_drained(kAdmin, "h100-a-01", true, reason, now, b); },
+               now_ms);
+  };
+  ASSERT_EQ(drain("bad GPU 3", 1'000'000).body["drain_reason"], "bad GPU 3");
+  const Reply again = drain("rack 7 power", 2'000'000);
+  EXPECT_EQ(again.body["drain_reason"], "rack 7 power");
+  EXPECT_EQ(again.body["drained_ms"], 1'000'000);  // drained since the first time
+  // Without a reason, the one given stays.
+  EXPECT_EQ(drain("", 3'000'000).body["drain_reason"], "rack 7 power");
 }
 
 TEST_F(ControlPlaneTest, DrainedNodeTakesNoJobAndStaysDrainedAfterRestart) {
@@ -993,10 +1087,17 @@ TEST_F(ControlPlaneTest, ANodeTheJobLeftCannotActOnItAndAgentsNameTheRun) {
   ASSERT_EQ(moved.body["starts"], 2);
   const std::string b = moved.body["placement"][0]["node"];
   ASSERT_NE(a, b);
-  // A can no longer set its checkpoint, write its log or end it, in either run.
+  // A can no longer set its checkpoint, write run 2's log or end it, in either run; it may still
+  // ship the last of run 1's output (each run has its own log), which a node that ran no run of
+  // the job may not (to its agent the job is not there).
   EXPECT_EQ(checkpoint(a, 1).status, 409);
   EXPECT_EQ(checkpoint(a, 2).status, 403);
-  EXPECT_EQ(plane_->log_access(agent(a), id, true, 0, 1).status, 409);
+  EXPECT_EQ(plane_->log_access(agent(a), id, true, 0, 1).status, 200);
+  EXPECT_EQ(plane_->log_access(agent(a), id, true, 1, 1).status, 400);  // it has no task 1
+  for (const auto& node : nodes) {
+    if (node["name"] == a || node["name"] == b) continue;
+    EXPECT_EQ(plane_->log_access(agent(node["name"]), id, true, 0, 1).status, 404);
+  }
   EXPECT_EQ(plane_->log_access(agent(a), id, true, 0, 2).status, 403);
   EXPECT_EQ(plane_->log_access(agent(a), id, true, 0, std::nullopt).status, 400);
   EXPECT_EQ(status(a, 2, 0).status, 403);
@@ -1011,6 +1112,234 @@ TEST_F(ControlPlaneTest, ANodeTheJobLeftCannotActOnItAndAgentsNameTheRun) {
   // The latest run's placement survives a restart.
   plane_ = restart(now);
   EXPECT_EQ(checkpoint(b, 2).status, 409);  // ended
+}
+
+TEST_F(ControlPlaneTest, AJobRecordsItsSubmitterAndHistoryIsAWindowOfTime) {
+  tokens_->put(TokenRecord{.id = "vision-token",
+                           .hash = "h",
+                           .role = "user",
+                           .tenant = "vision",
+                           .node = "",
+                           .description = "alice's laptop",
+                           .created_ms = 1,
+                           .revoked = false});
+  const std::int64_t early = submit(job("early", 1, 1), kVision, "", 1'000'000).body["id"];
+  ASSERT_EQ(run([&](ControlPlane& p, std::int64_t now,
+                    Batch& b) { return p.cancel(kAdmin, early, now, b); },
+                2'000'000)
+                .status,
+            200);
+  const std::int64_t late = submit(job("late", 1, 1), kAdmin, "", 3'000'000).body["id"];
+  EXPECT_EQ(get(early).body["submitter"], "alice's laptop");
+  EXPECT_EQ(get(early).body["submitter_token"], "vision-token");
+  EXPECT_FALSE(get(late).body.contains("submitter"));  // a token without a description
+  const auto ids = [&](std::int64_t since, std::int64_t until) {
+    JobFilter filter;
+    filter.since_ms = since;
+    filter.until_ms = until;
+    const Reply page = plane_->list_jobs(kAdmin, filter);
+    EXPECT_EQ(page.status, 200) << page.body.dump();
+    std::vector<std::int64_t> out;
+    for (const auto& j : page.body["jobs"]) out.push_back(j["id"]);
+    return out;
+  };
+  using Ids = std::vector<std::int64_t>;
+  EXPECT_EQ(ids(0, 0), (Ids{early, late}));
+  EXPECT_EQ(ids(2'500'000, 0), Ids{late});           // early ended before the window
+  EXPECT_EQ(ids(2'000'000, 0), (Ids{early, late}));  // ended at its start: in it
+  EXPECT_EQ(ids(0, 1'500'000), Ids{early});          // late was submitted after it
+  EXPECT_EQ(ids(1'500'000, 2'500'000), Ids{early});
+  EXPECT_EQ(ids(3'500'000, 4'000'000), Ids{late});  // still live
+  JobFilter backwards;
+  backwards.since_ms = 2'000'000;
+  backwards.until_ms = 1'000'000;
+  const Reply refused = plane_->list_jobs(kAdmin, backwards);
+  EXPECT_EQ(refused.status, 400);
+  EXPECT_EQ(refused.body["field"], "until_ms");
+  // The submitter is kept in the store.
+  plane_ = restart(4'000'000);
+  EXPECT_EQ(get(early).body["submitter"], "alice's laptop");
+}
+
+TEST_F(ControlPlaneTest, HoldReleaseRequeueAndUpdateAsScontrolDoes) {
+  const auto act = [&](auto method, const Principal& who, std::int64_t id,
+                       std::int64_t now = 1'000'000) {
+    return run(
+        [&](ControlPlane& p, std::int64_t at, Batch& b) { return (p.*method)(who, id, at, b); },
+        now);
+  };
+  const auto update = [&](const Principal& who, std::int64_t id, nlohmann::json fields) {
+    return run([&](ControlPlane& p, std::int64_t at, Batch& b) {
+      return p.update_job(who, id, JobUpdate{std::move(fields)}, at, b);
+    });
+  };
+  // Job `whole` takes every H100; `waiting` waits for it.
+  const std::int64_t whole = submit(job("whole", 16, 8)).body["id"];
+  ASSERT_EQ(get(whole).body["state"], "running");
+  const std::int64_t waiting = submit(job("waiting", 1, 8)).body["id"];
+  ASSERT_EQ(get(waiting).body["state"], "pending");
+
+  Reply held = act(&ControlPlane::hold, kVision, waiting);
+  ASSERT_EQ(held.status, 200) << held.body.dump();
+  EXPECT_EQ(get(waiting).body["pending"]["kind"], "held");
+  EXPECT_EQ(get(waiting).body["held"], "held by token vision-token (user)");
+  EXPECT_EQ(act(&ControlPlane::hold, kVision, waiting).status, 409);  // already held
+  EXPECT_EQ(act(&ControlPlane::hold, kVision, whole).status, 409);    // running
+  EXPECT_EQ(act(&ControlPlane::hold, kSearch, waiting).status, 404);  // another tenant's
+  const Principal agent{"agent-token", Role::kAgent, "", "h100-a-01"};
+  EXPECT_EQ(act(&ControlPlane::hold, agent, waiting).status, 403);
+
+  // Requeued, `whole` runs again; the held job does not start in the gap it left.
+  Reply requeued = act(&ControlPlane::requeue_job, kVision, whole, 2'000'000);
+  ASSERT_EQ(requeued.status, 200) << requeued.body.dump();
+  EXPECT_EQ(get(whole).body["state"], "running");
+  EXPECT_EQ(get(whole).body["starts"], 2);
+  EXPECT_EQ(get(waiting).body["state"], "pending");
+  EXPECT_EQ(act(&ControlPlane::requeue_job, kVision, waiting).status, 409);
+
+  // An update is checked as a submission is; a running job cannot be updated.
+  // (Lowered: a higher priority than `whole` would preempt it once released.)
+  Reply lowered = update(kVision, waiting, {{"priority", -500}, {"max_runtime", "2h"}});
+  ASSERT_EQ(lowered.status, 200) << lowered.body.dump();
+  EXPECT_EQ(get(waiting).body["spec"]["priority"], -500);
+  EXPECT_EQ(get(waiting).body["spec"]["max_runtime"], "2h");
+  Reply too_high = update(kVision, waiting, {{"priority", 2'000'000}});
+  EXPECT_EQ(too_high.status, 400);
+  EXPECT_EQ(too_high.body["field"], "priority");
+  Reply shape = update(kVision, waiting, {{"tasks", 2}});
+  EXPECT_EQ(shape.status, 400);
+  EXPECT_EQ(shape.body["field"], "tasks");
+  EXPECT_EQ(update(kVision, whole, {{"priority", 1}}).status, 409);
+  EXPECT_EQ(get(waiting).body["spec"]["priority"], -500);  // refused updates change nothing
+
+  // A hold survives a restart; released, the job waits for capacity again.
+  plane_ = restart(3'000'000);
+  EXPECT_EQ(get(waiting).body["pending"]["kind"], "held");
+  Reply released = act(&ControlPlane::release, kVision, waiting, 3'000'000);
+  ASSERT_EQ(released.status, 200) << released.body.dump();
+  EXPECT_FALSE(get(waiting).body.contains("held"));
+  EXPECT_EQ(get(waiting).body["state"], "pending");
+  EXPECT_NE(get(waiting).body["pending"]["kind"], "held");
+  EXPECT_EQ(act(&ControlPlane::release, kVision, waiting).status, 409);
+  // A held job that is cancelled is no longer held, and cannot be released into the queue.
+  const std::int64_t dropped = submit(job("dropped", 1, 8)).body["id"];
+  ASSERT_EQ(act(&ControlPlane::hold, kVision, dropped, 3'000'000).status, 200);
+  ASSERT_EQ(act(&ControlPlane::cancel, kVision, dropped, 3'000'000).status, 200);
+  EXPECT_FALSE(get(dropped).body.contains("held"));
+  EXPECT_EQ(act(&ControlPlane::release, kVision, dropped, 3'000'000).status, 409);
+  EXPECT_EQ(get(dropped).body["state"], "cancelled");
+  // Once `whole` is cancelled, it runs.
+  ASSERT_EQ(act(&ControlPlane::cancel, kVision, whole, 4'000'000).status, 200);
+  EXPECT_EQ(get(waiting).body["state"], "running");
+}
+
+TEST_F(ControlPlaneTest, AJobAfterOthersStartsWhenTheySucceedAndIsCancelledWhenOneFails) {
+  const auto report = [&](std::int64_t id, std::string state, std::int64_t now) {
+    JobStatusReport r;
+    r.state = std::move(state);
+    r.exit_code = r.state == "succeeded" ? 0 : 1;
+    return run([&](ControlPlane& p, std::int64_t at,
+                   Batch& b) { return p.report_status(kAdmin, id, r, at, b); },
+               now);
+  };
+  const auto after = [&](std::string name, std::vector<std::int64_t> ids,
+                         const Principal& who = kVision) {
+    JobSpec spec = job(std::move(name), 1, 8, who.role == Role::kUser ? who.tenant : "vision");
+    spec.after_ok = std::move(ids);
+    return submit(spec, who);
+  };
+  const std::int64_t first = submit(job("first", 1, 8)).body["id"];
+  ASSERT_EQ(get(first).body["state"], "running");
+  const std::int64_t second = after("second", {first}).body["id"];
+  const std::int64_t third = after("third", {second}).body["id"];
+  // Free GPUs do not start them: they wait for the jobs they run after, and say so.
+  EXPECT_EQ(get(second).body["state"], "pending");
+  EXPECT_EQ(get(second).body["pending"]["kind"], "dependency");
+  EXPECT_THAT(get(second).body["pending"]["reason"].get<std::string>(),
+              HasSubstr(fmt::format("runs after job {} (running) succeeds", first)));
+  EXPECT_EQ(get(third).body["spec"]["after_ok"], nlohmann::json::array({second}));
+  // Jobs that do not exist, or that the submitter cannot see, are refused.
+  Reply missing = after("missing", {first, 999});
+  EXPECT_EQ(missing.status, 400);
+  EXPECT_EQ(missing.body["field"], "after_ok[1]");
+  EXPECT_EQ(missing.body["reason"], "no job 999");
+  EXPECT_EQ(after("other", {first}, kSearch).status, 400);
+  // A restart keeps them waiting.
+  plane_ = restart(1'500'000);
+  EXPECT_EQ(get(second).body["pending"]["kind"], "dependency");
+  // first succeeds: second starts; it fails: third is cancelled.
+  ASSERT_EQ(report(first, "succeeded", 2'000'000).status, 200);
+  EXPECT_EQ(get(second).body["state"], "running");
+  EXPECT_EQ(get(third).body["pending"]["kind"], "dependency");
+  ASSERT_EQ(report(second, "failed", 3'000'000).status, 200);
+  EXPECT_EQ(get(third).body["state"], "cancelled");
+  EXPECT_THAT(get(third).body["message"].get<std::string>(),
+              HasSubstr(fmt::format("job {} that it runs after (after_ok) ended failed", second)));
+  // Jobs waiting for others, and held ones, count against the tenant's pending limit.
+  admission_.max_pending_jobs = 2;
+  plane_ = restart(3'000'000);
+  const std::int64_t busy = submit(job("busy", 16, 8), kVision, "", 3'000'000).body["id"];
+  ASSERT_EQ(get(busy).body["state"], "running");
+  ASSERT_EQ(after("parked-1", {busy}).status, 201);
+  const std::int64_t to_hold = submit(job("to-hold", 1, 8), kVision, "", 3'000'000).body["id"];
+  ASSERT_EQ(run([&](ControlPlane& p, std::int64_t at, Batch& b) {
+              return p.hold(kVision, to_hold, at, b);
+            }).status,
+            200);
+  EXPECT_EQ(after("parked-3", {busy}).status, 429);
+  admission_.max_pending_jobs = 5000;
+  plane_ = restart(3'000'000);
+  ASSERT_EQ(run([&](ControlPlane& p, std::int64_t at, Batch& b) {
+              return p.cancel(kVision, busy, at, b);
+            }).status,
+            200);
+  // After a job that succeeded, a job starts at once; after one that did not, it is refused.
+  const std::int64_t fourth = after("fourth", {first}).body["id"];
+  EXPECT_EQ(get(fourth).body["state"], "running");
+  Reply never = after("never", {second});
+  EXPECT_EQ(never.status, 400);
+  EXPECT_THAT(never.body["reason"].get<std::string>(), HasSubstr("already ended failed"));
+}
+
+TEST_F(ControlPlaneTest, AnArrayIsOneJobPerIndexEachToldItsIndex) {
+  JobSpec spec = job("sweep", 1, 1);
+  spec.array = "0-2,5";
+  Reply made = submit(spec, kVision, "sweep-1");
+  ASSERT_EQ(made.status, 201) << made.body.dump();
+  const std::int64_t first = made.body["id"];
+  EXPECT_EQ(made.body["array"]["job"], first);
+  EXPECT_EQ(made.body["array"]["jobs"],
+            nlohmann::json::array({first, first + 1, first + 2, first + 3}));
+  const std::vector<std::int64_t> indexes = {0, 1, 2, 5};
+  for (std::size_t k = 0; k < indexes.size(); ++k) {
+    const nlohmann::json member = get(first + static_cast<std::int64_t>(k)).body;
+    EXPECT_EQ(member["array_job"], first);
+    EXPECT_EQ(member["array_index"], indexes[k]);
+    EXPECT_EQ(member["spec"]["env"]["TIDEPOOL_ARRAY_INDEX"], std::to_string(indexes[k]));
+    EXPECT_EQ(member["spec"]["env"]["TIDEPOOL_ARRAY_JOB_ID"], std::to_string(first));
+    EXPECT_FALSE(member["spec"].contains("array"));
+    EXPECT_EQ(member["state"], "running");
+  }
+  // The same key and spec again: the same array.
+  Reply again = submit(spec, kVision, "sweep-1");
+  EXPECT_EQ(again.status, 200);
+  EXPECT_EQ(again.body["array"]["jobs"].size(), 4U);
+  // An array is admitted whole or not at all: each of its jobs counts against the limit.
+  admission_.max_pending_jobs = 3;
+  plane_ = restart();
+  JobSpec big = job("big", 16, 8);
+  big.array = "0-3";
+  Reply refused = submit(big);
+  EXPECT_EQ(refused.status, 429) << refused.body.dump();
+  EXPECT_THAT(refused.body["reason"].get<std::string>(), HasSubstr("4 more do not fit"));
+  JobFilter everything;
+  EXPECT_EQ(plane_->list_jobs(kAdmin, everything).body["jobs"].size(), 4U);
+  JobSpec crowded = job("crowded", 1, 1);
+  crowded.array = "0-1";
+  for (int i = 0; i < 255; ++i) crowded.env["V" + std::to_string(i)] = "x";
+  Reply full = submit(crowded);
+  EXPECT_EQ(full.status, 400);
+  EXPECT_EQ(full.body["field"], "env");
 }
 
 TEST_F(ControlPlaneTest, ListingsArePagedNewestFirstWithACursor) {

@@ -64,6 +64,32 @@ void EventFeed::take_recent(int limit, const std::function<bool(const EventRecor
   }
 }
 
+Result<std::int64_t> EventFeed::seq_before(std::int64_t at_ms) {
+  std::int64_t below = 0;  // an event at or before it is before at_ms (0: the start)
+  std::int64_t above = 0;  // the events from here on are at or after at_ms
+  {
+    std::lock_guard lock(mutex_);
+    above = last_seq_ + 1;
+    // Memory first: the recent events are the ones most often asked for.
+    if (!recent_.empty()) {
+      const auto first = std::ranges::lower_bound(recent_, at_ms, {}, &EventRecord::at_ms);
+      if (first != recent_.begin()) return std::prev(first)->seq;
+      above = recent_.front().seq;
+    }
+  }
+  while (above - below > 1) {
+    const std::int64_t middle = below + (above - below) / 2;
+    auto one = store_.events_after(middle - 1, 1);
+    if (!one) return std::unexpected(one.error());
+    if (one->empty() || one->front().at_ms >= at_ms) {
+      above = middle;
+    } else {
+      below = middle;
+    }
+  }
+  return below;
+}
+
 Result<std::vector<EventRecord>> EventFeed::read_after(
     std::int64_t after, int limit, const std::function<bool(const EventRecord&)>& visible,
     std::int64_t& last_seq) {

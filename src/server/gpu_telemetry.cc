@@ -195,13 +195,13 @@ std::vector<IdleGpuAlert> GpuTelemetry::active() const {
 }
 
 void GpuTelemetry::write_metrics(std::string& out) const {
-  // {node="..",gpu="..",model=".."} and the job for the allocation gauge.
-  const auto gpu_labels = [](const std::string& node, const GpuState& gpu, bool with_job) {
+  // {node="..",gpu="..",model=".."}: bounded by the pool's GPUs (the job holding a GPU is in
+  // GET /v1/nodes, not a label: job ids grow without bound).
+  const auto gpu_labels = [](const std::string& node, const GpuState& gpu) {
     std::string labels = "{";
     append_label(labels, "node", node);
     append_label(labels, "gpu", std::to_string(gpu.reading.index));
     append_label(labels, "model", gpu.reading.model);
-    if (with_job && gpu.job > 0) append_label(labels, "job", std::to_string(gpu.job));
     return labels + "}";
   };
   const auto per_gpu = [&](std::string_view name, std::string_view type, std::string_view help,
@@ -209,7 +209,7 @@ void GpuTelemetry::write_metrics(std::string& out) const {
     append_family(out, name, type, help);
     for (const auto& [node, gpus] : nodes_) {
       for (const auto& [index, gpu] : gpus) {
-        out += fmt::format("{}{} {}\n", name, gpu_labels(node, gpu, false), value(gpu.reading));
+        out += fmt::format("{}{} {}\n", name, gpu_labels(node, gpu), value(gpu.reading));
       }
     }
   };
@@ -232,12 +232,11 @@ void GpuTelemetry::write_metrics(std::string& out) const {
           "Uncorrected ECC errors of the GPU since its driver loaded",
           [](const GpuReading& r) { return std::to_string(r.ecc_errors_uncorrected); });
 
-  append_family(out, "tidepool_gpu_allocated", "gauge",
-                "1 while the GPU is allocated to the job of the job label, 0 while it is free");
+  append_family(out, "tidepool_gpu_in_use", "gauge",
+                "1 while the GPU is allocated to a job, 0 while it is free");
   for (const auto& [node, gpus] : nodes_) {
     for (const auto& [index, gpu] : gpus) {
-      out += fmt::format("tidepool_gpu_allocated{} {}\n", gpu_labels(node, gpu, true),
-                         gpu.job > 0 ? 1 : 0);
+      out += fmt::format("tidepool_gpu_in_use{} {}\n", gpu_labels(node, gpu), gpu.job > 0 ? 1 : 0);
     }
   }
 

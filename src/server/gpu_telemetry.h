@@ -88,7 +88,7 @@ class GpuTelemetry {
   //   tidepool_gpu_temperature_celsius{node,gpu,model}           gauge
   //   tidepool_gpu_throttle_reasons{node,gpu,model}              gauge, NVML's bit mask
   //   tidepool_gpu_ecc_errors_uncorrected_total{node,gpu,model}  counter
-  //   tidepool_gpu_allocated{node,gpu,model,job}                 gauge, 1 with job="N", or 0
+  //   tidepool_gpu_in_use{node,gpu,model}                     gauge, 1 allocated, 0 free
   //                                                              without the job label
   //   tidepool_gpu_idle{node,gpu,kind}                           gauge, 1 while an alert's
   //                                                              condition is past the window

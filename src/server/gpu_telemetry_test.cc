@@ -135,8 +135,8 @@ TEST(IdleGpuTest, UnallocatedGpusNeverAlert) {
   EXPECT_THAT(raised, IsEmpty());
   EXPECT_THAT(telemetry.active(), IsEmpty());
   const std::string text = metrics(telemetry);
-  EXPECT_THAT(text, HasSubstr("tidepool_gpu_allocated{node=\"n\",gpu=\"0\",model=\"H100\"} 0\n"));
-  EXPECT_THAT(text, HasSubstr("tidepool_gpu_allocated{node=\"n\",gpu=\"1\",model=\"H100\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("tidepool_gpu_in_use{node=\"n\",gpu=\"0\",model=\"H100\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("tidepool_gpu_in_use{node=\"n\",gpu=\"1\",model=\"H100\"} 0\n"));
 }
 
 TEST(IdleGpuTest, ReallocationToAnotherJobResets) {
@@ -348,8 +348,8 @@ TEST(GpuTelemetryTest, MetricsTextOfASmallExample) {
       "tidepool_gpu_throttle_reasons{node=\"gpu-b\",gpu=\"2\",model=\"H100\"} 4",
       "# TYPE tidepool_gpu_ecc_errors_uncorrected_total counter",
       "tidepool_gpu_ecc_errors_uncorrected_total{node=\"gpu-b\",gpu=\"2\",model=\"H100\"} 3",
-      "tidepool_gpu_allocated{node=\"gpu-b\",gpu=\"2\",model=\"H100\",job=\"17\"} 1",
-      "tidepool_gpu_allocated{node=\"gpu-b\",gpu=\"10\",model=\"H100\"} 0",
+      "tidepool_gpu_in_use{node=\"gpu-b\",gpu=\"2\",model=\"H100\"} 1",
+      "tidepool_gpu_in_use{node=\"gpu-b\",gpu=\"10\",model=\"H100\"} 0",
       "# TYPE tidepool_gpu_idle gauge",
       "tidepool_gpu_idle{node=\"gpu-a\",gpu=\"0\",kind=\"idle\"} 1",
       "# TYPE tidepool_gpu_idle_alerts_total counter",
@@ -378,7 +378,7 @@ TEST(GpuTelemetryTest, MetricsTextOfASmallExample) {
                             "tidepool_gpu_utilization_percent", "tidepool_gpu_memory_used_bytes",
                             "tidepool_gpu_memory_total_bytes", "tidepool_gpu_power_watts",
                             "tidepool_gpu_temperature_celsius", "tidepool_gpu_throttle_reasons",
-                            "tidepool_gpu_ecc_errors_uncorrected_total", "tidepool_gpu_allocated",
+                            "tidepool_gpu_ecc_errors_uncorrected_total", "tidepool_gpu_in_use",
                             "tidepool_gpu_idle", "tidepool_gpu_idle_alerts_total"));
   EXPECT_EQ(std::count(text.begin(), text.end(), '#'), 2 * 10);
 }

@@ -55,6 +55,8 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// GET /v1/jobs/{id}/logs: the runs listed in X-Tidepool-Log-Runs, the latest.
+constexpr std::size_t kMaxListedLogRuns = 500;
 // GET /v1/jobs/{id}/logs: bytes per reply by default, and at most.
 constexpr std::int64_t kDefaultLogReadBytes = std::int64_t{1} << 20;
 constexpr std::int64_t kMaxLogReadBytes = std::int64_t{8} << 20;
@@ -470,6 +472,19 @@ void HttpApi::events(const Call& call, const HttpResponder& responder) {
           bad_request("invalid request", Error{"since", "expected an event sequence number >= 0"}));
     }
   }
+  if (q.has("since_ms")) {
+    if (q.has("since")) {
+      return answer(bad_request("invalid request",
+                                Error{"since_ms", "give since (a sequence number) or since_ms"}));
+    }
+    auto at =
+        query_integer(q, "since_ms", std::nullopt, 0, std::numeric_limits<std::int64_t>::max(),
+                      "milliseconds since the epoch (UTC)");
+    if (!at) return answer(bad_request("invalid request", at.error()));
+    auto before = loop_.events().seq_before(*at);
+    if (!before) return answer(error_reply(503, "unavailable", before.error()));
+    since = *before;
+  }
   if (q.has("limit")) {
     const std::string text = q.get("limit");
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), limit);
@@ -584,6 +599,13 @@ void HttpApi::add_routes() {
                                 "the cursor of the next page (\"next\" of the last reply)");
     if (!before) return bad_request("invalid request", before.error());
     filter.before = *before;
+    for (auto [name, bound] :
+         {std::pair{"since_ms", &filter.since_ms}, std::pair{"until_ms", &filter.until_ms}}) {
+      auto value = query_integer(q, name, 0, 1, std::numeric_limits<std::int64_t>::max(),
+                                 "milliseconds since the epoch (UTC)");
+      if (!value) return bad_request("invalid request", value.error());
+      *bound = *value;
+    }
     // From a snapshot: the listing is filtered and built here, not on the loop.
     auto listing = loop_.job_listing();
     if (!listing) {
@@ -610,6 +632,32 @@ void HttpApi::add_routes() {
     if (!id) return no_such_job(c.captures[0]);
     return on_loop([who = c.who, id = *id](ControlPlane& p, std::int64_t now, Batch&) {
       return p.why(who, id, now);
+    });
+  });
+  // scontrol's hold, release and requeue: no body.
+  using JobAction = Reply (ControlPlane::*)(const Principal&, std::int64_t, std::int64_t, Batch&);
+  for (const auto& [verb, action] : {std::pair{"hold", JobAction{&ControlPlane::hold}},
+                                     std::pair{"release", JobAction{&ControlPlane::release}},
+                                     std::pair{"requeue", JobAction{&ControlPlane::requeue_job}}}) {
+    loop_json("POST", fmt::format("/v1/jobs/{{}}/{}", verb),
+              fmt::format("/v1/jobs/{{id}}/{}", verb),
+              [on_loop, action](const Call& c) -> LoopAnswer {
+                auto id = path_id(c.captures[0]);
+                if (!id) return no_such_job(c.captures[0]);
+                return on_loop(
+                    [who = c.who, id = *id, action](ControlPlane& p, std::int64_t now, Batch& b) {
+                      return (p.*action)(who, id, now, b);
+                    });
+              });
+  }
+  loop_json("PATCH", "/v1/jobs/{}", "/v1/jobs/{id}", [on_loop](const Call& c) -> LoopAnswer {
+    auto id = path_id(c.captures[0]);
+    if (!id) return no_such_job(c.captures[0]);
+    auto update = read_body(c.req, job_update_from_json);
+    if (!update) return bad_request("invalid update", update.error());
+    return on_loop([who = c.who, id = *id, update = std::move(*update)](
+                       ControlPlane& p, std::int64_t now, Batch& b) {
+      return p.update_job(who, id, update, now, b);
     });
   });
   loop_json("POST", "/v1/jobs/{}/checkpoint", "/v1/jobs/{id}/checkpoint",
@@ -666,12 +714,12 @@ void HttpApi::add_routes() {
     if (access.status != 200) return access;
     auto in_job = log_task(*id, *task, access);
     if (!in_job) return bad_request("invalid request", in_job.error());
-    auto size = logs_->append(*id, *in_job, *offset, c.req.body);
+    auto size = logs_->append(*id, *in_job, run.value_or(0), *offset, c.req.body);
     if (!size) {
-      auto now = logs_->read(*id, *in_job, 0, 0);
+      auto now = logs_->read(*id, *in_job, run.value_or(0), 0, 0);
       return log_refusal(size.error(), now ? now->size : 0);
     }
-    return Reply{200, {{"job", *id}, {"task", *in_job}, {"size", *size}}};
+    return Reply{200, {{"job", *id}, {"task", *in_job}, {"run", run.value_or(0)}, {"size", *size}}};
   });
   routes_.push_back(Route{
       "GET",
@@ -690,13 +738,25 @@ void HttpApi::add_routes() {
         auto limit = query_integer(c.query, "limit", kDefaultLogReadBytes, 0, kMaxLogReadBytes,
                                    fmt::format("a byte count, 0..{}", kMaxLogReadBytes));
         if (!limit) return to_response(bad_request("invalid request", limit.error()));
+        std::optional<std::int64_t> run;
+        if (c.query.has("run")) {
+          auto parsed =
+              query_integer(c.query, "run", std::nullopt, 0, std::numeric_limits<int>::max(),
+                            "a run of the job (1 or more; 0: from before runs had "
+                            "their own logs)");
+          if (!parsed) return to_response(bad_request("invalid request", parsed.error()));
+          run = *parsed;
+        }
         Reply access = loop_.call([who = c.who, id = *id](ControlPlane& p, std::int64_t, Batch&) {
           return p.log_access(who, id, false);
         });
         if (access.status != 200) return to_response(access);
         auto in_job = log_task(*id, *task, access);
         if (!in_job) return to_response(bad_request("invalid request", in_job.error()));
-        auto chunk = logs_->read(*id, *in_job, *offset, *limit);
+        auto runs = logs_->runs(*id, *in_job);
+        auto chunk = !runs ? Result<LogChunk>(std::unexpected(runs.error()))
+                     : run ? logs_->read(*id, *in_job, *run, *offset, *limit)
+                           : logs_->read_runs(*id, *in_job, *offset, *limit);
         if (!chunk) {
           spdlog::error("task log: {}", chunk.error().message());
           return to_response(error_reply(
@@ -706,6 +766,16 @@ void HttpApi::add_routes() {
         HttpResponse res;
         res.content_type = "text/plain; charset=utf-8";
         res.fields.push_back({"X-Tidepool-Log-Size", std::to_string(chunk->size)});
+        // The runs with a log and their sizes, "1:2048,2:512", so that a reader follows a task
+        // from one run to the next: the latest kMaxListedLogRuns, so that the head stays small.
+        std::string listed;
+        const std::size_t skipped =
+            runs->size() > kMaxListedLogRuns ? runs->size() - kMaxListedLogRuns : 0;
+        for (std::size_t i = skipped; i < runs->size(); ++i) {
+          const RunLog& r = (*runs)[i];
+          listed += fmt::format("{}{}:{}", listed.empty() ? "" : ",", r.run, r.size);
+        }
+        res.fields.push_back({"X-Tidepool-Log-Runs", listed});
         res.body = std::move(chunk->bytes);
         return res;
       },

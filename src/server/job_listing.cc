@@ -23,8 +23,15 @@ bool may_see_job(const Principal& who, std::string_view tenant,
 }
 
 ListedJob listed_job(const ServerJob& job) {
-  return ListedJob{job.id,     job.spec.tenant, job.spec.queue,         job.state,
-                   job.ran_on, job.placement,   server_job_to_json(job)};
+  return ListedJob{.id = job.id,
+                   .tenant = job.spec.tenant,
+                   .queue = job.spec.queue,
+                   .state = job.state,
+                   .submitted_ms = job.submitted_ms,
+                   .ended_ms = is_final(job.state) ? job.ended_ms : 0,
+                   .ran_on = job.ran_on,
+                   .placement = job.placement,
+                   .view = server_job_to_json(job)};
 }
 
 Reply list_jobs(const JobListing& listing, const Principal& who, const JobFilter& filter) {
@@ -33,9 +40,37 @@ Reply list_jobs(const JobListing& listing, const Principal& who, const JobFilter
         403, "forbidden",
         Error{"tenant", fmt::format("this token sees tenant '{}' only", who.tenant)});
   }
+  if (!listing.queues_of_tenant.empty()) {
+    const auto tenant = listing.queues_of_tenant.find(filter.tenant);
+    if (!filter.tenant.empty() && tenant == listing.queues_of_tenant.end()) {
+      return error_reply(404, "not found",
+                         Error{"tenant", fmt::format("no tenant '{}'", filter.tenant)});
+    }
+    const bool known_queue =
+        filter.queue.empty() ||
+        (tenant != listing.queues_of_tenant.end()
+             ? tenant->second.contains(filter.queue)
+             : std::ranges::any_of(listing.queues_of_tenant,
+                                   [&](const auto& t) { return t.second.contains(filter.queue); }));
+    if (!known_queue) {
+      return error_reply(
+          404, "not found",
+          Error{"queue",
+                fmt::format("no queue '{}'{}", filter.queue,
+                            filter.tenant.empty() ? "" : " in tenant '" + filter.tenant + "'")});
+    }
+  }
+  if (!listing.nodes.empty() && !filter.node.empty() && !listing.nodes.contains(filter.node)) {
+    return error_reply(404, "not found", Error{"node", fmt::format("no node '{}'", filter.node)});
+  }
   if (filter.limit < 1 || filter.limit > kMaxJobPage) {
     return error_reply(400, "invalid request",
                        Error{"limit", fmt::format("a page holds 1..{} jobs", kMaxJobPage)});
+  }
+  if (filter.since_ms > 0 && filter.until_ms > 0 && filter.until_ms < filter.since_ms) {
+    return error_reply(400, "invalid request",
+                       Error{"until_ms", fmt::format("{} is before since_ms {}", filter.until_ms,
+                                                     filter.since_ms)});
   }
   std::set<JobState> states;
   for (std::size_t start = 0; start < filter.state.size();) {
@@ -58,6 +93,8 @@ Reply list_jobs(const JobListing& listing, const Principal& who, const JobFilter
     if (!filter.tenant.empty() && job.tenant != filter.tenant) continue;
     if (!filter.queue.empty() && job.queue != filter.queue) continue;
     if (!states.empty() && !states.contains(job.state)) continue;
+    if (filter.until_ms > 0 && job.submitted_ms > filter.until_ms) continue;
+    if (filter.since_ms > 0 && job.ended_ms > 0 && job.ended_ms < filter.since_ms) continue;
     if (!filter.node.empty() && std::ranges::none_of(job.placement, [&](const TaskPlace& p) {
           return p.node == filter.node;
         })) {

@@ -9,8 +9,10 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -41,6 +43,10 @@ struct JobFilter {
   std::string node;                     // jobs with a task on this node
   std::size_t limit = kDefaultJobPage;  // 1..kMaxJobPage
   std::int64_t before = 0;              // the cursor
+  // Job history (sacct's window): only jobs that were in the pool at some time in [since_ms,
+  // until_ms], i.e. submitted at or before until_ms and not ended before since_ms (0: no bound).
+  std::int64_t since_ms = 0;
+  std::int64_t until_ms = 0;
 };
 
 // One job as listings see it; `view` is server_job_to_json (without the pending reason).
@@ -49,6 +55,8 @@ struct ListedJob {
   std::string tenant;
   std::string queue;
   JobState state = JobState::kPending;
+  std::int64_t submitted_ms = 0;
+  std::int64_t ended_ms = 0;  // 0: not ended
   std::vector<std::string> ran_on;
   std::vector<TaskPlace> placement;
   nlohmann::json view;
@@ -62,11 +70,15 @@ struct JobListing {
   // GPU-seconds of service each live (pending or running) job has received, as of the last pass.
   std::unordered_map<std::int64_t, std::int64_t> attained;
   std::int64_t version = 0;  // the loop's round count when it was taken
+  // What a filter may name: the tenants with their queues, and the nodes (empty: not checked).
+  std::map<std::string, std::set<std::string>> queues_of_tenant;
+  std::set<std::string> nodes;
 };
 
 // The page of `listing` that `filter` asks for, as `who` may see it: 200 with {"jobs": [...]}
 // (each job with "pending" when it waits, "attained_gpu_seconds" while it is live) and "next" when
-// older jobs may match; 400 for a bad state name or limit, 403 for a user naming another tenant.
+// older jobs may match; 400 for a bad state name, limit or window, 403 for a user naming another
+// tenant, 404 for a tenant, queue or node the pool does not have (a typo is not an empty listing).
 Reply list_jobs(const JobListing& listing, const Principal& who, const JobFilter& filter);
 
 }  // namespace tidepool

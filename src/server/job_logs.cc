@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <system_error>
@@ -83,31 +84,42 @@ Result<std::unique_ptr<JobLogs>> JobLogs::open(const std::string& dir,
 
 std::string JobLogs::job_dir(std::int64_t job) const { return fmt::format("{}/{}", dir_, job); }
 
-std::string JobLogs::task_file(std::int64_t job, int task) const {
-  return fmt::format("{}/{}/task-{}.log", dir_, job, task);
+std::string JobLogs::run_file(std::int64_t job, int task, std::int64_t run) const {
+  if (run == 0) return fmt::format("{}/{}/task-{}.log", dir_, job, task);
+  return fmt::format("{}/{}/task-{}.run-{}.log", dir_, job, task, run);
 }
 
-Result<std::int64_t> JobLogs::append(std::int64_t job, int task, std::int64_t offset,
-                                     std::string_view bytes) {
+namespace {
+
+Result<void> check_log(std::int64_t job, int task, std::int64_t run) {
   if (job <= 0) return fail("job", fmt::format("{} is not a job id", job));
   if (task < 0) return fail("task", fmt::format("{} is not a task number (0 or more)", task));
+  if (run < 0) return fail("run", fmt::format("{} is not a run number (0 or more)", run));
+  return {};
+}
+
+}  // namespace
+
+Result<std::int64_t> JobLogs::append(std::int64_t job, int task, std::int64_t run,
+                                     std::int64_t offset, std::string_view bytes) {
+  if (auto ok = check_log(job, task, run); !ok) return std::unexpected(ok.error());
   if (offset < 0) return fail("offset", fmt::format("{} is not a byte offset (0 or more)", offset));
   const std::lock_guard lock(append_mutex_);
-  const std::string path = task_file(job, task);
+  const std::string path = run_file(job, task, run);
   // Only this object writes the file, under the lock: the size stays what stat says.
   auto size = file_size(path);
   if (!size) return size;
   if (offset > *size) {
-    return fail("offset",
-                fmt::format("the log of task {} has {} bytes; send from there", task, *size));
+    return fail("offset", fmt::format("the log of run {} of task {} has {} bytes; send from there",
+                                      run, task, *size));
   }
   const auto stored = static_cast<std::size_t>(*size - offset);
   if (stored >= bytes.size()) return *size;  // all of it was stored before
   const std::string_view rest = bytes.substr(stored);
   if (static_cast<std::int64_t>(rest.size()) > task_limit_bytes_ - *size) {
-    return fail("bytes", fmt::format("the log of task {} would grow past its limit of {}; the "
-                                     "rest of the task's output is not kept",
-                                     task, byte_count(task_limit_bytes_)));
+    return fail("bytes", fmt::format("the log of run {} of task {} would grow past its limit of "
+                                     "{}; the rest of the run's output is not kept",
+                                     run, task, byte_count(task_limit_bytes_)));
   }
   if (static_cast<std::int64_t>(rest.size()) > total_limit_bytes_ - total_bytes_) {
     return fail("bytes", fmt::format("the server's task logs hold {} of their limit of {}; the "
@@ -141,13 +153,12 @@ Result<std::int64_t> JobLogs::append(std::int64_t job, int task, std::int64_t of
   return *size + static_cast<std::int64_t>(rest.size());
 }
 
-Result<LogChunk> JobLogs::read(std::int64_t job, int task, std::int64_t offset,
+Result<LogChunk> JobLogs::read(std::int64_t job, int task, std::int64_t run, std::int64_t offset,
                                std::int64_t limit) const {
-  if (job <= 0) return fail("job", fmt::format("{} is not a job id", job));
-  if (task < 0) return fail("task", fmt::format("{} is not a task number (0 or more)", task));
+  if (auto ok = check_log(job, task, run); !ok) return std::unexpected(ok.error());
   if (offset < 0) return fail("offset", fmt::format("{} is not a byte offset (0 or more)", offset));
   if (limit < 0) return fail("limit", fmt::format("{} is not a byte count (0 or more)", limit));
-  const std::string path = task_file(job, task);
+  const std::string path = run_file(job, task, run);
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT) return LogChunk{};
@@ -174,6 +185,60 @@ Result<LogChunk> JobLogs::read(std::int64_t job, int task, std::int64_t offset,
   }
   chunk.bytes.resize(got);
   return chunk;
+}
+
+Result<std::vector<RunLog>> JobLogs::runs(std::int64_t job, int task) const {
+  if (auto ok = check_log(job, task, 0); !ok) return std::unexpected(ok.error());
+  std::vector<RunLog> found;
+  std::error_code error;
+  const std::string dir = job_dir(job);
+  const std::string legacy = fmt::format("task-{}.log", task);
+  const std::string prefix = fmt::format("task-{}.run-", task);
+  for (auto it = std::filesystem::directory_iterator(dir, error);
+       !error && it != std::filesystem::directory_iterator(); it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    std::int64_t run = 0;
+    if (name != legacy) {
+      if (!name.starts_with(prefix) || !name.ends_with(".log")) continue;
+      const std::string_view digits =
+          std::string_view(name).substr(prefix.size(), name.size() - prefix.size() - 4);
+      const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), run);
+      if (ec != std::errc() || end != digits.data() + digits.size() || run <= 0) continue;
+    }
+    auto size = file_size(it->path().string());
+    if (!size) return std::unexpected(size.error());
+    found.push_back(RunLog{run, *size});
+  }
+  if (error && error != std::errc::no_such_file_or_directory) {
+    return fail(dir, "cannot list the task's logs: " + error.message());
+  }
+  std::sort(found.begin(), found.end(),
+            [](const RunLog& a, const RunLog& b) { return a.run < b.run; });
+  return found;
+}
+
+Result<LogChunk> JobLogs::read_runs(std::int64_t job, int task, std::int64_t offset,
+                                    std::int64_t limit) const {
+  if (offset < 0) return fail("offset", fmt::format("{} is not a byte offset (0 or more)", offset));
+  if (limit < 0) return fail("limit", fmt::format("{} is not a byte count (0 or more)", limit));
+  auto runs = this->runs(job, task);
+  if (!runs) return std::unexpected(runs.error());
+  LogChunk all;
+  std::int64_t start = 0;  // of the run's log in the whole
+  for (const RunLog& r : *runs) {
+    // Where the next byte is, in the whole and in this run's log (which may grow meanwhile: no
+    // more than its size as listed is read, so the whole stays consistent).
+    const std::int64_t at = offset + static_cast<std::int64_t>(all.bytes.size());
+    const std::int64_t want = limit - static_cast<std::int64_t>(all.bytes.size());
+    if (want > 0 && at >= start && at < start + r.size) {
+      auto part = read(job, task, r.run, at - start, std::min(want, start + r.size - at));
+      if (!part) return std::unexpected(part.error());
+      all.bytes += part->bytes;
+    }
+    start += r.size;
+  }
+  all.size = start;
+  return all;
 }
 
 }  // namespace tidepool

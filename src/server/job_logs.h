@@ -1,10 +1,13 @@
 // The tasks' output (stdout and stderr) that the node agents ship to the server, kept so that
-// `tidepool logs` shows it from anywhere, also after the node died. One file per task,
-// <dir>/<job>/task-<n>.log, created on the first bytes; a log only grows.
+// `tidepool logs` shows it from anywhere, also after the node died. One file per run of a task,
+// <dir>/<job>/task-<n>.run-<r>.log, created on the first bytes; a log only grows. Each run has
+// its own log, so a run's late bytes (its node ships them after the next run began elsewhere)
+// never mix with the next run's. Run 0 is the layout of servers before runs were kept apart
+// (<dir>/<job>/task-<n>.log), read as the task's first log.
 //
-// Appends are idempotent by offset: an agent sends each chunk with the byte offset where it
-// starts, and resends from the last size it got back when a request failed, so a chunk that
-// arrives twice (its reply was lost) is stored once and nothing is stored out of order.
+// Appends are idempotent by offset: an agent sends each chunk with the byte offset in the run's
+// log where it starts, and resends from the last size it got back when a request failed, so a
+// chunk that arrives twice (its reply was lost) is stored once and nothing is stored out of order.
 //
 // Private: folders 0700, files 0600 (a task's output may hold its secrets). Each append is
 // fdatasync'ed before it is acknowledged, like a submission. All the logs together are capped
@@ -19,6 +22,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/error.h"
 
@@ -27,6 +31,12 @@ namespace tidepool {
 // Bytes of a task's log and how long the log is now (bytes may end before it: a read limit).
 struct LogChunk {
   std::string bytes;
+  std::int64_t size = 0;
+};
+
+// One run's log of a task, and its size now.
+struct RunLog {
+  std::int64_t run = 0;
   std::int64_t size = 0;
 };
 
@@ -43,21 +53,29 @@ class JobLogs {
       const std::string& dir, std::int64_t task_limit_bytes = kDefaultTaskLimitBytes,
       std::int64_t total_limit_bytes = kDefaultTotalLimitBytes);
 
-  // Stores `bytes`, which start at byte `offset` of the log of task `task` (>= 0) of job `job`
-  // (> 0), and returns the log's new size:
+  // Stores `bytes`, which start at byte `offset` of the log of run `run` (>= 0) of task `task`
+  // (>= 0) of job `job` (> 0), and returns the log's new size:
   //   offset == size: appended;
   //   offset <  size: a resend; the part already stored is skipped, the rest appended;
   //   offset >  size: nothing stored; Error with field "offset" whose reason names the size to
   //                   send from.
-  // A log that would grow past the limit, or the logs past their total limit, keep nothing of the
-  // chunk: Error with field "bytes" naming the limit. Other fields: a bad job or task ("job",
-  // "task"), or an I/O failure (the file's path).
-  Result<std::int64_t> append(std::int64_t job, int task, std::int64_t offset,
+  // A log that would grow past the limit (of one run's log), or the logs past their total limit,
+  // keep nothing of the chunk: Error with field "bytes" naming the limit. Other fields: a bad
+  // job, task or run ("job", "task", "run"), or an I/O failure (the file's path).
+  Result<std::int64_t> append(std::int64_t job, int task, std::int64_t run, std::int64_t offset,
                               std::string_view bytes);
 
-  // Up to `limit` (>= 0) bytes from `offset` (>= 0) of the log, and its size. A task without a
-  // log yet, and an offset at or past the end, read as no bytes.
-  Result<LogChunk> read(std::int64_t job, int task, std::int64_t offset, std::int64_t limit) const;
+  // Up to `limit` (>= 0) bytes from `offset` (>= 0) of one run's log, and its size. A run
+  // without a log yet, and an offset at or past the end, read as no bytes.
+  Result<LogChunk> read(std::int64_t job, int task, std::int64_t run, std::int64_t offset,
+                        std::int64_t limit) const;
+
+  // The runs of the task that have a log, in run order.
+  Result<std::vector<RunLog>> runs(std::int64_t job, int task) const;
+
+  // The same from the task's logs one after another in run order (the size: all of them).
+  Result<LogChunk> read_runs(std::int64_t job, int task, std::int64_t offset,
+                             std::int64_t limit) const;
 
   // The folder and the cap, as given to open().
   [[nodiscard]] const std::string& dir() const { return dir_; }
@@ -71,7 +89,7 @@ class JobLogs {
         total_limit_bytes_(total_limit_bytes),
         total_bytes_(total_bytes) {}
   [[nodiscard]] std::string job_dir(std::int64_t job) const;
-  [[nodiscard]] std::string task_file(std::int64_t job, int task) const;
+  [[nodiscard]] std::string run_file(std::int64_t job, int task, std::int64_t run) const;
 
   std::string dir_;
   std::int64_t task_limit_bytes_;

@@ -11,6 +11,7 @@
 #include <charconv>
 #include <exception>
 #include <initializer_list>
+#include <limits>
 #include <set>
 #include <sstream>
 #include <tuple>
@@ -387,6 +388,35 @@ Result<std::vector<std::string>> read_gpu_models(const Json& value, const std::s
   return models;
 }
 
+Result<std::vector<std::int64_t>> read_job_ids(const Json& value, const std::string& path) {
+  if (auto list = body_fields::check_list(value, path, kMaxDependencies, "job ids"); !list) {
+    return std::unexpected(list.error());
+  }
+  std::vector<std::int64_t> ids;
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    auto id = body_fields::read_integer(value[i], index_path(path, i), 1,
+                                        std::numeric_limits<std::int64_t>::max());
+    if (!id) return std::unexpected(id.error());
+    if (std::ranges::find(ids, *id) != ids.end()) {
+      return fail(index_path(path, i), fmt::format("job {} is listed twice", *id));
+    }
+    ids.push_back(*id);
+  }
+  return ids;
+}
+
+Result<std::string> read_array(const Json& value, const std::string& path) {
+  if (!value.is_string()) {
+    return fail(path, "expected the indexes as a string, e.g. \"0-99\" or \"1,3,5-7\"");
+  }
+  auto text = body_fields::read_text(value, path, body_fields::kMaxTextBytes);
+  if (!text) return std::unexpected(text.error());
+  if (auto indexes = parse_array_indexes(*text); !indexes) {
+    return fail(path, indexes.error().reason);
+  }
+  return text;
+}
+
 Result<TopologyRequirement> read_topology(const Json& value, const std::string& path) {
   if (auto keys = body_fields::check_keys(value, path, "a map of within and mode",
                                           {"within", "mode"}, false);
@@ -497,7 +527,7 @@ bool operator==(const JobSpec& a, const JobSpec& b) {
                     s.gpu_milli, s.gpu_models, s.cpu_milli_per_task, s.memory_mib_per_task,
                     s.topology.level, s.topology.strength, s.runtime_estimate, s.max_runtime,
                     s.max_cost, s.preemptible, s.checkpoint_interval, s.command, s.working_dir,
-                    s.env, s.labels);
+                    s.env, s.labels, s.after_ok, s.array);
   };
   return fields(a) == fields(b);
 }
@@ -547,7 +577,9 @@ Result<JobSpec> job_spec_from_json(const nlohmann::json& value) {
                                            "command",
                                            "working_dir",
                                            "env",
-                                           "labels"},
+                                           "labels",
+                                           "after_ok",
+                                           "array"},
                                           false);
       !keys) {
     return std::unexpected(keys.error());
@@ -585,6 +617,8 @@ Result<JobSpec> job_spec_from_json(const nlohmann::json& value) {
           read_optional(value, "", "working_dir", spec.working_dir, read_working_dir),
           read_optional(value, "", "env", spec.env, read_env),
           read_optional(value, "", "labels", spec.labels, read_labels),
+          read_optional(value, "", "after_ok", spec.after_ok, read_job_ids),
+          read_optional(value, "", "array", spec.array, read_array),
       });
       !read) {
     return std::unexpected(read.error());
@@ -600,6 +634,44 @@ Result<JobSpec> job_spec_from_json(const nlohmann::json& value) {
                                                 format_duration(*spec.max_runtime)));
   }
   return spec;
+}
+
+Result<std::vector<std::int64_t>> parse_array_indexes(std::string_view text) {
+  const auto bad = [&](std::string_view why) {
+    return fail("array", fmt::format("{}: {}; write indexes as 0-99 or 1,3,5-7", quote(text), why));
+  };
+  const auto number = [](std::string_view digits) -> std::optional<std::int64_t> {
+    std::int64_t n = 0;
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
+    if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size()) {
+      return std::nullopt;
+    }
+    return n;
+  };
+  std::vector<std::int64_t> indexes;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t comma = text.find(',', start);
+    if (comma == std::string_view::npos) comma = text.size();
+    const std::string_view item = text.substr(start, comma - start);
+    const std::size_t dash = item.find('-');
+    const auto from = number(item.substr(0, dash));
+    const auto to = dash == std::string_view::npos ? from : number(item.substr(dash + 1));
+    if (!from || !to) return bad(fmt::format("{} is not an index or a range", quote(item)));
+    if (*to < *from) return bad(fmt::format("{} ends before it starts", quote(item)));
+    if (*to > kMaxArrayIndex) return bad(fmt::format("indexes go up to {}", kMaxArrayIndex));
+    if (static_cast<std::size_t>(*to - *from) >= kMaxArrayJobs ||
+        indexes.size() + static_cast<std::size_t>(*to - *from + 1) > kMaxArrayJobs) {
+      return bad(fmt::format("an array has at most {} jobs", kMaxArrayJobs));
+    }
+    for (std::int64_t i = *from; i <= *to; ++i) indexes.push_back(i);
+    start = comma + 1;
+  }
+  std::ranges::sort(indexes);
+  if (auto twice = std::ranges::adjacent_find(indexes); twice != indexes.end()) {
+    return bad(fmt::format("index {} is given twice", *twice));
+  }
+  return indexes;
 }
 
 Result<void> check_runnable(const JobSpec& spec) {
@@ -624,7 +696,7 @@ nlohmann::json job_spec_to_json(const JobSpec& spec) {
     if (!seconds) return nullptr;
     return format_duration(*seconds);
   };
-  return Json{
+  Json out{
       {"name", spec.name},
       {"tenant", spec.tenant},
       {"queue", spec.queue},
@@ -649,6 +721,9 @@ nlohmann::json job_spec_to_json(const JobSpec& spec) {
       {"env", spec.env},
       {"labels", spec.labels},
   };
+  if (!spec.after_ok.empty()) out["after_ok"] = spec.after_ok;
+  if (!spec.array.empty()) out["array"] = spec.array;
+  return out;
 }
 
 Result<std::int64_t> parse_duration_ms(std::string_view text) {
@@ -750,6 +825,7 @@ std::string spec_field(const std::string& core_field) {
       {"memory_mib", "memory_mib_per_task"},
       {"priority_class", "priority"},
       {"caps.max_runtime", "max_runtime"},
+      {"models", "gpu_models"},
   };
   auto it = kNames.find(core_field);
   return it == kNames.end() ? core_field : it->second;

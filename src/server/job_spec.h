@@ -32,6 +32,12 @@
 //                              #   folder on its node)
 //   env: {EPOCHS: "90"}        # map string -> string (keys: [A-Za-z_][A-Za-z0-9_]*)
 //   labels: {team: ranking}    # map string -> string (keys: names, as for name)
+//   array: 0-99                # a job array: one job per index (ranges and lists: "0-9,20-29"),
+//                              #   each with TIDEPOOL_ARRAY_INDEX and TIDEPOOL_ARRAY_JOB_ID (the
+//                              #   first job's id) in its env; indexes 0..1000000, at most 10000
+//   after_ok: [41, 42]         # job ids: it starts only once each of them has succeeded, and is
+//                              #   cancelled if one fails or is cancelled (Slurm's afterok); at
+//                              #   most 100, no repeats; each must exist when it is submitted
 //
 // Numbers are JSON integers (YAML: plain integers); 1.5, 4.0 or "4" are refused where an integer is
 // expected, and an integer or true is refused where a string is expected (quote it in YAML). A
@@ -70,6 +76,9 @@ inline constexpr std::size_t kMaxCommandWords = 256;
 inline constexpr std::size_t kMaxEnvEntries = 256;
 inline constexpr std::size_t kMaxLabels = 64;
 inline constexpr std::size_t kMaxJobGpuModels = 64;
+inline constexpr std::size_t kMaxDependencies = 100;
+inline constexpr std::int64_t kMaxArrayIndex = 1'000'000;
+inline constexpr std::size_t kMaxArrayJobs = 10'000;
 inline constexpr std::int64_t kMaxCpuMilliPerTask = 1'000'000'000;
 inline constexpr std::int64_t kMaxMemoryMibPerTask = std::int64_t{1} << 30;
 inline constexpr Seconds kMaxDuration = Seconds{10} * 365 * 86'400;  // 10 years
@@ -98,6 +107,8 @@ struct JobSpec {
   std::string working_dir;  // empty: the agent's folder for the task
   std::map<std::string, std::string> env;
   std::map<std::string, std::string> labels;
+  std::vector<std::int64_t> after_ok;  // job ids, in the order given
+  std::string array;                   // the indexes of a job array as written; empty: one job
 
   // Field by field. (Not defaulted: TopologyRequirement has no operator==.)
   friend bool operator==(const JobSpec&, const JobSpec&);
@@ -112,6 +123,11 @@ struct JobSpec {
 // field "body" (or the key path of a repeated key) and, for YAML, the line and column. Never
 // throws.
 Result<nlohmann::json> parse_body(std::string_view body, BodyFormat format);
+
+// The indexes of an `array` text ("0-9,20,30-31"), ascending; an Error (field "array") for a
+// malformed item, a range that ends before it starts, an index out of 0..kMaxArrayIndex, one
+// given twice, or more than kMaxArrayJobs of them.
+Result<std::vector<std::int64_t>> parse_array_indexes(std::string_view text);
 
 // Reads a job spec from a parsed body (see the file comment).
 Result<JobSpec> job_spec_from_json(const nlohmann::json& value);

@@ -316,6 +316,44 @@ TEST(JobSpecTest, GpuModelIsOneNameOrAList) {
               HasSubstr("has 65 GPU model names; at most 64"));
 }
 
+TEST(JobSpecTest, AfterOkIsAListOfJobIds) {
+  auto two = json_spec({{"after_ok", {41, 42}}});
+  ASSERT_TRUE(two.has_value());
+  EXPECT_EQ(two->after_ok, (std::vector<std::int64_t>{41, 42}));
+  EXPECT_EQ(job_spec_to_json(*two)["after_ok"], Json({41, 42}));
+  EXPECT_FALSE(job_spec_to_json(*json_spec(Json::object())).contains("after_ok"));
+  EXPECT_EQ(json_spec({{"after_ok", {41, 0}}}).error().field, "after_ok[1]");
+  EXPECT_THAT(json_spec({{"after_ok", {41, 41}}}).error().reason, HasSubstr("listed twice"));
+  EXPECT_EQ(json_spec({{"after_ok", 41}}).error().field, "after_ok");
+  EXPECT_EQ(json_spec({{"after_ok", {"41"}}}).error().field, "after_ok[0]");
+  Json many = Json::array();
+  for (std::size_t i = 1; i <= kMaxDependencies + 1; ++i) many.push_back(i);
+  EXPECT_THAT(json_spec({{"after_ok", many}}).error().reason, HasSubstr("at most 100"));
+  JobSpec other = *two;
+  other.after_ok = {41};
+  EXPECT_NE(other, *two);
+}
+
+TEST(JobSpecTest, ArrayIndexesAreRangesAndLists) {
+  using V = std::vector<std::int64_t>;
+  EXPECT_EQ(*parse_array_indexes("0-3"), (V{0, 1, 2, 3}));
+  EXPECT_EQ(*parse_array_indexes("7,1-2,10"), (V{1, 2, 7, 10}));
+  EXPECT_EQ(*parse_array_indexes("1000000"), V{1000000});
+  for (const char* bad :
+       {"", "a", "3-1", "1,,2", "1-", "-1", "0-1000001", "1,1", "0-2,2", "0-10000", " 1"}) {
+    auto refused = parse_array_indexes(bad);
+    ASSERT_FALSE(refused.has_value()) << bad;
+    EXPECT_EQ(refused.error().field, "array");
+  }
+  EXPECT_EQ(parse_array_indexes("0-9999")->size(), kMaxArrayJobs);
+  auto spec = json_spec({{"array", "0-99"}});
+  ASSERT_TRUE(spec.has_value());
+  EXPECT_EQ(spec->array, "0-99");
+  EXPECT_EQ(job_spec_to_json(*spec)["array"], "0-99");
+  EXPECT_EQ(json_spec({{"array", 5}}).error().field, "array");
+  EXPECT_THAT(json_spec({{"array", "5-1"}}).error().reason, HasSubstr("ends before it starts"));
+}
+
 TEST(JobSpecTest, UnknownKeysAreRefused) {
   const Error top = yaml_error("checkpoint: 30m");
   EXPECT_EQ(top.field, "checkpoint");

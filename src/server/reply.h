@@ -15,5 +15,8 @@ struct Reply {
   nlohmann::json body;
 };
 Reply error_reply(int status, std::string error, const Error& cause);
+// 403 "forbidden" and 409 "conflict" with their field and reason.
+Reply forbidden(std::string field, std::string reason);
+Reply conflict(std::string field, std::string reason);
 
 }  // namespace tidepool

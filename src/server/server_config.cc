@@ -24,11 +24,12 @@ class ConfigReader : private YamlReader {
 
   Result<ServerConfig> read(const YAML::Node& root, const std::string& base_dir) const {
     ServerConfig c;
-    auto f = fields(root, "",
-                    {"listen", "cluster", "tenants", "policy", "placement_policy", "database",
-                     "admin_token_file", "tick", "rate_limit", "tls", "http_threads",
-                     "heartbeat_timeout", "logs", "idle_gpu_window", "market",
-                     "ledger_posting_interval", "admission", "metrics_token_required"});
+    auto f =
+        fields(root, "",
+               {"listen", "cluster", "tenants", "policy", "placement_policy", "database",
+                "admin_token_file", "tick", "rate_limit", "tls", "http_threads",
+                "heartbeat_timeout", "logs", "idle_gpu_window", "market", "ledger_posting_interval",
+                "admission", "metrics_token_required", "simulate_unregistered_nodes"});
     if (!f) return std::unexpected(f.error());
     if (auto node = f->get("listen")) {
       auto value = text(*node, "listen");
@@ -92,13 +93,17 @@ class ConfigReader : private YamlReader {
       if (!n || *n < 4 || *n > 1024) return error_at(*node, "http_threads", "expected 4..1024");
       c.http_threads = static_cast<int>(*n);
     }
-    if (auto node = f->get("metrics_token_required")) {
-      auto value = text(*node, "metrics_token_required");
-      if (!value) return std::unexpected(value.error());
-      if (*value != "true" && *value != "false") {
-        return error_at(*node, "metrics_token_required", "expected true or false");
+    for (auto [key, target] :
+         {std::pair{"metrics_token_required", &c.metrics_token_required},
+          std::pair{"simulate_unregistered_nodes", &c.simulate_unregistered_nodes}}) {
+      if (auto node = f->get(key)) {
+        auto value = text(*node, key);
+        if (!value) return std::unexpected(value.error());
+        if (*value != "true" && *value != "false") {
+          return error_at(*node, key, "expected true or false");
+        }
+        *target = *value == "true";
       }
-      c.metrics_token_required = *value == "true";
     }
     if (auto node = f->get("rate_limit")) {
       auto limit = fields(*node, "rate_limit", {"per_second", "burst"});

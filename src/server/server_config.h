@@ -19,6 +19,9 @@
 //   metrics_token_required: false   # true: GET /metrics needs a token (any role)
 //   heartbeat_timeout: 30s          # a node whose agent is silent this long is NotReady, and
 //                                   #   its jobs are requeued (1s..1h)
+//   simulate_unregistered_nodes: false  # true: declared nodes take jobs before (or without) an
+//                                   #   agent, which then "run" with no process (benchmarks and
+//                                   #   API tests); false: only nodes whose agent registered
 //   logs: tidepool.logs             # folder of the tasks' output sent by the agents (default: the
 //                                   #   database path + ".logs")
 //   idle_gpu_window: 15m            # an allocated GPU idle (< 5% busy) this long raises an alert
@@ -59,6 +62,7 @@ struct ServerConfig {
   int http_threads = 64;
   bool metrics_token_required = false;
   std::int64_t heartbeat_timeout_ms = 30'000;
+  bool simulate_unregistered_nodes = false;
   std::string log_dir;  // empty: database_path + ".logs"
   std::int64_t idle_gpu_window_ms = 15 * 60'000;
   std::string market_path;  // empty: no market

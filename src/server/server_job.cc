@@ -85,6 +85,13 @@ nlohmann::json server_job_to_json(const ServerJob& job) {
       {"last_checkpoint_ms", job.last_checkpoint_ms},
   };
   if (!job.idempotency_key.empty()) out["idempotency_key"] = job.idempotency_key;
+  if (!job.submitter_token.empty()) out["submitter_token"] = job.submitter_token;
+  if (!job.submitter.empty()) out["submitter"] = job.submitter;
+  if (!job.held.empty()) out["held"] = job.held;
+  if (job.array_job != 0) {
+    out["array_job"] = job.array_job;
+    out["array_index"] = job.array_index;
+  }
   if (job.exit_code) out["exit_code"] = *job.exit_code;
   if (job.checkpoint_step) out["checkpoint_step"] = *job.checkpoint_step;
   if (!job.checkpoint_path.empty()) out["checkpoint_path"] = job.checkpoint_path;
@@ -161,6 +168,11 @@ Result<ServerJob> server_job_from_json(const nlohmann::json& value) {
   };
   if (auto ok = body_fields::first_failure(
           {body_fields::read_optional(value, "", "idempotency_key", job.idempotency_key, text),
+           body_fields::read_optional(value, "", "submitter_token", job.submitter_token, text),
+           body_fields::read_optional(value, "", "submitter", job.submitter, text),
+           body_fields::read_optional(value, "", "held", job.held, text),
+           body_fields::read_optional(value, "", "array_job", job.array_job, count),
+           body_fields::read_optional(value, "", "array_index", job.array_index, count),
            body_fields::read_optional(value, "", "submitted_ms", job.submitted_ms, count),
            body_fields::read_optional(value, "", "started_ms", job.started_ms, count),
            body_fields::read_optional(value, "", "ended_ms", job.ended_ms, count),

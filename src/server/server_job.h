@@ -36,6 +36,10 @@ Result<JobState> parse_job_state(std::string_view name);
   return state == JobState::kSucceeded || state == JobState::kFailed ||
          state == JobState::kCancelled;
 }
+// Failed or cancelled: a job after it (after_ok) can never start.
+[[nodiscard]] inline bool ended_unsuccessfully(JobState state) {
+  return is_final(state) && state != JobState::kSucceeded;
+}
 
 struct Transition {
   JobState state = JobState::kPending;
@@ -72,10 +76,18 @@ struct ServerJob {
   std::int64_t id = 0;
   JobSpec spec;
   std::string idempotency_key;
+  // Who submitted it: the id of the token, and the token's description then ("alice's laptop").
+  std::string submitter_token;
+  std::string submitter;
   JobState state = JobState::kPending;
   std::vector<Transition> transitions;  // the first is the submission (pending)
   std::vector<TaskPlace> placement;     // while running: one per task
   std::int64_t submitted_ms = 0;
+  // A job of an array (its spec's `array` at submission): the first job's id and its index.
+  std::int64_t array_job = 0;  // 0: not of an array
+  std::int64_t array_index = 0;
+  // Why a pending job is held out of scheduling ("held by token 8e5f (user)"); empty: not held.
+  std::string held;
   std::int64_t started_ms = 0;  // start of the current (or last) run
   std::int64_t ended_ms = 0;    // when it reached a final state
   int starts = 0;

@@ -103,12 +103,12 @@ ServerMetrics::ServerMetrics()
                            "preemption or node_failure")
                      .Register(*registry_)),
       prices_(BuildGauge()
-                  .Name("tidepool_price_per_gpu_hour")
+                  .Name("tidepool_price_credits_per_gpu_hour")
                   .Help("The internal market's price in force of one GPU-hour, in the market's "
                         "currency, by GPU model and price class")
                   .Register(*registry_)),
       tenant_charges_(BuildCounter()
-                          .Name("tidepool_tenant_charges_total")
+                          .Name("tidepool_tenant_charged_credits_total")
                           .Help("What each tenant was charged (posted ledger entries), in the "
                                 "market's currency")
                           .Register(*registry_)),

@@ -473,6 +473,7 @@ Result<ClusterSimRun> Simulation::run() {
     now = t;
     if (market_) market_hook(market_->advance(t, sched_.pool(), sched_));
     bool outside_event = false;
+    bool woken = false;
     while (!events_.empty() && events_.top().time == t) {
       const Event e = events_.top();
       events_.pop();
@@ -527,6 +528,7 @@ Result<ClusterSimRun> Simulation::run() {
         }
         case kWakeup:
           wakeups_.erase(t);
+          woken = true;
           break;
         case kBurstFinish:
           finish_burst(e.index, t);
@@ -534,6 +536,9 @@ Result<ClusterSimRun> Simulation::run() {
           break;
       }
     }
+    // Only finishes that were superseded (their jobs were preempted since): nothing changed, and
+    // a pass would decide what the last one did.
+    if (!outside_event && !woken) continue;
     const PassResult pass = sched_.pass(t);
     apply(pass, t);
     if (bursting()) {

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "core/gpus_text.h"
 #include "core/job.h"
 #include "core/pending_reason.h"
 #include "sim/csv.h"
@@ -35,19 +36,6 @@ Json optional_json(const std::optional<Seconds>& value) {
 
 }  // namespace
 
-std::string gpus_text(std::int64_t milli) {
-  const bool negative = milli < 0;
-  const std::uint64_t m =
-      negative ? 0 - static_cast<std::uint64_t>(milli) : static_cast<std::uint64_t>(milli);
-  std::string text = fmt::format("{}{}", negative ? "-" : "", m / 1000);
-  if (m % 1000 != 0) {
-    std::string fraction = fmt::format("{:03}", m % 1000);
-    while (fraction.back() == '0') fraction.pop_back();
-    text += '.' + fraction;
-  }
-  return text;
-}
-
 void write_jobs_csv(std::ostream& out, const ClusterSimRun& run, std::span<const SimJob> workload,
                     std::span<const SimLoan> loans) {
   out << "job,name,tenant,class,gpus,submit_s,start_s,end_s,queue_s,preemptions,lost_gpu_seconds,"
@@ -74,7 +62,7 @@ void write_jobs_csv(std::ostream& out, const ClusterSimRun& run, std::span<const
     out << fmt::format(
         "{},{},{},{},{},{},{},{},{},{},{},{},{},{:.4f},{:.4f},{:.4f},{},{}\n", r.id.value,
         csv_field(name), csv_field(tenant_name(run, tenant)), job_class_name(job_class),
-        gpus_text(milli), submit, optional_text(r.first_start), optional_text(r.end),
+        gpus_number(milli), submit, optional_text(r.first_start), optional_text(r.end),
         r.queue_seconds, r.preemptions, r.lost_gpu_seconds, r.nodes, r.leaves, r.slowdown,
         r.comm_share, r.est_mfu, r.predicted_runtime, pending_kind_name(r.main_reason));
   }
@@ -87,12 +75,12 @@ void write_timeline_csv(std::ostream& out, const ClusterSimRun& run) {
   for (const SimSample& s : run.samples) {
     out << s.time;
     for (std::size_t t = 0; t < run.tenant_names.size(); ++t) {
-      out << ',' << gpus_text(t < s.tenant_milli.size() ? s.tenant_milli[t] : 0);
+      out << ',' << gpus_number(t < s.tenant_milli.size() ? s.tenant_milli[t] : 0);
     }
     const double fragmentation =
         s.free_gpus > 0 ? static_cast<double>(s.fragmented_gpus) / static_cast<double>(s.free_gpus)
                         : 0.0;
-    out << fmt::format(",{},{},{},{},{},{:.4f}\n", gpus_text(s.allocated_milli), s.queued,
+    out << fmt::format(",{},{},{},{},{},{:.4f}\n", gpus_number(s.allocated_milli), s.queued,
                        s.running, s.free_gpus, s.fragmented_gpus, fragmentation);
   }
 }

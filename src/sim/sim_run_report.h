@@ -41,9 +41,6 @@
 
 namespace tidepool {
 
-// "12", "12.5", "0.125": milli-GPUs as GPUs with up to 3 decimals.
-std::string gpus_text(std::int64_t milli);
-
 void write_jobs_csv(std::ostream& out, const ClusterSimRun& run, std::span<const SimJob> workload,
                     std::span<const SimLoan> loans);
 void write_timeline_csv(std::ostream& out, const ClusterSimRun& run);

@@ -13,9 +13,9 @@ bool looks_numeric(const std::string& cell) {
 
 }  // namespace
 
-void TextTable::print(std::ostream& out) const {
+void TextTable::print(std::ostream& out, bool header) const {
   std::vector<std::size_t> width(header_.size(), 0);
-  for (std::size_t c = 0; c < header_.size(); ++c) width[c] = header_[c].size();
+  for (std::size_t c = 0; header && c < header_.size(); ++c) width[c] = header_[c].size();
   for (const auto& row : rows_) {
     for (std::size_t c = 0; c < row.size() && c < width.size(); ++c) {
       width[c] = std::max(width[c], row[c].size());
@@ -34,10 +34,12 @@ void TextTable::print(std::ostream& out) const {
     }
     out << '\n';
   };
-  line(header_, true);
-  std::size_t total = 0;
-  for (std::size_t w : width) total += w;
-  out << std::string(total + 2 * (width.size() - 1), '-') << '\n';
+  if (header) {
+    line(header_, true);
+    std::size_t total = 0;
+    for (std::size_t w : width) total += w;
+    out << std::string(total + 2 * (width.size() - 1), '-') << '\n';
+  }
   for (const auto& row : rows_) line(row, false);
 }
 

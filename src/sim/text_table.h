@@ -12,7 +12,9 @@ class TextTable {
  public:
   explicit TextTable(std::vector<std::string> header) : header_(std::move(header)) {}
   void add_row(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
-  void print(std::ostream& out) const;
+  // The header and a rule of dashes, then the rows; without `header`, the rows only (the widths
+  // then come from the rows alone).
+  void print(std::ostream& out, bool header = true) const;
 
  private:
   std::vector<std::string> header_;

@@ -78,6 +78,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (auto spec = job_spec_from_json(*value); !failed(spec)) {
     check(spec->gpu_milli == 1000 || (spec->tasks == 1 && spec->gpus_per_task == 1), "gpu_milli");
     check(check_name(spec->name).has_value(), "name");
+    check(spec->after_ok.size() <= kMaxDependencies, "after_ok");
+    if (!spec->array.empty()) {
+      auto indexes = parse_array_indexes(spec->array);
+      check(!failed(indexes) && !indexes->empty() && indexes->size() <= kMaxArrayJobs, "array");
+    }
+  }
+  if (auto update = job_update_from_json(*value); !failed(update)) {
+    // Any update applied to a valid spec is a valid spec or an Error, never a throw.
+    JobSpec base;
+    base.name = "fuzz";
+    base.tenant = "fuzz";
+    if (auto updated = apply_job_update(base, *update); !failed(updated)) {
+      check(updated->name == "fuzz" && updated->tenant == "fuzz", "update keeps the rest");
+    }
   }
   return 0;
 }

@@ -8,7 +8,7 @@
 #            job_spec_fuzz, api_bodies_fuzz, http_response_fuzz and/or http_request_fuzz
 #            (default: all eight)
 # Environment: CXX (default clang++-14), FUZZ_DIR (default build/fuzz: binaries, corpora, logs,
-# and crash artifacts <target>-crash-*).
+# and crash artifacts <target>-crash-*), FUZZ_JOBS (targets built and fuzzed at once, default 2).
 # Exit status: 0 if no target found a problem, 1 if one did, 2 if a build failed.
 set -uo pipefail
 
@@ -41,6 +41,7 @@ sources=(
   "${src}/sim/yaml_reader.cc" "${src}/core/money.cc" "${src}/core/gpu_cost.cc"
   "${src}/core/pricing.cc" "${src}/core/budget.cc" "${src}/core/burst.cc"
   "${src}/core/duration_text.cc" "${src}/sim/market_file.cc" "${src}/core/lane_order.cc"
+  "${src}/core/gpus_text.cc"
 )
 # The request body readers, added for the targets that test them, with the part of the core they
 # reach (topology_level_name lives in gang_placement.cc).
@@ -88,19 +89,21 @@ done
 rm -f "${fuzz_dir}/libfuzzdeps.a"
 ar rcs "${fuzz_dir}/libfuzzdeps.a" "${objects[@]}"
 
-status=0
-for target in "${targets[@]}"; do
+# One target: builds its harness, seeds its corpus and fuzzes it, printing what it found. Returns
+# 0 if it found no problem, 1 if it did, 2 if the harness did not build.
+fuzz_target() {
+  local target=$1 harness corpus dict log args rc runs cov failed=0
   harness="${repo_root}/tests/fuzz/${target}.cc"
   if [[ ! -f "${harness}" ]]; then
     echo "run_fuzz.sh: no target ${target} (${harness})" >&2
-    exit 2
+    return 2
   fi
   echo "== ${target}: building"
   if ! "${cxx}" "${flags[@]}" "${harness}" "${fuzz_dir}/libfuzzdeps.a" -lyaml-cpp -lfmt \
       -lspdlog -lssl -lcrypto -pthread \
       -o "${fuzz_dir}/${target}" 2> "${fuzz_dir}/${target}.build.log"; then
     cat "${fuzz_dir}/${target}.build.log" >&2
-    exit 2
+    return 2
   fi
 
   # Seed corpus: the example cluster file, the first lines of the openb lists where present, for
@@ -199,7 +202,7 @@ for target in "${targets[@]}"; do
   if [[ ${rc} -eq 0 ]]; then
     echo "== ${target}: no problem found (${runs:-?} inputs, ${cov:-no coverage line})"
   else
-    status=1
+    failed=1
     echo "== ${target}: FAILED (exit ${rc}); the report:"
     grep -E -A 40 '^==[0-9]+==ERROR|runtime error|SUMMARY|deadly signal|Test unit written' \
       "${log}" | head -n 80
@@ -207,5 +210,32 @@ for target in "${targets[@]}"; do
     ls "${fuzz_dir}/${target}"-crash-* "${fuzz_dir}/${target}"-timeout-* \
       "${fuzz_dir}/${target}"-oom-* 2> /dev/null | sed 's/^/   artifact: /'
   fi
+  return "${failed}"
+}
+
+# FUZZ_JOBS targets at a time (default 2; each fuzzer is one process), each target's report printed
+# whole once it is done, in the order the targets were started.
+jobs="${FUZZ_JOBS:-2}"
+if ! [[ "${jobs}" =~ ^[1-9][0-9]*$ ]]; then
+  echo "run_fuzz.sh: FUZZ_JOBS must be a whole number from 1, got '${jobs}'" >&2
+  exit 2
+fi
+status=0
+pids=()
+names=()
+collect() {
+  local rc=0
+  wait "${pids[0]}" || rc=$?
+  cat "${fuzz_dir}/${names[0]}.report"
+  ((rc > status)) && status=${rc}
+  pids=("${pids[@]:1}")
+  names=("${names[@]:1}")
+}
+for target in "${targets[@]}"; do
+  fuzz_target "${target}" > "${fuzz_dir}/${target}.report" 2>&1 &
+  pids+=($!)
+  names+=("${target}")
+  if [[ ${#pids[@]} -ge ${jobs} ]]; then collect; fi
 done
+while [[ ${#pids[@]} -gt 0 ]]; do collect; done
 exit "${status}"

@@ -88,7 +88,9 @@ class BurstTest : public ::testing::Test {
                    "\nmarket: " + dir_.file("market.yaml") +
                    "\ndatabase: " + dir_.file("tidepool.db") +
                    "\nlisten: 127.0.0.1:0\nheartbeat_timeout: 3s\ntick: 1s\n"
-                   "ledger_posting_interval: 1s\n");
+                   "ledger_posting_interval: 1s\n"
+                   // The pool's own nodes have no agents: the jobs that fill them run as if.
+                   "simulate_unregistered_nodes: true\n");
     server_ = std::make_unique<ServerProcess>(dir_, dir_.file("server.yaml"));
   }
   // Starts the server (with the environment the test set) and the admin's client.

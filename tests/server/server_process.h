@@ -77,14 +77,16 @@ inline std::string read_text(const std::string& path) {
 }
 
 // A server configuration on the example cluster and the given tenants file (the example's by
-// default), with `extra` YAML lines appended.
+// default), with `extra` YAML lines appended. Its nodes take jobs without agents
+// (simulate_unregistered_nodes): tests of the API alone.
 inline std::string write_server_config(const TempDir& dir, const std::string& extra = "",
                                        const std::string& tenants = "") {
   const std::string config = dir.file("server.yaml");
   write_text(config,
              "cluster: " + source_tree() + "/data/clusters/example.yaml\n" + "tenants: " +
                  (tenants.empty() ? source_tree() + "/data/tenants/example.yaml" : tenants) + "\n" +
-                 "database: " + dir.file("tidepool.db") + "\nlisten: 127.0.0.1:0\n" + extra);
+                 "database: " + dir.file("tidepool.db") +
+                 "\nlisten: 127.0.0.1:0\nsimulate_unregistered_nodes: true\n" + extra);
   return config;
 }
 

@@ -1,0 +1,64 @@
+// Job arrays (a spec's `array`, sbatch --array): one job per index, each told its index.
+#include <fmt/format.h>
+
+#include <string>
+#include <vector>
+
+#include "server/control_plane.h"
+
+namespace tidepool {
+
+JobSpec ControlPlane::array_member(JobSpec spec, std::int64_t array_job, std::int64_t index) {
+  spec.array.clear();
+  spec.env["TIDEPOOL_ARRAY_JOB_ID"] = std::to_string(array_job);
+  spec.env["TIDEPOOL_ARRAY_INDEX"] = std::to_string(index);
+  return spec;
+}
+
+nlohmann::json ControlPlane::submitted_view(const ServerJob& job) const {
+  nlohmann::json out = server_job_to_json(job);
+  if (job.array_job == job.id) {
+    // The array's jobs have ids in a row from its first.
+    nlohmann::json ids = nlohmann::json::array();
+    for (auto it = jobs_.find(job.id); it != jobs_.end() && it->second.array_job == job.id; ++it) {
+      ids.push_back(it->first);
+    }
+    out["array"] = {{"job", job.id}, {"jobs", std::move(ids)}};
+  }
+  return out;
+}
+
+Reply ControlPlane::submit_array(const Principal& who, JobSpec spec,
+                                 const std::string& idempotency_key, std::int64_t now_ms,
+                                 Batch& batch) {
+  auto indexes = parse_array_indexes(spec.array);
+  if (!indexes) return error_reply(400, "invalid job spec", indexes.error());
+  if (spec.env.size() + 2 > kMaxEnvEntries) {
+    return error_reply(400, "invalid job spec",
+                       Error{"env", fmt::format("an array's jobs get TIDEPOOL_ARRAY_JOB_ID and "
+                                                "TIDEPOOL_ARRAY_INDEX: at most {} entries of "
+                                                "its own",
+                                                kMaxEnvEntries - 2)});
+  }
+  const std::int64_t first = next_job_id_;
+  const auto count = static_cast<std::int64_t>(indexes->size());
+  for (std::size_t k = 0; k < indexes->size(); ++k) {
+    const std::int64_t index = (*indexes)[k];
+    Reply reply = admit(who, array_member(spec, first, index), k == 0 ? idempotency_key : "",
+                        now_ms, batch, k == 0 ? count : 0, ArrayPlace{first, index});
+    if (reply.status == 201) continue;
+    if (k == 0) return reply;  // nothing was submitted
+    // The jobs are alike but for their index: a later one refused is not expected; those before
+    // it stay submitted, and the reply says which.
+    return error_reply(
+        reply.status, "array partly submitted",
+        Error{"array", fmt::format("jobs {}..{} (indexes {}..{}) were submitted; index {} was "
+                                   "refused: {}",
+                                   first, first + static_cast<std::int64_t>(k) - 1,
+                                   indexes->front(), (*indexes)[k - 1], index,
+                                   reply.body.value("reason", std::string("refused")))});
+  }
+  return Reply{201, submitted_view(jobs_.at(first))};
+}
+
+}  // namespace tidepool

@@ -1,0 +1,117 @@
+// Job dependencies (a spec's after_ok, Slurm's afterok): a job waits outside the scheduler until
+// every job it names has succeeded, and is cancelled when one of them fails or is cancelled.
+#include <fmt/format.h>
+
+#include <string>
+#include <vector>
+
+#include "server/control_plane.h"
+
+namespace tidepool {
+
+std::vector<std::int64_t> ControlPlane::unmet_dependencies(const ServerJob& job) const {
+  std::vector<std::int64_t> unmet;
+  for (std::int64_t id : job.spec.after_ok) {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end() || it->second.state != JobState::kSucceeded) unmet.push_back(id);
+  }
+  return unmet;
+}
+
+bool ControlPlane::outside_scheduler(const ServerJob& job) const {
+  return job.burst || !job.held.empty() || !unmet_dependencies(job).empty();
+}
+
+std::optional<Reply> ControlPlane::dependency_refusal(const Principal& who,
+                                                      const JobSpec& spec) const {
+  for (std::size_t i = 0; i < spec.after_ok.size(); ++i) {
+    const std::string field = fmt::format("after_ok[{}]", i);
+    const std::int64_t id = spec.after_ok[i];
+    auto it = jobs_.find(id);
+    if (it == jobs_.end() || !may_see(who, it->second)) {
+      return error_reply(400, "invalid job spec", Error{field, fmt::format("no job {}", id)});
+    }
+    const ServerJob& dep = it->second;
+    if (ended_unsuccessfully(dep.state)) {
+      return error_reply(
+          400, "invalid job spec",
+          Error{field, fmt::format("job {} already ended {}: a job after it could never start", id,
+                                   job_state_name(dep.state))});
+    }
+  }
+  return std::nullopt;
+}
+
+nlohmann::json ControlPlane::dependency_pending_json(const std::vector<std::int64_t>& unmet) const {
+  std::vector<std::string> named;
+  for (std::int64_t id : unmet) {
+    auto it = jobs_.find(id);
+    named.push_back(fmt::format("job {} ({})", id,
+                                it == jobs_.end() ? "unknown" : job_state_name(it->second.state)));
+  }
+  return {{"kind", "dependency"},
+          {"reason", fmt::format("runs after {} succeed{} (after_ok)", fmt::join(named, ", "),
+                                 named.size() == 1 ? "s" : "")},
+          {"after", unmet}};
+}
+
+void ControlPlane::settle_dependents(const ServerJob& ended, std::int64_t now_ms, Batch& batch) {
+  auto it = dependents_.find(ended.id);
+  if (it == dependents_.end()) return;
+  const std::set<std::int64_t> waiting = std::move(it->second);
+  dependents_.erase(it);
+  for (std::int64_t id : waiting) {
+    auto found = jobs_.find(id);
+    if (found == jobs_.end()) continue;
+    ServerJob& job = found->second;
+    if (job.state != JobState::kPending) continue;
+    if (ended.state != JobState::kSucceeded) {
+      cancel_after(job, ended, now_ms, batch);
+    } else if (!outside_scheduler(job)) {
+      queue_again(job, fmt::format("job {} succeeded: every job it runs after has", ended.id),
+                  now_ms, batch);
+    }
+  }
+}
+
+void ControlPlane::cancel_after(ServerJob& job, const ServerJob& ended, std::int64_t now_ms,
+                                Batch& batch) {
+  // Ends it, and in turn the jobs after it.
+  end_job(job, JobState::kCancelled,
+          fmt::format("cancelled: job {} that it runs after (after_ok) ended {}", ended.id,
+                      job_state_name(ended.state)),
+          now_ms, batch);
+}
+
+void ControlPlane::note_parked(const ServerJob& job) {
+  if (job.state == JobState::kPending && !job.burst && outside_scheduler(job)) {
+    parked_.insert(job.id);
+  } else {
+    parked_.erase(job.id);
+  }
+}
+
+void ControlPlane::note_dependencies(const ServerJob& job) {
+  // Only the jobs still to end: one that has ended was settled for it already.
+  for (std::int64_t id : job.spec.after_ok) {
+    auto it = jobs_.find(id);
+    if (it != jobs_.end() && !is_final(it->second.state)) dependents_[id].insert(job.id);
+  }
+}
+
+void ControlPlane::settle_loaded_dependents(std::int64_t now_ms, Batch& repairs) {
+  const std::vector<std::int64_t> live(live_.begin(), live_.end());
+  for (std::int64_t id : live) {
+    ServerJob& job = jobs_.at(id);
+    if (job.state != JobState::kPending) continue;
+    for (std::int64_t dep : job.spec.after_ok) {
+      auto it = jobs_.find(dep);
+      if (it != jobs_.end() && ended_unsuccessfully(it->second.state)) {
+        cancel_after(job, it->second, now_ms, repairs);
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace tidepool

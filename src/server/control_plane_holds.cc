@@ -1,0 +1,129 @@
+// A user's hand on one job, as Slurm's scontrol hold, release, requeue and update.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "server/control_plane.h"
+
+namespace tidepool {
+
+std::pair<ServerJob*, Reply> ControlPlane::actionable_job(const Principal& who, std::int64_t id,
+                                                          std::string_view action) {
+  if (who.role == Role::kAgent) {
+    return {nullptr, forbidden("role", fmt::format("agent tokens cannot {} jobs", action))};
+  }
+  auto [found, missing] = visible_job(who, id);
+  if (found == nullptr) return {nullptr, missing};
+  return {&jobs_.at(id), Reply{}};
+}
+
+void ControlPlane::withdraw_pending(const ServerJob& job, std::int64_t now_ms) {
+  const JobId core_id{static_cast<std::uint32_t>(job.id)};
+  (void)scheduler_.withdraw(core_id, to_seconds(now_ms));
+  (void)scheduler_.forget(core_id);
+}
+
+namespace {
+
+std::string by_whom(const Principal& who) {
+  return fmt::format("token {} ({})", who.token_id, role_name(who.role));
+}
+
+Reply not_in_state(const ServerJob& job, std::string_view wanted, std::string_view action) {
+  return conflict("state", fmt::format("job {} is {}{}; only a {} job can be {}", job.id,
+                                       job_state_name(job.state), job.held.empty() ? "" : " (held)",
+                                       wanted, action));
+}
+
+}  // namespace
+
+Reply ControlPlane::hold(const Principal& who, std::int64_t id, std::int64_t now_ms, Batch& batch) {
+  auto [found, refused] = actionable_job(who, id, "hold");
+  if (found == nullptr) return refused;
+  ServerJob& job = *found;
+  if (job.state != JobState::kPending || !job.held.empty() || job.burst) {
+    if (job.burst && job.state == JobState::kPending) {
+      return conflict("state", fmt::format("job {} is waiting for rented capacity; cancel it "
+                                           "instead",
+                                           id));
+    }
+    return not_in_state(job, "pending", "held");
+  }
+  withdraw_pending(job, now_ms);
+  job.held = "held by " + by_whom(who);
+  job.move_to(JobState::kPending, now_ms, job.held);
+  note_parked(job);
+  dirty_ = true;
+  record_job(batch, job, now_ms, "job.held");
+  return Reply{200, job_view(job)};
+}
+
+Reply ControlPlane::release(const Principal& who, std::int64_t id, std::int64_t now_ms,
+                            Batch& batch) {
+  auto [found, refused] = actionable_job(who, id, "release");
+  if (found == nullptr) return refused;
+  ServerJob& job = *found;
+  if (job.held.empty() || job.state != JobState::kPending) {
+    return conflict("state",
+                    fmt::format("job {} is {} and not held", id, job_state_name(job.state)));
+  }
+  job.held.clear();
+  record_job(batch, job, now_ms, "job.released");
+  if (unmet_dependencies(job).empty()) {
+    queue_again(job, "released by " + by_whom(who), now_ms, batch);
+  } else {
+    job.message = "released by " + by_whom(who);  // and waits for the jobs it runs after
+    dirty_ = true;
+  }
+  return Reply{job.state == JobState::kPending ? 200 : 409, job_view(job)};
+}
+
+Reply ControlPlane::requeue_job(const Principal& who, std::int64_t id, std::int64_t now_ms,
+                                Batch& batch) {
+  auto [found, refused] = actionable_job(who, id, "requeue");
+  if (found == nullptr) return refused;
+  ServerJob& job = *found;
+  if (job.state != JobState::kRunning || job.burst) return not_in_state(job, "running", "requeued");
+  requeue(job, false, "requeued by " + by_whom(who), now_ms, batch);
+  return Reply{200, job_view(job)};
+}
+
+Reply ControlPlane::update_job(const Principal& who, std::int64_t id, const JobUpdate& update,
+                               std::int64_t now_ms, Batch& batch) {
+  auto [found, refused] = actionable_job(who, id, "update");
+  if (found == nullptr) return refused;
+  ServerJob& job = *found;
+  if (job.state != JobState::kPending || job.burst) return not_in_state(job, "pending", "updated");
+  auto spec = apply_job_update(job.spec, update);
+  if (!spec) return error_reply(400, "invalid update", spec.error());
+  ServerJob updated = job;
+  updated.spec = std::move(*spec);
+  auto core = to_core_job(updated, scheduler_.book());
+  if (!core) return error_reply(400, "invalid update", core.error());
+  if (!outside_scheduler(job)) {
+    // Queued again with the new values: the same id and submission time, so it keeps its place
+    // by age, and its service so far.
+    withdraw_pending(job, now_ms);
+    auto queued = scheduler_.submit(*core, to_seconds(now_ms));
+    if (queued) queued = credit_ended_runs(scheduler_, updated);
+    if (!queued) {
+      // Back as it was: the old spec was queued a moment ago.
+      auto old = to_core_job(job, scheduler_.book());
+      if (old && scheduler_.submit(*old, to_seconds(now_ms))) {
+        (void)credit_ended_runs(scheduler_, job);
+      }
+      return error_reply(400, "invalid update", queued.error());
+    }
+  }
+  drop_live(job.id);
+  job.spec = std::move(updated.spec);
+  add_live(job);
+  dirty_ = true;
+  std::vector<std::string> changed;
+  for (const auto& [key, value] : update.fields.items()) changed.push_back(key);
+  // Still pending since it last became so (no new transition): only the message says it.
+  job.message = fmt::format("{} updated by {}", fmt::join(changed, ", "), by_whom(who));
+  record_job(batch, job, now_ms, "job.updated");
+  return Reply{200, job_view(job)};
+}
+
+}  // namespace tidepool
