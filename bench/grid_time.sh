@@ -6,14 +6,14 @@
 # Usage: bench/grid_time.sh [--traces DIR] [--bin PATH] [--threads N] [--single-only]
 #   --traces DIR   openb traces: node list, pod lists and fgd-results/
 #                  (default: ../shared/traces/openb relative to the repository root)
-#   --bin PATH     the tidepool binary (default: build/release/src/cli/tidepool)
+#   --bin PATH     the tidepool binary (default: build/release/bin/tidepool)
 #   --threads N    worker threads for the grid (default: the program's default, all cores)
 #   --single-only  skip the grid, time only the single runs
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 traces="${repo_root}/../shared/traces/openb"
-bin="${repo_root}/build/release/src/cli/tidepool"
+bin="${repo_root}/build/release/bin/tidepool"
 threads=""
 single_only=0
 

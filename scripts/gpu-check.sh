@@ -4,10 +4,10 @@
 # nodes, NVLink peers) and the metrics it read, then runs a job that uses one GPU (nvidia-smi) and
 # prints its output. Everything runs in a temporary folder on 127.0.0.1 and is stopped at the end.
 #
-#   scripts/gpu-check.sh [BIN_DIR]     (default: build/release/src/cli, after scripts/test or a build)
+#   scripts/gpu-check.sh [BIN_DIR]     (default: build/release/bin, after scripts/test or a build)
 set -euo pipefail
 
-bin_dir=${1:-build/release/src/cli}
+bin_dir=${1:-build/release/bin}
 tidepool="$bin_dir/tidepool"
 for program in tidepool tidepool-server tidepool-agent; do
   [[ -x "$bin_dir/$program" ]] || { echo "error: $bin_dir/$program is not built" >&2; exit 1; }

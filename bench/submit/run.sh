@@ -28,7 +28,7 @@ while [[ $# -gt 0 ]]; do
     *) echo "run.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
-tidepool="${repo}/build/release/src/cli/tidepool"
+tidepool="${repo}/build/release/bin/tidepool"
 bench="${repo}/build/release/bench/tidepool_submit_bench"
 for binary in "${tidepool}" "${bench}"; do
   [[ -x "${binary}" ]] || { echo "run.sh: ${binary} is missing; build the release preset first" >&2; exit 2; }

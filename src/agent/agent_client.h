@@ -1,4 +1,4 @@
-// The agent's side of the server's API: one kept-alive connection (cli/http_connection.h) with the
+// The agent's side of the server's API: one kept-alive connection (api/http_connection.h) with the
 // node's agent token. Every reply, whatever its status, is a value; only a request that got no
 // reply is an Error, so the agent can tell "try again later" from "the server said no".
 #pragma once
@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "cli/http_connection.h"
+#include "api/http_connection.h"
 #include "core/error.h"
 
 namespace tidepool {

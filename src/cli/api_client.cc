@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <random>
 
-#include "cli/exit_status.h"
+#include "api/exit_status.h"
 
 namespace tidepool {
 namespace {

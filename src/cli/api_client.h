@@ -14,8 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "api/http_connection.h"
 #include "cli/client_config.h"
-#include "cli/http_connection.h"
 #include "core/error.h"
 
 namespace tidepool {

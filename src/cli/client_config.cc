@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "sim/yaml_reader.h"
+#include "config/yaml_reader.h"
 
 namespace tidepool {
 namespace {

@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "api/event_text.h"
 #include "cli/client_commands.h"
 #include "cli/client_session.h"
 #include "cli/time_text.h"
-#include "server/event_text.h"
 
 namespace tidepool {
 namespace {

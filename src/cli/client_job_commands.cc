@@ -18,13 +18,13 @@
 #include <thread>
 #include <tuple>
 
+#include "api/api_bodies.h"
 #include "cli/client_commands.h"
 #include "cli/client_config.h"
 #include "cli/client_session.h"
 #include "cli/client_views.h"
 #include "cli/time_text.h"
-#include "server/api_bodies.h"
-#include "sim/yaml_reader.h"
+#include "config/yaml_reader.h"
 
 namespace tidepool {
 namespace {
@@ -477,7 +477,7 @@ void add_job_commands(CLI::App& app, int* exit_code) {
     auto flags = std::make_shared<SubmitFlags>();
     CLI::App* cmd = app.add_subcommand("submit", "Submit jobs from spec files (like sbatch)");
     cmd->add_option("FILE", flags->files,
-                    "Job spec, YAML or JSON (fields: src/server/job_spec.h; examples in "
+                    "Job spec, YAML or JSON (fields: src/api/job_spec.h; examples in "
                     "data/examples); - reads the standard input")
         ->required();
     cmd->add_flag("--parsable", flags->parsable, "Print only the job id of each submitted job");

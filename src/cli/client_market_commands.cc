@@ -9,8 +9,8 @@
 #include "cli/client_commands.h"
 #include "cli/client_session.h"
 #include "core/budget.h"
-#include "sim/csv.h"
-#include "sim/text_table.h"
+#include "report/csv_field.h"
+#include "report/text_table.h"
 
 namespace tidepool {
 namespace {

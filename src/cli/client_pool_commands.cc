@@ -13,10 +13,10 @@
 #include <memory>
 #include <thread>
 
+#include "api/job_spec.h"
 #include "cli/client_commands.h"
 #include "cli/client_session.h"
 #include "cli/client_views.h"
-#include "server/job_spec.h"
 
 namespace tidepool {
 namespace {

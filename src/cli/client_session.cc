@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <optional>
 
-#include "cli/exit_status.h"
+#include "api/exit_status.h"
 
 namespace tidepool {
 

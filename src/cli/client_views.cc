@@ -11,7 +11,7 @@
 
 #include "cli/listing.h"
 #include "cli/output_format.h"
-#include "sim/text_table.h"
+#include "report/text_table.h"
 
 namespace tidepool {
 namespace {

@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <system_error>
 
+#include "config/yaml_reader.h"
 #include "core/resources.h"
-#include "sim/yaml_reader.h"
 
 namespace tidepool {
 namespace {
@@ -124,7 +124,7 @@ Result<DemoPool> make_demo_pool(int node_count, const DemoGpus& gpus) {
 std::string demo_cluster_yaml(const DemoPool& pool) {
   std::string out = fmt::format(
       "# The pool of `tidepool demo`: {} node(s) with {} fake {} GPUs each, under two leaf\n"
-      "# switches of one spine. Format: src/sim/cluster_file.h.\n"
+      "# switches of one spine. Format: src/config/cluster_file.h.\n"
       "site: demo\n"
       "spines:\n"
       "  - name: spine-1\n"
@@ -149,7 +149,7 @@ std::string demo_tenants_yaml(const DemoPool& pool) {
   std::string out = fmt::format(
       "# The tenants of `tidepool demo`: guarantees of {} GPUs, the whole pool, so that what one\n"
       "# tenant borrows is another's idle guarantee, which it can reclaim. Borrowing is not\n"
-      "# limited. Format: src/sim/tenants_file.h.\n"
+      "# limited. Format: src/config/tenants_file.h.\n"
       "orgs:\n",
       pool.gpus.model);
   std::vector<std::string> orgs;

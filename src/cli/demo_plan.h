@@ -23,8 +23,8 @@
 #include <string_view>
 #include <vector>
 
+#include "api/job_spec.h"
 #include "core/error.h"
-#include "server/job_spec.h"
 
 namespace tidepool {
 

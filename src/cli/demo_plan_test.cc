@@ -3,8 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "sim/cluster_file.h"
-#include "sim/tenants_file.h"
+#include "config/cluster_file.h"
+#include "config/tenants_file.h"
 
 namespace tidepool {
 namespace {

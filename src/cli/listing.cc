@@ -3,8 +3,8 @@
 #include <set>
 #include <sstream>
 
-#include "sim/csv.h"
-#include "sim/text_table.h"
+#include "report/csv_field.h"
+#include "report/text_table.h"
 
 namespace tidepool {
 namespace {

@@ -5,8 +5,8 @@
 #include <ctime>
 #include <optional>
 
-#include "core/duration_text.h"
-#include "sim/philly_trace.h"
+#include "config/duration_text.h"
+#include "core/civil_time.h"
 
 namespace tidepool {
 namespace {
@@ -57,7 +57,7 @@ Result<std::int64_t> parse_time_point(std::string_view text, std::int64_t now_ms
   }
   const auto stamp = full_timestamp(text);
   if (!stamp) return refuse();
-  const auto as_utc = parse_philly_timestamp(*stamp);
+  const auto as_utc = parse_utc_date_time(*stamp);
   if (!as_utc) return refuse();
   if (utc) return *as_utc * 1000;
   const auto local = local_seconds(*as_utc);

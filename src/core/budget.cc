@@ -5,50 +5,14 @@
 #include <cassert>
 #include <limits>
 
+#include "core/civil_time.h"
+
 namespace tidepool {
 namespace {
 
 __extension__ using Int128 = __int128;
 
-constexpr std::int64_t kDaySeconds = 86400;
-
-// Howard Hinnant's algorithms (http://howardhinnant.github.io/date_algorithms.html) for the
-// proleptic Gregorian calendar: days since 1970-01-01 from a civil date and back, exact for every
-// date, with eras of 400 years (146097 days) so that only integer arithmetic is needed.
-struct CivilDate {
-  std::int64_t year = 1970;
-  int month = 1;  // 1..12
-  int day = 1;    // 1..31
-};
-
-constexpr std::int64_t days_from_civil(std::int64_t year, int month, int day) {
-  year -= month <= 2 ? 1 : 0;
-  const std::int64_t era = (year >= 0 ? year : year - 399) / 400;
-  const std::int64_t year_of_era = year - era * 400;  // 0..399
-  const std::int64_t day_of_year = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1;
-  const std::int64_t day_of_era =
-      year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;  // 0..146096
-  return era * 146097 + day_of_era - 719468;
-}
-
-constexpr CivilDate civil_from_days(std::int64_t days) {
-  days += 719468;
-  const std::int64_t era = (days >= 0 ? days : days - 146096) / 146097;
-  const std::int64_t day_of_era = days - era * 146097;  // 0..146096
-  const std::int64_t year_of_era =
-      (day_of_era - day_of_era / 1460 + day_of_era / 36524 - day_of_era / 146096) / 365;
-  const std::int64_t day_of_year =
-      day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);  // 0..365
-  const std::int64_t mp = (5 * day_of_year + 2) / 153;  // month from March, 0..11
-  const int day = static_cast<int>(day_of_year - (153 * mp + 2) / 5 + 1);
-  const int month = static_cast<int>(mp < 10 ? mp + 3 : mp - 9);
-  return CivilDate{
-      .year = year_of_era + era * 400 + (month <= 2 ? 1 : 0), .month = month, .day = day};
-}
-
-static_assert(days_from_civil(1970, 1, 1) == 0);
-static_assert(days_from_civil(2000, 3, 1) == 11017);
-static_assert(civil_from_days(-1).year == 1969 && civil_from_days(-1).day == 31);
+constexpr std::int64_t kDaySeconds = kSecondsPerCivilDay;
 
 // The Unix times the calendar functions accept: the years -10000..10000 (asserted). The
 // algorithms are exact far beyond; the bound keeps every intermediate far from overflow.
@@ -58,13 +22,6 @@ constexpr std::int64_t kMaxUnixTime = days_from_civil(10001, 1, 1) * kDaySeconds
 CivilDate utc_date(std::int64_t unix_seconds) {
   assert(unix_seconds >= kMinUnixTime && unix_seconds <= kMaxUnixTime);
   return civil_from_days(utc_day(unix_seconds));
-}
-
-bool leap_year(std::int64_t year) { return year % 4 == 0 && (year % 100 != 0 || year % 400 == 0); }
-
-int days_in_month(std::int64_t year, int month) {
-  constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  return month == 2 && leap_year(year) ? 29 : kDays[month - 1];
 }
 
 // The value of `text` (all digits), or -1.

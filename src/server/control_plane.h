@@ -22,19 +22,19 @@
 #include <utility>
 #include <vector>
 
+#include "api/api_bodies.h"
+#include "api/job_spec.h"
+#include "config/cluster_file.h"
 #include "core/error.h"
 #include "core/scheduler.h"
 #include "core/tenants.h"
-#include "server/api_bodies.h"
 #include "server/auth.h"
 #include "server/gpu_telemetry.h"
 #include "server/job_listing.h"
-#include "server/job_spec.h"
 #include "server/queue_waits.h"
 #include "server/reply.h"
 #include "server/server_job.h"
 #include "server/server_market.h"
-#include "sim/cluster_file.h"
 #include "store/store.h"
 
 namespace tidepool {

@@ -10,10 +10,10 @@
 #include <memory>
 #include <string>
 
-#include "sim/cluster_file.h"
-#include "sim/market_file.h"
-#include "sim/tenants_file.h"
-#include "sim/test_source_dir.h"
+#include "config/cluster_file.h"
+#include "config/market_file.h"
+#include "config/tenants_file.h"
+#include "config/test_source_dir.h"
 
 namespace tidepool {
 namespace {

@@ -8,7 +8,7 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
-#include "server/event_text.h"
+#include "api/event_text.h"
 
 namespace tidepool {
 std::string event_log_text(const EventRecord& event) {

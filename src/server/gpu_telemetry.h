@@ -17,8 +17,8 @@
 #include <string_view>
 #include <vector>
 
+#include "api/api_bodies.h"  // GpuReading: one GPU's sample as the heartbeat carries it
 #include "core/error.h"
-#include "server/api_bodies.h"  // GpuReading: one GPU's sample as the heartbeat carries it
 
 namespace tidepool {
 

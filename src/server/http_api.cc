@@ -14,9 +14,9 @@
 #include <utility>
 #include <variant>
 
-#include "server/api_bodies.h"
+#include "api/api_bodies.h"
+#include "api/job_spec.h"
 #include "server/http_route.h"
-#include "server/job_spec.h"
 
 namespace tidepool {
 

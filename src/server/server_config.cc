@@ -6,9 +6,9 @@
 #include <filesystem>
 #include <tuple>
 
+#include "api/job_spec.h"
+#include "config/yaml_reader.h"
 #include "core/policies/placement_policy.h"
-#include "server/job_spec.h"
-#include "sim/yaml_reader.h"
 
 namespace tidepool {
 namespace {

@@ -1,9 +1,9 @@
 // The server's configuration file (`tidepool server --config server.yaml`):
 //
 //   listen: 127.0.0.1:8470          # host:port (default 127.0.0.1:8470; port 0: any free port)
-//   cluster: clusters/lab.yaml      # required: the cluster (topology) file, see sim/cluster_file.h
-//   tenants: tenants/lab.yaml       # required: orgs, tenants, queues and quotas
-//   policy: tidepool                # tidepool | quota-borrow | tiresias | fifo-firstfit
+//   cluster: clusters/lab.yaml      # required: the cluster (topology) file, see
+//   config/cluster_file.h tenants: tenants/lab.yaml       # required: orgs, tenants, queues and
+//   quotas policy: tidepool                # tidepool | quota-borrow | tiresias | fifo-firstfit
 //   placement_policy: fgd           # optional: also place whole-GPU jobs with this policy
 //                                   #   (random, dot-product, gpu-clustering, gpu-packing,
 //                                   #   best-fit, fgd, tidepool) where the topology-aware gang
@@ -25,7 +25,7 @@
 //   logs: tidepool.logs             # folder of the tasks' output sent by the agents (default: the
 //                                   #   database path + ".logs")
 //   idle_gpu_window: 15m            # an allocated GPU idle (< 5% busy) this long raises an alert
-//   market: market.yaml             # optional: the internal market (sim/market_file.h): prices,
+//   market: market.yaml             # optional: the internal market (config/market_file.h): prices,
 //                                   #   charges, lending credits, budgets; absent: none
 //   ledger_posting_interval: 60s    # how often accrued charges are posted to the ledger (1s..1d)
 //   admission:                      # per tenant, unless its entry in the tenants file says

@@ -8,9 +8,9 @@
 #include <string>
 #include <utility>
 
+#include "api/api_bodies.h"
+#include "api/body_fields.h"
 #include "core/scheduler.h"
-#include "server/api_bodies.h"
-#include "server/body_fields.h"
 
 namespace tidepool {
 namespace {

@@ -14,8 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "api/job_spec.h"
 #include "core/error.h"
-#include "server/job_spec.h"
 #include "store/store.h"
 
 namespace tidepool {

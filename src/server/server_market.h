@@ -28,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "config/market_file.h"
 #include "core/budget.h"
 #include "core/burst.h"
 #include "core/charge_meter.h"
@@ -36,7 +37,6 @@
 #include "core/pool.h"
 #include "core/tenants.h"
 #include "core/tidal_window.h"  // kSecondsPerDay
-#include "sim/market_file.h"
 #include "store/store.h"
 
 namespace tidepool {

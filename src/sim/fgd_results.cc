@@ -7,7 +7,7 @@
 #include <cmath>
 #include <fstream>
 
-#include "sim/csv.h"
+#include "config/csv.h"
 
 namespace tidepool {
 namespace {

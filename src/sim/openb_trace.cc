@@ -2,7 +2,7 @@
 
 #include <fstream>
 
-#include "sim/csv.h"
+#include "config/csv.h"
 
 namespace tidepool {
 

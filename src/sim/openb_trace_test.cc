@@ -8,7 +8,7 @@
 #include <sstream>
 #include <string>
 
-#include "sim/test_source_dir.h"
+#include "config/test_source_dir.h"
 
 namespace tidepool {
 namespace {

@@ -15,10 +15,10 @@
 #include <tuple>
 #include <vector>
 
-#include "sim/csv.h"
+#include "config/csv.h"
+#include "config/test_source_dir.h"
 #include "sim/fgd_results.h"
 #include "sim/pack_grid.h"
-#include "sim/test_source_dir.h"
 
 namespace tidepool {
 namespace {

@@ -7,39 +7,14 @@
 #include <limits>
 #include <utility>
 
-#include "sim/csv.h"
+#include "config/csv.h"
+#include "core/civil_time.h"
 
 namespace tidepool {
 namespace {
 
 bool all_digits(std::string_view text) {
   return std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
-// The digits at [pos, pos + n) of `text` as a number; the caller has checked they are digits.
-int digits_at(std::string_view text, std::size_t pos, std::size_t n) {
-  int value = 0;
-  for (std::size_t i = pos; i < pos + n; ++i) value = value * 10 + (text[i] - '0');
-  return value;
-}
-
-bool is_leap(int year) { return (year % 4 == 0 && year % 100 != 0) || year % 400 == 0; }
-
-int days_in_month(int year, int month) {
-  static constexpr int kDays[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  return month == 2 && is_leap(year) ? 29 : kDays[month - 1];
-}
-
-// Days from 1970-01-01 to the given date of the proleptic Gregorian calendar (Howard Hinnant's
-// days_from_civil): exact for any year, independent of the C library and its time zone.
-std::int64_t days_from_civil(std::int64_t year, int month, int day) {
-  year -= month <= 2 ? 1 : 0;
-  const std::int64_t era = (year >= 0 ? year : year - 399) / 400;
-  const std::int64_t year_of_era = year - era * 400;  // [0, 399]
-  const std::int64_t day_of_year = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1;
-  const std::int64_t day_of_era =
-      year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;  // [0, 146096]
-  return era * 146097 + day_of_era - 719468;
 }
 
 // A non-negative decimal ("123", "123.0", "0.5") of `column`, rounded to the nearest whole unit
@@ -77,28 +52,6 @@ Result<std::int64_t> rounded_number(const CsvReader& csv, std::string_view colum
 
 }  // namespace
 
-std::optional<std::int64_t> parse_philly_timestamp(std::string_view text) {
-  // "YYYY-MM-DD HH:MM:SS"
-  if (text.size() != 19 || text[4] != '-' || text[7] != '-' || text[10] != ' ' || text[13] != ':' ||
-      text[16] != ':') {
-    return std::nullopt;
-  }
-  for (std::size_t pos : {0, 5, 8, 11, 14, 17}) {
-    if (!all_digits(text.substr(pos, pos == 0 ? 4 : 2))) return std::nullopt;
-  }
-  const int year = digits_at(text, 0, 4);
-  const int month = digits_at(text, 5, 2);
-  const int day = digits_at(text, 8, 2);
-  const int hour = digits_at(text, 11, 2);
-  const int minute = digits_at(text, 14, 2);
-  const int second = digits_at(text, 17, 2);
-  if (year < 1 || month < 1 || month > 12 || day < 1 || day > days_in_month(year, month) ||
-      hour > 23 || minute > 59 || second > 59) {
-    return std::nullopt;
-  }
-  return days_from_civil(year, month, day) * 86'400 + hour * 3'600 + minute * 60 + second;
-}
-
 Result<PhillyTrace> read_philly_jobs(std::istream& in, const std::string& source) {
   auto csv = CsvReader::open(in, source);
   if (!csv) return std::unexpected(csv.error());
@@ -112,7 +65,7 @@ Result<PhillyTrace> read_philly_jobs(std::istream& in, const std::string& source
     job.id = "philly-" + std::to_string(trace.jobs.size());
 
     const std::string_view timestamp = csv->text("timestamp");
-    const auto epoch = parse_philly_timestamp(timestamp);
+    const auto epoch = parse_utc_date_time(timestamp);
     if (!epoch) {
       return fail(csv->where("timestamp"), "expected a date and time 'YYYY-MM-DD HH:MM:SS', got '" +
                                                std::string(timestamp) + "'");

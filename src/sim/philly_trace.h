@@ -49,10 +49,6 @@ struct PhillyTrace {
   std::int64_t start_epoch = 0;
 };
 
-// Seconds since 1970-01-01 00:00:00 of "YYYY-MM-DD HH:MM:SS" read as UTC (years 0001..9999);
-// std::nullopt if the text is not exactly of that form or not a valid date and time of day.
-std::optional<std::int64_t> parse_philly_timestamp(std::string_view text);
-
 // Reads the trace from `in`; `source` names the input in errors (a path, or e.g. "<stdin>").
 Result<PhillyTrace> read_philly_jobs(std::istream& in, const std::string& source);
 

@@ -10,7 +10,7 @@
 #include <sstream>
 #include <string>
 
-#include "sim/test_source_dir.h"
+#include "config/test_source_dir.h"
 
 namespace tidepool {
 namespace {
@@ -29,27 +29,6 @@ Error row_error(const std::string& row) {
   auto trace = read(std::string(kHeader) + row + "\n");
   EXPECT_FALSE(trace.has_value()) << "accepted: " << row;
   return trace ? Error{} : trace.error();
-}
-
-TEST(ParsePhillyTimestampTest, CountsSecondsSinceTheEpochInUtc) {
-  EXPECT_EQ(parse_philly_timestamp("1970-01-01 00:00:00"), 0);
-  EXPECT_EQ(parse_philly_timestamp("1969-12-31 23:59:59"), -1);
-  EXPECT_EQ(parse_philly_timestamp("2017-09-04 10:30:41"), 1504521041);
-  EXPECT_EQ(parse_philly_timestamp("2017-10-31 23:52:11"), 1509493931);
-  EXPECT_EQ(parse_philly_timestamp("2000-02-29 23:59:59"), 951868799);  // a leap day
-  EXPECT_EQ(parse_philly_timestamp("0001-01-01 00:00:00"), -62135596800);
-  EXPECT_EQ(parse_philly_timestamp("9999-12-31 23:59:59"), 253402300799);
-}
-
-TEST(ParsePhillyTimestampTest, RejectsOtherFormsAndImpossibleDates) {
-  for (const char* text :
-       {"", "2017-09-04", "2017-09-04T10:30:41", "2017-09-04 10:30:41Z", " 2017-09-04 10:30:41",
-        "2017-9-04 10:30:41", "2017-09-04 10:30:4x", "+017-09-04 10:30:41", "0000-01-01 00:00:00",
-        "2017-00-04 10:30:41", "2017-13-04 10:30:41", "2017-09-00 10:30:41", "2017-09-31 10:30:41",
-        "2017-02-29 10:30:41", "1900-02-29 10:30:41", "2017-09-04 24:00:00", "2017-09-04 10:60:00",
-        "2017-09-04 10:30:60"}) {
-    EXPECT_EQ(parse_philly_timestamp(text), std::nullopt) << text;
-  }
 }
 
 TEST(ReadPhillyJobsTest, ReadsJobsInFileOrderRelativeToTheEarliestSubmit) {

@@ -41,9 +41,9 @@
 #include <span>
 #include <vector>
 
+#include "config/cluster_file.h"
 #include "core/error.h"
 #include "core/tenants.h"
-#include "sim/cluster_file.h"
 #include "sim/cluster_simulation.h"
 
 namespace tidepool {

@@ -6,9 +6,9 @@
 
 #include <string>
 
+#include "config/tenants_file.h"
+#include "config/test_source_dir.h"
 #include "core/pool.h"
-#include "sim/tenants_file.h"
-#include "sim/test_source_dir.h"
 
 namespace tidepool {
 namespace {

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "config/market_file.h"
 #include "core/budget.h"
 #include "core/burst.h"
 #include "core/charge_meter.h"
@@ -30,7 +31,6 @@
 #include "core/pricing.h"
 #include "core/scheduler.h"
 #include "core/tenants.h"
-#include "sim/market_file.h"
 
 namespace tidepool {
 

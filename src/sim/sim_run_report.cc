@@ -9,7 +9,7 @@
 #include "core/gpus_text.h"
 #include "core/job.h"
 #include "core/pending_reason.h"
-#include "sim/csv.h"
+#include "report/csv_field.h"
 
 namespace tidepool {
 namespace {

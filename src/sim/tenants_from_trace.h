@@ -1,7 +1,7 @@
 // Tenants derived from a job trace: one tenant per team of the trace (a Philly virtual cluster),
 // all in one org, each guaranteed a part of every GPU model's capacity in proportion to its share
 // of the trace's GPU time. This is how `tidepool sim tenants-from-trace` makes a tenants file
-// (sim/tenants_file.h) for replaying a trace whose teams come without quotas.
+// (config/tenants_file.h) for replaying a trace whose teams come without quotas.
 //
 // The rule, per GPU model m of capacity C_m milli-GPUs:
 //   w_t      = sum over t's jobs of duration x gpus          (GPU-seconds; jobs of 0 s add 0)

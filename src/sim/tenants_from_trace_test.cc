@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/tenants_file.h"
-#include "sim/test_source_dir.h"
+#include "config/tenants_file.h"
+#include "config/test_source_dir.h"
 
 namespace tidepool {
 namespace {

@@ -1,4 +1,4 @@
-// libFuzzer target: the request body readers (server/api_bodies.h and job_spec_from_json) on
+// libFuzzer target: the request body readers (api/api_bodies.h and job_spec_from_json) on
 // arbitrary text: parse_body as JSON or YAML, chosen by the first input byte (even: JSON, odd:
 // YAML), then every reader on the same value. They must return a value or an Error, never throw
 // or crash (an exception is not caught here: it aborts the run); every error says something in
@@ -9,10 +9,10 @@
 #include <string>
 #include <string_view>
 
+#include "api/api_bodies.h"
+#include "api/body_fields.h"
+#include "api/job_spec.h"
 #include "core/tenants.h"
-#include "server/api_bodies.h"
-#include "server/body_fields.h"
-#include "server/job_spec.h"
 
 namespace {
 

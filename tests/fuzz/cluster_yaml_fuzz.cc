@@ -1,4 +1,4 @@
-// libFuzzer target: the cluster file reader (sim/cluster_file.h) on arbitrary text. It must
+// libFuzzer target: the cluster file reader (config/cluster_file.h) on arbitrary text. It must
 // return a value or an Error, never throw or crash; and a ClusterSpec it returns must be accepted
 // by Pool::create, as its header promises. Built and run by run_fuzz.sh.
 #include <cstdint>
@@ -7,8 +7,8 @@
 #include <string_view>
 #include <utility>
 
+#include "config/cluster_file.h"
 #include "core/pool.h"
-#include "sim/cluster_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -1,4 +1,4 @@
-// libFuzzer target: the CLI's HTTP response reader (cli/http_response.h) on arbitrary bytes, as a
+// libFuzzer target: the CLI's HTTP response reader (api/http_response.h) on arbitrary bytes, as a
 // server or something else on the port could send them. It must return a response, "need more",
 // or an Error, never throw or crash; a complete response takes no more bytes than it was given
 // and holds no more than the limits; the bytes seen so far never make a complete response that
@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "cli/http_response.h"
+#include "api/http_response.h"
 
 namespace {
 

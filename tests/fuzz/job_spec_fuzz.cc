@@ -1,4 +1,4 @@
-// libFuzzer target: the job spec reader (server/job_spec.h) on arbitrary text, as JSON or YAML
+// libFuzzer target: the job spec reader (api/job_spec.h) on arbitrary text, as JSON or YAML
 // chosen by the first input byte (even: JSON, odd: YAML; '0' and '1' in the seeds) and given the
 // rest. It must return a value or an Error, never throw or crash (an exception is not caught here:
 // it aborts the run). Every error must say something, in valid UTF-8 (the server writes it back
@@ -10,8 +10,8 @@
 #include <string>
 #include <string_view>
 
-#include "server/body_fields.h"
-#include "server/job_spec.h"
+#include "api/body_fields.h"
+#include "api/job_spec.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// libFuzzer target: the market file reader (sim/market_file.h) on arbitrary text. It must return
+// libFuzzer target: the market file reader (config/market_file.h) on arbitrary text. It must return
 // a value or an Error, never throw or crash; and a MarketSpec it returns must hold values the
 // core's constructors accept, as its header promises. Built and run by run_fuzz.sh.
 #include <cstdint>
@@ -6,11 +6,11 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "config/market_file.h"
 #include "core/budget.h"
 #include "core/burst.h"
 #include "core/gpu_cost.h"
 #include "core/pricing.h"
-#include "sim/market_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

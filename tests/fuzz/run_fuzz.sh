@@ -36,21 +36,21 @@ src="${repo_root}/src"
 sources=(
   "${src}/core/gpu_model.cc" "${src}/core/job.cc" "${src}/core/node.cc" "${src}/core/pool.cc"
   "${src}/core/task.cc" "${src}/core/tenants.cc" "${src}/core/tidal_window.cc"
-  "${src}/core/topology.cc" "${src}/sim/csv.cc" "${src}/sim/openb_trace.cc"
-  "${src}/sim/cluster_file.cc" "${src}/sim/philly_trace.cc" "${src}/sim/tenants_file.cc"
-  "${src}/sim/yaml_reader.cc" "${src}/core/money.cc" "${src}/core/gpu_cost.cc"
+  "${src}/core/topology.cc" "${src}/config/csv.cc" "${src}/sim/openb_trace.cc"
+  "${src}/config/cluster_file.cc" "${src}/sim/philly_trace.cc" "${src}/config/tenants_file.cc"
+  "${src}/config/yaml_reader.cc" "${src}/core/money.cc" "${src}/core/gpu_cost.cc"
   "${src}/core/pricing.cc" "${src}/core/budget.cc" "${src}/core/burst.cc"
-  "${src}/core/duration_text.cc" "${src}/sim/market_file.cc" "${src}/core/lane_order.cc"
-  "${src}/core/gpus_text.cc"
+  "${src}/config/duration_text.cc" "${src}/config/market_file.cc" "${src}/core/lane_order.cc"
+  "${src}/core/gpus_text.cc" "${src}/core/civil_time.cc"
 )
 # The request body readers, added for the targets that test them, with the part of the core they
 # reach (topology_level_name lives in gang_placement.cc).
 server_sources=(
-  "${src}/server/api_bodies.cc" "${src}/server/body_fields.cc" "${src}/server/job_spec.cc"
+  "${src}/api/api_bodies.cc" "${src}/api/body_fields.cc" "${src}/api/job_spec.cc"
   "${src}/core/gang_placement.cc"
 )
 # The CLI's HTTP response reader.
-client_sources=("${src}/cli/http_response.cc")
+client_sources=("${src}/api/http_response.cc")
 # The server's HTTP front end (Boost.Beast, header only) and its target grammar.
 http_sources=("${src}/server/http_server.cc" "${src}/server/http_route.cc")
 # spdlog as Debian builds it (its pkg-config flags).

@@ -1,6 +1,6 @@
 // libFuzzer target: three more input parsers, chosen by the first input byte (b % 3) and given the
 // rest: 0 the Philly trace reader (sim/philly_trace.h) from a std::istringstream, 1 the tenants
-// file reader (sim/tenants_file.h) with a catalog that already knows H100 and P100, 2 the tidal
+// file reader (config/tenants_file.h) with a catalog that already knows H100 and P100, 2 the tidal
 // window text form (core/tidal_window.h). They must return a value or an Error, never throw or
 // crash (an exception is not caught here: it aborts the run). A TenantsSpec that reads must be
 // accepted by TenantBook::create with the same catalog, and a window that parses must describe
@@ -13,11 +13,11 @@
 #include <string_view>
 #include <utility>
 
+#include "config/tenants_file.h"
 #include "core/gpu_model.h"
 #include "core/tenants.h"
 #include "core/tidal_window.h"
 #include "sim/philly_trace.h"
-#include "sim/tenants_file.h"
 
 namespace {
 

@@ -1,0 +1,195 @@
+#include "apps/server_command.h"
+
+#include <fmt/format.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "config/cluster_file.h"
+#include "config/market_file.h"
+#include "config/tenants_file.h"
+#include "core/scheduler.h"
+#include "server/control_loop.h"
+#include "server/event_log.h"
+#include "server/http_api.h"
+#include "server/server_config.h"
+#include "server/server_metrics.h"
+#include "store/sqlite_store.h"
+
+namespace tidepool {
+namespace {
+
+struct ServerFlags {
+  std::string config;
+  std::string listen;
+  std::string database;
+  std::string tls_cert;
+  std::string tls_key;
+  std::string port_file;
+  std::string log_format = "text";
+  std::string log_level = "info";
+};
+
+Result<void> write_private_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::trunc);
+  if (!out) return fail(path, "cannot write the file");
+  out << text << '\n';
+  out.close();
+  if (!out) return fail(path, "cannot write the file");
+  if (::chmod(path.c_str(), S_IRUSR | S_IWUSR) != 0) return fail(path, "cannot make it private");
+  return {};
+}
+
+Result<void> run_server(const ServerFlags& flags) {
+  // What the server writes (the database and its WAL, the tasks' logs, the admin token) may hold
+  // job secrets: the owner only.
+  ::umask(077);
+  if (flags.log_format == "json") spdlog::set_formatter(json_log_formatter());
+  spdlog::set_level(spdlog::level::from_str(flags.log_level));
+  auto config = load_server_config(flags.config);
+  if (!config) return std::unexpected(config.error());
+  if (!flags.listen.empty()) {
+    if (auto ok = parse_listen(flags.listen, "--listen", *config); !ok) return ok;
+  }
+  if (!flags.database.empty()) config->database_path = flags.database;
+  if (!flags.tls_cert.empty()) config->tls_cert = flags.tls_cert;
+  if (!flags.tls_key.empty()) config->tls_key = flags.tls_key;
+  if (config->admin_token_file.empty()) {
+    config->admin_token_file = config->database_path + ".admin-token";
+  }
+  if (config->log_dir.empty()) config->log_dir = config->database_path + ".logs";
+
+  ControlPlaneSetup setup;
+  auto cluster = load_cluster_yaml(config->cluster_path);
+  if (!cluster) return std::unexpected(cluster.error());
+  setup.cluster = std::move(*cluster);
+  auto tenants = load_tenants_yaml(config->tenants_path, setup.cluster.models);
+  if (!tenants) return std::unexpected(tenants.error());
+  setup.tenants = std::move(*tenants);
+  auto policy = scheduler_policy(config->policy);
+  if (!policy) return fail("policy", policy.error().reason);
+  setup.scheduler = std::move(*policy);
+  if (config->placement_policy == "none") {
+    setup.scheduler.gang_policy.clear();
+  } else if (!config->placement_policy.empty()) {
+    setup.scheduler.gang_policy = config->placement_policy;
+  }
+  setup.heartbeat_timeout_ms = config->heartbeat_timeout_ms;
+  setup.simulate_unregistered_nodes = config->simulate_unregistered_nodes;
+  setup.admission = {config->max_pending_jobs, config->submissions_per_second,
+                     config->submission_burst};
+  setup.idle_gpu.window_ms = config->idle_gpu_window_ms;
+  if (!config->market_path.empty()) {
+    auto market = load_market_yaml(config->market_path);
+    if (!market) return std::unexpected(market.error());
+    // A provider's hook is relative to the market file's folder, like the config's paths.
+    for (BurstProviderSpec& provider : market->burst_providers) {
+      if (!provider.hook.empty() && std::filesystem::path(provider.hook).is_relative()) {
+        provider.hook = (std::filesystem::path(config->market_path).parent_path() / provider.hook)
+                            .lexically_normal()
+                            .string();
+      }
+    }
+    setup.market = std::move(*market);
+    setup.ledger_posting_interval = config->ledger_posting_interval_ms / 1000;
+  }
+
+  auto store = open_sqlite_store(config->database_path);
+  if (!store) return std::unexpected(store.error());
+
+  // Block the stop signals in every thread; this one waits for them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  ServerMetrics metrics;
+  ControlLoop loop(std::move(*store), std::move(setup),
+                   ControlLoop::Options{std::chrono::milliseconds(config->tick_ms)}, metrics);
+  HttpApi api(loop, metrics,
+              HttpOptions{.host = config->host,
+                          .port = config->port,
+                          .tls_cert = config->tls_cert,
+                          .tls_key = config->tls_key,
+                          .rate_per_second = config->rate_per_second,
+                          .rate_burst = config->rate_burst,
+                          .max_body_bytes = std::size_t{1} << 20,
+                          .threads = config->http_threads,
+                          .log_dir = config->log_dir,
+                          .metrics_token_required = config->metrics_token_required});
+  auto port = api.bind();
+  if (!port) return std::unexpected(port.error());
+  // Burst providers' hooks hand this URL to the agents they start.
+  std::string advertised = config->host;
+  if (advertised == "0.0.0.0" || advertised == "::") {
+    char name[256] = {};
+    if (::gethostname(name, sizeof name - 1) == 0) advertised = name;
+  }
+  loop.set_server_url(
+      fmt::format("{}://{}:{}", config->tls_cert.empty() ? "http" : "https", advertised, *port));
+  auto started = loop.start();
+  if (!started) return std::unexpected(started.error());
+  if (*started) {
+    if (auto ok = write_private_file(config->admin_token_file, **started); !ok) return ok;
+    spdlog::info("created the first admin token; it is in {}", config->admin_token_file);
+  }
+  if (!flags.port_file.empty()) {
+    std::ofstream out(flags.port_file, std::ios::trunc);
+    out << *port << '\n';
+  }
+  spdlog::info("tidepool server listening on {}://{}:{} (database {}, policy {})",
+               config->tls_cert.empty() ? "http" : "https", config->host, *port,
+               config->database_path, config->policy);
+  std::thread http([&api] { api.serve(); });
+  int signal = 0;
+  sigwait(&stop_signals, &signal);
+  spdlog::info("signal {}: shutting down", signal);
+  api.stop();
+  http.join();
+  loop.stop();
+  spdlog::info("stopped");
+  return {};
+}
+
+}  // namespace
+
+void add_server_command(CLI::App& app, int* exit_code) {
+  auto flags = std::make_shared<ServerFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "server", "Run the control plane: the REST API, the scheduler and the job database");
+  cmd->add_option("--config", flags->config, "Server configuration file (YAML)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--listen", flags->listen,
+                  "host:port to listen on (default from the config, else 127.0.0.1:8470; port 0: "
+                  "any free port)");
+  cmd->add_option("--database", flags->database, "SQLite database file (default ./tidepool.db)");
+  cmd->add_option("--tls-cert", flags->tls_cert, "PEM certificate: serve HTTPS");
+  cmd->add_option("--tls-key", flags->tls_key, "PEM private key of --tls-cert");
+  cmd->add_option("--port-file", flags->port_file, "Write the port listened on to this file");
+  cmd->add_option("--log-format", flags->log_format,
+                  "text, or json: each line of the log one JSON object {time, level, message}")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  cmd->add_option("--log-level", flags->log_level,
+                  "debug (also every submission and checkpoint), info (placements, preemptions, "
+                  "requeues, failures, nodes), warn or error")
+      ->check(CLI::IsMember({"debug", "info", "warn", "error"}))
+      ->capture_default_str();
+  cmd->callback([flags, exit_code] {
+    if (auto ok = run_server(*flags); !ok) {
+      fmt::print(stderr, "error: {}\n", ok.error().message());
+      *exit_code = 1;
+    }
+  });
+}
+
+}  // namespace tidepool

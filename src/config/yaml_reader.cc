@@ -1,0 +1,211 @@
+#include "config/yaml_reader.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/eventhandler.h>
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+namespace tidepool {
+namespace {
+
+// Notes where each YAML document starts, and nothing else.
+class DocumentStarts final : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& mark) override { marks.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+
+  std::vector<YAML::Mark> marks;
+};
+
+}  // namespace
+
+std::optional<std::int64_t> parse_decimal(std::string_view text, int decimals) {
+  constexpr std::int64_t kMaxWhole = (std::int64_t{1} << 40) * 1000;
+  const std::size_t dot = decimals > 0 ? text.find('.') : std::string_view::npos;
+  const std::string_view whole = text.substr(0, dot);
+  const std::string_view fraction =
+      dot == std::string_view::npos ? std::string_view() : text.substr(dot + 1);
+  const auto digits = [](std::string_view s) {
+    return std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (whole.empty() || !digits(whole) || !digits(fraction)) return std::nullopt;
+  if (dot != std::string_view::npos &&
+      (fraction.empty() || static_cast<int>(fraction.size()) > decimals)) {
+    return std::nullopt;
+  }
+  std::int64_t value = 0;
+  const auto [end, error] = std::from_chars(whole.data(), whole.data() + whole.size(), value);
+  if (error != std::errc() || value > kMaxWhole) return kDecimalTooLarge;
+  for (int i = 0; i < decimals; ++i) {
+    value = value * 10 + (i < static_cast<int>(fraction.size()) ? fraction[i] - '0' : 0);
+  }
+  return value;
+}
+
+Result<std::string> read_file_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return fail(path, "cannot open the file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return fail(path, "cannot read the file");
+  return text.str();
+}
+
+std::string yaml_position(const std::string& source, const YAML::Mark& mark) {
+  if (mark.is_null()) return source;
+  return fmt::format("{}:{}:{}", source, mark.line + 1, mark.column + 1);
+}
+
+std::string yaml_node_kind(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Map:
+      return "a map";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Scalar:
+      return "'" + node.Scalar() + "'";
+    default:
+      return "nothing";
+  }
+}
+
+Result<YAML::Node> parse_one_yaml_document(std::string_view text, const std::string& source,
+                                           std::string_view kind) {
+  try {
+    std::istringstream in{std::string(text)};
+    YAML::Parser parser(in);
+    DocumentStarts documents;
+    for (int i = 0; i < 2 && parser.HandleNextDocument(documents); ++i) {
+    }
+    if (documents.marks.size() > 1) {
+      return fail(yaml_position(source, documents.marks[1]),
+                  "a second YAML document starts here; a " + std::string(kind) + " holds one");
+    }
+    return YAML::Load(std::string(text));
+  } catch (const YAML::Exception& e) {
+    return fail(yaml_position(source, e.mark), "malformed YAML: " + e.msg);
+  }
+}
+
+std::unexpected<Error> YamlReader::error_at(const YAML::Node& node, const std::string& path,
+                                            std::string reason) const {
+  const std::string where = yaml_position(source_, node.Mark());
+  return fail(path.empty() ? where : where + " " + path, std::move(reason));
+}
+
+std::unexpected<Error> YamlReader::unknown_key(
+    const YAML::Node& key, const std::string& path,
+    std::initializer_list<std::string_view> known) const {
+  std::string names;
+  for (std::string_view k : known) names += (names.empty() ? "" : ", ") + std::string(k);
+  return error_at(key, path, "unknown key; expected one of " + names);
+}
+
+Result<YamlReader::Entries> YamlReader::entries(const YAML::Node& node,
+                                                const std::string& path) const {
+  if (!node.IsMap()) return error_at(node, path, "expected a map, got " + yaml_node_kind(node));
+  Entries result;
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    // it-> yields a temporary pair: copy the nodes (handles), never bind references to them.
+    const YAML::Node key = it->first;
+    const YAML::Node value = it->second;
+    if (!key.IsScalar()) {
+      return error_at(key, path, "a key must be a name, got " + yaml_node_kind(key));
+    }
+    const std::string where = (path.empty() ? "" : path + ".") + key.Scalar();
+    if (key.Scalar().empty()) return error_at(key, where, "a key must not be empty");
+    for (const Entry& entry : result) {
+      if (entry.name == key.Scalar()) return error_at(key, where, "the key is given twice");
+    }
+    result.push_back({key.Scalar(), key, value});
+  }
+  return result;
+}
+
+Result<YamlReader::Fields> YamlReader::fields(const YAML::Node& node, const std::string& path,
+                                              std::initializer_list<std::string_view> known) const {
+  if (!node.IsMap()) return error_at(node, path, "expected a map, got " + yaml_node_kind(node));
+  Fields result;
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    // it-> yields a temporary pair: copy the nodes (handles), never bind references to them.
+    const YAML::Node key = it->first;
+    const YAML::Node value = it->second;
+    const std::string where = path.empty() ? "" : path + ".";
+    if (!key.IsScalar()) {
+      return error_at(key, path, "a key must be a name, got " + yaml_node_kind(key));
+    }
+    const std::string& name = key.Scalar();
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      return unknown_key(key, where + name, known);
+    }
+    if (!result.values.emplace(name, value).second) {
+      return error_at(key, where + name, "the key is given twice");
+    }
+  }
+  return result;
+}
+
+Result<YamlReader::Fields> YamlReader::entry_fields(
+    const YAML::Node& node, const std::string& path,
+    std::initializer_list<std::string_view> known) const {
+  auto list = entries(node, path);
+  if (!list) return std::unexpected(list.error());
+  Fields result;
+  for (const Entry& entry : *list) {
+    if (std::find(known.begin(), known.end(), entry.name) == known.end()) {
+      return unknown_key(entry.key, (path.empty() ? "" : path + ".") + entry.name, known);
+    }
+    result.values.emplace(entry.name, entry.value);
+  }
+  return result;
+}
+
+Result<YAML::Node> YamlReader::required(const Fields& fields, const YAML::Node& map,
+                                        const std::string& path, const std::string& key) const {
+  auto value = fields.get(key);
+  if (!value) return error_at(map, path.empty() ? key : path + "." + key, "the key is missing");
+  return *value;
+}
+
+Result<YAML::Node> YamlReader::sequence(const YAML::Node& node, const std::string& path) const {
+  if (!node.IsSequence()) {
+    return error_at(node, path, "expected a list, got " + yaml_node_kind(node));
+  }
+  return node;
+}
+
+Result<std::string> YamlReader::text(const YAML::Node& node, const std::string& path) const {
+  if (!node.IsScalar()) return error_at(node, path, "expected a name, got " + yaml_node_kind(node));
+  if (node.Scalar().empty()) return error_at(node, path, "must not be empty");
+  return node.Scalar();
+}
+
+Result<std::string> YamlReader::unique_name(
+    const Fields& fields, const YAML::Node& map, const std::string& path, std::string_view what,
+    std::unordered_map<std::string, std::string>& seen) const {
+  auto name_node = required(fields, map, path, "name");
+  if (!name_node) return std::unexpected(name_node.error());
+  auto name = text(*name_node, path + ".name");
+  if (!name) return std::unexpected(name.error());
+  if (auto [it, added] = seen.emplace(*name, path); !added) {
+    return error_at(*name_node, path + ".name",
+                    std::string(what) + " '" + *name + "' is already defined at " + it->second);
+  }
+  return name;
+}
+
+}  // namespace tidepool
