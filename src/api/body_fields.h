@@ -15,6 +15,7 @@
 #include <string_view>
 #include <utility>
 
+#include "config/quoted_text.h"
 #include "core/error.h"
 
 namespace tidepool::body_fields {
@@ -24,16 +25,12 @@ using Json = nlohmann::json;
 // The longest string a body may hold (a command word, an env value, a message).
 inline constexpr std::size_t kMaxTextBytes = 4096;
 
-// Whether `text` is well-formed UTF-8 (no overlong forms, surrogates or code points past U+10FFFF).
-bool valid_utf8(std::string_view text);
-// The number of code points in `text` (each byte that does not continue one counts).
-std::size_t utf8_length(std::string_view text);
+// The text helpers of config/quoted_text.h, used by every reader here.
+using tidepool::printable;
+using tidepool::quote;
+using tidepool::utf8_length;
+using tidepool::valid_utf8;
 
-// `text` for a message: at most `max_characters` characters (then "..."), bytes that are not
-// UTF-8 and control characters replaced by '?'.
-std::string printable(std::string_view text, std::size_t max_characters);
-// printable(text, 40), single-quoted.
-std::string quote(std::string_view text);
 // "path.key" ("key" at the root); the key shortened and cleaned as by quote(), without quotes.
 std::string key_path(const std::string& path, std::string_view key);
 // "path[index]".

@@ -58,6 +58,8 @@
 #include <string_view>
 #include <vector>
 
+#include "config/duration_text.h"
+#include "core/duration_format.h"
 #include "core/error.h"
 #include "core/gang_placement.h"
 #include "core/gpu_model.h"
@@ -81,7 +83,6 @@ inline constexpr std::int64_t kMaxArrayIndex = 1'000'000;
 inline constexpr std::size_t kMaxArrayJobs = 10'000;
 inline constexpr std::int64_t kMaxCpuMilliPerTask = 1'000'000'000;
 inline constexpr std::int64_t kMaxMemoryMibPerTask = std::int64_t{1} << 30;
-inline constexpr Seconds kMaxDuration = Seconds{10} * 365 * 86'400;  // 10 years
 // The deepest nesting of maps and lists parse_body accepts.
 inline constexpr int kMaxBodyDepth = 32;
 
@@ -155,17 +156,6 @@ std::string spec_field(const std::string& core_field);
 // errors naming the spec's fields (spec_field).
 Result<Job> core_job_of(const JobSpec& spec, JobId id, TenantId tenant, QueueId queue,
                         Seconds submit_time, const GpuModelCatalog& models);
-
-// "90s", "30m", "6h", "2d", "1h30m", "1d2h3m4s", or a bare non-negative integer of seconds; at
-// most 10 years. Fails with a reason naming the accepted forms.
-Result<Seconds> parse_duration(std::string_view text);
-// A duration in milliseconds: "500ms", or anything parse_duration reads. Fails as it does, the
-// reason naming the "ms" form too.
-Result<std::int64_t> parse_duration_ms(std::string_view text);
-// The canonical form of `seconds`, largest units first and zero parts left out, which
-// parse_duration reads back (up to kMaxDuration): 0 -> "0s", 90 -> "1m30s", 21600 -> "6h",
-// 93784 -> "1d2h3m4s". A negative value (not a duration) is written as e.g. "-5s".
-std::string format_duration(Seconds seconds);
 
 // Whether `name` is a valid name for jobs, tenants, queues and nodes (see the file comment); the
 // reason why not otherwise (the Error's field is empty: the caller knows which field it read).

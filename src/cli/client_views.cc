@@ -11,6 +11,7 @@
 
 #include "cli/listing.h"
 #include "cli/output_format.h"
+#include "core/duration_format.h"
 #include "report/text_table.h"
 
 namespace tidepool {
@@ -74,7 +75,8 @@ bool is_final_state(std::string_view state) {
 
 std::string ago(std::int64_t at_ms, std::int64_t now_ms) {
   if (at_ms <= 0) return "-";
-  return fmt::format("{} ({} ago)", format_local_time(at_ms), format_age((now_ms - at_ms) / 1000));
+  return fmt::format("{} ({} ago)", format_local_time(at_ms),
+                     format_duration_about((now_ms - at_ms) / 1000));
 }
 
 std::string joined(const Json& list, std::string_view separator) {
@@ -151,9 +153,9 @@ Listing jobs_listing(const Json& jobs, const std::map<std::int64_t, std::string>
     const std::int64_t ended = number_of(job, "ended_ms");
     std::string run_time = "-";
     if (state == "running" && started > 0) {
-      run_time = format_age((now_ms - started) / 1000);
+      run_time = format_duration_about((now_ms - started) / 1000);
     } else if (is_final_state(state) && started > 0 && number_of(job, "starts") > 0) {
-      run_time = format_age((ended - started) / 1000);
+      run_time = format_duration_about((ended - started) / 1000);
     }
     std::string reason;
     if (state == "pending") {
@@ -173,7 +175,8 @@ Listing jobs_listing(const Json& jobs, const std::map<std::int64_t, std::string>
         {.cells = {std::to_string(id), array_name(job, text_of(spec, "name")),
                    text_of(spec, "tenant"), text_of(spec, "queue"), state,
                    format_gpus(job_gpu_milli(spec)),
-                   format_age((now_ms - number_of(job, "submitted_ms")) / 1000), run_time,
+                   format_duration_about((now_ms - number_of(job, "submitted_ms")) / 1000),
+                   run_time,
                    job.contains("attained_gpu_seconds")
                        ? format_gpu_hours(number_of(job, "attained_gpu_seconds"))
                        : "-",
@@ -275,7 +278,7 @@ std::string render_why(const Json& why) {
   std::string out =
       fmt::format("Job {} is pending ({}): {}\n", id, text_of(why, "kind"), text_of(why, "reason"));
   out += fmt::format("It has waited {} since it last became pending.\n",
-                     format_age(number_of(why, "pending_seconds")));
+                     format_duration_about(number_of(why, "pending_seconds")));
   if (const Json lane = why.value("lane", Json::object()); lane.is_object() && !lane.empty()) {
     const std::int64_t position = number_of(lane, "position");
     std::string place =
@@ -302,7 +305,8 @@ std::string render_why(const Json& why) {
   if (waited.is_object() && !waited.empty()) {
     TextTable table({"REASON", "WAITED"});
     for (const auto& [kind, seconds] : waited.items()) {
-      table.add_row({kind, format_age(seconds.is_number() ? seconds.get<std::int64_t>() : 0)});
+      table.add_row(
+          {kind, format_duration_about(seconds.is_number() ? seconds.get<std::int64_t>() : 0)});
     }
     out += "Time waited, by reason:\n" + indented(table_text(table), "  ");
   }
@@ -335,7 +339,8 @@ Listing nodes_listing(const Json& nodes, std::int64_t now_ms) {
     }
     const std::int64_t heard = number_of(node, "last_heartbeat_ms");
     const std::string heartbeat =
-        heard > 0 ? format_age(std::max<std::int64_t>(0, now_ms - heard) / 1000) + " ago" : "-";
+        heard > 0 ? format_duration_about(std::max<std::int64_t>(0, now_ms - heard) / 1000) + " ago"
+                  : "-";
     std::string reason = text_of(node, "reason");
     if (reason.empty()) reason = text_of(node, "drain_reason");
     const std::int64_t mib = number_of(node, "memory_mib");

@@ -25,6 +25,7 @@
 #include "cli/demo_plan.h"
 #include "cli/demo_processes.h"
 #include "cli/demo_view.h"
+#include "config/duration_text.h"
 #include "config/yaml_reader.h"
 
 // The source tree this tidepool was built from (CMakeLists.txt), where a build tree finds the

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <system_error>
 
+#include "config/duration_text.h"
 #include "config/yaml_reader.h"
 #include "core/resources.h"
 

@@ -130,20 +130,6 @@ void write_document(const nlohmann::json& value, OutputFormat format, std::ostre
   }
 }
 
-std::string format_age(std::int64_t seconds) {
-  if (seconds < 0) seconds = 0;
-  const auto two = [](std::int64_t big, char big_unit, std::int64_t small, char small_unit) {
-    return small == 0 ? fmt::format("{}{}", big, big_unit)
-                      : fmt::format("{}{}{}{}", big, big_unit, small, small_unit);
-  };
-  if (seconds < 60) return fmt::format("{}s", seconds);
-  if (seconds < 600) return two(seconds / 60, 'm', seconds % 60, 's');
-  if (seconds < 3600) return fmt::format("{}m", seconds / 60);
-  if (seconds < 86'400) return two(seconds / 3600, 'h', seconds % 3600 / 60, 'm');
-  if (seconds < 8 * 86'400) return two(seconds / 86'400, 'd', seconds % 86'400 / 3600, 'h');
-  return fmt::format("{}d", seconds / 86'400);
-}
-
 std::string format_gpus(std::int64_t milli) {
   const bool negative = milli < 0;
   const std::int64_t m = negative ? -milli : milli;

@@ -51,10 +51,6 @@ std::string json_to_yaml(const nlohmann::json& value);
 // Writes `value` as JSON (indented by 2) or YAML; nothing for kTable (the caller's table).
 void write_document(const nlohmann::json& value, OutputFormat format, std::ostream& out);
 
-// A span of seconds as kubectl shows ages: "45s", "3m", "3m20s" below 10 minutes, "2h5m", "3d4h",
-// "400d"; negative spans as "0s".
-std::string format_age(std::int64_t seconds);
-
 // Milli-GPUs as GPUs: 8000 -> "8", 500 -> "0.5", 1250 -> "1.25".
 std::string format_gpus(std::int64_t milli);
 

@@ -91,19 +91,6 @@ TEST(WriteDocumentTest, JsonIsIndentedAndTableWritesNothing) {
   EXPECT_EQ(table.str(), "");
 }
 
-TEST(FormatAgeTest, KubectlLikeSpans) {
-  EXPECT_EQ(format_age(-5), "0s");
-  EXPECT_EQ(format_age(0), "0s");
-  EXPECT_EQ(format_age(45), "45s");
-  EXPECT_EQ(format_age(60), "1m");
-  EXPECT_EQ(format_age(200), "3m20s");
-  EXPECT_EQ(format_age(1500), "25m");
-  EXPECT_EQ(format_age(3600), "1h");
-  EXPECT_EQ(format_age(7500), "2h5m");
-  EXPECT_EQ(format_age(86'400 * 3 + 3600 * 4), "3d4h");
-  EXPECT_EQ(format_age(86'400 * 400), "400d");
-}
-
 TEST(FormatGpusTest, GpuSecondsAsGpuHoursAndPlacesAsOrdinals) {
   EXPECT_EQ(format_gpu_hours(43'200), "12.0 GPU-h");
   EXPECT_EQ(format_gpu_hours(180), "0.1 GPU-h");

@@ -47,7 +47,7 @@ Result<std::int64_t> parse_time_point(std::string_view text, std::int64_t now_ms
   if (text == "now") return now_ms;
   std::string_view span = text;
   if (span.starts_with("now-")) span.remove_prefix(4);
-  if (auto seconds = parse_duration_seconds(span, kMaxSpan)) {
+  if (auto seconds = parse_duration(span, kMaxSpan)) {
     return now_ms - *seconds * 1000;
   }
   bool utc = false;

@@ -150,13 +150,8 @@ Result<int> MarketReader::months(const YAML::Node& node, const std::string& path
 Result<Seconds> MarketReader::period(const YAML::Node& node, const std::string& path) const {
   auto text = number_text(node, path);
   if (!text) return std::unexpected(text.error());
-  const auto seconds = parse_duration_seconds(*text, kMaxDurationInFile);
-  if (!seconds) {
-    return error_at(node, path,
-                    "expected seconds, or a whole number with a unit s, m, h or d (300, 300s, 5m, "
-                    "1h), got '" +
-                        *text + "'");
-  }
+  const auto seconds = parse_duration(*text, kMaxDurationInFile);
+  if (!seconds) return error_at(node, path, seconds.error().reason);
   if (*seconds < 1 || *seconds > kSecondsPerDay) {
     return error_at(node, path, "must be 1 second to 1 day, got '" + *text + "'");
   }
@@ -392,13 +387,8 @@ Result<Budget> MarketReader::read_budget(const Entry& entry) const {
 Result<Seconds> MarketReader::duration(const YAML::Node& node, const std::string& path) const {
   auto text = number_text(node, path);
   if (!text) return std::unexpected(text.error());
-  const auto seconds = parse_duration_seconds(*text, kMaxDurationInFile);
-  if (!seconds) {
-    return error_at(node, path,
-                    "expected seconds, or a whole number with a unit s, m, h or d (90m, 2h), up "
-                    "to a year, got '" +
-                        *text + "'");
-  }
+  const auto seconds = parse_duration(*text, kMaxDurationInFile);
+  if (!seconds) return error_at(node, path, seconds.error().reason);
   return *seconds;
 }
 

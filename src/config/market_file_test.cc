@@ -132,7 +132,9 @@ TEST(MarketFileTest, ReadsEveryKey) {
 TEST(MarketFileTest, PeriodsAndTimesOfDay) {
   for (const auto& [text, seconds] :
        {std::pair{"300", 300}, std::pair{"300s", 300}, std::pair{"5m", 300}, std::pair{"2h", 7200},
-        std::pair{"1d", 86400}, std::pair{"1", 1}}) {
+        std::pair{"1d", 86400}, std::pair{"1", 1},
+        // The grammar of every other duration (config/duration_text.h), compound forms included.
+        std::pair{"1h30m", 5400}, std::pair{"2m30s", 150}}) {
     EXPECT_EQ(parse(one_model(std::string("prices: {period: ") + text + "}\n")).prices.period,
               seconds)
         << text;
@@ -298,8 +300,8 @@ TEST(MarketFileTest, EveryErrorNamesItsPath) {
        "unknown key; expected one of period, utilisation_curve, time_of_day, classes, "
        "lender_share"},
       {one_model("prices: {period: 5 m}\n"), "m.yaml:7:18 prices.period",
-       "expected seconds, or a whole number with a unit s, m, h or d (300, 300s, 5m, 1h), got "
-       "'5 m'"},
+       "'5 m' is not a duration; use e.g. 90s, 30m, 6h, 2d, 1h30m (units d, h, m, s in that "
+       "order, each once) or whole seconds"},
       {one_model("prices: {period: 25h}\n"), "m.yaml:7:18 prices.period",
        "must be 1 second to 1 day, got '25h'"},
       {one_model("prices: {period: 0}\n"), "m.yaml:7:18 prices.period",

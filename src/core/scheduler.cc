@@ -25,12 +25,6 @@ constexpr int kJobClasses = 4;
 
 namespace scheduler_detail {
 
-std::string duration_text(Seconds s) {
-  if (s < 60) return fmt::format("{}s", s);
-  if (s < 3600) return fmt::format("{}m", s / 60);
-  return fmt::format("{}h{:02}m", s / 3600, (s % 3600) / 60);
-}
-
 std::int64_t count_whole_free_gpus(const Pool& pool, const ModelSet& models) {
   std::int64_t free = 0;
   for (int n = 0; n < pool.node_count(); ++n) {

@@ -6,12 +6,11 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/duration_format.h"
 #include "core/scheduler.h"
 #include "core/scheduler_pass_state.h"
 
 namespace tidepool {
-
-using scheduler_detail::duration_text;
 
 Scheduler::QuotaVerdict Scheduler::admit_for_quota(Entry& e, const WindowVerdict& window,
                                                    Seconds now, PassState& state, PassResult& out) {
@@ -150,7 +149,7 @@ void Scheduler::hold_lane_if_due(const Entry& e, Seconds now, const PendingReaso
       make_reason(
           PendingKind::kQuota,
           fmt::format("behind job {} of the same tenant, waiting {} for quota: {}", job.id.value,
-                      duration_text(now - e.pending_since), refused.message())));
+                      format_duration_about(now - e.pending_since), refused.message())));
   if (lanes_.size() > 1) state.lane_done[e.lane] = state.tenant_blocked.at(job.tenant);
 }
 

@@ -22,9 +22,6 @@
 namespace tidepool {
 namespace scheduler_detail {
 
-// "45s", "12m", "3h05m": how long, in reason texts.
-std::string duration_text(Seconds s);
-
 // Whole free GPUs on the nodes of `pool` whose model `models` accepts.
 std::int64_t count_whole_free_gpus(const Pool& pool, const ModelSet& models);
 

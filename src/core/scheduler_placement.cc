@@ -7,6 +7,7 @@
 #include <tuple>
 #include <vector>
 
+#include "core/duration_format.h"
 #include "core/scheduler.h"
 #include "core/scheduler_pass_state.h"
 
@@ -18,7 +19,6 @@ constexpr Seconds kOverrunSlack = 600;
 
 }  // namespace
 
-using scheduler_detail::duration_text;
 using scheduler_detail::may_fit;
 
 std::optional<PendingReason> Scheduler::try_to_place(Entry& e, const QuotaVerdict& quota,
@@ -112,7 +112,7 @@ std::optional<Scheduler::Reservation> Scheduler::reserve(const Entry& e, const G
   res.reason =
       make_reason(PendingKind::kReservation,
                   fmt::format("behind the reservation of job {} (predicted to start in {})",
-                              e.job.id.value, duration_text(start - now)));
+                              e.job.id.value, format_duration_about(start - now)));
   return res;
 }
 

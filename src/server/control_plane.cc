@@ -10,6 +10,7 @@
 #include <set>
 #include <utility>
 
+#include "core/duration_format.h"
 #include "core/feasibility.h"
 
 namespace tidepool {

@@ -8,6 +8,8 @@
 #include <limits>
 #include <utility>
 
+#include "core/duration_format.h"
+
 namespace tidepool {
 namespace {
 
@@ -30,17 +32,6 @@ bool share_at_least(std::int64_t part, std::int64_t whole, int percent) {
   if (d < 0) return false;
   if (d >= 100) return true;
   return d * 100 >= percent * (whole % 100);
-}
-
-// "15m", "1h2m", "45s", "250ms".
-std::string duration_text(std::int64_t ms) {
-  if (ms < 1000) return fmt::format("{}ms", ms);
-  const std::int64_t s = ms / 1000;
-  std::string text;
-  if (s >= 3600) text += fmt::format("{}h", s / 3600);
-  if (s % 3600 >= 60) text += fmt::format("{}m", s % 3600 / 60);
-  if (s % 60 != 0) text += fmt::format("{}s", s % 60);
-  return text;
 }
 
 // "312.5" from 312500 mW.
@@ -133,9 +124,9 @@ IdleGpuAlert GpuTelemetry::alert(const std::string& node, const GpuState& gpu) c
                 "below {}% utilisation with memory at or above {}% for {} (a stalled data "
                 "loader?)",
                 rule_.low_utilization_percent, rule_.high_memory_percent,
-                duration_text(gpu.seen_ms - gpu.since_ms))
+                format_duration_ms(gpu.seen_ms - gpu.since_ms))
           : fmt::format("below {}% utilisation for {}", rule_.low_utilization_percent,
-                        duration_text(gpu.seen_ms - gpu.since_ms));
+                        format_duration_ms(gpu.seen_ms - gpu.since_ms));
   std::string memory = r.memory_total_mib > 0
                            ? fmt::format("{} of {} MiB used", r.memory_used_mib, r.memory_total_mib)
                            : fmt::format("{} MiB used of an unknown total", r.memory_used_mib);

@@ -17,6 +17,7 @@
 #include "cli/client_session.h"
 #include "config/duration_text.h"
 #include "config/tenants_file.h"
+#include "core/duration_format.h"
 #include "core/scheduler.h"
 #include "report/text_table.h"
 #include "sim/capacity_search.h"
@@ -55,9 +56,10 @@ struct CapacityOptions {
   std::string output = "table";
 };
 
-// "90", "90s", "15m", "2h", "1d" as seconds.
-std::optional<Seconds> parse_duration(std::string_view text) {
-  return parse_duration_seconds(text, kMaxTarget);
+// A duration (config/duration_text.h: "90", "90s", "15m", "1h30m", ...) up to `max`.
+std::optional<Seconds> flag_duration(std::string_view text, Seconds max) {
+  auto seconds = parse_duration(text, max);
+  return seconds ? std::optional<Seconds>(*seconds) : std::nullopt;
 }
 
 // "0.2" or "20%" as parts per million, exactly (up to 6 decimals as a share).
@@ -168,7 +170,7 @@ void print_json(const CapacitySearch& s, const CapacityOptions& options, Seconds
   out["probes"] = std::move(probes);
   out["answer"] = s.answer ? probe_json(*s.answer) : nlohmann::ordered_json(nullptr);
   out["largest_missing"] = s.below ? probe_json(*s.below) : nlohmann::ordered_json(nullptr);
-  out["summary"] = answer_text(s, duration_label(target), max_gpus);
+  out["summary"] = answer_text(s, format_duration(target), max_gpus);
   out["wall_s"] = s.wall_seconds;
   std::cout << out.dump(2) << '\n';
 }
@@ -198,7 +200,7 @@ Result<Seconds> check_job_source(const CapacityOptions& options) {
   }
   if (options.trace.format != "philly") return fail("--format", "only with --jobs");
   const std::string_view text = options.since.empty() ? kDefaultSince : options.since;
-  const auto since = parse_duration_seconds(text, kMaxSince);
+  const auto since = flag_duration(text, kMaxSince);
   if (!since) {
     return fail("--since", fmt::format("'{}' is not a time span up to 3650d (like 30d, 12h, "
                                        "3600; 0: the whole history)",
@@ -243,7 +245,7 @@ Result<Workload> server_workload(const CapacityOptions& options, Seconds since,
   };
   if (!history) return bad_reply(history.error());
   const std::string span =
-      since == 0 ? std::string() : fmt::format(" submitted in the last {}", duration_label(since));
+      since == 0 ? std::string() : fmt::format(" submitted in the last {}", format_duration(since));
   const auto never_ran = std::count_if(history->jobs.begin(), history->jobs.end(),
                                        [](const HistoryJob& job) { return !job.ran; });
   const auto running = std::count_if(history->jobs.begin(), history->jobs.end(),
@@ -285,7 +287,7 @@ Result<void> run_plan_capacity(const CapacityOptions& options) {
     return fail("--output",
                 fmt::format("unknown format '{}'; expected table or json", options.output));
   }
-  const auto target = parse_duration(options.target);
+  const auto target = flag_duration(options.target, kMaxTarget);
   if (!target || *target <= 0) {
     return fail(
         "--target-p95-queue",
@@ -355,7 +357,7 @@ Result<void> run_plan_capacity(const CapacityOptions& options) {
   in.workload = workload;
   in.target = *target;
   const int start = static_cast<int>(std::min<std::int64_t>(template_nodes, max_nodes));
-  const std::string target_text = duration_label(*target);
+  const std::string target_text = format_duration(*target);
   std::cerr << fmt::format(
       "plan capacity: {} jobs{}, policy {}, target p95 queue <= {}; template {} nodes / {} GPUs, "
       "search up to {} nodes / {} GPUs, {} thread{}\n",

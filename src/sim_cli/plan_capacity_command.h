@@ -14,11 +14,11 @@
 //                  else their environment and config file: client_config.h), the jobs the token
 //                  sees (an admin token: all) submitted in the last --since (default 30d; 0: the
 //                  whole history), each with its own spec, submitted when it was and running as
-//                  long as it actually ran (sim_cli/server_history.h: a running job up to now; one that
-//                  never ran for its runtime_estimate, else its max_runtime, else left out). What
-//                  was counted and left out is said on stderr; a window without jobs is an error.
-//                  The server's tenants and queues must be in --tenants, its jobs' GPU models in
-//                  the template pool.
+//                  long as it actually ran (sim_cli/server_history.h: a running job up to now; one
+//                  that never ran for its runtime_estimate, else its max_runtime, else left out).
+//                  What was counted and left out is said on stderr; a window without jobs is an
+//                  error. The server's tenants and queues must be in --tenants, its jobs' GPU
+//                  models in the template pool.
 // --since, --server and --token without --from-server, and --format (other than philly) with it,
 // are errors.
 //

@@ -17,6 +17,7 @@
 #include "config/duration_text.h"
 #include "config/market_file.h"
 #include "config/tenants_file.h"
+#include "core/duration_format.h"
 #include "core/policies/placement_policy.h"
 #include "core/scheduler.h"
 #include "core/tidal_window.h"
@@ -85,9 +86,10 @@ std::optional<std::int64_t> parse_count(std::string_view text) {
   return value;
 }
 
-// "90", "90s", "15m", "2h", "1d" as seconds.
-std::optional<Seconds> parse_duration(std::string_view text) {
-  return parse_duration_seconds(text, kMaxLoanSeconds);
+// A duration (config/duration_text.h: "90", "90s", "15m", "1h30m", ...) up to kMaxLoanSeconds.
+std::optional<Seconds> flag_duration(std::string_view text) {
+  auto seconds = parse_duration(text, kMaxLoanSeconds);
+  return seconds ? std::optional<Seconds>(*seconds) : std::nullopt;
 }
 
 Result<std::vector<std::string>> parse_policies(const std::string& text) {
@@ -152,9 +154,9 @@ Result<LoanArg> parse_loan(const std::string& text) {
   const auto gpus = parse_count(parts[2]);
   if (!gpus || *gpus < 1 || *gpus > 1'000'000) return bad("gpus must be a whole number 1..1000000");
   loan.gpus = static_cast<int>(*gpus);
-  const auto start = parse_duration(parts[1]);
+  const auto start = flag_duration(parts[1]);
   if (!start) return bad(fmt::format("start '{}' is not a time", parts[1]));
-  const auto duration = parse_duration(parts[0]);
+  const auto duration = flag_duration(parts[0]);
   if (!duration) return bad(fmt::format("duration '{}' is not a time", parts[0]));
   if (*duration <= 0) return bad("the duration must be positive");
   loan.start = *start;
@@ -327,7 +329,7 @@ Result<void> apply_queueing_options(const RunOptions& options, SchedulerConfig& 
       if (target == &config.min_slice_run) config.time_slicing = false;
       continue;
     }
-    auto seconds = parse_duration(*text);
+    auto seconds = flag_duration(*text);
     if (!seconds || *seconds < least) {
       return fail(flag, fmt::format("expected a duration such as 8h{}, or off; got '{}'",
                                     least == 0 ? ", 0" : "", *text));
@@ -340,7 +342,7 @@ Result<void> apply_queueing_options(const RunOptions& options, SchedulerConfig& 
 // "off" or a duration, for --burst-threshold and each entry of --burst-sweep.
 Result<std::optional<Seconds>> parse_threshold(std::string_view text, const std::string& flag) {
   if (text == "off") return std::optional<Seconds>();
-  const auto seconds = parse_duration(text);
+  const auto seconds = flag_duration(text);
   if (!seconds || *seconds <= 0) {
     return fail(flag, fmt::format("'{}' is not a positive time (like 90m, 2h) or off", text));
   }
@@ -494,7 +496,7 @@ Result<void> run_sim_run(const RunOptions& options) {
     }
     threshold_labels.clear();
     for (const auto& t : thresholds) {
-      threshold_labels.push_back(t ? duration_label(*t) : std::string("off"));
+      threshold_labels.push_back(t ? format_duration(*t) : std::string("off"));
     }
     if (market_settings->offers.empty() &&
         std::any_of(thresholds.begin(), thresholds.end(), [](const auto& t) { return t; })) {
