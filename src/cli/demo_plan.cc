@@ -9,6 +9,7 @@
 
 #include "config/duration_text.h"
 #include "config/yaml_reader.h"
+#include "core/decimal_text.h"
 #include "core/resources.h"
 
 namespace tidepool {
@@ -93,15 +94,7 @@ Result<std::int64_t> parse_refresh_ms(std::string_view text) {
   return ms;
 }
 
-std::string format_seconds(std::int64_t ms) {
-  std::string out = std::to_string(ms / 1000);
-  if (const std::int64_t rest = ms % 1000; rest != 0) {
-    std::string decimals = fmt::format("{:03}", rest);
-    while (decimals.back() == '0') decimals.pop_back();
-    out += "." + decimals;
-  }
-  return out;
-}
+std::string format_seconds(std::int64_t ms) { return format_decimal(ms, 3); }
 
 Result<DemoPool> make_demo_pool(int node_count, const DemoGpus& gpus) {
   if (node_count < 1 || node_count > kMaxDemoNodes) {

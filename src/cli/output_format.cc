@@ -10,6 +10,8 @@
 #include <map>
 #include <optional>
 
+#include "core/gpus_text.h"
+
 namespace tidepool {
 namespace {
 
@@ -130,17 +132,7 @@ void write_document(const nlohmann::json& value, OutputFormat format, std::ostre
   }
 }
 
-std::string format_gpus(std::int64_t milli) {
-  const bool negative = milli < 0;
-  const std::int64_t m = negative ? -milli : milli;
-  std::string text = fmt::format("{}", m / 1000);
-  if (m % 1000 != 0) {
-    std::string fraction = fmt::format("{:03}", m % 1000);
-    while (fraction.ends_with('0')) fraction.pop_back();
-    text += "." + fraction;
-  }
-  return negative ? "-" + text : text;
-}
+std::string format_gpus(std::int64_t milli) { return gpus_number(milli); }
 
 std::string format_gpu_hours(std::int64_t gpu_seconds) {
   return fmt::format("{:.1f} GPU-h",

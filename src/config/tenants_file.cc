@@ -12,19 +12,12 @@
 #include <vector>
 
 #include "config/yaml_reader.h"
+#include "core/gpus_text.h"
 
 namespace tidepool {
 namespace {
 
 constexpr int kDecimals = 3;  // GPU figures: milli-GPU precision
-
-// A milli-GPU figure as GPUs: "64", "0.5".
-std::string gpu_text(std::int64_t milli) {
-  if (milli % 1000 == 0) return std::to_string(milli / 1000);
-  std::string fraction = fmt::format("{:03}", milli % 1000);
-  while (fraction.back() == '0') fraction.pop_back();
-  return fmt::format("{}.{}", milli / 1000, fraction);
-}
 
 // Reads one YAML tree into a TenantsSpec, failing with the path of the first bad value.
 class TenantsReader : private YamlReader {
@@ -186,7 +179,7 @@ Result<void> TenantsReader::read_org(const YAML::Node& node, const std::string& 
       return error_at(cap.node, cap.path,
                       fmt::format("the org's tenants are guaranteed {} {} GPUs in total, more "
                                   "than the org's {}",
-                                  gpu_text(sum), models_.name(cap.model), cap.node.Scalar()));
+                                  gpus_number(sum), models_.name(cap.model), cap.node.Scalar()));
     }
   }
   spec.orgs.push_back(std::move(org));
@@ -247,7 +240,7 @@ Result<TenantSpec> TenantsReader::read_tenant(const YAML::Node& node, const std:
           if (figures.lending_limit && *figures.lending_limit > guaranteed) {
             return error_at(*figures.lending_node, where + ".lending_limit_gpus",
                             fmt::format("must be at most the guarantee ({} GPUs), got {}",
-                                        gpu_text(guaranteed), figures.lending_node->Scalar()));
+                                        gpus_number(guaranteed), figures.lending_node->Scalar()));
           }
           tenant.quotas.push_back(
               {model, guaranteed, figures.borrowing_limit, figures.lending_limit});

@@ -9,6 +9,8 @@
 #include <sstream>
 #include <utility>
 
+#include "core/decimal_text.h"
+
 namespace tidepool {
 namespace {
 
@@ -34,26 +36,10 @@ class DocumentStarts final : public YAML::EventHandler {
 }  // namespace
 
 std::optional<std::int64_t> parse_decimal(std::string_view text, int decimals) {
-  constexpr std::int64_t kMaxWhole = (std::int64_t{1} << 40) * 1000;
-  const std::size_t dot = decimals > 0 ? text.find('.') : std::string_view::npos;
-  const std::string_view whole = text.substr(0, dot);
-  const std::string_view fraction =
-      dot == std::string_view::npos ? std::string_view() : text.substr(dot + 1);
-  const auto digits = [](std::string_view s) {
-    return std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-  };
-  if (whole.empty() || !digits(whole) || !digits(fraction)) return std::nullopt;
-  if (dot != std::string_view::npos &&
-      (fraction.empty() || static_cast<int>(fraction.size()) > decimals)) {
-    return std::nullopt;
-  }
-  std::int64_t value = 0;
-  const auto [end, error] = std::from_chars(whole.data(), whole.data() + whole.size(), value);
-  if (error != std::errc() || value > kMaxWhole) return kDecimalTooLarge;
-  for (int i = 0; i < decimals; ++i) {
-    value = value * 10 + (i < static_cast<int>(fraction.size()) ? fraction[i] - '0' : 0);
-  }
-  return value;
+  const auto value = read_decimal(text, {.places = decimals, .max = kDecimalTooLarge - 1});
+  if (value) return *value;
+  if (value.error() == DecimalError::kTooLarge) return kDecimalTooLarge;
+  return std::nullopt;
 }
 
 Result<std::string> read_file_text(const std::string& path) {

@@ -30,9 +30,10 @@ Result<std::string> read_file_text(const std::string& path);
 inline constexpr std::int64_t kDecimalTooLarge = std::int64_t{1} << 60;
 
 // Parses "123", or with `decimals` > 0 (at most 3) also "12.5", as a non-negative integer in units
-// of 10^-decimals ("12.5" with 3 decimals: 12500); nullopt if the text is not such a number (no
-// sign, at most `decimals` digits after the point). A whole part above 2^40 x 1000 comes back as
-// kDecimalTooLarge, so that range checks reject it and nothing overflows.
+// of 10^-decimals ("12.5" with 3 decimals: 12500), by the grammar of core/decimal_text.h; nullopt
+// if the text is not such a number (no sign, at most `decimals` digits after the point). A value
+// of kDecimalTooLarge units or more comes back as kDecimalTooLarge, so that range checks reject
+// it and nothing overflows.
 std::optional<std::int64_t> parse_decimal(std::string_view text, int decimals);
 
 // "source:line:column" (1-based) for a mark, or just `source` for a null mark.

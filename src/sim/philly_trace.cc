@@ -9,45 +9,29 @@
 
 #include "config/csv.h"
 #include "core/civil_time.h"
+#include "core/decimal_text.h"
 
 namespace tidepool {
 namespace {
 
-bool all_digits(std::string_view text) {
-  return std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
-// A non-negative decimal ("123", "123.0", "0.5") of `column`, rounded to the nearest whole unit
-// (halves up), at most `max`. Signs other than a negative zero, exponents and spaces are errors.
+// A non-negative decimal ("123", "123.0", "0.5") of `column` (core/decimal_text.h), rounded to the
+// nearest whole unit (halves up), at most `max`. A negative zero is zero.
 Result<std::int64_t> rounded_number(const CsvReader& csv, std::string_view column,
                                     std::int64_t max) {
   const std::string_view raw = csv.text(column);
   if (raw.empty()) return fail(csv.where(column), "the value is missing");
-  std::string_view text = raw;
-  const bool negative = text.starts_with('-');
-  if (negative) text.remove_prefix(1);
-  const std::size_t dot = text.find('.');
-  const std::string_view whole = text.substr(0, dot);
-  const std::string_view fraction =
-      dot == std::string_view::npos ? std::string_view() : text.substr(dot + 1);
-  if (whole.empty() || !all_digits(whole) || !all_digits(fraction) ||
-      (dot != std::string_view::npos && fraction.empty())) {
-    return fail(csv.where(column), "expected a number, got '" + std::string(raw) + "'");
+  const auto value = read_decimal(raw, {.places = 0, .max = max, .round_extra = true});
+  if (value) return *value;
+  switch (value.error()) {
+    case DecimalError::kNotANumber:
+    case DecimalError::kTooManyDecimals:
+      return fail(csv.where(column), "expected a number, got '" + std::string(raw) + "'");
+    case DecimalError::kNegative:
+      return fail(csv.where(column), "must not be negative, got " + std::string(raw));
+    case DecimalError::kTooLarge:
+      break;
   }
-  const auto nonzero = [](char c) { return c != '0'; };
-  if (negative && (std::any_of(whole.begin(), whole.end(), nonzero) ||
-                   std::any_of(fraction.begin(), fraction.end(), nonzero))) {
-    return fail(csv.where(column), "must not be negative, got " + std::string(raw));
-  }
-  std::int64_t value = 0;
-  const auto [end, error] = std::from_chars(whole.data(), whole.data() + whole.size(), value);
-  if (error != std::errc()) value = std::numeric_limits<std::int64_t>::max();  // too large
-  if (value < max && !fraction.empty() && fraction.front() >= '5') ++value;
-  if (value > max) {
-    return fail(csv.where(column),
-                "must be 0.." + std::to_string(max) + ", got " + std::string(raw));
-  }
-  return value;
+  return fail(csv.where(column), "must be 0.." + std::to_string(max) + ", got " + std::string(raw));
 }
 
 }  // namespace

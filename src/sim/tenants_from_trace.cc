@@ -8,19 +8,13 @@
 #include <numeric>
 #include <optional>
 
+#include "core/gpus_text.h"
+
 namespace tidepool {
 namespace {
 
 // Products C_m x w_t reach about 1e12 x 9.2e18: exact only in 128 bits.
 __extension__ using Wide = __int128;
-
-// A milli-GPU figure as GPUs: "64", "0.5" (as the tenants file reads them).
-std::string gpu_text(std::int64_t milli) {
-  if (milli % 1000 == 0) return std::to_string(milli / 1000);
-  std::string fraction = fmt::format("{:03}", milli % 1000);
-  while (fraction.back() == '0') fraction.pop_back();
-  return fmt::format("{}.{}", milli / 1000, fraction);
-}
 
 // A YAML double-quoted scalar: a team named "103959" or "true" stays a name.
 std::string quoted(std::string_view text) {
@@ -47,7 +41,7 @@ std::string quota_figures(std::optional<std::int64_t> guaranteed,
        {std::pair{"guaranteed_gpus", guaranteed}, std::pair{"borrowing_limit_gpus", borrowing},
         std::pair{"lending_limit_gpus", lending}}) {
     if (!value) continue;
-    out += fmt::format("{}{}: {}", out.empty() ? "" : ", ", key, gpu_text(*value));
+    out += fmt::format("{}{}: {}", out.empty() ? "" : ", ", key, gpus_number(*value));
   }
   return "{" + out + "}";
 }

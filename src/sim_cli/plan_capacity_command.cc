@@ -17,6 +17,7 @@
 #include "cli/client_session.h"
 #include "config/duration_text.h"
 #include "config/tenants_file.h"
+#include "core/decimal_text.h"
 #include "core/duration_format.h"
 #include "core/scheduler.h"
 #include "report/text_table.h"
@@ -70,31 +71,22 @@ Result<std::int64_t> parse_growth(std::string_view text) {
                                         text, why, kMaxGrowthPpm / 1'000'000));
   };
   std::string_view number = text;
-  const bool percent = !number.empty() && number.back() == '%';
+  const bool percent = number.ends_with('%');
   if (percent) number.remove_suffix(1);
-  if (!number.empty() && number.front() == '-') return bad("is negative");
-  const std::size_t dot = number.find('.');
-  const std::string_view whole = number.substr(0, dot);
-  const std::string_view fraction =
-      dot == std::string_view::npos ? std::string_view() : number.substr(dot + 1);
-  const int decimals = percent ? 4 : 6;
-  const auto digits = [](std::string_view s) {
-    return std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-  };
-  if ((whole.empty() && fraction.empty()) || !digits(whole) || !digits(fraction) ||
-      whole.size() > 9) {
-    return bad("is not a number");
+  const int decimals = percent ? 4 : 6;  // a percent is 10^4 ppm
+  const auto ppm = read_decimal(number, {.places = decimals, .max = kMaxGrowthPpm});
+  if (ppm) return *ppm;
+  switch (ppm.error()) {
+    case DecimalError::kNotANumber:
+      return bad("is not a number");
+    case DecimalError::kNegative:
+      return bad("is negative");
+    case DecimalError::kTooManyDecimals:
+      return bad(fmt::format("has more than {} decimals", decimals));
+    case DecimalError::kTooLarge:
+      break;
   }
-  if (fraction.size() > static_cast<std::size_t>(decimals)) {
-    return bad(fmt::format("has more than {} decimals", decimals));
-  }
-  std::int64_t ppm = 0;
-  for (char c : whole) ppm = ppm * 10 + (c - '0');
-  for (int i = 0; i < decimals; ++i) {
-    ppm = ppm * 10 + (static_cast<std::size_t>(i) < fraction.size() ? fraction[i] - '0' : 0);
-  }
-  if (ppm > kMaxGrowthPpm) return bad("is too large");
-  return ppm;
+  return bad("is too large");
 }
 
 std::string hours(double seconds) { return fmt::format("{:.2f}", seconds / 3600.0); }

@@ -42,6 +42,7 @@ sources=(
   "${src}/core/pricing.cc" "${src}/core/budget.cc" "${src}/core/burst.cc"
   "${src}/config/duration_text.cc" "${src}/config/market_file.cc" "${src}/core/lane_order.cc"
   "${src}/core/gpus_text.cc" "${src}/core/civil_time.cc" "${src}/core/duration_format.cc"
+  "${src}/core/decimal_text.cc"
   "${src}/config/quoted_text.cc"
 )
 # The request body readers, added for the targets that test them, with the part of the core they
