@@ -18,7 +18,8 @@
 #include <thread>
 #include <tuple>
 
-#include "api/api_bodies.h"
+#include "api/agent_wire.h"
+#include "api/job_spec.h"
 #include "cli/client_commands.h"
 #include "cli/client_config.h"
 #include "cli/client_session.h"

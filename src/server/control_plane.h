@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "api/agent_wire.h"
 #include "api/api_bodies.h"
 #include "api/job_spec.h"
 #include "config/cluster_file.h"

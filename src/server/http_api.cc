@@ -14,6 +14,7 @@
 #include <utility>
 #include <variant>
 
+#include "api/agent_wire.h"
 #include "api/api_bodies.h"
 #include "api/job_spec.h"
 #include "server/http_route.h"
