@@ -111,33 +111,33 @@ Result<void> Agent::register_node() {
   gpu_info_ = std::move(*discovered);
   const bool fake = gpus_->name().starts_with("fake:");
   gpu_names_.clear();
-  nlohmann::json devices = nlohmann::json::array();
-  for (const GpuInfo& g : gpu_info_) {
-    gpu_names_.push_back(fake ? std::to_string(g.index) : g.uuid);
-    devices.push_back({{"index", g.index},
-                       {"uuid", g.uuid},
-                       {"model", g.model},
-                       {"memory_mib", g.memory_mib},
-                       {"pci_bus_id", g.pci_bus_id},
-                       {"numa_node", g.numa_node},
-                       {"nvlink_peers", g.nvlink_peers}});
-  }
   const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
   const long pages = ::sysconf(_SC_PHYS_PAGES);
   const long page_size = ::sysconf(_SC_PAGE_SIZE);
-  nlohmann::json body = {
-      {"gpus", static_cast<int>(gpu_info_.size())},
-      {"gpu_model", gpu_info_.empty() ? "" : gpu_info_.front().model},
-      {"cpu_milli", std::int64_t{cpus > 0 ? cpus : 0} * 1000},
-      {"memory_mib", pages > 0 && page_size > 0
-                         ? static_cast<std::int64_t>(pages) * page_size / (1024 * 1024)
-                         : 0},
-      {"agent_version", "0.1.0"},
-      {"hostname", options_.hostname},
-      {"address", options_.address.empty() ? options_.node : options_.address},
-      {"leaf", options_.leaf},
-      {"spine", options_.spine},
-      {"devices", std::move(devices)}};
+  NodeRegistration registration{
+      .gpu_model = gpu_info_.empty() ? "" : gpu_info_.front().model,
+      .gpus = static_cast<int>(gpu_info_.size()),
+      .cpu_milli = std::int64_t{cpus > 0 ? cpus : 0} * 1000,
+      .memory_mib = pages > 0 && page_size > 0
+                        ? static_cast<std::int64_t>(pages) * page_size / (1024 * 1024)
+                        : 0,
+      .agent_version = "0.1.0",
+      .hostname = options_.hostname,
+      .address = options_.address.empty() ? options_.node : options_.address,
+      .leaf = options_.leaf,
+      .spine = options_.spine,
+      .devices = {}};
+  for (const GpuInfo& g : gpu_info_) {
+    gpu_names_.push_back(fake ? std::to_string(g.index) : g.uuid);
+    registration.devices.push_back(GpuDevice{.index = g.index,
+                                             .uuid = g.uuid,
+                                             .model = g.model,
+                                             .memory_mib = g.memory_mib,
+                                             .pci_bus_id = g.pci_bus_id,
+                                             .numa_node = g.numa_node,
+                                             .nvlink_peers = g.nvlink_peers});
+  }
+  const nlohmann::json body = node_registration_to_json(registration);
   for (int attempt = 0;; ++attempt) {
     auto reply = client_.post(fmt::format("/v1/nodes/{}/register", options_.node), body);
     if (reply && reply->ok()) {
@@ -308,16 +308,15 @@ std::int64_t Agent::next_wake_ms(std::int64_t now_ms) const {
 }
 
 void Agent::heartbeat(std::int64_t now_ms) {
-  nlohmann::json running = nlohmann::json::array();
   std::set<std::int64_t> jobs;
   for (const auto& [key, task] : tasks_) {
     if (!task.group_gone && !task.stop) jobs.insert(task.job);
   }
-  for (std::int64_t job : jobs) running.push_back(job);
-  nlohmann::json body = {{"running_jobs", std::move(running)},
-                         {"healthy_gpus", static_cast<int>(gpu_info_.size())},
-                         {"gpus", samples_}};
-  auto reply = client_.post(fmt::format("/v1/nodes/{}/heartbeat", options_.node), body);
+  const NodeHeartbeat beat{.running_jobs = {jobs.begin(), jobs.end()},
+                           .healthy_gpus = static_cast<int>(gpu_info_.size()),
+                           .gpus = samples_};
+  auto reply = client_.post(fmt::format("/v1/nodes/{}/heartbeat", options_.node),
+                            node_heartbeat_to_json(beat));
   if (!reply) {
     // Said once, not at every heartbeat; the tasks keep running meanwhile.
     if (server_reachable_) log("heartbeat failed: " + reply.error().message());
@@ -330,13 +329,13 @@ void Agent::heartbeat(std::int64_t now_ms) {
     log("heartbeat refused: " + reply->error_text());
     return;
   }
-  auto assignments = parse_assignments(reply->body);
-  if (!assignments) {
-    log("heartbeat reply not understood: " + assignments.error().message());
+  auto assigned = heartbeat_reply_from_json(reply->body);
+  if (!assigned) {
+    log("heartbeat reply not understood: " + assigned.error().message());
     return;
   }
-  fail_rejected(assignments->rejected);
-  reconcile(assignments->accepted, now_ms);
+  fail_rejected(assigned->rejected);
+  reconcile(assigned->assignments, now_ms);
 }
 
 void Agent::fail_rejected(const std::vector<RejectedAssignment>& rejected) {
@@ -352,9 +351,13 @@ void Agent::fail_rejected(const std::vector<RejectedAssignment>& rejected) {
         fmt::format("the agent cannot run this job: {}", bad.error.message());
     log(fmt::format("job {} run {}: {}; the job fails, the other assignments run", bad.job, bad.run,
                     reason));
-    nlohmann::json body = {{"state", "failed"}, {"message", reason}};
-    if (bad.run > 0) body["run"] = bad.run;
-    auto reply = client_.post(fmt::format("/v1/jobs/{}/status", bad.job), body);
+    const JobStatusReport report{.state = "failed",
+                                 .exit_code = std::nullopt,
+                                 .message = reason,
+                                 .task = std::nullopt,
+                                 .run = bad.run > 0 ? std::optional(bad.run) : std::nullopt};
+    auto reply =
+        client_.post(fmt::format("/v1/jobs/{}/status", bad.job), job_status_report_to_json(report));
     if (!reply) continue;  // the server is away: told again at the next heartbeat
     if (!reply->ok()) {
       log(fmt::format("job {} failure not recorded: {}", bad.job, reply->error_text()));
@@ -695,17 +698,19 @@ void Agent::forward_checkpoints(LocalTask& task, std::int64_t now_ms) {
     const std::size_t end = text.find('\n', start);
     if (end == std::string::npos) break;
     const std::string line = text.substr(start, end - start);
+    // The line `tidepool checkpoint` appended ({"job", "step", "path", "note", "at_ms"}): its
+    // step, path and note are this run's CheckpointReport, whatever else the task wrote.
     auto value = nlohmann::json::parse(line, nullptr, false);
-    nlohmann::json body = nlohmann::json::object();
+    nlohmann::json fields = nlohmann::json::object();
     if (value.is_object()) {
       for (const char* key : {"step", "path", "note"}) {
-        if (value.contains(key)) body[key] = value[key];
+        if (value.contains(key)) fields[key] = value[key];
       }
     }
-    body["run"] = task.run;
-    if (body.contains("path")) {
-      auto resolved = body["path"].is_string()
-                          ? resolve_within(body["path"].get<std::string>(), task.checkpoint_dir)
+    fields["run"] = task.run;
+    if (fields.contains("path")) {
+      auto resolved = fields["path"].is_string()
+                          ? resolve_within(fields["path"].get<std::string>(), task.checkpoint_dir)
                           : Result<std::string>(fail("path", "is not a string"));
       if (!resolved) {
         log(fmt::format("job {} task {}: checkpoint report dropped: {}", task.job, task.index,
@@ -715,15 +720,20 @@ void Agent::forward_checkpoints(LocalTask& task, std::int64_t now_ms) {
         start = end + 1;
         continue;
       }
-      body["path"] = *resolved;
+      fields["path"] = *resolved;
     }
-    auto reply = client_.post(fmt::format("/v1/jobs/{}/checkpoint", task.job), body);
-    if (!reply) return;  // the server is away: the line is sent again later
-    if (!reply->ok()) {
-      log(fmt::format("job {} checkpoint not recorded: {}", task.job, reply->error_text()));
+    if (auto report = checkpoint_report_from_json(fields); !report) {
+      // One the server would refuse is not sent: it is not recorded, as if refused there.
+      log(fmt::format("job {} checkpoint not recorded: {}", task.job, report.error().message()));
     } else {
-      log(fmt::format("job {} task {}: checkpoint {}", task.job, task.index,
-                      body.value("path", std::string())));
+      auto reply = client_.post(fmt::format("/v1/jobs/{}/checkpoint", task.job),
+                                checkpoint_report_to_json(*report));
+      if (!reply) return;  // the server is away: the line is sent again later
+      if (!reply->ok()) {
+        log(fmt::format("job {} checkpoint not recorded: {}", task.job, reply->error_text()));
+      } else {
+        log(fmt::format("job {} task {}: checkpoint {}", task.job, task.index, report->path));
+      }
     }
     task.checkpoint_read += static_cast<std::int64_t>(end - start + 1);
     state_dirty_ = true;
@@ -735,14 +745,16 @@ void Agent::forward_checkpoints(LocalTask& task, std::int64_t now_ms) {
 void Agent::report_exit(LocalTask& task) {
   ship_log(task);
   const bool ok = task.exit->exit_code == 0 && task.exit->signal == 0;
-  nlohmann::json body = {{"state", ok ? "succeeded" : "failed"},
-                         {"message", task.cgroup && task.cgroup->oom_killed()
-                                         ? task.exit->reason + " (out of memory: over its limit)"
-                                         : task.exit->reason},
-                         {"task", task.index},
-                         {"run", task.run}};
-  if (task.exit->exit_code >= 0) body["exit_code"] = task.exit->exit_code;
-  auto reply = client_.post(fmt::format("/v1/jobs/{}/status", task.job), body);
+  const JobStatusReport report{
+      .state = ok ? "succeeded" : "failed",
+      .exit_code = task.exit->exit_code >= 0 ? std::optional(task.exit->exit_code) : std::nullopt,
+      .message = task.cgroup && task.cgroup->oom_killed()
+                     ? task.exit->reason + " (out of memory: over its limit)"
+                     : task.exit->reason,
+      .task = task.index,
+      .run = task.run};
+  auto reply =
+      client_.post(fmt::format("/v1/jobs/{}/status", task.job), job_status_report_to_json(report));
   if (!reply) return;  // again at the next turn
   if (!reply->ok()) {
     log(fmt::format("job {} task {} exit not recorded: {}", task.job, task.index,
@@ -766,12 +778,11 @@ void Agent::ship_log(LocalTask& task) {
                                                 task.job, task.index, task.run, task.log_shipped),
                                     chunk);
     if (!reply) return;
-    if (reply->status == 409 && reply->body.contains("size")) {
-      const auto held = reply->body.value("size", std::int64_t{0});
-      if (held >= 0 && held < task.log_shipped) {
+    if (reply->status == 409) {
+      if (auto held = log_conflict_from_json(reply->body); held && held->size < task.log_shipped) {
         // The server holds less than it acknowledged (it was restored from a backup, or this
         // agent's state is from before runs had logs of their own): send again from there.
-        task.log_shipped = held;
+        task.log_shipped = held->size;
         state_dirty_ = true;
         continue;
       }
@@ -822,18 +833,19 @@ void Agent::sample_gpus(std::int64_t now_ms) {
     log("cannot read the GPUs: " + samples.error().message());
     return;
   }
-  samples_ = nlohmann::json::array();
+  samples_.clear();
   for (const GpuSample& s : *samples) {
     const std::size_t i = static_cast<std::size_t>(s.index);
-    samples_.push_back({{"index", s.index},
-                        {"model", i < gpu_info_.size() ? gpu_info_[i].model : ""},
-                        {"utilization_percent", s.utilization_percent},
-                        {"memory_used_mib", s.memory_used_mib},
-                        {"memory_total_mib", i < gpu_info_.size() ? gpu_info_[i].memory_mib : 0},
-                        {"power_milliwatts", s.power_milliwatts},
-                        {"temperature_celsius", s.temperature_celsius},
-                        {"throttle_reasons", s.throttle_reasons},
-                        {"ecc_errors_uncorrected", s.ecc_errors_uncorrected}});
+    const bool known = i < gpu_info_.size();
+    samples_.push_back(GpuReading{.index = s.index,
+                                  .model = known ? gpu_info_[i].model : "",
+                                  .utilization_percent = s.utilization_percent,
+                                  .memory_used_mib = s.memory_used_mib,
+                                  .memory_total_mib = known ? gpu_info_[i].memory_mib : 0,
+                                  .power_milliwatts = s.power_milliwatts,
+                                  .temperature_celsius = s.temperature_celsius,
+                                  .throttle_reasons = s.throttle_reasons,
+                                  .ecc_errors_uncorrected = s.ecc_errors_uncorrected});
   }
 }
 

@@ -4,7 +4,8 @@
 // or its next deadline, so an idle agent costs next to nothing.
 //
 // Each heartbeat carries the node's GPU samples and the jobs it runs; the reply lists the tasks it
-// should run (assignment.h). The agent makes the node match it:
+// should run (each message to and from the server is one of api/agent_wire.h). The agent makes
+// the node match it:
 //   - an assigned task that does not run is started once its GPUs are free of any task still
 //     stopping there (the server gives GPUs to the next job as soon as it preempts one);
 //   - a running task that is no longer assigned (preempted, cancelled, past its max_runtime, its
@@ -55,6 +56,7 @@
 #include "agent/stop_sequence.h"
 #include "agent/task_process.h"
 #include "agent/task_uids.h"
+#include "api/agent_wire.h"
 #include "core/error.h"
 
 namespace tidepool {
@@ -139,7 +141,7 @@ class Agent {
   CgroupSetup cgroups_;
   std::vector<GpuInfo> gpu_info_;
   std::vector<std::string> gpu_names_;  // CUDA_VISIBLE_DEVICES names by index
-  nlohmann::json samples_ = nlohmann::json::array();
+  std::vector<GpuReading> samples_;     // the latest, for the next heartbeat
   std::map<TaskKey, LocalTask> tasks_;
   std::map<TaskKey, std::pair<NodeAssignment, AssignedTask>> waiting_;  // assigned, not started
   std::set<TaskKey> done_;  // ended here while the server may still list them

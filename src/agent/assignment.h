@@ -1,64 +1,15 @@
-// What the server asks a node to run, as the heartbeat reply carries it (server/control_plane.h,
-// ControlPlane::heartbeat): one NodeAssignment per running job with tasks on the node, and how the
-// agent composes a task's environment from it.
+// How the agent composes the environment of a task the server assigned to its node: the
+// assignment is the heartbeat reply's (api/agent_wire.h: NodeAssignment, AssignedTask), the
+// folders and names are the agent's.
 #pragma once
 
-#include <cstdint>
-#include <map>
-#include <nlohmann/json.hpp>
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "core/error.h"
+#include "api/agent_wire.h"
 
 namespace tidepool {
-
-struct AssignedTask {
-  int index = 0;          // the task's rank in the job, 0 .. world_size - 1
-  std::vector<int> gpus;  // GPU indices on this node
-};
-
-struct NodeAssignment {
-  std::int64_t job = 0;
-  std::int64_t run = 0;  // the job's start count: a new run of the job is a new assignment
-  std::string name;
-  std::string tenant;
-  int world_size = 1;
-  std::vector<AssignedTask> tasks;  // this node's tasks
-  std::string master_addr;
-  int master_port = 0;
-  std::vector<std::string> command;
-  std::map<std::string, std::string> env;
-  std::string working_dir;  // empty: the task's own folder
-  std::int64_t cpu_milli_per_task = 0;
-  std::int64_t memory_mib_per_task = 0;
-  bool checkpoints = false;  // the job declared a checkpoint interval: it answers a notice
-  std::string resume_from;   // the last reported checkpoint; empty on a first run
-};
-
-// The "assignments" of a heartbeat reply; fails naming the field ("assignments[2].tasks").
-Result<std::vector<NodeAssignment>> assignments_from_json(const nlohmann::json& reply);
-
-// An assignment of a reply that could not be used: the job it is about (0 when even that cannot
-// be read), its run, and why.
-struct RejectedAssignment {
-  std::int64_t job = 0;
-  std::int64_t run = 0;
-  Error error;
-};
-
-struct ParsedAssignments {
-  std::vector<NodeAssignment> accepted;
-  std::vector<RejectedAssignment> rejected;
-};
-
-// The "assignments" of a heartbeat reply, each read on its own: one that is malformed (no
-// command, a field of the wrong type) is rejected with its reason and the others are kept, so
-// that one bad job cannot stop a node. Fails only when the reply itself is not an object or its
-// "assignments" not a list.
-Result<ParsedAssignments> parse_assignments(const nlohmann::json& reply);
 
 // Where a task's files are and what the agent adds to its environment.
 struct TaskSetting {

@@ -3,9 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
-#include <limits>
-#include <set>
 #include <string_view>
 #include <utility>
 
@@ -26,36 +23,12 @@ using body_fields::index_path;
 using body_fields::integer_in;
 using body_fields::Json;
 using body_fields::key_path;
-using body_fields::member;
 using body_fields::quote;
 using body_fields::read_optional;
 
-constexpr std::int64_t kNoLimit = std::numeric_limits<std::int64_t>::max();
 constexpr std::size_t kShortText = 256;
 
-auto text_of(std::size_t max_bytes) {
-  return [max_bytes](const Json& value, const std::string& path) {
-    return body_fields::read_text(value, path, max_bytes);
-  };
-}
-
-auto short_text() {
-  return [](const Json& value, const std::string& path) {
-    return body_fields::read_short_text(value, path, kShortText);
-  };
-}
-
-// One of `words`.
-Result<std::string> read_word(const Json& value, const std::string& path,
-                              std::initializer_list<std::string_view> words) {
-  std::string list;
-  for (std::string_view word : words) list += (list.empty() ? "" : ", ") + std::string(word);
-  if (value.is_string()) {
-    const auto& text = value.get_ref<const std::string&>();
-    if (std::find(words.begin(), words.end(), text) != words.end()) return text;
-  }
-  return fail(path, fmt::format("expected one of {}, got {}", list, describe(value)));
-}
+auto short_text() { return body_fields::short_text_in(kShortText); }
 
 // A GPU figure: a number or a string of GPUs with up to 3 decimals, >= 0, in milli-GPUs.
 Result<std::int64_t> read_gpus(const Json& value, const std::string& path) {
@@ -142,179 +115,13 @@ Result<std::vector<std::string>> read_queues(const Json& value, const std::strin
   return queues;
 }
 
-Result<std::vector<std::int64_t>> read_job_ids(const Json& value, const std::string& path) {
-  if (auto list = body_fields::check_list(value, path, kMaxHeartbeatJobs, "job ids"); !list) {
-    return std::unexpected(list.error());
-  }
-  std::vector<std::int64_t> ids;
-  std::set<std::int64_t> seen;
-  for (std::size_t i = 0; i < value.size(); ++i) {
-    auto id = body_fields::read_integer(value[i], index_path(path, i), 1, kNoLimit);
-    if (!id) return std::unexpected(id.error());
-    if (!seen.insert(*id).second) {
-      return fail(index_path(path, i), fmt::format("job {} is listed twice", *id));
-    }
-    ids.push_back(*id);
-  }
-  return ids;
-}
-
 // An optional name, "" when absent or empty.
 Result<std::string> read_optional_name(const Json& value, const std::string& path) {
   if (value.is_string() && value.get_ref<const std::string&>().empty()) return std::string();
   return body_fields::read_name(value, path);
 }
 
-Result<std::vector<int>> read_gpu_indices(const Json& value, const std::string& path) {
-  if (auto list = body_fields::check_list(value, path, kMaxGpusPerNode, "GPU indices"); !list) {
-    return std::unexpected(list.error());
-  }
-  std::vector<int> out;
-  for (std::size_t i = 0; i < value.size(); ++i) {
-    auto index = body_fields::read_integer(value[i], index_path(path, i), 0, kMaxGpusPerNode - 1);
-    if (!index) return std::unexpected(index.error());
-    out.push_back(static_cast<int>(*index));
-  }
-  return out;
-}
-
-Result<GpuDevice> read_gpu_device(const Json& value, const std::string& path) {
-  if (auto keys = check_keys(
-          value, path,
-          "a map of index, uuid, model, memory_mib, pci_bus_id, numa_node and "
-          "nvlink_peers",
-          {"index", "uuid", "model", "memory_mib", "pci_bus_id", "numa_node", "nvlink_peers"},
-          false);
-      !keys) {
-    return std::unexpected(keys.error());
-  }
-  GpuDevice device;
-  if (auto read = first_failure({
-          read_optional(value, path, "index", device.index, integer_in(0, kMaxGpusPerNode - 1)),
-          read_optional(value, path, "uuid", device.uuid, short_text()),
-          read_optional(value, path, "model", device.model, short_text()),
-          read_optional(value, path, "memory_mib", device.memory_mib, integer_in(0, kNoLimit)),
-          read_optional(value, path, "pci_bus_id", device.pci_bus_id, short_text()),
-          read_optional(value, path, "numa_node", device.numa_node, integer_in(-1, 1023)),
-          read_optional(value, path, "nvlink_peers", device.nvlink_peers, read_gpu_indices),
-      });
-      !read) {
-    return std::unexpected(read.error());
-  }
-  return device;
-}
-
-Result<GpuReading> read_gpu_reading(const Json& value, const std::string& path) {
-  if (auto keys = check_keys(
-          value, path, "a map of a GPU's figures",
-          {"index", "model", "utilization_percent", "memory_used_mib", "memory_total_mib",
-           "power_milliwatts", "temperature_celsius", "throttle_reasons", "ecc_errors_uncorrected"},
-          false);
-      !keys) {
-    return std::unexpected(keys.error());
-  }
-  GpuReading r;
-  std::int64_t throttle = 0;
-  std::int64_t ecc = 0;
-  if (auto read = first_failure({
-          read_optional(value, path, "index", r.index, integer_in(0, kMaxGpusPerNode - 1)),
-          read_optional(value, path, "model", r.model, short_text()),
-          read_optional(value, path, "utilization_percent", r.utilization_percent,
-                        integer_in(0, 100)),
-          read_optional(value, path, "memory_used_mib", r.memory_used_mib, integer_in(0, kNoLimit)),
-          read_optional(value, path, "memory_total_mib", r.memory_total_mib,
-                        integer_in(0, kNoLimit)),
-          read_optional(value, path, "power_milliwatts", r.power_milliwatts,
-                        integer_in(0, 100'000'000)),
-          read_optional(value, path, "temperature_celsius", r.temperature_celsius,
-                        integer_in(-273, 1000)),
-          read_optional(value, path, "throttle_reasons", throttle, integer_in(0, kNoLimit)),
-          read_optional(value, path, "ecc_errors_uncorrected", ecc, integer_in(0, kNoLimit)),
-      });
-      !read) {
-    return std::unexpected(read.error());
-  }
-  r.throttle_reasons = static_cast<std::uint64_t>(throttle);
-  r.ecc_errors_uncorrected = static_cast<std::uint64_t>(ecc);
-  return r;
-}
-
-Result<std::vector<GpuReading>> read_gpu_readings(const Json& value, const std::string& path) {
-  if (auto list = body_fields::check_list(value, path, kMaxGpusPerNode, "GPUs"); !list) {
-    return std::unexpected(list.error());
-  }
-  std::vector<GpuReading> out;
-  std::set<int> seen;
-  for (std::size_t i = 0; i < value.size(); ++i) {
-    auto reading = read_gpu_reading(value[i], index_path(path, i));
-    if (!reading) return std::unexpected(reading.error());
-    if (!seen.insert(reading->index).second) {
-      return fail(index_path(path, i), fmt::format("GPU {} is listed twice", reading->index));
-    }
-    out.push_back(std::move(*reading));
-  }
-  return out;
-}
-
-Result<std::vector<GpuDevice>> read_gpu_devices(const Json& value, const std::string& path) {
-  if (auto list = body_fields::check_list(value, path, kMaxGpusPerNode, "GPUs"); !list) {
-    return std::unexpected(list.error());
-  }
-  std::vector<GpuDevice> out;
-  for (std::size_t i = 0; i < value.size(); ++i) {
-    auto device = read_gpu_device(value[i], index_path(path, i));
-    if (!device) return std::unexpected(device.error());
-    out.push_back(std::move(*device));
-  }
-  return out;
-}
-
 }  // namespace
-
-Result<JobStatusReport> job_status_report_from_json(const nlohmann::json& value) {
-  if (auto keys = check_keys(value, "", "a map of state, exit_code, message, task and run",
-                             {"state", "exit_code", "message", "task", "run"}, true);
-      !keys) {
-    return std::unexpected(keys.error());
-  }
-  auto state = body_fields::required(value, "", "state");
-  if (!state) return std::unexpected(state.error());
-  JobStatusReport report;
-  if (auto read = first_failure({
-          read_optional(value, "", "state", report.state,
-                        [](const Json& v, const std::string& path) {
-                          return read_word(v, path, {"running", "succeeded", "failed"});
-                        }),
-          read_optional(value, "", "exit_code", report.exit_code,
-                        integer_in(kMinExitCode, kMaxExitCode)),
-          read_optional(value, "", "message", report.message, text_of(body_fields::kMaxTextBytes)),
-          read_optional(value, "", "task", report.task, integer_in(0, 99'999)),
-          read_optional(value, "", "run", report.run, integer_in(1, kNoLimit)),
-      });
-      !read) {
-    return std::unexpected(read.error());
-  }
-  return report;
-}
-
-Result<CheckpointReport> checkpoint_report_from_json(const nlohmann::json& value) {
-  if (auto keys = check_keys(value, "", "a map of step, path, note and run",
-                             {"step", "path", "note", "run"}, true);
-      !keys) {
-    return std::unexpected(keys.error());
-  }
-  CheckpointReport report;
-  if (auto read = first_failure({
-          read_optional(value, "", "step", report.step, integer_in(0, kNoLimit)),
-          read_optional(value, "", "path", report.path, text_of(body_fields::kMaxTextBytes)),
-          read_optional(value, "", "note", report.note, text_of(body_fields::kMaxTextBytes)),
-          read_optional(value, "", "run", report.run, integer_in(1, kNoLimit)),
-      });
-      !read) {
-    return std::unexpected(read.error());
-  }
-  return report;
-}
 
 Result<TenantUpdate> tenant_update_from_json(const nlohmann::json& value) {
   if (auto keys = check_keys(value, "", "a map of weight, queues and quota",
@@ -347,7 +154,7 @@ Result<TokenRequest> token_request_from_json(const nlohmann::json& value) {
   if (auto read = first_failure({
           read_optional(value, "", "role", request.role,
                         [](const Json& v, const std::string& path) {
-                          return read_word(v, path, {"admin", "user", "agent"});
+                          return body_fields::read_word(v, path, {"admin", "user", "agent"});
                         }),
           read_optional(value, "", "tenant", request.tenant, read_optional_name),
           read_optional(value, "", "node", request.node, read_optional_name),
@@ -369,78 +176,6 @@ Result<TokenRequest> token_request_from_json(const nlohmann::json& value) {
                                     user ? "a" : "an", request.role));
   }
   return request;
-}
-
-Result<NodeRegistration> node_registration_from_json(const nlohmann::json& value) {
-  if (auto keys = check_keys(value, "",
-                             "a map of gpu_model, gpus, cpu_milli, memory_mib, agent_version, "
-                             "hostname, address, leaf, spine and devices",
-                             {"gpu_model", "gpus", "cpu_milli", "memory_mib", "agent_version",
-                              "hostname", "address", "leaf", "spine", "devices"},
-                             true);
-      !keys) {
-    return std::unexpected(keys.error());
-  }
-  NodeRegistration registration;
-  if (auto read = first_failure({
-          read_optional(value, "", "gpu_model", registration.gpu_model, short_text()),
-          read_optional(value, "", "gpus", registration.gpus, integer_in(0, kMaxGpusPerNode)),
-          read_optional(value, "", "cpu_milli", registration.cpu_milli, integer_in(0, kNoLimit)),
-          read_optional(value, "", "memory_mib", registration.memory_mib, integer_in(0, kNoLimit)),
-          read_optional(value, "", "agent_version", registration.agent_version, short_text()),
-          read_optional(value, "", "hostname", registration.hostname, short_text()),
-          read_optional(value, "", "address", registration.address, short_text()),
-          read_optional(value, "", "leaf", registration.leaf, short_text()),
-          read_optional(value, "", "spine", registration.spine, short_text()),
-          read_optional(value, "", "devices", registration.devices, read_gpu_devices),
-      });
-      !read) {
-    return std::unexpected(read.error());
-  }
-  return registration;
-}
-
-nlohmann::json node_registration_to_json(const NodeRegistration& r) {
-  nlohmann::json devices = nlohmann::json::array();
-  for (const GpuDevice& d : r.devices) {
-    devices.push_back({{"index", d.index},
-                       {"uuid", d.uuid},
-                       {"model", d.model},
-                       {"memory_mib", d.memory_mib},
-                       {"pci_bus_id", d.pci_bus_id},
-                       {"numa_node", d.numa_node},
-                       {"nvlink_peers", d.nvlink_peers}});
-  }
-  nlohmann::json out = {{"gpu_model", r.gpu_model},
-                        {"agent_version", r.agent_version},
-                        {"hostname", r.hostname},
-                        {"address", r.address},
-                        {"leaf", r.leaf},
-                        {"spine", r.spine},
-                        {"devices", std::move(devices)}};
-  if (r.gpus) out["gpus"] = *r.gpus;
-  if (r.cpu_milli) out["cpu_milli"] = *r.cpu_milli;
-  if (r.memory_mib) out["memory_mib"] = *r.memory_mib;
-  return out;
-}
-
-Result<NodeHeartbeat> node_heartbeat_from_json(const nlohmann::json& value) {
-  if (auto keys = check_keys(value, "", "a map of running_jobs, healthy_gpus and gpus",
-                             {"running_jobs", "healthy_gpus", "gpus"}, true);
-      !keys) {
-    return std::unexpected(keys.error());
-  }
-  NodeHeartbeat heartbeat;
-  if (auto read = first_failure({
-          read_optional(value, "", "running_jobs", heartbeat.running_jobs, read_job_ids),
-          read_optional(value, "", "healthy_gpus", heartbeat.healthy_gpus,
-                        integer_in(0, kMaxGpusPerNode)),
-          read_optional(value, "", "gpus", heartbeat.gpus, read_gpu_readings),
-      });
-      !read) {
-    return std::unexpected(read.error());
-  }
-  return heartbeat;
 }
 
 Result<JobUpdate> job_update_from_json(const nlohmann::json& value) {

@@ -154,6 +154,15 @@ Result<std::string> read_name(const Json& value, const std::string& path) {
   return name;
 }
 
+Result<std::string> read_word(const Json& value, const std::string& path,
+                              std::initializer_list<std::string_view> words) {
+  if (value.is_string()) {
+    const auto& text = value.get_ref<const std::string&>();
+    if (std::find(words.begin(), words.end(), text) != words.end()) return text;
+  }
+  return fail(path, fmt::format("expected one of {}, got {}", join(words), describe(value)));
+}
+
 Result<void> check_list(const Json& value, const std::string& path, std::size_t max_items,
                         std::string_view what) {
   if (!value.is_array()) {

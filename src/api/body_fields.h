@@ -62,6 +62,9 @@ Result<std::string> read_short_text(const Json& value, const std::string& path,
                                     std::size_t max_characters);
 // A name as check_name (job_spec.h) accepts it.
 Result<std::string> read_name(const Json& value, const std::string& path);
+// One of `words` (a string): "expected one of a, b, c, got ..." otherwise.
+Result<std::string> read_word(const Json& value, const std::string& path,
+                              std::initializer_list<std::string_view> words);
 
 // A list (JSON array) of at most `max_items` items; `what` names the items ("command words").
 Result<void> check_list(const Json& value, const std::string& path, std::size_t max_items,
@@ -94,6 +97,20 @@ Result<void> read_optional(const Json& object, const std::string& path, std::str
 inline auto integer_in(std::int64_t min, std::int64_t max) {
   return [min, max](const Json& value, const std::string& path) {
     return read_integer(value, path, min, max);
+  };
+}
+
+// A reader for read_optional: read_text with the bound given.
+inline auto text_in(std::size_t max_bytes) {
+  return [max_bytes](const Json& value, const std::string& path) {
+    return read_text(value, path, max_bytes);
+  };
+}
+
+// A reader for read_optional: read_short_text with the bound given.
+inline auto short_text_in(std::size_t max_characters) {
+  return [max_characters](const Json& value, const std::string& path) {
+    return read_short_text(value, path, max_characters);
   };
 }
 

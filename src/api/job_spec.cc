@@ -473,12 +473,6 @@ Result<std::vector<std::string>> read_command(const Json& value, const std::stri
   return words;
 }
 
-bool env_name(std::string_view key) {
-  const auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
-  return !key.empty() && !(key[0] >= '0' && key[0] <= '9') &&
-         std::all_of(key.begin(), key.end(), word);
-}
-
 // A map of strings to strings; `check_key` says why a key is refused (nullopt: accepted).
 template <class CheckKey>
 Result<std::map<std::string, std::string>> read_string_map(const Json& value,
@@ -503,7 +497,7 @@ Result<std::map<std::string, std::string>> read_string_map(const Json& value,
 Result<std::map<std::string, std::string>> read_env(const Json& value, const std::string& path) {
   return read_string_map(value, path, kMaxEnvEntries, "env entries",
                          [](const std::string& key) -> std::optional<std::string> {
-                           if (env_name(key)) return std::nullopt;
+                           if (valid_env_name(key)) return std::nullopt;
                            return "not a variable name; use letters, digits and '_', not "
                                   "starting with a digit";
                          });
@@ -724,6 +718,12 @@ nlohmann::json job_spec_to_json(const JobSpec& spec) {
   if (!spec.after_ok.empty()) out["after_ok"] = spec.after_ok;
   if (!spec.array.empty()) out["array"] = spec.array;
   return out;
+}
+
+bool valid_env_name(std::string_view key) {
+  const auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  return !key.empty() && !(key[0] >= '0' && key[0] <= '9') &&
+         std::all_of(key.begin(), key.end(), word);
 }
 
 Result<void> check_name(std::string_view name) {

@@ -161,4 +161,8 @@ Result<Job> core_job_of(const JobSpec& spec, JobId id, TenantId tenant, QueueId 
 // reason why not otherwise (the Error's field is empty: the caller knows which field it read).
 Result<void> check_name(std::string_view name);
 
+// Whether `key` may name a variable of a job's env: letters, digits and '_', not starting with a
+// digit.
+bool valid_env_name(std::string_view key);
+
 }  // namespace tidepool

@@ -18,7 +18,8 @@
 #include <thread>
 #include <tuple>
 
-#include "api/api_bodies.h"
+#include "api/agent_wire.h"
+#include "api/job_spec.h"
 #include "cli/client_commands.h"
 #include "cli/client_config.h"
 #include "cli/client_session.h"
@@ -442,10 +443,11 @@ Result<void> report_checkpoint(const CheckpointFlags& flags) {
   }
   auto id = parse_job_id(id_text, id_field);
   if (!id) return std::unexpected(id.error());
-  nlohmann::json body = nlohmann::json::object();
-  if (flags.step >= 0) body["step"] = flags.step;
-  if (!flags.path.empty()) body["path"] = flags.path;
-  if (!flags.note.empty()) body["note"] = flags.note;
+  const CheckpointReport report{.step = flags.step >= 0 ? std::optional(flags.step) : std::nullopt,
+                                .path = flags.path,
+                                .note = flags.note,
+                                .run = std::nullopt};
+  const nlohmann::json body = checkpoint_report_to_json(report);
   // The server's own rules, so that a report the agent would forward is not refused there.
   if (auto valid = checkpoint_report_from_json(body); !valid) {
     const Error& e = valid.error();

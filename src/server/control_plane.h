@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "api/agent_wire.h"
 #include "api/api_bodies.h"
 #include "api/job_spec.h"
 #include "config/cluster_file.h"
@@ -145,8 +146,8 @@ class ControlPlane {
                     const std::string& reason, std::int64_t now_ms, Batch& batch);
   Reply register_node(const Principal& who, const std::string& node,
                       const NodeRegistration& registration, std::int64_t now_ms, Batch& batch);
-  // The reply carries what the node should run: {"node", "jobs": [ids], "assignments": [...],
-  // "heartbeat_timeout_ms"}, each assignment as assignment_json says.
+  // The reply carries what the node should run: a HeartbeatReply (api/agent_wire.h) with an
+  // assignment per running job with a task on the node (assignment_of).
   Reply heartbeat(const Principal& who, const std::string& node, const NodeHeartbeat& heartbeat,
                   std::int64_t now_ms, Batch& batch);
   // Whether `who` may read (write false) or append to (write true) job `id`'s task logs: 200 with
@@ -379,7 +380,7 @@ class ControlPlane {
   void requeue(ServerJob& job, bool node_failure, const std::string& reason, std::int64_t now_ms,
                Batch& batch);
   // What a node's agent needs to run its part of a running job (see heartbeat).
-  [[nodiscard]] nlohmann::json assignment_json(const ServerJob& job, const std::string& node) const;
+  [[nodiscard]] NodeAssignment assignment_of(const ServerJob& job, const std::string& node) const;
   static Result<TenantsSpec> apply_overrides(TenantsSpec base,
                                              const std::map<std::string, TenantUpdate>& overrides,
                                              GpuModelCatalog& models);

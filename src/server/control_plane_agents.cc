@@ -153,12 +153,13 @@ Reply ControlPlane::heartbeat(const Principal& who, const std::string& node,
     record_node(batch, info);
     here = std::move(running_by_node()[it->second.value]);
   }
-  nlohmann::json jobs = nlohmann::json::array();
-  nlohmann::json assignments = nlohmann::json::array();
+  HeartbeatReply reply;
+  reply.node = node;
+  reply.heartbeat_timeout_ms = setup_.heartbeat_timeout_ms;
   std::vector<std::int64_t> job_by_gpu(static_cast<std::size_t>(kMaxGpusPerNode), 0);
   for (const ServerJob* job : here) {
-    jobs.push_back(job->id);
-    assignments.push_back(assignment_json(*job, node));
+    reply.jobs.push_back(job->id);
+    reply.assignments.push_back(assignment_of(*job, node));
     for (const TaskPlace& p : job->placement) {
       if (p.node != node) continue;
       for (int g : p.gpus) job_by_gpu[static_cast<std::size_t>(g)] = job->id;
@@ -173,18 +174,14 @@ Reply ControlPlane::heartbeat(const Principal& who, const std::string& node,
           {"since_ms", alert.since_ms},
           {"reason", alert.reason}});
   }
-  return Reply{200,
-               {{"node", node},
-                {"jobs", std::move(jobs)},
-                {"assignments", std::move(assignments)},
-                {"heartbeat_timeout_ms", setup_.heartbeat_timeout_ms}}};
+  return Reply{200, heartbeat_reply_to_json(reply)};
 }
 
-nlohmann::json ControlPlane::assignment_json(const ServerJob& job, const std::string& node) const {
-  nlohmann::json tasks = nlohmann::json::array();
+NodeAssignment ControlPlane::assignment_of(const ServerJob& job, const std::string& node) const {
+  std::vector<AssignedTask> tasks;
   for (std::size_t i = 0; i < job.placement.size(); ++i) {
     if (job.placement[i].node == node) {
-      tasks.push_back({{"index", i}, {"gpus", job.placement[i].gpus}});
+      tasks.push_back({.index = static_cast<int>(i), .gpus = job.placement[i].gpus});
     }
   }
   std::string master = job.placement.empty() ? node : job.placement.front().node;
@@ -196,25 +193,24 @@ nlohmann::json ControlPlane::assignment_json(const ServerJob& job, const std::st
     if (!address.empty()) master = address;
   }
   const JobSpec& spec = job.spec;
-  return {{"job", job.id},
-          {"run", job.starts},
-          {"name", spec.name},
-          {"tenant", spec.tenant},
-          {"world_size", spec.tasks},
-          {"tasks", std::move(tasks)},
-          {"master_addr", master},
-          {"master_port", master_port(job.id)},
-          {"command", spec.command},
-          {"env", spec.env},
-          {"working_dir", spec.working_dir},
-          {"cpu_milli_per_task", spec.cpu_milli_per_task},
-          {"memory_mib_per_task", spec.memory_mib_per_task},
-          {"gpu_milli", spec.gpu_milli},
-          {"preemptible", spec.preemptible},
-          {"checkpoints", spec.checkpoint_interval.has_value()},
-          {"resume_from", job.checkpoint_path},
-          {"checkpoint_step",
-           job.checkpoint_step ? nlohmann::json(*job.checkpoint_step) : nlohmann::json(nullptr)}};
+  return NodeAssignment{.job = job.id,
+                        .run = job.starts,
+                        .name = spec.name,
+                        .tenant = spec.tenant,
+                        .world_size = spec.tasks,
+                        .tasks = std::move(tasks),
+                        .master_addr = std::move(master),
+                        .master_port = master_port(job.id),
+                        .command = spec.command,
+                        .env = spec.env,
+                        .working_dir = spec.working_dir,
+                        .cpu_milli_per_task = spec.cpu_milli_per_task,
+                        .memory_mib_per_task = spec.memory_mib_per_task,
+                        .gpu_milli = spec.gpu_milli,
+                        .preemptible = spec.preemptible,
+                        .checkpoints = spec.checkpoint_interval.has_value(),
+                        .resume_from = job.checkpoint_path,
+                        .checkpoint_step = job.checkpoint_step};
 }
 
 void ControlPlane::check_liveness(std::int64_t now_ms, Batch& batch) {

@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-#include "api/api_bodies.h"  // GpuReading: one GPU's sample as the heartbeat carries it
+#include "api/agent_wire.h"  // GpuReading: one GPU's sample as the heartbeat carries it
 #include "core/error.h"
 
 namespace tidepool {

@@ -14,6 +14,7 @@
 #include <utility>
 #include <variant>
 
+#include "api/agent_wire.h"
 #include "api/api_bodies.h"
 #include "api/job_spec.h"
 #include "server/http_route.h"
@@ -153,7 +154,7 @@ Result<int> log_task(std::int64_t id, std::int64_t task, const Reply& access) {
 Reply log_refusal(const Error& error, std::int64_t size_now) {
   if (error.field == "offset") {
     Reply reply = error_reply(409, "conflict", error);
-    reply.body["size"] = size_now;
+    reply.body.update(log_conflict_to_json(LogConflict{.size = size_now}));
     return reply;
   }
   if (error.field == "bytes") return error_reply(413, "payload too large", error);
@@ -719,7 +720,8 @@ void HttpApi::add_routes() {
       auto now = logs_->read(*id, *in_job, run.value_or(0), 0, 0);
       return log_refusal(size.error(), now ? now->size : 0);
     }
-    return Reply{200, {{"job", *id}, {"task", *in_job}, {"run", run.value_or(0)}, {"size", *size}}};
+    return Reply{200, log_append_reply_to_json(LogAppendReply{
+                          .job = *id, .task = *in_job, .run = run.value_or(0), .size = *size})};
   });
   routes_.push_back(Route{
       "GET",

@@ -8,7 +8,7 @@
 #include <string>
 #include <utility>
 
-#include "api/api_bodies.h"
+#include "api/agent_wire.h"
 #include "api/body_fields.h"
 #include "core/scheduler.h"
 

@@ -1,14 +1,17 @@
-// libFuzzer target: the request body readers (api/api_bodies.h and job_spec_from_json) on
-// arbitrary text: parse_body as JSON or YAML, chosen by the first input byte (even: JSON, odd:
-// YAML), then every reader on the same value. They must return a value or an Error, never throw
-// or crash (an exception is not caught here: it aborts the run); every error says something in
-// valid UTF-8, and what reads keeps the promises of api_bodies.h. Built and run by run_fuzz.sh.
+// libFuzzer target: the request body readers (api/api_bodies.h, api/agent_wire.h and
+// job_spec_from_json) on arbitrary text: parse_body as JSON or YAML, chosen by the first input byte
+// (even: JSON, odd: YAML), then every reader on the same value. They must return a value or an
+// Error, never throw or crash (an exception is not caught here: it aborts the run); every error
+// says something in valid UTF-8, and what reads keeps the promises of api_bodies.h and
+// agent_wire.h (an agent message read back from its to_json is the same). Built and run by
+// run_fuzz.sh.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <string_view>
 
+#include "api/agent_wire.h"
 #include "api/api_bodies.h"
 #include "api/body_fields.h"
 #include "api/job_spec.h"
@@ -27,6 +30,13 @@ bool failed(const tidepool::Result<T>& result) {
     std::abort();
   }
   return true;
+}
+
+// Whether `value`, written with `write`, reads back equal with `read`.
+template <class T, class Write, class Read>
+bool reads_back(const T& value, Write write, Read read) {
+  auto back = read(write(value));
+  return back.has_value() && *back == value;
 }
 
 void check(bool promise, const char* what) {
@@ -50,9 +60,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
           "state");
     check(!report->exit_code || (*report->exit_code >= -255 && *report->exit_code <= 255),
           "exit_code");
+    check(reads_back(*report, job_status_report_to_json, job_status_report_from_json),
+          "status round trip");
   }
   if (auto report = checkpoint_report_from_json(*value); !failed(report)) {
     check(!report->step || *report->step >= 0, "step");
+    check(reads_back(*report, checkpoint_report_to_json, checkpoint_report_from_json),
+          "checkpoint round trip");
   }
   if (auto update = tenant_update_from_json(*value); !failed(update)) {
     check(!update->queues.empty(), "queues");
@@ -70,9 +84,33 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   if (auto registration = node_registration_from_json(*value); !failed(registration)) {
     check(!registration->gpus || (*registration->gpus >= 0 && *registration->gpus <= 16), "gpus");
+    check(reads_back(*registration, node_registration_to_json, node_registration_from_json),
+          "registration round trip");
   }
   if (auto heartbeat = node_heartbeat_from_json(*value); !failed(heartbeat)) {
     for (std::int64_t id : heartbeat->running_jobs) check(id > 0, "job ids");
+    check(reads_back(*heartbeat, node_heartbeat_to_json, node_heartbeat_from_json),
+          "heartbeat round trip");
+  }
+  if (auto reply = heartbeat_reply_from_json(*value); !failed(reply)) {
+    for (const RejectedAssignment& rejected : reply->rejected) {
+      (void)failed(Result<void>(std::unexpected(rejected.error)));  // its reason checked
+    }
+    for (const NodeAssignment& a : reply->assignments) {
+      check(a.job > 0 && !a.command.empty(), "assignment job and command");
+      for (const AssignedTask& t : a.tasks) check(t.index < a.world_size, "task index");
+    }
+    HeartbeatReply accepted = *reply;
+    accepted.rejected.clear();
+    check(reads_back(accepted, heartbeat_reply_to_json, heartbeat_reply_from_json),
+          "heartbeat reply round trip");
+  }
+  if (auto reply = log_append_reply_from_json(*value); !failed(reply)) {
+    check(reads_back(*reply, log_append_reply_to_json, log_append_reply_from_json),
+          "log reply round trip");
+  }
+  if (auto conflict = log_conflict_from_json(*value); !failed(conflict)) {
+    check(conflict->size >= 0, "log size");
   }
   (void)failed(drain_request_from_json(*value));
   if (auto spec = job_spec_from_json(*value); !failed(spec)) {

@@ -48,8 +48,8 @@ sources=(
 # The request body readers, added for the targets that test them, with the part of the core they
 # reach (topology_level_name lives in gang_placement.cc).
 server_sources=(
-  "${src}/api/api_bodies.cc" "${src}/api/body_fields.cc" "${src}/api/job_spec.cc"
-  "${src}/core/gang_placement.cc"
+  "${src}/api/agent_wire.cc" "${src}/api/api_bodies.cc" "${src}/api/body_fields.cc"
+  "${src}/api/job_spec.cc" "${src}/core/gang_placement.cc"
 )
 # The CLI's HTTP response reader.
 client_sources=("${src}/api/http_response.cc")
@@ -161,6 +161,11 @@ fuzz_target() {
         printf '0{"gpu_model": "H100", "gpus": 8, "cpu_milli": 96000, "memory_mib": 1048576}' \
           > "${corpus}/register"
         printf '1running_jobs: [12, 13]\nhealthy_gpus: 8\n' > "${corpus}/heartbeat"
+        printf '0{"node": "gpu-a1", "jobs": [12], "assignments": [{%s, %s}]}' \
+          '"job": 12, "run": 2, "world_size": 2, "tasks": [{"index": 1, "gpus": [4, 5]}]' \
+          '"command": ["python", "train.py"], "env": {"EPOCHS": "3"}, "checkpoint_step": null' \
+          > "${corpus}/heartbeat-reply"
+        printf '0{"job": 12, "task": 0, "run": 2, "size": 1049600}' > "${corpus}/log-append"
         printf '0{"reason": "maintenance"}' > "${corpus}/drain"
       fi
       dict="${repo_root}/tests/fuzz/job_spec.dict"

@@ -1,0 +1,551 @@
+#include "api/agent_wire.h"
+
+#include <fmt/format.h>
+
+#include <limits>
+#include <set>
+#include <string_view>
+#include <utility>
+
+#include "api/body_fields.h"
+#include "api/job_spec.h"
+#include "core/job.h"
+#include "core/node.h"
+#include "core/resources.h"
+
+namespace tidepool {
+namespace {
+
+using body_fields::check_keys;
+using body_fields::first_failure;
+using body_fields::index_path;
+using body_fields::integer_in;
+using body_fields::Json;
+using body_fields::key_path;
+using body_fields::member;
+using body_fields::read_optional;
+
+constexpr std::int64_t kNoLimit = std::numeric_limits<std::int64_t>::max();
+constexpr std::size_t kShortText = 256;
+constexpr int kMaxTaskIndex = 99'999;
+
+auto short_text() { return body_fields::short_text_in(kShortText); }
+auto long_text() { return body_fields::text_in(body_fields::kMaxTextBytes); }
+
+// A list of distinct job ids (> 0), at most kMaxHeartbeatJobs.
+Result<std::vector<std::int64_t>> read_job_ids(const Json& value, const std::string& path) {
+  if (auto ok = body_fields::check_list(value, path, kMaxHeartbeatJobs, "job ids"); !ok) {
+    return std::unexpected(ok.error());
+  }
+  std::vector<std::int64_t> ids;
+  std::set<std::int64_t> seen;
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    auto id = body_fields::read_integer(value[i], index_path(path, i), 1, kNoLimit);
+    if (!id) return std::unexpected(id.error());
+    if (!seen.insert(*id).second) {
+      return fail(index_path(path, i), fmt::format("job {} is listed twice", *id));
+    }
+    ids.push_back(*id);
+  }
+  return ids;
+}
+
+// GPU indices of a node, 0..kMaxGpusPerNode - 1, at most kMaxGpusPerNode of them.
+Result<std::vector<int>> read_gpu_indices(const Json& value, const std::string& path) {
+  if (auto ok = body_fields::check_list(value, path, kMaxGpusPerNode, "GPU indices"); !ok) {
+    return std::unexpected(ok.error());
+  }
+  std::vector<int> out;
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    auto index = body_fields::read_integer(value[i], index_path(path, i), 0, kMaxGpusPerNode - 1);
+    if (!index) return std::unexpected(index.error());
+    out.push_back(static_cast<int>(*index));
+  }
+  return out;
+}
+
+Result<GpuDevice> read_gpu_device(const Json& value, const std::string& path) {
+  if (auto ok = check_keys(
+          value, path,
+          "a map of index, uuid, model, memory_mib, pci_bus_id, numa_node and "
+          "nvlink_peers",
+          {"index", "uuid", "model", "memory_mib", "pci_bus_id", "numa_node", "nvlink_peers"},
+          false);
+      !ok) {
+    return std::unexpected(ok.error());
+  }
+  GpuDevice device;
+  if (auto ok = first_failure({
+          read_optional(value, path, "index", device.index, integer_in(0, kMaxGpusPerNode - 1)),
+          read_optional(value, path, "uuid", device.uuid, short_text()),
+          read_optional(value, path, "model", device.model, short_text()),
+          read_optional(value, path, "memory_mib", device.memory_mib, integer_in(0, kNoLimit)),
+          read_optional(value, path, "pci_bus_id", device.pci_bus_id, short_text()),
+          read_optional(value, path, "numa_node", device.numa_node, integer_in(-1, 1023)),
+          read_optional(value, path, "nvlink_peers", device.nvlink_peers, read_gpu_indices),
+      });
+      !ok) {
+    return std::unexpected(ok.error());
+  }
+  return device;
+}
+
+Result<std::vector<GpuDevice>> read_gpu_devices(const Json& value, const std::string& path) {
+  if (auto ok = body_fields::check_list(value, path, kMaxGpusPerNode, "GPUs"); !ok) {
+    return std::unexpected(ok.error());
+  }
+  std::vector<GpuDevice> out;
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    auto device = read_gpu_device(value[i], index_path(path, i));
+    if (!device) return std::unexpected(device.error());
+    out.push_back(std::move(*device));
+  }
+  return out;
+}
+
+Result<GpuReading> read_gpu_reading(const Json& value, const std::string& path) {
+  if (auto ok = check_keys(
+          value, path, "a map of a GPU's figures",
+          {"index", "model", "utilization_percent", "memory_used_mib", "memory_total_mib",
+           "power_milliwatts", "temperature_celsius", "throttle_reasons", "ecc_errors_uncorrected"},
+          false);
+      !ok) {
+    return std::unexpected(ok.error());
+  }
+  GpuReading r;
+  std::int64_t throttle = 0;
+  std::int64_t ecc = 0;
+  if (auto ok = first_failure({
+          read_optional(value, path, "index", r.index, integer_in(0, kMaxGpusPerNode - 1)),
+          read_optional(value, path, "model", r.model, short_text()),
+          read_optional(value, path, "utilization_percent", r.utilization_percent,
+                        integer_in(0, 100)),
+          read_optional(value, path, "memory_used_mib", r.memory_used_mib, integer_in(0, kNoLimit)),
+          read_optional(value, path, "memory_total_mib", r.memory_total_mib,
+                        integer_in(0, kNoLimit)),
+          read_optional(value, path, "power_milliwatts", r.power_milliwatts,
+                        integer_in(0, 100'000'000)),
+          read_optional(value, path, "temperature_celsius", r.temperature_celsius,
+                        integer_in(-273, 1000)),
+          read_optional(value, path, "throttle_reasons", throttle, integer_in(0, kNoLimit)),
+          read_optional(value, path, "ecc_errors_uncorrected", ecc, integer_in(0, kNoLimit)),
+      });
+      !ok) {
+    return std::unexpected(ok.error());
+  }
+  r.throttle_reasons = static_cast<std::uint64_t>(throttle);
+  r.ecc_errors_uncorrected = static_cast<std::uint64_t>(ecc);
+  return r;
+}
+
+Result<std::vector<GpuReading>> read_gpu_readings(const Json& value, const std::string& path) {
+  if (auto ok = body_fields::check_list(value, path, kMaxGpusPerNode, "GPUs"); !ok) {
+    return std::unexpected(ok.error());
+  }
+  std::vector<GpuReading> out;
+  std::set<int> seen;
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    auto reading = read_gpu_reading(value[i], index_path(path, i));
+    if (!reading) return std::unexpected(reading.error());
+    if (!seen.insert(reading->index).second) {
+      return fail(index_path(path, i), fmt::format("GPU {} is listed twice", reading->index));
+    }
+    out.push_back(std::move(*reading));
+  }
+  return out;
+}
+
+// The keys of a map the agent reads from the server: unknown ones are ignored (agent_wire.h).
+Result<void> check_reply_map(const Json& value, const std::string& path) {
+  if (value.is_object()) return {};
+  return fail(path, "expected a map, got " + body_fields::describe(value));
+}
+
+Result<std::vector<std::string>> read_command(const Json& value, const std::string& path) {
+  if (auto ok = body_fields::check_list(value, path, kMaxCommandWords, "command words"); !ok) {
+    return std::unexpected(ok.error());
+  }
+  std::vector<std::string> words;
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    auto word = body_fields::read_text(value[i], index_path(path, i), body_fields::kMaxTextBytes);
+    if (!word) return std::unexpected(word.error());
+    words.push_back(std::move(*word));
+  }
+  return words;
+}
+
+Result<std::map<std::string, std::string>> read_env(const Json& value, const std::string& path) {
+  if (auto ok = body_fields::check_map(value, path, kMaxEnvEntries, "env entries"); !ok) {
+    return std::unexpected(ok.error());
+  }
+  std::map<std::string, std::string> env;
+  for (const auto& [key, item] : value.items()) {
+    const std::string item_path = key_path(path, key);
+    if (!valid_env_name(key)) {
+      return fail(item_path,
+                  "not a variable name; use letters, digits and '_', not starting with a digit");
+    }
+    auto text = body_fields::read_text(item, item_path, body_fields::kMaxTextBytes);
+    if (!text) return std::unexpected(text.error());
+    env.emplace(key, std::move(*text));
+  }
+  return env;
+}
+
+Result<AssignedTask> read_assigned_task(const Json& value, const std::string& path) {
+  if (auto ok = check_reply_map(value, path); !ok) {
+    return std::unexpected(ok.error());
+  }
+  AssignedTask task;
+  if (auto ok = first_failure({
+          read_optional(value, path, "index", task.index, integer_in(0, kMaxGangTasks - 1)),
+          read_optional(value, path, "gpus", task.gpus, read_gpu_indices),
+      });
+      !ok) {
+    return std::unexpected(ok.error());
+  }
+  return task;
+}
+
+Result<std::vector<AssignedTask>> read_assigned_tasks(const Json& value, const std::string& path) {
+  if (auto ok = body_fields::check_list(value, path, kMaxTasksPerNode, "tasks"); !ok) {
+    return std::unexpected(ok.error());
+  }
+  std::vector<AssignedTask> tasks;
+  std::set<int> seen;
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    auto task = read_assigned_task(value[i], index_path(path, i));
+    if (!task) return std::unexpected(task.error());
+    if (!seen.insert(task->index).second) {
+      return fail(index_path(path, i), fmt::format("task {} is listed twice", task->index));
+    }
+    tasks.push_back(std::move(*task));
+  }
+  return tasks;
+}
+
+}  // namespace
+
+// --- registration ---
+
+Result<NodeRegistration> node_registration_from_json(const nlohmann::json& value) {
+  if (auto ok = check_keys(value, "",
+                           "a map of gpu_model, gpus, cpu_milli, memory_mib, "
+                           "agent_version, hostname, address, leaf, spine and devices",
+                           {"gpu_model", "gpus", "cpu_milli", "memory_mib", "agent_version",
+                            "hostname", "address", "leaf", "spine", "devices"},
+                           true);
+      !ok) {
+    return std::unexpected(ok.error());
+  }
+  NodeRegistration registration;
+  if (auto ok = first_failure({
+          read_optional(value, "", "gpu_model", registration.gpu_model, short_text()),
+          read_optional(value, "", "gpus", registration.gpus, integer_in(0, kMaxGpusPerNode)),
+          read_optional(value, "", "cpu_milli", registration.cpu_milli, integer_in(0, kNoLimit)),
+          read_optional(value, "", "memory_mib", registration.memory_mib, integer_in(0, kNoLimit)),
+          read_optional(value, "", "agent_version", registration.agent_version, short_text()),
+          read_optional(value, "", "hostname", registration.hostname, short_text()),
+          read_optional(value, "", "address", registration.address, short_text()),
+          read_optional(value, "", "leaf", registration.leaf, short_text()),
+          read_optional(value, "", "spine", registration.spine, short_text()),
+          read_optional(value, "", "devices", registration.devices, read_gpu_devices),
+      });
+      !ok) {
+    return std::unexpected(ok.error());
+  }
+  return registration;
+}
+
+nlohmann::json node_registration_to_json(const NodeRegistration& r) {
+  nlohmann::json devices = nlohmann::json::array();
+  for (const GpuDevice& d : r.devices) {
+    devices.push_back({{"index", d.index},
+                       {"uuid", d.uuid},
+                       {"model", d.model},
+                       {"memory_mib", d.memory_mib},
+                       {"pci_bus_id", d.pci_bus_id},
+                       {"numa_node", d.numa_node},
+                       {"nvlink_peers", d.nvlink_peers}});
+  }
+  nlohmann::json out = {{"gpu_model", r.gpu_model},
+                        {"agent_version", r.agent_version},
+                        {"hostname", r.hostname},
+                        {"address", r.address},
+                        {"leaf", r.leaf},
+                        {"spine", r.spine},
+                        {"devices", std::move(devices)}};
+  if (r.gpus) out["gpus"] = *r.gpus;
+  if (r.cpu_milli) out["cpu_milli"] = *r.cpu_milli;
+  if (r.memory_mib) out["memory_mib"] = *r.memory_mib;
+  return out;
+}
+
+// --- heartbeat ---
+
+Result<NodeHeartbeat> node_heartbeat_from_json(const nlohmann::json& value) {
+  if (auto ok = check_keys(value, "", "a map of running_jobs, healthy_gpus and gpus",
+                           {"running_jobs", "healthy_gpus", "gpus"}, true);
+      !ok) {
+    return std::unexpected(ok.error());
+  }
+  NodeHeartbeat heartbeat;
+  if (auto ok = first_failure({
+          read_optional(value, "", "running_jobs", heartbeat.running_jobs, read_job_ids),
+          read_optional(value, "", "healthy_gpus", heartbeat.healthy_gpus,
+                        integer_in(0, kMaxGpusPerNode)),
+          read_optional(value, "", "gpus", heartbeat.gpus, read_gpu_readings),
+      });
+      !ok) {
+    return std::unexpected(ok.error());
+  }
+  return heartbeat;
+}
+
+nlohmann::json node_heartbeat_to_json(const NodeHeartbeat& heartbeat) {
+  nlohmann::json gpus = nlohmann::json::array();
+  for (const GpuReading& r : heartbeat.gpus) {
+    gpus.push_back({{"index", r.index},
+                    {"model", r.model},
+                    {"utilization_percent", r.utilization_percent},
+                    {"memory_used_mib", r.memory_used_mib},
+                    {"memory_total_mib", r.memory_total_mib},
+                    {"power_milliwatts", r.power_milliwatts},
+                    {"temperature_celsius", r.temperature_celsius},
+                    {"throttle_reasons", r.throttle_reasons},
+                    {"ecc_errors_uncorrected", r.ecc_errors_uncorrected}});
+  }
+  nlohmann::json out = {{"running_jobs", heartbeat.running_jobs}, {"gpus", std::move(gpus)}};
+  if (heartbeat.healthy_gpus) out["healthy_gpus"] = *heartbeat.healthy_gpus;
+  return out;
+}
+
+// --- the heartbeat's reply ---
+
+Result<NodeAssignment> node_assignment_from_json(const nlohmann::json& value,
+                                                 const std::string& path) {
+  if (auto ok = check_reply_map(value, path); !ok) {
+    return std::unexpected(ok.error());
+  }
+  auto job = body_fields::required(value, path, "job");
+  if (!job) return std::unexpected(job.error());
+  NodeAssignment a;
+  if (auto ok = first_failure({
+          read_optional(value, path, "job", a.job, integer_in(1, kNoLimit)),
+          read_optional(value, path, "run", a.run, integer_in(0, kNoLimit)),
+          read_optional(value, path, "name", a.name, short_text()),
+          read_optional(value, path, "tenant", a.tenant, short_text()),
+          read_optional(value, path, "world_size", a.world_size, integer_in(1, kMaxGangTasks)),
+          read_optional(value, path, "tasks", a.tasks, read_assigned_tasks),
+          read_optional(value, path, "master_addr", a.master_addr, short_text()),
+          read_optional(value, path, "master_port", a.master_port, integer_in(0, 65'535)),
+          read_optional(value, path, "command", a.command, read_command),
+          read_optional(value, path, "env", a.env, read_env),
+          read_optional(value, path, "working_dir", a.working_dir, long_text()),
+          read_optional(value, path, "cpu_milli_per_task", a.cpu_milli_per_task,
+                        integer_in(0, kMaxCpuMilliPerTask)),
+          read_optional(value, path, "memory_mib_per_task", a.memory_mib_per_task,
+                        integer_in(0, kMaxMemoryMibPerTask)),
+          read_optional(value, path, "gpu_milli", a.gpu_milli, integer_in(1, 1000)),
+          read_optional(value, path, "preemptible", a.preemptible, body_fields::read_bool),
+          read_optional(value, path, "checkpoints", a.checkpoints, body_fields::read_bool),
+          read_optional(value, path, "resume_from", a.resume_from, long_text()),
+          read_optional(value, path, "checkpoint_step", a.checkpoint_step, integer_in(0, kNoLimit)),
+      });
+      !ok) {
+    return std::unexpected(ok.error());
+  }
+  if (a.command.empty()) return fail(key_path(path, "command"), "the job has no command to run");
+  for (std::size_t i = 0; i < a.tasks.size(); ++i) {
+    if (a.tasks[i].index >= a.world_size) {
+      return fail(key_path(index_path(key_path(path, "tasks"), i), "index"),
+                  fmt::format("{} is not a task of a job of {}", a.tasks[i].index, a.world_size));
+    }
+  }
+  return a;
+}
+
+nlohmann::json node_assignment_to_json(const NodeAssignment& a) {
+  nlohmann::json tasks = nlohmann::json::array();
+  for (const AssignedTask& t : a.tasks) tasks.push_back({{"index", t.index}, {"gpus", t.gpus}});
+  return {{"job", a.job},
+          {"run", a.run},
+          {"name", a.name},
+          {"tenant", a.tenant},
+          {"world_size", a.world_size},
+          {"tasks", std::move(tasks)},
+          {"master_addr", a.master_addr},
+          {"master_port", a.master_port},
+          {"command", a.command},
+          {"env", a.env},
+          {"working_dir", a.working_dir},
+          {"cpu_milli_per_task", a.cpu_milli_per_task},
+          {"memory_mib_per_task", a.memory_mib_per_task},
+          {"gpu_milli", a.gpu_milli},
+          {"preemptible", a.preemptible},
+          {"checkpoints", a.checkpoints},
+          {"resume_from", a.resume_from},
+          {"checkpoint_step",
+           a.checkpoint_step ? nlohmann::json(*a.checkpoint_step) : nlohmann::json(nullptr)}};
+}
+
+Result<HeartbeatReply> heartbeat_reply_from_json(const nlohmann::json& value) {
+  if (auto ok = check_reply_map(value, ""); !ok) {
+    return std::unexpected(ok.error());
+  }
+  HeartbeatReply reply;
+  if (auto ok = first_failure({
+          read_optional(value, "", "node", reply.node, short_text()),
+          read_optional(value, "", "jobs", reply.jobs, read_job_ids),
+          read_optional(value, "", "heartbeat_timeout_ms", reply.heartbeat_timeout_ms,
+                        integer_in(0, kNoLimit)),
+      });
+      !ok) {
+    return std::unexpected(ok.error());
+  }
+  const Json* assignments = member(value, "assignments");
+  if (assignments == nullptr) return reply;
+  if (auto ok =
+          body_fields::check_list(*assignments, "assignments", kMaxHeartbeatJobs, "assignments");
+      !ok) {
+    return std::unexpected(ok.error());
+  }
+  for (std::size_t i = 0; i < assignments->size(); ++i) {
+    const Json& item = (*assignments)[i];
+    auto a = node_assignment_from_json(item, index_path("assignments", i));
+    if (a) {
+      reply.assignments.push_back(std::move(*a));
+      continue;
+    }
+    // What the bad one is about, if that much can be read: its job is failed with the reason.
+    RejectedAssignment rejected{.job = 0, .run = 0, .error = std::move(a).error()};
+    (void)read_optional(item, "", "job", rejected.job, integer_in(1, kNoLimit));
+    (void)read_optional(item, "", "run", rejected.run, integer_in(0, kNoLimit));
+    reply.rejected.push_back(std::move(rejected));
+  }
+  return reply;
+}
+
+nlohmann::json heartbeat_reply_to_json(const HeartbeatReply& reply) {
+  nlohmann::json assignments = nlohmann::json::array();
+  for (const NodeAssignment& a : reply.assignments) {
+    assignments.push_back(node_assignment_to_json(a));
+  }
+  nlohmann::json out = {
+      {"node", reply.node}, {"jobs", reply.jobs}, {"assignments", std::move(assignments)}};
+  if (reply.heartbeat_timeout_ms) out["heartbeat_timeout_ms"] = *reply.heartbeat_timeout_ms;
+  return out;
+}
+
+// --- reports about a job's run ---
+
+Result<JobStatusReport> job_status_report_from_json(const nlohmann::json& value) {
+  if (auto ok = check_keys(value, "", "a map of state, exit_code, message, task and run",
+                           {"state", "exit_code", "message", "task", "run"}, true);
+      !ok) {
+    return std::unexpected(ok.error());
+  }
+  auto state = body_fields::required(value, "", "state");
+  if (!state) return std::unexpected(state.error());
+  JobStatusReport report;
+  if (auto ok = first_failure({
+          read_optional(
+              value, "", "state", report.state,
+              [](const Json& v, const std::string& path) {
+                return body_fields::read_word(v, path, {"running", "succeeded", "failed"});
+              }),
+          read_optional(value, "", "exit_code", report.exit_code,
+                        integer_in(kMinExitCode, kMaxExitCode)),
+          read_optional(value, "", "message", report.message, long_text()),
+          read_optional(value, "", "task", report.task, integer_in(0, kMaxTaskIndex)),
+          read_optional(value, "", "run", report.run, integer_in(1, kNoLimit)),
+      });
+      !ok) {
+    return std::unexpected(ok.error());
+  }
+  return report;
+}
+
+nlohmann::json job_status_report_to_json(const JobStatusReport& report) {
+  nlohmann::json out = {{"state", report.state}, {"message", report.message}};
+  if (report.exit_code) out["exit_code"] = *report.exit_code;
+  if (report.task) out["task"] = *report.task;
+  if (report.run) out["run"] = *report.run;
+  return out;
+}
+
+Result<CheckpointReport> checkpoint_report_from_json(const nlohmann::json& value) {
+  if (auto ok = check_keys(value, "", "a map of step, path, note and run",
+                           {"step", "path", "note", "run"}, true);
+      !ok) {
+    return std::unexpected(ok.error());
+  }
+  CheckpointReport report;
+  if (auto ok = first_failure({
+          read_optional(value, "", "step", report.step, integer_in(0, kNoLimit)),
+          read_optional(value, "", "path", report.path, long_text()),
+          read_optional(value, "", "note", report.note, long_text()),
+          read_optional(value, "", "run", report.run, integer_in(1, kNoLimit)),
+      });
+      !ok) {
+    return std::unexpected(ok.error());
+  }
+  return report;
+}
+
+nlohmann::json checkpoint_report_to_json(const CheckpointReport& report) {
+  nlohmann::json out = nlohmann::json::object();
+  if (report.step) out["step"] = *report.step;
+  if (!report.path.empty()) out["path"] = report.path;
+  if (!report.note.empty()) out["note"] = report.note;
+  if (report.run) out["run"] = *report.run;
+  return out;
+}
+
+// --- a task's output ---
+
+Result<LogAppendReply> log_append_reply_from_json(const nlohmann::json& value) {
+  if (auto ok = check_reply_map(value, ""); !ok) {
+    return std::unexpected(ok.error());
+  }
+  for (std::string_view key : {"job", "task", "run", "size"}) {
+    if (auto present = body_fields::required(value, "", key); !present) {
+      return std::unexpected(present.error());
+    }
+  }
+  LogAppendReply reply;
+  if (auto ok = first_failure({
+          read_optional(value, "", "job", reply.job, integer_in(1, kNoLimit)),
+          read_optional(value, "", "task", reply.task,
+                        integer_in(0, std::numeric_limits<int>::max())),
+          read_optional(value, "", "run", reply.run, integer_in(0, kNoLimit)),
+          read_optional(value, "", "size", reply.size, integer_in(0, kNoLimit)),
+      });
+      !ok) {
+    return std::unexpected(ok.error());
+  }
+  return reply;
+}
+
+nlohmann::json log_append_reply_to_json(const LogAppendReply& reply) {
+  return {{"job", reply.job}, {"task", reply.task}, {"run", reply.run}, {"size", reply.size}};
+}
+
+Result<LogConflict> log_conflict_from_json(const nlohmann::json& value) {
+  if (auto ok = check_reply_map(value, ""); !ok) {
+    return std::unexpected(ok.error());
+  }
+  auto size = body_fields::required(value, "", "size");
+  if (!size) return std::unexpected(size.error());
+  LogConflict conflict;
+  if (auto ok = read_optional(value, "", "size", conflict.size, integer_in(0, kNoLimit)); !ok) {
+    return std::unexpected(ok.error());
+  }
+  return conflict;
+}
+
+nlohmann::json log_conflict_to_json(const LogConflict& conflict) {
+  return {{"size", conflict.size}};
+}
+
+}  // namespace tidepool

@@ -1,0 +1,277 @@
+// The messages between a node's agent (agent/agent.h) and the server (server/control_plane.h):
+// one plain struct per message, the JSON it is written as (*_to_json, what the sender sends) and
+// read from (*_from_json, what the receiver reads). Both sides use these and nothing else, so that
+// what the agent sends is what the server reads, and an agent and a server of different versions
+// keep talking as long as the shapes below hold.
+//
+// The agent's requests, read by the server. As api_bodies.h: every field is checked and an Error
+// names it ("devices[2].nvlink_peers[0]", "gpus[1].utilization_percent") and says why; unknown
+// keys are errors; a null value of a key is the same as leaving it out, and a null body the same
+// as an empty map. Integers are JSON integers; strings valid UTF-8 without NUL.
+//
+//   POST /v1/nodes/{name}/register   NodeRegistration
+//   POST /v1/nodes/{name}/heartbeat  NodeHeartbeat (GpuReading per GPU)
+//   POST /v1/jobs/{id}/status        JobStatusReport (also from a user, or a job's own script)
+//   POST /v1/jobs/{id}/checkpoint    CheckpointReport (also from `tidepool checkpoint`)
+//   POST /v1/jobs/{id}/logs?task=T&run=R&offset=O  the task's output bytes as the body; the
+//                                    reply LogAppendReply, or 409 with LogConflict
+//
+// The server's replies, read by the agent: every field is checked as above, but unknown keys are
+// ignored, so that a newer server may add to a reply an older agent reads.
+//
+//   the reply to a heartbeat         HeartbeatReply (NodeAssignment per job to run on the node)
+//
+// No exception escapes these functions.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+
+namespace tidepool {
+
+// Limits of the messages below.
+inline constexpr int kMinExitCode = -255;
+inline constexpr int kMaxExitCode = 255;
+inline constexpr std::size_t kMaxHeartbeatJobs = 4096;  // job ids of a heartbeat or its reply
+
+// --- registration ---
+
+// One GPU as the agent discovered it (agent/gpu_backend.h: GpuInfo).
+struct GpuDevice {
+  int index = 0;                  // 0..15, the backend's order
+  std::string uuid;               // "GPU-..."
+  std::string model;              // "NVIDIA H100 80GB HBM3", or "H100" for fake GPUs
+  std::int64_t memory_mib = 0;    // total device memory, >= 0
+  std::string pci_bus_id;         // "0000:1b:00.0"
+  int numa_node = -1;             // -1..1023; -1: unknown
+  std::vector<int> nvlink_peers;  // GPU indices 0..15 it reaches over NVLink
+
+  friend bool operator==(const GpuDevice&, const GpuDevice&) = default;
+};
+
+// POST /v1/nodes/{name}/register (agent): what the agent found on its node:
+//   {"gpu_model": "H100", "gpus": 8, "cpu_milli": 96000, "memory_mib": 1048576,
+//    "agent_version": "0.1.0", "hostname": "gpu-a1", "address": "10.0.0.11",
+//    "leaf": "leaf-1", "spine": "spine-0",
+//    "devices": [{"index": 0, "uuid": "GPU-...", "model": "NVIDIA H100 80GB HBM3",
+//                 "memory_mib": 81559, "pci_bus_id": "0000:1b:00.0", "numa_node": 0,
+//                 "nvlink_peers": [1, 2, 3]}]}
+// every field optional (gpus 0..16, cpu_milli and memory_mib >= 0, strings at most 256
+// characters; devices at most 16, index and peers 0..15, numa_node -1..1023; a device's keys all
+// optional too). address is what the tasks of a gang on other nodes use to reach this one
+// (MASTER_ADDR). to_json writes every string and every device key (empty strings too), and gpus,
+// cpu_milli and memory_mib when they are set; the server also stores this document as the node's
+// "reported" registration and shows it in the node's "agent".
+struct NodeRegistration {
+  std::string gpu_model;
+  std::optional<int> gpus;
+  std::optional<std::int64_t> cpu_milli;
+  std::optional<std::int64_t> memory_mib;
+  std::string agent_version;
+  std::string hostname;
+  std::string address;
+  std::string leaf;
+  std::string spine;
+  std::vector<GpuDevice> devices;
+
+  friend bool operator==(const NodeRegistration&, const NodeRegistration&) = default;
+};
+nlohmann::json node_registration_to_json(const NodeRegistration& registration);
+Result<NodeRegistration> node_registration_from_json(const nlohmann::json& value);
+
+// --- heartbeat ---
+
+// One GPU's sample as the heartbeat carries it (agent/gpu_backend.h: GpuSample, with the model and
+// total memory of GpuInfo). A figure the GPU cannot report is 0.
+struct GpuReading {
+  int index = 0;                             // the GPU's index on its node, 0..15
+  std::string model;                         // "H100", "NVIDIA H100 80GB HBM3"; may be empty
+  int utilization_percent = 0;               // 0..100
+  std::int64_t memory_used_mib = 0;          // device memory in use
+  std::int64_t memory_total_mib = 0;         // 0: unknown (the memory never counts as high)
+  int power_milliwatts = 0;                  // board power draw, 0..10^8
+  int temperature_celsius = 0;               // GPU die, -273..1000
+  std::uint64_t throttle_reasons = 0;        // NVML's nvmlClocksThrottleReason* bit mask; 0: none
+  std::uint64_t ecc_errors_uncorrected = 0;  // since the driver loaded
+
+  friend bool operator==(const GpuReading&, const GpuReading&) = default;
+};
+
+// POST /v1/nodes/{name}/heartbeat (agent):
+//   {"running_jobs": [12, 13], "healthy_gpus": 8,
+//    "gpus": [{"index": 0, "model": "H100", "utilization_percent": 93, "memory_used_mib": 61000,
+//              "memory_total_mib": 81559, "power_milliwatts": 612000, "temperature_celsius": 71,
+//              "throttle_reasons": 0, "ecc_errors_uncorrected": 0}]}
+// every field optional (job ids > 0, each at most once, at most 4096 of them; healthy_gpus
+// 0..16; at most 16 GPUs, each index once, figures >= 0 and below 2^63, utilization 0..100,
+// temperature -273..1000; a GPU's keys all optional too). to_json writes running_jobs and gpus
+// (empty lists too), every key of each GPU, and healthy_gpus when it is set.
+struct NodeHeartbeat {
+  std::vector<std::int64_t> running_jobs;  // the jobs with a live task on the node
+  std::optional<int> healthy_gpus;
+  std::vector<GpuReading> gpus;
+
+  friend bool operator==(const NodeHeartbeat&, const NodeHeartbeat&) = default;
+};
+nlohmann::json node_heartbeat_to_json(const NodeHeartbeat& heartbeat);
+Result<NodeHeartbeat> node_heartbeat_from_json(const nlohmann::json& value);
+
+// --- the heartbeat's reply: what the node should run ---
+
+// One of a job's tasks on the node.
+struct AssignedTask {
+  int index = 0;          // the task's rank in the job, 0 .. world_size - 1
+  std::vector<int> gpus;  // GPU indices on this node, 0..15
+
+  friend bool operator==(const AssignedTask&, const AssignedTask&) = default;
+};
+
+// A running job with tasks on the node, and what its tasks need to start:
+//   {"job": 12, "run": 2, "name": "bert", "tenant": "vision", "world_size": 4,
+//    "tasks": [{"index": 1, "gpus": [4, 5]}], "master_addr": "10.0.0.7", "master_port": 20012,
+//    "command": ["python", "train.py"], "env": {"EPOCHS": "3"}, "working_dir": "/data",
+//    "cpu_milli_per_task": 4000, "memory_mib_per_task": 1024, "gpu_milli": 1000,
+//    "preemptible": true, "checkpoints": true, "resume_from": "/ckpt/12/step-40",
+//    "checkpoint_step": 40}
+// job (> 0) and command (1..256 words of at most 4 KiB) are required, the rest optional with the
+// defaults below: run >= 0; name, tenant and master_addr at most 256 characters; world_size
+// 1..100000; tasks at most 256, each index in 0..world_size - 1 and listed once, at most 16 GPUs
+// each; master_port 0..65535; env at most 256 entries, keys variable names, values and
+// working_dir and resume_from at most 4 KiB; cpu_milli_per_task 0..10^9; memory_mib_per_task
+// 0..2^30; gpu_milli 1..1000; checkpoint_step >= 0 or null. to_json writes every key
+// (checkpoint_step null when unknown).
+struct NodeAssignment {
+  std::int64_t job = 0;
+  std::int64_t run = 0;  // the job's start count: a new run of the job is a new assignment
+  std::string name;
+  std::string tenant;
+  int world_size = 1;
+  std::vector<AssignedTask> tasks;  // this node's tasks
+  std::string master_addr;          // where task 0 of the gang runs (MASTER_ADDR)
+  int master_port = 0;
+  std::vector<std::string> command;
+  std::map<std::string, std::string> env;
+  std::string working_dir;  // empty: the task's own folder
+  std::int64_t cpu_milli_per_task = 0;
+  std::int64_t memory_mib_per_task = 0;
+  int gpu_milli = 1000;      // the share of each GPU (the agent does not use it)
+  bool preemptible = true;   // (the agent does not use it)
+  bool checkpoints = false;  // the job declared a checkpoint interval: it answers a notice
+  std::string resume_from;   // the last reported checkpoint; empty on a first run
+  std::optional<std::int64_t> checkpoint_step;  // its step (the agent does not use it)
+
+  friend bool operator==(const NodeAssignment&, const NodeAssignment&) = default;
+};
+nlohmann::json node_assignment_to_json(const NodeAssignment& assignment);
+// Reads one assignment; `path` is where it is in the reply ("assignments[2]"), and errors name
+// the field under it ("assignments[2].tasks[0].index").
+Result<NodeAssignment> node_assignment_from_json(const nlohmann::json& value,
+                                                 const std::string& path);
+
+// An assignment of a reply that could not be read: the job it is about (0 when even that cannot
+// be read), its run (0 likewise), and why.
+struct RejectedAssignment {
+  std::int64_t job = 0;
+  std::int64_t run = 0;
+  Error error;
+
+  friend bool operator==(const RejectedAssignment& a, const RejectedAssignment& b) {
+    return a.job == b.job && a.run == b.run && a.error.field == b.error.field &&
+           a.error.reason == b.error.reason;
+  }
+};
+
+// The reply to POST /v1/nodes/{name}/heartbeat (server):
+//   {"node": "gpu-a1", "jobs": [12], "assignments": [<NodeAssignment>, ...],
+//    "heartbeat_timeout_ms": 30000}
+// jobs are the ids of the assignments (> 0, each once, at most 4096); every key optional (the
+// agent reads only the assignments). Each assignment is read on its own: one that is malformed
+// (no command, a field of the wrong type) goes to `rejected` with its reason and the others are
+// kept, so that one bad job cannot stop a node. from_json fails only when the reply is not a map
+// or one of its own keys is malformed ("assignments" not a list). to_json writes node, jobs,
+// assignments (empty lists too) and heartbeat_timeout_ms when it is set; never `rejected`.
+struct HeartbeatReply {
+  std::string node;
+  std::vector<std::int64_t> jobs;
+  std::vector<NodeAssignment> assignments;
+  std::optional<std::int64_t> heartbeat_timeout_ms;  // >= 0
+  std::vector<RejectedAssignment> rejected;          // from_json's only
+
+  friend bool operator==(const HeartbeatReply&, const HeartbeatReply&) = default;
+};
+nlohmann::json heartbeat_reply_to_json(const HeartbeatReply& reply);
+Result<HeartbeatReply> heartbeat_reply_from_json(const nlohmann::json& value);
+
+// --- reports about a job's run ---
+
+// POST /v1/jobs/{id}/status, from the agent running the job:
+//   {"state": "running" | "succeeded" | "failed", "exit_code": 0, "message": "...",
+//    "task": 0, "run": 1}
+// state is required; exit_code optional (-255..255); message optional (at most 4 KiB); task
+// (0..99999) says which task ended: a job succeeds when each of its tasks did, and fails with
+// its first failed task; without it the report is the whole job's. run (>= 1, the job's "starts"
+// when the run began) makes a late report of an earlier run harmless: it is refused. to_json
+// writes state and message (an empty one too), and the others when they are set.
+struct JobStatusReport {
+  std::string state;
+  std::optional<int> exit_code;
+  std::string message;
+  std::optional<int> task;
+  std::optional<std::int64_t> run;
+
+  friend bool operator==(const JobStatusReport&, const JobStatusReport&) = default;
+};
+nlohmann::json job_status_report_to_json(const JobStatusReport& report);
+Result<JobStatusReport> job_status_report_from_json(const nlohmann::json& value);
+
+// POST /v1/jobs/{id}/checkpoint: {"step": 1200, "path": "/ckpt/12/step-1200", "note": "epoch 3",
+// "run": 2}; all optional (step >= 0; path and note at most 4 KiB; run >= 1, as for status). The
+// next run of the job gets the path in TIDEPOOL_RESUME_FROM. to_json writes step and run when
+// they are set, path and note when they are not empty.
+struct CheckpointReport {
+  std::optional<std::int64_t> step;
+  std::string path;
+  std::string note;
+  std::optional<std::int64_t> run;
+
+  friend bool operator==(const CheckpointReport&, const CheckpointReport&) = default;
+};
+nlohmann::json checkpoint_report_to_json(const CheckpointReport& report);
+Result<CheckpointReport> checkpoint_report_from_json(const nlohmann::json& value);
+
+// --- a task's output ---
+
+// POST /v1/jobs/{id}/logs?task=0&run=2&offset=1048576 (agent) sends the bytes of a run's task
+// log from `offset` as the body. The reply: {"job": 12, "task": 0, "run": 2, "size": 1049600},
+// size being the bytes of that log the server now holds (every key required: job > 0, task
+// 0..2^31-1, run and size >= 0).
+struct LogAppendReply {
+  std::int64_t job = 0;
+  int task = 0;
+  std::int64_t run = 0;  // 0: a log from before runs had logs of their own
+  std::int64_t size = 0;
+
+  friend bool operator==(const LogAppendReply&, const LogAppendReply&) = default;
+};
+nlohmann::json log_append_reply_to_json(const LogAppendReply& reply);
+Result<LogAppendReply> log_append_reply_from_json(const nlohmann::json& value);
+
+// The 409 reply when the offset is not the size the server holds: the error body ({"error",
+// "field": "offset", "reason"}) with {"size": 1048576} added, the bytes it holds (required, >= 0),
+// from where the agent sends again. from_json reads only "size".
+struct LogConflict {
+  std::int64_t size = 0;
+
+  friend bool operator==(const LogConflict&, const LogConflict&) = default;
+};
+nlohmann::json log_conflict_to_json(const LogConflict& conflict);  // {"size": N}
+Result<LogConflict> log_conflict_from_json(const nlohmann::json& value);
+
+}  // namespace tidepool
