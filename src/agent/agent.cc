@@ -293,9 +293,7 @@ Result<void> Agent::run() {
 std::int64_t Agent::next_wake_ms(std::int64_t now_ms) const {
   std::int64_t next = next_heartbeat_ms_;
   for (const auto& [key, task] : tasks_) {
-    if (task.stop) {
-      next = std::min(next, now_ms + kStoppingPollMs);
-    } else if (task.exit && !task.group_gone) {
+    if (task.stop || (task.exit && !task.group_gone)) {
       next = std::min(next, now_ms + kStoppingPollMs);
     } else {
       next = std::min(next, std::min(now_ms + kRunningPollMs, next_log_ship_ms_));
@@ -544,7 +542,7 @@ void Agent::begin_stop(LocalTask& task, std::int64_t now_ms) {
     log("cannot stop: " + stop.error().message());
     return;
   }
-  task.stop = std::move(*stop);
+  task.stop = *stop;
   log(fmt::format("job {} task {}: stopping ({})", task.job, task.index, stop_reason_name(reason)));
   apply(task, task.stop->on_tick(now_ms), now_ms);
   state_dirty_ = true;

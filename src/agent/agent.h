@@ -38,8 +38,7 @@
 // finished tasks under <state-dir>/logs are removed, oldest first.
 #pragma once
 
-#include <signal.h>
-
+#include <csignal>
 #include <cstdint>
 #include <map>
 #include <memory>

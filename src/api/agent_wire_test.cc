@@ -506,7 +506,7 @@ TEST(NodeHeartbeatTest, NamesTheGpuFigureThatIsWrong) {
 }
 
 TEST(NodeAssignmentTest, NamesTheFieldThatIsWrong) {
-  const auto error_field = [](Json assignment) {
+  const auto error_field = [](const Json& assignment) {
     auto read = read_assignment(assignment);
     return read ? std::string("accepted") : read.error().field;
   };

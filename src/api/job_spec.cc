@@ -793,7 +793,7 @@ Result<Job> core_job_of(const JobSpec& spec, JobId id, TenantId tenant, QueueId 
   job.gang.task = *task;
   job.gang.topology = spec.topology;
   job.caps.max_runtime = spec.max_runtime;
-  auto valid = make_job(std::move(job));
+  auto valid = make_job(job);
   if (!valid) return fail(spec_field(valid.error().field), valid.error().reason);
   return valid;
 }

@@ -62,7 +62,7 @@ Error yaml_error(std::string_view extra) {
 }
 
 // The spec read from a JSON object with "name" and "tenant" and the members of `extra`.
-Result<JobSpec> json_spec(Json extra) {
+Result<JobSpec> json_spec(const Json& extra) {
   Json body = {{"name", "job"}, {"tenant", "vision"}};
   body.update(extra);
   return job_spec_from_json(body);
@@ -243,7 +243,7 @@ TEST(JobSpecTest, FractionalGpusOnlyForOneTaskOfOneGpu) {
   ASSERT_TRUE(notebook.has_value()) << notebook.error().message();
   EXPECT_EQ(notebook->gpu_milli, 500);
 
-  for (Json extra :
+  for (const Json& extra :
        {Json{{"gpu_milli", 500}, {"tasks", 2}}, Json{{"gpu_milli", 500}, {"gpus_per_task", 2}},
         Json{{"gpu_milli", 999}, {"gpus_per_task", 0}}}) {
     auto spec = json_spec(extra);

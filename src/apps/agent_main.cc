@@ -1,11 +1,11 @@
 // tidepool-agent: the node agent, which `tidepool agent` runs (apps/external_command.h).
 #include <fmt/format.h>
-#include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>

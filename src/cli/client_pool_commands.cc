@@ -1,12 +1,12 @@
 // tidepool nodes, drain, undrain, queues, tenants, top.
 #include <fmt/format.h>
-#include <signal.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <charconv>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <functional>
 #include <iostream>

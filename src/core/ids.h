@@ -11,6 +11,7 @@ template <class Tag>
 struct Id {
   std::uint32_t value = 0;
 
+  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 misreads a defaulted <=>.
   friend constexpr auto operator<=>(Id, Id) = default;
 };
 

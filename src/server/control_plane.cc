@@ -274,7 +274,7 @@ void ControlPlane::observe_queue_wait(const ServerJob& job, std::int64_t now_ms)
 }
 
 void ControlPlane::emit(Batch& batch, std::int64_t now_ms, std::string kind,
-                        nlohmann::json document) {
+                        const nlohmann::json& document) {
   batch.events.push_back(EventRecord{++last_event_seq_, now_ms, std::move(kind), document.dump()});
 }
 

@@ -317,7 +317,7 @@ class ControlPlane {
   Reply admit(const Principal& who, JobSpec spec, const std::string& idempotency_key,
               std::int64_t now_ms, Batch& batch, std::int64_t admitted, ArrayPlace array);
   // One job per index of spec.array, ids in a row; refused whole when its first job is.
-  Reply submit_array(const Principal& who, JobSpec spec, const std::string& idempotency_key,
+  Reply submit_array(const Principal& who, const JobSpec& spec, const std::string& idempotency_key,
                      std::int64_t now_ms, Batch& batch);
   // The spec an array's job `index` gets: no `array`, TIDEPOOL_ARRAY_JOB_ID and _INDEX in env.
   static JobSpec array_member(JobSpec spec, std::int64_t array_job, std::int64_t index);
@@ -344,7 +344,7 @@ class ControlPlane {
   static Result<void> credit_ended_runs(Scheduler& scheduler, const ServerJob& job);
   Result<std::vector<Assignment>> to_assignments(const ServerJob& job) const;
   std::vector<TaskPlace> to_places(const std::vector<Assignment>& assignments) const;
-  void emit(Batch& batch, std::int64_t now_ms, std::string kind, nlohmann::json document);
+  void emit(Batch& batch, std::int64_t now_ms, std::string kind, const nlohmann::json& document);
   // GPU-seconds a live job has received as of the last pass; nullopt for a job the scheduler
   // does not hold (ended, or run on rented nodes).
   [[nodiscard]] std::optional<std::int64_t> attained_gpu_seconds(const ServerJob& job) const;

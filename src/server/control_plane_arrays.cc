@@ -28,7 +28,7 @@ nlohmann::json ControlPlane::submitted_view(const ServerJob& job) const {
   return out;
 }
 
-Reply ControlPlane::submit_array(const Principal& who, JobSpec spec,
+Reply ControlPlane::submit_array(const Principal& who, const JobSpec& spec,
                                  const std::string& idempotency_key, std::int64_t now_ms,
                                  Batch& batch) {
   auto indexes = parse_array_indexes(spec.array);

@@ -331,6 +331,7 @@ GpuTelemetry small_example(bool reversed) {
 
 TEST(GpuTelemetryTest, MetricsTextOfASmallExample) {
   const std::string text = metrics(small_example(false));
+  // NOLINTBEGIN(bugprone-suspicious-missing-comma): long lines are written in two literals.
   const std::vector<std::string> expected = {
       "# HELP tidepool_gpu_utilization_percent Share of the last sample period a kernel ran on the "
       "GPU, as its agent last reported",
@@ -356,6 +357,7 @@ TEST(GpuTelemetryTest, MetricsTextOfASmallExample) {
       "tidepool_gpu_idle_alerts_total{kind=\"idle\"} 1",
       "tidepool_gpu_idle_alerts_total{kind=\"stalled\"} 0",
   };
+  // NOLINTEND(bugprone-suspicious-missing-comma)
   for (const std::string& line : expected) {
     EXPECT_NE(line_position(text, line), std::string::npos) << line << "\nin:\n" << text;
   }

@@ -383,7 +383,7 @@ HeadVerdict HttpApi::on_head(HttpRequest& req) {
                    fmt::format("no route {} {}; see GET /v1/... in the API reference", req.method,
                                percent_decode(req.path, false))));
   }
-  auto answer = [&](Reply reply, std::vector<HttpField> fields = {}) {
+  auto answer = [&](const Reply& reply, std::vector<HttpField> fields = {}) {
     metrics_.count_request(req.method, route->name, reply.status, seconds_since(start));
     HttpResponse res = to_response(reply);
     res.fields = std::move(fields);
@@ -438,7 +438,7 @@ void HttpApi::handle(HttpRequest& req, const HttpResponder& responder) {
     // Called on the loop thread, possibly after this front end stopped: it holds nothing of it
     // but the metrics, which outlive both.
     auto answer = [&metrics = metrics_, responder, name = admitted.route->name, method = req.method,
-                   start = admitted.start](Reply reply) {
+                   start = admitted.start](const Reply& reply) {
       metrics.count_request(method, name, reply.status, seconds_since(start));
       responder.send(to_response(reply));
     };
@@ -637,9 +637,11 @@ void HttpApi::add_routes() {
   });
   // scontrol's hold, release and requeue: no body.
   using JobAction = Reply (ControlPlane::*)(const Principal&, std::int64_t, std::int64_t, Batch&);
-  for (const auto& [verb, action] : {std::pair{"hold", JobAction{&ControlPlane::hold}},
-                                     std::pair{"release", JobAction{&ControlPlane::release}},
-                                     std::pair{"requeue", JobAction{&ControlPlane::requeue_job}}}) {
+  for (const auto& verb_action : {std::pair{"hold", JobAction{&ControlPlane::hold}},
+                                  std::pair{"release", JobAction{&ControlPlane::release}},
+                                  std::pair{"requeue", JobAction{&ControlPlane::requeue_job}}}) {
+    const auto& [verb, action_of_verb] = verb_action;
+    const JobAction action = action_of_verb;  // a variable the lambdas can capture
     loop_json("POST", fmt::format("/v1/jobs/{{}}/{}", verb),
               fmt::format("/v1/jobs/{{id}}/{}", verb),
               [on_loop, action](const Call& c) -> LoopAnswer {
