@@ -366,7 +366,7 @@ Reply ControlPlane::submit(const Principal& who, JobSpec spec, const std::string
     }
   }
   if (!spec.array.empty()) {
-    return submit_array(who, std::move(spec), idempotency_key, now_ms, batch);
+    return submit_array(who, spec, idempotency_key, now_ms, batch);
   }
   return admit(who, std::move(spec), idempotency_key, now_ms, batch, 1, {});
 }

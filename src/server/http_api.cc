@@ -443,7 +443,7 @@ void HttpApi::handle(HttpRequest& req, const HttpResponder& responder) {
       responder.send(to_response(reply));
     };
     LoopAnswer prepared = admitted.route->on_loop(call);
-    if (Reply* now = std::get_if<Reply>(&prepared)) return answer(std::move(*now));
+    if (Reply* now = std::get_if<Reply>(&prepared)) return answer(*now);
     return loop_.call_async(std::move(std::get<ControlLoop::Command>(prepared)), std::move(answer));
   }
   if (!admitted.route->run) return events(call, responder);
