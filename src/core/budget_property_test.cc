@@ -1,5 +1,5 @@
 // Property test of budgets in the scheduler, driven as the simulator and the server drive it: the
-// meter charges what runs, the ledger's quarter figures give each tenant's budget status, and the
+// market desk charges what runs, the budget watch reads each tenant's quarter from it, and the
 // scheduler is told which tenants are held back. Over random workloads and every policy:
 //   - a tenant whose budget is exhausted starts no new non-critical job;
 //   - a job waits for budget only while its tenant's budget is exhausted;
@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "core/budget.h"
-#include "core/charge_meter.h"
-#include "core/cost_ledger.h"
+#include "core/budget_watch.h"
+#include "core/market_desk.h"
 #include "core/rng.h"
 #include "core/scheduler.h"
 #include "core/test_pool.h"
@@ -25,6 +25,8 @@ namespace {
 constexpr int kSeeds = 150;
 constexpr Seconds kStep = 300;
 constexpr Seconds kHorizon = 40'000;
+// 2026-10-01T00:00:00Z: the runs are within one quarter.
+constexpr std::int64_t kEpoch = 1'790'812'800;
 
 struct TestJob {
   Job job;
@@ -68,41 +70,43 @@ Outcome run(std::string_view policy, const std::vector<TestJob>& jobs,
       test_support::two_tenant_book(test_support::one_model_catalog("H100"), 16), *config);
   EXPECT_TRUE(scheduler.has_value());
   Scheduler& s = *scheduler;
-  auto meter = ChargeMeter::create(PriceSchedule{}, {2'000'000}, 0, 0, s.pool());
-  EXPECT_TRUE(meter.has_value());
-  CostLedger ledger;
-  // Quarters do not matter here: the run is within one; the ledger's totals are the spend.
+  std::vector<std::pair<std::string, Budget>> named;
+  for (std::uint32_t tenant = 0; tenant < 2; ++tenant) {
+    if (budgets[tenant])
+      named.emplace_back(s.book().tenant_name(TenantId{tenant}), *budgets[tenant]);
+  }
+  auto desk = MarketDesk::create({.prices = PriceSchedule{},
+                                  .cost_base = {2'000'000},
+                                  .epoch = kEpoch,
+                                  .budgets = std::move(named),
+                                  .offers = {}},
+                                 s.pool(), s.book(), 0);
+  EXPECT_TRUE(desk.has_value()) << desk.error().message();
+  BudgetWatch watch;
   std::vector<Seconds> ends(jobs.size(), -1);  // when a running job finishes
   Outcome out;
   for (Seconds t = 0; t <= kHorizon; t += kStep) {
-    EXPECT_TRUE(meter->advance(t, s.pool(), s.book()).has_value());
+    EXPECT_TRUE(desk->advance(t, s.pool()).has_value());
     for (std::size_t i = 0; i < jobs.size(); ++i) {
       if (ends[i] >= 0 && ends[i] <= t) {
         EXPECT_TRUE(s.finish(jobs[i].job.id, t, std::nullopt).has_value());
-        EXPECT_TRUE(meter->stop(jobs[i].job.id, t, ledger).has_value());
+        EXPECT_TRUE(desk->stop(jobs[i].job.id, t).has_value());
         ends[i] = -1;
       }
       if (jobs[i].job.submit_time > t - kStep && jobs[i].job.submit_time <= t) {
         EXPECT_TRUE(s.submit(jobs[i].job, t).has_value());
       }
     }
-    EXPECT_TRUE(meter->post(t, ledger).has_value());
+    EXPECT_TRUE(desk->post(t).has_value());
+    (void)watch.check_budgets(*desk, t);
+    EXPECT_TRUE(watch.apply(s).has_value());
     std::array<bool, 2> held{};
     for (std::uint32_t tenant = 0; tenant < 2; ++tenant) {
-      std::optional<std::string> reason;
-      if (budgets[tenant]) {
-        const auto totals = ledger.tenant_totals(TenantId{tenant}, 0, kHorizon + 1);
-        const BudgetStatus status = budget_status(*budgets[tenant], totals.charges, totals.credits);
-        if (status.state == BudgetState::kExhausted) {
-          reason = budget_exhausted_reason(tenant == 0 ? "A" : "B", status, "2026-Q4");
-        }
-      }
-      held[tenant] = reason.has_value();
-      EXPECT_TRUE(s.set_budget_exhausted(TenantId{tenant}, std::move(reason)).has_value());
+      held[tenant] = watch.holds().contains(s.book().tenant_name(TenantId{tenant}));
     }
     const PassResult pass = s.pass(t);
     for (const PreemptedJob& p : pass.preempted) {
-      EXPECT_TRUE(meter->stop(p.job, t, ledger).has_value());
+      EXPECT_TRUE(desk->stop(p.job, t).has_value());
       ends[p.job.value] = -1;
     }
     for (const StartedJob& started : pass.started) {
@@ -111,8 +115,9 @@ Outcome run(std::string_view policy, const std::vector<TestJob>& jobs,
       if (held[job.tenant.value] && job.priority_class < s.config().budget_exempt_priority) {
         ++out.held_starts;
       }
-      const std::vector<ModelMilli> gpus = {{GpuModelId{0}, job.total_milli_gpu()}};
-      EXPECT_TRUE(meter->start(job.id, job.tenant, gpus, price_class_of(job), t).has_value());
+      EXPECT_TRUE(desk->start(job.id, job.tenant, started.assignments,
+                              job.gang.task.total_milli_gpu(), s.pool(), price_class_of(job), t)
+                      .has_value());
       ends[started.job.value] = t + jobs[started.job.value].runtime;
     }
     for (const TestJob& j : jobs) {

@@ -6,6 +6,9 @@
 #include <map>
 #include <set>
 
+#include "core/job.h"
+#include "core/scheduler.h"
+
 namespace tidepool {
 
 Result<void> validate_burst(std::span<const BurstOffer> offers, const BurstPolicy& policy) {
@@ -40,6 +43,41 @@ Result<void> validate_burst(std::span<const BurstOffer> offers, const BurstPolic
 
 Micros rented_cost(std::int64_t gpus, Seconds seconds, Micros price_per_gpu_hour) {
   return mul_div_round(gpus * seconds, price_per_gpu_hour, 3600);
+}
+
+std::int64_t rented_gpus(const Job& job) {
+  return std::int64_t{job.gang.task_count} * job.gang.task.gpu_count;
+}
+
+std::vector<BurstCandidate> burst_candidates(std::span<const WaitingJob> waiting,
+                                             const Scheduler& scheduler,
+                                             const BurstPolicy& policy) {
+  std::vector<const WaitingJob*> due;
+  for (const WaitingJob& w : waiting) {
+    if (w.waited >= policy.threshold && w.job->gang.task.needs_gpu()) due.push_back(&w);
+  }
+  std::ranges::sort(due, [](const WaitingJob* a, const WaitingJob* b) {
+    return a->waited != b->waited ? a->waited > b->waited : a->job->id < b->job->id;
+  });
+  if (due.size() > kMaxBurstCandidates) due.resize(kMaxBurstCandidates);
+  std::vector<BurstCandidate> out;
+  out.reserve(due.size());
+  for (const WaitingJob* w : due) {
+    const Job& job = *w->job;
+    const auto prediction = scheduler.prediction(job.id);
+    const Seconds runtime =
+        prediction ? prediction->runtime
+                   : job.runtime_estimate.value_or(scheduler.config().predictor.default_runtime);
+    out.push_back({.job = job.id,
+                   .tenant = job.tenant,
+                   .models = job.gang.task.models,
+                   .gpus = rented_gpus(job),
+                   .waited = w->waited,
+                   .predicted_runtime = runtime,
+                   .preemptible = job.preemptible,
+                   .checkpoints = job.checkpoint_interval.has_value()});
+  }
+  return out;
 }
 
 BurstChoice choose_bursts(std::span<const BurstCandidate> candidates,

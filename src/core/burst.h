@@ -80,6 +80,35 @@ struct BurstChoice {
   std::vector<BurstRefusal> refusals;  // candidates past the threshold that stay in the pool
 };
 
+// The candidates: which waiting jobs go to choose_bursts, and with what figures. The simulator and
+// the server both build their list with burst_candidates:
+//   - a job waits in the pool's queue (the driver lists those; jobs it keeps out of the pool's
+//     scheduling, a simulated loan or a job already renting, it leaves out) for at least the
+//     threshold, counted from when it was submitted or last preempted or queued again;
+//   - a job without GPUs never bursts (offers rent GPUs);
+//   - longest wait first, then job id; at most kMaxBurstCandidates (the longest waiting);
+//   - GPUs: rented_gpus(job), one node per task as a provider rents them;
+//   - runtime: the scheduler's prediction made at submission (core/runtime_predictor.h); for a
+//     job it has no prediction of, what its predictor says with no history: the job's runtime
+//     estimate, else the predictor's default runtime. (Before, the simulator fell back to a
+//     literal 3600 s and skipped no CPU-only job; the server used the estimate.)
+inline constexpr std::size_t kMaxBurstCandidates = 1000;
+
+class Scheduler;
+struct Job;
+
+struct WaitingJob {
+  const Job* job = nullptr;  // not null
+  Seconds waited = 0;        // whole seconds in the queue
+};
+
+// The GPUs a job rents: one whole GPU for each of each task's GPUs (a fraction rents a whole).
+std::int64_t rented_gpus(const Job& job);
+
+// The candidates among `waiting` for the policy's threshold, in the order above.
+std::vector<BurstCandidate> burst_candidates(std::span<const WaitingJob> waiting,
+                                             const Scheduler& scheduler, const BurstPolicy& policy);
+
 // `rented_gpus[i]`: GPUs of offer i in use now; `remaining_budget[t]`: what tenant t may still
 // spend (nullopt: no budget), indexed by tenant id (a tenant past the end has no budget).
 BurstChoice choose_bursts(std::span<const BurstCandidate> candidates,

@@ -26,6 +26,7 @@
 #include "api/api_bodies.h"
 #include "api/job_spec.h"
 #include "config/cluster_file.h"
+#include "core/budget_watch.h"
 #include "core/error.h"
 #include "core/scheduler.h"
 #include "core/tenants.h"
@@ -407,7 +408,8 @@ class ControlPlane {
   void store_ledger(Batch& batch);
   // When a posting is due: posts, stores, checks budgets and (once a UTC day) spend anomalies.
   void post_ledger(std::int64_t now_ms, Batch& batch);
-  // `announce` false: holds are applied without budget.exhausted events (at start).
+  // The budget watch's events as server events and settings records; `announce` false: holds are
+  // applied without budget.exhausted events (at start).
   void check_budgets(std::int64_t now_ms, Batch& batch, bool announce = true);
   void check_anomalies(std::int64_t now_ms, Batch& batch);
   // A meter failure (a bug, not an input): an event, so that it is seen.
@@ -467,9 +469,7 @@ class ControlPlane {
   ControlPlaneSetup setup_;
   Scheduler scheduler_;
   std::optional<ServerMarket> market_;
-  std::map<std::string, std::string> budget_alerted_;  // tenant -> quarter alerted ("2026-Q4")
-  std::map<std::string, std::string> budget_held_;     // tenant -> the reason it waits
-  std::int64_t anomaly_day_ = 0;                       // the last UTC day checked
+  BudgetWatch budget_watch_;  // budgets and spend anomalies of the market (core/budget_watch.h)
   std::shared_ptr<TokenTable> tokens_;
   std::map<std::int64_t, ServerJob> jobs_;
   std::set<std::int64_t> live_;  // pending or running

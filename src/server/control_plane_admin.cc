@@ -292,7 +292,8 @@ Reply ControlPlane::put_tenant(const Principal& who, const std::string& name,
   apply_budget_holds();
   if (market_) {
     auto book = TenantBook::create(*tenants, setup_.cluster.models);
-    if (auto ok = book ? market_->replace_book(*book) : Result<void>(std::unexpected(book.error()));
+    if (auto ok = book ? market_->desk().replace_book(*book)
+                       : Result<void>(std::unexpected(book.error()));
         !ok) {
       market_failed(ok.error(), now_ms, batch);
     }

@@ -34,14 +34,10 @@
 namespace tidepool {
 namespace {
 
-// At most this many waiting jobs are offered to the burst rule per pass (the longest waiting).
-constexpr std::size_t kMaxBurstCandidates = 1000;
 // Rented nodes get this long past their start-up delay and a heartbeat timeout to register.
 constexpr std::int64_t kBurstStartSlackMs = 120'000;
 // After a failed `up` (or nodes that never came up) the offer rests at least this long.
 constexpr Seconds kOfferPause = 300;
-// The runtime assumed for a job with no prediction and no estimate (for the cost estimate).
-constexpr Seconds kUnknownRuntime = 3600;
 
 nlohmann::json job_brief(const ServerJob& job) {
   const JobSpec& spec = job.spec;
@@ -127,35 +123,23 @@ void ControlPlane::burst_waiting(std::int64_t now_ms, Batch& batch) {
   const std::optional<BurstPolicy> policy = market_->burst_policy();
   const std::vector<BurstOffer>& offers = market_->burst_offers();
   if (!policy || offers.empty()) return;
-  std::vector<std::pair<std::int64_t, std::int64_t>> waiting;  // (pending since, job)
+  // The pending jobs in the pool's queue (not renting, held or waiting for others), as core jobs.
+  std::vector<Job> jobs;
+  std::vector<Seconds> waited;
   for (std::int64_t id : live_) {
     const ServerJob& job = jobs_.at(id);
-    if (job.state != JobState::kPending || job.spec.gpus_per_task == 0 || outside_scheduler(job)) {
-      continue;
-    }
-    const std::int64_t since = job.transitions.back().at_ms;
-    if (now_ms - since >= policy->threshold * 1000) waiting.emplace_back(since, id);
-  }
-  if (waiting.empty()) return;
-  std::ranges::sort(waiting);
-  if (waiting.size() > kMaxBurstCandidates) waiting.resize(kMaxBurstCandidates);
-  std::vector<BurstCandidate> candidates;
-  for (const auto& [since, id] : waiting) {
-    const ServerJob& job = jobs_.at(id);
+    if (job.state != JobState::kPending || outside_scheduler(job)) continue;
+    const Seconds wait = to_seconds(now_ms - job.transitions.back().at_ms);
+    if (wait < policy->threshold) continue;
     auto core = to_core_job(job, scheduler_.book());
     if (!core) continue;
-    const auto prediction = scheduler_.prediction(core->id);
-    candidates.push_back(
-        {.job = core->id,
-         .tenant = core->tenant,
-         .models = core->gang.task.models,
-         .gpus = rented_gpus(job.spec),
-         .waited = to_seconds(now_ms - since),
-         .predicted_runtime =
-             prediction ? prediction->runtime : job.spec.runtime_estimate.value_or(kUnknownRuntime),
-         .preemptible = job.spec.preemptible,
-         .checkpoints = job.spec.checkpoint_interval.has_value()});
+    jobs.push_back(std::move(*core));
+    waited.push_back(wait);
   }
+  std::vector<WaitingJob> waiting;
+  for (std::size_t i = 0; i < jobs.size(); ++i) waiting.push_back({&jobs[i], waited[i]});
+  const std::vector<BurstCandidate> candidates = burst_candidates(waiting, scheduler_, *policy);
+  if (candidates.empty()) return;
   // GPUs of each offer rented now; an offer that is resting has no room.
   std::vector<std::int64_t> rented = rented_gpus_by_offer();
   for (std::size_t i = 0; i < offers.size(); ++i) {
@@ -164,8 +148,8 @@ void ControlPlane::burst_waiting(std::int64_t now_ms, Batch& batch) {
       rented[i] = offers[i].max_gpus;
     }
   }
-  const BurstChoice choice = choose_bursts(candidates, offers, rented,
-                                           market_->remaining_budgets(to_seconds(now_ms)), *policy);
+  const BurstChoice choice = choose_bursts(
+      candidates, offers, rented, market_->desk().remaining_budgets(to_seconds(now_ms)), *policy);
   for (const BurstRefusal& refusal : choice.refusals) {
     burst_refusals_[refusal.job.value] = refusal.reason;
   }

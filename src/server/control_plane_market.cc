@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "core/spend_anomaly.h"
+#include "core/tidal_window.h"
 #include "server/control_plane.h"
 
 namespace tidepool {
@@ -48,13 +48,15 @@ Result<void> ControlPlane::open_market(const Snapshot& snapshot, const TenantsSp
                                      scheduler_.pool(), *book, snapshot.ledger, now);
   if (!market) return std::unexpected(market.error());
   market_ = std::move(*market);
-  anomaly_day_ = utc_day(now);
+  budget_watch_ = BudgetWatch{};
+  budget_watch_.set_next_spend_day(utc_day(now));
   for (const KeyedRecord& setting : snapshot.settings) {
     auto value = nlohmann::json::parse(setting.document, nullptr, false);
     if (setting.key.starts_with(kAlertPrefix) && value.is_object()) {
-      budget_alerted_[setting.key.substr(kAlertPrefix.size())] = value.value("quarter", "");
+      budget_watch_.set_alerted(setting.key.substr(kAlertPrefix.size()),
+                                value.value("quarter", ""));
     } else if (setting.key == kAnomalyDayKey && value.is_object()) {
-      anomaly_day_ = value.value("day", anomaly_day_);
+      budget_watch_.set_next_spend_day(value.value("day", utc_day(now)));
     }
   }
   // Jobs restored running are metered again from now: the time the server was down is not
@@ -68,7 +70,7 @@ Result<void> ControlPlane::open_market(const Snapshot& snapshot, const TenantsSp
     if (!tenant) continue;
     const std::int64_t milli =
         job.spec.gpus_per_task == 0 ? 0 : std::int64_t{job.spec.gpus_per_task} * job.spec.gpu_milli;
-    auto ok = market_->start(
+    auto ok = market_->desk().start(
         JobId{static_cast<std::uint32_t>(job.id)}, *tenant, *assignments, milli, scheduler_.pool(),
         job.spec.preemptible ? PriceClass::kPreemptible : PriceClass::kStandard, now);
     if (!ok) return fail("market", fmt::format("job {}: {}", id, ok.error().message()));
@@ -83,9 +85,27 @@ void ControlPlane::market_failed(const Error& error, std::int64_t now_ms, Batch&
   emit(batch, now_ms, "market.error", {{"reason", error.message()}});
 }
 
+namespace {
+
+// A budget event's figures: {"tenant", "quarter", "state", "budget", "spend", "charges",
+// "credits", "remaining"}.
+nlohmann::json budget_figures(const MarketEvent& event) {
+  const BudgetStatus& status = event.status;
+  return {{"tenant", event.tenant_name},
+          {"quarter", event.quarter},
+          {"state", budget_state_name(status.state)},
+          {"budget", units(status.budget)},
+          {"spend", units(status.spend)},
+          {"charges", units(status.charges)},
+          {"credits", units(status.credits)},
+          {"remaining", units(status.remaining)}};
+}
+
+}  // namespace
+
 void ControlPlane::meter_advance(std::int64_t now_ms, Batch& batch) {
   if (!market_) return;
-  if (auto ok = market_->advance(to_seconds(now_ms), scheduler_.pool()); !ok) {
+  if (auto ok = market_->desk().advance(to_seconds(now_ms), scheduler_.pool()); !ok) {
     market_failed(ok.error(), now_ms, batch);
   }
 }
@@ -98,7 +118,7 @@ void ControlPlane::meter_start(const ServerJob& job, const std::vector<Assignmen
   const std::int64_t milli =
       job.spec.gpus_per_task == 0 ? 0 : std::int64_t{job.spec.gpus_per_task} * job.spec.gpu_milli;
   // The pass took its decisions with the state the meter was advanced over at its start.
-  auto ok = market_->start(
+  auto ok = market_->desk().start(
       JobId{static_cast<std::uint32_t>(job.id)}, *tenant, assignments, milli, scheduler_.pool(),
       job.spec.preemptible ? PriceClass::kPreemptible : PriceClass::kStandard, to_seconds(now_ms));
   if (!ok) market_failed(ok.error(), now_ms, batch);
@@ -107,7 +127,8 @@ void ControlPlane::meter_start(const ServerJob& job, const std::vector<Assignmen
 void ControlPlane::meter_stop(const ServerJob& job, std::int64_t now_ms, Batch& batch) {
   if (!market_) return;
   meter_advance(now_ms, batch);
-  if (auto ok = market_->stop(JobId{static_cast<std::uint32_t>(job.id)}, to_seconds(now_ms)); !ok) {
+  if (auto ok = market_->desk().stop(JobId{static_cast<std::uint32_t>(job.id)}, to_seconds(now_ms));
+      !ok) {
     market_failed(ok.error(), now_ms, batch);
   }
   store_ledger(batch);
@@ -141,7 +162,7 @@ void ControlPlane::stop_over_cost(std::int64_t now_ms, Batch& batch) {
   for (std::int64_t id : live_) {
     const ServerJob& job = jobs_.at(id);
     if (job.state != JobState::kRunning || !job.spec.max_cost) continue;
-    const Micros cost = market_->job_cost(JobId{static_cast<std::uint32_t>(id)});
+    const Micros cost = market_->desk().job_cost(JobId{static_cast<std::uint32_t>(id)});
     if (cost >= *job.spec.max_cost) over.emplace_back(id, cost);
   }
   for (const auto& [id, cost] : over) {
@@ -154,91 +175,52 @@ void ControlPlane::stop_over_cost(std::int64_t now_ms, Batch& batch) {
   }
 }
 
-void ControlPlane::apply_budget_holds() {
-  const TenantBook& book = scheduler_.book();
-  for (const auto& [name, reason] : budget_held_) {
-    if (auto tenant = book.find_tenant(name)) {
-      (void)scheduler_.set_budget_exhausted(*tenant, reason);
-    }
-  }
-}
+void ControlPlane::apply_budget_holds() { (void)budget_watch_.apply(scheduler_); }
 
 void ControlPlane::check_budgets(std::int64_t now_ms, Batch& batch, bool announce) {
-  const Seconds now = to_seconds(now_ms);
-  const Quarter quarter = quarter_of(now);
-  const std::string quarter_text = quarter_name(quarter);
-  const TenantBook& book = scheduler_.book();
-  for (int t = 0; t < book.tenant_count(); ++t) {
-    const TenantId tenant{static_cast<std::uint32_t>(t)};
-    const std::string& name = book.tenant_name(tenant);
-    const auto budget = market_->budget(tenant);
-    if (!budget) continue;
-    const MoneyTotals totals = market_->days_totals(tenant, quarter.start, quarter.end);
-    const BudgetStatus status = budget_status(*budget, totals.charges, totals.credits);
-    const nlohmann::json figures = {{"tenant", name},
-                                    {"quarter", quarter_text},
-                                    {"state", budget_state_name(status.state)},
-                                    {"budget", units(status.budget)},
-                                    {"spend", units(status.spend)},
-                                    {"charges", units(status.charges)},
-                                    {"credits", units(status.credits)},
-                                    {"remaining", units(status.remaining)}};
-    if (status.state != BudgetState::kWithin && budget_alerted_[name] != quarter_text) {
-      budget_alerted_[name] = quarter_text;
-      batch.settings.push_back(KeyedRecord{std::string(kAlertPrefix) + name,
-                                           nlohmann::json{{"quarter", quarter_text}}.dump()});
-      emit(batch, now_ms, "budget.alert", figures);
-    }
-    const bool held = budget_held_.contains(name);
-    if (status.state == BudgetState::kExhausted) {
-      std::string reason = budget_exhausted_reason(name, status, quarter_text);
-      (void)scheduler_.set_budget_exhausted(tenant, reason);
-      budget_held_[name] = std::move(reason);
-      if (!held && announce) {
-        emit(batch, now_ms, "budget.exhausted", figures);
+  for (const MarketEvent& event :
+       budget_watch_.check_budgets(market_->desk(), to_seconds(now_ms))) {
+    switch (event.kind) {
+      case MarketEventKind::kBudgetAlert:
+        batch.settings.push_back(KeyedRecord{std::string(kAlertPrefix) + event.tenant_name,
+                                             nlohmann::json{{"quarter", event.quarter}}.dump()});
+        break;
+      case MarketEventKind::kBudgetExhausted:
+        // Held before a restart already: announced then.
+        if (!announce) continue;
         dirty_ = true;
-      }
-    } else if (held) {
-      (void)scheduler_.set_budget_exhausted(tenant, std::nullopt);
-      budget_held_.erase(name);
-      emit(batch, now_ms, "budget.restored", figures);
-      dirty_ = true;
+        break;
+      case MarketEventKind::kBudgetRestored:
+        dirty_ = true;
+        break;
+      case MarketEventKind::kSpendAnomaly:
+        continue;
     }
+    emit(batch, now_ms, std::string(market_event_name(event.kind)), budget_figures(event));
   }
+  apply_budget_holds();
 }
 
 void ControlPlane::check_anomalies(std::int64_t now_ms, Batch& batch) {
-  const std::int64_t today = utc_day(to_seconds(now_ms));
-  if (today <= anomaly_day_) return;
-  // The day that just ended (a server down for days checks only the last one).
-  const std::int64_t day = today - 1;
-  const TenantBook& book = scheduler_.book();
-  for (int t = 0; t < book.tenant_count(); ++t) {
-    const TenantId tenant{static_cast<std::uint32_t>(t)};
-    // Only days the market ran count: fewer than a week of them raise nothing.
-    const std::int64_t first = std::max(day - kAnomalyTrailingDays, market_->first_day());
-    const auto previous = market_->daily_charges(
-        tenant, first, static_cast<int>(std::max<std::int64_t>(0, day - first)));
-    const Micros spent = market_->daily_charges(tenant, day, 1).front();
-    const auto anomaly = spend_anomaly(previous, spent);
-    if (!anomaly) continue;
-    const std::string& name = book.tenant_name(tenant);
-    const std::string day_text = utc_date_text(day * kSecondsPerDay);
-    emit(batch, now_ms, "cost.anomaly",
-         {{"tenant", name},
-          {"day", day_text},
-          {"spend", units(anomaly->day_spend)},
-          {"trailing_average", units(anomaly->trailing_average)},
-          {"reason", describe_spend_anomaly(name, day_text, *anomaly)}});
+  const std::optional<std::int64_t> checked = budget_watch_.next_spend_day();
+  for (const MarketEvent& event : budget_watch_.check_spend(market_->desk(), to_seconds(now_ms))) {
+    emit(batch, now_ms, std::string(market_event_name(event.kind)),
+         {{"tenant", event.tenant_name},
+          {"day", utc_date_text(event.day * kSecondsPerDay)},
+          {"spend", units(event.anomaly.day_spend)},
+          {"trailing_average", units(event.anomaly.trailing_average)},
+          {"reason", event.reason}});
   }
-  anomaly_day_ = today;
-  batch.settings.push_back(
-      KeyedRecord{std::string(kAnomalyDayKey), nlohmann::json{{"day", today}}.dump()});
+  if (budget_watch_.next_spend_day() != checked) {
+    batch.settings.push_back(
+        KeyedRecord{std::string(kAnomalyDayKey),
+                    nlohmann::json{{"day", *budget_watch_.next_spend_day()}}.dump()});
+  }
 }
 
 void ControlPlane::market_figures(Figures& figures) const {
   if (!market_) return;
-  const ChargeMeter& meter = market_->meter();
+  const ChargeMeter& meter = market_->desk().meter();
   const GpuModelCatalog& models = scheduler_.pool().models();
   for (int m = 0; m < models.size(); ++m) {
     const GpuModelId model{static_cast<std::uint32_t>(m)};
@@ -247,18 +229,16 @@ void ControlPlane::market_figures(Figures& figures) const {
           meter.price_per_hour(model, c);
     }
   }
-  const Quarter quarter = quarter_of(meter.now());
+  const MarketDesk& desk = market_->desk();
   const TenantBook& book = scheduler_.book();
   for (int t = 0; t < book.tenant_count(); ++t) {
     const TenantId tenant{static_cast<std::uint32_t>(t)};
     const std::string& name = book.tenant_name(tenant);
-    const MoneyTotals all = market_->tenant_totals(tenant);
+    const MoneyTotals all = desk.tenant_totals(tenant);
     figures.tenant_charges[name] = all.charges;
     figures.tenant_credits[name] = all.credits;
-    if (const auto budget = market_->budget(tenant)) {
-      const MoneyTotals q = market_->days_totals(tenant, quarter.start, quarter.end);
-      figures.tenant_budget_spend[name] =
-          mul_div_round(q.charges - q.credits, kPpmOne, budget->quarterly);
+    if (const auto status = desk.budget_status(tenant, desk.now())) {
+      figures.tenant_budget_spend[name] = mul_div_round(status->spend, kPpmOne, status->budget);
     }
   }
   const std::vector<std::int64_t> rented = rented_gpus_by_offer();
@@ -273,7 +253,7 @@ Reply ControlPlane::prices(const Principal& who, std::int64_t now_ms) {
   if (!market_) return no_market();
   Batch ignored;
   meter_advance(now_ms, ignored);
-  const ChargeMeter& meter = market_->meter();
+  const ChargeMeter& meter = market_->desk().meter();
   const PriceSchedule& schedule = meter.schedule();
   const GpuModelCatalog& models = scheduler_.pool().models();
   nlohmann::json list = nlohmann::json::array();
@@ -329,7 +309,7 @@ Reply ControlPlane::bill(const Principal& who, const BillQuery& query) const {
   std::map<std::string, Group> groups;
   Group total;
   const GpuModelCatalog& models = scheduler_.pool().models();
-  for (const LedgerEntry& e : market_->ledger().entries()) {
+  for (const LedgerEntry& e : market_->desk().ledger().entries()) {
     if (e.tenant != *tenant || e.to < query.from || e.to >= query.to) continue;
     if (e.kind == EntryKind::kBurstCost) continue;
     const bool credit = e.kind == EntryKind::kLendingCredit;

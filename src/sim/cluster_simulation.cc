@@ -37,8 +37,6 @@ __extension__ using Int128 = __int128;
 
 enum EventKind : int { kFinish = 0, kLoanStart = 1, kArrival = 2, kWakeup = 3, kBurstFinish = 4 };
 
-// At most this many waiting jobs are offered to the burst rule per pass (the longest waiting).
-constexpr std::size_t kMaxBurstCandidates = 1000;
 // A spot job interrupted this often runs out its last segment uninterrupted (bounds the model).
 constexpr int kMaxSpotInterruptions = 100;
 
@@ -233,7 +231,7 @@ void Simulation::apply(const PassResult& pass, Seconds now) {
         std::max<Seconds>(0, workload_[p.job.value].duration - track.progress);
     track.progress += std::min(remaining, ideal_work(p.kept_seconds, track.efficiency));
     stop_segment(track, result, now);
-    if (market_) market_hook(market_->stop(p.job, now, sched_));
+    if (market_) market_hook(market_->stop(p.job, now));
     ++result.preemptions;
     result.lost_gpu_seconds += p.lost_gpu_seconds;
     track.pending_since = now;
@@ -287,26 +285,17 @@ void Simulation::apply(const PassResult& pass, Seconds now) {
 
 void Simulation::burst(Seconds now) {
   const BurstPolicy& policy = *settings_.market->burst;
-  std::vector<BurstCandidate> candidates;
-  for (auto it = waiting_.begin(); it != waiting_.end() && it->first <= now - policy.threshold &&
-                                   candidates.size() < kMaxBurstCandidates;
+  // The jobs waiting past the threshold (waiting_ is oldest first), but a loan's milestone job,
+  // which runs on its loan.
+  std::vector<WaitingJob> waiting;
+  for (auto it = waiting_.begin(); it != waiting_.end() && it->first <= now - policy.threshold;
        ++it) {
-    const std::uint32_t i = it->second;
-    if (tracks_[i].loan) continue;  // a loan's milestone job runs on its loan
-    const Job& job = workload_[i].job;
-    const auto prediction = sched_.prediction(job.id);
-    candidates.push_back({.job = job.id,
-                          .tenant = job.tenant,
-                          .models = job.gang.task.models,
-                          .gpus = whole_gpus(job.total_milli_gpu()),
-                          .waited = now - it->first,
-                          .predicted_runtime = prediction ? prediction->runtime : 3600,
-                          .preemptible = job.preemptible,
-                          .checkpoints = job.checkpoint_interval.has_value()});
+    if (!tracks_[it->second].loan) waiting.push_back({&workload_[it->second].job, now - it->first});
   }
+  const std::vector<BurstCandidate> candidates = burst_candidates(waiting, sched_, policy);
   if (candidates.empty()) return;
   const BurstChoice choice = choose_bursts(candidates, settings_.market->offers, rented_,
-                                           market_->remaining_budgets(), policy);
+                                           market_->remaining_budgets(now), policy);
   for (const BurstDecision& d : choice.decisions) {
     const std::uint32_t i = d.job.value;
     JobTrack& track = tracks_[i];
@@ -325,7 +314,7 @@ void Simulation::rent(std::uint32_t i, std::size_t offer_index, Seconds now) {
   const BurstOffer& offer = settings_.market->offers[offer_index];
   JobTrack& track = tracks_[i];
   SimJobResult& result = run_.jobs[i];
-  const std::int64_t gpus = whole_gpus(sj.job.total_milli_gpu());
+  const std::int64_t gpus = rented_gpus(sj.job);
   result.queue_seconds += now - track.pending_since + offer.startup_delay;
   if (!result.first_start) result.first_start = now + offer.startup_delay;
   track.burst_offer = offer_index;
@@ -372,7 +361,7 @@ void Simulation::finish_burst(std::uint32_t i, Seconds now) {
   JobTrack& track = tracks_[i];
   const SimJob& sj = workload_[i];
   SimJobResult& result = run_.jobs[i];
-  const std::int64_t gpus = whole_gpus(sj.job.total_milli_gpu());
+  const std::int64_t gpus = rented_gpus(sj.job);
   rented_[*track.burst_offer] -= gpus;
   track.running = false;
   track.progress = sj.duration;
@@ -380,7 +369,7 @@ void Simulation::finish_burst(std::uint32_t i, Seconds now) {
   result.preemptions += track.interruptions;
   market_->add_useful(sj.job.total_milli_gpu(), sj.duration);
   market_hook(market_->charge_burst(sj.job, *track.burst_offer, track.burst_from, now, gpus,
-                                    track.rented_seconds, track.interruptions, sched_));
+                                    track.rented_seconds, track.interruptions));
 }
 
 Result<ClusterSimRun> Simulation::run() {
@@ -488,7 +477,7 @@ Result<ClusterSimRun> Simulation::run() {
                 std::min(sj.duration,
                          track.progress + ideal_work(t - track.segment_start, track.efficiency));
             market_->add_useful(sj.job.total_milli_gpu(), done);
-            market_hook(market_->stop(sj.job.id, t, sched_));
+            market_hook(market_->stop(sj.job.id, t));
           }
           stop_segment(track, result, t);
           result.end = t;
@@ -586,7 +575,7 @@ Result<ClusterSimRun> Simulation::run() {
   if (market_) {
     market_hook(market_->advance(now, sched_.pool(), sched_));
     if (!market_status_) return fail("market", market_status_.error().message());
-    auto cost = market_->finish(now, sched_);
+    auto cost = market_->finish(now);
     if (!cost) return fail("market", cost.error().message());
     run_.cost = std::move(*cost);
   }

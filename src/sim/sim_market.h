@@ -1,21 +1,17 @@
-// The internal market inside a simulation (sim/cluster_simulation.h): the same meter and ledger
-// the server runs (core/charge_meter.h, core/cost_ledger.h) charge every job of the run at the
-// price in force and credit lenders, budgets hold back tenants that spent theirs, and the run's
-// cost figures come out at the end.
+// The internal market inside a simulation (sim/cluster_simulation.h): the market desk the server
+// drives too (core/market_desk.h: meter, ledger, usage, totals) charges every job of the run at
+// the price in force and credits lenders, the budget watch (core/budget_watch.h) holds back
+// tenants that spent their quarter's budget and counts spend anomalies, and the run's cost
+// figures come out at the end. What is the simulator's own: its clock (postings every
+// `posting_interval` seconds of simulated time, and when a job stops; `epoch` is the Unix time of
+// simulation time 0) and its figures (SimCost).
 //
-// Usage is metered from what runs, whatever the policy: the market keeps its own copy of the
-// tenants' book in which every running job's GPUs are recorded, so lending credits are the same
-// kind of figure under a policy without quotas (fifo-firstfit) as under one with them.
-//
-// Posting: accrued charges and credits are posted every `posting_interval` seconds and when a job
-// stops. Budgets are checked after each posting: a tenant whose spend in the current quarter (UTC,
-// with `epoch` the Unix time of simulation time 0) reaches its budget is held back
-// (Scheduler::set_budget_exhausted) until the quarter ends. Daily spend (by posting time, UTC
-// days) feeds the anomaly check (core/budget.h: spend_anomaly) once per day.
+// Budgets and anomalies are checked after each posting: a tenant whose spend in the current
+// quarter reaches its budget is held back (Scheduler::set_budget_exhausted) until the first
+// posting of the next quarter, or until lending credits bring it back under.
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -23,10 +19,11 @@
 
 #include "config/market_file.h"
 #include "core/budget.h"
+#include "core/budget_watch.h"
 #include "core/burst.h"
-#include "core/charge_meter.h"
 #include "core/cost_ledger.h"
 #include "core/error.h"
+#include "core/market_desk.h"
 #include "core/pool.h"
 #include "core/pricing.h"
 #include "core/scheduler.h"
@@ -97,61 +94,46 @@ class SimMarket {
                                   const TenantBook& book, Seconds start);
 
   // Accrues up to `now` with the pool as it stood since the last call, posts and checks budgets
-  // at every posting time passed (telling `scheduler` which tenants are held back).
+  // and spend at every posting time passed (telling `scheduler` which tenants are held back).
   Result<void> advance(Seconds now, const Pool& pool, Scheduler& scheduler);
   // A job started now holding `assignments` of `pool`, in `price_class`.
   Result<void> start(const Job& job, std::span<const Assignment> assignments, const Pool& pool,
                      PriceClass price_class, Seconds now);
   // A running job stopped now (finished, preempted or stopped at its cap).
-  Result<void> stop(JobId job, Seconds now, Scheduler& scheduler);
+  Result<void> stop(JobId job, Seconds now);
   // Work kept by a job that finished or stopped: `milli` GPUs x `ideal_seconds` of work.
   void add_useful(std::int64_t milli, Seconds ideal_seconds);
-  // What each tenant may still spend this quarter (nullopt: no budget), by tenant id.
-  [[nodiscard]] std::vector<std::optional<Micros>> remaining_budgets() const;
+  // What each tenant may still spend in the quarter holding `now` (nullopt: no budget), by
+  // tenant id.
+  [[nodiscard]] std::vector<std::optional<Micros>> remaining_budgets(Seconds now) const {
+    return desk_.remaining_budgets(now);
+  }
   // A job ran on rented capacity of offer `offer` over [from, to) (start-up delays included) with
-  // `gpus` GPUs, interrupted `interruptions` times: its tenant is charged the offer's price and
-  // the pool owes the provider as much.
+  // `gpus` GPUs, paying for `rented_seconds`, interrupted `interruptions` times: its tenant is
+  // charged the offer's price and the pool owes the provider as much.
   Result<void> charge_burst(const Job& job, std::size_t offer, Seconds from, Seconds to,
-                            std::int64_t gpus, Seconds rented_seconds, int interruptions,
-                            Scheduler& scheduler);
+                            std::int64_t gpus, Seconds rented_seconds, int interruptions);
 
   // Posts everything and returns the figures for a run that ended at `end` (its makespan from
   // `start`).
-  Result<SimCost> finish(Seconds end, Scheduler& scheduler);
+  Result<SimCost> finish(Seconds end);
 
-  [[nodiscard]] const CostLedger& ledger() const { return ledger_; }
-  [[nodiscard]] const ChargeMeter& meter() const { return meter_; }
+  [[nodiscard]] const MarketDesk& desk() const { return desk_; }
 
  private:
-  SimMarket(SimMarketSettings settings, ChargeMeter meter, TenantBook book, Seconds start);
-  // Sums the entries posted since the last call into the tenants' figures, the quarter's and the
-  // day's (an entry ending after the quarter starts the next one).
-  void absorb(Scheduler& scheduler);
-  Result<void> check_budgets(Seconds now, Scheduler& scheduler);
-  void start_quarter(Seconds now, Scheduler& scheduler);
-  void close_days_until(std::int64_t day);
+  SimMarket(SimMarketSettings settings, MarketDesk desk, Seconds start);
+  // Posts at `t` and counts what the budget watch finds.
+  Result<void> post(Seconds t, Scheduler& scheduler);
 
   SimMarketSettings settings_;
-  ChargeMeter meter_;
-  CostLedger ledger_;
-  TenantBook book_;  // usage as it runs
+  MarketDesk desk_;
+  BudgetWatch watch_;
   Seconds start_ = 0;
   Seconds next_post_ = 0;
-  std::map<JobId, std::pair<TenantId, std::vector<ModelMilli>>> running_;
-  std::vector<SimTenantCost> tenants_;
-  std::size_t posted_entries_ = 0;  // entries already summed into the tenants' figures
-  // Budgets: the current quarter and each tenant's charges and credits in it.
-  Quarter quarter_;
-  std::vector<CostLedger::TenantTotals> quarter_totals_;
-  std::vector<bool> alerted_, exhausted_;
+  std::vector<SimTenantCost> tenants_;  // alerts, exhaustions, anomalies and holds
   std::vector<Seconds> held_since_;
-  // Daily spend per tenant: the current day's and the last days' (oldest first).
-  std::int64_t day_ = 0;
-  std::vector<Micros> today_;
-  std::vector<std::vector<Micros>> days_;
   std::int64_t useful_milli_seconds_ = 0;
   std::int64_t allocated_milli_seconds_ = 0;  // running GPUs x time, accrued by advance()
-  std::int64_t running_milli_ = 0;
   int burst_jobs_ = 0;
   std::int64_t burst_milli_seconds_ = 0;
   Micros burst_cost_ = 0;
