@@ -11,7 +11,6 @@ template <class Tag>
 struct Id {
   std::uint32_t value = 0;
 
-  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 misreads a defaulted <=>.
   friend constexpr auto operator<=>(Id, Id) = default;
 };
 
