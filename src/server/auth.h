@@ -54,6 +54,7 @@ class TokenTable {
   [[nodiscard]] bool has_active_admin() const;
 
  private:
+  // Guards both maps: HTTP threads check tokens (shared), the loop thread replaces them (unique).
   mutable std::shared_mutex mutex_;
   std::unordered_map<std::string, TokenRecord> by_hash_;
   std::unordered_map<std::string, std::string> hash_by_id_;

@@ -101,6 +101,8 @@ class ControlLoop {
   std::map<std::int64_t, std::shared_ptr<const ListedJob>> listed_;
   std::set<std::int64_t> listing_changed_;
 
+  // Guards what follows up to thread_: the callers' queue, the listing handed out and the flags
+  // (HTTP threads and the loop thread); waited on by wake_ and listing_ready_.
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::vector<Pending> queue_;

@@ -62,9 +62,13 @@ class EventFeed {
                    std::vector<EventRecord>& out, std::int64_t& last_seq) const;
   void notify_listeners();
 
+  // Guards recent_, last_seq_ and closed_ (the loop thread appends, HTTP threads read); waited on
+  // by changed_.
   mutable std::mutex mutex_;
   std::condition_variable changed_;
-  std::mutex listeners_mutex_;  // held while listeners run
+  // Guards next_listener_ and listeners_, and is held while listeners run, so that one removed
+  // is never called afterwards; never taken with mutex_ held.
+  std::mutex listeners_mutex_;
   std::uint64_t next_listener_ = 1;
   std::map<std::uint64_t, std::function<void()>> listeners_;
   std::deque<EventRecord> recent_;

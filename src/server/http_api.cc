@@ -217,7 +217,7 @@ struct HttpApi::LongPolls {
   explicit LongPolls(ServerMetrics& m) : metrics(m) {}
 
   ServerMetrics& metrics;  // its parked-polls gauge follows `parked`
-  std::mutex mutex;
+  std::mutex mutex;  // guards what follows but recheck_pending (HTTP threads and the loop's wake)
   bool closed = false;
   std::uint64_t next_id = 1;
   std::map<std::uint64_t, std::shared_ptr<Poll>> parked;

@@ -103,7 +103,7 @@ class WorkerPool {
   }
 
   std::size_t max_queued_;
-  std::mutex mutex_;
+  std::mutex mutex_;  // guards queue_ and stopping_; waited on by wake_
   std::condition_variable wake_;
   std::deque<std::function<void()>> queue_;
   bool stopping_ = false;

@@ -95,7 +95,7 @@ class JobLogs {
   std::int64_t task_limit_bytes_;
   std::int64_t total_limit_bytes_;
   std::int64_t total_bytes_;  // guarded by append_mutex_
-  std::mutex append_mutex_;
+  std::mutex append_mutex_;   // guards total_bytes_ and serialises appends (HTTP threads)
 };
 
 }  // namespace tidepool

@@ -63,6 +63,7 @@ class ProviderHooks {
   Report report_;
   std::chrono::milliseconds timeout_;
   std::atomic<bool> stopping_ = false;
+  // Guards server_url_ and running_: the loop thread starts hooks, their threads end them.
   std::mutex mutex_;
   std::string server_url_;
   std::list<Running> running_;

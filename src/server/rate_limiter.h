@@ -24,7 +24,7 @@ class RateLimiter {
   };
   double rate_;
   double burst_;
-  std::mutex mutex_;
+  std::mutex mutex_;  // guards buckets_ (every HTTP thread takes from them)
   std::unordered_map<std::string, Bucket> buckets_;
 };
 

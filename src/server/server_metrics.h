@@ -67,6 +67,7 @@ class ServerMetrics {
   prometheus::Counter& burst_rentals_;
   prometheus::Family<prometheus::Histogram>& queue_waits_;
   std::map<std::string, QueueWaits> reported_waits_;  // what the histograms hold, per tenant
+  // Guards gpu_metrics_: written by the loop thread, read by the /metrics handler.
   mutable std::mutex gpu_metrics_mutex_;
   std::string gpu_metrics_;  // the GPUs' figures, rendered by the control plane
 };
