@@ -74,6 +74,21 @@ struct KeyedRecord {
 
 // Changes applied together or not at all. Jobs and tokens are upserted by id, nodes and settings
 // by key; events and ledger entries are appended (their seq must follow the last stored one).
+//
+// The lists are applied in this order: jobs, events, ledger, tokens, nodes, settings; each record
+// by record in its order, and each record is checked against the state that the records before it
+// left:
+//  - a job's id is > 0 and its document is not empty;
+//  - a job's non-empty idempotency key is held by no other job of its tenant;
+//  - an event's seq, and a ledger entry's, is the last stored one + 1 (the first is 1);
+//  - a token's hash, the empty one too, is held by no other token.
+// Nothing else is checked: other fields may hold anything, the empty string too. So a record may
+// take an idempotency key or a hash that an earlier record of the batch gave up, of two records
+// with the same id (or node or setting key) the later wins, and two jobs that swap their keys in
+// one batch are refused (the first takes a key still held). If a record breaks a rule the batch
+// is refused: nothing of it is applied, the store is as before and usable, and the error's reason
+// names the first such record ("job 6", "token tok-b", "event seq 5", "ledger seq 4"). An empty
+// batch succeeds and changes nothing.
 struct Batch {
   std::vector<JobRecord> jobs;
   std::vector<EventRecord> events;
@@ -88,7 +103,9 @@ struct Batch {
   }
 };
 
-// Everything the server needs to rebuild its state at start, in id/key order.
+// Everything the server needs to rebuild its state at start, in id/key order: jobs by id, tokens,
+// nodes and settings by key in byte order (as memcmp compares, shorter first on a tie), whatever
+// the locale.
 struct Snapshot {
   std::vector<JobRecord> jobs;
   std::vector<TokenRecord> tokens;
@@ -96,6 +113,8 @@ struct Snapshot {
   std::vector<KeyedRecord> settings;
   std::int64_t last_event_seq = 0;   // 0: no events yet
   std::vector<LedgerRecord> ledger;  // in seq order
+
+  friend bool operator==(const Snapshot&, const Snapshot&) = default;
 };
 
 // Thread safety: every method may be called from any thread. load() and commit() are serialized
@@ -110,7 +129,8 @@ class Store {
 
   [[nodiscard]] virtual Result<Snapshot> load() = 0;
   [[nodiscard]] virtual Result<void> commit(const Batch& batch) = 0;
-  // Up to `limit` (>= 0) events with seq > `after`, in seq order; empty when there are none yet.
+  // Up to `limit` (>= 0) events with seq > `after` (any value, negative too), in seq order; empty
+  // when there are none yet. A negative limit is refused with the field "limit".
   [[nodiscard]] virtual Result<std::vector<EventRecord>> events_after(std::int64_t after,
                                                                       int limit) = 0;
 };

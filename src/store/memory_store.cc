@@ -1,0 +1,158 @@
+#include "store/memory_store.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <optional>
+
+namespace tidepool {
+namespace {
+
+constexpr const char* kField = "memory store";
+
+}  // namespace
+
+// What the records of a failing batch replaced, to put back in reverse order. Nodes and settings
+// need no entry: they have no rules and are written only once everything else has passed.
+struct MemoryStore::Undo {
+  std::vector<std::pair<std::int64_t, std::optional<JobRecord>>> jobs;
+  std::size_t events = 0;
+  std::size_t ledger = 0;
+  std::vector<std::pair<std::string, std::optional<TokenRecord>>> tokens;
+};
+
+Result<void> MemoryStore::commit(const Batch& batch) {
+  if (batch.empty()) return {};
+  std::lock_guard lock(mutex_);
+  Undo undo;
+  undo.events = events_.size();
+  undo.ledger = ledger_.size();
+  auto applied = apply(batch, undo);
+  if (!applied) rollback(undo);
+  return applied;
+}
+
+// Record by record in store.h's order, each checked against what the ones before it left, as
+// SQLite checks its constraints statement by statement.
+Result<void> MemoryStore::apply(const Batch& batch, Undo& undo) {
+  for (const JobRecord& job : batch.jobs) {
+    if (job.id <= 0) return fail(kField, fmt::format("job id {} is not positive", job.id));
+    if (job.document.empty()) {
+      return fail(kField,
+                  fmt::format("job {} has no document (a batch committed unsealed?)", job.id));
+    }
+    if (!job.idempotency_key.empty()) {
+      const auto holder = job_by_key_.find({job.tenant, job.idempotency_key});
+      if (holder != job_by_key_.end() && holder->second != job.id) {
+        return fail(
+            kField,
+            fmt::format("writing job {}: job {} of tenant {} has the idempotency key \"{}\"",
+                        job.id, holder->second, job.tenant, job.idempotency_key));
+      }
+    }
+    const auto stored = jobs_.find(job.id);
+    undo.jobs.emplace_back(
+        job.id, stored == jobs_.end() ? std::nullopt : std::optional<JobRecord>(stored->second));
+    put_job(job.id, &job);
+  }
+
+  for (const EventRecord& event : batch.events) {
+    const auto last = static_cast<std::int64_t>(events_.size());
+    if (event.seq != last + 1) {
+      return fail(kField, fmt::format("event seq {} does not follow the last stored seq {}",
+                                      event.seq, last));
+    }
+    events_.push_back(event);
+  }
+
+  for (const LedgerRecord& entry : batch.ledger) {
+    const auto last = static_cast<std::int64_t>(ledger_.size());
+    if (entry.seq != last + 1) {
+      return fail(kField, fmt::format("ledger seq {} does not follow the last stored seq {}",
+                                      entry.seq, last));
+    }
+    ledger_.push_back(entry);
+  }
+
+  for (const TokenRecord& token : batch.tokens) {
+    const auto holder = token_by_hash_.find(token.hash);
+    if (holder != token_by_hash_.end() && holder->second != token.id) {
+      return fail(kField, fmt::format("writing token {}: token {} has the same hash", token.id,
+                                      holder->second));
+    }
+    const auto stored = tokens_.find(token.id);
+    undo.tokens.emplace_back(token.id, stored == tokens_.end()
+                                           ? std::nullopt
+                                           : std::optional<TokenRecord>(stored->second));
+    put_token(token.id, &token);
+  }
+
+  for (const KeyedRecord& node : batch.nodes) nodes_[node.key] = node.document;
+  for (const KeyedRecord& setting : batch.settings) settings_[setting.key] = setting.document;
+  return {};
+}
+
+void MemoryStore::rollback(const Undo& undo) {
+  for (auto it = undo.jobs.rbegin(); it != undo.jobs.rend(); ++it) {
+    put_job(it->first, it->second ? &*it->second : nullptr);
+  }
+  events_.erase(events_.begin() + static_cast<std::ptrdiff_t>(undo.events), events_.end());
+  ledger_.erase(ledger_.begin() + static_cast<std::ptrdiff_t>(undo.ledger), ledger_.end());
+  for (auto it = undo.tokens.rbegin(); it != undo.tokens.rend(); ++it) {
+    put_token(it->first, it->second ? &*it->second : nullptr);
+  }
+}
+
+// Replaces the job `id` with `job` (nullptr: removes it), keeping job_by_key_ in step.
+void MemoryStore::put_job(std::int64_t id, const JobRecord* job) {
+  if (const auto stored = jobs_.find(id); stored != jobs_.end()) {
+    if (!stored->second.idempotency_key.empty()) {
+      job_by_key_.erase({stored->second.tenant, stored->second.idempotency_key});
+    }
+    jobs_.erase(stored);
+  }
+  if (job == nullptr) return;
+  jobs_.emplace(id, *job);
+  if (!job->idempotency_key.empty()) job_by_key_[{job->tenant, job->idempotency_key}] = id;
+}
+
+// Replaces the token `id` with `token` (nullptr: removes it), keeping token_by_hash_ in step.
+void MemoryStore::put_token(const std::string& id, const TokenRecord* token) {
+  if (const auto stored = tokens_.find(id); stored != tokens_.end()) {
+    token_by_hash_.erase(stored->second.hash);
+    tokens_.erase(stored);
+  }
+  if (token == nullptr) return;
+  tokens_.emplace(id, *token);
+  token_by_hash_[token->hash] = id;
+}
+
+Result<Snapshot> MemoryStore::load() {
+  std::lock_guard lock(mutex_);
+  Snapshot snapshot;
+  snapshot.jobs.reserve(jobs_.size());
+  for (const auto& [id, job] : jobs_) snapshot.jobs.push_back(job);
+  snapshot.tokens.reserve(tokens_.size());
+  for (const auto& [id, token] : tokens_) snapshot.tokens.push_back(token);
+  for (const auto& [key, document] : nodes_) snapshot.nodes.push_back({key, document});
+  for (const auto& [key, document] : settings_) snapshot.settings.push_back({key, document});
+  snapshot.last_event_seq = static_cast<std::int64_t>(events_.size());
+  snapshot.ledger = ledger_;
+  return snapshot;
+}
+
+Result<std::vector<EventRecord>> MemoryStore::events_after(std::int64_t after, int limit) {
+  if (limit < 0) return fail("limit", fmt::format("must not be negative, got {}", limit));
+  std::vector<EventRecord> events;
+  if (limit == 0) return events;
+  std::lock_guard lock(mutex_);
+  // Event seq s is events_[s - 1]: the first one after `after` is at index `after`.
+  const auto stored = static_cast<std::int64_t>(events_.size());
+  const std::int64_t first = std::clamp<std::int64_t>(after, 0, stored);
+  const std::int64_t end = std::min(stored, first + limit);
+  events.assign(events_.begin() + first, events_.begin() + end);
+  return events;
+}
+
+}  // namespace tidepool
