@@ -135,8 +135,11 @@ Result<std::unique_ptr<ControlPlane>> ControlPlane::create(ControlPlaneSetup set
   }
   plane->settle_loaded_dependents(now_ms, repairs);
   for (std::size_t n = 0; n < plane->nodes_.size(); ++n) {
-    if (!plane->schedulable(plane->nodes_[n])) {
-      (void)plane->scheduler_.set_node_schedulable(NodeId{static_cast<std::uint32_t>(n)}, false);
+    if (plane->schedulable(plane->nodes_[n])) continue;
+    // Every node of the cluster file is the pool's: a refusal is a bug, and no plane is made.
+    const NodeId id{static_cast<std::uint32_t>(n)};
+    if (auto ok = plane->scheduler_.set_node_schedulable(id, false); !ok) {
+      return std::unexpected(ok.error());
     }
   }
   if (auto opened = plane->open_market(snapshot, *tenants, now_ms, repairs); !opened) {
@@ -168,7 +171,40 @@ Result<void> ControlPlane::restore(Scheduler& scheduler, const ServerJob& job,
   } else if (auto queued = scheduler.submit(*core, to_seconds(now_ms)); !queued) {
     return queued;
   }
-  return credit_ended_runs(scheduler, job);
+  auto credited = credit_ended_runs(scheduler, job);
+  if (credited) return credited;
+  // Not restored after all: out of the scheduler again, so that no pass starts (or keeps) a job
+  // the caller fails. Taking out a job just added cannot fail unless the scheduler is broken.
+  auto out = job.state == JobState::kRunning
+                 ? scheduler.finish(core->id, to_seconds(now_ms), std::nullopt)
+                 : scheduler.withdraw(core->id, to_seconds(now_ms));
+  if (out) out = scheduler.forget(core->id);
+  if (!out) {
+    return fail(credited.error().field,
+                fmt::format("{}; and the scheduler kept the job: {}", credited.error().reason,
+                            out.error().message()));
+  }
+  return credited;
+}
+
+bool ControlPlane::in_scheduler(const ServerJob& job) const {
+  if (job.state == JobState::kRunning) return !job.burst;
+  return job.state == JobState::kPending && !outside_scheduler(job);
+}
+
+Result<void> ControlPlane::enqueue(const Job& core, const ServerJob& job, std::int64_t now_ms,
+                                   Batch& batch) {
+  if (auto queued = scheduler_.submit(core, to_seconds(now_ms)); !queued) return queued;
+  auto credited = credit_ended_runs(scheduler_, job);
+  // Not queued after all (an implausible service): out again, so that no pass starts it.
+  if (!credited) withdraw_pending(job, now_ms, batch);
+  return credited;
+}
+
+void ControlPlane::internal_error(std::string what, const Error& error, std::int64_t now_ms,
+                                  Batch& batch) {
+  ++internal_errors_;
+  emit(batch, now_ms, "internal.error", {{"what", std::move(what)}, {"reason", error.message()}});
 }
 
 Result<void> ControlPlane::credit_ended_runs(Scheduler& scheduler, const ServerJob& job) {
@@ -192,9 +228,11 @@ Result<Scheduler> ControlPlane::rebuild_scheduler(const TenantsSpec& tenants,
     }
   }
   for (std::size_t n = 0; n < nodes_.size(); ++n) {
-    if (!schedulable(nodes_[n])) {
-      (void)scheduler->set_node_schedulable(NodeId{static_cast<std::uint32_t>(n)}, false);
-    }
+    if (schedulable(nodes_[n])) continue;
+    // As in create: the same nodes, so a refusal is a bug; the old scheduler is kept.
+    const NodeId id{static_cast<std::uint32_t>(n)};
+    if (auto ok = scheduler->set_node_schedulable(id, false); !ok)
+      return std::unexpected(ok.error());
   }
   return scheduler;
 }
@@ -424,6 +462,9 @@ Reply ControlPlane::admit(const Principal& who, JobSpec spec, const std::string&
 void ControlPlane::end_job(ServerJob& job, JobState state, std::string reason, std::int64_t now_ms,
                            Batch& batch) {
   const JobId core_id{static_cast<std::uint32_t>(job.id)};
+  // A job held, waiting for others or on rented capacity is not the scheduler's to end. One that
+  // is must end there: a refusal means the two disagree (a bug), which internal_error shows.
+  const bool scheduled = in_scheduler(job);
   if (job.burst) {
     // On rented capacity, outside the scheduler: the rental ends with the job.
     release_burst(job, fmt::format("job {} {}: {}", job.id, job_state_name(state), reason), true,
@@ -432,11 +473,19 @@ void ControlPlane::end_job(ServerJob& job, JobState state, std::string reason, s
     meter_stop(job, now_ms, batch);
     std::optional<Seconds> observed;
     if (state == JobState::kSucceeded) observed = to_seconds(now_ms - job.started_ms);
-    (void)scheduler_.finish(core_id, to_seconds(now_ms), observed);
-  } else {
-    (void)scheduler_.withdraw(core_id, to_seconds(now_ms));
+    if (auto ok = scheduler_.finish(core_id, to_seconds(now_ms), observed); !ok) {
+      internal_error(fmt::format("job {}: scheduler finish", job.id), ok.error(), now_ms, batch);
+    }
+  } else if (scheduled) {
+    if (auto ok = scheduler_.withdraw(core_id, to_seconds(now_ms)); !ok) {
+      internal_error(fmt::format("job {}: scheduler withdraw", job.id), ok.error(), now_ms, batch);
+    }
   }
-  (void)scheduler_.forget(core_id);
+  if (scheduled) {
+    if (auto ok = scheduler_.forget(core_id); !ok) {
+      internal_error(fmt::format("job {}: scheduler forget", job.id), ok.error(), now_ms, batch);
+    }
+  }
   drop_live(job.id);
   job.held.clear();  // an ended job is no longer held
   job.move_to(state, now_ms, std::move(reason));

@@ -228,6 +228,7 @@ class ControlPlane {
     std::map<std::string, std::int64_t> burst_gpus;  // rented now (coming up or in use), by offer
     std::int64_t burst_rentals = 0;                  // since the server started
     std::map<std::string, QueueWaits> tenant_queue_waits;  // starts since the server started
+    std::int64_t internal_errors = 0;  // internal.error events since the server started
   };
   [[nodiscard]] Figures figures() const;
   [[nodiscard]] std::int64_t last_event_seq() const { return last_event_seq_; }
@@ -332,7 +333,17 @@ class ControlPlane {
   std::map<std::string, SubmitBucket> submit_buckets_;  // by tenant
   // The job for the core, checked against `book` (tenant, queue) and the cluster.
   // Takes a pending job out of the scheduler (held, or to be queued again with a new spec).
-  void withdraw_pending(const ServerJob& job, std::int64_t now_ms);
+  void withdraw_pending(const ServerJob& job, std::int64_t now_ms, Batch& batch);
+  // Queues the job (as `core`) in the scheduler with the service of its ended runs; on failure
+  // the scheduler is left without it.
+  Result<void> enqueue(const Job& core, const ServerJob& job, std::int64_t now_ms, Batch& batch);
+  // Whether the pool's scheduler holds the job: running on the pool's nodes, or pending in its
+  // queue (not held, not waiting for other jobs, not on rented capacity).
+  [[nodiscard]] bool in_scheduler(const ServerJob& job) const;
+  // A core call that fails only if the plane and its scheduler disagree (a bug, not an input):
+  // an internal.error event naming `what` failed and why, and a count in the figures, so that it
+  // is seen; the command goes on with the plane's own view.
+  void internal_error(std::string what, const Error& error, std::int64_t now_ms, Batch& batch);
   // The job if `who` may act on it (not an agent; a job it may see), else the 403 or 404 reply.
   std::pair<ServerJob*, Reply> actionable_job(const Principal& who, std::int64_t id,
                                               std::string_view action);
@@ -418,7 +429,7 @@ class ControlPlane {
   // Stops the running jobs charged their max_cost, as those past their max_runtime are.
   void stop_over_cost(std::int64_t now_ms, Batch& batch);
   // Tells the scheduler which tenants are held back for budget (after a rebuild).
-  void apply_budget_holds();
+  void apply_budget_holds(std::int64_t now_ms, Batch& batch);
 
   // --- bursting (control_plane_burst.cc) ---
   // Sends the jobs that waited past the market's threshold to rented capacity (choose_bursts).
@@ -488,6 +499,7 @@ class ControlPlane {
   bool dirty_ = true;
   GpuTelemetry telemetry_;
   std::int64_t node_failures_ = 0;
+  std::int64_t internal_errors_ = 0;
   std::map<std::string, std::int64_t> requeued_by_cause_;
   std::map<std::string, std::int64_t> lost_work_ms_by_cause_;
   std::map<std::string, BurstNode> burst_nodes_;  // by node name

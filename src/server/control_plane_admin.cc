@@ -195,7 +195,11 @@ Reply ControlPlane::set_drained(const Principal& who, const std::string& node, b
     meter_advance(now_ms, batch);
     if (!new_reason) info.drained_ms = drained ? now_ms : 0;
     info.drained = drained;
-    (void)scheduler_.set_node_schedulable(it->second, schedulable(info));
+    // A node of the cluster file is the pool's: a refusal is a bug, shown and not hidden.
+    if (auto ok = scheduler_.set_node_schedulable(it->second, schedulable(info)); !ok) {
+      internal_error("node " + node + ": scheduler set_node_schedulable", ok.error(), now_ms,
+                     batch);
+    }
     info.drain_reason = drained ? (reason.empty() ? "drained by an admin" : reason) : "";
     dirty_ = true;
     record_node(batch, info);
@@ -289,7 +293,7 @@ Reply ControlPlane::put_tenant(const Principal& who, const std::string& name,
   if (!scheduler) return error_reply(409, "conflict", scheduler.error());
   meter_advance(now_ms, batch);
   scheduler_ = std::move(*scheduler);
-  apply_budget_holds();
+  apply_budget_holds(now_ms, batch);
   if (market_) {
     auto book = TenantBook::create(*tenants, setup_.cluster.models);
     if (auto ok = book ? market_->desk().replace_book(*book)
@@ -421,6 +425,7 @@ ControlPlane::Figures ControlPlane::figures() const {
     f.tenant_gpu_milli[book.tenant_name(id)] = scheduler_.usage_milli(id);
   }
   f.last_event_seq = last_event_seq_;
+  f.internal_errors = internal_errors_;
   telemetry_.write_metrics(f.gpu_metrics);
   market_figures(f);
   return f;

@@ -119,7 +119,10 @@ void ControlPlane::mark_ready(NodeId id, bool was_schedulable, std::int64_t now_
   info.not_ready_ms = 0;
   if (schedulable(info) != was_schedulable) {
     meter_advance(now_ms, batch);
-    (void)scheduler_.set_node_schedulable(id, schedulable(info));
+    if (auto ok = scheduler_.set_node_schedulable(id, schedulable(info)); !ok) {
+      internal_error("node " + info.name + ": scheduler set_node_schedulable", ok.error(), now_ms,
+                     batch);
+    }
     dirty_ = true;
   }
   if (was_not_ready) emit(batch, now_ms, "node.ready", {{"node", info.name}});
@@ -225,7 +228,10 @@ void ControlPlane::check_liveness(std::int64_t now_ms, Batch& batch) {
     info.not_ready = true;
     info.not_ready_ms = now_ms;
     ++node_failures_;
-    (void)scheduler_.set_node_schedulable(id, false);
+    if (auto ok = scheduler_.set_node_schedulable(id, false); !ok) {
+      internal_error("node " + info.name + ": scheduler set_node_schedulable", ok.error(), now_ms,
+                     batch);
+    }
     dirty_ = true;
     telemetry_.forget_node(info.name);
     record_node(batch, info);
@@ -259,8 +265,13 @@ void ControlPlane::requeue(ServerJob& job, bool node_failure, const std::string&
   meter_stop(job, now_ms, batch);
   job.attained_gpu_seconds = scheduler_.attained_gpu_seconds(core_id, to_seconds(now_ms))
                                  .value_or(job.attained_gpu_seconds);
-  (void)scheduler_.finish(core_id, to_seconds(now_ms), std::nullopt);
-  (void)scheduler_.forget(core_id);
+  // A running job on the pool's nodes is the scheduler's: a refusal is a bug (see end_job).
+  if (auto ok = scheduler_.finish(core_id, to_seconds(now_ms), std::nullopt); !ok) {
+    internal_error(fmt::format("job {}: scheduler finish", job.id), ok.error(), now_ms, batch);
+  }
+  if (auto ok = scheduler_.forget(core_id); !ok) {
+    internal_error(fmt::format("job {}: scheduler forget", job.id), ok.error(), now_ms, batch);
+  }
   stop_run(job, node_failure ? "node_failure" : "requeue", now_ms);
   if (node_failure) ++job.faults;
   job.move_to(JobState::kPreempted, now_ms, reason);
@@ -277,9 +288,8 @@ void ControlPlane::queue_again(ServerJob& job, const std::string& reason, std::i
                                Batch& batch) {
   dirty_ = true;
   auto core = to_core_job(job, scheduler_.book());
-  auto queued = core ? scheduler_.submit(*core, to_seconds(now_ms))
-                     : Result<void>(std::unexpected(core.error()));
-  if (queued) queued = credit_ended_runs(scheduler_, job);
+  auto queued =
+      core ? enqueue(*core, job, now_ms, batch) : Result<void>(std::unexpected(core.error()));
   if (!queued) {
     drop_live(job.id);
     job.move_to(JobState::kFailed, now_ms,

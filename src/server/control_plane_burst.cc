@@ -160,9 +160,8 @@ void ControlPlane::burst_waiting(std::int64_t now_ms, Batch& batch) {
 
 void ControlPlane::rent(ServerJob& job, std::size_t offer, std::int64_t now_ms, Batch& batch) {
   const BurstOffer& o = market_->burst_offers()[offer];
-  const JobId core_id{static_cast<std::uint32_t>(job.id)};
-  (void)scheduler_.withdraw(core_id, to_seconds(now_ms));
-  (void)scheduler_.forget(core_id);
+  // Chosen from the scheduler's queue (burst_waiting): it leaves it.
+  withdraw_pending(job, now_ms, batch);
   const Seconds waited = to_seconds(now_ms - job.transitions.back().at_ms);
   ++job.bursts;
   ++burst_rentals_;

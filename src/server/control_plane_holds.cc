@@ -16,10 +16,15 @@ std::pair<ServerJob*, Reply> ControlPlane::actionable_job(const Principal& who, 
   return {&jobs_.at(id), Reply{}};
 }
 
-void ControlPlane::withdraw_pending(const ServerJob& job, std::int64_t now_ms) {
+void ControlPlane::withdraw_pending(const ServerJob& job, std::int64_t now_ms, Batch& batch) {
+  // Called for a job the scheduler queues: a refusal is a bug, shown and not hidden.
   const JobId core_id{static_cast<std::uint32_t>(job.id)};
-  (void)scheduler_.withdraw(core_id, to_seconds(now_ms));
-  (void)scheduler_.forget(core_id);
+  if (auto ok = scheduler_.withdraw(core_id, to_seconds(now_ms)); !ok) {
+    internal_error(fmt::format("job {}: scheduler withdraw", job.id), ok.error(), now_ms, batch);
+  }
+  if (auto ok = scheduler_.forget(core_id); !ok) {
+    internal_error(fmt::format("job {}: scheduler forget", job.id), ok.error(), now_ms, batch);
+  }
 }
 
 namespace {
@@ -48,7 +53,8 @@ Reply ControlPlane::hold(const Principal& who, std::int64_t id, std::int64_t now
     }
     return not_in_state(job, "pending", "held");
   }
-  withdraw_pending(job, now_ms);
+  // A job that waits for others is not in the scheduler's queue yet.
+  if (in_scheduler(job)) withdraw_pending(job, now_ms, batch);
   job.held = "held by " + by_whom(who);
   job.move_to(JobState::kPending, now_ms, job.held);
   note_parked(job);
@@ -102,14 +108,15 @@ Reply ControlPlane::update_job(const Principal& who, std::int64_t id, const JobU
   if (!outside_scheduler(job)) {
     // Queued again with the new values: the same id and submission time, so it keeps its place
     // by age, and its service so far.
-    withdraw_pending(job, now_ms);
-    auto queued = scheduler_.submit(*core, to_seconds(now_ms));
-    if (queued) queued = credit_ended_runs(scheduler_, updated);
-    if (!queued) {
-      // Back as it was: the old spec was queued a moment ago.
+    withdraw_pending(job, now_ms, batch);
+    if (auto queued = enqueue(*core, updated, now_ms, batch); !queued) {
+      // Back as it was: the old spec was queued a moment ago, so a refusal now is a bug.
       auto old = to_core_job(job, scheduler_.book());
-      if (old && scheduler_.submit(*old, to_seconds(now_ms))) {
-        (void)credit_ended_runs(scheduler_, job);
+      auto back =
+          old ? enqueue(*old, job, now_ms, batch) : Result<void>(std::unexpected(old.error()));
+      if (!back) {
+        internal_error(fmt::format("job {}: queued again as before its update", job.id),
+                       back.error(), now_ms, batch);
       }
       return error_reply(400, "invalid update", queued.error());
     }

@@ -175,7 +175,12 @@ void ControlPlane::stop_over_cost(std::int64_t now_ms, Batch& batch) {
   }
 }
 
-void ControlPlane::apply_budget_holds() { (void)budget_watch_.apply(scheduler_); }
+void ControlPlane::apply_budget_holds(std::int64_t now_ms, Batch& batch) {
+  // The holds name tenants of the scheduler's own book: a refusal is a bug, shown and not hidden.
+  if (auto ok = budget_watch_.apply(scheduler_); !ok) {
+    internal_error("budget holds", ok.error(), now_ms, batch);
+  }
+}
 
 void ControlPlane::check_budgets(std::int64_t now_ms, Batch& batch, bool announce) {
   for (const MarketEvent& event :
@@ -198,7 +203,7 @@ void ControlPlane::check_budgets(std::int64_t now_ms, Batch& batch, bool announc
     }
     emit(batch, now_ms, std::string(market_event_name(event.kind)), budget_figures(event));
   }
-  apply_budget_holds();
+  apply_budget_holds(now_ms, batch);
 }
 
 void ControlPlane::check_anomalies(std::int64_t now_ms, Batch& batch) {

@@ -851,6 +851,8 @@ TEST_F(BurstPlaneTest, WaitingJobRunsOnRentedNodesAndIsChargedTheOfferPrice) {
   EXPECT_GE(bill.body["total"]["charges"].get<double>(), 8 * 4 * hours - 1e-5);
   EXPECT_EQ(plane_->figures().burst_gpus.at("cloud-h100"), 0);
   EXPECT_EQ(plane_->figures().burst_rentals, 1);
+  // A job on rented capacity ended outside the pool's scheduler, which let it go at the rental.
+  EXPECT_EQ(plane_->figures().internal_errors, 0);
 }
 
 TEST_F(BurstPlaneTest, FailedUpHookSendsTheJobBackToThePoolAndRestsTheOffer) {
@@ -1369,6 +1371,33 @@ TEST_F(ControlPlaneTest, ListingsArePagedNewestFirstWithACursor) {
   EXPECT_EQ(plane_->list_jobs(kVision, filter).status, 400);
   // Another tenant's page holds none of them.
   EXPECT_TRUE(plane_->list_jobs(kSearch, JobFilter{}).body["jobs"].empty());
+}
+
+TEST_F(ControlPlaneTest, JobsOutsideTheSchedulerEndWithoutAnInternalError) {
+  const std::int64_t busy = submit(job("busy", 16, 8)).body["id"];
+  ASSERT_EQ(get(busy).body["state"], "running");
+  JobSpec after = job("after");
+  after.after_ok = {busy};
+  const std::int64_t waiting = submit(after).body["id"];
+  const std::int64_t held_waiting = submit(after).body["id"];
+  const std::int64_t queued = submit(job("queued")).body["id"];
+  const std::int64_t held = submit(job("held")).body["id"];
+  for (std::int64_t id : {held_waiting, held}) {
+    ASSERT_EQ(run([&](ControlPlane& p, std::int64_t at, Batch& b) {
+                return p.hold(kVision, id, at, b);
+              }).status,
+              200);
+  }
+  // Held, waiting for another job, both, queued: each ends where it is.
+  for (std::int64_t id : {waiting, held_waiting, held, queued, busy}) {
+    ASSERT_EQ(run([&](ControlPlane& p, std::int64_t at, Batch& b) {
+                return p.cancel(kVision, id, at, b);
+              }).status,
+              200);
+    EXPECT_EQ(get(id).body["state"], "cancelled");
+  }
+  EXPECT_EQ(plane_->figures().internal_errors, 0);
+  for (const EventRecord& e : store_.events) EXPECT_NE(e.kind, "internal.error") << e.document;
 }
 
 }  // namespace
