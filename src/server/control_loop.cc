@@ -16,8 +16,8 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-Reply unavailable(std::string reason) {
-  return error_reply(503, "unavailable", Error{"server", std::move(reason)});
+std::unexpected<Refused> unavailable(std::string reason) {
+  return refuse(Refusal::kUnavailable, Error{"server", std::move(reason)});
 }
 
 }  // namespace
@@ -34,9 +34,9 @@ ControlLoop::ControlLoop(std::unique_ptr<Store> store, ControlPlaneSetup setup, 
             call([id, outcome](ControlPlane& plane, std::int64_t now, Batch& batch) {
               return plane.provider_result(id, outcome.ok, outcome.output, now, batch);
             });
-        if (reply.status != 200) {
+        if (!reply) {
           spdlog::warn("the result of provider hook call {} was not recorded: {}", id,
-                       reply.body.dump());
+                       reply.error().cause.message());
         }
       })) {}
 

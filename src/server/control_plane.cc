@@ -16,24 +16,11 @@
 namespace tidepool {
 namespace {
 
-Reply not_found(std::int64_t id) {
-  return error_reply(404, "not found", Error{"id", fmt::format("no job {}", id)});
+std::unexpected<Refused> not_found(std::int64_t id) {
+  return refuse(Refusal::kNotFound, Error{"id", fmt::format("no job {}", id)});
 }
 
 }  // namespace
-
-Reply forbidden(std::string field, std::string reason) {
-  return error_reply(403, "forbidden", Error{std::move(field), std::move(reason)});
-}
-
-Reply conflict(std::string field, std::string reason) {
-  return error_reply(409, "conflict", Error{std::move(field), std::move(reason)});
-}
-
-Reply error_reply(int status, std::string error, const Error& cause) {
-  return Reply{status,
-               {{"error", std::move(error)}, {"field", cause.field}, {"reason", cause.reason}}};
-}
 
 ControlPlane::ControlPlane(ControlPlaneSetup setup, Scheduler scheduler)
     : setup_(std::move(setup)), scheduler_(std::move(scheduler)), telemetry_(setup_.idle_gpu) {
@@ -357,21 +344,20 @@ bool ControlPlane::may_see(const Principal& who, const ServerJob& job) const {
   return may_see_job(who, job.spec.tenant, job.ran_on, job.placement);
 }
 
-std::pair<const ServerJob*, Reply> ControlPlane::visible_job(const Principal& who,
-                                                             std::int64_t id) const {
+Outcome<const ServerJob*> ControlPlane::visible_job(const Principal& who, std::int64_t id) const {
   auto it = jobs_.find(id);
-  if (it == jobs_.end() || !may_see(who, it->second)) return {nullptr, not_found(id)};
-  return {&it->second, Reply{}};
+  if (it == jobs_.end() || !may_see(who, it->second)) return not_found(id);
+  return &it->second;
 }
 
-std::pair<ServerJob*, Reply> ControlPlane::running_job(const Principal& who, std::int64_t id) {
-  auto [found, missing] = visible_job(who, id);
-  if (found == nullptr) return {nullptr, missing};
-  if (found->state != JobState::kRunning) {
-    return {nullptr, conflict("state", fmt::format("job {} is {}, not running", id,
-                                                   job_state_name(found->state)))};
+Outcome<ServerJob*> ControlPlane::running_job(const Principal& who, std::int64_t id) {
+  auto found = visible_job(who, id);
+  if (!found) return std::unexpected(found.error());
+  if ((*found)->state != JobState::kRunning) {
+    return conflict("state",
+                    fmt::format("job {} is {}, not running", id, job_state_name((*found)->state)));
   }
-  return {&jobs_.at(id), Reply{}};
+  return &jobs_.at(id);
 }
 
 Reply ControlPlane::submit(const Principal& who, JobSpec spec, const std::string& idempotency_key,
@@ -384,8 +370,8 @@ Reply ControlPlane::submit(const Principal& who, JobSpec spec, const std::string
   // UTF-8 whatever bytes the header carried.
   if (idempotency_key.size() > 255 ||
       !std::ranges::all_of(idempotency_key, [](char c) { return c >= 0x20 && c < 0x7f; })) {
-    return error_reply(400, "invalid request",
-                       Error{"Idempotency-Key", "at most 255 printable ASCII characters"});
+    return refuse(Refusal::kInvalid,
+                  Error{"Idempotency-Key", "at most 255 printable ASCII characters"});
   }
   if (!idempotency_key.empty()) {
     if (auto it = idempotency_.find({spec.tenant, idempotency_key}); it != idempotency_.end()) {
@@ -400,7 +386,7 @@ Reply ControlPlane::submit(const Principal& who, JobSpec spec, const std::string
                                     "key for a new job",
                                     existing.id));
       }
-      return Reply{200, submitted_view(existing)};
+      return answer(submitted_view(existing));
     }
   }
   if (!spec.array.empty()) {
@@ -425,28 +411,28 @@ Reply ControlPlane::admit(const Principal& who, JobSpec spec, const std::string&
   job.submitted_ms = now_ms;
   job.move_to(JobState::kPending, now_ms, "submitted");
   auto core = to_core_job(job, scheduler_.book());
-  if (!core) return error_reply(400, "invalid job", core.error());
+  if (!core) return refuse(Refusal::kInvalid, "invalid job", core.error());
   if (auto runnable = check_runnable(job.spec); !runnable) {
-    return error_reply(400, "invalid job spec", runnable.error());
+    return refuse(Refusal::kInvalid, "invalid job spec", runnable.error());
   }
   // A job that could never run is refused now rather than left to wait forever.
   if (auto ever = check_can_ever_start(*core, scheduler_.pool(),
                                        scheduler_.config().quotas ? &scheduler_.book() : nullptr);
       !ever) {
-    return error_reply(400, "cannot ever run",
-                       Error{spec_field(ever.error().field), ever.error().reason});
+    return refuse(Refusal::kInvalid, "cannot ever run",
+                  Error{spec_field(ever.error().field), ever.error().reason});
   }
-  if (auto refused = dependency_refusal(who, job.spec)) return *refused;
+  if (auto ok = check_dependencies(who, job.spec); !ok) return std::unexpected(ok.error());
   if (admitted > 0) {
-    if (auto refused = admission_refusal(job.spec.tenant, core->tenant, now_ms, admitted)) {
-      return *refused;
+    if (auto ok = check_admission(job.spec.tenant, core->tenant, now_ms, admitted); !ok) {
+      return std::unexpected(ok.error());
     }
   }
   // A job that waits for others is queued once they have succeeded (settle_dependents).
   if (unmet_dependencies(job).empty()) {
     if (auto ok = scheduler_.submit(*core, to_seconds(now_ms)); !ok) {
-      return error_reply(400, "invalid job",
-                         Error{spec_field(ok.error().field), ok.error().reason});
+      return refuse(Refusal::kInvalid, "invalid job",
+                    Error{spec_field(ok.error().field), ok.error().reason});
     }
   }
   ++next_job_id_;
@@ -454,7 +440,7 @@ Reply ControlPlane::admit(const Principal& who, JobSpec spec, const std::string&
   add_live(job);
   dirty_ = true;
   record_job(batch, job, now_ms, "job.submitted");
-  Reply reply{201, server_job_to_json(job)};
+  Reply reply = created(server_job_to_json(job));
   jobs_.emplace(job.id, std::move(job));
   return reply;
 }
@@ -498,8 +484,8 @@ void ControlPlane::end_job(ServerJob& job, JobState state, std::string reason, s
 Reply ControlPlane::cancel(const Principal& who, std::int64_t id, std::int64_t now_ms,
                            Batch& batch) {
   if (who.role == Role::kAgent) return forbidden("role", "agent tokens cannot cancel jobs");
-  auto [found, missing] = visible_job(who, id);
-  if (found == nullptr) return missing;
+  auto visible = visible_job(who, id);
+  if (!visible) return std::unexpected(visible.error());
   ServerJob& job = jobs_.at(id);
   if (is_final(job.state)) {
     return conflict("id", fmt::format("job {} already ended: {}", id, job_state_name(job.state)));
@@ -507,7 +493,7 @@ Reply ControlPlane::cancel(const Principal& who, std::int64_t id, std::int64_t n
   end_job(job, JobState::kCancelled,
           fmt::format("cancelled by token {} ({})", who.token_id, role_name(who.role)), now_ms,
           batch);
-  return Reply{200, server_job_to_json(job)};
+  return answer(server_job_to_json(job));
 }
 
 Reply ControlPlane::report_status(const Principal& who, std::int64_t id,
@@ -516,23 +502,24 @@ Reply ControlPlane::report_status(const Principal& who, std::int64_t id,
   if (who.role == Role::kUser) {
     return forbidden("role", "job status is reported by the agent of the job's node or an admin");
   }
-  auto [found, refused] = running_job(who, id);
-  if (found == nullptr) return refused;
-  ServerJob& job = *found;
-  if (auto refusal = agent_report_refusal(who, job, report.task, report.run)) return *refusal;
+  auto found = running_job(who, id);
+  if (!found) return std::unexpected(found.error());
+  ServerJob& job = **found;
+  if (auto ok = check_agent_report(who, job, report.task, report.run); !ok) {
+    return std::unexpected(ok.error());
+  }
   if (report.run && *report.run != job.starts) {
     return conflict("run", fmt::format("job {} is in run {}; this report is about run {}", id,
                                        job.starts, *report.run));
   }
-  if (report.state == "running") return Reply{200, server_job_to_json(job)};
+  if (report.state == "running") return answer(server_job_to_json(job));
   auto state = parse_job_state(report.state);
   if (!state || (*state != JobState::kSucceeded && *state != JobState::kFailed)) {
-    return error_reply(400, "invalid request",
-                       Error{"state", "a job reports running, succeeded or failed"});
+    return refuse(Refusal::kInvalid, Error{"state", "a job reports running, succeeded or failed"});
   }
   if (report.task && *report.task >= job.spec.tasks) {
-    return error_reply(
-        400, "invalid request",
+    return refuse(
+        Refusal::kInvalid,
         Error{"task", fmt::format("job {} has {} task(s), numbered from 0", id, job.spec.tasks)});
   }
   if (report.task && *state == JobState::kSucceeded) {
@@ -540,7 +527,7 @@ Reply ControlPlane::report_status(const Principal& who, std::int64_t id,
     if (at == job.tasks_done.end() || *at != *report.task) job.tasks_done.insert(at, *report.task);
     if (std::cmp_less(job.tasks_done.size(), job.spec.tasks)) {
       stage(batch, job);
-      return Reply{200, server_job_to_json(job)};
+      return answer(server_job_to_json(job));
     }
   }
   job.exit_code = report.exit_code;
@@ -553,7 +540,7 @@ Reply ControlPlane::report_status(const Principal& who, std::int64_t id,
     }
   }
   end_job(job, *state, std::move(reason), now_ms, batch);
-  return Reply{200, server_job_to_json(job)};
+  return answer(server_job_to_json(job));
 }
 
 Reply ControlPlane::report_checkpoint(const Principal& who, std::int64_t id,
@@ -561,13 +548,15 @@ Reply ControlPlane::report_checkpoint(const Principal& who, std::int64_t id,
                                       Batch& batch) {
   // A job being stopped checkpoints after the server took it off its nodes: any job that has not
   // ended may report one.
-  auto [found, missing] = visible_job(who, id);
-  if (found == nullptr) return missing;
+  auto visible = visible_job(who, id);
+  if (!visible) return std::unexpected(visible.error());
   ServerJob& job = jobs_.at(id);
   if (is_final(job.state)) {
     return conflict("id", fmt::format("job {} already ended: {}", id, job_state_name(job.state)));
   }
-  if (auto refusal = agent_report_refusal(who, job, std::nullopt, report.run)) return *refusal;
+  if (auto ok = check_agent_report(who, job, std::nullopt, report.run); !ok) {
+    return std::unexpected(ok.error());
+  }
   if (report.run && *report.run != job.starts) {
     return conflict("run", fmt::format("job {} is in run {}; this checkpoint is of run {}", id,
                                        job.starts, *report.run));
@@ -582,7 +571,7 @@ Reply ControlPlane::report_checkpoint(const Principal& who, std::int64_t id,
         {"step", report.step.value_or(-1)},
         {"path", report.path},
         {"note", report.note}});
-  return Reply{200, server_job_to_json(job)};
+  return answer(server_job_to_json(job));
 }
 
 nlohmann::json ControlPlane::pending_json(const ServerJob& job) const {
@@ -620,9 +609,10 @@ nlohmann::json ControlPlane::job_view(const ServerJob& job) const {
 }
 
 Reply ControlPlane::get_job(const Principal& who, std::int64_t id) const {
-  auto [found, missing] = visible_job(who, id);
-  if (found == nullptr) return missing;
-  return Reply{200, job_view(*found)};
+  auto visible = visible_job(who, id);
+  if (!visible) return std::unexpected(visible.error());
+  const ServerJob* found = *visible;
+  return answer(job_view(*found));
 }
 
 Reply ControlPlane::list_jobs(const Principal& who, const JobFilter& filter) const {
@@ -664,8 +654,9 @@ std::shared_ptr<const JobListing> ControlPlane::update_listing(
 }
 
 Reply ControlPlane::why(const Principal& who, std::int64_t id, std::int64_t now_ms) const {
-  auto [found, missing] = visible_job(who, id);
-  if (found == nullptr) return missing;
+  auto visible = visible_job(who, id);
+  if (!visible) return std::unexpected(visible.error());
+  const ServerJob* found = *visible;
   const ServerJob& job = *found;
   nlohmann::json out = {{"id", id}, {"state", job_state_name(job.state)}};
   if (job.state == JobState::kPending) {
@@ -720,7 +711,7 @@ Reply ControlPlane::why(const Principal& who, std::int64_t id, std::int64_t now_
   } else {
     out["reason"] = job.message;
   }
-  return Reply{200, std::move(out)};
+  return answer(std::move(out));
 }
 
 void ControlPlane::schedule(std::int64_t now_ms, Batch& batch) {

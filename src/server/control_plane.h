@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <expected>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -111,8 +112,9 @@ class ControlPlane {
                                                       std::shared_ptr<TokenTable> tokens);
 
   // --- jobs ---
-  // 201 with the new job, 200 with the existing one for a repeated idempotency key and the same
-  // spec, 409 for the same key with another spec.
+  // Each command answers a Reply (reply.h): done, or refused with why.
+  // Created with the new job; done with the existing one for a repeated idempotency key and the
+  // same spec; kConflict for the same key with another spec.
   Reply submit(const Principal& who, JobSpec spec, const std::string& idempotency_key,
                std::int64_t now_ms, Batch& batch);
   Reply cancel(const Principal& who, std::int64_t id, std::int64_t now_ms, Batch& batch);
@@ -124,7 +126,7 @@ class ControlPlane {
   // may see (a user: its tenant's; agents may not): hold keeps a pending job out of scheduling
   // (pending, kind "held") until release; requeue stops a running job's run and queues it again
   // (it resumes from its last checkpoint), as a preemption would; update changes a pending job's
-  // priority and limits, checked as a submission is. 409 for a job in another state.
+  // priority and limits, checked as a submission is. kConflict for a job in another state.
   Reply hold(const Principal& who, std::int64_t id, std::int64_t now_ms, Batch& batch);
   Reply release(const Principal& who, std::int64_t id, std::int64_t now_ms, Batch& batch);
   Reply requeue_job(const Principal& who, std::int64_t id, std::int64_t now_ms, Batch& batch);
@@ -151,8 +153,8 @@ class ControlPlane {
   // assignment per running job with a task on the node (assignment_of).
   Reply heartbeat(const Principal& who, const std::string& node, const NodeHeartbeat& heartbeat,
                   std::int64_t now_ms, Batch& batch);
-  // Whether `who` may read (write false) or append to (write true) job `id`'s task logs: 200 with
-  // {"job", "tasks"} or the refusal. Reading: whoever sees the job; writing: an admin, the
+  // Whether `who` may read (write false) or append to (write true) job `id`'s task logs: done
+  // with {"job", "tasks"}, or the refusal. Reading: whoever sees the job; writing: an admin, the
   // agent of the node that runs (or, stopping, ran) `task` in the job's latest run, which must
   // be `run` (agent_report_refusal), or for an earlier run (its late output) the agent of a node
   // that a run of the job used.
@@ -175,7 +177,7 @@ class ControlPlane {
                      Batch& batch);
 
   // --- the internal market (control_plane_market.cc) ---
-  // The price in force of each GPU model: 404 when the server runs without a market.
+  // The price in force of each GPU model: kNotFound when the server runs without a market.
   Reply prices(const Principal& who, std::int64_t now_ms);
   // A tenant's charges and lending credits per group (users: their own tenant only).
   [[nodiscard]] Reply bill(const Principal& who, const BillQuery& query) const;
@@ -268,26 +270,24 @@ class ControlPlane {
   [[nodiscard]] nlohmann::json job_view(const ServerJob& job) const;
   // A pending job's reason: {"kind", "reason"}.
   [[nodiscard]] nlohmann::json pending_json(const ServerJob& job) const;
-  // The job if `who` may see it, else a 404 reply.
-  [[nodiscard]] std::pair<const ServerJob*, Reply> visible_job(const Principal& who,
-                                                               std::int64_t id) const;
-  // Why the agent `who` may not report about (or write the log of) `job`'s task `task` (any task
-  // of its node when none) in run `run`, or nothing when it may: an agent writes only for the
+  // The job if `who` may see it, else kNotFound.
+  [[nodiscard]] Outcome<const ServerJob*> visible_job(const Principal& who, std::int64_t id) const;
+  // Whether the agent `who` may report about (or write the log of) `job`'s task `task` (any task
+  // of its node when none) in run `run`, or the refusal: an agent writes only for the
   // job's latest run (`run` is required and must be job.starts), and only from a node that run
   // placed the task on (last_placement). A node the job left cannot act on it any more. Other
   // roles are not checked here.
-  [[nodiscard]] std::optional<Reply> agent_report_refusal(const Principal& who,
-                                                          const ServerJob& job,
-                                                          std::optional<int> task,
-                                                          std::optional<std::int64_t> run) const;
+  [[nodiscard]] Outcome<void> check_agent_report(const Principal& who, const ServerJob& job,
+                                                 std::optional<int> task,
+                                                 std::optional<std::int64_t> run) const;
   // --- dependencies (control_plane_dependencies.cc) ---
   // The jobs of job.spec.after_ok that have not succeeded (yet).
   [[nodiscard]] std::vector<std::int64_t> unmet_dependencies(const ServerJob& job) const;
   // A pending job the scheduler does not hold: on rented capacity, held, or waiting for jobs.
   [[nodiscard]] bool outside_scheduler(const ServerJob& job) const;
-  // Why `spec`'s after_ok cannot be (a job `who` cannot see, or one that ended without success).
-  [[nodiscard]] std::optional<Reply> dependency_refusal(const Principal& who,
-                                                        const JobSpec& spec) const;
+  // Whether `spec`'s after_ok can be, or why not (a job `who` cannot see, or one that ended
+  // without success).
+  [[nodiscard]] Outcome<void> check_dependencies(const Principal& who, const JobSpec& spec) const;
   // {"kind": "dependency", "reason", "after": the unmet ids}.
   [[nodiscard]] nlohmann::json dependency_pending_json(
       const std::vector<std::int64_t>& unmet) const;
@@ -304,11 +304,12 @@ class ControlPlane {
   // stopped between the two).
   void settle_loaded_dependents(std::int64_t now_ms, Batch& repairs);
   // --- admission (control_plane_admission.cc) ---
-  // Why a new job of `tenant` is refused now (429: its tenant has max_pending_jobs waiting, or
-  // submits faster than its rate), or nothing; a job let through takes one submission token.
-  // `jobs` new jobs at once (an array) count each against max_pending_jobs and as one submission.
-  std::optional<Reply> admission_refusal(const std::string& tenant, TenantId id,
-                                         std::int64_t now_ms, std::int64_t jobs = 1);
+  // Whether a new job of `tenant` is let in now, or why not (kTooMany: its tenant has
+  // max_pending_jobs waiting, or submits faster than its rate); a job let through takes one
+  // submission token. `jobs` new jobs at once (an array) count each against max_pending_jobs and
+  // as one submission.
+  Outcome<void> check_admission(const std::string& tenant, TenantId id, std::int64_t now_ms,
+                                std::int64_t jobs = 1);
   // --- submission (control_plane.cc, control_plane_arrays.cc) ---
   struct ArrayPlace {
     std::int64_t job = 0;  // the array's first job; 0: not of an array
@@ -344,11 +345,11 @@ class ControlPlane {
   // an internal.error event naming `what` failed and why, and a count in the figures, so that it
   // is seen; the command goes on with the plane's own view.
   void internal_error(std::string what, const Error& error, std::int64_t now_ms, Batch& batch);
-  // The job if `who` may act on it (not an agent; a job it may see), else the 403 or 404 reply.
-  std::pair<ServerJob*, Reply> actionable_job(const Principal& who, std::int64_t id,
-                                              std::string_view action);
-  // The job if `who` may see it and it runs, else the 404 or 409 reply.
-  std::pair<ServerJob*, Reply> running_job(const Principal& who, std::int64_t id);
+  // The job if `who` may act on it (not an agent; a job it may see), else the refusal.
+  Outcome<ServerJob*> actionable_job(const Principal& who, std::int64_t id,
+                                     std::string_view action);
+  // The job if `who` may see it and it runs, else kNotFound or kConflict.
+  Outcome<ServerJob*> running_job(const Principal& who, std::int64_t id);
   Result<Job> to_core_job(const ServerJob& job, const TenantBook& book) const;
   // Puts a live job into `scheduler`: running ones where they run, pending ones in the queue.
   Result<void> restore(Scheduler& scheduler, const ServerJob& job, std::int64_t now_ms) const;

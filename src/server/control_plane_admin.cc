@@ -10,10 +10,10 @@
 namespace tidepool {
 namespace {
 
-Reply admin_only(const Principal& who) {
-  return error_reply(403, "forbidden",
-                     Error{"role", fmt::format("an admin token is needed; this one is a {} token",
-                                               role_name(who.role))});
+std::unexpected<Refused> admin_only(const Principal& who) {
+  return refuse(Refusal::kForbidden,
+                Error{"role", fmt::format("an admin token is needed; this one is a {} token",
+                                          role_name(who.role))});
 }
 
 nlohmann::json milli_as_gpus(std::int64_t milli) {
@@ -163,7 +163,7 @@ Reply ControlPlane::list_nodes(const Principal& who) const {
     if (who.role == Role::kAgent && name != who.node) continue;
     nodes.push_back(burst_node_json(name));
   }
-  return Reply{200, {{"nodes", std::move(nodes)}}};
+  return answer({{"nodes", std::move(nodes)}});
 }
 
 void ControlPlane::record_node(Batch& batch, const NodeInfo& node) {
@@ -186,7 +186,7 @@ Reply ControlPlane::set_drained(const Principal& who, const std::string& node, b
   if (who.role != Role::kAdmin) return admin_only(who);
   auto it = node_ids_.find(node);
   if (it == node_ids_.end()) {
-    return error_reply(404, "not found", Error{"node", fmt::format("no node '{}'", node)});
+    return refuse(Refusal::kNotFound, Error{"node", fmt::format("no node '{}'", node)});
   }
   NodeInfo& info = nodes_[it->second.value];
   // Draining a drained node again with another reason replaces the reason (and keeps the time).
@@ -206,7 +206,7 @@ Reply ControlPlane::set_drained(const Principal& who, const std::string& node, b
     emit(batch, now_ms, drained ? "node.drained" : "node.undrained",
          {{"node", node}, {"reason", info.drain_reason}});
   }
-  return Reply{200, node_json(it->second, running_by_node()[it->second.value])};
+  return answer(node_json(it->second, running_by_node()[it->second.value]));
 }
 
 // --- tenants and queues ---
@@ -262,35 +262,35 @@ Reply ControlPlane::list_tenants(const Principal& who) const {
     if (who.role == Role::kUser && book.tenant_name(id) != who.tenant) continue;
     tenants.push_back(tenant_json(id));
   }
-  return Reply{200, {{"tenants", std::move(tenants)}}};
+  return answer({{"tenants", std::move(tenants)}});
 }
 
 Reply ControlPlane::get_tenant(const Principal& who, const std::string& name) const {
   auto tenant = scheduler_.book().find_tenant(name);
   if (!tenant || (who.role == Role::kUser && who.tenant != name)) {
-    return error_reply(404, "not found", Error{"tenant", fmt::format("no tenant '{}'", name)});
+    return refuse(Refusal::kNotFound, Error{"tenant", fmt::format("no tenant '{}'", name)});
   }
-  return Reply{200, tenant_json(*tenant)};
+  return answer(tenant_json(*tenant));
 }
 
 Reply ControlPlane::put_tenant(const Principal& who, const std::string& name,
                                const TenantUpdate& update, std::int64_t now_ms, Batch& batch) {
   if (who.role != Role::kAdmin) return admin_only(who);
   if (!scheduler_.book().find_tenant(name)) {
-    return error_reply(404, "not found",
-                       Error{"tenant", fmt::format("no tenant '{}'; tenants come from the tenants "
-                                                   "file",
-                                                   name)});
+    return refuse(Refusal::kNotFound,
+                  Error{"tenant", fmt::format("no tenant '{}'; tenants come from the tenants "
+                                              "file",
+                                              name)});
   }
   auto overrides = tenant_overrides_;
   overrides[name] = update;
   auto tenants = apply_overrides(setup_.tenants, overrides, setup_.cluster.models);
-  if (!tenants) return error_reply(400, "invalid tenant", tenants.error());
+  if (!tenants) return refuse(Refusal::kInvalid, "invalid tenant", tenants.error());
   if (auto book = TenantBook::create(*tenants, setup_.cluster.models); !book) {
-    return error_reply(400, "invalid tenant", book.error());
+    return refuse(Refusal::kInvalid, "invalid tenant", book.error());
   }
   auto scheduler = rebuild_scheduler(*tenants, now_ms);
-  if (!scheduler) return error_reply(409, "conflict", scheduler.error());
+  if (!scheduler) return refuse(Refusal::kConflict, scheduler.error());
   meter_advance(now_ms, batch);
   scheduler_ = std::move(*scheduler);
   apply_budget_holds(now_ms, batch);
@@ -306,7 +306,7 @@ Reply ControlPlane::put_tenant(const Principal& who, const std::string& name,
   dirty_ = true;
   batch.settings.push_back(KeyedRecord{"tenant/" + name, tenant_update_to_json(update).dump()});
   emit(batch, now_ms, "tenant.updated", {{"tenant", name}});
-  return Reply{200, tenant_json(*scheduler_.book().find_tenant(name))};
+  return answer(tenant_json(*scheduler_.book().find_tenant(name)));
 }
 
 Reply ControlPlane::list_queues(const Principal& who) const {
@@ -328,7 +328,7 @@ Reply ControlPlane::list_queues(const Principal& who) const {
                       {"pending", pending},
                       {"running", running}});
   }
-  return Reply{200, {{"queues", std::move(queues)}}};
+  return answer({{"queues", std::move(queues)}});
 }
 
 // --- tokens ---
@@ -351,14 +351,14 @@ Reply ControlPlane::create_token(const Principal& who, const TokenRequest& reque
                                  std::int64_t now_ms, Batch& batch) {
   if (who.role != Role::kAdmin) return admin_only(who);
   auto role = parse_role(request.role);
-  if (!role) return error_reply(400, "invalid request", role.error());
+  if (!role) return refuse(Refusal::kInvalid, role.error());
   if (*role == Role::kUser && !scheduler_.book().find_tenant(request.tenant)) {
-    return error_reply(400, "invalid request",
-                       Error{"tenant", fmt::format("no tenant '{}'", request.tenant)});
+    return refuse(Refusal::kInvalid,
+                  Error{"tenant", fmt::format("no tenant '{}'", request.tenant)});
   }
   if (*role == Role::kAgent && !node_ids_.contains(request.node)) {
-    return error_reply(400, "invalid request",
-                       Error{"node", fmt::format("no node '{}' in the cluster", request.node)});
+    return refuse(Refusal::kInvalid,
+                  Error{"node", fmt::format("no node '{}' in the cluster", request.node)});
   }
   NewToken token = make_token(*role, request.tenant, request.node, request.description, now_ms);
   tokens_->put(token.record);
@@ -366,7 +366,7 @@ Reply ControlPlane::create_token(const Principal& who, const TokenRequest& reque
   emit(batch, now_ms, "token.created", {{"token", token.record.id}, {"role", token.record.role}});
   nlohmann::json out = token_json(token.record);
   out["secret"] = token.secret;
-  return Reply{201, std::move(out)};
+  return created(std::move(out));
 }
 
 std::string ControlPlane::bootstrap_admin(std::int64_t now_ms, Batch& batch) {
@@ -381,7 +381,7 @@ Reply ControlPlane::list_tokens(const Principal& who) const {
   if (who.role != Role::kAdmin) return admin_only(who);
   nlohmann::json tokens = nlohmann::json::array();
   for (const TokenRecord& t : tokens_->all()) tokens.push_back(token_json(t));
-  return Reply{200, {{"tokens", std::move(tokens)}}};
+  return answer({{"tokens", std::move(tokens)}});
 }
 
 Reply ControlPlane::revoke_token(const Principal& who, const std::string& id, std::int64_t now_ms,
@@ -389,13 +389,13 @@ Reply ControlPlane::revoke_token(const Principal& who, const std::string& id, st
   if (who.role != Role::kAdmin) return admin_only(who);
   auto token = tokens_->find(id);
   if (!token) {
-    return error_reply(404, "not found", Error{"token", fmt::format("no token '{}'", id)});
+    return refuse(Refusal::kNotFound, Error{"token", fmt::format("no token '{}'", id)});
   }
   token->revoked = true;
   tokens_->put(*token);
   batch.tokens.push_back(*token);
   emit(batch, now_ms, "token.revoked", {{"token", id}});
-  return Reply{200, token_json(*token)};
+  return answer(token_json(*token));
 }
 
 // --- figures ---

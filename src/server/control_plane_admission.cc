@@ -17,17 +17,17 @@ const TenantSpec* tenant_spec(const TenantsSpec& tenants, const std::string& nam
   return nullptr;
 }
 
-// 429 naming the tenant, with when to try again.
-Reply too_many(std::string reason, int retry_after_seconds) {
-  Reply reply = error_reply(429, "too many requests", Error{"tenant", std::move(reason)});
-  reply.body["retry_after_seconds"] = retry_after_seconds;
-  return reply;
+// kTooMany naming the tenant, with when to try again.
+std::unexpected<Refused> too_many(std::string reason, std::int64_t retry_after_seconds) {
+  auto refused = refuse(Refusal::kTooMany, Error{"tenant", std::move(reason)});
+  refused.error().retry_after_seconds = retry_after_seconds;
+  return refused;
 }
 
 }  // namespace
 
-std::optional<Reply> ControlPlane::admission_refusal(const std::string& tenant, TenantId id,
-                                                     std::int64_t now_ms, std::int64_t jobs) {
+Outcome<void> ControlPlane::check_admission(const std::string& tenant, TenantId id,
+                                            std::int64_t now_ms, std::int64_t jobs) {
   const AdmissionLimits& limits = setup_.admission;
   const TenantSpec* spec = tenant_spec(setup_.tenants, tenant);
   const std::int64_t max_pending =
@@ -53,7 +53,7 @@ std::optional<Reply> ControlPlane::admission_refusal(const std::string& tenant, 
                                 tenant, max_pending),
                     10);
   }
-  if (rate <= 0) return std::nullopt;
+  if (rate <= 0) return {};
   // Refilled at `rate` per second up to the burst; a new tenant starts full.
   const std::int64_t capacity = std::max(limits.submission_burst, rate) * 1000;
   auto [it, added] = submit_buckets_.try_emplace(tenant, SubmitBucket{capacity, now_ms});
@@ -68,7 +68,7 @@ std::optional<Reply> ControlPlane::admission_refusal(const std::string& tenant, 
                     1);
   }
   bucket.milli_tokens -= 1000;
-  return std::nullopt;
+  return {};
 }
 
 }  // namespace tidepool

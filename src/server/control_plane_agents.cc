@@ -14,9 +14,9 @@
 namespace tidepool {
 namespace {
 
-Reply not_this_node(const std::string& node, std::string_view what) {
-  return error_reply(
-      403, "forbidden",
+std::unexpected<Refused> not_this_node(const std::string& node, std::string_view what) {
+  return refuse(
+      Refusal::kForbidden,
       Error{"node", fmt::format("only node '{}''s agent or an admin may {}", node, what)});
 }
 
@@ -57,15 +57,15 @@ Reply ControlPlane::register_node(const Principal& who, const std::string& node,
   if (burst_nodes_.contains(node)) return register_burst_node(node, registration, now_ms, batch);
   auto it = node_ids_.find(node);
   if (it == node_ids_.end()) {
-    return error_reply(404, "not found",
-                       Error{"node", fmt::format("no node '{}' in the cluster file", node)});
+    return refuse(Refusal::kNotFound,
+                  Error{"node", fmt::format("no node '{}' in the cluster file", node)});
   }
   const NodeSpec& spec = setup_.cluster.nodes[it->second.value];
   if (registration.gpus && *registration.gpus != spec.gpu_count) {
-    return error_reply(409, "conflict",
-                       Error{"gpus", fmt::format("the agent found {} GPUs, the cluster file "
-                                                 "declares {}",
-                                                 *registration.gpus, spec.gpu_count)});
+    return refuse(Refusal::kConflict,
+                  Error{"gpus", fmt::format("the agent found {} GPUs, the cluster file "
+                                            "declares {}",
+                                            *registration.gpus, spec.gpu_count)});
   }
   if (spec.gpu_count > 0) {
     const std::string& declared = setup_.cluster.models.name(spec.model);
@@ -76,11 +76,10 @@ Reply ControlPlane::register_node(const Principal& who, const std::string& node,
     }
     for (const auto& [field, model] : told) {
       if (names_model(*model, declared)) continue;
-      return error_reply(
-          409, "conflict",
-          Error{field, fmt::format("the agent found {} GPUs, the cluster file "
-                                   "declares {} for node '{}'",
-                                   model->empty() ? "unnamed" : *model, declared, node)});
+      return refuse(Refusal::kConflict,
+                    Error{field, fmt::format("the agent found {} GPUs, the cluster file "
+                                             "declares {} for node '{}'",
+                                             model->empty() ? "unnamed" : *model, declared, node)});
     }
   }
   const Topology& topology = setup_.cluster.topology;
@@ -89,10 +88,10 @@ Reply ControlPlane::register_node(const Principal& who, const std::string& node,
        {std::tuple{"leaf", &registration.leaf, &leaf.name},
         std::tuple{"spine", &registration.spine, &topology.spines[leaf.spine.value].name}}) {
     if (!told->empty() && *told != *declared) {
-      return error_reply(409, "conflict",
-                         Error{field, fmt::format("the agent says {} '{}', the cluster file puts "
-                                                  "node '{}' under '{}'",
-                                                  field, *told, node, *declared)});
+      return refuse(Refusal::kConflict,
+                    Error{field, fmt::format("the agent says {} '{}', the cluster file puts "
+                                             "node '{}' under '{}'",
+                                             field, *told, node, *declared)});
     }
   }
   NodeInfo& info = nodes_[it->second.value];
@@ -109,7 +108,7 @@ Reply ControlPlane::register_node(const Principal& who, const std::string& node,
   record_node(batch, info);
   nlohmann::json out = node_json(it->second, running_by_node()[it->second.value]);
   out["heartbeat_timeout_ms"] = setup_.heartbeat_timeout_ms;
-  return Reply{200, std::move(out)};
+  return answer(std::move(out));
 }
 
 void ControlPlane::mark_ready(NodeId id, bool was_schedulable, std::int64_t now_ms, Batch& batch) {
@@ -145,7 +144,7 @@ Reply ControlPlane::heartbeat(const Principal& who, const std::string& node,
   } else {
     auto it = node_ids_.find(node);
     if (it == node_ids_.end()) {
-      return error_reply(404, "not found", Error{"node", fmt::format("no node '{}'", node)});
+      return refuse(Refusal::kNotFound, Error{"node", fmt::format("no node '{}'", node)});
     }
     NodeInfo& info = nodes_[it->second.value];
     const bool was_schedulable = schedulable(info);
@@ -177,7 +176,7 @@ Reply ControlPlane::heartbeat(const Principal& who, const std::string& node,
           {"since_ms", alert.since_ms},
           {"reason", alert.reason}});
   }
-  return Reply{200, heartbeat_reply_to_json(reply)};
+  return answer(heartbeat_reply_to_json(reply));
 }
 
 NodeAssignment ControlPlane::assignment_of(const ServerJob& job, const std::string& node) const {
@@ -312,60 +311,63 @@ Error no_such_task(std::int64_t job, std::int64_t tasks) {
 
 Reply ControlPlane::log_access(const Principal& who, std::int64_t id, bool write,
                                std::optional<int> task, std::optional<std::int64_t> run) const {
-  auto [found, missing] = visible_job(who, id);
-  if (found == nullptr) return missing;
+  auto visible = visible_job(who, id);
+  if (!visible) return std::unexpected(visible.error());
+  const ServerJob* found = *visible;
   if (write && who.role == Role::kUser) {
-    return error_reply(403, "forbidden",
-                       Error{"role", "task logs are written by the agents of the job's nodes"});
+    return refuse(Refusal::kForbidden,
+                  Error{"role", "task logs are written by the agents of the job's nodes"});
   }
   if (write && who.role == Role::kAgent && run && *run >= 1 && *run < found->starts) {
     // A run that ended: its node may still ship the last of its output (each run has its own
     // log, so nothing mixes with the run after it).
     if (task && (*task < 0 || *task >= found->spec.tasks)) {
-      return error_reply(400, "invalid request", no_such_task(found->id, found->spec.tasks));
+      return refuse(Refusal::kInvalid, no_such_task(found->id, found->spec.tasks));
     }
     if (!std::ranges::binary_search(found->ran_on, who.node)) {
-      return error_reply(
-          403, "forbidden",
+      return refuse(
+          Refusal::kForbidden,
           Error{"node", fmt::format("no run of job {} ran on node {}", found->id, who.node)});
     }
   } else if (write) {
-    if (auto refused = agent_report_refusal(who, *found, task, run)) return *refused;
+    if (auto ok = check_agent_report(who, *found, task, run); !ok) {
+      return std::unexpected(ok.error());
+    }
   }
-  return Reply{200, {{"job", id}, {"tasks", found->spec.tasks}}};
+  return answer({{"job", id}, {"tasks", found->spec.tasks}});
 }
 
-std::optional<Reply> ControlPlane::agent_report_refusal(const Principal& who, const ServerJob& job,
-                                                        std::optional<int> task,
-                                                        std::optional<std::int64_t> run) const {
-  if (who.role != Role::kAgent) return std::nullopt;
+Outcome<void> ControlPlane::check_agent_report(const Principal& who, const ServerJob& job,
+                                               std::optional<int> task,
+                                               std::optional<std::int64_t> run) const {
+  if (who.role != Role::kAgent) return {};
   if (task && (*task < 0 || *task >= job.spec.tasks)) {
-    return error_reply(400, "invalid request", no_such_task(job.id, job.spec.tasks));
+    return refuse(Refusal::kInvalid, no_such_task(job.id, job.spec.tasks));
   }
   if (!run) {
-    return error_reply(400, "invalid request",
-                       Error{"run", fmt::format("an agent names the run it reports about (job {} "
-                                                "is in run {})",
-                                                job.id, job.starts)});
+    return refuse(Refusal::kInvalid,
+                  Error{"run", fmt::format("an agent names the run it reports about (job {} "
+                                           "is in run {})",
+                                           job.id, job.starts)});
   }
   if (*run != job.starts) {
-    return error_reply(409, "conflict",
-                       Error{"run", fmt::format("job {} is in run {}; this report is about run {}",
-                                                job.id, job.starts, *run)});
+    return refuse(Refusal::kConflict,
+                  Error{"run", fmt::format("job {} is in run {}; this report is about run {}",
+                                           job.id, job.starts, *run)});
   }
   const std::vector<TaskPlace>& places = job.last_placement;
   const bool placed_here =
       task ? std::cmp_less(*task, places.size()) && places[*task].node == who.node
            : std::ranges::any_of(places, [&](const TaskPlace& p) { return p.node == who.node; });
   if (!placed_here) {
-    return error_reply(403, "forbidden",
-                       Error{task ? "task" : "node",
-                             task ? fmt::format("run {} of job {} does not run task {} on node {}",
-                                                *run, job.id, *task, who.node)
-                                  : fmt::format("run {} of job {} does not run on node {}", *run,
-                                                job.id, who.node)});
+    return refuse(Refusal::kForbidden,
+                  Error{task ? "task" : "node",
+                        task ? fmt::format("run {} of job {} does not run task {} on node {}", *run,
+                                           job.id, *task, who.node)
+                             : fmt::format("run {} of job {} does not run on node {}", *run, job.id,
+                                           who.node)});
   }
-  return std::nullopt;
+  return {};
 }
 
 }  // namespace tidepool

@@ -32,13 +32,13 @@ Reply ControlPlane::submit_array(const Principal& who, const JobSpec& spec,
                                  const std::string& idempotency_key, std::int64_t now_ms,
                                  Batch& batch) {
   auto indexes = parse_array_indexes(spec.array);
-  if (!indexes) return error_reply(400, "invalid job spec", indexes.error());
+  if (!indexes) return refuse(Refusal::kInvalid, "invalid job spec", indexes.error());
   if (spec.env.size() + 2 > kMaxEnvEntries) {
-    return error_reply(400, "invalid job spec",
-                       Error{"env", fmt::format("an array's jobs get TIDEPOOL_ARRAY_JOB_ID and "
-                                                "TIDEPOOL_ARRAY_INDEX: at most {} entries of "
-                                                "its own",
-                                                kMaxEnvEntries - 2)});
+    return refuse(Refusal::kInvalid, "invalid job spec",
+                  Error{"env", fmt::format("an array's jobs get TIDEPOOL_ARRAY_JOB_ID and "
+                                           "TIDEPOOL_ARRAY_INDEX: at most {} entries of "
+                                           "its own",
+                                           kMaxEnvEntries - 2)});
   }
   const std::int64_t first = next_job_id_;
   const auto count = static_cast<std::int64_t>(indexes->size());
@@ -46,19 +46,19 @@ Reply ControlPlane::submit_array(const Principal& who, const JobSpec& spec,
     const std::int64_t index = (*indexes)[k];
     Reply reply = admit(who, array_member(spec, first, index), k == 0 ? idempotency_key : "",
                         now_ms, batch, k == 0 ? count : 0, ArrayPlace{first, index});
-    if (reply.status == 201) continue;
+    if (reply) continue;
     if (k == 0) return reply;  // nothing was submitted
     // The jobs are alike but for their index: a later one refused is not expected; those before
     // it stay submitted, and the reply says which.
-    return error_reply(
-        reply.status, "array partly submitted",
-        Error{"array", fmt::format("jobs {}..{} (indexes {}..{}) were submitted; index {} was "
-                                   "refused: {}",
-                                   first, first + static_cast<std::int64_t>(k) - 1,
-                                   indexes->front(), (*indexes)[k - 1], index,
-                                   reply.body.value("reason", std::string("refused")))});
+    return refuse(
+        reply.error().refusal, "array partly submitted",
+        Error{"array",
+              fmt::format("jobs {}..{} (indexes {}..{}) were submitted; index {} was "
+                          "refused: {}",
+                          first, first + static_cast<std::int64_t>(k) - 1, indexes->front(),
+                          (*indexes)[k - 1], index, reply.error().cause.reason)});
   }
-  return Reply{201, submitted_view(jobs_.at(first))};
+  return created(submitted_view(jobs_.at(first)));
 }
 
 }  // namespace tidepool

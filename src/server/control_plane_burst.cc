@@ -356,10 +356,10 @@ Reply ControlPlane::register_burst_node(const std::string& node,
   const int needed = rented_gpus_per_task(job.spec);
   const int found = registration.gpus.value_or(static_cast<int>(registration.devices.size()));
   if (found < needed) {
-    return error_reply(409, "conflict",
-                       Error{"gpus", fmt::format("rented node '{}' runs task {} of job {}, which "
-                                                 "needs {} GPU(s); the agent found {}",
-                                                 node, rented.task, job.id, needed, found)});
+    return refuse(Refusal::kConflict,
+                  Error{"gpus", fmt::format("rented node '{}' runs task {} of job {}, which "
+                                            "needs {} GPU(s); the agent found {}",
+                                            node, rented.task, job.id, needed, found)});
   }
   rented.reported = registration;
   rented.registered_ms = now_ms;
@@ -371,7 +371,7 @@ Reply ControlPlane::register_burst_node(const std::string& node,
         {"agent_version", registration.agent_version},
         {"burst", {{"job", job.id}, {"offer", job.burst->offer}, {"task", rented.task}}}});
   start_when_up(job, now_ms, batch);
-  return Reply{200, burst_node_json(node)};
+  return answer(burst_node_json(node));
 }
 
 nlohmann::json ControlPlane::burst_node_json(const std::string& node) const {
@@ -436,16 +436,16 @@ Reply ControlPlane::provider_result(std::int64_t call, bool ok, const std::strin
             {"reason",
              "the provider's down hook failed; the nodes may still be rented: " + output}});
     }
-    return Reply{200, {{"call", call}}};
+    return answer({{"call", call}});
   }
   const auto [job_id, requested_ms] = awaited->second;
   awaited_up_.erase(awaited);
   auto it = jobs_.find(job_id);
-  if (ok || it == jobs_.end()) return Reply{200, {{"call", call}}};
+  if (ok || it == jobs_.end()) return answer({{"call", call}});
   ServerJob& job = it->second;
   // Only the rental this call was for, if the job still waits for it.
   if (!job.burst || job.burst->requested_ms != requested_ms || job.state != JobState::kPending) {
-    return Reply{200, {{"call", call}}};
+    return answer({{"call", call}});
   }
   const std::string offer = job.burst->offer;
   const Seconds threshold = market_->burst_policy().value_or(BurstPolicy{}).threshold;
@@ -455,7 +455,7 @@ Reply ControlPlane::provider_result(std::int64_t call, bool ok, const std::strin
   emit(batch, now_ms, "burst.hook_failed",
        {{"call", call}, {"action", "up"}, {"job", job.id}, {"offer", offer}, {"reason", reason}});
   requeue_from_burst(job, reason, /*charge=*/false, now_ms, batch);
-  return Reply{200, {{"call", call}}};
+  return answer({{"call", call}});
 }
 
 void ControlPlane::restore_bursts(std::int64_t now_ms, Batch& repairs) {

@@ -22,24 +22,24 @@ bool ControlPlane::outside_scheduler(const ServerJob& job) const {
   return job.burst || !job.held.empty() || !unmet_dependencies(job).empty();
 }
 
-std::optional<Reply> ControlPlane::dependency_refusal(const Principal& who,
-                                                      const JobSpec& spec) const {
+Outcome<void> ControlPlane::check_dependencies(const Principal& who, const JobSpec& spec) const {
   for (std::size_t i = 0; i < spec.after_ok.size(); ++i) {
     const std::string field = fmt::format("after_ok[{}]", i);
     const std::int64_t id = spec.after_ok[i];
     auto it = jobs_.find(id);
     if (it == jobs_.end() || !may_see(who, it->second)) {
-      return error_reply(400, "invalid job spec", Error{field, fmt::format("no job {}", id)});
+      return refuse(Refusal::kInvalid, "invalid job spec",
+                    Error{field, fmt::format("no job {}", id)});
     }
     const ServerJob& dep = it->second;
     if (ended_unsuccessfully(dep.state)) {
-      return error_reply(
-          400, "invalid job spec",
+      return refuse(
+          Refusal::kInvalid, "invalid job spec",
           Error{field, fmt::format("job {} already ended {}: a job after it could never start", id,
                                    job_state_name(dep.state))});
     }
   }
-  return std::nullopt;
+  return {};
 }
 
 nlohmann::json ControlPlane::dependency_pending_json(const std::vector<std::int64_t>& unmet) const {

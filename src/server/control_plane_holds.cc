@@ -6,14 +6,14 @@
 
 namespace tidepool {
 
-std::pair<ServerJob*, Reply> ControlPlane::actionable_job(const Principal& who, std::int64_t id,
-                                                          std::string_view action) {
+Outcome<ServerJob*> ControlPlane::actionable_job(const Principal& who, std::int64_t id,
+                                                 std::string_view action) {
   if (who.role == Role::kAgent) {
-    return {nullptr, forbidden("role", fmt::format("agent tokens cannot {} jobs", action))};
+    return forbidden("role", fmt::format("agent tokens cannot {} jobs", action));
   }
-  auto [found, missing] = visible_job(who, id);
-  if (found == nullptr) return {nullptr, missing};
-  return {&jobs_.at(id), Reply{}};
+  auto found = visible_job(who, id);
+  if (!found) return std::unexpected(found.error());
+  return &jobs_.at(id);
 }
 
 void ControlPlane::withdraw_pending(const ServerJob& job, std::int64_t now_ms, Batch& batch) {
@@ -33,7 +33,8 @@ std::string by_whom(const Principal& who) {
   return fmt::format("token {} ({})", who.token_id, role_name(who.role));
 }
 
-Reply not_in_state(const ServerJob& job, std::string_view wanted, std::string_view action) {
+std::unexpected<Refused> not_in_state(const ServerJob& job, std::string_view wanted,
+                                      std::string_view action) {
   return conflict("state", fmt::format("job {} is {}{}; only a {} job can be {}", job.id,
                                        job_state_name(job.state), job.held.empty() ? "" : " (held)",
                                        wanted, action));
@@ -42,9 +43,9 @@ Reply not_in_state(const ServerJob& job, std::string_view wanted, std::string_vi
 }  // namespace
 
 Reply ControlPlane::hold(const Principal& who, std::int64_t id, std::int64_t now_ms, Batch& batch) {
-  auto [found, refused] = actionable_job(who, id, "hold");
-  if (found == nullptr) return refused;
-  ServerJob& job = *found;
+  auto found = actionable_job(who, id, "hold");
+  if (!found) return std::unexpected(found.error());
+  ServerJob& job = **found;
   if (job.state != JobState::kPending || !job.held.empty() || job.burst) {
     if (job.burst && job.state == JobState::kPending) {
       return conflict("state", fmt::format("job {} is waiting for rented capacity; cancel it "
@@ -60,14 +61,14 @@ Reply ControlPlane::hold(const Principal& who, std::int64_t id, std::int64_t now
   note_parked(job);
   dirty_ = true;
   record_job(batch, job, now_ms, "job.held");
-  return Reply{200, job_view(job)};
+  return answer(job_view(job));
 }
 
 Reply ControlPlane::release(const Principal& who, std::int64_t id, std::int64_t now_ms,
                             Batch& batch) {
-  auto [found, refused] = actionable_job(who, id, "release");
-  if (found == nullptr) return refused;
-  ServerJob& job = *found;
+  auto found = actionable_job(who, id, "release");
+  if (!found) return std::unexpected(found.error());
+  ServerJob& job = **found;
   if (job.held.empty() || job.state != JobState::kPending) {
     return conflict("state",
                     fmt::format("job {} is {} and not held", id, job_state_name(job.state)));
@@ -80,31 +81,35 @@ Reply ControlPlane::release(const Principal& who, std::int64_t id, std::int64_t 
     job.message = "released by " + by_whom(who);  // and waits for the jobs it runs after
     dirty_ = true;
   }
-  return Reply{job.state == JobState::kPending ? 200 : 409, job_view(job)};
+  if (job.state == JobState::kPending) return answer(job_view(job));
+  // It could not be queued again, and failed: a conflict, answered with the job.
+  auto failed = conflict("state", job.message);
+  failed.error().body = job_view(job);
+  return failed;
 }
 
 Reply ControlPlane::requeue_job(const Principal& who, std::int64_t id, std::int64_t now_ms,
                                 Batch& batch) {
-  auto [found, refused] = actionable_job(who, id, "requeue");
-  if (found == nullptr) return refused;
-  ServerJob& job = *found;
+  auto found = actionable_job(who, id, "requeue");
+  if (!found) return std::unexpected(found.error());
+  ServerJob& job = **found;
   if (job.state != JobState::kRunning || job.burst) return not_in_state(job, "running", "requeued");
   requeue(job, false, "requeued by " + by_whom(who), now_ms, batch);
-  return Reply{200, job_view(job)};
+  return answer(job_view(job));
 }
 
 Reply ControlPlane::update_job(const Principal& who, std::int64_t id, const JobUpdate& update,
                                std::int64_t now_ms, Batch& batch) {
-  auto [found, refused] = actionable_job(who, id, "update");
-  if (found == nullptr) return refused;
-  ServerJob& job = *found;
+  auto found = actionable_job(who, id, "update");
+  if (!found) return std::unexpected(found.error());
+  ServerJob& job = **found;
   if (job.state != JobState::kPending || job.burst) return not_in_state(job, "pending", "updated");
   auto spec = apply_job_update(job.spec, update);
-  if (!spec) return error_reply(400, "invalid update", spec.error());
+  if (!spec) return refuse(Refusal::kInvalid, "invalid update", spec.error());
   ServerJob updated = job;
   updated.spec = std::move(*spec);
   auto core = to_core_job(updated, scheduler_.book());
-  if (!core) return error_reply(400, "invalid update", core.error());
+  if (!core) return refuse(Refusal::kInvalid, "invalid update", core.error());
   if (!outside_scheduler(job)) {
     // Queued again with the new values: the same id and submission time, so it keeps its place
     // by age, and its service so far.
@@ -118,7 +123,7 @@ Reply ControlPlane::update_job(const Principal& who, std::int64_t id, const JobU
         internal_error(fmt::format("job {}: queued again as before its update", job.id),
                        back.error(), now_ms, batch);
       }
-      return error_reply(400, "invalid update", queued.error());
+      return refuse(Refusal::kInvalid, "invalid update", queued.error());
     }
   }
   drop_live(job.id);
@@ -130,7 +135,7 @@ Reply ControlPlane::update_job(const Principal& who, std::int64_t id, const JobU
   // Still pending since it last became so (no new transition): only the message says it.
   job.message = fmt::format("{} updated by {}", fmt::join(changed, ", "), by_whom(who));
   record_job(batch, job, now_ms, "job.updated");
-  return Reply{200, job_view(job)};
+  return answer(job_view(job));
 }
 
 }  // namespace tidepool

@@ -21,11 +21,10 @@ double ratio(Ppm value) { return static_cast<double>(value) / static_cast<double
 constexpr std::string_view kAlertPrefix = "market/budget_alert/";
 constexpr std::string_view kAnomalyDayKey = "market/anomaly_day";
 
-Reply no_market() {
-  return error_reply(404, "not found",
-                     Error{"market",
-                           "this server runs without an internal market; add "
-                           "`market: PATH` (a market file) to its configuration"});
+std::unexpected<Refused> no_market() {
+  return refuse(Refusal::kNotFound, Error{"market",
+                                          "this server runs without an internal market; add "
+                                          "`market: PATH` (a market file) to its configuration"});
 }
 
 }  // namespace
@@ -279,31 +278,28 @@ Reply ControlPlane::prices(const Principal& who, std::int64_t now_ms) {
                     {"from", price.from},
                     {"until", price.until}});
   }
-  return Reply{200,
-               {{"currency", market_->spec().currency},
-                {"period", schedule.period},
-                {"class_multipliers",
-                 {{"standard", ratio(schedule.standard)},
-                  {"preemptible", ratio(schedule.preemptible)},
-                  {"emergency", ratio(schedule.emergency)}}},
-                {"models", std::move(list)}}};
+  return answer({{"currency", market_->spec().currency},
+                 {"period", schedule.period},
+                 {"class_multipliers",
+                  {{"standard", ratio(schedule.standard)},
+                   {"preemptible", ratio(schedule.preemptible)},
+                   {"emergency", ratio(schedule.emergency)}}},
+                 {"models", std::move(list)}});
 }
 
 Reply ControlPlane::bill(const Principal& who, const BillQuery& query) const {
   if (who.role == Role::kAgent) {
-    return error_reply(403, "forbidden", Error{"role", "agent tokens cannot read bills"});
+    return refuse(Refusal::kForbidden, Error{"role", "agent tokens cannot read bills"});
   }
   if (who.role == Role::kUser && query.tenant != who.tenant) {
-    return error_reply(
-        403, "forbidden",
-        Error{"tenant", fmt::format("this token sees tenant '{}' only", who.tenant)});
+    return refuse(Refusal::kForbidden,
+                  Error{"tenant", fmt::format("this token sees tenant '{}' only", who.tenant)});
   }
   if (!market_) return no_market();
   const TenantBook& book = scheduler_.book();
   const auto tenant = book.find_tenant(query.tenant);
   if (!tenant) {
-    return error_reply(404, "not found",
-                       Error{"tenant", fmt::format("no tenant '{}'", query.tenant)});
+    return refuse(Refusal::kNotFound, Error{"tenant", fmt::format("no tenant '{}'", query.tenant)});
   }
   struct Group {
     Micros charges = 0;
@@ -373,14 +369,13 @@ Reply ControlPlane::bill(const Principal& who, const BillQuery& query) const {
     list.push_back(std::move(row));
   }
   constexpr std::string_view kNames[] = {"team", "job", "model", "label"};
-  return Reply{200,
-               {{"tenant", query.tenant},
-                {"from", utc_date_text(query.from)},
-                {"to", utc_date_text(query.to - 1)},
-                {"currency", market_->spec().currency},
-                {"by", kNames[static_cast<int>(query.by)]},
-                {"groups", std::move(list)},
-                {"total", group_json(total)}}};
+  return answer({{"tenant", query.tenant},
+                 {"from", utc_date_text(query.from)},
+                 {"to", utc_date_text(query.to - 1)},
+                 {"currency", market_->spec().currency},
+                 {"by", kNames[static_cast<int>(query.by)]},
+                 {"groups", std::move(list)},
+                 {"total", group_json(total)}});
 }
 
 }  // namespace tidepool

@@ -75,10 +75,11 @@ struct JobListing {
   std::set<std::string> nodes;
 };
 
-// The page of `listing` that `filter` asks for, as `who` may see it: 200 with {"jobs": [...]}
-// (each job with "pending" when it waits, "attained_gpu_seconds" while it is live) and "next" when
-// older jobs may match; 400 for a bad state name, limit or window, 403 for a user naming another
-// tenant, 404 for a tenant, queue or node the pool does not have (a typo is not an empty listing).
+// The page of `listing` that `filter` asks for, as `who` may see it: {"jobs": [...]} (each job
+// with "pending" when it waits, "attained_gpu_seconds" while it is live) and "next" when older
+// jobs may match; kInvalid for a bad state name, limit or window, kForbidden for a user naming
+// another tenant, kNotFound for a tenant, queue or node the pool does not have (a typo is not an
+// empty listing).
 Reply list_jobs(const JobListing& listing, const Principal& who, const JobFilter& filter);
 
 }  // namespace tidepool
