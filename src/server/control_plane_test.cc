@@ -599,7 +599,7 @@ double price_of(const Wire& prices, const std::string& model, const std::string&
 }
 
 TEST_F(MarketPlaneTest, RunningJobsAreChargedAtThePriceAndBilledByGroup) {
-  Wire prices = wire(plane_->prices(kVision, kStart));
+  Wire prices = wire(plane_->prices(kStart));
   ASSERT_EQ(prices.status, 200) << prices.body.dump();
   EXPECT_EQ(prices.body["currency"], "USD");
   const double h100 = price_of(prices, "H100", "standard");
@@ -660,7 +660,7 @@ TEST_F(MarketPlaneTest, LendersEarnCreditsForTheIdleGuaranteeOthersUse) {
   ASSERT_EQ(bill.body["groups"].size(), 1U);
   EXPECT_EQ(bill.body["groups"][0]["group"], "(lending credits)");
   // The lender's share (0.8) of the standard price of the 8 GPU-hours lent.
-  const double standard = price_of(wire(plane_->prices(kAdmin, kStart)), "H100", "standard");
+  const double standard = price_of(wire(plane_->prices(kStart)), "H100", "standard");
   EXPECT_NEAR(bill.body["total"]["credits"].get<double>(), 8 * standard * 0.8, 1e-5);
   EXPECT_GT(plane_->figures().tenant_credits.at("vision"), 0);
 }
@@ -668,7 +668,7 @@ TEST_F(MarketPlaneTest, LendersEarnCreditsForTheIdleGuaranteeOthersUse) {
 TEST_F(MarketPlaneTest, WithoutAMarketPricesAndBillsAreNotFound) {
   market_.reset();
   plane_ = restart(kStart);
-  EXPECT_EQ(wire(plane_->prices(kVision, kStart)).status, 404);
+  EXPECT_EQ(wire(plane_->prices(kStart)).status, 404);
   EXPECT_EQ(
       wire(plane_->bill(kVision, BillQuery{"vision", kDay, kDay + 86'400, BillGrouping::kTeam}))
           .status,

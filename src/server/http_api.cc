@@ -896,9 +896,8 @@ void HttpApi::add_routes() {
   });
 
   // --- the internal market ---
-  loop_json("GET", "/v1/prices", "/v1/prices", [on_loop](const Call& c) -> LoopAnswer {
-    return on_loop(
-        [who = c.who](ControlPlane& p, std::int64_t now, Batch&) { return p.prices(who, now); });
+  loop_json("GET", "/v1/prices", "/v1/prices", [on_loop](const Call&) -> LoopAnswer {
+    return on_loop([](ControlPlane& p, std::int64_t now, Batch&) { return p.prices(now); });
   });
   loop_json("GET", "/v1/bill", "/v1/bill", [on_loop](const Call& c) -> LoopAnswer {
     const QueryParams& q = c.query;

@@ -57,10 +57,10 @@ struct TaskPlace {
   friend bool operator==(const TaskPlace&, const TaskPlace&) = default;
 };
 
-// A job sent to rented capacity (control_plane_burst.cc): the offer, the nodes asked of its
-// provider (one per task, named by the server), the agent tokens made for them, and the money
-// side. While the nodes come up the job stays pending; once every node's agent registered it runs
-// there, outside the pool's scheduler.
+// A job sent to rented capacity (burst_desk.h): the offer, the nodes asked of its provider (one
+// per task, named by the server), the agent tokens made for them, and the money side. While the
+// nodes come up the job stays pending; once every node's agent registered it runs there, outside
+// the pool's scheduler.
 struct BurstRun {
   std::string offer;
   std::string provider;

@@ -2,31 +2,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "server/control_plane.h"
+#include "server/job_desk.h"
 
 namespace tidepool {
-
-Outcome<ServerJob*> ControlPlane::actionable_job(const Principal& who, std::int64_t id,
-                                                 std::string_view action) {
-  if (who.role == Role::kAgent) {
-    return forbidden("role", fmt::format("agent tokens cannot {} jobs", action));
-  }
-  auto found = visible_job(who, id);
-  if (!found) return std::unexpected(found.error());
-  return &jobs_.at(id);
-}
-
-void ControlPlane::withdraw_pending(const ServerJob& job, std::int64_t now_ms, Batch& batch) {
-  // Called for a job the scheduler queues: a refusal is a bug, shown and not hidden.
-  const JobId core_id{static_cast<std::uint32_t>(job.id)};
-  if (auto ok = scheduler_.withdraw(core_id, to_seconds(now_ms)); !ok) {
-    internal_error(fmt::format("job {}: scheduler withdraw", job.id), ok.error(), now_ms, batch);
-  }
-  if (auto ok = scheduler_.forget(core_id); !ok) {
-    internal_error(fmt::format("job {}: scheduler forget", job.id), ok.error(), now_ms, batch);
-  }
-}
-
 namespace {
 
 std::string by_whom(const Principal& who) {
@@ -42,7 +20,16 @@ std::unexpected<Refused> not_in_state(const ServerJob& job, std::string_view wan
 
 }  // namespace
 
-Reply ControlPlane::hold(const Principal& who, std::int64_t id, std::int64_t now_ms, Batch& batch) {
+Outcome<ServerJob*> JobDesk::actionable_job(const Principal& who, std::int64_t id,
+                                            std::string_view action) {
+  if (who.role == Role::kAgent) {
+    return forbidden("role", fmt::format("agent tokens cannot {} jobs", action));
+  }
+  return state_.visible_job(who, id);
+}
+
+Outcome<const ServerJob*> JobDesk::hold(const Principal& who, std::int64_t id, std::int64_t now_ms,
+                                        Batch& batch) {
   auto found = actionable_job(who, id, "hold");
   if (!found) return std::unexpected(found.error());
   ServerJob& job = **found;
@@ -55,17 +42,17 @@ Reply ControlPlane::hold(const Principal& who, std::int64_t id, std::int64_t now
     return not_in_state(job, "pending", "held");
   }
   // A job that waits for others is not in the scheduler's queue yet.
-  if (in_scheduler(job)) withdraw_pending(job, now_ms, batch);
+  if (state_.in_scheduler(job)) state_.withdraw_pending(job, now_ms, batch);
   job.held = "held by " + by_whom(who);
   job.move_to(JobState::kPending, now_ms, job.held);
   note_parked(job);
-  dirty_ = true;
-  record_job(batch, job, now_ms, "job.held");
-  return answer(job_view(job));
+  state_.mark_dirty();
+  state_.record_job(batch, job, now_ms, "job.held");
+  return &job;
 }
 
-Reply ControlPlane::release(const Principal& who, std::int64_t id, std::int64_t now_ms,
-                            Batch& batch) {
+Outcome<const ServerJob*> JobDesk::release(const Principal& who, std::int64_t id,
+                                           std::int64_t now_ms, Batch& batch) {
   auto found = actionable_job(who, id, "release");
   if (!found) return std::unexpected(found.error());
   ServerJob& job = **found;
@@ -74,32 +61,29 @@ Reply ControlPlane::release(const Principal& who, std::int64_t id, std::int64_t 
                     fmt::format("job {} is {} and not held", id, job_state_name(job.state)));
   }
   job.held.clear();
-  record_job(batch, job, now_ms, "job.released");
-  if (unmet_dependencies(job).empty()) {
+  state_.record_job(batch, job, now_ms, "job.released");
+  if (state_.unmet_dependencies(job).empty()) {
     queue_again(job, "released by " + by_whom(who), now_ms, batch);
   } else {
     job.message = "released by " + by_whom(who);  // and waits for the jobs it runs after
-    dirty_ = true;
+    state_.mark_dirty();
   }
-  if (job.state == JobState::kPending) return answer(job_view(job));
-  // It could not be queued again, and failed: a conflict, answered with the job.
-  auto failed = conflict("state", job.message);
-  failed.error().body = job_view(job);
-  return failed;
+  return &job;
 }
 
-Reply ControlPlane::requeue_job(const Principal& who, std::int64_t id, std::int64_t now_ms,
-                                Batch& batch) {
+Outcome<const ServerJob*> JobDesk::requeue(const Principal& who, std::int64_t id,
+                                           std::int64_t now_ms, Batch& batch) {
   auto found = actionable_job(who, id, "requeue");
   if (!found) return std::unexpected(found.error());
   ServerJob& job = **found;
   if (job.state != JobState::kRunning || job.burst) return not_in_state(job, "running", "requeued");
-  requeue(job, false, "requeued by " + by_whom(who), now_ms, batch);
-  return answer(job_view(job));
+  requeue_run(job, false, "requeued by " + by_whom(who), now_ms, batch);
+  return &job;
 }
 
-Reply ControlPlane::update_job(const Principal& who, std::int64_t id, const JobUpdate& update,
-                               std::int64_t now_ms, Batch& batch) {
+Outcome<const ServerJob*> JobDesk::update(const Principal& who, std::int64_t id,
+                                          const JobUpdate& update, std::int64_t now_ms,
+                                          Batch& batch) {
   auto found = actionable_job(who, id, "update");
   if (!found) return std::unexpected(found.error());
   ServerJob& job = **found;
@@ -108,20 +92,21 @@ Reply ControlPlane::update_job(const Principal& who, std::int64_t id, const JobU
   if (!spec) return refuse(Refusal::kInvalid, "invalid update", spec.error());
   ServerJob updated = job;
   updated.spec = std::move(*spec);
-  auto core = to_core_job(updated, scheduler_.book());
+  const TenantBook& book = state_.scheduler().book();
+  auto core = state_.to_core_job(updated, book);
   if (!core) return refuse(Refusal::kInvalid, "invalid update", core.error());
-  if (!outside_scheduler(job)) {
+  if (!state_.outside_scheduler(job)) {
     // Queued again with the new values: the same id and submission time, so it keeps its place
     // by age, and its service so far.
-    withdraw_pending(job, now_ms, batch);
+    state_.withdraw_pending(job, now_ms, batch);
     if (auto queued = enqueue(*core, updated, now_ms, batch); !queued) {
       // Back as it was: the old spec was queued a moment ago, so a refusal now is a bug.
-      auto old = to_core_job(job, scheduler_.book());
+      auto old = state_.to_core_job(job, book);
       auto back =
           old ? enqueue(*old, job, now_ms, batch) : Result<void>(std::unexpected(old.error()));
       if (!back) {
-        internal_error(fmt::format("job {}: queued again as before its update", job.id),
-                       back.error(), now_ms, batch);
+        state_.internal_error(fmt::format("job {}: queued again as before its update", job.id),
+                              back.error(), now_ms, batch);
       }
       return refuse(Refusal::kInvalid, "invalid update", queued.error());
     }
@@ -129,13 +114,13 @@ Reply ControlPlane::update_job(const Principal& who, std::int64_t id, const JobU
   drop_live(job.id);
   job.spec = std::move(updated.spec);
   add_live(job);
-  dirty_ = true;
+  state_.mark_dirty();
   std::vector<std::string> changed;
   for (const auto& [key, value] : update.fields.items()) changed.push_back(key);
   // Still pending since it last became so (no new transition): only the message says it.
   job.message = fmt::format("{} updated by {}", fmt::join(changed, ", "), by_whom(who));
-  record_job(batch, job, now_ms, "job.updated");
-  return answer(job_view(job));
+  state_.record_job(batch, job, now_ms, "job.updated");
+  return &job;
 }
 
 }  // namespace tidepool

@@ -1,9 +1,9 @@
-// The control plane: per-tenant admission limits of new jobs.
+#include "server/submission_gate.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
-
-#include "server/control_plane.h"
+#include <utility>
 
 namespace tidepool {
 namespace {
@@ -26,8 +26,8 @@ std::unexpected<Refused> too_many(std::string reason, std::int64_t retry_after_s
 
 }  // namespace
 
-Outcome<void> ControlPlane::check_admission(const std::string& tenant, TenantId id,
-                                            std::int64_t now_ms, std::int64_t jobs) {
+Outcome<void> SubmissionGate::admit(const std::string& tenant, std::int64_t pending,
+                                    std::int64_t jobs, std::int64_t now_ms) {
   const AdmissionLimits& limits = setup_.admission;
   const TenantSpec* spec = tenant_spec(setup_.tenants, tenant);
   const std::int64_t max_pending =
@@ -35,11 +35,6 @@ Outcome<void> ControlPlane::check_admission(const std::string& tenant, TenantId 
   const std::int64_t rate = spec && spec->submissions_per_second > 0
                                 ? spec->submissions_per_second
                                 : limits.submissions_per_second;
-  // Held jobs and jobs waiting for others count as pending too: neither is a way around the limit.
-  std::int64_t pending = scheduler_.pending_count(id);
-  for (std::int64_t parked : parked_) {
-    if (jobs_.at(parked).spec.tenant == tenant) ++pending;
-  }
   if (pending + jobs > max_pending) {
     if (jobs > 1) {
       return too_many(fmt::format("tenant '{}' has {} jobs pending and may have {}: {} more do "
@@ -56,8 +51,8 @@ Outcome<void> ControlPlane::check_admission(const std::string& tenant, TenantId 
   if (rate <= 0) return {};
   // Refilled at `rate` per second up to the burst; a new tenant starts full.
   const std::int64_t capacity = std::max(limits.submission_burst, rate) * 1000;
-  auto [it, added] = submit_buckets_.try_emplace(tenant, SubmitBucket{capacity, now_ms});
-  SubmitBucket& bucket = it->second;
+  auto [it, added] = buckets_.try_emplace(tenant, Bucket{capacity, now_ms});
+  Bucket& bucket = it->second;
   const std::int64_t elapsed = std::max<std::int64_t>(0, now_ms - bucket.updated_ms);
   bucket.milli_tokens = std::min(capacity, bucket.milli_tokens + elapsed * rate);
   bucket.updated_ms = std::max(bucket.updated_ms, now_ms);
