@@ -32,7 +32,7 @@ nlohmann::json job_brief(const ServerJob& job) {
 
 std::vector<LostRental> BurstDesk::restore(std::int64_t now_ms, Batch& repairs) {
   std::vector<LostRental> orphaned;
-  for (std::int64_t id : state_.live()) {
+  for (JobId id : state_.live()) {
     ServerJob& job = state_.jobs().at(id);
     if (!job.burst) continue;
     // A rental whose offer left the market file: given up (a running job goes back to the pool).
@@ -67,7 +67,7 @@ void BurstDesk::rent_waiting(std::int64_t now_ms, Batch& batch) {
   const Scheduler& scheduler = state_.scheduler();
   std::vector<Job> jobs;
   std::vector<Seconds> waited;
-  for (std::int64_t id : state_.live()) {
+  for (JobId id : state_.live()) {
     const ServerJob& job = state_.jobs().at(id);
     if (job.state != JobState::kPending || state_.outside_scheduler(job)) continue;
     const Seconds wait = to_seconds(now_ms - job.transitions.back().at_ms);
@@ -91,9 +91,9 @@ void BurstDesk::rent_waiting(std::int64_t now_ms, Batch& batch) {
   }
   const BurstChoice choice = choose_bursts(
       candidates, offers, rented, market->desk().remaining_budgets(to_seconds(now_ms)), *policy);
-  for (const BurstRefusal& refusal : choice.refusals) refusals_[refusal.job.value] = refusal.reason;
+  for (const BurstRefusal& refusal : choice.refusals) refusals_[refusal.job] = refusal.reason;
   for (const BurstDecision& decision : choice.decisions) {
-    rent(state_.jobs().at(decision.job.value), decision.offer, now_ms, batch);
+    rent(state_.jobs().at(decision.job), decision.offer, now_ms, batch);
   }
 }
 
@@ -160,7 +160,7 @@ std::vector<LostRental> BurstDesk::lost_rentals(std::int64_t now_ms) {
   std::vector<LostRental> lost;
   if (nodes_.rented().empty()) return lost;
   const std::int64_t timeout_ms = state_.setup().heartbeat_timeout_ms;
-  for (std::int64_t id : state_.live()) {
+  for (JobId id : state_.live()) {
     const ServerJob& job = state_.jobs().at(id);
     if (!job.burst) continue;
     const BurstRun& run = *job.burst;
@@ -344,7 +344,7 @@ std::optional<LostRental> BurstDesk::provider_result(std::int64_t call, bool ok,
 
 std::vector<std::int64_t> BurstDesk::rented_gpus_by_offer() const {
   std::vector<std::int64_t> rented(clerk_.offers().size(), 0);
-  for (std::int64_t id : state_.live()) {
+  for (JobId id : state_.live()) {
     const ServerJob& job = state_.jobs().at(id);
     if (!job.burst) continue;
     if (auto offer = clerk_.offer_index(job.burst->offer)) rented[*offer] += rented_gpus(job.spec);

@@ -50,14 +50,14 @@ struct ProviderCall {
   std::string provider;
   std::string hook;
   std::string action;  // "up" or "down"
-  std::int64_t job = 0;
+  JobId job;
   nlohmann::json request;
 };
 
 // A rental given up: its job goes back to the pool's queue for `reason`, charged up to now
 // (`charge`) or not (nothing was rented).
 struct LostRental {
-  std::int64_t job = 0;
+  JobId job;
   std::string reason;
   bool charge = true;
 };
@@ -99,7 +99,7 @@ class BurstDesk {
 
   // --- what the views show ---
   // Why a waiting job was not rented at the last pass, by job.
-  [[nodiscard]] const std::map<std::int64_t, std::string>& refusals() const { return refusals_; }
+  [[nodiscard]] const std::map<JobId, std::string>& refusals() const { return refusals_; }
   // The GPUs rented now (coming up or in use) of each offer, by offer index.
   [[nodiscard]] std::vector<std::int64_t> rented_gpus_by_offer() const;
   [[nodiscard]] std::int64_t rentals() const { return rentals_; }  // since the server started
@@ -121,9 +121,9 @@ class BurstDesk {
   NodeTable& nodes_;
   std::vector<ProviderCall> provider_calls_;  // asked, not yet taken
   std::int64_t next_call_id_ = 1;
-  std::map<std::int64_t, std::pair<std::int64_t, std::int64_t>> awaited_up_;  // (job, requested)
-  std::map<std::string, std::int64_t> offer_paused_until_ms_;                 // after a failed `up`
-  std::map<std::int64_t, std::string> refusals_;  // job -> why it was not rented
+  std::map<std::int64_t, std::pair<JobId, std::int64_t>> awaited_up_;  // (job, requested)
+  std::map<std::string, std::int64_t> offer_paused_until_ms_;          // after a failed `up`
+  std::map<JobId, std::string> refusals_;  // job -> why it was not rented
   std::int64_t rentals_ = 0;
 };
 

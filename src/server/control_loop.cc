@@ -230,7 +230,9 @@ void ControlLoop::round(std::vector<Pending>& work, bool pass_due) {
     auto committed = store_->commit(batch);
     if (committed) {
       metrics_.count_commit(batch, seconds_since(commit_start));
-      for (const JobRecord& job : batch.jobs) listing_changed_.insert(job.id);
+      for (const JobRecord& job : batch.jobs) {
+        if (auto id = job_id_from_wire(job.id)) listing_changed_.insert(*id);
+      }
       events_->publish(batch.events);
       log_events(batch.events);
       run_hooks();

@@ -99,8 +99,8 @@ class ControlLoop {
   std::unique_ptr<EventFeed> events_;
   std::unique_ptr<ControlPlane> plane_;  // owned by the loop thread once started
   // Listings (loop thread): each job's listed entry, and the jobs changed since the last snapshot.
-  std::map<std::int64_t, std::shared_ptr<const ListedJob>> listed_;
-  std::set<std::int64_t> listing_changed_;
+  std::map<JobId, std::shared_ptr<const ListedJob>> listed_;
+  std::set<JobId> listing_changed_;
 
   // Guards what follows up to thread_: the callers' queue, the listing handed out and the flags
   // (HTTP threads and the loop thread); waited on by wake_ and listing_ready_.

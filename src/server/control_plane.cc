@@ -96,22 +96,20 @@ Reply ControlPlane::submit(const Principal& who, JobSpec spec, const std::string
   return submitted->created ? created(std::move(body)) : answer(std::move(body));
 }
 
-Reply ControlPlane::cancel(const Principal& who, std::int64_t id, std::int64_t now_ms,
-                           Batch& batch) {
+Reply ControlPlane::cancel(const Principal& who, JobId id, std::int64_t now_ms, Batch& batch) {
   auto job = jobs_.cancel(who, id, now_ms, batch);
   if (!job) return std::unexpected(job.error());
   return answer(server_job_to_json(**job));
 }
 
-Reply ControlPlane::report_status(const Principal& who, std::int64_t id,
-                                  const JobStatusReport& report, std::int64_t now_ms,
-                                  Batch& batch) {
+Reply ControlPlane::report_status(const Principal& who, JobId id, const JobStatusReport& report,
+                                  std::int64_t now_ms, Batch& batch) {
   auto job = jobs_.report_status(who, id, report, now_ms, batch);
   if (!job) return std::unexpected(job.error());
   return answer(server_job_to_json(**job));
 }
 
-Reply ControlPlane::report_checkpoint(const Principal& who, std::int64_t id,
+Reply ControlPlane::report_checkpoint(const Principal& who, JobId id,
                                       const CheckpointReport& report, std::int64_t now_ms,
                                       Batch& batch) {
   auto job = jobs_.report_checkpoint(who, id, report, now_ms, batch);
@@ -119,14 +117,13 @@ Reply ControlPlane::report_checkpoint(const Principal& who, std::int64_t id,
   return answer(server_job_to_json(**job));
 }
 
-Reply ControlPlane::hold(const Principal& who, std::int64_t id, std::int64_t now_ms, Batch& batch) {
+Reply ControlPlane::hold(const Principal& who, JobId id, std::int64_t now_ms, Batch& batch) {
   auto job = jobs_.hold(who, id, now_ms, batch);
   if (!job) return std::unexpected(job.error());
   return answer(views_.job(**job));
 }
 
-Reply ControlPlane::release(const Principal& who, std::int64_t id, std::int64_t now_ms,
-                            Batch& batch) {
+Reply ControlPlane::release(const Principal& who, JobId id, std::int64_t now_ms, Batch& batch) {
   auto job = jobs_.release(who, id, now_ms, batch);
   if (!job) return std::unexpected(job.error());
   if ((*job)->state == JobState::kPending) return answer(views_.job(**job));
@@ -136,45 +133,44 @@ Reply ControlPlane::release(const Principal& who, std::int64_t id, std::int64_t 
   return failed;
 }
 
-Reply ControlPlane::requeue_job(const Principal& who, std::int64_t id, std::int64_t now_ms,
-                                Batch& batch) {
+Reply ControlPlane::requeue_job(const Principal& who, JobId id, std::int64_t now_ms, Batch& batch) {
   auto job = jobs_.requeue(who, id, now_ms, batch);
   if (!job) return std::unexpected(job.error());
   return answer(views_.job(**job));
 }
 
-Reply ControlPlane::update_job(const Principal& who, std::int64_t id, const JobUpdate& update,
+Reply ControlPlane::update_job(const Principal& who, JobId id, const JobUpdate& update,
                                std::int64_t now_ms, Batch& batch) {
   auto job = jobs_.update(who, id, update, now_ms, batch);
   if (!job) return std::unexpected(job.error());
   return answer(views_.job(**job));
 }
 
-Reply ControlPlane::get_job(const Principal& who, std::int64_t id) const {
+Reply ControlPlane::get_job(const Principal& who, JobId id) const {
   auto job = state_.visible_job(who, id);
   if (!job) return std::unexpected(job.error());
   return answer(views_.job(**job));
 }
 
 Reply ControlPlane::list_jobs(const Principal& who, const JobFilter& filter) const {
-  std::map<std::int64_t, std::shared_ptr<const ListedJob>> cache;
+  std::map<JobId, std::shared_ptr<const ListedJob>> cache;
   return tidepool::list_jobs(*views_.listing(cache, {}, 0), who, filter);
 }
 
 std::shared_ptr<const JobListing> ControlPlane::update_listing(
-    std::map<std::int64_t, std::shared_ptr<const ListedJob>>& cache,
-    const std::set<std::int64_t>& changed, std::int64_t version) const {
+    std::map<JobId, std::shared_ptr<const ListedJob>>& cache, const std::set<JobId>& changed,
+    std::int64_t version) const {
   return views_.listing(cache, changed, version);
 }
 
-Reply ControlPlane::why(const Principal& who, std::int64_t id, std::int64_t now_ms) const {
+Reply ControlPlane::why(const Principal& who, JobId id, std::int64_t now_ms) const {
   auto job = state_.visible_job(who, id);
   if (!job) return std::unexpected(job.error());
   return answer(views_.why(who, **job, now_ms));
 }
 
-Reply ControlPlane::log_access(const Principal& who, std::int64_t id, bool write,
-                               std::optional<int> task, std::optional<std::int64_t> run) const {
+Reply ControlPlane::log_access(const Principal& who, JobId id, bool write, std::optional<int> task,
+                               std::optional<std::int64_t> run) const {
   auto job = jobs_.log_access(who, id, write, task, run);
   if (!job) return std::unexpected(job.error());
   return answer({{"job", id}, {"tasks", (*job)->spec.tasks}});
@@ -293,9 +289,9 @@ void ControlPlane::check_liveness(std::int64_t now_ms, Batch& batch) {
   for (NodeId id : nodes_.silent(now_ms)) {
     const std::string reason = nodes_.mark_not_ready(id, now_ms, batch);
     if (running.empty()) running = state_.running_by_node();
-    std::vector<std::int64_t> ids;
+    std::vector<JobId> ids;
     for (const ServerJob* job : running[id.value]) ids.push_back(job->id);
-    for (std::int64_t job_id : ids) {
+    for (JobId job_id : ids) {
       ServerJob& job = state_.jobs().at(job_id);
       if (job.state == JobState::kRunning) jobs_.requeue_run(job, true, reason, now_ms, batch);
     }
@@ -322,7 +318,7 @@ Result<Scheduler> ControlPlane::rebuild_scheduler(const TenantsSpec& tenants,
   if (!book) return std::unexpected(book.error());
   auto scheduler = Scheduler::create(std::move(*pool), std::move(*book), setup.scheduler);
   if (!scheduler) return std::unexpected(scheduler.error());
-  for (std::int64_t id : state_.live()) {
+  for (JobId id : state_.live()) {
     if (auto ok = jobs_.restore(*scheduler, state_.jobs().at(id), now_ms); !ok) {
       return fail(ok.error().field, fmt::format("job {}: {}", id, ok.error().reason));
     }

@@ -63,32 +63,32 @@ class ControlPlane {
   // same spec; kConflict for the same key with another spec.
   Reply submit(const Principal& who, JobSpec spec, const std::string& idempotency_key,
                std::int64_t now_ms, Batch& batch);
-  Reply cancel(const Principal& who, std::int64_t id, std::int64_t now_ms, Batch& batch);
-  Reply report_status(const Principal& who, std::int64_t id, const JobStatusReport& report,
+  Reply cancel(const Principal& who, JobId id, std::int64_t now_ms, Batch& batch);
+  Reply report_status(const Principal& who, JobId id, const JobStatusReport& report,
                       std::int64_t now_ms, Batch& batch);
-  Reply report_checkpoint(const Principal& who, std::int64_t id, const CheckpointReport& report,
+  Reply report_checkpoint(const Principal& who, JobId id, const CheckpointReport& report,
                           std::int64_t now_ms, Batch& batch);
   // Slurm's scontrol hold/release/requeue/update (JobDesk::hold ...), each answered with the job
   // as the API shows it. kConflict for a job in another state, and for a released job that could
   // not be queued again (it failed; the body is the job).
-  Reply hold(const Principal& who, std::int64_t id, std::int64_t now_ms, Batch& batch);
-  Reply release(const Principal& who, std::int64_t id, std::int64_t now_ms, Batch& batch);
-  Reply requeue_job(const Principal& who, std::int64_t id, std::int64_t now_ms, Batch& batch);
-  Reply update_job(const Principal& who, std::int64_t id, const JobUpdate& update,
-                   std::int64_t now_ms, Batch& batch);
-  [[nodiscard]] Reply get_job(const Principal& who, std::int64_t id) const;
+  Reply hold(const Principal& who, JobId id, std::int64_t now_ms, Batch& batch);
+  Reply release(const Principal& who, JobId id, std::int64_t now_ms, Batch& batch);
+  Reply requeue_job(const Principal& who, JobId id, std::int64_t now_ms, Batch& batch);
+  Reply update_job(const Principal& who, JobId id, const JobUpdate& update, std::int64_t now_ms,
+                   Batch& batch);
+  [[nodiscard]] Reply get_job(const Principal& who, JobId id) const;
   // GET /v1/jobs from the plane itself; the server lists from snapshots (update_listing).
   [[nodiscard]] Reply list_jobs(const Principal& who, const JobFilter& filter) const;
   // Brings `cache` (each job's listed entry, by id) up to date for the jobs in `changed` (those a
   // committed batch wrote; all of them when `cache` is empty) and returns a snapshot of it with
   // the pending jobs' reasons as of now, as version `version`.
   [[nodiscard]] std::shared_ptr<const JobListing> update_listing(
-      std::map<std::int64_t, std::shared_ptr<const ListedJob>>& cache,
-      const std::set<std::int64_t>& changed, std::int64_t version) const;
-  [[nodiscard]] Reply why(const Principal& who, std::int64_t id, std::int64_t now_ms) const;
+      std::map<JobId, std::shared_ptr<const ListedJob>>& cache, const std::set<JobId>& changed,
+      std::int64_t version) const;
+  [[nodiscard]] Reply why(const Principal& who, JobId id, std::int64_t now_ms) const;
   // Whether `who` may read (write false) or append to (write true) job `id`'s task logs: done
   // with {"job", "tasks"}, or the refusal (JobDesk::log_access).
-  [[nodiscard]] Reply log_access(const Principal& who, std::int64_t id, bool write,
+  [[nodiscard]] Reply log_access(const Principal& who, JobId id, bool write,
                                  std::optional<int> task = std::nullopt,
                                  std::optional<std::int64_t> run = std::nullopt) const;
 

@@ -9,11 +9,6 @@
 namespace tidepool {
 namespace {
 
-nlohmann::json milli_as_gpus(std::int64_t milli) {
-  if (milli % 1000 == 0) return milli / 1000;
-  return static_cast<double>(milli) / 1000.0;
-}
-
 nlohmann::json tenant_update_to_json(const TenantUpdate& update) {
   nlohmann::json quota = nlohmann::json::object();
   for (const auto& [model, q] : update.quota) {

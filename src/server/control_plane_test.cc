@@ -28,6 +28,13 @@ struct Wire {
 };
 Wire wire(const Reply& reply) { return Wire{http_status(reply), http_body(reply)}; }
 
+// A job id as the API shows it, as the plane takes it.
+JobId jid(std::int64_t id) {
+  const auto job = job_id_from_wire(id);
+  EXPECT_TRUE(job.has_value()) << id;
+  return job.value_or(JobId{});
+}
+
 // What a store would hold after the batches committed so far.
 struct MemoryStore {
   std::map<std::int64_t, JobRecord> jobs;
@@ -143,7 +150,7 @@ class ControlPlaneTest : public ::testing::Test {
   }
 
   Wire get(std::int64_t id, const Principal& who = kAdmin) {
-    return wire(plane_->get_job(who, id));
+    return wire(plane_->get_job(who, jid(id)));
   }
 
   MemoryStore store_;
@@ -168,7 +175,7 @@ TEST(ControlPlaneNodes, AJobWaitsForANodeWhoseAgentRegistered) {
   const std::int64_t id = submitted.body["id"];
   plane.schedule(now, batch);
   // No agent has registered a node: nothing runs, nothing is billed, and the nodes say why.
-  EXPECT_EQ(wire(plane.get_job(kAdmin, id)).body["state"], "pending");
+  EXPECT_EQ(wire(plane.get_job(kAdmin, jid(id))).body["state"], "pending");
   const nlohmann::json nodes = wire(plane.list_nodes(kAdmin)).body["nodes"];
   ASSERT_FALSE(nodes.empty());
   for (const auto& node : nodes) {
@@ -185,7 +192,7 @@ TEST(ControlPlaneNodes, AJobWaitsForANodeWhoseAgentRegistered) {
   ASSERT_EQ(wire(plane.register_node(agent, h100, NodeRegistration{}, now + 1000, batch)).status,
             200);
   plane.schedule(now + 1000, batch);
-  const Wire ran = wire(plane.get_job(kAdmin, id));
+  const Wire ran = wire(plane.get_job(kAdmin, jid(id)));
   ASSERT_EQ(ran.body["state"], "running") << ran.body.dump();
   EXPECT_EQ(ran.body["placement"][0]["node"], h100);
   // The reply must outlive the loop: a range-for over a member of a temporary dangles.
@@ -273,10 +280,11 @@ TEST_F(ControlPlaneTest, BadSpecsAreRefusedWithTheField) {
 TEST_F(ControlPlaneTest, UsersSeeAndActOnTheirOwnTenantOnly) {
   const std::int64_t id = submit(job("mine")).body["id"];
   EXPECT_EQ(submit(job("theirs"), kSearch).status, 403);
-  EXPECT_EQ(wire(plane_->get_job(kSearch, id)).status, 404);
-  EXPECT_EQ(wire(plane_->get_job(kVision, id)).status, 200);
-  Wire cancel = run(
-      [&](ControlPlane& p, std::int64_t now, Batch& b) { return p.cancel(kSearch, id, now, b); });
+  EXPECT_EQ(wire(plane_->get_job(kSearch, jid(id))).status, 404);
+  EXPECT_EQ(wire(plane_->get_job(kVision, jid(id))).status, 200);
+  Wire cancel = run([&](ControlPlane& p, std::int64_t now, Batch& b) {
+    return p.cancel(kSearch, jid(id), now, b);
+  });
   EXPECT_EQ(cancel.status, 404);
   EXPECT_EQ(wire(plane_->list_jobs(kSearch, {})).body["jobs"].size(), 0U);
   EXPECT_EQ(wire(plane_->list_jobs(kVision, {})).body["jobs"].size(), 1U);
@@ -331,7 +339,7 @@ TEST_F(ControlPlaneTest, RestartKeepsRunningJobsWhereTheyRunAndPendingJobsQueued
   // Ending a running job lets a waiting one start.
   Wire done = run(
       [&](ControlPlane& p, std::int64_t now, Batch& b) {
-        return p.report_status(kAdmin, ids[0],
+        return p.report_status(kAdmin, jid(ids[0]),
                                JobStatusReport{"succeeded", 0, "", std::nullopt, std::nullopt}, now,
                                b);
       },
@@ -379,8 +387,9 @@ TEST_F(ControlPlaneTest, CancelEndsPendingAndRunningJobs) {
     ids.push_back(submit(job("j" + std::to_string(i)), kAdmin).body["id"]);
   EXPECT_EQ(get(ids[16]).body["state"], "pending");
   auto cancel = [&](std::int64_t id) {
-    return run(
-        [&](ControlPlane& p, std::int64_t now, Batch& b) { return p.cancel(kAdmin, id, now, b); });
+    return run([&](ControlPlane& p, std::int64_t now, Batch& b) {
+      return p.cancel(kAdmin, jid(id), now, b);
+    });
   };
   EXPECT_EQ(cancel(ids[16]).body["state"], "cancelled");
   EXPECT_EQ(cancel(ids[16]).status, 409);
@@ -426,7 +435,7 @@ TEST_F(ControlPlaneTest, DrainedNodeTakesNoJobAndStaysDrainedAfterRestart) {
   }
   const std::int64_t waiting = submit(job("waits"), kAdmin).body["id"];
   EXPECT_EQ(get(waiting).body["state"], "pending");
-  EXPECT_EQ(wire(plane_->why(kAdmin, waiting, 1'000'000)).body["state"], "pending");
+  EXPECT_EQ(wire(plane_->why(kAdmin, jid(waiting), 1'000'000)).body["state"], "pending");
 }
 
 TEST_F(ControlPlaneTest, MaxRuntimeStopsAJob) {
@@ -457,7 +466,7 @@ TEST_F(ControlPlaneTest, TenantQuotaChangeIsAppliedAndKeptOverRestarts) {
   // Within 8 GPUs and no borrowing: the second 8-GPU job waits for quota.
   submit(job("a"));
   const std::int64_t second = submit(job("b")).body["id"];
-  Wire why = wire(plane_->why(kVision, second, 1'000'000));
+  Wire why = wire(plane_->why(kVision, jid(second), 1'000'000));
   EXPECT_EQ(why.body["kind"], "quota") << why.body.dump();
   // A queue with live jobs cannot be removed.
   TenantUpdate drop = update;
@@ -482,7 +491,7 @@ TEST_F(ControlPlaneTest, AWaitingJobIsToldItsPlaceAndListingsShowAttainedService
   constexpr std::int64_t kHourLater = 1'000'000 + 3'600'000;
   run([](ControlPlane&, std::int64_t, Batch&) { return Reply{}; }, kHourLater);
 
-  const Wire why = wire(plane_->why(kVision, third, kHourLater));
+  const Wire why = wire(plane_->why(kVision, jid(third), kHourLater));
   ASSERT_EQ(why.body["state"], "pending") << why.body.dump();
   const auto& lane = why.body["lane"];
   EXPECT_EQ(lane["position"], 2) << why.body.dump();
@@ -616,8 +625,9 @@ TEST_F(MarketPlaneTest, RunningJobsAreChargedAtThePriceAndBilledByGroup) {
   EXPECT_EQ(store_.ledger.back().tenant, "vision");
   // Finished after an hour: 8 GPU-hours at the standard price.
   Batch batch;
-  ASSERT_EQ(wire(plane_->report_status(kAdmin, id, succeeded(), kStart + 3'600'000, batch)).status,
-            200);
+  ASSERT_EQ(
+      wire(plane_->report_status(kAdmin, jid(id), succeeded(), kStart + 3'600'000, batch)).status,
+      200);
   commit(batch);
   BillQuery query{"vision", kDay, kDay + 86'400, BillGrouping::kTeam};
   Wire bill = wire(plane_->bill(kVision, query));
@@ -691,7 +701,7 @@ TEST_F(MarketPlaneTest, SpentBudgetHoldsNewJobsBackUntilTheQuarterEnds) {
   // Running jobs go on; a new job waits with the reason.
   EXPECT_EQ(get(first).body["state"], "running");
   const std::int64_t second = submit(job("next", 1, 8), kVision, "", now).body["id"];
-  Wire why = wire(plane_->why(kVision, second, now));
+  Wire why = wire(plane_->why(kVision, jid(second), now));
   EXPECT_EQ(why.body["state"], "pending");
   EXPECT_THAT(why.body["reason"].get<std::string>(), HasSubstr("budget exhausted"));
   // Other tenants are not held back.
@@ -720,7 +730,7 @@ TEST_F(MarketPlaneTest, MaxCostStopsAJobLikeMaxRuntime) {
   tick(kStart + 40 * 60'000);
   EXPECT_EQ(get(id).body["state"], "failed");
   EXPECT_THAT(
-      wire(plane_->why(kVision, id, kStart + 40 * 60'000)).body["reason"].get<std::string>(),
+      wire(plane_->why(kVision, jid(id), kStart + 40 * 60'000)).body["reason"].get<std::string>(),
       HasSubstr("reaching its max_cost of 5.00 USD"));
 }
 
@@ -733,7 +743,7 @@ TEST_F(MarketPlaneTest, DailySpendAboveTwiceTheWeeksAverageRaisesAnAnomaly) {
     const std::int64_t id =
         submit(job(fmt::format("d{}", day), 1, day == 7 ? 8 : 1), kVision, "", start).body["id"];
     Batch batch;
-    wire(plane_->report_status(kAdmin, id, succeeded(), start + 3'600'000, batch));
+    wire(plane_->report_status(kAdmin, jid(id), succeeded(), start + 3'600'000, batch));
     commit(batch);
     tick(start + 3'660'000);
   }
@@ -847,7 +857,8 @@ TEST_F(BurstPlaneTest, WaitingJobRunsOnRentedNodesAndIsChargedTheOfferPrice) {
   // The job ends after an hour on the node: released, and charged from the request on.
   const std::int64_t end = kRent + 120'000 + 3'600'000;
   Batch done;
-  ASSERT_EQ(wire(plane_->report_status(agent(node), id, succeeded(1, 0), end, done)).status, 200);
+  ASSERT_EQ(wire(plane_->report_status(agent(node), jid(id), succeeded(1, 0), end, done)).status,
+            200);
   commit(done);
   EXPECT_EQ(get(id).body["state"], "succeeded");
   calls = plane_->take_provider_calls();
@@ -941,9 +952,10 @@ TEST_F(BurstPlaneTest, RestartAsksUpAgainWithNewTokensAndKeepsRunningRentals) {
   EXPECT_TRUE(plane_->take_provider_calls().empty());
   EXPECT_EQ(get(id).body["state"], "running");
   Batch batch;
-  ASSERT_EQ(wire(plane_->report_status(agent(node), id, succeeded(1, 0), kRent + 3'600'000, batch))
-                .status,
-            200);
+  ASSERT_EQ(
+      wire(plane_->report_status(agent(node), jid(id), succeeded(1, 0), kRent + 3'600'000, batch))
+          .status,
+      200);
   commit(batch);
   EXPECT_NEAR(burst_charges(), 8 * 4.0, 1e-5);
 }
@@ -1075,7 +1087,7 @@ TEST_F(ControlPlaneTest, ANodeTheJobLeftCannotActOnItAndAgentsNameTheRun) {
   const auto checkpoint = [&](const std::string& node, std::optional<std::int64_t> run) {
     Batch batch;
     Wire reply = wire(plane_->report_checkpoint(
-        agent(node), id, CheckpointReport{{}, "/ckpt/x", "", run}, now, batch));
+        agent(node), jid(id), CheckpointReport{{}, "/ckpt/x", "", run}, now, batch));
     commit(batch);
     return reply;
   };
@@ -1083,14 +1095,15 @@ TEST_F(ControlPlaneTest, ANodeTheJobLeftCannotActOnItAndAgentsNameTheRun) {
                           std::optional<int> task) {
     Batch batch;
     Wire reply = wire(plane_->report_status(
-        agent(node), id, JobStatusReport{"failed", 1, "", task, run}, now, batch));
+        agent(node), jid(id), JobStatusReport{"failed", 1, "", task, run}, now, batch));
     commit(batch);
     return reply;
   };
   EXPECT_EQ(checkpoint(a, std::nullopt).status, 400);  // an agent names the run
   EXPECT_EQ(checkpoint(a, 1).status, 200);
-  EXPECT_EQ(wire(plane_->log_access(agent(a), id, true, 0, 1)).status, 200);
-  EXPECT_EQ(wire(plane_->log_access(agent(a), id, true, 1, 1)).status, 400);  // it has no task 1
+  EXPECT_EQ(wire(plane_->log_access(agent(a), jid(id), true, 0, 1)).status, 200);
+  EXPECT_EQ(wire(plane_->log_access(agent(a), jid(id), true, 1, 1)).status,
+            400);  // it has no task 1
 
   // A falls silent: the job moves to B, in run 2.
   now += 31'000;
@@ -1111,20 +1124,21 @@ TEST_F(ControlPlaneTest, ANodeTheJobLeftCannotActOnItAndAgentsNameTheRun) {
   // the job may not (to its agent the job is not there).
   EXPECT_EQ(checkpoint(a, 1).status, 409);
   EXPECT_EQ(checkpoint(a, 2).status, 403);
-  EXPECT_EQ(wire(plane_->log_access(agent(a), id, true, 0, 1)).status, 200);
-  EXPECT_EQ(wire(plane_->log_access(agent(a), id, true, 1, 1)).status, 400);  // it has no task 1
+  EXPECT_EQ(wire(plane_->log_access(agent(a), jid(id), true, 0, 1)).status, 200);
+  EXPECT_EQ(wire(plane_->log_access(agent(a), jid(id), true, 1, 1)).status,
+            400);  // it has no task 1
   for (const auto& node : nodes) {
     if (node["name"] == a || node["name"] == b) continue;
-    EXPECT_EQ(wire(plane_->log_access(agent(node["name"]), id, true, 0, 1)).status, 404);
+    EXPECT_EQ(wire(plane_->log_access(agent(node["name"]), jid(id), true, 0, 1)).status, 404);
   }
-  EXPECT_EQ(wire(plane_->log_access(agent(a), id, true, 0, 2)).status, 403);
-  EXPECT_EQ(wire(plane_->log_access(agent(a), id, true, 0, std::nullopt)).status, 400);
+  EXPECT_EQ(wire(plane_->log_access(agent(a), jid(id), true, 0, 2)).status, 403);
+  EXPECT_EQ(wire(plane_->log_access(agent(a), jid(id), true, 0, std::nullopt)).status, 400);
   EXPECT_EQ(status(a, 2, 0).status, 403);
   EXPECT_EQ(status(a, std::nullopt, 0).status, 400);
   EXPECT_EQ(get(id).body["state"], "running");
   EXPECT_EQ(get(id).body["checkpoint_path"], "/ckpt/x");
   // B can, for its own task of run 2; and so can A's reads of nothing (it sees the job ran there).
-  EXPECT_EQ(wire(plane_->log_access(agent(b), id, true, 0, 2)).status, 200);
+  EXPECT_EQ(wire(plane_->log_access(agent(b), jid(id), true, 0, 2)).status, 200);
   EXPECT_EQ(checkpoint(b, 2).status, 200);
   EXPECT_EQ(status(b, 2, 0).status, 200);
   EXPECT_EQ(get(id).body["state"], "failed");
@@ -1144,7 +1158,7 @@ TEST_F(ControlPlaneTest, AJobRecordsItsSubmitterAndHistoryIsAWindowOfTime) {
                            .revoked = false});
   const std::int64_t early = submit(job("early", 1, 1), kVision, "", 1'000'000).body["id"];
   ASSERT_EQ(run([&](ControlPlane& p, std::int64_t now,
-                    Batch& b) { return p.cancel(kAdmin, early, now, b); },
+                    Batch& b) { return p.cancel(kAdmin, jid(early), now, b); },
                 2'000'000)
                 .status,
             200);
@@ -1183,13 +1197,13 @@ TEST_F(ControlPlaneTest, AJobRecordsItsSubmitterAndHistoryIsAWindowOfTime) {
 TEST_F(ControlPlaneTest, HoldReleaseRequeueAndUpdateAsScontrolDoes) {
   const auto act = [&](auto method, const Principal& who, std::int64_t id,
                        std::int64_t now = 1'000'000) {
-    return run(
-        [&](ControlPlane& p, std::int64_t at, Batch& b) { return (p.*method)(who, id, at, b); },
-        now);
+    return run([&](ControlPlane& p, std::int64_t at,
+                   Batch& b) { return (p.*method)(who, jid(id), at, b); },
+               now);
   };
   const auto update = [&](const Principal& who, std::int64_t id, nlohmann::json fields) {
     return run([&](ControlPlane& p, std::int64_t at, Batch& b) {
-      return p.update_job(who, id, JobUpdate{std::move(fields)}, at, b);
+      return p.update_job(who, jid(id), JobUpdate{std::move(fields)}, at, b);
     });
   };
   // Job `whole` takes every H100; `waiting` waits for it.
@@ -1258,7 +1272,7 @@ TEST_F(ControlPlaneTest, AJobAfterOthersStartsWhenTheySucceedAndIsCancelledWhenO
     r.state = std::move(state);
     r.exit_code = r.state == "succeeded" ? 0 : 1;
     return run([&](ControlPlane& p, std::int64_t at,
-                   Batch& b) { return p.report_status(kAdmin, id, r, at, b); },
+                   Batch& b) { return p.report_status(kAdmin, jid(id), r, at, b); },
                now);
   };
   const auto after = [&](std::string name, std::vector<std::int64_t> ids,
@@ -1302,14 +1316,14 @@ TEST_F(ControlPlaneTest, AJobAfterOthersStartsWhenTheySucceedAndIsCancelledWhenO
   ASSERT_EQ(after("parked-1", {busy}).status, 201);
   const std::int64_t to_hold = submit(job("to-hold", 1, 8), kVision, "", 3'000'000).body["id"];
   ASSERT_EQ(run([&](ControlPlane& p, std::int64_t at, Batch& b) {
-              return p.hold(kVision, to_hold, at, b);
+              return p.hold(kVision, jid(to_hold), at, b);
             }).status,
             200);
   EXPECT_EQ(after("parked-3", {busy}).status, 429);
   admission_.max_pending_jobs = 5000;
   plane_ = restart(3'000'000);
   ASSERT_EQ(run([&](ControlPlane& p, std::int64_t at, Batch& b) {
-              return p.cancel(kVision, busy, at, b);
+              return p.cancel(kVision, jid(busy), at, b);
             }).status,
             200);
   // After a job that succeeded, a job starts at once; after one that did not, it is refused.
@@ -1401,14 +1415,14 @@ TEST_F(ControlPlaneTest, JobsOutsideTheSchedulerEndWithoutAnInternalError) {
   const std::int64_t held = submit(job("held")).body["id"];
   for (std::int64_t id : {held_waiting, held}) {
     ASSERT_EQ(run([&](ControlPlane& p, std::int64_t at, Batch& b) {
-                return p.hold(kVision, id, at, b);
+                return p.hold(kVision, jid(id), at, b);
               }).status,
               200);
   }
   // Held, waiting for another job, both, queued: each ends where it is.
   for (std::int64_t id : {waiting, held_waiting, held, queued, busy}) {
     ASSERT_EQ(run([&](ControlPlane& p, std::int64_t at, Batch& b) {
-                return p.cancel(kVision, id, at, b);
+                return p.cancel(kVision, jid(id), at, b);
               }).status,
               200);
     EXPECT_EQ(get(id).body["state"], "cancelled");

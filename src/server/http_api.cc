@@ -142,11 +142,12 @@ auto read_body(const HttpRequest& req, Read read) -> decltype(read(nlohmann::jso
   return read(*body);
 }
 
-std::optional<std::int64_t> path_id(const std::string& text) {
+// A job id in a path; nullopt for text that names no job.
+std::optional<JobId> path_id(const std::string& text) {
   std::int64_t id = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
-  if (ec != std::errc() || end != text.data() + text.size() || id <= 0) return std::nullopt;
-  return id;
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return job_id_from_wire(id);
 }
 
 std::unexpected<Refused> no_such_job(const std::string& text) {
@@ -172,7 +173,7 @@ Result<std::int64_t> query_integer(const QueryParams& query, const std::string& 
 }
 
 // `task` if job `id` has it; `access` is log_access's answer, with the job's task count.
-Result<int> log_task(std::int64_t id, std::int64_t task, const Answer& access) {
+Result<int> log_task(JobId id, std::int64_t task, const Answer& access) {
   const auto tasks = access.body.at("tasks").get<std::int64_t>();
   if (task < tasks) return static_cast<int>(task);
   return std::unexpected(no_such_task(id, tasks));
@@ -665,7 +666,7 @@ void HttpApi::add_routes() {
     });
   });
   // scontrol's hold, release and requeue: no body.
-  using JobAction = Reply (ControlPlane::*)(const Principal&, std::int64_t, std::int64_t, Batch&);
+  using JobAction = Reply (ControlPlane::*)(const Principal&, JobId, std::int64_t, Batch&);
   for (const auto& verb_action : {std::pair{"hold", JobAction{&ControlPlane::hold}},
                                   std::pair{"release", JobAction{&ControlPlane::release}},
                                   std::pair{"requeue", JobAction{&ControlPlane::requeue_job}}}) {
@@ -750,13 +751,13 @@ void HttpApi::add_routes() {
         if (!access) return to_response(access);
         auto in_job = log_task(*id, *task, *access);
         if (!in_job) return to_response(bad_request("invalid request", in_job.error()));
-        auto size = logs_->append(*id, *in_job, run.value_or(0), *offset, c.req.body);
+        auto size = logs_->append(wire_job_id(*id), *in_job, run.value_or(0), *offset, c.req.body);
         if (!size) {
-          auto now = logs_->read(*id, *in_job, run.value_or(0), 0, 0);
+          auto now = logs_->read(wire_job_id(*id), *in_job, run.value_or(0), 0, 0);
           return log_refusal(size.error(), now ? now->size : 0);
         }
-        return to_response(answer(log_append_reply_to_json(
-            LogAppendReply{.job = *id, .task = *in_job, .run = run.value_or(0), .size = *size})));
+        return to_response(answer(log_append_reply_to_json(LogAppendReply{
+            .job = wire_job_id(*id), .task = *in_job, .run = run.value_or(0), .size = *size})));
       },
       false,
       {}});
@@ -792,10 +793,10 @@ void HttpApi::add_routes() {
         if (!access) return to_response(access);
         auto in_job = log_task(*id, *task, *access);
         if (!in_job) return to_response(bad_request("invalid request", in_job.error()));
-        auto runs = logs_->runs(*id, *in_job);
+        auto runs = logs_->runs(wire_job_id(*id), *in_job);
         auto chunk = !runs ? Result<LogChunk>(std::unexpected(runs.error()))
-                     : run ? logs_->read(*id, *in_job, *run, *offset, *limit)
-                           : logs_->read_runs(*id, *in_job, *offset, *limit);
+                     : run ? logs_->read(wire_job_id(*id), *in_job, *run, *offset, *limit)
+                           : logs_->read_runs(wire_job_id(*id), *in_job, *offset, *limit);
         if (!chunk) {
           spdlog::error("task log: {}", chunk.error().message());
           return http_error(500, "internal error", "logs",

@@ -4,13 +4,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "core/feasibility.h"
 
 namespace tidepool {
 
-Error no_such_task(std::int64_t job, std::int64_t tasks) {
+Error no_such_task(JobId job, std::int64_t tasks) {
   return Error{"task", tasks == 1
                            ? fmt::format("job {} has 1 task, task 0", job)
                            : fmt::format("job {} has {} tasks, 0..{}", job, tasks, tasks - 1)};
@@ -36,7 +37,7 @@ Outcome<JobDesk::Submitted> JobDesk::submit(const Principal& who, JobSpec spec,
     if (auto it = idempotency_.find({spec.tenant, idempotency_key}); it != idempotency_.end()) {
       const ServerJob& existing = state_.jobs().at(it->second);
       // An array's key names its first job, whose spec is the array's as that job got it.
-      const bool same = existing.array_job != 0
+      const bool same = existing.array_job != JobId{}
                             ? existing.spec == array_member(spec, existing.id, existing.array_index)
                             : existing.spec == spec;
       if (!same) {
@@ -57,6 +58,11 @@ Outcome<JobDesk::Submitted> JobDesk::submit(const Principal& who, JobSpec spec,
 Outcome<const ServerJob*> JobDesk::admit(const Principal& who, JobSpec spec,
                                          const std::string& idempotency_key, std::int64_t now_ms,
                                          Batch& batch, std::int64_t admitted, ArrayPlace array) {
+  // Ids are never used again: the last one, 2^32-1, is the last job.
+  if (next_job_id_ == JobId{std::numeric_limits<std::uint32_t>::max()}) {
+    return refuse(Refusal::kUnavailable,
+                  Error{"id", "the server has given every job id; it takes no new jobs"});
+  }
   ServerJob job;
   job.array_job = array.job;
   job.array_index = array.index;
@@ -93,19 +99,19 @@ Outcome<const ServerJob*> JobDesk::admit(const Principal& who, JobSpec spec,
                     Error{spec_field(ok.error().field), ok.error().reason});
     }
   }
-  ++next_job_id_;
+  ++next_job_id_.value;
   if (!idempotency_key.empty()) idempotency_[{job.spec.tenant, idempotency_key}] = job.id;
   add_live(job);
   state_.mark_dirty();
   state_.record_job(batch, job, now_ms, "job.submitted");
-  const std::int64_t id = job.id;
+  const JobId id = job.id;
   return &state_.jobs().emplace(id, std::move(job)).first->second;
 }
 
 Outcome<void> JobDesk::check_admission(const std::string& tenant, TenantId id, std::int64_t now_ms,
                                        std::int64_t jobs) {
   std::int64_t pending = state_.scheduler().pending_count(id);
-  for (std::int64_t parked : parked_) {
+  for (JobId parked : parked_) {
     if (state_.jobs().at(parked).spec.tenant == tenant) ++pending;
   }
   return gate_.admit(tenant, pending, jobs, now_ms);
@@ -113,8 +119,8 @@ Outcome<void> JobDesk::check_admission(const std::string& tenant, TenantId id, s
 
 // --- cancellation and reports ---
 
-Outcome<const ServerJob*> JobDesk::cancel(const Principal& who, std::int64_t id,
-                                          std::int64_t now_ms, Batch& batch) {
+Outcome<const ServerJob*> JobDesk::cancel(const Principal& who, JobId id, std::int64_t now_ms,
+                                          Batch& batch) {
   if (who.role == Role::kAgent) return forbidden("role", "agent tokens cannot cancel jobs");
   auto found = state_.visible_job(who, id);
   if (!found) return std::unexpected(found.error());
@@ -128,7 +134,7 @@ Outcome<const ServerJob*> JobDesk::cancel(const Principal& who, std::int64_t id,
   return &job;
 }
 
-Outcome<ServerJob*> JobDesk::running_job(const Principal& who, std::int64_t id) {
+Outcome<ServerJob*> JobDesk::running_job(const Principal& who, JobId id) {
   auto found = state_.visible_job(who, id);
   if (!found) return std::unexpected(found.error());
   if ((*found)->state != JobState::kRunning) {
@@ -138,7 +144,7 @@ Outcome<ServerJob*> JobDesk::running_job(const Principal& who, std::int64_t id) 
   return *found;
 }
 
-Outcome<const ServerJob*> JobDesk::report_status(const Principal& who, std::int64_t id,
+Outcome<const ServerJob*> JobDesk::report_status(const Principal& who, JobId id,
                                                  const JobStatusReport& report, std::int64_t now_ms,
                                                  Batch& batch) {
   if (who.role == Role::kUser) {
@@ -185,7 +191,7 @@ Outcome<const ServerJob*> JobDesk::report_status(const Principal& who, std::int6
   return &job;
 }
 
-Outcome<const ServerJob*> JobDesk::report_checkpoint(const Principal& who, std::int64_t id,
+Outcome<const ServerJob*> JobDesk::report_checkpoint(const Principal& who, JobId id,
                                                      const CheckpointReport& report,
                                                      std::int64_t now_ms, Batch& batch) {
   // A job being stopped checkpoints after the server took it off its nodes: any job that has not
@@ -216,7 +222,7 @@ Outcome<const ServerJob*> JobDesk::report_checkpoint(const Principal& who, std::
   return &job;
 }
 
-Outcome<const ServerJob*> JobDesk::log_access(const Principal& who, std::int64_t id, bool write,
+Outcome<const ServerJob*> JobDesk::log_access(const Principal& who, JobId id, bool write,
                                               std::optional<int> task,
                                               std::optional<std::int64_t> run) const {
   auto visible = state_.visible_job(who, id);

@@ -28,7 +28,7 @@
 namespace tidepool {
 
 // The refusal of a task number past a job's `tasks` ("job 4 has 2 tasks, 0..1").
-Error no_such_task(std::int64_t job, std::int64_t tasks);
+Error no_such_task(JobId job, std::int64_t tasks);
 
 class JobDesk {
  public:
@@ -56,12 +56,12 @@ class JobDesk {
   // idempotency key and spec; kConflict for the same key with another spec.
   Outcome<Submitted> submit(const Principal& who, JobSpec spec, const std::string& idempotency_key,
                             std::int64_t now_ms, Batch& batch);
-  Outcome<const ServerJob*> cancel(const Principal& who, std::int64_t id, std::int64_t now_ms,
+  Outcome<const ServerJob*> cancel(const Principal& who, JobId id, std::int64_t now_ms,
                                    Batch& batch);
-  Outcome<const ServerJob*> report_status(const Principal& who, std::int64_t id,
+  Outcome<const ServerJob*> report_status(const Principal& who, JobId id,
                                           const JobStatusReport& report, std::int64_t now_ms,
                                           Batch& batch);
-  Outcome<const ServerJob*> report_checkpoint(const Principal& who, std::int64_t id,
+  Outcome<const ServerJob*> report_checkpoint(const Principal& who, JobId id,
                                               const CheckpointReport& report, std::int64_t now_ms,
                                               Batch& batch);
   // Slurm's scontrol (job_desk_holds.cc), each for a job `who` may see (a user: its tenant's;
@@ -70,21 +70,20 @@ class JobDesk {
   // checkpoint), as a preemption would; update changes a pending job's priority and limits,
   // checked as a submission is. kConflict for a job in another state. A release that cannot queue
   // the job again fails it (its state says so).
-  Outcome<const ServerJob*> hold(const Principal& who, std::int64_t id, std::int64_t now_ms,
-                                 Batch& batch);
-  Outcome<const ServerJob*> release(const Principal& who, std::int64_t id, std::int64_t now_ms,
+  Outcome<const ServerJob*> hold(const Principal& who, JobId id, std::int64_t now_ms, Batch& batch);
+  Outcome<const ServerJob*> release(const Principal& who, JobId id, std::int64_t now_ms,
                                     Batch& batch);
-  Outcome<const ServerJob*> requeue(const Principal& who, std::int64_t id, std::int64_t now_ms,
+  Outcome<const ServerJob*> requeue(const Principal& who, JobId id, std::int64_t now_ms,
                                     Batch& batch);
-  Outcome<const ServerJob*> update(const Principal& who, std::int64_t id, const JobUpdate& update,
+  Outcome<const ServerJob*> update(const Principal& who, JobId id, const JobUpdate& update,
                                    std::int64_t now_ms, Batch& batch);
   // Whether `who` may read (write false) or append to (write true) job `id`'s task logs: the job,
   // or the refusal. Reading: whoever sees the job; writing: an admin, the agent of the node that
   // runs (or, stopping, ran) `task` in the job's latest run, which must be `run`
   // (check_agent_report), or for an earlier run (its late output) the agent of a node that a run
   // of the job used.
-  [[nodiscard]] Outcome<const ServerJob*> log_access(const Principal& who, std::int64_t id,
-                                                     bool write, std::optional<int> task,
+  [[nodiscard]] Outcome<const ServerJob*> log_access(const Principal& who, JobId id, bool write,
+                                                     std::optional<int> task,
                                                      std::optional<std::int64_t> run) const;
 
   // --- a job's moves (job_desk_runs.cc) ---
@@ -117,7 +116,7 @@ class JobDesk {
  private:
   // An array's place: its first job and the index; job 0: not of an array.
   struct ArrayPlace {
-    std::int64_t job = 0;
+    JobId job;
     std::int64_t index = 0;
   };
   // Checks and queues one new job; `admitted` > 0 takes the admission of that many jobs (an
@@ -131,17 +130,16 @@ class JobDesk {
                                          const std::string& idempotency_key, std::int64_t now_ms,
                                          Batch& batch);
   // The spec an array's job `index` gets: no `array`, TIDEPOOL_ARRAY_JOB_ID and _INDEX in env.
-  static JobSpec array_member(JobSpec spec, std::int64_t array_job, std::int64_t index);
+  static JobSpec array_member(JobSpec spec, JobId array_job, std::int64_t index);
   // Whether a new job of `tenant` is let in now (SubmissionGate), its held jobs and those
   // waiting for others counted as pending too: neither is a way around the limit.
   Outcome<void> check_admission(const std::string& tenant, TenantId id, std::int64_t now_ms,
                                 std::int64_t jobs);
 
   // The job if `who` may act on it (not an agent; a job it may see), else the refusal.
-  Outcome<ServerJob*> actionable_job(const Principal& who, std::int64_t id,
-                                     std::string_view action);
+  Outcome<ServerJob*> actionable_job(const Principal& who, JobId id, std::string_view action);
   // The job if `who` may see it and it runs, else kNotFound or kConflict.
-  Outcome<ServerJob*> running_job(const Principal& who, std::int64_t id);
+  Outcome<ServerJob*> running_job(const Principal& who, JobId id);
   // Whether the agent `who` may report about (or write the log of) `job`'s task `task` (any task
   // of its node when none) in run `run`, or the refusal: an agent writes only for the job's
   // latest run (`run` is required and must be job.starts), and only from a node that run placed
@@ -163,7 +161,7 @@ class JobDesk {
   void stop_run(ServerJob& job, const std::string& cause, std::int64_t now_ms);
   // A job becomes live (pending or running) or stops being live.
   void add_live(const ServerJob& job);
-  void drop_live(std::int64_t id);
+  void drop_live(JobId id);
 
   // --- dependencies (job_desk_dependencies.cc) ---
   // Whether `spec`'s after_ok can be, or why not (a job `who` cannot see, or one that ended
@@ -183,14 +181,14 @@ class JobDesk {
   MarketClerk& clerk_;
   BurstDesk& bursts_;
   SubmissionGate gate_;
-  std::int64_t next_job_id_ = 1;
-  std::map<std::pair<std::string, std::string>, std::int64_t> idempotency_;  // (tenant, key)
-  std::set<std::int64_t> timed_;  // the live jobs with a max_runtime (add_live, drop_live)
+  JobId next_job_id_{1};
+  std::map<std::pair<std::string, std::string>, JobId> idempotency_;  // (tenant, key)
+  std::set<JobId> timed_;  // the live jobs with a max_runtime (add_live, drop_live)
   // The pending jobs outside the scheduler because they are held or wait for other jobs (they
   // count against their tenant's max_pending_jobs all the same); kept by note_parked.
-  std::set<std::int64_t> parked_;
+  std::set<JobId> parked_;
   // The pending jobs waiting for each job (their after_ok), by the job they wait for.
-  std::map<std::int64_t, std::set<std::int64_t>> dependents_;
+  std::map<JobId, std::set<JobId>> dependents_;
   std::map<std::string, std::int64_t> requeued_by_cause_;
   std::map<std::string, std::int64_t> lost_work_ms_by_cause_;
 };

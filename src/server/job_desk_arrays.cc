@@ -8,9 +8,9 @@
 
 namespace tidepool {
 
-JobSpec JobDesk::array_member(JobSpec spec, std::int64_t array_job, std::int64_t index) {
+JobSpec JobDesk::array_member(JobSpec spec, JobId array_job, std::int64_t index) {
   spec.array.clear();
-  spec.env["TIDEPOOL_ARRAY_JOB_ID"] = std::to_string(array_job);
+  spec.env["TIDEPOOL_ARRAY_JOB_ID"] = std::to_string(array_job.value);
   spec.env["TIDEPOOL_ARRAY_INDEX"] = std::to_string(index);
   return spec;
 }
@@ -26,7 +26,7 @@ Outcome<const ServerJob*> JobDesk::submit_array(const Principal& who, const JobS
                                            "TIDEPOOL_ARRAY_INDEX: at most {} entries of its own",
                                            kMaxEnvEntries - 2)});
   }
-  const std::int64_t first = next_job_id_;
+  const JobId first = next_job_id_;
   const auto count = static_cast<std::int64_t>(indexes->size());
   for (std::size_t k = 0; k < indexes->size(); ++k) {
     const std::int64_t index = (*indexes)[k];
@@ -38,11 +38,11 @@ Outcome<const ServerJob*> JobDesk::submit_array(const Principal& who, const JobS
     // it stay submitted, and the refusal says which.
     return refuse(
         admitted.error().refusal, "array partly submitted",
-        Error{"array",
-              fmt::format("jobs {}..{} (indexes {}..{}) were submitted; index {} was "
-                          "refused: {}",
-                          first, first + static_cast<std::int64_t>(k) - 1, indexes->front(),
-                          (*indexes)[k - 1], index, admitted.error().cause.reason)});
+        Error{"array", fmt::format("jobs {}..{} (indexes {}..{}) were submitted; index {} was "
+                                   "refused: {}",
+                                   first, wire_job_id(first) + static_cast<std::int64_t>(k) - 1,
+                                   indexes->front(), (*indexes)[k - 1], index,
+                                   admitted.error().cause.reason)});
   }
   return &state_.jobs().at(first);
 }

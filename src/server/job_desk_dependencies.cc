@@ -13,7 +13,8 @@ Outcome<void> JobDesk::check_dependencies(const Principal& who, const JobSpec& s
   for (std::size_t i = 0; i < spec.after_ok.size(); ++i) {
     const std::string field = fmt::format("after_ok[{}]", i);
     const std::int64_t id = spec.after_ok[i];
-    auto it = state_.jobs().find(id);
+    const auto job_id = job_id_from_wire(id);
+    auto it = job_id ? state_.jobs().find(*job_id) : state_.jobs().end();
     if (it == state_.jobs().end() || !state_.may_see(who, it->second)) {
       return refuse(Refusal::kInvalid, "invalid job spec",
                     Error{field, fmt::format("no job {}", id)});
@@ -32,9 +33,9 @@ Outcome<void> JobDesk::check_dependencies(const Principal& who, const JobSpec& s
 void JobDesk::settle_dependents(const ServerJob& ended, std::int64_t now_ms, Batch& batch) {
   auto it = dependents_.find(ended.id);
   if (it == dependents_.end()) return;
-  const std::set<std::int64_t> waiting = std::move(it->second);
+  const std::set<JobId> waiting = std::move(it->second);
   dependents_.erase(it);
-  for (std::int64_t id : waiting) {
+  for (JobId id : waiting) {
     auto found = state_.jobs().find(id);
     if (found == state_.jobs().end()) continue;
     ServerJob& job = found->second;
@@ -67,19 +68,21 @@ void JobDesk::note_parked(const ServerJob& job) {
 
 void JobDesk::note_dependencies(const ServerJob& job) {
   // Only the jobs still to end: one that has ended was settled for it already.
-  for (std::int64_t id : job.spec.after_ok) {
-    auto it = state_.jobs().find(id);
-    if (it != state_.jobs().end() && !is_final(it->second.state)) dependents_[id].insert(job.id);
+  for (std::int64_t wire : job.spec.after_ok) {
+    const auto id = job_id_from_wire(wire);
+    auto it = id ? state_.jobs().find(*id) : state_.jobs().end();
+    if (it != state_.jobs().end() && !is_final(it->second.state)) dependents_[*id].insert(job.id);
   }
 }
 
 void JobDesk::settle_loaded_dependents(std::int64_t now_ms, Batch& repairs) {
-  const std::vector<std::int64_t> live(state_.live().begin(), state_.live().end());
-  for (std::int64_t id : live) {
+  const std::vector<JobId> live(state_.live().begin(), state_.live().end());
+  for (JobId id : live) {
     ServerJob& job = state_.jobs().at(id);
     if (job.state != JobState::kPending) continue;
-    for (std::int64_t dep : job.spec.after_ok) {
-      auto it = state_.jobs().find(dep);
+    for (std::int64_t wire : job.spec.after_ok) {
+      const auto dep = job_id_from_wire(wire);
+      auto it = dep ? state_.jobs().find(*dep) : state_.jobs().end();
       if (it != state_.jobs().end() && ended_unsuccessfully(it->second.state)) {
         cancel_after(job, it->second, now_ms, repairs);
         break;

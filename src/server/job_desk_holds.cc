@@ -20,7 +20,7 @@ std::unexpected<Refused> not_in_state(const ServerJob& job, std::string_view wan
 
 }  // namespace
 
-Outcome<ServerJob*> JobDesk::actionable_job(const Principal& who, std::int64_t id,
+Outcome<ServerJob*> JobDesk::actionable_job(const Principal& who, JobId id,
                                             std::string_view action) {
   if (who.role == Role::kAgent) {
     return forbidden("role", fmt::format("agent tokens cannot {} jobs", action));
@@ -28,7 +28,7 @@ Outcome<ServerJob*> JobDesk::actionable_job(const Principal& who, std::int64_t i
   return state_.visible_job(who, id);
 }
 
-Outcome<const ServerJob*> JobDesk::hold(const Principal& who, std::int64_t id, std::int64_t now_ms,
+Outcome<const ServerJob*> JobDesk::hold(const Principal& who, JobId id, std::int64_t now_ms,
                                         Batch& batch) {
   auto found = actionable_job(who, id, "hold");
   if (!found) return std::unexpected(found.error());
@@ -51,8 +51,8 @@ Outcome<const ServerJob*> JobDesk::hold(const Principal& who, std::int64_t id, s
   return &job;
 }
 
-Outcome<const ServerJob*> JobDesk::release(const Principal& who, std::int64_t id,
-                                           std::int64_t now_ms, Batch& batch) {
+Outcome<const ServerJob*> JobDesk::release(const Principal& who, JobId id, std::int64_t now_ms,
+                                           Batch& batch) {
   auto found = actionable_job(who, id, "release");
   if (!found) return std::unexpected(found.error());
   ServerJob& job = **found;
@@ -71,8 +71,8 @@ Outcome<const ServerJob*> JobDesk::release(const Principal& who, std::int64_t id
   return &job;
 }
 
-Outcome<const ServerJob*> JobDesk::requeue(const Principal& who, std::int64_t id,
-                                           std::int64_t now_ms, Batch& batch) {
+Outcome<const ServerJob*> JobDesk::requeue(const Principal& who, JobId id, std::int64_t now_ms,
+                                           Batch& batch) {
   auto found = actionable_job(who, id, "requeue");
   if (!found) return std::unexpected(found.error());
   ServerJob& job = **found;
@@ -81,9 +81,8 @@ Outcome<const ServerJob*> JobDesk::requeue(const Principal& who, std::int64_t id
   return &job;
 }
 
-Outcome<const ServerJob*> JobDesk::update(const Principal& who, std::int64_t id,
-                                          const JobUpdate& update, std::int64_t now_ms,
-                                          Batch& batch) {
+Outcome<const ServerJob*> JobDesk::update(const Principal& who, JobId id, const JobUpdate& update,
+                                          std::int64_t now_ms, Batch& batch) {
   auto found = actionable_job(who, id, "update");
   if (!found) return std::unexpected(found.error());
   ServerJob& job = **found;

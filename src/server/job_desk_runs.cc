@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "core/duration_format.h"
@@ -13,11 +14,15 @@ namespace tidepool {
 // --- loading ---
 
 void JobDesk::load(ServerJob loaded, std::int64_t now_ms, Batch& repairs) {
-  next_job_id_ = std::max(next_job_id_, loaded.id + 1);
+  // The next id follows the highest stored, up to the last (which admit() never gives).
+  constexpr std::uint32_t kLast = std::numeric_limits<std::uint32_t>::max();
+  if (loaded.id >= next_job_id_) {
+    next_job_id_ = JobId{loaded.id.value == kLast ? kLast : loaded.id.value + 1};
+  }
   if (!loaded.idempotency_key.empty()) {
     idempotency_[{loaded.spec.tenant, loaded.idempotency_key}] = loaded.id;
   }
-  const std::int64_t id = loaded.id;
+  const JobId id = loaded.id;
   ServerJob& job = state_.jobs().emplace(id, std::move(loaded)).first->second;
   if (is_final(job.state)) return;
   add_live(job);
@@ -76,7 +81,7 @@ void JobDesk::add_live(const ServerJob& job) {
   if (job.spec.max_runtime) timed_.insert(job.id);
 }
 
-void JobDesk::drop_live(std::int64_t id) {
+void JobDesk::drop_live(JobId id) {
   state_.set_live(id, false);
   timed_.erase(id);
   parked_.erase(id);
@@ -98,7 +103,7 @@ Result<void> JobDesk::enqueue(const Job& core, const ServerJob& job, std::int64_
 void JobDesk::end_job(ServerJob& job, JobState state, std::string reason, std::int64_t now_ms,
                       Batch& batch) {
   Scheduler& scheduler = state_.scheduler();
-  const JobId core_id{static_cast<std::uint32_t>(job.id)};
+  const JobId core_id = job.id;
   // A job held, waiting for others or on rented capacity is not the scheduler's to end. One that
   // is must end there: a refusal means the two disagree (a bug), which internal_error shows.
   const bool scheduled = state_.in_scheduler(job);
@@ -148,7 +153,7 @@ void JobDesk::stop_run(ServerJob& job, const std::string& cause, std::int64_t no
 void JobDesk::requeue_run(ServerJob& job, bool node_failure, const std::string& reason,
                           std::int64_t now_ms, Batch& batch) {
   Scheduler& scheduler = state_.scheduler();
-  const JobId core_id{static_cast<std::uint32_t>(job.id)};
+  const JobId core_id = job.id;
   clerk_.stop(job, now_ms, batch);
   job.attained_gpu_seconds = scheduler.attained_gpu_seconds(core_id, to_seconds(now_ms))
                                  .value_or(job.attained_gpu_seconds);
@@ -209,15 +214,15 @@ void JobDesk::queue_again(ServerJob& job, const std::string& reason, std::int64_
 // --- passes ---
 
 void JobDesk::stop_overdue(std::int64_t now_ms, Batch& batch) {
-  std::vector<std::int64_t> overdue;
-  for (std::int64_t id : timed_) {
+  std::vector<JobId> overdue;
+  for (JobId id : timed_) {
     const ServerJob& job = state_.jobs().at(id);
     if (job.state == JobState::kRunning && job.spec.max_runtime &&
         now_ms - job.started_ms >= *job.spec.max_runtime * 1000) {
       overdue.push_back(id);
     }
   }
-  for (std::int64_t id : overdue) {
+  for (JobId id : overdue) {
     ServerJob& job = state_.jobs().at(id);
     end_job(job, JobState::kFailed,
             fmt::format("stopped: ran past its max_runtime of {}",
@@ -229,7 +234,7 @@ void JobDesk::stop_overdue(std::int64_t now_ms, Batch& batch) {
 void JobDesk::apply_pass(const PassResult& pass, std::int64_t now_ms, Batch& batch) {
   const Scheduler& scheduler = state_.scheduler();
   for (const PreemptedJob& p : pass.preempted) {
-    ServerJob& job = state_.jobs().at(p.job.value);
+    ServerJob& job = state_.jobs().at(p.job);
     std::string reason = fmt::format("preempted ({})", preemption_cause_name(p.cause));
     if (p.beneficiary) reason += fmt::format(" for job {}", p.beneficiary->value);
     clerk_.stop(job, now_ms, batch);
@@ -242,7 +247,7 @@ void JobDesk::apply_pass(const PassResult& pass, std::int64_t now_ms, Batch& bat
     job.move_to(JobState::kPending, now_ms, "requeued after preemption");
   }
   for (const StartedJob& s : pass.started) {
-    ServerJob& job = state_.jobs().at(s.job.value);
+    ServerJob& job = state_.jobs().at(s.job);
     state_.observe_queue_wait(job, now_ms);
     job.placement = state_.to_places(s.assignments);
     job.started_ms = now_ms;
@@ -260,7 +265,7 @@ void JobDesk::apply_pass(const PassResult& pass, std::int64_t now_ms, Batch& bat
   }
   // Preempted jobs that did not start again in this pass are pending: store that state.
   for (const PreemptedJob& p : pass.preempted) {
-    const ServerJob& job = state_.jobs().at(p.job.value);
+    const ServerJob& job = state_.jobs().at(p.job);
     if (job.state == JobState::kPending) PlaneState::stage(batch, job);
   }
 }
@@ -270,14 +275,14 @@ std::optional<std::int64_t> JobDesk::next_deadline_ms(std::int64_t now_ms) const
   const auto sooner = [&](std::int64_t at) {
     if (!next || at < *next) next = at;
   };
-  for (std::int64_t id : timed_) {
+  for (JobId id : timed_) {
     const ServerJob& job = state_.jobs().at(id);
     if (job.state == JobState::kRunning) sooner(job.started_ms + *job.spec.max_runtime * 1000);
   }
   // A waiting job reaches the burst threshold.
   const auto policy = clerk_.burst_policy();
   if (!policy || clerk_.offers().empty()) return next;
-  for (std::int64_t id : state_.live()) {
+  for (JobId id : state_.live()) {
     const ServerJob& job = state_.jobs().at(id);
     if (job.state == JobState::kPending && !job.burst) {
       const std::int64_t at = job.transitions.back().at_ms + policy->threshold * 1000;

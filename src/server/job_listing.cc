@@ -81,9 +81,10 @@ Reply list_jobs(const JobListing& listing, const Principal& who, const JobFilter
     start = comma + 1;
   }
   // Newest first, so that "the last N jobs" is one request.
-  auto end = filter.before > 0 ? std::ranges::lower_bound(listing.jobs, filter.before, {},
-                                                          [](const auto& job) { return job->id; })
-                               : listing.jobs.end();
+  auto end = filter.before > 0
+                 ? std::ranges::lower_bound(listing.jobs, filter.before, {},
+                                            [](const auto& job) { return wire_job_id(job->id); })
+                 : listing.jobs.end();
   std::vector<const ListedJob*> chosen;
   bool more = false;
   for (auto it = std::make_reverse_iterator(end); it != listing.jobs.rend(); ++it) {
@@ -117,7 +118,7 @@ Reply list_jobs(const JobListing& listing, const Principal& who, const JobFilter
     jobs.push_back(std::move(view));
   }
   nlohmann::json out = {{"jobs", std::move(jobs)}};
-  if (more) out["next"] = std::to_string(chosen.back()->id);
+  if (more) out["next"] = std::to_string(wire_job_id(chosen.back()->id));
   return answer(std::move(out));
 }
 

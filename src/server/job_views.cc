@@ -24,8 +24,7 @@ nlohmann::json PlaneViews::pending(const ServerJob& job) const {
   if (auto unmet = state_.unmet_dependencies(job); !unmet.empty()) {
     return dependency_pending(unmet);
   }
-  const PendingReason* reason =
-      state_.scheduler().reason(JobId{static_cast<std::uint32_t>(job.id)});
+  const PendingReason* reason = state_.scheduler().reason(job.id);
   const PendingKind kind = reason ? reason->kind : PendingKind::kNotConsidered;
   nlohmann::json out = {
       {"kind", pending_kind_name(kind)},
@@ -41,7 +40,8 @@ nlohmann::json PlaneViews::pending(const ServerJob& job) const {
 nlohmann::json PlaneViews::dependency_pending(const std::vector<std::int64_t>& unmet) const {
   std::vector<std::string> named;
   for (std::int64_t id : unmet) {
-    auto it = state_.jobs().find(id);
+    const auto job_id = job_id_from_wire(id);
+    auto it = job_id ? state_.jobs().find(*job_id) : state_.jobs().end();
     named.push_back(
         fmt::format("job {} ({})", id,
                     it == state_.jobs().end() ? "unknown" : job_state_name(it->second.state)));
@@ -84,7 +84,7 @@ nlohmann::json PlaneViews::why(const Principal& who, const ServerJob& job,
   const Scheduler& scheduler = state_.scheduler();
   nlohmann::json out = {{"id", job.id}, {"state", job_state_name(job.state)}};
   if (job.state == JobState::kPending) {
-    const JobId core_id{static_cast<std::uint32_t>(job.id)};
+    const JobId core_id = job.id;
     const nlohmann::json reason = pending(job);
     out["kind"] = reason["kind"];
     out["reason"] = reason["reason"];
@@ -109,9 +109,9 @@ nlohmann::json PlaneViews::why(const Principal& who, const ServerJob& job,
       nlohmann::json ahead = nlohmann::json::array();
       int hidden = 0;
       for (JobId other : place->ahead) {
-        auto it = state_.jobs().find(other.value);
+        auto it = state_.jobs().find(other);
         if (it != state_.jobs().end() && state_.may_see(who, it->second)) {
-          ahead.push_back(other.value);
+          ahead.push_back(other);
         } else {
           ++hidden;
         }
@@ -139,8 +139,8 @@ nlohmann::json PlaneViews::why(const Principal& who, const ServerJob& job,
 }
 
 std::shared_ptr<const JobListing> PlaneViews::listing(
-    std::map<std::int64_t, std::shared_ptr<const ListedJob>>& cache,
-    const std::set<std::int64_t>& changed, std::int64_t version) const {
+    std::map<JobId, std::shared_ptr<const ListedJob>>& cache, const std::set<JobId>& changed,
+    std::int64_t version) const {
   const auto& jobs = state_.jobs();
   const auto refresh = [&](const ServerJob& job) {
     cache[job.id] = std::make_shared<const ListedJob>(listed_job(job));
@@ -148,7 +148,7 @@ std::shared_ptr<const JobListing> PlaneViews::listing(
   if (cache.empty()) {
     for (const auto& [id, job] : jobs) refresh(job);
   } else {
-    for (std::int64_t id : changed) {
+    for (JobId id : changed) {
       if (auto it = jobs.find(id); it != jobs.end()) refresh(it->second);
     }
   }
@@ -156,7 +156,7 @@ std::shared_ptr<const JobListing> PlaneViews::listing(
   listing->version = version;
   listing->jobs.reserve(cache.size());
   for (const auto& [id, entry] : cache) listing->jobs.push_back(entry);
-  for (std::int64_t id : state_.live()) {
+  for (JobId id : state_.live()) {
     const ServerJob& job = jobs.at(id);
     if (job.state == JobState::kPending) listing->pending.emplace(id, pending(job));
     if (auto attained = state_.attained_gpu_seconds(job)) listing->attained.emplace(id, *attained);

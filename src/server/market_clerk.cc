@@ -74,16 +74,15 @@ Result<void> MarketClerk::open(const Snapshot& snapshot, const TenantsSpec& tena
   }
   // Jobs restored running are metered again from now: the time the server was down is not
   // charged.
-  for (std::int64_t id : state_.live()) {
+  for (JobId id : state_.live()) {
     const ServerJob& job = state_.jobs().at(id);
     if (job.state != JobState::kRunning) continue;
     auto assignments = state_.to_assignments(job);
     if (!assignments) continue;
     const auto tenant = scheduler.book().find_tenant(job.spec.tenant);
     if (!tenant) continue;
-    auto ok = market_->desk().start(JobId{static_cast<std::uint32_t>(job.id)}, *tenant,
-                                    *assignments, metered_milli(job.spec), scheduler.pool(),
-                                    price_class(job.spec), now);
+    auto ok = market_->desk().start(job.id, *tenant, *assignments, metered_milli(job.spec),
+                                    scheduler.pool(), price_class(job.spec), now);
     if (!ok) return fail("market", fmt::format("job {}: {}", id, ok.error().message()));
   }
   // The budgets as they stand: tenants that spent theirs wait from the start (announced before the
@@ -110,17 +109,15 @@ void MarketClerk::start(const ServerJob& job, const std::vector<Assignment>& ass
   const auto tenant = scheduler.book().find_tenant(job.spec.tenant);
   if (!tenant) return;
   // The pass took its decisions with the state the meter was advanced over at its start.
-  auto ok = market_->desk().start(JobId{static_cast<std::uint32_t>(job.id)}, *tenant, assignments,
-                                  metered_milli(job.spec), scheduler.pool(), price_class(job.spec),
-                                  to_seconds(now_ms));
+  auto ok = market_->desk().start(job.id, *tenant, assignments, metered_milli(job.spec),
+                                  scheduler.pool(), price_class(job.spec), to_seconds(now_ms));
   if (!ok) failed(ok.error(), now_ms, batch);
 }
 
 void MarketClerk::stop(const ServerJob& job, std::int64_t now_ms, Batch& batch) {
   if (!market_) return;
   advance(now_ms, batch);
-  if (auto ok = market_->desk().stop(JobId{static_cast<std::uint32_t>(job.id)}, to_seconds(now_ms));
-      !ok) {
+  if (auto ok = market_->desk().stop(job.id, to_seconds(now_ms)); !ok) {
     failed(ok.error(), now_ms, batch);
   }
   store_ledger(batch);
@@ -136,8 +133,7 @@ void MarketClerk::charge_rental(ServerJob& job, std::int64_t now_ms, Batch& batc
   const auto offer = offer_index(run.offer);
   const auto tenant = state_.scheduler().book().find_tenant(job.spec.tenant);
   if (!offer || !tenant) return;  // the files changed: nothing to charge it to
-  auto charged = market_->charge_burst(JobId{static_cast<std::uint32_t>(job.id)}, *tenant, *offer,
-                                       rented_gpus(job.spec), from, to);
+  auto charged = market_->charge_burst(job.id, *tenant, *offer, rented_gpus(job.spec), from, to);
   if (!charged) failed(charged.error(), now_ms, batch);
   store_ledger(batch);
 }
@@ -153,7 +149,7 @@ void MarketClerk::post_ledger(std::int64_t now_ms, Batch& batch) {
   if (!market_ || !market_->posting_due(to_seconds(now_ms))) return;
   advance(now_ms, batch);
   if (auto ok = market_->post(to_seconds(now_ms)); !ok) failed(ok.error(), now_ms, batch);
-  for (std::int64_t id : state_.live()) {
+  for (JobId id : state_.live()) {
     ServerJob& job = state_.jobs().at(id);
     if (!job.burst) continue;
     charge_rental(job, now_ms, batch);
@@ -168,10 +164,10 @@ std::vector<OverCost> MarketClerk::over_cost() const {
   std::vector<OverCost> over;
   if (!market_) return over;
   const std::string& currency = market_->spec().currency;
-  for (std::int64_t id : state_.live()) {
+  for (JobId id : state_.live()) {
     const ServerJob& job = state_.jobs().at(id);
     if (job.state != JobState::kRunning || !job.spec.max_cost) continue;
-    const Micros cost = market_->desk().job_cost(JobId{static_cast<std::uint32_t>(id)});
+    const Micros cost = market_->desk().job_cost(id);
     if (cost < *job.spec.max_cost) continue;
     over.push_back(
         {id, fmt::format("stopped: charged {} {}, reaching its max_cost of {} {}", money_text(cost),

@@ -40,7 +40,7 @@ struct BillQuery {
 
 // A running job charged its max_cost: it is stopped with `reason`, as one past its max_runtime.
 struct OverCost {
-  std::int64_t job = 0;
+  JobId job;
   std::string reason;
 };
 

@@ -63,7 +63,7 @@ nlohmann::json PlaneViews::bill(const BillQuery& query, TenantId tenant) const {
     const bool credit = e.kind == EntryKind::kLendingCredit;
     const ServerJob* job = nullptr;
     if (e.job) {
-      if (auto it = state_.jobs().find(e.job->value); it != state_.jobs().end()) job = &it->second;
+      if (auto it = state_.jobs().find(*e.job); it != state_.jobs().end()) job = &it->second;
     }
     std::string key;
     switch (query.by) {

@@ -34,7 +34,7 @@ bool names_model(std::string_view reported, std::string_view declared) {
 }
 
 // The port a gang's task 0 listens on for its peers (MASTER_PORT): one per job, 20000..29999.
-int master_port(std::int64_t job) { return 20'000 + static_cast<int>(job % 10'000); }
+int master_port(JobId job) { return 20'000 + static_cast<int>(job.value % 10'000); }
 
 }  // namespace
 
@@ -218,11 +218,11 @@ HeartbeatReply NodeTable::answer_heartbeat(const std::string& node,
   reply.heartbeat_timeout_ms = state_.setup().heartbeat_timeout_ms;
   std::vector<std::int64_t> job_by_gpu(static_cast<std::size_t>(kMaxGpusPerNode), 0);
   for (const ServerJob* job : here) {
-    reply.jobs.push_back(job->id);
+    reply.jobs.push_back(wire_job_id(job->id));
     reply.assignments.push_back(assignment_of(*job, node));
     for (const TaskPlace& p : job->placement) {
       if (p.node != node) continue;
-      for (int g : p.gpus) job_by_gpu[static_cast<std::size_t>(g)] = job->id;
+      for (int g : p.gpus) job_by_gpu[static_cast<std::size_t>(g)] = wire_job_id(job->id);
     }
   }
   for (IdleGpuAlert& alert : telemetry_.update(node, gpus, job_by_gpu, now_ms)) {
@@ -274,7 +274,7 @@ NodeAssignment NodeTable::assignment_of(const ServerJob& job, const std::string&
     master = leader->reported.address;
   }
   const JobSpec& spec = job.spec;
-  return NodeAssignment{.job = job.id,
+  return NodeAssignment{.job = wire_job_id(job.id),
                         .run = job.starts,
                         .name = spec.name,
                         .tenant = spec.tenant,
@@ -373,8 +373,8 @@ void NodeTable::record_node(Batch& batch, const PlaneNode& node) const {
 
 // --- rented nodes ---
 
-void NodeTable::add_rented(const std::string& name, std::int64_t job, int task,
-                           std::int64_t registered_ms, std::int64_t last_heartbeat_ms) {
+void NodeTable::add_rented(const std::string& name, JobId job, int task, std::int64_t registered_ms,
+                           std::int64_t last_heartbeat_ms) {
   PlaneNode node;
   node.name = name;
   node.kind = NodeKind::kRented;

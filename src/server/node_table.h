@@ -36,7 +36,7 @@ struct PlaneNode {
   bool not_ready = false;  // its agent missed heartbeats
   std::int64_t not_ready_ms = 0;
   // kRented: the job and task it was rented for.
-  std::int64_t job = 0;
+  JobId job;
   int task = 0;
   std::int64_t registered_ms = 0;  // 0: no agent registered it (yet)
   std::int64_t last_heartbeat_ms = 0;
@@ -109,8 +109,8 @@ class NodeTable {
   // --- rented nodes (burst_desk.h) ---
   // A node rented for `task` of `job`; restored (after a restart) with `registered_ms` and
   // `last_heartbeat_ms` from now.
-  void add_rented(const std::string& node, std::int64_t job, int task,
-                  std::int64_t registered_ms = 0, std::int64_t last_heartbeat_ms = 0);
+  void add_rented(const std::string& node, JobId job, int task, std::int64_t registered_ms = 0,
+                  std::int64_t last_heartbeat_ms = 0);
   // A rented node released: forgotten, and its GPUs' telemetry too.
   void forget_rented(const std::string& node);
 

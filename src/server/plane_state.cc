@@ -12,7 +12,7 @@
 namespace tidepool {
 namespace {
 
-std::unexpected<Refused> no_such_job(std::int64_t id) {
+std::unexpected<Refused> job_not_found(JobId id) {
   return refuse(Refusal::kNotFound, Error{"id", fmt::format("no job {}", id)});
 }
 
@@ -34,7 +34,7 @@ PlaneState::PlaneState(ControlPlaneSetup setup, Scheduler scheduler,
 
 // --- jobs ---
 
-void PlaneState::set_live(std::int64_t id, bool live) {
+void PlaneState::set_live(JobId id, bool live) {
   if (live) {
     live_.insert(id);
   } else {
@@ -46,21 +46,21 @@ bool PlaneState::may_see(const Principal& who, const ServerJob& job) const {
   return may_see_job(who, job.spec.tenant, job.ran_on, job.placement);
 }
 
-Outcome<const ServerJob*> PlaneState::visible_job(const Principal& who, std::int64_t id) const {
+Outcome<const ServerJob*> PlaneState::visible_job(const Principal& who, JobId id) const {
   auto it = jobs_.find(id);
-  if (it == jobs_.end() || !may_see(who, it->second)) return no_such_job(id);
+  if (it == jobs_.end() || !may_see(who, it->second)) return job_not_found(id);
   return &it->second;
 }
 
-Outcome<ServerJob*> PlaneState::visible_job(const Principal& who, std::int64_t id) {
+Outcome<ServerJob*> PlaneState::visible_job(const Principal& who, JobId id) {
   auto it = jobs_.find(id);
-  if (it == jobs_.end() || !may_see(who, it->second)) return no_such_job(id);
+  if (it == jobs_.end() || !may_see(who, it->second)) return job_not_found(id);
   return &it->second;
 }
 
 std::vector<std::vector<const ServerJob*>> PlaneState::running_by_node() const {
   std::vector<std::vector<const ServerJob*>> out(pool_nodes_.size());
-  for (std::int64_t job_id : live_) {
+  for (JobId job_id : live_) {
     const ServerJob& job = jobs_.at(job_id);
     if (job.state != JobState::kRunning) continue;
     for (const TaskPlace& p : job.placement) {
@@ -75,9 +75,10 @@ std::vector<std::vector<const ServerJob*>> PlaneState::running_by_node() const {
 
 std::vector<std::int64_t> PlaneState::unmet_dependencies(const ServerJob& job) const {
   std::vector<std::int64_t> unmet;
-  for (std::int64_t id : job.spec.after_ok) {
-    auto it = jobs_.find(id);
-    if (it == jobs_.end() || it->second.state != JobState::kSucceeded) unmet.push_back(id);
+  for (std::int64_t wire : job.spec.after_ok) {
+    const auto id = job_id_from_wire(wire);
+    auto it = id ? jobs_.find(*id) : jobs_.end();
+    if (it == jobs_.end() || it->second.state != JobState::kSucceeded) unmet.push_back(wire);
   }
   return unmet;
 }
@@ -121,8 +122,8 @@ Result<Job> PlaneState::to_core_job(const ServerJob& server_job, const TenantBoo
                                      spec.queue, fmt::join(names, ", ")));
   }
   const GpuModelCatalog& models = scheduler_.pool().models();
-  auto job = core_job_of(spec, JobId{static_cast<std::uint32_t>(server_job.id)}, *tenant, *queue,
-                         to_seconds(server_job.submitted_ms), models);
+  auto job = core_job_of(spec, server_job.id, *tenant, *queue, to_seconds(server_job.submitted_ms),
+                         models);
   if (!job) return job;
   const bool some_node_holds_it = std::ranges::any_of(
       setup_.cluster.nodes,
@@ -168,7 +169,7 @@ std::vector<TaskPlace> PlaneState::to_places(const std::vector<Assignment>& assi
 
 void PlaneState::withdraw_pending(const ServerJob& job, std::int64_t now_ms, Batch& batch) {
   // Called for a job the scheduler queues: a refusal is a bug, shown and not hidden.
-  const JobId core_id{static_cast<std::uint32_t>(job.id)};
+  const JobId core_id = job.id;
   if (auto ok = scheduler_.withdraw(core_id, to_seconds(now_ms)); !ok) {
     internal_error(fmt::format("job {}: scheduler withdraw", job.id), ok.error(), now_ms, batch);
   }
@@ -181,8 +182,7 @@ std::optional<std::int64_t> PlaneState::attained_gpu_seconds(const ServerJob& jo
   if (job.burst || (job.state != JobState::kPending && job.state != JobState::kRunning)) {
     return std::nullopt;
   }
-  return scheduler_.attained_gpu_seconds(JobId{static_cast<std::uint32_t>(job.id)},
-                                         to_seconds(last_pass_ms_));
+  return scheduler_.attained_gpu_seconds(job.id, to_seconds(last_pass_ms_));
 }
 
 void PlaneState::passed(std::int64_t now_ms) {
@@ -215,7 +215,7 @@ void PlaneState::emit(Batch& batch, std::int64_t now_ms, std::string kind,
 
 void PlaneState::stage(Batch& batch, const ServerJob& job) {
   JobRecord named;
-  named.id = job.id;
+  named.id = wire_job_id(job.id);
   batch.jobs.push_back(std::move(named));
 }
 
@@ -245,7 +245,9 @@ void PlaneState::seal(Batch& batch) const {
   }
   std::ranges::reverse(kept);
   for (JobRecord& record : kept) {
-    if (record.document.empty()) record = to_record(jobs_.at(record.id));
+    // Named by stage(): one of the plane's jobs.
+    const auto id = job_id_from_wire(record.id);
+    if (record.document.empty() && id) record = to_record(jobs_.at(*id));
   }
   batch.jobs = std::move(kept);
 }

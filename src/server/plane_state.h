@@ -75,20 +75,20 @@ class PlaneState {
 
   // --- jobs ---
   // Every job the server accepted, by id.
-  [[nodiscard]] std::map<std::int64_t, ServerJob>& jobs() { return jobs_; }
-  [[nodiscard]] const std::map<std::int64_t, ServerJob>& jobs() const { return jobs_; }
+  [[nodiscard]] std::map<JobId, ServerJob>& jobs() { return jobs_; }
+  [[nodiscard]] const std::map<JobId, ServerJob>& jobs() const { return jobs_; }
   // The live jobs (pending or running), by id; the job desk keeps it (JobDesk::add_live).
-  [[nodiscard]] const std::set<std::int64_t>& live() const { return live_; }
-  void set_live(std::int64_t id, bool live);
+  [[nodiscard]] const std::set<JobId>& live() const { return live_; }
+  void set_live(JobId id, bool live);
   // Users see their tenant's jobs, agents those their node runs or ran, admins all (may_see_job).
   [[nodiscard]] bool may_see(const Principal& who, const ServerJob& job) const;
   // The job if `who` may see it, else kNotFound (another tenant's job is "not found" too).
-  [[nodiscard]] Outcome<const ServerJob*> visible_job(const Principal& who, std::int64_t id) const;
-  [[nodiscard]] Outcome<ServerJob*> visible_job(const Principal& who, std::int64_t id);
+  [[nodiscard]] Outcome<const ServerJob*> visible_job(const Principal& who, JobId id) const;
+  [[nodiscard]] Outcome<ServerJob*> visible_job(const Principal& who, JobId id);
   // The running jobs with a task on each node of the cluster file, by NodeId, from one walk over
   // the live jobs.
   [[nodiscard]] std::vector<std::vector<const ServerJob*>> running_by_node() const;
-  // The jobs of job.spec.after_ok that have not succeeded (yet).
+  // The jobs of job.spec.after_ok that have not succeeded (yet), as the spec names them.
   [[nodiscard]] std::vector<std::int64_t> unmet_dependencies(const ServerJob& job) const;
   // A pending job the scheduler does not hold: on rented capacity, held, or waiting for jobs.
   [[nodiscard]] bool outside_scheduler(const ServerJob& job) const;
@@ -153,8 +153,8 @@ class PlaneState {
   ControlPlaneSetup setup_;
   Scheduler scheduler_;
   std::shared_ptr<TokenTable> tokens_;
-  std::map<std::int64_t, ServerJob> jobs_;
-  std::set<std::int64_t> live_;
+  std::map<JobId, ServerJob> jobs_;
+  std::set<JobId> live_;
   std::map<std::string, NodeId, std::less<>> pool_nodes_;  // the cluster file's, by name
   std::int64_t last_event_seq_ = 0;
   std::int64_t internal_errors_ = 0;

@@ -46,6 +46,9 @@ struct PlaneFigures {
   std::int64_t internal_errors = 0;  // internal.error events since the server started
 };
 
+// Thousandths of a GPU as a JSON number of GPUs: whole when they are (8000: 8), else 0.5.
+[[nodiscard]] nlohmann::json milli_as_gpus(std::int64_t milli);
+
 class PlaneViews {
  public:
   PlaneViews(const PlaneState& state, const JobDesk& jobs, const NodeTable& nodes,
@@ -68,8 +71,8 @@ class PlaneViews {
   // committed batch wrote; all of them when `cache` is empty) and returns a snapshot of it with
   // the pending jobs' reasons as of now, as version `version`.
   [[nodiscard]] std::shared_ptr<const JobListing> listing(
-      std::map<std::int64_t, std::shared_ptr<const ListedJob>>& cache,
-      const std::set<std::int64_t>& changed, std::int64_t version) const;
+      std::map<JobId, std::shared_ptr<const ListedJob>>& cache, const std::set<JobId>& changed,
+      std::int64_t version) const;
 
   // --- the pool (pool_views.cc) ---
   // The nodes `who` may see (an agent: its own), the cluster file's then the rented ones.

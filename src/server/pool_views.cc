@@ -7,14 +7,11 @@
 #include "server/plane_views.h"
 
 namespace tidepool {
-namespace {
 
 nlohmann::json milli_as_gpus(std::int64_t milli) {
   if (milli % 1000 == 0) return milli / 1000;
   return static_cast<double>(milli) / 1000.0;
 }
-
-}  // namespace
 
 // --- nodes ---
 
@@ -154,7 +151,7 @@ nlohmann::json PlaneViews::tenant(TenantId tenant) const {
   const std::string& name = book.tenant_name(tenant);
   int pending = 0;
   int running = 0;
-  for (std::int64_t id : state_.live()) {
+  for (JobId id : state_.live()) {
     const ServerJob& job = state_.jobs().at(id);
     if (job.spec.tenant != name) continue;
     (job.state == JobState::kRunning ? running : pending) += 1;
@@ -188,7 +185,7 @@ nlohmann::json PlaneViews::tenants(const Principal& who) const {
 nlohmann::json PlaneViews::queues(const Principal& who) const {
   const TenantBook& book = state_.scheduler().book();
   std::map<std::pair<std::string, std::string>, std::pair<int, int>> counts;
-  for (std::int64_t id : state_.live()) {
+  for (JobId id : state_.live()) {
     const ServerJob& job = state_.jobs().at(id);
     auto& [pending, running] = counts[{job.spec.tenant, job.spec.queue}];
     (job.state == JobState::kRunning ? running : pending) += 1;
