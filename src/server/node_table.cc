@@ -382,7 +382,12 @@ void NodeTable::add_rented(const std::string& name, JobId job, int task, std::in
   node.task = task;
   node.registered_ms = registered_ms;
   node.last_heartbeat_ms = last_heartbeat_ms;
-  nodes_.insert_or_assign(name, std::move(node));
+  auto it = nodes_.find(name);
+  if (it == nodes_.end()) {
+    nodes_.emplace(name, std::move(node));
+  } else if (it->second.kind == NodeKind::kRented) {
+    it->second = std::move(node);
+  }
 }
 
 void NodeTable::forget_rented(const std::string& name) {

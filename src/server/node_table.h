@@ -108,7 +108,8 @@ class NodeTable {
 
   // --- rented nodes (burst_desk.h) ---
   // A node rented for `task` of `job`; restored (after a restart) with `registered_ms` and
-  // `last_heartbeat_ms` from now.
+  // `last_heartbeat_ms` from now. A name the cluster file has is not taken: its agent registers
+  // the cluster's node, and the rental, never up, is given up at its deadline.
   void add_rented(const std::string& node, JobId job, int task, std::int64_t registered_ms = 0,
                   std::int64_t last_heartbeat_ms = 0);
   // A rented node released: forgotten, and its GPUs' telemetry too.
