@@ -21,13 +21,14 @@
 #include <utility>
 #include <vector>
 
+#include "core/resources.h"
+
 namespace tidepool {
 namespace {
 
 constexpr std::string_view kMount = "/sys/fs/cgroup";
 constexpr std::int64_t kPeriodUs = 100'000;  // the cpu.max period, the kernel's default
 constexpr std::int64_t kLeastQuotaUs = 1'000;
-constexpr std::int64_t kBytesPerMib = 1024 * 1024;
 constexpr std::string_view kDelegateHint =
     "run the agent with a delegated cgroup (systemd Delegate=yes) or --cgroups none";
 
