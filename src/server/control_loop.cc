@@ -12,10 +12,6 @@
 namespace tidepool {
 namespace {
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 Reply unavailable(std::string reason) {
   return error_reply(503, "unavailable", Error{"server", std::move(reason)});
 }
