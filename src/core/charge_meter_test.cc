@@ -11,9 +11,12 @@
 #include "core/pool.h"
 #include "core/tenants.h"
 #include "core/test_pool.h"
+#include "core/test_prices.h"
 
 namespace tidepool {
 namespace {
+
+using test_support::flat_price_schedule;
 
 using test_support::kA;
 using test_support::kB;
@@ -25,13 +28,6 @@ using test_support::kH100;
 // short.
 constexpr Micros kCost = 3'600'000;
 
-// A curve flat at x1: the price is the cost base whatever the utilisation.
-PriceSchedule flat_schedule() {
-  PriceSchedule s;
-  s.curve = {{0, kPpmOne}, {kPpmOne, kPpmOne}};
-  return s;
-}
-
 // x1 when idle, x2 when full; smoothstep gives exactly x1.5 at half full.
 PriceSchedule rising_schedule() {
   PriceSchedule s;
@@ -42,7 +38,7 @@ PriceSchedule rising_schedule() {
 // One leaf, two nodes of 8 H100: 16 GPUs.
 Pool two_node_pool() { return test_support::make_test_pool(); }
 
-ChargeMeter make_meter(const Pool& pool, PriceSchedule schedule = flat_schedule(),
+ChargeMeter make_meter(const Pool& pool, PriceSchedule schedule = flat_price_schedule(),
                        Micros cost = kCost, Seconds start = 0) {
   auto meter = ChargeMeter::create(std::move(schedule), {cost}, 0, start, pool);
   EXPECT_TRUE(meter.has_value()) << meter.error().message();
@@ -182,8 +178,8 @@ TEST(ChargeMeter, PostingInManySlicesCarriesTheRestAndPostsTheSameTotal) {
   // 1 credit per GPU-hour: a GPU-second is 277.77... micros, never whole.
   Pool pool = two_node_pool();
   TenantBook book = book_with_guarantees({16000});
-  ChargeMeter sliced = make_meter(pool, flat_schedule(), 1'000'000);
-  ChargeMeter whole = make_meter(pool, flat_schedule(), 1'000'000);
+  ChargeMeter sliced = make_meter(pool, flat_price_schedule(), 1'000'000);
+  ChargeMeter whole = make_meter(pool, flat_price_schedule(), 1'000'000);
   CostLedger sliced_ledger;
   CostLedger whole_ledger;
   ASSERT_TRUE(sliced.start(JobId{1}, kA, h100_milli(1000), PriceClass::kStandard, 0).has_value());
@@ -298,21 +294,21 @@ TEST(ChargeMeter, UnguaranteedCapacityCreditsNobody) {
 
 TEST(ChargeMeter, CreateRefusesBadInputNamingTheField) {
   Pool pool = two_node_pool();
-  auto two = ChargeMeter::create(flat_schedule(), {kCost, kCost}, 0, 0, pool);
+  auto two = ChargeMeter::create(flat_price_schedule(), {kCost, kCost}, 0, 0, pool);
   ASSERT_FALSE(two.has_value());
   EXPECT_EQ(two.error().field, "cost_base");
-  auto none = ChargeMeter::create(flat_schedule(), {}, 0, 0, pool);
+  auto none = ChargeMeter::create(flat_price_schedule(), {}, 0, 0, pool);
   ASSERT_FALSE(none.has_value());
   EXPECT_EQ(none.error().field, "cost_base");
-  auto zero = ChargeMeter::create(flat_schedule(), {0}, 0, 0, pool);
+  auto zero = ChargeMeter::create(flat_price_schedule(), {0}, 0, 0, pool);
   ASSERT_FALSE(zero.has_value());
   EXPECT_EQ(zero.error().field, "cost_base");
-  PriceSchedule no_period = flat_schedule();
+  PriceSchedule no_period = flat_price_schedule();
   no_period.period = 0;
   auto bad_schedule = ChargeMeter::create(no_period, {kCost}, 0, 0, pool);
   ASSERT_FALSE(bad_schedule.has_value());
   EXPECT_EQ(bad_schedule.error().field, "period");
-  auto bad_offset = ChargeMeter::create(flat_schedule(), {kCost}, 86400, 0, pool);
+  auto bad_offset = ChargeMeter::create(flat_price_schedule(), {kCost}, 86400, 0, pool);
   ASSERT_FALSE(bad_offset.has_value());
   EXPECT_EQ(bad_offset.error().field, "day_offset");
 }
@@ -320,7 +316,7 @@ TEST(ChargeMeter, CreateRefusesBadInputNamingTheField) {
 TEST(ChargeMeter, RefusesBadCallsAsValuesAndChangesNothing) {
   Pool pool = two_node_pool();
   TenantBook book = book_with_guarantees({16000});
-  ChargeMeter meter = make_meter(pool, flat_schedule(), kCost, 100);
+  ChargeMeter meter = make_meter(pool, flat_price_schedule(), kCost, 100);
   CostLedger ledger;
   const auto field = [](const Result<void>& r) { return r ? std::string() : r.error().field; };
 
