@@ -21,21 +21,17 @@
 #include <utility>
 #include <vector>
 
+#include "agent/system_reason.h"
+#include "core/resources.h"
+
 namespace tidepool {
 namespace {
 
 constexpr std::string_view kMount = "/sys/fs/cgroup";
 constexpr std::int64_t kPeriodUs = 100'000;  // the cpu.max period, the kernel's default
 constexpr std::int64_t kLeastQuotaUs = 1'000;
-constexpr std::int64_t kBytesPerMib = 1024 * 1024;
 constexpr std::string_view kDelegateHint =
     "run the agent with a delegated cgroup (systemd Delegate=yes) or --cgroups none";
-
-// strerror's text, without strerror's shared buffer (the agent has threads).
-std::string system_reason(int error) {
-  const char* text = ::strerrordesc_np(error);
-  return text != nullptr ? text : fmt::format("error {}", error);
-}
 
 // The membership and kill only mode at `root`, which exists and has cgroup.kill.
 CgroupSetup kill_only(const std::string& root, std::string_view why) {

@@ -10,6 +10,8 @@
 #include <fstream>
 #include <utility>
 
+#include "core/resources.h"
+
 namespace tidepool {
 namespace {
 
@@ -17,8 +19,6 @@ using nvml::NVML_ERROR_INVALID_ARGUMENT;
 using nvml::NVML_ERROR_NOT_SUPPORTED;
 using nvml::NVML_SUCCESS;
 using nvml::nvmlReturn_t;
-
-constexpr unsigned long long kBytesPerMib = 1024 * 1024;
 
 // A NUL-terminated string from an NVML buffer, which it may fill to the last byte.
 template <std::size_t N>

@@ -18,13 +18,10 @@
 #include <optional>
 #include <tuple>
 
+#include "agent/system_reason.h"
+
 namespace tidepool {
 namespace {
-
-std::string system_reason(int error) {
-  const char* text = ::strerrordesc_np(error);
-  return text != nullptr ? text : fmt::format("error {}", error);
-}
 
 std::optional<std::string> real_path(const std::string& path) {
   std::unique_ptr<char, decltype(&::free)> resolved(::realpath(path.c_str(), nullptr), &::free);

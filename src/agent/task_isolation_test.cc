@@ -28,20 +28,12 @@
 namespace tidepool {
 namespace {
 
+using test_support::eventually;
 using test_support::processes_with;
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 
 constexpr int kUid = 61987;  // in the agent's default range, used by no job in these tests
-
-bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds bound = 10s) {
-  const auto until = std::chrono::steady_clock::now() + bound;
-  while (!condition()) {
-    if (std::chrono::steady_clock::now() >= until) return false;
-    std::this_thread::sleep_for(10ms);
-  }
-  return true;
-}
 
 std::string read_text(const std::string& path) {
   std::ifstream file(path);

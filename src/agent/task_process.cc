@@ -19,6 +19,8 @@
 #include <cerrno>
 #include <string_view>
 
+#include "agent/system_reason.h"
+
 namespace tidepool {
 namespace {
 
@@ -29,12 +31,6 @@ constexpr std::string_view kDefaultPath = "/usr/bin:/bin";
 // ignores (SIG_IGN, unlike a handler, survives exec).
 constexpr std::array kDefaultSignals{SIGHUP,  SIGINT,  SIGQUIT, SIGPIPE, SIGALRM, SIGTERM,
                                      SIGUSR1, SIGUSR2, SIGCHLD, SIGTSTP, SIGTTIN, SIGTTOU};
-
-// strerror's text, without strerror's shared buffer (the agent has threads).
-std::string system_reason(int error) {
-  const char* text = ::strerrordesc_np(error);
-  return text != nullptr ? text : fmt::format("error {}", error);
-}
 
 std::string signal_name(int sig) {
   if (const char* abbrev = ::sigabbrev_np(sig); abbrev != nullptr)

@@ -25,6 +25,8 @@
 #include <thread>
 #include <vector>
 
+#include "agent/test_processes.h"
+
 namespace tidepool {
 namespace {
 
@@ -32,17 +34,7 @@ using ::testing::HasSubstr;
 using ::testing::StartsWith;
 using namespace std::chrono_literals;
 
-constexpr auto kBound = 10s;  // the longest any test waits for a process to do something
-
-// Whether `condition` holds within `bound`, checked every 10 ms.
-bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds bound = kBound) {
-  const auto until = std::chrono::steady_clock::now() + bound;
-  while (!condition()) {
-    if (std::chrono::steady_clock::now() >= until) return false;
-    std::this_thread::sleep_for(10ms);
-  }
-  return true;
-}
+using test_support::eventually;
 
 // Whether the whole group of `task` is gone within the bound; polls, which reaps the leader and
 // the members reparented to the test.

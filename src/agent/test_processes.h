@@ -1,17 +1,31 @@
-// For tests only: the processes a test started, found by a marker in their environment. Header
-// only; used by the agent's unit tests and the end-to-end tests.
+// For tests only: the processes a test started, found by a marker in their environment, and waiting
+// for them. Header only; used by the agent's unit tests and the end-to-end tests.
 #pragma once
 
 #include <dirent.h>
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <set>
 #include <string>
+#include <thread>
 
 namespace tidepool::test_support {
+
+// Whether `condition` holds within `limit`, checked every 10 ms and once more at the end.
+inline bool eventually(const std::function<bool()>& condition,
+                       std::chrono::milliseconds limit = std::chrono::seconds(10)) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return condition();
+}
 
 // The pids (as the caller's PID namespace sees them) of live processes whose environment holds
 // `marker`; zombies are left out (they have no environment left, and nothing to kill).

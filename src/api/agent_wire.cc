@@ -24,16 +24,16 @@ using body_fields::Json;
 using body_fields::key_path;
 using body_fields::member;
 using body_fields::read_optional;
+using body_fields::short_text;
 
 constexpr std::int64_t kNoLimit = std::numeric_limits<std::int64_t>::max();
-constexpr std::size_t kShortText = 256;
 constexpr int kMaxTaskIndex = 99'999;
 
-auto short_text() { return body_fields::short_text_in(kShortText); }
 auto long_text() { return body_fields::text_in(body_fields::kMaxTextBytes); }
 
 // A list of distinct job ids (> 0), at most kMaxHeartbeatJobs.
-Result<std::vector<std::int64_t>> read_job_ids(const Json& value, const std::string& path) {
+Result<std::vector<std::int64_t>> read_heartbeat_job_ids(const Json& value,
+                                                         const std::string& path) {
   if (auto ok = body_fields::check_list(value, path, kMaxHeartbeatJobs, "job ids"); !ok) {
     return std::unexpected(ok.error());
   }
@@ -161,37 +161,6 @@ Result<void> check_reply_map(const Json& value, const std::string& path) {
   return fail(path, "expected a map, got " + body_fields::describe(value));
 }
 
-Result<std::vector<std::string>> read_command(const Json& value, const std::string& path) {
-  if (auto ok = body_fields::check_list(value, path, kMaxCommandWords, "command words"); !ok) {
-    return std::unexpected(ok.error());
-  }
-  std::vector<std::string> words;
-  for (std::size_t i = 0; i < value.size(); ++i) {
-    auto word = body_fields::read_text(value[i], index_path(path, i), body_fields::kMaxTextBytes);
-    if (!word) return std::unexpected(word.error());
-    words.push_back(std::move(*word));
-  }
-  return words;
-}
-
-Result<std::map<std::string, std::string>> read_env(const Json& value, const std::string& path) {
-  if (auto ok = body_fields::check_map(value, path, kMaxEnvEntries, "env entries"); !ok) {
-    return std::unexpected(ok.error());
-  }
-  std::map<std::string, std::string> env;
-  for (const auto& [key, item] : value.items()) {
-    const std::string item_path = key_path(path, key);
-    if (!valid_env_name(key)) {
-      return fail(item_path,
-                  "not a variable name; use letters, digits and '_', not starting with a digit");
-    }
-    auto text = body_fields::read_text(item, item_path, body_fields::kMaxTextBytes);
-    if (!text) return std::unexpected(text.error());
-    env.emplace(key, std::move(*text));
-  }
-  return env;
-}
-
 Result<AssignedTask> read_assigned_task(const Json& value, const std::string& path) {
   if (auto ok = check_reply_map(value, path); !ok) {
     return std::unexpected(ok.error());
@@ -291,7 +260,7 @@ Result<NodeHeartbeat> node_heartbeat_from_json(const nlohmann::json& value) {
   }
   NodeHeartbeat heartbeat;
   if (auto ok = first_failure({
-          read_optional(value, "", "running_jobs", heartbeat.running_jobs, read_job_ids),
+          read_optional(value, "", "running_jobs", heartbeat.running_jobs, read_heartbeat_job_ids),
           read_optional(value, "", "healthy_gpus", heartbeat.healthy_gpus,
                         integer_in(0, kMaxGpusPerNode)),
           read_optional(value, "", "gpus", heartbeat.gpus, read_gpu_readings),
@@ -339,8 +308,8 @@ Result<NodeAssignment> node_assignment_from_json(const nlohmann::json& value,
           read_optional(value, path, "tasks", a.tasks, read_assigned_tasks),
           read_optional(value, path, "master_addr", a.master_addr, short_text()),
           read_optional(value, path, "master_port", a.master_port, integer_in(0, 65'535)),
-          read_optional(value, path, "command", a.command, read_command),
-          read_optional(value, path, "env", a.env, read_env),
+          read_optional(value, path, "command", a.command, read_job_command),
+          read_optional(value, path, "env", a.env, read_job_env),
           read_optional(value, path, "working_dir", a.working_dir, long_text()),
           read_optional(value, path, "cpu_milli_per_task", a.cpu_milli_per_task,
                         integer_in(0, kMaxCpuMilliPerTask)),
@@ -396,7 +365,7 @@ Result<HeartbeatReply> heartbeat_reply_from_json(const nlohmann::json& value) {
   HeartbeatReply reply;
   if (auto ok = first_failure({
           read_optional(value, "", "node", reply.node, short_text()),
-          read_optional(value, "", "jobs", reply.jobs, read_job_ids),
+          read_optional(value, "", "jobs", reply.jobs, read_heartbeat_job_ids),
           read_optional(value, "", "heartbeat_timeout_ms", reply.heartbeat_timeout_ms,
                         integer_in(0, kNoLimit)),
       });

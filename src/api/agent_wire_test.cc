@@ -10,32 +10,18 @@
 #include <vector>
 
 #include "api/job_spec.h"
+#include "api/test_bodies.h"
 
 namespace tidepool {
 namespace {
 
+using test_support::json;
+using test_support::refused;
+using test_support::refused_json;
 using ::testing::HasSubstr;
 using Json = nlohmann::json;
 
 constexpr std::int64_t kBig = std::numeric_limits<std::int64_t>::max();
-
-Json json(std::string_view text) {
-  auto value = parse_body(text, BodyFormat::kJson);
-  EXPECT_TRUE(value.has_value()) << text << ": " << value.error().message();
-  return value ? *value : Json();
-}
-
-// The error `read` gives for `body`, which it must refuse.
-template <class Read>
-Error refused_json(Read read, const Json& body) {
-  auto result = read(body);
-  EXPECT_FALSE(result.has_value()) << "accepted: " << body.dump();
-  return result ? Error{} : result.error();
-}
-template <class Read>
-Error refused(Read read, std::string_view body) {
-  return refused_json(read, json(body));
-}
 
 // from_json(to_json(value)) gives `value` back.
 template <class T, class Write, class Read>

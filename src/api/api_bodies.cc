@@ -25,10 +25,7 @@ using body_fields::Json;
 using body_fields::key_path;
 using body_fields::quote;
 using body_fields::read_optional;
-
-constexpr std::size_t kShortText = 256;
-
-auto short_text() { return body_fields::short_text_in(kShortText); }
+using body_fields::short_text;
 
 // A GPU figure: a number or a string of GPUs with up to 3 decimals, >= 0, in milli-GPUs.
 Result<std::int64_t> read_gpus(const Json& value, const std::string& path) {

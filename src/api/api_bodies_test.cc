@@ -8,26 +8,15 @@
 #include <vector>
 
 #include "api/job_spec.h"
+#include "api/test_bodies.h"
 
 namespace tidepool {
 namespace {
 
+using test_support::json;
+using test_support::refused;
 using ::testing::HasSubstr;
 using Json = nlohmann::json;
-
-Json json(std::string_view text) {
-  auto value = parse_body(text, BodyFormat::kJson);
-  EXPECT_TRUE(value.has_value()) << text << ": " << value.error().message();
-  return value ? *value : Json();
-}
-
-// The error `read` gives for the JSON `body`, which it must refuse.
-template <class Read>
-Error refused(Read read, std::string_view body) {
-  auto result = read(json(body));
-  EXPECT_FALSE(result.has_value()) << "accepted: " << body;
-  return result ? Error{} : result.error();
-}
 
 TEST(TenantUpdateTest, ReadsTheTenantsFileEntry) {
   auto update = tenant_update_from_json(json(R"({"weight": 2, "queues": ["ranking", "retrieval"],

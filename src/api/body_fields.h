@@ -114,4 +114,10 @@ inline auto short_text_in(std::size_t max_characters) {
   };
 }
 
+// The most characters of a short text: a name, a model, a host, a description, a reason.
+inline constexpr std::size_t kMaxShortText = 256;
+
+// A reader for read_optional: read_short_text bounded by kMaxShortText.
+inline auto short_text() { return short_text_in(kMaxShortText); }
+
 }  // namespace tidepool::body_fields

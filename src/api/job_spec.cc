@@ -53,7 +53,7 @@ std::string yaml_where(const YAML::Mark& mark) {
   return fmt::format(" (line {}, column {})", mark.line + 1, mark.column + 1);
 }
 
-bool all_digits(std::string_view text, int base) {
+bool all_digits_in_base(std::string_view text, int base) {
   const auto digit = [base](char c) {
     if (base == 16) return std::isxdigit(static_cast<unsigned char>(c)) != 0;
     return c >= '0' && c < static_cast<char>('0' + base);
@@ -99,7 +99,7 @@ Json typed_scalar(const std::string& text) {
   const std::string_view all(text);
   const bool negative = all.starts_with('-');
   const std::string_view unsigned_part = all.substr(all.starts_with('+') || negative ? 1 : 0);
-  if (all_digits(unsigned_part, 10)) {
+  if (all_digits_in_base(unsigned_part, 10)) {
     const char* end = text.data() + text.size();
     if (std::int64_t value = 0;
         std::from_chars(negative ? all.data() : unsigned_part.data(), end, value).ec ==
@@ -114,7 +114,7 @@ Json typed_scalar(const std::string& text) {
   }
   for (auto [prefix, base] : {std::pair{"0x", 16}, std::pair{"0o", 8}}) {
     const std::string_view digits = all.substr(std::min<std::size_t>(2, all.size()));
-    if (all.starts_with(prefix) && all_digits(digits, base)) {
+    if (all.starts_with(prefix) && all_digits_in_base(digits, base)) {
       std::uint64_t value = 0;
       if (std::from_chars(digits.data(), digits.data() + digits.size(), value, base).ec ==
           std::errc()) {
@@ -388,7 +388,7 @@ Result<std::vector<std::string>> read_gpu_models(const Json& value, const std::s
   return models;
 }
 
-Result<std::vector<std::int64_t>> read_job_ids(const Json& value, const std::string& path) {
+Result<std::vector<std::int64_t>> read_dependencies(const Json& value, const std::string& path) {
   if (auto list = body_fields::check_list(value, path, kMaxDependencies, "job ids"); !list) {
     return std::unexpected(list.error());
   }
@@ -460,19 +460,6 @@ Result<std::string> read_working_dir(const Json& value, const std::string& path)
   return text;
 }
 
-Result<std::vector<std::string>> read_command(const Json& value, const std::string& path) {
-  if (auto list = body_fields::check_list(value, path, kMaxCommandWords, "command words"); !list) {
-    return std::unexpected(list.error());
-  }
-  std::vector<std::string> words;
-  for (std::size_t i = 0; i < value.size(); ++i) {
-    auto word = body_fields::read_text(value[i], index_path(path, i), body_fields::kMaxTextBytes);
-    if (!word) return std::unexpected(word.error());
-    words.push_back(std::move(*word));
-  }
-  return words;
-}
-
 // A map of strings to strings; `check_key` says why a key is refused (nullopt: accepted).
 template <class CheckKey>
 Result<std::map<std::string, std::string>> read_string_map(const Json& value,
@@ -494,15 +481,6 @@ Result<std::map<std::string, std::string>> read_string_map(const Json& value,
   return entries;
 }
 
-Result<std::map<std::string, std::string>> read_env(const Json& value, const std::string& path) {
-  return read_string_map(value, path, kMaxEnvEntries, "env entries",
-                         [](const std::string& key) -> std::optional<std::string> {
-                           if (valid_env_name(key)) return std::nullopt;
-                           return "not a variable name; use letters, digits and '_', not "
-                                  "starting with a digit";
-                         });
-}
-
 Result<std::map<std::string, std::string>> read_labels(const Json& value, const std::string& path) {
   return read_string_map(value, path, kMaxLabels, "labels",
                          [](const std::string& key) -> std::optional<std::string> {
@@ -514,6 +492,29 @@ Result<std::map<std::string, std::string>> read_labels(const Json& value, const 
 }
 
 }  // namespace
+
+Result<std::vector<std::string>> read_job_command(const Json& value, const std::string& path) {
+  if (auto list = body_fields::check_list(value, path, kMaxCommandWords, "command words"); !list) {
+    return std::unexpected(list.error());
+  }
+  std::vector<std::string> words;
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    auto word = body_fields::read_text(value[i], index_path(path, i), body_fields::kMaxTextBytes);
+    if (!word) return std::unexpected(word.error());
+    words.push_back(std::move(*word));
+  }
+  return words;
+}
+
+Result<std::map<std::string, std::string>> read_job_env(const Json& value,
+                                                        const std::string& path) {
+  return read_string_map(value, path, kMaxEnvEntries, "env entries",
+                         [](const std::string& key) -> std::optional<std::string> {
+                           if (valid_env_name(key)) return std::nullopt;
+                           return "not a variable name; use letters, digits and '_', not "
+                                  "starting with a digit";
+                         });
+}
 
 bool operator==(const JobSpec& a, const JobSpec& b) {
   const auto fields = [](const JobSpec& s) {
@@ -607,11 +608,11 @@ Result<JobSpec> job_spec_from_json(const nlohmann::json& value) {
           read_optional(value, "", "max_cost", spec.max_cost, read_money),
           read_optional(value, "", "preemptible", spec.preemptible, body_fields::read_bool),
           read_optional(value, "", "checkpoint_interval", spec.checkpoint_interval, read_duration),
-          read_optional(value, "", "command", spec.command, read_command),
+          read_optional(value, "", "command", spec.command, read_job_command),
           read_optional(value, "", "working_dir", spec.working_dir, read_working_dir),
-          read_optional(value, "", "env", spec.env, read_env),
+          read_optional(value, "", "env", spec.env, read_job_env),
           read_optional(value, "", "labels", spec.labels, read_labels),
-          read_optional(value, "", "after_ok", spec.after_ok, read_job_ids),
+          read_optional(value, "", "after_ok", spec.after_ok, read_dependencies),
           read_optional(value, "", "array", spec.array, read_array),
       });
       !read) {

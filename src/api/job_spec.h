@@ -165,4 +165,14 @@ Result<void> check_name(std::string_view name);
 // digit.
 bool valid_env_name(std::string_view key);
 
+// A job's command as a body holds it: a list of at most kMaxCommandWords strings, each of at most
+// body_fields::kMaxTextBytes bytes. Read for job specs and for the agent's assignments
+// (agent_wire.h); `path` names the value in errors.
+Result<std::vector<std::string>> read_job_command(const nlohmann::json& value,
+                                                  const std::string& path);
+// A job's env as a body holds it: a map of at most kMaxEnvEntries strings of at most
+// body_fields::kMaxTextBytes bytes, each key a name valid_env_name accepts.
+Result<std::map<std::string, std::string>> read_job_env(const nlohmann::json& value,
+                                                        const std::string& path);
+
 }  // namespace tidepool

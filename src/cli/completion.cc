@@ -82,7 +82,7 @@ void add_shapes(const CLI::App& app, std::vector<std::string> path,
   }
 }
 
-std::string joined(const std::vector<std::string>& words, std::string_view separator) {
+std::string joined_words(const std::vector<std::string>& words, std::string_view separator) {
   std::string out;
   for (const std::string& word : words) {
     if (!out.empty()) out += separator;
@@ -129,15 +129,15 @@ std::string bash_completion(std::span<const CommandShape> shapes, std::string_vi
         patterns += (patterns.empty() ? "'" : "|'") + key + "/" + name + "'";
       }
       if (!flag.choices.empty()) {
-        values += "    " + patterns + ") COMPREPLY=($(compgen -W '" + joined(flag.choices, " ") +
-                  "' -- \"$cur\")); return 0 ;;\n";
+        values += "    " + patterns + ") COMPREPLY=($(compgen -W '" +
+                  joined_words(flag.choices, " ") + "' -- \"$cur\")); return 0 ;;\n";
       } else if (flag.file) {
         values += "    " + patterns + ") COMPREPLY=($(compgen -f -- \"$cur\")); return 0 ;;\n";
       } else {
         values += "    " + patterns + ") COMPREPLY=(); return 0 ;;\n";
       }
     }
-    words += "    '" + key + "') words='" + joined(offered, " ") + "'" +
+    words += "    '" + key + "') words='" + joined_words(offered, " ") + "'" +
              (shape.takes_files ? "; files=1" : "") + " ;;\n";
   }
   std::string out = "# bash completion for " + std::string(program) + ", written by `" +

@@ -60,8 +60,6 @@ void install_signal_handlers() {
   for (int signal : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(signal, &action, nullptr);
 }
 
-void sleep_ms(int ms) { std::this_thread::sleep_for(milliseconds(ms)); }
-
 struct DemoFlags {
   int nodes = 4;
   std::string gpus = "fake:8xH100";
@@ -299,7 +297,7 @@ Result<void> DemoRun::wait_for_port() {
         return {};
       }
     }
-    sleep_ms(50);
+    std::this_thread::sleep_for(milliseconds(50));
   }
   return fail("",
               fmt::format("the server wrote no port to {} within {} s; the end of its log {}:\n{}",
@@ -322,7 +320,7 @@ Result<void> DemoRun::wait_for_registration() {
       }
       if (missing.empty()) return {};
     }
-    sleep_ms(200);
+    std::this_thread::sleep_for(milliseconds(200));
   }
   std::string logs;
   for (DemoChild& agent : agents_) {
@@ -527,7 +525,7 @@ DemoOutcome DemoRun::run_workload() {
                               : std::string("the limit of 10 minutes is over");
       break;
     }
-    sleep_ms(100);
+    std::this_thread::sleep_for(milliseconds(100));
   }
   out.elapsed_ms = elapsed();
   // The last events, unless the frame that saw every job end just showed them.

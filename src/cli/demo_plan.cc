@@ -27,7 +27,7 @@ std::optional<int> parse_int(std::string_view text) {
   return value;
 }
 
-std::string_view trim(std::string_view text) {
+std::string_view trimmed_line(std::string_view text) {
   const auto first = text.find_first_not_of(" \t\r");
   if (first == std::string_view::npos) return {};
   const auto last = text.find_last_not_of(" \t\r");
@@ -261,7 +261,7 @@ Result<std::vector<std::pair<std::int64_t, std::string>>> parse_workload(
   int line_number = 0;
   while (!text.empty()) {
     const auto end = text.find('\n');
-    const std::string_view line = trim(text.substr(0, end));
+    const std::string_view line = trimmed_line(text.substr(0, end));
     text = end == std::string_view::npos ? std::string_view{} : text.substr(end + 1);
     ++line_number;
     if (line.empty() || line.starts_with('#')) continue;
@@ -272,7 +272,7 @@ Result<std::vector<std::pair<std::int64_t, std::string>>> parse_workload(
     }
     auto at = parse_duration(line.substr(0, space));
     if (!at) return fail(where, fmt::format("AT: {}", at.error().reason));
-    const std::string_view file = trim(line.substr(space));
+    const std::string_view file = trimmed_line(line.substr(space));
     if (file.find_first_of(" \t") != std::string_view::npos) {
       return fail(where, fmt::format("'{}' is not 'AT SPEC': one spec file per line", line));
     }

@@ -44,8 +44,6 @@ bool is_zombie(pid_t pid) {
          stat[paren + 2] == 'X';
 }
 
-void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
-
 }  // namespace
 
 std::string executable_dir() {
@@ -183,7 +181,8 @@ std::vector<StopOutcome> stop_children(const std::vector<DemoChild*>& children,
     for (DemoChild* child : signalled) any = child->running() || any;
     return any;
   };
-  while (any_running() && std::chrono::steady_clock::now() < deadline && !hurry()) sleep_ms(50);
+  while (any_running() && std::chrono::steady_clock::now() < deadline && !hurry())
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   const bool hurried = std::chrono::steady_clock::now() < deadline;
   for (DemoChild* child : children) {
     if (std::ranges::find(signalled, child) == signalled.end()) {
@@ -192,7 +191,7 @@ std::vector<StopOutcome> stop_children(const std::vector<DemoChild*>& children,
       out.push_back({child->label(), "stopped"});
     } else {
       child->send(SIGKILL);
-      while (child->running()) sleep_ms(10);
+      while (child->running()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
       out.push_back({child->label(),
                      hurried
                          ? std::string("killed")
@@ -235,12 +234,12 @@ int stop_marked_processes(const std::string& name, const std::string& value,
   const auto deadline = std::chrono::steady_clock::now() + grace;
   std::vector<pid_t> left = found;
   while (!left.empty() && std::chrono::steady_clock::now() < deadline && !hurry()) {
-    sleep_ms(100);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
     left = processes_with_env(name, value);
   }
   for (pid_t pid : left) ::kill(pid, SIGKILL);
   for (int i = 0; i < 20 && !left.empty(); ++i) {
-    sleep_ms(50);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
     left = processes_with_env(name, value);
   }
   return static_cast<int>(found.size());

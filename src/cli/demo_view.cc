@@ -9,22 +9,23 @@
 namespace tidepool {
 namespace {
 
-std::string text_of(const nlohmann::json& object, const char* key) {
+std::string string_member(const nlohmann::json& object, const char* key) {
   auto it = object.find(key);
   return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
-std::int64_t number_of(const nlohmann::json& object, const char* key, std::int64_t fallback = 0) {
+std::int64_t number_member(const nlohmann::json& object, const char* key,
+                           std::int64_t fallback = 0) {
   auto it = object.find(key);
   return it != object.end() && it->is_number() ? it->get<std::int64_t>() : fallback;
 }
 
 // "node-1" or "node-1,node-2": the nodes of a placement, each once, in order.
-std::string placement_nodes(const nlohmann::json& data) {
+std::string distinct_placement_nodes(const nlohmann::json& data) {
   std::vector<std::string> nodes;
   if (auto it = data.find("placement"); it != data.end() && it->is_array()) {
     for (const nlohmann::json& place : *it) {
-      std::string node = text_of(place, "node");
+      std::string node = string_member(place, "node");
       if (std::ranges::find(nodes, node) == nodes.end()) nodes.push_back(std::move(node));
     }
   }
@@ -44,7 +45,8 @@ bool is_final(const std::string& state) {
 
 int job_gpus(const nlohmann::json& job) {
   const nlohmann::json& spec = job.at("spec");
-  return static_cast<int>(number_of(spec, "tasks", 1) * number_of(spec, "gpus_per_task", 1));
+  return static_cast<int>(number_member(spec, "tasks", 1) *
+                          number_member(spec, "gpus_per_task", 1));
 }
 
 }  // namespace
@@ -58,9 +60,9 @@ std::string format_clock(std::int64_t ms) {
 }
 
 DemoJobRecord& DemoTally::job(const nlohmann::json& data) {
-  DemoJobRecord& record = jobs_[number_of(data, "job")];
-  if (std::string name = text_of(data, "name"); !name.empty()) record.name = std::move(name);
-  if (std::string tenant = text_of(data, "tenant"); !tenant.empty()) {
+  DemoJobRecord& record = jobs_[number_member(data, "job")];
+  if (std::string name = string_member(data, "name"); !name.empty()) record.name = std::move(name);
+  if (std::string tenant = string_member(data, "tenant"); !tenant.empty()) {
     record.tenant = std::move(tenant);
   }
   return record;
@@ -73,12 +75,12 @@ std::string DemoTally::label(std::int64_t id) const {
 }
 
 std::string DemoTally::take(const nlohmann::json& event, std::int64_t start_ms) {
-  const std::string kind = text_of(event, "kind");
+  const std::string kind = string_member(event, "kind");
   static const nlohmann::json kEmpty = nlohmann::json::object();
   auto data_it = event.find("data");
   const nlohmann::json& data = data_it != event.end() && data_it->is_object() ? *data_it : kEmpty;
-  const std::string at = format_clock(number_of(event, "at_ms") - start_ms);
-  const std::int64_t id = number_of(data, "job");
+  const std::string at = format_clock(number_member(event, "at_ms") - start_ms);
+  const std::int64_t id = number_member(data, "job");
   std::string what;
   if (kind == "job.submitted") {
     job(data);  // its name, for later lines; the view lists waiting jobs under "pending"
@@ -86,7 +88,7 @@ std::string DemoTally::take(const nlohmann::json& event, std::int64_t start_ms) 
   }
   if (kind == "job.started") {
     DemoJobRecord& record = job(data);
-    const std::string nodes = placement_nodes(data);
+    const std::string nodes = distinct_placement_nodes(data);
     if (record.stopped_before) {
       record.stopped_before = false;
       if (record.checkpoint_step) {
@@ -99,14 +101,14 @@ std::string DemoTally::take(const nlohmann::json& event, std::int64_t start_ms) 
             fmt::format("{} restarted on {} from the beginning (no checkpoint)", label(id), nodes);
       }
     } else {
-      const std::string how = start_how(text_of(data, "reason"));
+      const std::string how = start_how(string_member(data, "reason"));
       what = fmt::format("{} ({}) started on {}{}", label(id), record.tenant, nodes,
                          how.empty() ? std::string() : ", " + how);
     }
   } else if (kind == "job.preempted" || kind == "job.requeued") {
     DemoJobRecord& record = job(data);
     record.stopped_before = true;
-    std::string reason = text_of(data, "reason");
+    std::string reason = string_member(data, "reason");
     if (kind == "job.preempted") record.preemptions.push_back(reason);
     what = fmt::format("{} {}", label(id),
                        reason.empty()            ? kind.substr(4)
@@ -115,7 +117,7 @@ std::string DemoTally::take(const nlohmann::json& event, std::int64_t start_ms) 
   } else if (kind == "job.checkpointed") {
     DemoJobRecord& record = job(data);
     ++checkpoints_;
-    const std::int64_t step = number_of(data, "step", -1);
+    const std::int64_t step = number_member(data, "step", -1);
     if (step >= 0) record.checkpoint_step = step;
     what = step >= 0 ? fmt::format("{} checkpointed at step {}", label(id), step)
                      : fmt::format("{} checkpointed", label(id));
@@ -124,14 +126,15 @@ std::string DemoTally::take(const nlohmann::json& event, std::int64_t start_ms) 
     what = fmt::format("{} {}", label(id), kind.substr(4));
   } else if (kind == "job.failed") {
     job(data);
-    const std::string reason = text_of(data, "reason");
+    const std::string reason = string_member(data, "reason");
     what = fmt::format("{} failed{}", label(id), reason.empty() ? "" : ": " + reason);
   } else if (kind == "node.registered") {
-    what = fmt::format("{} registered its agent", text_of(data, "node"));
+    what = fmt::format("{} registered its agent", string_member(data, "node"));
   } else if (kind == "node.not_ready") {
-    what = fmt::format("{} not ready: {}", text_of(data, "node"), text_of(data, "reason"));
+    what =
+        fmt::format("{} not ready: {}", string_member(data, "node"), string_member(data, "reason"));
   } else if (kind == "node.drained" || kind == "node.undrained") {
-    what = fmt::format("{} {}", text_of(data, "node"), kind.substr(5));
+    what = fmt::format("{} {}", string_member(data, "node"), kind.substr(5));
   } else {
     return {};
   }
@@ -143,7 +146,7 @@ std::string render_demo_frame(const nlohmann::json& nodes, const nlohmann::json&
   std::map<std::string, int> states;
   std::vector<const nlohmann::json*> pending;
   for (const nlohmann::json& job : jobs) {
-    const std::string state = text_of(job, "state");
+    const std::string state = string_member(job, "state");
     ++states[state];
     if (state == "pending") pending.push_back(&job);
   }
@@ -159,23 +162,24 @@ std::string render_demo_frame(const nlohmann::json& nodes, const nlohmann::json&
 
   std::size_t name_width = 0;
   for (const nlohmann::json& node : nodes) {
-    name_width = std::max(name_width, text_of(node, "name").size());
+    name_width = std::max(name_width, string_member(node, "name").size());
   }
   for (const nlohmann::json& node : nodes) {
-    const int gpus = static_cast<int>(number_of(node, "gpus"));
-    const std::int64_t milli = number_of(node, "gpu_milli_allocated");
+    const int gpus = static_cast<int>(number_member(node, "gpus"));
+    const std::int64_t milli = number_member(node, "gpu_milli_allocated");
     const int used = static_cast<int>(std::min<std::int64_t>(gpus, (milli + 999) / 1000));
-    std::string line = fmt::format("  {:<{}} [{}{}] {}/{}", text_of(node, "name"), name_width,
+    std::string line = fmt::format("  {:<{}} [{}{}] {}/{}", string_member(node, "name"), name_width,
                                    std::string(static_cast<std::size_t>(used), '#'),
                                    std::string(static_cast<std::size_t>(gpus - used), '.'),
                                    format_gpus(milli), gpus);
-    if (const std::string state = text_of(node, "state"); !state.empty() && state != "ready") {
+    if (const std::string state = string_member(node, "state");
+        !state.empty() && state != "ready") {
       line += " " + state;
     }
     if (auto list = node.find("jobs"); list != node.end() && list->is_array()) {
       for (const nlohmann::json& job : *list) {
-        line += fmt::format("  #{} {}:{}", number_of(job, "job"), text_of(job, "name"),
-                            number_of(job, "gpus"));
+        line += fmt::format("  #{} {}:{}", number_member(job, "job"), string_member(job, "name"),
+                            number_member(job, "gpus"));
       }
     }
     out += line + '\n';
@@ -185,11 +189,11 @@ std::string render_demo_frame(const nlohmann::json& nodes, const nlohmann::json&
     for (const nlohmann::json* job : pending) {
       std::string kind;
       if (auto p = job->find("pending"); p != job->end() && p->is_object()) {
-        kind = text_of(*p, "kind");
+        kind = string_member(*p, "kind");
       }
       if (kind.empty() || kind == "not-considered") kind = "queued";
-      items.push_back(fmt::format("#{} {} ({})", number_of(*job, "id"),
-                                  text_of(job->at("spec"), "name"), kind));
+      items.push_back(fmt::format("#{} {} ({})", number_member(*job, "id"),
+                                  string_member(job->at("spec"), "name"), kind));
     }
     out += fmt::format("  pending: {}\n", fmt::join(items, ", "));
   }
@@ -207,10 +211,10 @@ std::string render_demo_summary(const nlohmann::json& jobs, const DemoTally& tal
   std::int64_t preemptions = 0;
   std::int64_t lost_gpu_ms = 0;
   for (const nlohmann::json& job : jobs) {
-    const std::string state = text_of(job, "state");
+    const std::string state = string_member(job, "state");
     ++states[is_final(state) ? state : std::string("unfinished")];
-    preemptions += number_of(job, "preemptions");
-    lost_gpu_ms += number_of(job, "lost_work_ms") * job_gpus(job);
+    preemptions += number_member(job, "preemptions");
+    lost_gpu_ms += number_member(job, "lost_work_ms") * job_gpus(job);
   }
   std::string out =
       fmt::format("Summary after {} ({}):\n", format_clock(elapsed_ms), ended_because);
@@ -218,9 +222,9 @@ std::string render_demo_summary(const nlohmann::json& jobs, const DemoTally& tal
                      jobs.size(), states["succeeded"], states["failed"], states["cancelled"],
                      states["unfinished"]);
   for (const nlohmann::json& job : jobs) {
-    if (text_of(job, "state") != "failed") continue;
-    out += fmt::format("    #{} {} failed: {}\n", number_of(job, "id"),
-                       text_of(job.at("spec"), "name"), text_of(job, "message"));
+    if (string_member(job, "state") != "failed") continue;
+    out += fmt::format("    #{} {} failed: {}\n", number_member(job, "id"),
+                       string_member(job.at("spec"), "name"), string_member(job, "message"));
   }
   out += fmt::format("  preemptions: {}\n", preemptions);
   for (const auto& [id, record] : tally.jobs()) {

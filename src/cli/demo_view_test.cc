@@ -28,7 +28,8 @@ Json job_event(std::int64_t seconds, const std::string& kind, const std::string&
                 {"placement", placement}});
 }
 
-Json job(std::int64_t id, const std::string& state, int preemptions = 0, std::int64_t lost_ms = 0) {
+Json demo_job(std::int64_t id, const std::string& state, int preemptions = 0,
+              std::int64_t lost_ms = 0) {
   Json out = {{"id", id},
               {"state", state},
               {"spec", {{"name", "job-" + std::to_string(id)}, {"tasks", 2}, {"gpus_per_task", 4}}},
@@ -99,8 +100,8 @@ TEST(DemoView, RendersNodesPendingJobsAndEvents) {
                                    {"gpu_milli_allocated", 0},
                                    {"state", "not_ready"},
                                    {"jobs", Json::array()}}});
-  const Json jobs =
-      Json::array({job(1, "running"), job(2, "running"), job(3, "pending"), job(4, "succeeded")});
+  const Json jobs = Json::array({demo_job(1, "running"), demo_job(2, "running"),
+                                 demo_job(3, "pending"), demo_job(4, "succeeded")});
   DemoFrame frame{
       .elapsed_ms = 65'000, .submitted = 4, .to_submit = 5, .note = "", .events = {"a", "b", "c"}};
   const std::string out = render_demo_frame(nodes, jobs, frame, 2);
@@ -121,8 +122,8 @@ TEST(DemoView, SummarizesTheRun) {
   tally.take(job_event(3, "job.preempted", "preempted (reclaim) for job 2", ""), kStart);
   tally.take(job_event(9, "job.started", "placed on 1 node(s) (within its quota)", "node-2"),
              kStart);
-  const Json jobs = Json::array(
-      {job(1, "succeeded", 1, 1500), job(2, "succeeded"), job(3, "failed"), job(4, "running")});
+  const Json jobs = Json::array({demo_job(1, "succeeded", 1, 1500), demo_job(2, "succeeded"),
+                                 demo_job(3, "failed"), demo_job(4, "running")});
   const std::string out = render_demo_summary(jobs, tally, 70'000, "every job ended");
   EXPECT_THAT(out, HasSubstr("Summary after 1:10 (every job ended):\n"));
   EXPECT_THAT(out, HasSubstr("  jobs: 4 submitted: 2 succeeded, 1 failed, 0 cancelled, 1 "

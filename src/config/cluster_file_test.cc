@@ -15,8 +15,6 @@ namespace {
 using ::testing::EndsWith;
 using ::testing::HasSubstr;
 
-std::string source_dir() { return test_support::test_source_dir(); }
-
 const NodeSpec* find_node(const ClusterSpec& spec, std::string_view name) {
   for (const NodeSpec& node : spec.nodes) {
     if (node.name == name) return &node;
@@ -36,14 +34,14 @@ std::string one_leaf(const std::string& node_yaml) {
 }
 
 // The error for `text`, which must not parse.
-Error parse_error(const std::string& text) {
+Error cluster_error(const std::string& text) {
   auto spec = read_cluster_yaml(text, "test.yaml");
   EXPECT_FALSE(spec.has_value()) << text;
   return spec ? Error{} : spec.error();
 }
 
 TEST(ClusterFileTest, ReadsTheExampleFile) {
-  auto spec = load_cluster_yaml(source_dir() + "/data/clusters/example.yaml");
+  auto spec = load_cluster_yaml(test_support::test_source_dir() + "/data/clusters/example.yaml");
   ASSERT_TRUE(spec.has_value()) << spec.error().message();
   EXPECT_EQ(spec->topology.site, "dc-west");
   ASSERT_EQ(spec->topology.spines.size(), 2U);
@@ -125,7 +123,7 @@ TEST(ClusterFileTest, ErrorsNameThePathPositionAndReason) {
       "            gpu_model: H100\n"
       "            cpus: 8\n"
       "            memory_gib: 8\n");
-  const Error error = parse_error(text);
+  const Error error = cluster_error(text);
   EXPECT_EQ(error.field, "test.yaml:9:19 spines[0].leaves[0].nodes[1].gpus");
   EXPECT_EQ(error.reason, "must be 0..16, got 20");
   EXPECT_EQ(error.message(),
@@ -133,45 +131,45 @@ TEST(ClusterFileTest, ErrorsNameThePathPositionAndReason) {
 }
 
 TEST(ClusterFileTest, RejectsUnknownAndRepeatedKeys) {
-  Error error =
-      parse_error(one_leaf("          - {name: a, gpus: 1, gpu_model: T4, cpus: 1, memory_gib: 1, "
-                           "nvlink_domain: [[0]]}\n"));
+  Error error = cluster_error(
+      one_leaf("          - {name: a, gpus: 1, gpu_model: T4, cpus: 1, memory_gib: 1, "
+               "nvlink_domain: [[0]]}\n"));
   EXPECT_THAT(error.field, EndsWith(" spines[0].leaves[0].nodes[0].nvlink_domain"));
   EXPECT_THAT(error.reason, HasSubstr("unknown key"));
   EXPECT_THAT(error.reason, HasSubstr("nvlink_domains"));
 
-  error = parse_error("site: s\nsite: t\nspines: []\n");
+  error = cluster_error("site: s\nsite: t\nspines: []\n");
   EXPECT_EQ(error.field, "test.yaml:2:1 site");
   EXPECT_EQ(error.reason, "the key is given twice");
 
-  error = parse_error("site: s\nspine: []\n");
+  error = cluster_error("site: s\nspine: []\n");
   EXPECT_EQ(error.field, "test.yaml:2:1 spine");
 
-  error = parse_error("site: s\nspines:\n  - name: x\n    leafs: []\n");
+  error = cluster_error("site: s\nspines:\n  - name: x\n    leafs: []\n");
   EXPECT_EQ(error.field, "test.yaml:4:5 spines[0].leafs");
 }
 
 TEST(ClusterFileTest, RejectsMissingAndConflictingFields) {
-  EXPECT_EQ(parse_error("spines: []\n").field, "test.yaml:1:1 site");
-  EXPECT_THAT(parse_error(one_leaf("          - {gpus: 0, cpus: 1, memory_mib: 1}\n")).field,
+  EXPECT_EQ(cluster_error("spines: []\n").field, "test.yaml:1:1 site");
+  EXPECT_THAT(cluster_error(one_leaf("          - {gpus: 0, cpus: 1, memory_mib: 1}\n")).field,
               EndsWith(" spines[0].leaves[0].nodes[0].name"));
-  EXPECT_THAT(parse_error(one_leaf("          - {name: a, cpus: 1, memory_mib: 1}\n")).field,
+  EXPECT_THAT(cluster_error(one_leaf("          - {name: a, cpus: 1, memory_mib: 1}\n")).field,
               EndsWith(" spines[0].leaves[0].nodes[0].gpus"));
-  Error error = parse_error(one_leaf("          - {name: a, gpus: 2, cpus: 1, memory_mib: 1}\n"));
+  Error error = cluster_error(one_leaf("          - {name: a, gpus: 2, cpus: 1, memory_mib: 1}\n"));
   EXPECT_THAT(error.field, EndsWith(" spines[0].leaves[0].nodes[0].gpu_model"));
   EXPECT_THAT(error.reason, HasSubstr("missing"));
-  error = parse_error(
+  error = cluster_error(
       one_leaf("          - {name: a, gpus: 0, gpu_model: T4, cpus: 1, memory_mib: 1}\n"));
   EXPECT_THAT(error.field, EndsWith(" spines[0].leaves[0].nodes[0].gpu_model"));
-  error = parse_error(one_leaf("          - {name: a, gpus: 0, memory_mib: 1}\n"));
+  error = cluster_error(one_leaf("          - {name: a, gpus: 0, memory_mib: 1}\n"));
   EXPECT_THAT(error.field, EndsWith(" spines[0].leaves[0].nodes[0].cpu_millicores"));
-  error = parse_error(
+  error = cluster_error(
       one_leaf("          - {name: a, gpus: 0, cpus: 1, cpu_millicores: 1000, memory_mib: 1}\n"));
   EXPECT_THAT(error.field, EndsWith(" spines[0].leaves[0].nodes[0].cpus"));
   EXPECT_THAT(error.reason, HasSubstr("not both"));
-  error = parse_error(one_leaf("          - {name: a, gpus: 0, cpus: 1}\n"));
+  error = cluster_error(one_leaf("          - {name: a, gpus: 0, cpus: 1}\n"));
   EXPECT_THAT(error.field, EndsWith(" spines[0].leaves[0].nodes[0].memory_mib"));
-  error = parse_error("site: s\nspines:\n  - name: sp\n    leaves:\n      - name: lf\n");
+  error = cluster_error("site: s\nspines:\n  - name: sp\n    leaves:\n      - name: lf\n");
   EXPECT_THAT(error.field, EndsWith(" spines[0].leaves[0].nodes"));
 }
 
@@ -211,7 +209,7 @@ TEST(ClusterFileTest, RejectsBadValues) {
       {"[name, a]", "nodes[0]", "expected a map, got a list"},
   };
   for (const Case& c : cases) {
-    const Error error = parse_error(one_leaf("          - " + c.node + "\n"));
+    const Error error = cluster_error(one_leaf("          - " + c.node + "\n"));
     EXPECT_THAT(error.field, EndsWith(" spines[0].leaves[0]." + c.field)) << c.node;
     EXPECT_THAT(error.reason, HasSubstr(c.reason)) << c.node;
   }
@@ -219,53 +217,53 @@ TEST(ClusterFileTest, RejectsBadValues) {
 
 TEST(ClusterFileTest, RejectsDuplicateNames) {
   Error error =
-      parse_error(one_leaf("          - {name: n, count: 3, gpus: 0, cpus: 1, memory_mib: 1}\n"
-                           "          - {name: n-02, gpus: 0, cpus: 1, memory_mib: 1}\n"));
+      cluster_error(one_leaf("          - {name: n, count: 3, gpus: 0, cpus: 1, memory_mib: 1}\n"
+                             "          - {name: n-02, gpus: 0, cpus: 1, memory_mib: 1}\n"));
   EXPECT_THAT(error.field, EndsWith(" spines[0].leaves[0].nodes[1].name"));
   EXPECT_EQ(error.reason, "node 'n-02' is already defined at spines[0].leaves[0].nodes[0]");
 
-  error = parse_error(
+  error = cluster_error(
       "site: s\nspines:\n"
       "  - {name: a, leaves: [{name: l, nodes: [{name: x, gpus: 0, cpus: 1, memory_mib: 1}]}]}\n"
       "  - {name: b, leaves: [{name: l, nodes: []}]}\n");
   EXPECT_THAT(error.field, EndsWith(" spines[1].leaves[0].name"));
   EXPECT_THAT(error.reason, HasSubstr("spines[0].leaves[0]"));
 
-  error = parse_error("site: s\nspines:\n  - {name: a, leaves: []}\n  - {name: a, leaves: []}\n");
+  error = cluster_error("site: s\nspines:\n  - {name: a, leaves: []}\n  - {name: a, leaves: []}\n");
   EXPECT_EQ(error.field, "test.yaml:4:12 spines[1].name");
 }
 
 TEST(ClusterFileTest, RejectsFilesWithoutNodes) {
-  EXPECT_EQ(parse_error("site: s\nspines: []\n").field, "test.yaml:2:9 spines");
-  EXPECT_THAT(parse_error("").reason, HasSubstr("empty"));
-  EXPECT_THAT(parse_error("# only a comment\n").reason, HasSubstr("empty"));
+  EXPECT_EQ(cluster_error("site: s\nspines: []\n").field, "test.yaml:2:9 spines");
+  EXPECT_THAT(cluster_error("").reason, HasSubstr("empty"));
+  EXPECT_THAT(cluster_error("# only a comment\n").reason, HasSubstr("empty"));
 }
 
 TEST(ClusterFileTest, TurnsMalformedYamlIntoErrorsWithAPosition) {
-  Error error = parse_error("site: s\nspines: [\n  {name: a\n");
+  Error error = cluster_error("site: s\nspines: [\n  {name: a\n");
   EXPECT_THAT(error.field, ::testing::StartsWith("test.yaml:"));
   EXPECT_THAT(error.reason, HasSubstr("malformed YAML"));
 
-  error = parse_error("site: s\n  spines: x\n");
+  error = cluster_error("site: s\n  spines: x\n");
   EXPECT_EQ(error.field, "test.yaml:2:9");
   EXPECT_THAT(error.reason, HasSubstr("malformed YAML"));
 
-  error = parse_error("site: [s\n");
+  error = cluster_error("site: [s\n");
   EXPECT_THAT(error.reason, HasSubstr("malformed YAML"));
 
-  error = parse_error("site: *undefined\nspines: []\n");
+  error = cluster_error("site: *undefined\nspines: []\n");
   EXPECT_THAT(error.reason, HasSubstr("malformed YAML"));
 
-  error = parse_error("site: s\nspines: []\n---\nsite: t\n");
+  error = cluster_error("site: s\nspines: []\n---\nsite: t\n");
   EXPECT_EQ(error.field, "test.yaml:3:1");
   EXPECT_THAT(error.reason, HasSubstr("a second YAML document"));
 
   // yaml-cpp 0.7's LoadAll loops forever on this (jbeder/yaml-cpp#1319); found by fuzzing.
-  error = parse_error("- a\n,");
+  error = cluster_error("- a\n,");
   EXPECT_EQ(error.field, "test.yaml:2:1");
 
-  EXPECT_EQ(parse_error("- a\n- b\n").reason, "expected a map, got a list");
-  EXPECT_EQ(parse_error("- a\n- b\n").field, "test.yaml:1:1");
+  EXPECT_EQ(cluster_error("- a\n- b\n").reason, "expected a map, got a list");
+  EXPECT_EQ(cluster_error("- a\n- b\n").field, "test.yaml:1:1");
 }
 
 TEST(ClusterFileTest, LinkFiguresDefaultWhenAbsent) {
@@ -281,7 +279,7 @@ TEST(ClusterFileTest, LinkFiguresDefaultWhenAbsent) {
   EXPECT_EQ(spec->topology.spines[0].oversubscription, 1);
 
   // The example file gives none either.
-  spec = load_cluster_yaml(source_dir() + "/data/clusters/example.yaml");
+  spec = load_cluster_yaml(test_support::test_source_dir() + "/data/clusters/example.yaml");
   ASSERT_TRUE(spec.has_value()) << spec.error().message();
   EXPECT_EQ(spec->topology.links.spine_gbps, 200);
   EXPECT_EQ(spec->topology.spines[1].oversubscription, 1);
@@ -321,53 +319,53 @@ TEST(ClusterFileTest, RejectsBadLinkFigures) {
   const std::string spines =
       "spines: [{name: a, leaves: [{name: l, nodes: [{name: x, gpus: 0, cpus: 1, "
       "memory_mib: 1}]}]}]\n";
-  Error error = parse_error("site: s\nlinks: {nvlink_gbps: 0}\n" + spines);
+  Error error = cluster_error("site: s\nlinks: {nvlink_gbps: 0}\n" + spines);
   EXPECT_EQ(error.field, "test.yaml:2:22 links.nvlink_gbps");
   EXPECT_EQ(error.reason, "must be 1..1000000, got 0");
 
-  error = parse_error("site: s\nlinks: {pcie_gbps: 12.5}\n" + spines);
+  error = cluster_error("site: s\nlinks: {pcie_gbps: 12.5}\n" + spines);
   EXPECT_EQ(error.field, "test.yaml:2:20 links.pcie_gbps");
   EXPECT_THAT(error.reason, HasSubstr("expected an integer"));
 
-  error = parse_error("site: s\nlinks: {leaf_gbps: 2000000}\n" + spines);
+  error = cluster_error("site: s\nlinks: {leaf_gbps: 2000000}\n" + spines);
   EXPECT_THAT(error.field, EndsWith(" links.leaf_gbps"));
 
-  error = parse_error("site: s\nlinks: {spine_bandwidth: 100}\n" + spines);
+  error = cluster_error("site: s\nlinks: {spine_bandwidth: 100}\n" + spines);
   EXPECT_EQ(error.field, "test.yaml:2:9 links.spine_bandwidth");
   EXPECT_THAT(error.reason, HasSubstr("unknown key"));
   EXPECT_THAT(error.reason, HasSubstr("spine_gbps"));
 
-  error = parse_error("site: s\nlinks: {leaf_gbps: 100, leaf_gbps: 200}\n" + spines);
+  error = cluster_error("site: s\nlinks: {leaf_gbps: 100, leaf_gbps: 200}\n" + spines);
   EXPECT_THAT(error.field, EndsWith(" links.leaf_gbps"));
   EXPECT_EQ(error.reason, "the key is given twice");
 
-  error = parse_error("site: s\nlinks: [100]\n" + spines);
+  error = cluster_error("site: s\nlinks: [100]\n" + spines);
   EXPECT_EQ(error.field, "test.yaml:2:8 links");
   EXPECT_THAT(error.reason, HasSubstr("expected a map"));
 
   const std::string leaves =
       "leaves: [{name: l, nodes: [{name: x, gpus: 0, cpus: 1, memory_mib: 1}]}]}]\n";
-  error = parse_error("site: s\nspines: [{name: a, oversubscription: 0, " + leaves);
+  error = cluster_error("site: s\nspines: [{name: a, oversubscription: 0, " + leaves);
   EXPECT_EQ(error.field, "test.yaml:2:38 spines[0].oversubscription");
   EXPECT_EQ(error.reason, "must be 1..64, got 0");
-  error = parse_error("site: s\nspines: [{name: a, oversubscription: 1.5, " + leaves);
+  error = cluster_error("site: s\nspines: [{name: a, oversubscription: 1.5, " + leaves);
   EXPECT_THAT(error.field, EndsWith(" spines[0].oversubscription"));
   EXPECT_THAT(error.reason, HasSubstr("expected an integer"));
-  error = parse_error("site: s\nspines: [{name: a, oversubscription: 65, " + leaves);
+  error = cluster_error("site: s\nspines: [{name: a, oversubscription: 65, " + leaves);
   EXPECT_THAT(error.field, EndsWith(" spines[0].oversubscription"));
-  error = parse_error("site: s\nspines: [{name: a, oversubscribed: 2, " + leaves);
+  error = cluster_error("site: s\nspines: [{name: a, oversubscribed: 2, " + leaves);
   EXPECT_THAT(error.field, EndsWith(" spines[0].oversubscribed"));
   EXPECT_THAT(error.reason, HasSubstr("oversubscription"));
   // Link figures belong to the site, oversubscription to a spine.
-  error = parse_error("site: s\noversubscription: 2\n" + spines);
+  error = cluster_error("site: s\noversubscription: 2\n" + spines);
   EXPECT_THAT(error.field, EndsWith(" oversubscription"));
   EXPECT_THAT(error.reason, HasSubstr("unknown key"));
-  error = parse_error("site: s\nspines: [{name: a, links: {}, " + leaves);
+  error = cluster_error("site: s\nspines: [{name: a, links: {}, " + leaves);
   EXPECT_THAT(error.field, EndsWith(" spines[0].links"));
 }
 
 TEST(ClusterFileTest, ReadsThePhilly512File) {
-  auto spec = load_cluster_yaml(source_dir() + "/data/clusters/philly-512.yaml");
+  auto spec = load_cluster_yaml(test_support::test_source_dir() + "/data/clusters/philly-512.yaml");
   ASSERT_TRUE(spec.has_value()) << spec.error().message();
   EXPECT_EQ(spec->topology.site, "philly");
   ASSERT_EQ(spec->topology.spines.size(), 1U);

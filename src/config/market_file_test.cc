@@ -33,7 +33,7 @@ MarketSpec parse(const std::string& text) {
 }
 
 // The error for `text`, which must not parse.
-Error parse_error(const std::string& text) {
+Error market_error(const std::string& text) {
   auto spec = read_market_yaml(text, "m.yaml");
   EXPECT_FALSE(spec.has_value()) << text;
   return spec ? Error{} : spec.error();
@@ -364,7 +364,7 @@ TEST(MarketFileTest, EveryErrorNamesItsPath) {
        "a second YAML document starts here; a market file holds one"},
   };
   for (const Case& c : cases) {
-    const Error e = parse_error(c.text);
+    const Error e = market_error(c.text);
     EXPECT_EQ(e.field, c.field) << c.text;
     EXPECT_EQ(e.reason, c.reason) << c.text;
   }
@@ -373,7 +373,7 @@ TEST(MarketFileTest, EveryErrorNamesItsPath) {
 TEST(MarketFileTest, MalformedYamlGivesAPositionAndNoException) {
   for (const std::string text : {"models: [\n", "- a\n,", "{{{{", "models: *unknown\n",
                                  "models:\n  H100:\n   purchase_price: 1\n  x"}) {
-    const Error e = parse_error(text);
+    const Error e = market_error(text);
     EXPECT_THAT(e.field, StartsWith("m.yaml")) << text;
     EXPECT_FALSE(e.reason.empty()) << text;
   }

@@ -16,10 +16,8 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-std::string source_dir() { return test_support::test_source_dir(); }
-
 // The error for `text`, which must not parse.
-Error parse_error(const std::string& text) {
+Error tenants_error(const std::string& text) {
   GpuModelCatalog models;
   auto spec = read_tenants_yaml(text, "t.yaml", models);
   EXPECT_FALSE(spec.has_value()) << text;
@@ -39,7 +37,8 @@ TEST(TenantsFileTest, ReadsTheExampleFile) {
   GpuModelCatalog models;
   ASSERT_TRUE(models.intern("H100").has_value());  // as the cluster file would have them
   ASSERT_TRUE(models.intern("A100").has_value());
-  auto spec = load_tenants_yaml(source_dir() + "/data/tenants/example.yaml", models);
+  auto spec =
+      load_tenants_yaml(test_support::test_source_dir() + "/data/tenants/example.yaml", models);
   ASSERT_TRUE(spec.has_value()) << spec.error().message();
   EXPECT_EQ(models.size(), 2);
   ASSERT_EQ(spec->orgs.size(), 2U);
@@ -196,7 +195,7 @@ TEST(TenantsFileTest, EveryErrorNamesItsPath) {
        "a second YAML document starts here; a tenants file holds one"},
   };
   for (const Case& c : cases) {
-    const Error e = parse_error(c.text);
+    const Error e = tenants_error(c.text);
     EXPECT_EQ(e.field, c.field) << c.text;
     EXPECT_EQ(e.reason, c.reason) << c.text;
   }
@@ -205,7 +204,7 @@ TEST(TenantsFileTest, EveryErrorNamesItsPath) {
 TEST(TenantsFileTest, MalformedYamlGivesAPositionAndNoException) {
   for (const std::string text :
        {"orgs: [\n", "- a\n,", "orgs:\n  - name: o\n   tenants: x\n", "{{{{", "orgs: *unknown\n"}) {
-    const Error e = parse_error(text);
+    const Error e = tenants_error(text);
     EXPECT_THAT(e.field, StartsWith("t.yaml")) << text;
     EXPECT_FALSE(e.reason.empty()) << text;
   }
@@ -213,7 +212,8 @@ TEST(TenantsFileTest, MalformedYamlGivesAPositionAndNoException) {
 
 TEST(TenantsFileTest, MissingFileIsAnError) {
   GpuModelCatalog models;
-  auto spec = load_tenants_yaml(source_dir() + "/data/tenants/no-such-file.yaml", models);
+  auto spec = load_tenants_yaml(test_support::test_source_dir() + "/data/tenants/no-such-file.yaml",
+                                models);
   ASSERT_FALSE(spec.has_value());
   EXPECT_THAT(spec.error().message(), HasSubstr("cannot open the file"));
 }

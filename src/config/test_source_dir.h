@@ -2,10 +2,14 @@
 // simulator library). The build sets TIDEPOOL_SOURCE_DIR for every test it registers.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
 #include <string>
+
+#include "config/cluster_file.h"
 
 namespace tidepool::test_support {
 
@@ -20,6 +24,14 @@ inline std::optional<std::filesystem::path> test_source_root() {
 inline std::string test_source_dir() {
   const auto root = test_source_root();
   return root ? root->string() : ".";
+}
+
+// The cluster file data/clusters/<name>.yaml of the source tree; an empty spec, and a test
+// failure, when it does not load.
+inline ClusterSpec shipped_cluster(const std::string& name) {
+  auto spec = load_cluster_yaml(test_source_dir() + "/data/clusters/" + name + ".yaml");
+  EXPECT_TRUE(spec.has_value()) << spec.error().message();
+  return spec.value_or(ClusterSpec{});
 }
 
 }  // namespace tidepool::test_support

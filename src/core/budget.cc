@@ -25,7 +25,7 @@ CivilDate utc_date(std::int64_t unix_seconds) {
 }
 
 // The value of `text` (all digits), or -1.
-int digits_value(std::string_view text) {
+int date_part_value(std::string_view text) {
   int value = 0;
   for (char c : text) {
     if (c < '0' || c > '9') return -1;
@@ -125,9 +125,9 @@ Result<std::int64_t> parse_utc_date(std::string_view text, const std::string& fi
     return fail(field, fmt::format("must be a date like 2026-11-30, got '{}'", text));
   };
   if (text.size() != 10 || text[4] != '-' || text[7] != '-') return bad();
-  const int year = digits_value(text.substr(0, 4));
-  const int month = digits_value(text.substr(5, 2));
-  const int day = digits_value(text.substr(8, 2));
+  const int year = date_part_value(text.substr(0, 4));
+  const int month = date_part_value(text.substr(5, 2));
+  const int day = date_part_value(text.substr(8, 2));
   if (year < 0 || month < 1 || month > 12 || day < 1) return bad();
   if (day > days_in_month(year, month)) {
     return fail(field, fmt::format("must be a date like 2026-11-30, got '{}': {}-{:02} has {} days",

@@ -22,19 +22,19 @@
 namespace tidepool {
 namespace {
 
-constexpr int kSeeds = 150;
+constexpr int kBudgetSeeds = 150;
 constexpr Seconds kStep = 300;
-constexpr Seconds kHorizon = 40'000;
+constexpr Seconds kBudgetHorizon = 40'000;
 // 2026-10-01T00:00:00Z: the runs are within one quarter.
 constexpr std::int64_t kEpoch = 1'790'812'800;
 
-struct TestJob {
+struct BudgetTestJob {
   Job job;
   Seconds runtime = 0;
 };
 
-std::vector<TestJob> random_jobs(Rng& rng) {
-  std::vector<TestJob> jobs(8 + rng.below(30));
+std::vector<BudgetTestJob> random_budget_jobs(Rng& rng) {
+  std::vector<BudgetTestJob> jobs(8 + rng.below(30));
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     Job& job = jobs[i].job;
     job.id = JobId{static_cast<std::uint32_t>(i)};
@@ -54,7 +54,7 @@ std::vector<TestJob> random_jobs(Rng& rng) {
   return jobs;
 }
 
-struct Outcome {
+struct BudgetOutcome {
   std::vector<std::pair<Seconds, std::uint32_t>> starts;  // (time, job)
   int held_starts = 0;    // non-critical starts of a tenant held back at that pass
   int wrong_reasons = 0;  // budget reasons of tenants not held back
@@ -62,8 +62,8 @@ struct Outcome {
 };
 
 // Runs `jobs` under `policy` with `budgets` (per tenant; nullopt: none) checked every step.
-Outcome run(std::string_view policy, const std::vector<TestJob>& jobs,
-            const std::array<std::optional<Budget>, 2>& budgets) {
+BudgetOutcome run(std::string_view policy, const std::vector<BudgetTestJob>& jobs,
+                  const std::array<std::optional<Budget>, 2>& budgets) {
   auto config = scheduler_policy(policy);
   auto scheduler = Scheduler::create(
       test_support::make_test_pool({.leaves_per_spine = 2}),
@@ -84,8 +84,8 @@ Outcome run(std::string_view policy, const std::vector<TestJob>& jobs,
   EXPECT_TRUE(desk.has_value()) << desk.error().message();
   BudgetWatch watch;
   std::vector<Seconds> ends(jobs.size(), -1);  // when a running job finishes
-  Outcome out;
-  for (Seconds t = 0; t <= kHorizon; t += kStep) {
+  BudgetOutcome out;
+  for (Seconds t = 0; t <= kBudgetHorizon; t += kStep) {
     EXPECT_TRUE(desk->advance(t, s.pool()).has_value());
     for (std::size_t i = 0; i < jobs.size(); ++i) {
       if (ends[i] >= 0 && ends[i] <= t) {
@@ -120,7 +120,7 @@ Outcome run(std::string_view policy, const std::vector<TestJob>& jobs,
                       .has_value());
       ends[started.job.value] = t + jobs[started.job.value].runtime;
     }
-    for (const TestJob& j : jobs) {
+    for (const BudgetTestJob& j : jobs) {
       const PendingReason* reason = s.reason(j.job.id);
       if (s.phase(j.job.id) != JobPhase::kPending || !reason) continue;
       if (reason->kind != PendingKind::kBudget) continue;
@@ -134,10 +134,10 @@ Outcome run(std::string_view policy, const std::vector<TestJob>& jobs,
 TEST(BudgetProperty, ExhaustedTenantsStartOnlyCriticalWorkAndOthersAreNeverHeld) {
   Rng seeds(2026);
   int waits = 0;
-  for (int k = 0; k < kSeeds; ++k) {
+  for (int k = 0; k < kBudgetSeeds; ++k) {
     const std::uint64_t seed = seeds.next();
     Rng rng(seed);
-    const std::vector<TestJob> jobs = random_jobs(rng);
+    const std::vector<BudgetTestJob> jobs = random_budget_jobs(rng);
     // Tenant A gets a budget it soon spends (a few GPU-hours), B sometimes one it never reaches.
     std::array<std::optional<Budget>, 2> budgets;
     budgets[0] = Budget{.quarterly = static_cast<Micros>(5 + rng.below(40)) * kMicrosPerUnit,
@@ -145,15 +145,15 @@ TEST(BudgetProperty, ExhaustedTenantsStartOnlyCriticalWorkAndOthersAreNeverHeld)
     if (rng.below(2) == 0) budgets[1] = Budget{.quarterly = kMaxMoney, .soft_alert = 800'000};
     for (std::string_view policy : scheduler_policy_names()) {
       SCOPED_TRACE(::testing::Message() << "seed " << seed << ", policy " << policy);
-      const Outcome with = run(policy, jobs, budgets);
+      const BudgetOutcome with = run(policy, jobs, budgets);
       EXPECT_EQ(with.held_starts, 0);
       EXPECT_EQ(with.wrong_reasons, 0);
       waits += with.budget_waits;
       // Budgets nobody reaches change nothing.
       const std::array<std::optional<Budget>, 2> unreachable = {
           Budget{.quarterly = kMaxMoney, .soft_alert = 800'000}, std::nullopt};
-      const Outcome free = run(policy, jobs, unreachable);
-      const Outcome none = run(policy, jobs, {});
+      const BudgetOutcome free = run(policy, jobs, unreachable);
+      const BudgetOutcome none = run(policy, jobs, {});
       EXPECT_EQ(free.starts, none.starts);
       EXPECT_EQ(free.budget_waits, 0);
     }

@@ -6,13 +6,14 @@
 #include <cstdint>
 #include <string>
 
+#include "core/test_units.h"
+
 namespace tidepool {
 namespace {
 
+using test_support::kCredit;
+using test_support::kDay;
 using ::testing::HasSubstr;
-
-constexpr Micros kCredit = kMicrosPerUnit;
-constexpr std::int64_t kDay = 86400;
 
 // Unix times of 00:00 UTC, checked against Python's datetime.
 constexpr std::int64_t k2026Jul1 = 1'782'864'000;

@@ -10,42 +10,40 @@
 
 #include "core/scheduler.h"
 #include "core/test_pool.h"
+#include "core/test_prices.h"
+#include "core/test_units.h"
 #include "core/tidal_window.h"
 
 namespace tidepool {
 namespace {
 
+using test_support::flat_price_schedule;
+
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
-constexpr GpuModelId kH100{0};
-constexpr TenantId kA{0};
-constexpr TenantId kB{1};
+using test_support::kA;
+using test_support::kB;
+using test_support::kDay;
+using test_support::kH100;
 constexpr Micros kUnit = kMicrosPerUnit;
 // 2026-12-01T00:00:00Z: a month before 2027-Q1.
-constexpr std::int64_t kEpoch = 1'796'083'200;
-constexpr Seconds kDay = kSecondsPerDay;
-constexpr Seconds kNextQuarter = 1'798'761'600 - kEpoch;  // 2027-01-01T00:00:00Z
+constexpr std::int64_t kDecemberFirst = 1'796'083'200;
+constexpr Seconds kNextQuarter = 1'798'761'600 - kDecemberFirst;  // 2027-01-01T00:00:00Z
 
 struct Fixture {
   Pool pool = test_support::make_test_pool();
   TenantBook book = test_support::two_tenant_book(test_support::one_model_catalog("H100"), 8);
 };
 
-PriceSchedule flat_schedule() {
-  PriceSchedule s;
-  s.curve = {{0, kPpmOne}, {kPpmOne, kPpmOne}};
-  return s;
-}
-
 // A budget of 100 for A (alert at 50), none for B; a burst offer at one credit per GPU-second,
 // which charges exact amounts.
 MarketDesk make_desk(const Fixture& f, Seconds start = 0) {
   auto desk = MarketDesk::create(
-      {.prices = flat_schedule(),
+      {.prices = flat_price_schedule(),
        .cost_base = {3'600'000},
-       .epoch = kEpoch,
+       .epoch = kDecemberFirst,
        .budgets = {{"A", Budget{.quarterly = 100 * kUnit, .soft_alert = 500'000}}},
        .offers = {BurstOffer{.name = "cloud",
                              .provider = "p",

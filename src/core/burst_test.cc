@@ -9,29 +9,29 @@
 #include "core/job.h"
 #include "core/scheduler.h"
 #include "core/test_pool.h"
+#include "core/test_units.h"
 
 namespace tidepool {
 namespace {
 
+using test_support::kA100;
+using test_support::kCredit;
+using test_support::kH100;
 using ::testing::HasSubstr;
-
-constexpr GpuModelId kH100{0};
-constexpr GpuModelId kA100{1};
-constexpr Micros kUnit = kMicrosPerUnit;
 
 std::vector<BurstOffer> offers() {
   BurstOffer on_demand{.name = "od",
                        .provider = "cloud",
                        .model = kH100,
                        .spot = false,
-                       .price_per_gpu_hour = 4 * kUnit,
+                       .price_per_gpu_hour = 4 * kCredit,
                        .startup_delay = 600,
                        .max_gpus = 16,
                        .interruption_per_hour = 0};
   BurstOffer spot = on_demand;
   spot.name = "spot";
   spot.spot = true;
-  spot.price_per_gpu_hour = 2 * kUnit;
+  spot.price_per_gpu_hour = 2 * kCredit;
   spot.interruption_per_hour = 50'000;
   return {on_demand, spot};
 }
@@ -55,7 +55,7 @@ TEST(Burst, OnlyJobsPastTheThresholdGoAndNonPreemptibleOnesNeverToSpot) {
   EXPECT_EQ(choice.decisions[0].job, JobId{2});
   EXPECT_EQ(choice.decisions[0].offer, 0U);  // on demand: the job cannot be preempted
   // 8 GPUs x (3000 + 600) s x 4 per GPU-hour = 32.00
-  EXPECT_EQ(choice.decisions[0].estimated_cost, 32 * kUnit);
+  EXPECT_EQ(choice.decisions[0].estimated_cost, 32 * kCredit);
 }
 
 TEST(Burst, PreemptibleJobsThatCheckpointTakeTheCheaperSpot) {
@@ -65,7 +65,7 @@ TEST(Burst, PreemptibleJobsThatCheckpointTakeTheCheaperSpot) {
   const BurstChoice choice = choose_bursts(std::vector{job}, offers(), {}, {}, {});
   ASSERT_EQ(choice.decisions.size(), 1U);
   EXPECT_EQ(choice.decisions[0].offer, 1U);
-  EXPECT_EQ(choice.decisions[0].estimated_cost, 16 * kUnit);
+  EXPECT_EQ(choice.decisions[0].estimated_cost, 16 * kCredit);
   job.checkpoints = false;
   EXPECT_EQ(choose_bursts(std::vector{job}, offers(), {}, {}, {}).decisions[0].offer, 0U);
 }
@@ -85,7 +85,7 @@ TEST(Burst, LongestWaitFirstWithinTheOffersRoom) {
 
 TEST(Burst, ABudgetLimitsWhatItsTenantRentsAndNoBudgetLimitsNothing) {
   const std::vector<BurstCandidate> jobs = {candidate(1, 9000), candidate(2, 8000)};
-  const std::vector<std::optional<Micros>> budget = {40 * kUnit};
+  const std::vector<std::optional<Micros>> budget = {40 * kCredit};
   const BurstChoice choice = choose_bursts(jobs, offers(), {}, budget, {});
   ASSERT_EQ(choice.decisions.size(), 1U);
   ASSERT_EQ(choice.refusals.size(), 1U);
@@ -120,7 +120,7 @@ TEST(Burst, ValidatesOffersAndPolicy) {
 
 TEST(Burst, RentedCostRoundsHalfAwayFromZero) {
   EXPECT_EQ(rented_cost(1, 1, 1800), 1);  // 0.5 micro-credits
-  EXPECT_EQ(rented_cost(2, 3600, 3 * kUnit), 6 * kUnit);
+  EXPECT_EQ(rented_cost(2, 3600, 3 * kCredit), 6 * kCredit);
 }
 
 // --- the candidates ------------------------------------------------------------------------------

@@ -6,11 +6,10 @@
 
 #include "core/pool.h"
 #include "core/tenants.h"
+#include "core/tidal_window.h"
 
 namespace tidepool {
 namespace {
-
-constexpr Seconds kSecondsPerDay = 86400;
 
 Result<void> check_clock(Seconds now, Seconds clock) {
   if (now != clock) {

@@ -27,16 +27,20 @@
 #include "core/scheduler.h"
 #include "core/tenants.h"
 #include "core/test_pool.h"
+#include "core/test_random.h"
 
 namespace tidepool {
 namespace {
 
-constexpr int kSeeds = 200;
+using test_support::chance;
+using test_support::draw;
+
+constexpr int kMeterSeeds = 200;
 // H100 (nodes n0, n2) and A100 (n1, n3); each leaf holds one node of each (leaf-0: n0, n1), so
 // that a gang over two nodes of a leaf holds GPUs of both models.
 constexpr int kModels = 2;
 constexpr int kTenants = 3;
-constexpr Seconds kHorizon = 24'000;
+constexpr Seconds kMeterHorizon = 24'000;
 constexpr Seconds kDayOffset = 8 * 3600;  // time 0 is 08:00: the 09:00-18:00 band applies
 // Odd cost bases, so that hardly any amount is a whole number of micro-credits.
 constexpr std::array<Micros, kModels> kCostBase = {3'000'001, 1'234'567};
@@ -54,12 +58,6 @@ constexpr std::array<std::array<Quota, kModels>, kTenants> kQuotas = {{
     {{{0, 0}, {0, 0}}},                // C guarantees nothing: it only borrows
 }};
 
-int draw(Rng& rng, int lo, int hi) {  // uniform in [lo, hi]
-  return lo + static_cast<int>(rng.below(static_cast<std::uint64_t>(hi - lo + 1)));
-}
-
-bool chance(Rng& rng, int percent) { return rng.below(100) < static_cast<std::uint64_t>(percent); }
-
 PriceSchedule schedule() {
   PriceSchedule s;  // the default smoothstep curve: prices follow utilisation
   s.bands = {{9 * 3600, 18 * 3600, 1'200'000}};
@@ -67,9 +65,7 @@ PriceSchedule schedule() {
   return s;
 }
 
-Pool make_pool() { return test_support::make_two_model_pool(); }
-
-TenantBook make_book(const GpuModelCatalog& models) {
+TenantBook quota_book(const GpuModelCatalog& models) {
   TenantsSpec spec;
   OrgSpec org;
   org.name = "org";
@@ -94,7 +90,7 @@ struct TestJob {
   Seconds runtime = 0;  // each run segment restarts it: it finishes `runtime` after a start
 };
 
-std::vector<TestJob> random_jobs(Rng& rng) {
+std::vector<TestJob> random_meter_jobs(Rng& rng) {
   std::vector<TestJob> jobs(static_cast<std::size_t>(draw(rng, 8, 36)));
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     Job& job = jobs[i].job;
@@ -247,7 +243,7 @@ void reference_credits(const PriceTable& prices, std::span<const Segment> segmen
 void run_seed(std::uint64_t seed, Coverage& coverage) {
   Rng rng(seed);
   const PriceSchedule prices_schedule = schedule();
-  std::vector<TestJob> jobs = random_jobs(rng);
+  std::vector<TestJob> jobs = random_meter_jobs(rng);
 
   SchedulerConfig config;
   config.order = OrderRule::kFairShare;
@@ -257,8 +253,8 @@ void run_seed(std::uint64_t seed, Coverage& coverage) {
   config.priority_preemption = true;
   config.backfill = true;
   config.day_offset = kDayOffset;
-  Pool initial_pool = make_pool();
-  TenantBook initial_book = make_book(initial_pool.models());
+  Pool initial_pool = test_support::make_two_model_pool();
+  TenantBook initial_book = quota_book(initial_pool.models());
   auto created = Scheduler::create(std::move(initial_pool), std::move(initial_book), config);
   ASSERT_TRUE(created.has_value()) << created.error().message();
   Scheduler sched = std::move(*created);
@@ -298,7 +294,7 @@ void run_seed(std::uint64_t seed, Coverage& coverage) {
       ASSERT_LE(price.from, t);
       ASSERT_EQ(price.utilisation, utilisation.at(model.value)) << "seed " << seed;
     }
-    if (t >= kHorizon) break;
+    if (t >= kMeterHorizon) break;
 
     for (auto it = ends.begin(); it != ends.end();) {
       const auto [id, end] = *it++;
@@ -326,7 +322,7 @@ void run_seed(std::uint64_t seed, Coverage& coverage) {
                       tj.job.preemptible ? prices_schedule.preemptible : prices_schedule.standard,
                       {},
                       t,
-                      kHorizon};
+                      kMeterHorizon};
       for (const Assignment& a : s.assignments) {
         segment.milli[sched.pool().spec(a.node).model.value] += tj.job.gang.task.total_milli_gpu();
       }
@@ -367,9 +363,9 @@ void run_seed(std::uint64_t seed, Coverage& coverage) {
       for (const auto& [id, end] : ends) next = std::min(next, std::max(end, t + 1));
     }
     if (chance(rng, 20)) next = (next / prices_schedule.period) * prices_schedule.period;
-    t = std::min(std::max(next, t + 1), kHorizon);
+    t = std::min(std::max(next, t + 1), kMeterHorizon);
   }
-  ASSERT_TRUE(meter.post(kHorizon, ledger).has_value());
+  ASSERT_TRUE(meter.post(kMeterHorizon, ledger).has_value());
 
   // The prices the meter published: per model, contiguous from the start to past the horizon,
   // and each the price pricing.h gives for its utilisation and period.
@@ -385,11 +381,11 @@ void run_seed(std::uint64_t seed, Coverage& coverage) {
                                     price.from, kDayOffset));
     list.push_back(price);
   }
-  for (const auto& list : prices) ASSERT_GT(list.back().until, kHorizon);
+  for (const auto& list : prices) ASSERT_GT(list.back().until, kMeterHorizon);
 
   Books books;
   reference_charges(prices, segments, books);
-  reference_credits(prices, segments, kHorizon, prices_schedule.lender_share, books, coverage);
+  reference_credits(prices, segments, kMeterHorizon, prices_schedule.lender_share, books, coverage);
 
   Books posted;
   for (const LedgerEntry& e : ledger.entries()) {
@@ -422,7 +418,7 @@ void run_seed(std::uint64_t seed, Coverage& coverage) {
 
 TEST(ChargeMeterProperty, BalancesEqualChargesAndCreditsRecomputedFromTheJobs) {
   Coverage coverage;
-  for (int seed = 1; seed <= kSeeds; ++seed) {
+  for (int seed = 1; seed <= kMeterSeeds; ++seed) {
     run_seed(static_cast<std::uint64_t>(seed), coverage);
     if (::testing::Test::HasFailure()) {
       ADD_FAILURE() << "stopped at seed " << seed;
@@ -431,11 +427,11 @@ TEST(ChargeMeterProperty, BalancesEqualChargesAndCreditsRecomputedFromTheJobs) {
   }
   // The runs did exercise what the books must get right (loose bounds: the seeds are fixed, but
   // the scheduler's choices may change).
-  EXPECT_GT(coverage.preemptions, kSeeds / 2);
-  EXPECT_GT(coverage.restarts, kSeeds / 2);
+  EXPECT_GT(coverage.preemptions, kMeterSeeds / 2);
+  EXPECT_GT(coverage.restarts, kMeterSeeds / 2);
   EXPECT_GT(coverage.multi_model_runs, 0);
-  EXPECT_GT(coverage.credit_entries, kSeeds);
-  EXPECT_GT(coverage.capped_intervals, kSeeds / 2);
+  EXPECT_GT(coverage.credit_entries, kMeterSeeds);
+  EXPECT_GT(coverage.capped_intervals, kMeterSeeds / 2);
 }
 
 }  // namespace

@@ -11,26 +11,22 @@
 #include "core/pool.h"
 #include "core/tenants.h"
 #include "core/test_pool.h"
+#include "core/test_prices.h"
 
 namespace tidepool {
 namespace {
 
-constexpr GpuModelId kH100{0};
-constexpr TenantId kA{0};
-constexpr TenantId kB{1};
-constexpr TenantId kC{2};
-constexpr TenantId kD{3};
+using test_support::flat_price_schedule;
+
+using test_support::kA;
+using test_support::kB;
+using test_support::kC;
+using test_support::kD;
+using test_support::kH100;
 
 // 3.6 credits per GPU-hour: 1000 micro-credits per GPU-second, which keeps the hand computations
 // short.
 constexpr Micros kCost = 3'600'000;
-
-// A curve flat at x1: the price is the cost base whatever the utilisation.
-PriceSchedule flat_schedule() {
-  PriceSchedule s;
-  s.curve = {{0, kPpmOne}, {kPpmOne, kPpmOne}};
-  return s;
-}
 
 // x1 when idle, x2 when full; smoothstep gives exactly x1.5 at half full.
 PriceSchedule rising_schedule() {
@@ -40,9 +36,9 @@ PriceSchedule rising_schedule() {
 }
 
 // One leaf, two nodes of 8 H100: 16 GPUs.
-Pool make_pool() { return test_support::make_test_pool(); }
+Pool two_node_pool() { return test_support::make_test_pool(); }
 
-ChargeMeter make_meter(const Pool& pool, PriceSchedule schedule = flat_schedule(),
+ChargeMeter make_meter(const Pool& pool, PriceSchedule schedule = flat_price_schedule(),
                        Micros cost = kCost, Seconds start = 0) {
   auto meter = ChargeMeter::create(std::move(schedule), {cost}, 0, start, pool);
   EXPECT_TRUE(meter.has_value()) << meter.error().message();
@@ -50,7 +46,7 @@ ChargeMeter make_meter(const Pool& pool, PriceSchedule schedule = flat_schedule(
 }
 
 // Tenants with the given H100 guarantees (milli-GPUs), ids in order, in one org.
-TenantBook make_book(const std::vector<std::int64_t>& guarantees) {
+TenantBook book_with_guarantees(const std::vector<std::int64_t>& guarantees) {
   TenantsSpec spec;
   OrgSpec org;
   org.name = "org";
@@ -66,7 +62,7 @@ TenantBook make_book(const std::vector<std::int64_t>& guarantees) {
   return std::move(book).value();
 }
 
-std::vector<ModelMilli> h100(std::int64_t milli) { return {ModelMilli{kH100, milli}}; }
+std::vector<ModelMilli> h100_milli(std::int64_t milli) { return {ModelMilli{kH100, milli}}; }
 
 Micros sum_of(const CostLedger& ledger, EntryKind kind, TenantId tenant) {
   Micros sum = 0;
@@ -77,12 +73,12 @@ Micros sum_of(const CostLedger& ledger, EntryKind kind, TenantId tenant) {
 }
 
 TEST(ChargeMeter, ChargesOneJobAtAConstantPriceOverSeveralPeriods) {
-  Pool pool = make_pool();
-  TenantBook book = make_book({16000});
+  Pool pool = two_node_pool();
+  TenantBook book = book_with_guarantees({16000});
   ChargeMeter meter = make_meter(pool);
   CostLedger ledger;
   ASSERT_TRUE(meter.advance(100, pool, book).has_value());
-  ASSERT_TRUE(meter.start(JobId{1}, kA, h100(2000), PriceClass::kStandard, 100).has_value());
+  ASSERT_TRUE(meter.start(JobId{1}, kA, h100_milli(2000), PriceClass::kStandard, 100).has_value());
   EXPECT_TRUE(meter.running(JobId{1}));
   ASSERT_TRUE(meter.advance(1000, pool, book).has_value());
   // 2 GPUs x 900 s x 1000 micros per GPU-second = 1'800'000 (periods 300, 600, 900 crossed).
@@ -120,13 +116,13 @@ TEST(ChargeMeter, ChargesOneJobAtAConstantPriceOverSeveralPeriods) {
 }
 
 TEST(ChargeMeter, PriceChangesOnlyAtThePeriodBoundaryWithTheUtilisationThen) {
-  Pool pool = make_pool();
-  TenantBook book = make_book({16000});
+  Pool pool = two_node_pool();
+  TenantBook book = book_with_guarantees({16000});
   ChargeMeter meter = make_meter(pool, rising_schedule());
   CostLedger ledger;
   EXPECT_EQ(meter.price(kH100).utilisation, 0);
   EXPECT_EQ(meter.price(kH100).standard_per_hour, kCost);
-  ASSERT_TRUE(meter.start(JobId{1}, kA, h100(1000), PriceClass::kStandard, 0).has_value());
+  ASSERT_TRUE(meter.start(JobId{1}, kA, h100_milli(1000), PriceClass::kStandard, 0).has_value());
 
   // Half the pool becomes busy at 100: the price in force holds until the period ends at 300.
   ASSERT_TRUE(meter.advance(100, pool, book).has_value());
@@ -153,13 +149,13 @@ TEST(ChargeMeter, PriceChangesOnlyAtThePeriodBoundaryWithTheUtilisationThen) {
 }
 
 TEST(ChargeMeter, ClassMultipliersScaleTheCharge) {
-  Pool pool = make_pool();
-  TenantBook book = make_book({16000, 0, 0});
+  Pool pool = two_node_pool();
+  TenantBook book = book_with_guarantees({16000, 0, 0});
   ChargeMeter meter = make_meter(pool);
   CostLedger ledger;
-  ASSERT_TRUE(meter.start(JobId{1}, kA, h100(1000), PriceClass::kStandard, 0).has_value());
-  ASSERT_TRUE(meter.start(JobId{2}, kB, h100(1000), PriceClass::kPreemptible, 0).has_value());
-  ASSERT_TRUE(meter.start(JobId{3}, kC, h100(1000), PriceClass::kEmergency, 0).has_value());
+  ASSERT_TRUE(meter.start(JobId{1}, kA, h100_milli(1000), PriceClass::kStandard, 0).has_value());
+  ASSERT_TRUE(meter.start(JobId{2}, kB, h100_milli(1000), PriceClass::kPreemptible, 0).has_value());
+  ASSERT_TRUE(meter.start(JobId{3}, kC, h100_milli(1000), PriceClass::kEmergency, 0).has_value());
   EXPECT_EQ(meter.price_per_hour(kH100, PriceClass::kStandard), 3'600'000);
   EXPECT_EQ(meter.price_per_hour(kH100, PriceClass::kPreemptible), 2'160'000);  // x0.6
   EXPECT_EQ(meter.price_per_hour(kH100, PriceClass::kEmergency), 5'400'000);    // x1.5
@@ -180,14 +176,14 @@ TEST(ChargeMeter, ClassMultipliersScaleTheCharge) {
 
 TEST(ChargeMeter, PostingInManySlicesCarriesTheRestAndPostsTheSameTotal) {
   // 1 credit per GPU-hour: a GPU-second is 277.77... micros, never whole.
-  Pool pool = make_pool();
-  TenantBook book = make_book({16000});
-  ChargeMeter sliced = make_meter(pool, flat_schedule(), 1'000'000);
-  ChargeMeter whole = make_meter(pool, flat_schedule(), 1'000'000);
+  Pool pool = two_node_pool();
+  TenantBook book = book_with_guarantees({16000});
+  ChargeMeter sliced = make_meter(pool, flat_price_schedule(), 1'000'000);
+  ChargeMeter whole = make_meter(pool, flat_price_schedule(), 1'000'000);
   CostLedger sliced_ledger;
   CostLedger whole_ledger;
-  ASSERT_TRUE(sliced.start(JobId{1}, kA, h100(1000), PriceClass::kStandard, 0).has_value());
-  ASSERT_TRUE(whole.start(JobId{1}, kA, h100(1000), PriceClass::kStandard, 0).has_value());
+  ASSERT_TRUE(sliced.start(JobId{1}, kA, h100_milli(1000), PriceClass::kStandard, 0).has_value());
+  ASSERT_TRUE(whole.start(JobId{1}, kA, h100_milli(1000), PriceClass::kStandard, 0).has_value());
   for (Seconds t = 7; t < 1000; t += 7) {
     ASSERT_TRUE(sliced.advance(t, pool, book).has_value());
     ASSERT_TRUE(sliced.post(t, sliced_ledger).has_value());
@@ -215,9 +211,9 @@ TEST(ChargeMeter, PostingInManySlicesCarriesTheRestAndPostsTheSameTotal) {
 }
 
 TEST(ChargeMeter, LendingCreditsSplitProRataByLargestRemainder) {
-  Pool pool = make_pool();
+  Pool pool = two_node_pool();
   // A may lend 2000m, B 1000m; D borrows 1001m of their idle guarantee.
-  TenantBook book = make_book({2000, 1000, 0, 0});
+  TenantBook book = book_with_guarantees({2000, 1000, 0, 0});
   ASSERT_TRUE(book.record_usage(kD, kH100, 1001).has_value());
   ChargeMeter meter = make_meter(pool);
   CostLedger ledger;
@@ -250,8 +246,8 @@ TEST(ChargeMeter, LendingCreditsSplitProRataByLargestRemainder) {
 }
 
 TEST(ChargeMeter, EqualRemaindersGoToTheLowerTenantId) {
-  Pool pool = make_pool();
-  TenantBook book = make_book({1000, 1000, 1000, 0});
+  Pool pool = two_node_pool();
+  TenantBook book = book_with_guarantees({1000, 1000, 1000, 0});
   ASSERT_TRUE(book.record_usage(kD, kH100, 1000).has_value());
   ChargeMeter meter = make_meter(pool);
   CostLedger ledger;
@@ -265,8 +261,8 @@ TEST(ChargeMeter, EqualRemaindersGoToTheLowerTenantId) {
 }
 
 TEST(ChargeMeter, NoCreditWhenNothingIsBorrowed) {
-  Pool pool = make_pool();
-  TenantBook book = make_book({8000, 8000});
+  Pool pool = two_node_pool();
+  TenantBook book = book_with_guarantees({8000, 8000});
   ASSERT_TRUE(book.record_usage(kB, kH100, 8000).has_value());  // B at its guarantee
   ChargeMeter meter = make_meter(pool);
   CostLedger ledger;
@@ -276,8 +272,8 @@ TEST(ChargeMeter, NoCreditWhenNothingIsBorrowed) {
 }
 
 TEST(ChargeMeter, UnguaranteedCapacityCreditsNobody) {
-  Pool pool = make_pool();
-  TenantBook book = make_book({1000, 0});
+  Pool pool = two_node_pool();
+  TenantBook book = book_with_guarantees({1000, 0});
   // B borrows 2000m while A uses all of its guarantee: the capacity was nobody's guarantee.
   ASSERT_TRUE(book.record_usage(kA, kH100, 1000).has_value());
   ASSERT_TRUE(book.record_usage(kB, kH100, 2000).has_value());
@@ -297,38 +293,39 @@ TEST(ChargeMeter, UnguaranteedCapacityCreditsNobody) {
 }
 
 TEST(ChargeMeter, CreateRefusesBadInputNamingTheField) {
-  Pool pool = make_pool();
-  auto two = ChargeMeter::create(flat_schedule(), {kCost, kCost}, 0, 0, pool);
+  Pool pool = two_node_pool();
+  auto two = ChargeMeter::create(flat_price_schedule(), {kCost, kCost}, 0, 0, pool);
   ASSERT_FALSE(two.has_value());
   EXPECT_EQ(two.error().field, "cost_base");
-  auto none = ChargeMeter::create(flat_schedule(), {}, 0, 0, pool);
+  auto none = ChargeMeter::create(flat_price_schedule(), {}, 0, 0, pool);
   ASSERT_FALSE(none.has_value());
   EXPECT_EQ(none.error().field, "cost_base");
-  auto zero = ChargeMeter::create(flat_schedule(), {0}, 0, 0, pool);
+  auto zero = ChargeMeter::create(flat_price_schedule(), {0}, 0, 0, pool);
   ASSERT_FALSE(zero.has_value());
   EXPECT_EQ(zero.error().field, "cost_base");
-  PriceSchedule no_period = flat_schedule();
+  PriceSchedule no_period = flat_price_schedule();
   no_period.period = 0;
   auto bad_schedule = ChargeMeter::create(no_period, {kCost}, 0, 0, pool);
   ASSERT_FALSE(bad_schedule.has_value());
   EXPECT_EQ(bad_schedule.error().field, "period");
-  auto bad_offset = ChargeMeter::create(flat_schedule(), {kCost}, 86400, 0, pool);
+  auto bad_offset = ChargeMeter::create(flat_price_schedule(), {kCost}, 86400, 0, pool);
   ASSERT_FALSE(bad_offset.has_value());
   EXPECT_EQ(bad_offset.error().field, "day_offset");
 }
 
 TEST(ChargeMeter, RefusesBadCallsAsValuesAndChangesNothing) {
-  Pool pool = make_pool();
-  TenantBook book = make_book({16000});
-  ChargeMeter meter = make_meter(pool, flat_schedule(), kCost, 100);
+  Pool pool = two_node_pool();
+  TenantBook book = book_with_guarantees({16000});
+  ChargeMeter meter = make_meter(pool, flat_price_schedule(), kCost, 100);
   CostLedger ledger;
   const auto field = [](const Result<void>& r) { return r ? std::string() : r.error().field; };
 
   EXPECT_EQ(field(meter.advance(99, pool, book)), "now");
   EXPECT_EQ(meter.now(), 100);
-  EXPECT_EQ(field(meter.start(JobId{1}, kA, h100(1000), PriceClass::kStandard, 150)), "now");
-  EXPECT_EQ(field(meter.start(JobId{1}, kA, h100(0), PriceClass::kStandard, 100)), "gpus[0].milli");
-  EXPECT_EQ(field(meter.start(JobId{1}, kA, h100(-1000), PriceClass::kStandard, 100)),
+  EXPECT_EQ(field(meter.start(JobId{1}, kA, h100_milli(1000), PriceClass::kStandard, 150)), "now");
+  EXPECT_EQ(field(meter.start(JobId{1}, kA, h100_milli(0), PriceClass::kStandard, 100)),
+            "gpus[0].milli");
+  EXPECT_EQ(field(meter.start(JobId{1}, kA, h100_milli(-1000), PriceClass::kStandard, 100)),
             "gpus[0].milli");
   const std::vector<ModelMilli> unknown = {{GpuModelId{3}, 1000}};
   EXPECT_EQ(field(meter.start(JobId{1}, kA, unknown, PriceClass::kStandard, 100)), "gpus[0].model");
@@ -336,8 +333,8 @@ TEST(ChargeMeter, RefusesBadCallsAsValuesAndChangesNothing) {
   EXPECT_EQ(field(meter.start(JobId{1}, kA, twice, PriceClass::kStandard, 100)), "gpus[1].model");
   EXPECT_FALSE(meter.running(JobId{1}));
 
-  ASSERT_TRUE(meter.start(JobId{1}, kA, h100(1000), PriceClass::kStandard, 100).has_value());
-  EXPECT_EQ(field(meter.start(JobId{1}, kA, h100(1000), PriceClass::kStandard, 100)), "job");
+  ASSERT_TRUE(meter.start(JobId{1}, kA, h100_milli(1000), PriceClass::kStandard, 100).has_value());
+  EXPECT_EQ(field(meter.start(JobId{1}, kA, h100_milli(1000), PriceClass::kStandard, 100)), "job");
   EXPECT_EQ(field(meter.stop(JobId{2}, 100, ledger)), "job");
   ASSERT_TRUE(meter.advance(200, pool, book).has_value());
   EXPECT_EQ(field(meter.stop(JobId{1}, 300, ledger)), "now");

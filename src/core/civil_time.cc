@@ -3,16 +3,14 @@
 #include <algorithm>
 #include <cstddef>
 
+#include "core/decimal_text.h"
+
 namespace tidepool {
 namespace {
 
 static_assert(days_from_civil(1970, 1, 1) == 0);
 static_assert(days_from_civil(2000, 3, 1) == 11017);
 static_assert(civil_from_days(-1).year == 1969 && civil_from_days(-1).day == 31);
-
-bool all_digits(std::string_view text) {
-  return std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
 
 // The digits at [pos, pos + n) of `text` as a number; the caller has checked they are digits.
 int digits_at(std::string_view text, std::size_t pos, std::size_t n) {

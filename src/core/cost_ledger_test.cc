@@ -7,12 +7,14 @@
 #include <string>
 #include <utility>
 
+#include "core/test_pool.h"
+
 namespace tidepool {
 namespace {
 
-constexpr TenantId kA{0};
-constexpr TenantId kB{1};
-constexpr GpuModelId kH100{0};
+using test_support::kA;
+using test_support::kB;
+using test_support::kH100;
 
 LedgerEntry charge(TenantId tenant, Micros amount, Seconds from, Seconds to) {
   LedgerEntry e;

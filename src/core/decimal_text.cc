@@ -10,11 +10,11 @@ namespace {
 
 __extension__ using Int128 = __int128;
 
+}  // namespace
+
 bool all_digits(std::string_view text) {
   return std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
-
-}  // namespace
 
 std::expected<std::int64_t, DecimalError> read_decimal(std::string_view text,
                                                        const DecimalRules& rules) {

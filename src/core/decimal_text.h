@@ -41,4 +41,7 @@ std::expected<std::int64_t, DecimalError> read_decimal(std::string_view text,
 // (3000, 3) -> "3", (-500, 3) -> "-0.5", (1, 6) -> "0.000001". Exact for every int64 value.
 std::string format_decimal(std::int64_t value, int places);
 
+// Whether `text` is ASCII digits 0-9 only (true when it is empty).
+bool all_digits(std::string_view text);
+
 }  // namespace tidepool

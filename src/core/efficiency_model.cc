@@ -12,8 +12,8 @@ __extension__ using Uint128 = unsigned __int128;
 
 // 2^(2^-i) for i = 1..10 in Q62 fixed point (floor). Log-uniform draws use them instead of
 // std::exp so that a seed gives the same model sizes bit for bit on every platform.
-constexpr int kFractionBits = 10;  // 1024 grid steps per doubling
-constexpr std::array<std::uint64_t, kFractionBits> kRootsOfTwoQ62 = {
+constexpr int kExp2StepBits = 10;  // 1024 grid steps per doubling
+constexpr std::array<std::uint64_t, kExp2StepBits> kRootsOfTwoQ62 = {
     6521908912666391106ULL, 5484249825272419511ULL, 5029079263719320435ULL, 4815862801830788490ULL,
     4712668792719003883ULL, 4661903986662671289ULL, 4636727017470743990ULL, 4624189567668517720ULL,
     4617933561212708776ULL, 4614808732577250068ULL};
@@ -21,10 +21,10 @@ constexpr std::array<std::uint64_t, kFractionBits> kRootsOfTwoQ62 = {
 // floor(base x 2^(step / 1024)), in integers.
 constexpr std::int64_t scale_by_exp2(std::int64_t base, std::uint32_t step) {
   Uint128 factor = Uint128{1} << 62;  // Q62
-  for (int i = 0; i < kFractionBits; ++i) {
-    if ((step >> (kFractionBits - 1 - i)) & 1U) factor = (factor * kRootsOfTwoQ62[i]) >> 62;
+  for (int i = 0; i < kExp2StepBits; ++i) {
+    if ((step >> (kExp2StepBits - 1 - i)) & 1U) factor = (factor * kRootsOfTwoQ62[i]) >> 62;
   }
-  const Uint128 whole = static_cast<Uint128>(base) << (step >> kFractionBits);
+  const Uint128 whole = static_cast<Uint128>(base) << (step >> kExp2StepBits);
   return static_cast<std::int64_t>((whole * factor) >> 62);
 }
 

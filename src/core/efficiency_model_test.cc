@@ -13,12 +13,12 @@
 namespace tidepool {
 namespace {
 
-constexpr GpuModelId kH100{0};
+using test_support::kH100;
 
 // 2 spines (spine-0 1:1, spine-1 2:1) x 2 leaves x 4 nodes x 8 GPUs in 2 NVLink domains of 4
 // (`domains` changes that); node n is in leaf n / 4, leaf l under spine l / 2. Default links:
 // NVLink 2400, PCIe 256, leaf 200, spine 200 Gbit/s.
-Pool make_pool(int domains = 2) {
+Pool two_spine_pool(int domains = 2) {
   return test_support::make_test_pool({.spine_oversubscription = {1, 2},
                                        .leaves_per_spine = 2,
                                        .nodes_per_leaf = 4,
@@ -39,7 +39,7 @@ Bottleneck bottleneck_of(const Pool& pool, const std::vector<Assignment>& assign
 }
 
 TEST(EfficiencyModel, BottleneckPerSpanLevel) {
-  const Pool pool = make_pool();
+  const Pool pool = two_spine_pool();
   EXPECT_EQ(bottleneck_of(pool, on_nodes({0}, 1)).link, CommLink::kNone);
   EXPECT_EQ(bottleneck_of(pool, on_nodes({0}, 4)), (Bottleneck{CommLink::kNvlink, 2400, 1}));
   EXPECT_EQ(bottleneck_of(pool, on_nodes({0}, 8)), (Bottleneck{CommLink::kPcie, 256, 1}));
@@ -52,7 +52,7 @@ TEST(EfficiencyModel, BottleneckPerSpanLevel) {
 }
 
 TEST(EfficiencyModel, SlowestLinkWinsWhateverItsLevel) {
-  Pool pool = make_pool();
+  Pool pool = two_spine_pool();
   LinkSpeeds links = pool.topology().links;
   links.leaf_gbps = 400;  // NIC faster than PCIe: PCIe binds inside a node split over domains
   const RingSpan ring = ring_span(pool, on_nodes({0, 1}, 8));
@@ -62,7 +62,7 @@ TEST(EfficiencyModel, SlowestLinkWinsWhateverItsLevel) {
 }
 
 TEST(EfficiencyModel, OversubscriptionHalvesSpineBandwidth) {
-  const Pool pool = make_pool();
+  const Pool pool = two_spine_pool();
   const LinkSpeeds& links = pool.topology().links;
   const StepTime full = step_time(kProfile, links, ring_span(pool, on_nodes({0, 4}, 8)));
   const StepTime half = step_time(kProfile, links, ring_span(pool, on_nodes({8, 12}, 8)));
@@ -75,7 +75,7 @@ TEST(EfficiencyModel, OversubscriptionHalvesSpineBandwidth) {
 }
 
 TEST(EfficiencyModel, CompactPlacementHasNoSlowdown) {
-  const Pool pool = make_pool();
+  const Pool pool = two_spine_pool();
   for (const auto& assignments :
        {on_nodes({0}, 1), on_nodes({0}, 4), on_nodes({0}, 8), on_nodes({0, 1, 2, 3}, 8),
         on_nodes({0, 1, 2, 3, 4, 5, 6, 7}, 8)}) {
@@ -93,7 +93,7 @@ TEST(EfficiencyModel, CompactPlacementHasNoSlowdown) {
 }
 
 TEST(EfficiencyModel, IdealSpanFollowsThePoolShape) {
-  const Pool pool = make_pool();
+  const Pool pool = two_spine_pool();
   const auto ideal = [&](int gpus) { return ideal_ring_span(pool, gpus); };
   EXPECT_EQ(ideal(4).span, (GangSpan{1, 1, 1, 1, 0}));
   EXPECT_EQ(ideal(8).span, (GangSpan{2, 1, 1, 1, 0}));
@@ -111,7 +111,7 @@ TEST(EfficiencyModel, IdealSpanFollowsThePoolShape) {
 }
 
 TEST(EfficiencyModel, SpanningLeavesIsSlowerThanSpanningNodes) {
-  const Pool pool = make_pool();
+  const Pool pool = two_spine_pool();
   const auto nodes = placement_efficiency(kProfile, pool, on_nodes({8, 9}, 8));
   const auto leaves = placement_efficiency(kProfile, pool, on_nodes({8, 12}, 8));
   EXPECT_GT(leaves.actual.comm_us(), nodes.actual.comm_us());
@@ -121,7 +121,7 @@ TEST(EfficiencyModel, SpanningLeavesIsSlowerThanSpanningNodes) {
 }
 
 TEST(EfficiencyModel, ScatteredPlacementIsSlowerThanCompact) {
-  const Pool pool = make_pool();
+  const Pool pool = two_spine_pool();
   // 8 GPUs, one per node, over two leaves of the 2:1 spine, against one node.
   const auto e = placement_efficiency(kProfile, pool, on_nodes({8, 9, 10, 11, 12, 13, 14, 15}, 1));
   EXPECT_EQ(e.ideal_bottleneck.link, CommLink::kPcie);
@@ -133,7 +133,7 @@ TEST(EfficiencyModel, ScatteredPlacementIsSlowerThanCompact) {
 }
 
 TEST(EfficiencyModel, CommNeverFasterWithMoreGpusOrSlowerLinks) {
-  const Pool pool = make_pool(/*domains=*/1);  // one domain of 8 per node
+  const Pool pool = two_spine_pool(/*domains=*/1);  // one domain of 8 per node
   const LinkSpeeds& links = pool.topology().links;
   for (std::uint64_t job = 0; job < 50; ++job) {
     const JobCommProfile profile = draw_comm_profile(7, job);
@@ -192,7 +192,7 @@ TEST(EfficiencyModel, ProfilesAreDeterministicPerSeedAndJob) {
 }
 
 TEST(EfficiencyModel, MfuAndCommShareStayInBounds) {
-  const Pool pool = make_pool();
+  const Pool pool = two_spine_pool();
   const std::vector<std::vector<Assignment>> placements = {
       on_nodes({0}, 1),    on_nodes({0}, 2),    on_nodes({0}, 8),
       on_nodes({0, 1}, 8), on_nodes({0, 8}, 1), on_nodes({0, 4, 8, 12}, 8)};

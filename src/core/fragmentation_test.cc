@@ -6,15 +6,16 @@
 #include <vector>
 
 #include "core/rng.h"
+#include "core/test_pool.h"
 
 namespace tidepool {
 namespace {
 
-constexpr GpuModelId kT4{0};
-constexpr GpuModelId kA100{1};
+using test_support::kA100;
+using test_support::kT4;
 
-TaskShape shape(int gpus, MilliGpu milli, MilliCpu cpu, MemoryMib memory = 0,
-                ModelSet models = ModelSet::any()) {
+TaskShape profile_task(int gpus, MilliGpu milli, MilliCpu cpu, MemoryMib memory = 0,
+                       ModelSet models = ModelSet::any()) {
   auto task = make_task_shape(gpus, milli, cpu, memory, models);
   EXPECT_TRUE(task.has_value()) << task.error().message();
   return task.value();
@@ -53,10 +54,10 @@ class WorkloadProfileTest : public ::testing::Test {
  protected:
   // 10 tasks: 5 x a, 3 x b, then c and d once each. c and d tie on count; d asks for more CPU, so
   // it is the larger shape and comes first.
-  const TaskShape a = shape(1, 500, 2000);
-  const TaskShape b = shape(2, 1000, 8000);
-  const TaskShape c = shape(0, 0, 1000);
-  const TaskShape d = shape(1, 1000, 4000);
+  const TaskShape a = profile_task(1, 500, 2000);
+  const TaskShape b = profile_task(2, 1000, 8000);
+  const TaskShape c = profile_task(0, 0, 1000);
+  const TaskShape d = profile_task(1, 1000, 4000);
 
   std::vector<TaskShape> tasks() const {
     std::vector<TaskShape> all;
@@ -115,11 +116,11 @@ TEST_F(WorkloadProfileTest, DoesNotDependOnInputOrder) {
 
 TEST(WorkloadProfileTieTest, EqualCountsAreOrderedLargerShapeFirst) {
   // All once: CPU decides first, then the per-GPU share, then the GPU count.
-  const TaskShape small_cpu = shape(1, 900, 1000);
-  const TaskShape big_share = shape(1, 700, 2000);
-  const TaskShape small_share = shape(1, 300, 2000);
-  const TaskShape two_gpus = shape(2, 1000, 2000);
-  const TaskShape one_gpu = shape(1, 1000, 2000);
+  const TaskShape small_cpu = profile_task(1, 900, 1000);
+  const TaskShape big_share = profile_task(1, 700, 2000);
+  const TaskShape small_share = profile_task(1, 300, 2000);
+  const TaskShape two_gpus = profile_task(2, 1000, 2000);
+  const TaskShape one_gpu = profile_task(1, 1000, 2000);
   for (const std::vector<TaskShape>& input :
        {std::vector<TaskShape>{small_cpu, big_share, small_share, two_gpus, one_gpu},
         std::vector<TaskShape>{one_gpu, two_gpus, small_share, big_share, small_cpu}}) {
@@ -135,13 +136,13 @@ TEST(WorkloadProfileTieTest, EqualCountsAreOrderedLargerShapeFirst) {
 
 TEST(WorkloadProfileMemoryTest, ShapesDifferingOnlyInMemoryAreOne) {
   std::vector<TaskShape> tasks;
-  add(tasks, shape(1, 500, 2000, 1024), 2);
-  add(tasks, shape(1, 500, 2000, 4096), 2);
-  add(tasks, shape(1, 1000, 2000, 0), 3);
+  add(tasks, profile_task(1, 500, 2000, 1024), 2);
+  add(tasks, profile_task(1, 500, 2000, 4096), 2);
+  add(tasks, profile_task(1, 1000, 2000, 0), 3);
   const WorkloadProfile profile = WorkloadProfile::from_tasks(tasks, 100);
   ASSERT_EQ(profile.tasks().size(), 2U);
   // Merged, the half-GPU shape (4) outnumbers the whole-GPU shape (3).
-  EXPECT_EQ(profile.tasks()[0].shape, shape(1, 500, 2000, 0));
+  EXPECT_EQ(profile.tasks()[0].shape, profile_task(1, 500, 2000, 0));
   EXPECT_EQ(profile.tasks()[0].count, 4);
   EXPECT_EQ(profile.tasks()[0].shape.memory_mib, 0);
   EXPECT_EQ(profile.tasks()[1].count, 3);
@@ -149,9 +150,9 @@ TEST(WorkloadProfileMemoryTest, ShapesDifferingOnlyInMemoryAreOne) {
 
 TEST(WorkloadProfileMemoryTest, ModelConstraintsKeepShapesApart) {
   std::vector<TaskShape> tasks;
-  add(tasks, shape(1, 1000, 0, 0, ModelSet::only(kT4)), 2);
-  add(tasks, shape(1, 1000, 0, 0, ModelSet::only(kA100)), 1);
-  add(tasks, shape(1, 1000, 0, 0), 1);
+  add(tasks, profile_task(1, 1000, 0, 0, ModelSet::only(kT4)), 2);
+  add(tasks, profile_task(1, 1000, 0, 0, ModelSet::only(kA100)), 1);
+  add(tasks, profile_task(1, 1000, 0, 0), 1);
   const WorkloadProfile profile = WorkloadProfile::from_tasks(tasks, 100);
   EXPECT_EQ(profile.tasks().size(), 3U);
   EXPECT_EQ(profile.tasks()[0].shape.models, ModelSet::only(kT4));
@@ -167,20 +168,21 @@ TEST(WorkloadProfileMemoryTest, EmptyWorkloadGivesAnEmptyProfile) {
 // --- scaled_node_fragmentation -------------------------------------------------------------------
 
 TEST(NodeFragmentationTest, FullOrGpuLessNodeHasNone) {
-  const WorkloadProfile profile = profile_of({{shape(1, 500, 1000), 1}, {shape(0, 0, 1000), 1}});
+  const WorkloadProfile profile =
+      profile_of({{profile_task(1, 500, 1000), 1}, {profile_task(0, 0, 1000), 1}});
   EXPECT_EQ(fragmentation(node(4), 32000, {0, 0, 0, 0}, profile), 0);
   EXPECT_EQ(fragmentation(node(0), 32000, {}, profile), 0);
 }
 
 TEST(NodeFragmentationTest, EmptyNodeHasNoneForAGpuTaskThatFits) {
-  const WorkloadProfile profile = profile_of({{shape(1, 500, 1000), 1}});
+  const WorkloadProfile profile = profile_of({{profile_task(1, 500, 1000), 1}});
   EXPECT_EQ(fragmentation(node(4), 32000, {1000, 1000, 1000, 1000}, profile), 0);
 }
 
 TEST(NodeFragmentationTest, SharesBelowTheDemandAreFragment) {
   // One typical task of 500m: GPUs with 300m and 200m free (and the full one) cannot serve it;
   // the 1000m GPU can.
-  const WorkloadProfile profile = profile_of({{shape(1, 500, 1000), 1}});
+  const WorkloadProfile profile = profile_of({{profile_task(1, 500, 1000), 1}});
   EXPECT_EQ(fragmentation(node(4), 32000, {300, 1000, 0, 200}, profile), 500);
   // Exactly the demand is not a fragment.
   EXPECT_EQ(fragmentation(node(2), 32000, {500, 499}, profile), 499);
@@ -188,32 +190,34 @@ TEST(NodeFragmentationTest, SharesBelowTheDemandAreFragment) {
 
 TEST(NodeFragmentationTest, TooFewGpusWithTheShareCountsAllIdleGpu) {
   // A 2-GPU task on a node with one whole GPU free: all 1500m idle count.
-  const WorkloadProfile profile = profile_of({{shape(2, 1000, 1000), 1}});
+  const WorkloadProfile profile = profile_of({{profile_task(2, 1000, 1000), 1}});
   EXPECT_EQ(fragmentation(node(4), 32000, {300, 1000, 0, 200}, profile), 1500);
   // With two whole GPUs free only the partial ones count.
   EXPECT_EQ(fragmentation(node(4), 32000, {300, 1000, 1000, 200}, profile), 500);
 }
 
 TEST(NodeFragmentationTest, ModelNotAcceptedCountsAllIdleGpu) {
-  const WorkloadProfile profile = profile_of({{shape(1, 500, 1000, 0, ModelSet::only(kA100)), 1}});
+  const WorkloadProfile profile =
+      profile_of({{profile_task(1, 500, 1000, 0, ModelSet::only(kA100)), 1}});
   EXPECT_EQ(fragmentation(node(2, kT4), 32000, {1000, 1000}, profile), 2000);
   EXPECT_EQ(fragmentation(node(2, kA100), 32000, {1000, 1000}, profile), 0);
 }
 
 TEST(NodeFragmentationTest, CpuOnlyTaskCountsAllIdleGpu) {
-  const WorkloadProfile profile = profile_of({{shape(0, 0, 1000), 1}});
+  const WorkloadProfile profile = profile_of({{profile_task(0, 0, 1000), 1}});
   EXPECT_EQ(fragmentation(node(2), 32000, {1000, 400}, profile), 1400);
 }
 
 TEST(NodeFragmentationTest, LackOfCpuCountsAllIdleGpu) {
-  const WorkloadProfile profile = profile_of({{shape(1, 500, 4000), 1}});
+  const WorkloadProfile profile = profile_of({{profile_task(1, 500, 4000), 1}});
   EXPECT_EQ(fragmentation(node(2), 3999, {1000, 1000}, profile), 2000);
   EXPECT_EQ(fragmentation(node(2), 4000, {1000, 1000}, profile), 0);
 }
 
 TEST(NodeFragmentationTest, WeightedByCountAndScaled) {
   // x: 1 x 500m, 3 times; y: 2 whole GPUs, once. total_count = 4.
-  const WorkloadProfile profile = profile_of({{shape(1, 500, 1000), 3}, {shape(2, 1000, 1000), 1}});
+  const WorkloadProfile profile =
+      profile_of({{profile_task(1, 500, 1000), 3}, {profile_task(2, 1000, 1000), 1}});
   ASSERT_EQ(profile.total_count(), 4);
   // {300, 1000, 0, 200}: x sees 500 below its share, y fits nowhere (one whole GPU): 1500.
   // 3 * 500 + 1 * 1500 = 3000, i.e. 750m.
@@ -223,13 +227,13 @@ TEST(NodeFragmentationTest, WeightedByCountAndScaled) {
 }
 
 TEST(NodeFragmentationTest, MemoryIsNotPartOfTheMeasure) {
-  const WorkloadProfile profile = profile_of({{shape(1, 500, 1000, 1 << 20), 1}});
+  const WorkloadProfile profile = profile_of({{profile_task(1, 500, 1000, 1 << 20), 1}});
   // The node has 64 GiB; the task asked for 1 TiB, but the measure ignores memory.
   EXPECT_EQ(fragmentation(node(2), 32000, {1000, 1000}, profile), 0);
 }
 
 TEST(NodeFragmentationTest, NodeStateOverloadReadsOnlyTheNodesGpus) {
-  const WorkloadProfile profile = profile_of({{shape(1, 500, 1000), 1}});
+  const WorkloadProfile profile = profile_of({{profile_task(1, 500, 1000), 1}});
   const NodeSpec spec = node(3);
   NodeState state = empty_state(spec);
   state.free_milli[0] = 200;

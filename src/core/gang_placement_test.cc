@@ -11,14 +11,15 @@
 #include <vector>
 
 #include "core/rng.h"
+#include "core/test_pool.h"
 
 namespace tidepool {
 namespace {
 
-constexpr GpuModelId kH100{0};
-constexpr GpuModelId kA100{1};
+using test_support::kA100;
+using test_support::kH100;
 
-GpuModelCatalog catalog() {
+GpuModelCatalog three_model_catalog() {
   GpuModelCatalog models;
   (void)models.intern("H100");
   (void)models.intern("A100");
@@ -37,7 +38,7 @@ Topology two_by_two() {
   return topology;
 }
 
-NodeSpec make_node(std::string name, LeafId leaf, GpuModelId model, int gpus, int domains,
+NodeSpec leaf_node(std::string name, LeafId leaf, GpuModelId model, int gpus, int domains,
                    MilliCpu cpu = 64000, MemoryMib memory = 524288) {
   NodeSpec spec;
   spec.name = std::move(name);
@@ -53,15 +54,15 @@ NodeSpec make_node(std::string name, LeafId leaf, GpuModelId model, int gpus, in
 
 // 2 spines x 2 leaves x 4 nodes x 8 GPUs in 2 NVLink domains of 4; node n is in leaf n / 4.
 // `leaf_models` gives each leaf's GPU model.
-Pool make_pool(std::array<GpuModelId, 4> leaf_models = {kH100, kH100, kH100, kH100}) {
+Pool four_leaf_pool(std::array<GpuModelId, 4> leaf_models = {kH100, kH100, kH100, kH100}) {
   std::vector<NodeSpec> nodes;
   for (std::uint32_t l = 0; l < 4; ++l) {
     for (int i = 0; i < 4; ++i) {
-      nodes.push_back(make_node("n" + std::to_string(l) + "-" + std::to_string(i), LeafId{l},
+      nodes.push_back(leaf_node("n" + std::to_string(l) + "-" + std::to_string(i), LeafId{l},
                                 leaf_models[l], 8, 2));
     }
   }
-  auto pool = Pool::create(catalog(), two_by_two(), std::move(nodes));
+  auto pool = Pool::create(three_model_catalog(), two_by_two(), std::move(nodes));
   EXPECT_TRUE(pool.has_value()) << pool.error().message();
   return std::move(pool).value();
 }
@@ -73,14 +74,14 @@ TaskShape whole(int gpus, MilliCpu cpu = 1000, MemoryMib memory = 1024,
   return task.value();
 }
 
-GangRequest gang(int tasks, int gpus, TopologyLevel level = TopologyLevel::kSpine,
-                 TopologyStrength strength = TopologyStrength::kPreferred,
-                 ModelSet models = ModelSet::any()) {
+GangRequest gang_request(int tasks, int gpus, TopologyLevel level = TopologyLevel::kSpine,
+                         TopologyStrength strength = TopologyStrength::kPreferred,
+                         ModelSet models = ModelSet::any()) {
   return GangRequest{tasks, whole(gpus, 1000, 1024, models), {level, strength}};
 }
 
 // Takes GPUs `gpus` of `node` with a task of no CPU.
-void occupy(Pool& pool, std::uint32_t node, GpuSet gpus) {
+void take_gpus(Pool& pool, std::uint32_t node, GpuSet gpus) {
   auto ok = pool.allocate(whole(gpu_set_size(gpus), 0, 0), Assignment{NodeId{node}, gpus});
   ASSERT_TRUE(ok.has_value()) << ok.error().message();
 }
@@ -101,8 +102,8 @@ std::set<std::uint32_t> nodes_of(const GangPlacement& placement) {
 }
 
 TEST(GangPlacementTest, SixteenGpuGangLandsInOneLeafOnTwoNodes) {
-  Pool pool = make_pool();
-  const GangRequest request = gang(2, 8);
+  Pool pool = four_leaf_pool();
+  const GangRequest request = gang_request(2, 8);
   auto placed = place_gang(pool, request);
   ASSERT_TRUE(placed.has_value()) << placed.error().reason;
   // An 8-GPU task cannot fit one domain of 4: both tasks are split.
@@ -114,10 +115,10 @@ TEST(GangPlacementTest, SixteenGpuGangLandsInOneLeafOnTwoNodes) {
 }
 
 TEST(GangPlacementTest, PrefersTheLeafWhoseFreeGpusFitBest) {
-  Pool pool = make_pool();
-  occupy(pool, 0, 0xFF);
-  occupy(pool, 1, 0xFF);  // leaf 0: 16 free GPUs, the others 32
-  const GangRequest request = gang(2, 8);
+  Pool pool = four_leaf_pool();
+  take_gpus(pool, 0, 0xFF);
+  take_gpus(pool, 1, 0xFF);  // leaf 0: 16 free GPUs, the others 32
+  const GangRequest request = gang_request(2, 8);
   auto placed = place_gang(pool, request);
   ASSERT_TRUE(placed.has_value()) << placed.error().reason;
   EXPECT_EQ(nodes_of(*placed), (std::set<std::uint32_t>{2, 3}));
@@ -125,9 +126,9 @@ TEST(GangPlacementTest, PrefersTheLeafWhoseFreeGpusFitBest) {
 }
 
 TEST(GangPlacementTest, KeepsAGangOnOneNodeWithOneDomainPerTask) {
-  Pool pool = make_pool();
-  occupy(pool, 0, 0x01);  // node 0 has 7 free; the gang of 8 GPUs goes to node 1
-  const GangRequest request = gang(2, 4);
+  Pool pool = four_leaf_pool();
+  take_gpus(pool, 0, 0x01);  // node 0 has 7 free; the gang of 8 GPUs goes to node 1
+  const GangRequest request = gang_request(2, 4);
   auto placed = place_gang(pool, request);
   ASSERT_TRUE(placed.has_value()) << placed.error().reason;
   ASSERT_EQ(placed->assignments.size(), 2U);
@@ -137,21 +138,21 @@ TEST(GangPlacementTest, KeepsAGangOnOneNodeWithOneDomainPerTask) {
 }
 
 TEST(GangPlacementTest, SmallTasksShareTheTightestDomain) {
-  Pool pool = make_pool();
-  occupy(pool, 0, 0x03);  // domain 0 of node 0 has 2 free: a 2-GPU task fills it
-  const GangRequest request = gang(1, 2);
+  Pool pool = four_leaf_pool();
+  take_gpus(pool, 0, 0x03);  // domain 0 of node 0 has 2 free: a 2-GPU task fills it
+  const GangRequest request = gang_request(1, 2);
   auto placed = place_gang(pool, request);
   ASSERT_TRUE(placed.has_value()) << placed.error().reason;
   EXPECT_EQ(placed->assignments[0], (Assignment{NodeId{0}, 0x0C}));
 }
 
 TEST(GangPlacementTest, NvlinkRequiredTaskLandsInOneDomain) {
-  Pool pool = make_pool();
+  Pool pool = four_leaf_pool();
   for (std::uint32_t n = 0; n < 16; ++n) {
-    occupy(pool, n, n == 3 ? 0x07 : 0x11);  // 3 + 3 free, node 3: 1 + 4 free
+    take_gpus(pool, n, n == 3 ? 0x07 : 0x11);  // 3 + 3 free, node 3: 1 + 4 free
   }
   for (TopologyStrength strength : {TopologyStrength::kRequired, TopologyStrength::kPreferred}) {
-    const GangRequest request = gang(1, 4, TopologyLevel::kNvlink, strength);
+    const GangRequest request = gang_request(1, 4, TopologyLevel::kNvlink, strength);
     auto placed = place_gang(pool, request);
     ASSERT_TRUE(placed.has_value()) << placed.error().reason;
     EXPECT_EQ(placed->assignments[0], (Assignment{NodeId{3}, 0xF0}));
@@ -161,14 +162,16 @@ TEST(GangPlacementTest, NvlinkRequiredTaskLandsInOneDomain) {
 }
 
 TEST(GangPlacementTest, NvlinkRequiredFailsWithTheLargestFreeDomain) {
-  Pool pool = make_pool();
-  for (std::uint32_t n = 0; n < 16; ++n) occupy(pool, n, 0x33);  // 2 + 2 free everywhere
-  auto required = place_gang(pool, gang(1, 4, TopologyLevel::kNvlink, TopologyStrength::kRequired));
+  Pool pool = four_leaf_pool();
+  for (std::uint32_t n = 0; n < 16; ++n) take_gpus(pool, n, 0x33);  // 2 + 2 free everywhere
+  auto required =
+      place_gang(pool, gang_request(1, 4, TopologyLevel::kNvlink, TopologyStrength::kRequired));
   ASSERT_FALSE(required.has_value());
   EXPECT_EQ(required.error().reason,
             "needs 4 GPUs in one NVLink domain; largest free domain has 2");
 
-  const GangRequest preferred = gang(1, 4, TopologyLevel::kNvlink, TopologyStrength::kPreferred);
+  const GangRequest preferred =
+      gang_request(1, 4, TopologyLevel::kNvlink, TopologyStrength::kPreferred);
   auto placed = place_gang(pool, preferred);
   ASSERT_TRUE(placed.has_value()) << placed.error().reason;
   EXPECT_EQ(placed->assignments[0], (Assignment{NodeId{0}, 0xCC}));
@@ -177,8 +180,9 @@ TEST(GangPlacementTest, NvlinkRequiredFailsWithTheLargestFreeDomain) {
 }
 
 TEST(GangPlacementTest, NvlinkRequiredTaskLargerThanAnyDomainFails) {
-  Pool pool = make_pool();
-  auto result = place_gang(pool, gang(1, 8, TopologyLevel::kNvlink, TopologyStrength::kRequired));
+  Pool pool = four_leaf_pool();
+  auto result =
+      place_gang(pool, gang_request(1, 8, TopologyLevel::kNvlink, TopologyStrength::kRequired));
   ASSERT_FALSE(result.has_value());
   EXPECT_EQ(
       result.error().reason,
@@ -187,15 +191,15 @@ TEST(GangPlacementTest, NvlinkRequiredTaskLargerThanAnyDomainFails) {
 
 // Every leaf: three nodes with one free domain (4 GPUs), one node full: 12 free GPUs per leaf.
 Pool fragmented_pool() {
-  Pool pool = make_pool();
-  for (std::uint32_t n = 0; n < 16; ++n) occupy(pool, n, n % 4 == 3 ? 0xFF : 0x0F);
+  Pool pool = four_leaf_pool();
+  for (std::uint32_t n = 0; n < 16; ++n) take_gpus(pool, n, n % 4 == 3 ? 0xFF : 0x0F);
   return pool;
 }
 
 TEST(GangPlacementTest, RequiredLeafFailsWithNumbersWhenFragmented) {
   Pool pool = fragmented_pool();
-  auto result = place_gang(
-      pool, gang(4, 4, TopologyLevel::kLeaf, TopologyStrength::kRequired, ModelSet::only(kH100)));
+  auto result = place_gang(pool, gang_request(4, 4, TopologyLevel::kLeaf,
+                                              TopologyStrength::kRequired, ModelSet::only(kH100)));
   ASSERT_FALSE(result.has_value());
   EXPECT_EQ(result.error().reason,
             "no leaf switch with 16 free H100 GPUs for 4 tasks x 4 GPUs; best has 12 (room for 3 "
@@ -207,7 +211,7 @@ TEST(GangPlacementTest, PreferredLeafFallsBackToSpanningLeaves) {
     Pool pool = fragmented_pool();
     const TopologyStrength strength =
         level == TopologyLevel::kLeaf ? TopologyStrength::kPreferred : TopologyStrength::kRequired;
-    const GangRequest request = gang(4, 4, level, strength);
+    const GangRequest request = gang_request(4, 4, level, strength);
     auto placed = place_gang(pool, request);
     ASSERT_TRUE(placed.has_value()) << placed.error().reason;
     EXPECT_EQ(placed->span, (GangSpan{.nvlink_domains = 4, .nodes = 4, .leaves = 2, .spines = 1}));
@@ -216,18 +220,19 @@ TEST(GangPlacementTest, PreferredLeafFallsBackToSpanningLeaves) {
 }
 
 TEST(GangPlacementTest, RequiredNodeFailsWithNumbers) {
-  Pool pool = make_pool();
-  for (std::uint32_t n = 0; n < 16; ++n) occupy(pool, n, n == 5 ? 0x07 : 0x0F);
-  auto result = place_gang(pool, gang(2, 4, TopologyLevel::kNode, TopologyStrength::kRequired));
+  Pool pool = four_leaf_pool();
+  for (std::uint32_t n = 0; n < 16; ++n) take_gpus(pool, n, n == 5 ? 0x07 : 0x0F);
+  auto result =
+      place_gang(pool, gang_request(2, 4, TopologyLevel::kNode, TopologyStrength::kRequired));
   ASSERT_FALSE(result.has_value());
   EXPECT_EQ(result.error().reason,
             "no node with 8 free GPUs for 2 tasks x 4 GPUs; best has 5 (room for 1 task)");
 }
 
 TEST(GangPlacementTest, PoolTooSmallSaysHowMuchIsFree) {
-  Pool pool = make_pool();
-  for (std::uint32_t n = 0; n < 16; ++n) occupy(pool, n, n == 9 ? 0x00 : 0xFF);
-  auto result = place_gang(pool, gang(2, 8));
+  Pool pool = four_leaf_pool();
+  for (std::uint32_t n = 0; n < 16; ++n) take_gpus(pool, n, n == 9 ? 0x00 : 0xFF);
+  auto result = place_gang(pool, gang_request(2, 8));
   ASSERT_FALSE(result.has_value());
   EXPECT_EQ(result.error().reason,
             "not enough free GPUs for 2 tasks x 8 GPUs: the pool has 8 (room for 1 task)");
@@ -238,40 +243,41 @@ TEST(GangPlacementTest, NeverChangesThePool) {
   const std::int64_t allocated = pool.allocated_milli_gpu();
   std::vector<std::uint32_t> versions;
   for (std::uint32_t n = 0; n < 16; ++n) versions.push_back(pool.version(NodeId{n}));
-  EXPECT_FALSE(place_gang(pool, gang(4, 4, TopologyLevel::kLeaf, TopologyStrength::kRequired)));
-  EXPECT_FALSE(place_gang(pool, gang(40, 4)));
-  EXPECT_TRUE(place_gang(pool, gang(4, 4)));
+  EXPECT_FALSE(
+      place_gang(pool, gang_request(4, 4, TopologyLevel::kLeaf, TopologyStrength::kRequired)));
+  EXPECT_FALSE(place_gang(pool, gang_request(40, 4)));
+  EXPECT_TRUE(place_gang(pool, gang_request(4, 4)));
   EXPECT_EQ(pool.allocated_milli_gpu(), allocated);
   for (std::uint32_t n = 0; n < 16; ++n) EXPECT_EQ(pool.version(NodeId{n}), versions[n]);
 }
 
 TEST(GangPlacementTest, RespectsModelConstraints) {
-  Pool pool = make_pool({kA100, kA100, kH100, kH100});
-  const GangRequest h100 =
-      gang(2, 8, TopologyLevel::kSpine, TopologyStrength::kPreferred, ModelSet::only(kH100));
+  Pool pool = four_leaf_pool({kA100, kA100, kH100, kH100});
+  const GangRequest h100 = gang_request(2, 8, TopologyLevel::kSpine, TopologyStrength::kPreferred,
+                                        ModelSet::only(kH100));
   auto placed = place_gang(pool, h100);
   ASSERT_TRUE(placed.has_value()) << placed.error().reason;
   EXPECT_EQ(nodes_of(*placed), (std::set<std::uint32_t>{8, 9}));
   allocate_all(pool, h100, *placed);
 
-  auto t4 = place_gang(pool, gang(1, 1, TopologyLevel::kSpine, TopologyStrength::kPreferred,
-                                  ModelSet::only(GpuModelId{2})));
+  auto t4 = place_gang(pool, gang_request(1, 1, TopologyLevel::kSpine, TopologyStrength::kPreferred,
+                                          ModelSet::only(GpuModelId{2})));
   ASSERT_FALSE(t4.has_value());
   EXPECT_EQ(t4.error().reason, "no node has T4 GPUs");
 }
 
 TEST(GangPlacementTest, TieOrderDecidesBetweenEqualPlacements) {
-  Pool pool = make_pool();
+  Pool pool = four_leaf_pool();
   std::vector<NodeId> reversed;
   for (std::uint32_t n = 16; n-- > 0;) reversed.push_back(NodeId{n});
   ASSERT_TRUE(pool.set_tie_order(reversed).has_value());
-  auto placed = place_gang(pool, gang(2, 8));
+  auto placed = place_gang(pool, gang_request(2, 8));
   ASSERT_TRUE(placed.has_value());
   EXPECT_EQ(nodes_of(*placed), (std::set<std::uint32_t>{14, 15}));
 }
 
 TEST(GangPlacementTest, CpuOnlyGangIsPlacedByCpu) {
-  Pool pool = make_pool();
+  Pool pool = four_leaf_pool();
   const GangRequest request{3, whole(0, 40000, 1024), {}};
   auto placed = place_gang(pool, request);
   ASSERT_TRUE(placed.has_value()) << placed.error().reason;
@@ -280,8 +286,8 @@ TEST(GangPlacementTest, CpuOnlyGangIsPlacedByCpu) {
 }
 
 TEST(GangPlacementTest, FractionalTaskGoesToThePolicy) {
-  Pool pool = make_pool();
-  occupy(pool, 0, 0xFF);
+  Pool pool = four_leaf_pool();
+  take_gpus(pool, 0, 0xFF);
   auto task = make_task_shape(1, 500, 1000, 1024);
   ASSERT_TRUE(task.has_value());
   const GangRequest request{1, *task, {TopologyLevel::kNvlink, TopologyStrength::kRequired}};
@@ -303,7 +309,7 @@ TEST(GangPlacementTest, FractionalTaskGoesToThePolicy) {
 }
 
 TEST(GangSpanTest, CountsDomainsNodesLeavesSpinesAndSplitTasks) {
-  Pool pool = make_pool();
+  Pool pool = four_leaf_pool();
   const std::vector<Assignment> assignments = {
       {NodeId{0}, 0x03},  // domain 0
       {NodeId{0}, 0x18},  // GPUs 3 and 4: domains 0 and 1, split
@@ -379,7 +385,7 @@ bool feasible(const Rooms& r, const GangRequest& request) {
   return r.pool >= need;
 }
 
-Pool random_pool(Rng& rng) {
+Pool random_topology_pool(Rng& rng) {
   Topology topology;
   const int spines = 1 + static_cast<int>(rng.below(3));
   for (int s = 0; s < spines; ++s) {
@@ -398,13 +404,13 @@ Pool random_pool(Rng& rng) {
       const int gpus = kGpuCounts[rng.below(std::size(kGpuCounts))];
       int domains = 1 << rng.below(3);
       while (domains > 1 && (gpus == 0 || gpus % domains != 0 || gpus / domains < 1)) domains /= 2;
-      nodes.push_back(make_node("n" + std::to_string(nodes.size()), LeafId{l},
+      nodes.push_back(leaf_node("n" + std::to_string(nodes.size()), LeafId{l},
                                 rng.below(2) == 0 ? kH100 : kA100, gpus, domains,
                                 8000 + 8000 * static_cast<MilliCpu>(rng.below(8)),
                                 16384 * (1 + static_cast<MemoryMib>(rng.below(8)))));
     }
   }
-  auto pool = Pool::create(catalog(), std::move(topology), std::move(nodes));
+  auto pool = Pool::create(three_model_catalog(), std::move(topology), std::move(nodes));
   EXPECT_TRUE(pool.has_value()) << pool.error().message();
   Pool result = std::move(pool).value();
   // Some load: whole-GPU and fractional tasks on random GPUs, where they fit.
@@ -440,7 +446,7 @@ TEST(GangPropertyTest, ResultsAreAcceptedInSequenceAndMeetTheRequirement) {
   Rng rng(20240611);
   int placed_count = 0;
   for (int round = 0; round < 400; ++round) {
-    const Pool pool = random_pool(rng);
+    const Pool pool = random_topology_pool(rng);
     for (int k = 0; k < 5; ++k) {
       const GangRequest request = random_gang(rng);
       SCOPED_TRACE(testing::Message() << "round " << round << " gang " << request.task_count
@@ -490,7 +496,7 @@ TEST(GangPropertyTest, APolicyPlacesGangsNoLessCompactlyThanThePlanner) {
     ASSERT_TRUE(policy.has_value());
     int decided_by_policy = 0;
     for (int round = 0; round < 120; ++round) {
-      const Pool pool = random_pool(rng);
+      const Pool pool = random_topology_pool(rng);
       const GangRequest request = random_gang(rng);
       SCOPED_TRACE(testing::Message() << info.name << " round " << round << " gang "
                                       << request.task_count << " x " << request.task.gpu_count);
@@ -519,7 +525,7 @@ TEST(GangPropertyTest, APolicyPlacesGangsNoLessCompactlyThanThePlanner) {
 // Tasks that ask for nothing still keep off cordoned (drained or down) nodes, and no node takes
 // more than kMaxTasksPerNode of them.
 TEST(GangPlacementTest, TasksThatRequestNothingKeepOffCordonedNodesAndUnderTheTaskCap) {
-  Pool pool = make_pool();
+  Pool pool = four_leaf_pool();
   for (int n = 1; n < pool.node_count(); ++n) {
     ASSERT_TRUE(pool.set_schedulable(NodeId{static_cast<std::uint32_t>(n)}, false).has_value());
   }

@@ -5,17 +5,18 @@
 
 #include <string>
 
+#include "core/test_units.h"
+
 namespace tidepool {
 namespace {
 
+using test_support::kCredit;
 using ::testing::HasSubstr;
-
-constexpr Micros kCredit = kMicrosPerUnit;
 
 // An H100 bought for 30000 credits (its share of the server included), written off over 48
 // months, drawing 700 W at a PUE of 1.3 with power at 0.15 a kWh, 2000 a year to operate,
 // planned 70% used; a cloud rents one for 2.50 an hour on demand and 1.00 spot, 10% lost.
-GpuCostInputs h100() {
+GpuCostInputs h100_costs() {
   GpuCostInputs in;
   in.model = "H100";
   in.purchase_price = 30'000 * kCredit;
@@ -32,7 +33,7 @@ GpuCostInputs h100() {
 }
 
 // The field of make_gpu_cost_inputs' error, or "" when the inputs are valid.
-std::string failing_field(const GpuCostInputs& in) {
+std::string failing_cost_field(const GpuCostInputs& in) {
   auto made = make_gpu_cost_inputs(in);
   return made ? std::string() : made.error().field;
 }
@@ -43,7 +44,7 @@ TEST(GpuCostTest, WorkedExampleByHand) {
   // operations:   2000 / 8760 h = 0.22831050...                      -> 228311
   // owned:        856164 + 136500 + 228311                            =  1220975
   // cost base:    1220975 / 0.7 = 1744250 exactly
-  const GpuCost cost = gpu_cost(make_gpu_cost_inputs(h100()).value());
+  const GpuCost cost = gpu_cost(make_gpu_cost_inputs(h100_costs()).value());
   EXPECT_EQ(cost.amortisation_per_hour, 856'164);
   EXPECT_EQ(cost.power_per_hour, 136'500);
   EXPECT_EQ(cost.operations_per_hour, 228'311);
@@ -53,7 +54,7 @@ TEST(GpuCostTest, WorkedExampleByHand) {
 }
 
 TEST(GpuCostTest, OwnedCostPerUsedHour) {
-  const GpuCost cost = gpu_cost(h100());
+  const GpuCost cost = gpu_cost(h100_costs());
   EXPECT_EQ(owned_cost_per_used_hour(cost, kPpmOne), 1'220'975);
   EXPECT_EQ(owned_cost_per_used_hour(cost, 700'000), cost.cost_base);
   EXPECT_EQ(owned_cost_per_used_hour(cost, 500'000), 2'441'950);
@@ -76,7 +77,7 @@ TEST(GpuCostTest, OwnedCostPerUsedHour) {
 }
 
 TEST(GpuCostTest, SpotCostPerUsefulHour) {
-  GpuCostInputs in = h100();
+  GpuCostInputs in = h100_costs();
   EXPECT_EQ(spot_cost_per_useful_hour(in), 1'111'111);  // 1 / 0.9 = 1.1111111
   in.spot_per_hour = 900'000;
   EXPECT_EQ(spot_cost_per_useful_hour(in), kCredit);
@@ -93,13 +94,13 @@ TEST(GpuCostTest, SpotCostPerUsefulHour) {
 }
 
 TEST(GpuCostTest, BreakEvenUtilisation) {
-  const GpuCost cost = gpu_cost(h100());
+  const GpuCost cost = gpu_cost(h100_costs());
   // 1.220975 / 2.50 = 48.839%
   EXPECT_EQ(break_even_utilisation(cost, 2'500'000), 488'390);
   EXPECT_EQ(break_even_utilisation(cost, cost.owned_per_hour), kPpmOne);
   // Renting for less than owning costs fully used: owning never pays.
   EXPECT_EQ(break_even_utilisation(cost, 1'200'000), std::nullopt);
-  EXPECT_EQ(break_even_utilisation(cost, spot_cost_per_useful_hour(h100())), std::nullopt);
+  EXPECT_EQ(break_even_utilisation(cost, spot_cost_per_useful_hour(h100_costs())), std::nullopt);
   // 1220975 / 1220976 = 0.99999918 -> 999999 ppm; 1220975 / 1220974 = 1.0000008: above 1.
   EXPECT_EQ(break_even_utilisation(cost, cost.owned_per_hour + 1), 999'999);
   EXPECT_EQ(break_even_utilisation(cost, cost.owned_per_hour - 1), std::nullopt);
@@ -107,7 +108,7 @@ TEST(GpuCostTest, BreakEvenUtilisation) {
 }
 
 TEST(GpuCostTest, EveryDivisionRoundsHalfAwayFromZero) {
-  GpuCostInputs in = h100();
+  GpuCostInputs in = h100_costs();
   in.amortisation_months = 1;
   in.purchase_price = 365;  // / 730 = 0.5 -> 1
   in.power_watts = 0;
@@ -131,12 +132,12 @@ TEST(GpuCostTest, EveryDivisionRoundsHalfAwayFromZero) {
 }
 
 TEST(GpuCostTest, ValidInputsAreReturnedUnchanged) {
-  auto made = make_gpu_cost_inputs(h100());
+  auto made = make_gpu_cost_inputs(h100_costs());
   ASSERT_TRUE(made.has_value()) << made.error().message();
   EXPECT_EQ(made->model, "H100");
   EXPECT_EQ(made->purchase_price, 30'000 * kCredit);
   EXPECT_EQ(made->on_demand_per_hour, 2'500'000);
-  GpuCostInputs edges = h100();
+  GpuCostInputs edges = h100_costs();
   edges.amortisation_months = 240;
   edges.power_watts = 0;
   edges.pue_milli = 5000;
@@ -146,12 +147,12 @@ TEST(GpuCostTest, ValidInputsAreReturnedUnchanged) {
   edges.on_demand_per_hour.reset();
   edges.spot_per_hour.reset();
   edges.spot_interruption = 0;
-  EXPECT_EQ(failing_field(edges), "");
+  EXPECT_EQ(failing_cost_field(edges), "");
   edges.amortisation_months = 1;
   edges.power_watts = 100'000;
   edges.pue_milli = 1000;
   edges.spot_interruption = kPpmOne - 1;
-  EXPECT_EQ(failing_field(edges), "");
+  EXPECT_EQ(failing_cost_field(edges), "");
 }
 
 TEST(GpuCostTest, ValidationNamesTheFieldAndTheModel) {
@@ -195,7 +196,7 @@ TEST(GpuCostTest, ValidationNamesTheFieldAndTheModel) {
        }},
   };
   for (const Case& c : cases) {
-    GpuCostInputs in = h100();
+    GpuCostInputs in = h100_costs();
     c.spoil(in);
     auto made = make_gpu_cost_inputs(in);
     ASSERT_FALSE(made.has_value()) << c.field;
@@ -204,17 +205,17 @@ TEST(GpuCostTest, ValidationNamesTheFieldAndTheModel) {
       EXPECT_THAT(made.error().reason, HasSubstr("model H100: ")) << c.field;
     }
   }
-  GpuCostInputs in = h100();
+  GpuCostInputs in = h100_costs();
   in.purchase_price = 0;
   EXPECT_EQ(make_gpu_cost_inputs(in).error().message(),
             "purchase_price: model H100: must be positive and at most 1000000000000.00, got 0");
-  in = h100();
+  in = h100_costs();
   in.pue_milli = 900;
   EXPECT_THAT(make_gpu_cost_inputs(in).error().reason, HasSubstr("got 0.9"));
 }
 
 TEST(GpuCostTest, TheLargestValidInputsFit) {
-  GpuCostInputs in = h100();
+  GpuCostInputs in = h100_costs();
   in.purchase_price = kMaxMoney;
   in.amortisation_months = 1;
   in.operations_per_year = kMaxMoney;
@@ -222,7 +223,7 @@ TEST(GpuCostTest, TheLargestValidInputsFit) {
   in.pue_milli = 5000;
   in.electricity_per_kwh = 2'000'000'000'000;  // 500 kW x 2e6 credits = 1e9 credits an hour
   in.target_utilisation = kPpmOne;
-  ASSERT_EQ(failing_field(in), "");
+  ASSERT_EQ(failing_cost_field(in), "");
   const GpuCost cost = gpu_cost(in);
   EXPECT_EQ(cost.power_per_hour, 1'000'000'000'000'000);
   EXPECT_EQ(cost.owned_per_hour,

@@ -38,7 +38,7 @@ Job training_job() {
 }
 
 // The field named by make_job's error, or "" when the job is valid.
-std::string failing_field(const Job& job) {
+std::string failing_job_field(const Job& job) {
   auto made = make_job(job);
   return made ? std::string() : made.error().field;
 }
@@ -58,7 +58,7 @@ TEST(JobTest, OptionalFiguresMayBeAbsent) {
   job.runtime_estimate.reset();
   job.deadline.reset();
   job.caps = {};
-  EXPECT_EQ(failing_field(job), "");
+  EXPECT_EQ(failing_job_field(job), "");
 }
 
 TEST(JobTest, FractionalAndCpuOnlyTasks) {
@@ -67,22 +67,22 @@ TEST(JobTest, FractionalAndCpuOnlyTasks) {
   half.gang.task.gpu_count = 1;
   half.gang.task.milli_per_gpu = 500;
   half.caps.max_gpus = 1;
-  EXPECT_EQ(failing_field(half), "");
+  EXPECT_EQ(failing_job_field(half), "");
   EXPECT_EQ(half.total_milli_gpu(), 500);
 
   Job cpu = training_job();
   cpu.gang.task.gpu_count = 0;
   cpu.gang.task.milli_per_gpu = 0;
-  EXPECT_EQ(failing_field(cpu), "");
+  EXPECT_EQ(failing_job_field(cpu), "");
   EXPECT_EQ(cpu.total_milli_gpu(), 0);
 }
 
 TEST(JobTest, GangErrorsNameTheField) {
   Job job = training_job();
   job.gang.task_count = 0;
-  EXPECT_EQ(failing_field(job), "task_count");
+  EXPECT_EQ(failing_job_field(job), "task_count");
   job.gang.task_count = kMaxGangTasks + 1;
-  EXPECT_EQ(failing_field(job), "task_count");
+  EXPECT_EQ(failing_job_field(job), "task_count");
 
   job = training_job();
   job.gang.task.gpu_count = kMaxGpusPerNode + 1;
@@ -91,28 +91,28 @@ TEST(JobTest, GangErrorsNameTheField) {
   EXPECT_EQ(made.error().field, "gpus_per_task");
   EXPECT_THAT(made.error().reason, HasSubstr("got 17"));
   job.gang.task.gpu_count = -1;
-  EXPECT_EQ(failing_field(job), "gpus_per_task");
+  EXPECT_EQ(failing_job_field(job), "gpus_per_task");
 
   job = training_job();
   job.gang.task.milli_per_gpu = 500;  // a fraction with 8 GPUs
-  EXPECT_EQ(failing_field(job), "milli_per_gpu");
+  EXPECT_EQ(failing_job_field(job), "milli_per_gpu");
   job.gang.task.milli_per_gpu = 1001;
-  EXPECT_EQ(failing_field(job), "milli_per_gpu");
+  EXPECT_EQ(failing_job_field(job), "milli_per_gpu");
 
   job = training_job();  // a fraction in a gang of 2
   job.gang.task.gpu_count = 1;
   job.gang.task.milli_per_gpu = 250;
-  EXPECT_EQ(failing_field(job), "task_count");
+  EXPECT_EQ(failing_job_field(job), "task_count");
 
   job = training_job();
   job.gang.task.milli_cpu = -1;
-  EXPECT_EQ(failing_field(job), "cpu_milli");
+  EXPECT_EQ(failing_job_field(job), "cpu_milli");
   job = training_job();
   job.gang.task.memory_mib = -1;
-  EXPECT_EQ(failing_field(job), "memory_mib");
+  EXPECT_EQ(failing_job_field(job), "memory_mib");
   job = training_job();
   job.gang.topology.level = static_cast<TopologyLevel>(9);
-  EXPECT_EQ(failing_field(job), "topology");
+  EXPECT_EQ(failing_job_field(job), "topology");
 }
 
 TEST(JobTest, MaxGpusCapNamesTheNumbers) {
@@ -124,19 +124,19 @@ TEST(JobTest, MaxGpusCapNamesTheNumbers) {
   EXPECT_EQ(made.error().message(), "max_gpus: job asks 16 GPUs, cap is 8");
 
   job.caps.max_gpus = 0;
-  EXPECT_EQ(failing_field(job), "max_gpus");
+  EXPECT_EQ(failing_job_field(job), "max_gpus");
   job.caps.max_gpus = std::int64_t{1} << 62;  // far above any gang: never binding, no overflow
-  EXPECT_EQ(failing_field(job), "");
+  EXPECT_EQ(failing_job_field(job), "");
 }
 
 TEST(JobTest, TimeErrorsNameTheField) {
   Job job = training_job();
   job.checkpoint_interval = 0;
-  EXPECT_EQ(failing_field(job), "checkpoint_interval");
+  EXPECT_EQ(failing_job_field(job), "checkpoint_interval");
 
   job = training_job();
   job.runtime_estimate = -5;
-  EXPECT_EQ(failing_field(job), "runtime_estimate");
+  EXPECT_EQ(failing_job_field(job), "runtime_estimate");
   job.runtime_estimate = 90'000;  // above max_runtime 86'400
   auto made = make_job(job);
   ASSERT_FALSE(made.has_value());
@@ -145,26 +145,26 @@ TEST(JobTest, TimeErrorsNameTheField) {
 
   job = training_job();
   job.caps.max_runtime = 0;
-  EXPECT_EQ(failing_field(job), "max_runtime");
+  EXPECT_EQ(failing_job_field(job), "max_runtime");
 
   job = training_job();
   job.deadline = job.submit_time;
-  EXPECT_EQ(failing_field(job), "deadline");
+  EXPECT_EQ(failing_job_field(job), "deadline");
 
   job = training_job();
   job.submit_time = -1;
   job.deadline.reset();
-  EXPECT_EQ(failing_field(job), "submit_time");
+  EXPECT_EQ(failing_job_field(job), "submit_time");
 }
 
 TEST(JobTest, PriorityAndClass) {
   Job job = training_job();
   job.priority_class = kMaxPriorityClass + 1;
-  EXPECT_EQ(failing_field(job), "priority_class");
+  EXPECT_EQ(failing_job_field(job), "priority_class");
   job.priority_class = -kMaxPriorityClass;
-  EXPECT_EQ(failing_field(job), "");
+  EXPECT_EQ(failing_job_field(job), "");
   job.job_class = static_cast<JobClass>(4);
-  EXPECT_EQ(failing_field(job), "class");
+  EXPECT_EQ(failing_job_field(job), "class");
 }
 
 TEST(JobTest, ClassNamesRoundTrip) {

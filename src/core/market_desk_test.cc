@@ -12,9 +12,12 @@
 #include "core/pool.h"
 #include "core/tenants.h"
 #include "core/test_pool.h"
+#include "core/test_prices.h"
 
 namespace tidepool {
 namespace {
+
+using test_support::flat_price_schedule;
 
 using ::testing::HasSubstr;
 
@@ -26,13 +29,6 @@ constexpr Micros kUnit = kMicrosPerUnit;
 constexpr Micros kCost = 3'600'000;
 // 2026-10-01T00:00:00Z, the first second of 2026-Q4.
 constexpr std::int64_t kQ4 = 1'790'812'800;
-
-// A price flat at the cost base whatever the utilisation and time.
-PriceSchedule flat_schedule() {
-  PriceSchedule s;
-  s.curve = {{0, kPpmOne}, {kPpmOne, kPpmOne}};
-  return s;
-}
 
 // Two nodes of 8 H100; tenants A and B guaranteed 8 GPUs each.
 struct Fixture {
@@ -53,7 +49,7 @@ BurstOffer offer() {
 
 MarketDesk make_desk(const Fixture& f, std::int64_t epoch = kQ4, Seconds start = 0,
                      std::vector<std::pair<std::string, Budget>> budgets = {}) {
-  auto desk = MarketDesk::create({.prices = flat_schedule(),
+  auto desk = MarketDesk::create({.prices = flat_price_schedule(),
                                   .cost_base = {kCost},
                                   .epoch = epoch,
                                   .budgets = std::move(budgets),
@@ -173,7 +169,7 @@ TEST(MarketDesk, LendersAreCreditedWhenOthersUseTheirIdleGuarantee) {
 
 TEST(MarketDesk, BudgetsNameTenantsAndGiveWhatIsLeftInTheQuarter) {
   Fixture f;
-  auto refused = MarketDesk::create({.prices = flat_schedule(),
+  auto refused = MarketDesk::create({.prices = flat_price_schedule(),
                                      .cost_base = {kCost},
                                      .epoch = kQ4,
                                      .budgets = {{"nobody", Budget{.quarterly = kUnit}}},

@@ -14,23 +14,21 @@
 #include "core/policies/placement_policy.h"
 #include "core/pool.h"
 #include "core/rng.h"
+#include "core/test_random.h"
 
 namespace tidepool {
 namespace {
 
-constexpr int kSeeds = 200;
-constexpr int kSteps = 300;
+using test_support::chance;
+using test_support::draw;
+
+constexpr int kPoolSeeds = 200;
+constexpr int kPoolSteps = 300;
 constexpr int kPolicySeeds = 100;
 constexpr int kPolicySteps = 200;
 
 // Models of the random pools; tasks may also ask for model 3, which no node has.
 constexpr int kPoolModels = 3;
-
-int draw(Rng& rng, int lo, int hi) {  // uniform in [lo, hi]
-  return lo + static_cast<int>(rng.below(static_cast<std::uint64_t>(hi - lo + 1)));
-}
-
-bool chance(Rng& rng, int percent) { return rng.below(100) < static_cast<std::uint64_t>(percent); }
 
 Pool random_pool(Rng& rng) {
   GpuModelCatalog catalog;
@@ -241,7 +239,7 @@ void run_pool_sequence(std::uint64_t seed, Tally& tally) {
   Pool pool = random_pool(rng);
   const Pool empty = pool;
   std::vector<Placed> live;
-  for (int step = 0; step < kSteps; ++step) {
+  for (int step = 0; step < kPoolSteps; ++step) {
     SCOPED_TRACE("step " + std::to_string(step));
     const int op = draw(rng, 0, 99);
     if (op < 50) {
@@ -284,7 +282,7 @@ void run_pool_sequence(std::uint64_t seed, Tally& tally) {
 
 TEST(PoolPropertyTest, RandomOperationsKeepThePoolConsistent) {
   Tally tally;
-  for (std::uint64_t seed = 0; seed < kSeeds; ++seed) {
+  for (std::uint64_t seed = 0; seed < kPoolSeeds; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     ASSERT_NO_FATAL_FAILURE(run_pool_sequence(seed, tally));
   }
@@ -299,18 +297,18 @@ TEST(PoolPropertyTest, RandomOperationsKeepThePoolConsistent) {
 
 // --- placement policies --------------------------------------------------------------------------
 
-struct Outcome {
+struct PolicyDecision {
   bool placed = false;
   Assignment where;
 
-  friend bool operator==(const Outcome&, const Outcome&) = default;
+  friend bool operator==(const PolicyDecision&, const PolicyDecision&) = default;
 };
 
 // Runs `policy_name` over a random pool and task sequence; returns what it decided at each step.
 // Checks along the way that every assignment is accepted by Pool::allocate, that "unplaceable"
 // is said only when no node fits, and that the long-lived policy (with its memo of node scores)
 // decides as a fresh one would.
-std::vector<Outcome> run_policy_sequence(std::string_view policy_name, std::uint64_t seed) {
+std::vector<PolicyDecision> run_policy_sequence(std::string_view policy_name, std::uint64_t seed) {
   Rng rng(seed);
   Pool pool = random_pool(rng);
   if (chance(rng, 50)) {
@@ -327,7 +325,7 @@ std::vector<Outcome> run_policy_sequence(std::string_view policy_name, std::uint
   EXPECT_TRUE(policy.has_value());
   if (!policy) return {};
 
-  std::vector<Outcome> outcomes;
+  std::vector<PolicyDecision> outcomes;
   std::vector<Placed> live;
   for (int step = 0; step < kPolicySteps; ++step) {
     if (!live.empty() && chance(rng, 30)) {
@@ -379,11 +377,11 @@ TEST_P(PolicyPropertyTest, AssignmentsAreValidAndTheSameSeedGivesTheSameSchedule
   int unplaceable = 0;
   for (std::uint64_t seed = 0; seed < kPolicySeeds; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
-    const std::vector<Outcome> first = run_policy_sequence(GetParam(), seed);
+    const std::vector<PolicyDecision> first = run_policy_sequence(GetParam(), seed);
     ASSERT_FALSE(HasFailure());
-    const std::vector<Outcome> second = run_policy_sequence(GetParam(), seed);
+    const std::vector<PolicyDecision> second = run_policy_sequence(GetParam(), seed);
     ASSERT_EQ(first, second);
-    for (const Outcome& o : first) ++(o.placed ? placed : unplaceable);
+    for (const PolicyDecision& o : first) ++(o.placed ? placed : unplaceable);
   }
   // The random pools must exercise both answers.
   EXPECT_GT(placed, 4000);

@@ -7,13 +7,17 @@
 #include <utility>
 #include <vector>
 
+#include "core/test_pool.h"
+
 namespace tidepool {
 namespace {
 
-constexpr GpuModelId kT4{0};
-constexpr GpuModelId kA100{1};
+using test_support::kA100;
+using test_support::kT4;
+using test_support::single_leaf_pool;
+using test_support::t4_and_a100_catalog;
 
-NodeSpec make_node(std::string name, int gpus, GpuModelId model = kT4, MilliCpu cpu = 32000,
+NodeSpec node_spec(std::string name, int gpus, GpuModelId model = kT4, MilliCpu cpu = 32000,
                    MemoryMib memory = 65536) {
   NodeSpec spec;
   spec.name = std::move(name);
@@ -24,25 +28,12 @@ NodeSpec make_node(std::string name, int gpus, GpuModelId model = kT4, MilliCpu 
   return spec;
 }
 
-GpuModelCatalog t4_and_a100() {
-  GpuModelCatalog catalog;
-  (void)catalog.intern("T4");
-  (void)catalog.intern("A100");
-  return catalog;
-}
-
 Result<Pool> try_pool(std::vector<NodeSpec> nodes) {
-  return Pool::create(t4_and_a100(), Topology::single_leaf(), std::move(nodes));
+  return Pool::create(t4_and_a100_catalog(), Topology::single_leaf(), std::move(nodes));
 }
 
-Pool make_pool(std::vector<NodeSpec> nodes) {
-  auto pool = try_pool(std::move(nodes));
-  EXPECT_TRUE(pool.has_value()) << pool.error().message();
-  return std::move(pool).value();
-}
-
-TaskShape shape(int gpus, MilliGpu milli, MilliCpu cpu = 1000, MemoryMib memory = 1024,
-                ModelSet models = ModelSet::any()) {
+TaskShape pool_task(int gpus, MilliGpu milli, MilliCpu cpu = 1000, MemoryMib memory = 1024,
+                    ModelSet models = ModelSet::any()) {
   auto task = make_task_shape(gpus, milli, cpu, memory, models);
   EXPECT_TRUE(task.has_value()) << task.error().message();
   return task.value();
@@ -87,8 +78,8 @@ Snapshot snapshot(const Pool& pool) {
 // --- create ---------------------------------------------------------------------------------
 
 TEST(PoolCreateTest, BuildsAnEmptyPool) {
-  Pool pool = make_pool({make_node("a", 8, kT4, 64000, 262144), make_node("b", 4, kA100, 32000),
-                         make_node("cpu", 0, kT4, 96000)});
+  Pool pool = single_leaf_pool({node_spec("a", 8, kT4, 64000, 262144),
+                                node_spec("b", 4, kA100, 32000), node_spec("cpu", 0, kT4, 96000)});
   EXPECT_EQ(pool.node_count(), 3);
   EXPECT_EQ(pool.total_gpus(), 12);
   EXPECT_EQ(pool.capacity_milli_gpu(), 12000);
@@ -128,44 +119,44 @@ TEST(PoolCreateTest, AcceptsAnEmptyNodeList) {
 }
 
 TEST(PoolCreateTest, RejectsDuplicateNames) {
-  auto pool = try_pool({make_node("a", 1), make_node("b", 1), make_node("a", 2)});
+  auto pool = try_pool({node_spec("a", 1), node_spec("b", 1), node_spec("a", 2)});
   ASSERT_FALSE(pool.has_value());
   EXPECT_EQ(pool.error().field, "node 2 ('a')");
   EXPECT_NE(pool.error().reason.find("twice"), std::string::npos) << pool.error().reason;
 }
 
 TEST(PoolCreateTest, RejectsAnEmptyName) {
-  auto pool = try_pool({make_node("", 1)});
+  auto pool = try_pool({node_spec("", 1)});
   ASSERT_FALSE(pool.has_value());
   EXPECT_EQ(pool.error().field, "node 0 ('')");
 }
 
 TEST(PoolCreateTest, RejectsGpuCountsOutOfRange) {
-  auto negative = try_pool({make_node("a", -1)});
+  auto negative = try_pool({node_spec("a", -1)});
   ASSERT_FALSE(negative.has_value());
   EXPECT_NE(negative.error().reason.find("-1"), std::string::npos);
 
-  auto too_many = try_pool({make_node("a", 4), make_node("b", kMaxGpusPerNode + 1)});
+  auto too_many = try_pool({node_spec("a", 4), node_spec("b", kMaxGpusPerNode + 1)});
   ASSERT_FALSE(too_many.has_value());
   EXPECT_EQ(too_many.error().field, "node 1 ('b')");
   EXPECT_NE(too_many.error().reason.find("17"), std::string::npos);
 
-  EXPECT_TRUE(try_pool({make_node("a", kMaxGpusPerNode)}).has_value());
+  EXPECT_TRUE(try_pool({node_spec("a", kMaxGpusPerNode)}).has_value());
 }
 
 TEST(PoolCreateTest, RejectsAModelOutsideTheCatalogOnlyForGpuNodes) {
-  EXPECT_FALSE(try_pool({make_node("a", 2, GpuModelId{2})}).has_value());
+  EXPECT_FALSE(try_pool({node_spec("a", 2, GpuModelId{2})}).has_value());
   // A node without GPUs has no model to check.
-  EXPECT_TRUE(try_pool({make_node("a", 0, GpuModelId{9})}).has_value());
+  EXPECT_TRUE(try_pool({node_spec("a", 0, GpuModelId{9})}).has_value());
 }
 
 TEST(PoolCreateTest, RejectsNegativeCpuOrMemory) {
-  EXPECT_FALSE(try_pool({make_node("a", 1, kT4, -1, 100)}).has_value());
-  EXPECT_FALSE(try_pool({make_node("a", 1, kT4, 100, -1)}).has_value());
+  EXPECT_FALSE(try_pool({node_spec("a", 1, kT4, -1, 100)}).has_value());
+  EXPECT_FALSE(try_pool({node_spec("a", 1, kT4, 100, -1)}).has_value());
 }
 
 TEST(PoolCreateTest, RejectsAnUnknownLeaf) {
-  NodeSpec spec = make_node("a", 2);
+  NodeSpec spec = node_spec("a", 2);
   spec.leaf = LeafId{1};  // the single-leaf topology has leaf 0 only
   auto pool = try_pool({spec});
   ASSERT_FALSE(pool.has_value());
@@ -176,13 +167,13 @@ TEST(PoolCreateTest, RejectsAnUnknownLeaf) {
 TEST(PoolCreateTest, RejectsALeafWithAnUnknownSpine) {
   Topology topology = Topology::single_leaf();
   topology.leaves.push_back({"leaf-1", SpineId{5}});
-  auto pool = Pool::create(t4_and_a100(), topology, {make_node("a", 1)});
+  auto pool = Pool::create(t4_and_a100_catalog(), topology, {node_spec("a", 1)});
   ASSERT_FALSE(pool.has_value());
   EXPECT_EQ(pool.error().field, "leaf 'leaf-1'");
 }
 
 TEST(PoolCreateTest, AcceptsDenselyNumberedNvlinkDomains) {
-  NodeSpec spec = make_node("a", 4);
+  NodeSpec spec = node_spec("a", 4);
   spec.nvlink_domain = {0, 0, 1, 1};
   EXPECT_TRUE(try_pool({spec}).has_value());
   spec.nvlink_domain = {1, 0, 1, 0};  // order does not matter
@@ -193,13 +184,13 @@ TEST(PoolCreateTest, AcceptsDenselyNumberedNvlinkDomains) {
 }
 
 TEST(PoolCreateTest, RejectsGappedNvlinkDomains) {
-  NodeSpec gap = make_node("a", 4);
+  NodeSpec gap = node_spec("a", 4);
   gap.nvlink_domain = {0, 0, 2, 2};
   auto pool = try_pool({gap});
   ASSERT_FALSE(pool.has_value());
   EXPECT_NE(pool.error().reason.find("NVLink"), std::string::npos);
 
-  NodeSpec no_zero = make_node("a", 2);
+  NodeSpec no_zero = node_spec("a", 2);
   no_zero.nvlink_domain = {1, 1};
   EXPECT_FALSE(try_pool({no_zero}).has_value());
 }
@@ -207,7 +198,7 @@ TEST(PoolCreateTest, RejectsGappedNvlinkDomains) {
 TEST(PoolCreateTest, RejectsNvlinkDomainsBeyondTheGpuCount) {
   // With at most 16 GPUs, a domain number of 16 or more always leaves a gap.
   for (std::uint8_t domain : {std::uint8_t{1}, std::uint8_t{16}, std::uint8_t{30}}) {
-    NodeSpec spec = make_node("a", 2);
+    NodeSpec spec = node_spec("a", 2);
     spec.nvlink_domain = {0, domain};
     EXPECT_EQ(try_pool({spec}).has_value(), domain == 1) << int{domain};
   }
@@ -215,7 +206,7 @@ TEST(PoolCreateTest, RejectsNvlinkDomainsBeyondTheGpuCount) {
 
 TEST(PoolCreateTest, RejectsNvlinkDomainsOf31AndMore) {
   for (std::uint8_t domain : {std::uint8_t{31}, std::uint8_t{32}, std::uint8_t{255}}) {
-    NodeSpec spec = make_node("a", 2);
+    NodeSpec spec = node_spec("a", 2);
     spec.nvlink_domain = {0, domain};
     EXPECT_FALSE(try_pool({spec}).has_value()) << int{domain};
   }
@@ -224,8 +215,8 @@ TEST(PoolCreateTest, RejectsNvlinkDomainsOf31AndMore) {
 // --- allocate / release -----------------------------------------------------------------------
 
 TEST(PoolAllocateTest, WholeGpusTakeCpuMemoryAndGpus) {
-  Pool pool = make_pool({make_node("a", 4, kT4, 32000, 65536), make_node("b", 4)});
-  const TaskShape task = shape(2, 1000, 8000, 16384);
+  Pool pool = single_leaf_pool({node_spec("a", 4, kT4, 32000, 65536), node_spec("b", 4)});
+  const TaskShape task = pool_task(2, 1000, 8000, 16384);
   ASSERT_TRUE(pool.allocate(task, {NodeId{0}, 0b0101}).has_value());
 
   const NodeState& s = pool.state(NodeId{0});
@@ -247,9 +238,9 @@ TEST(PoolAllocateTest, WholeGpusTakeCpuMemoryAndGpus) {
 }
 
 TEST(PoolAllocateTest, FractionsShareAGpu) {
-  Pool pool = make_pool({make_node("a", 2)});
-  const TaskShape small = shape(1, 300);
-  const TaskShape big = shape(1, 700);
+  Pool pool = single_leaf_pool({node_spec("a", 2)});
+  const TaskShape small = pool_task(1, 300);
+  const TaskShape big = pool_task(1, 700);
   ASSERT_TRUE(pool.allocate(small, {NodeId{0}, 0b10}).has_value());
   ASSERT_TRUE(pool.allocate(big, {NodeId{0}, 0b10}).has_value());
   const NodeState& s = pool.state(NodeId{0});
@@ -261,14 +252,14 @@ TEST(PoolAllocateTest, FractionsShareAGpu) {
   EXPECT_EQ(pool.allocated_milli_gpu(), 1000);
 
   // The GPU is now full: one more milli-GPU does not fit on it.
-  auto refused = pool.allocate(shape(1, 1), {NodeId{0}, 0b10});
+  auto refused = pool.allocate(pool_task(1, 1), {NodeId{0}, 0b10});
   ASSERT_FALSE(refused.has_value());
   EXPECT_EQ(refused.error().field, "gpus");
 }
 
 TEST(PoolAllocateTest, CpuOnlyTaskIgnoresTheModelAndTakesNoGpu) {
-  Pool pool = make_pool({make_node("a", 2, kA100)});
-  const TaskShape task = shape(0, 0, 4000, 100, ModelSet::only(kT4));
+  Pool pool = single_leaf_pool({node_spec("a", 2, kA100)});
+  const TaskShape task = pool_task(0, 0, 4000, 100, ModelSet::only(kT4));
   ASSERT_TRUE(pool.allocate(task, {NodeId{0}, 0}).has_value());
   EXPECT_EQ(pool.state(NodeId{0}).free_cpu, 28000);
   EXPECT_EQ(pool.state(NodeId{0}).total_free_milli, 2000);
@@ -278,8 +269,8 @@ TEST(PoolAllocateTest, CpuOnlyTaskIgnoresTheModelAndTakesNoGpu) {
 }
 
 TEST(PoolAllocateTest, CanFillANodeExactly) {
-  Pool pool = make_pool({make_node("a", 2, kT4, 2000, 2048)});
-  ASSERT_TRUE(pool.allocate(shape(2, 1000, 2000, 2048), {NodeId{0}, 0b11}).has_value());
+  Pool pool = single_leaf_pool({node_spec("a", 2, kT4, 2000, 2048)});
+  ASSERT_TRUE(pool.allocate(pool_task(2, 1000, 2000, 2048), {NodeId{0}, 0b11}).has_value());
   const NodeState& s = pool.state(NodeId{0});
   EXPECT_EQ(s.free_cpu, 0);
   EXPECT_EQ(s.free_memory, 0);
@@ -289,10 +280,10 @@ TEST(PoolAllocateTest, CanFillANodeExactly) {
 }
 
 TEST(PoolAllocateTest, ReleaseRestoresTheEmptyNode) {
-  Pool pool = make_pool({make_node("a", 4), make_node("b", 2)});
+  Pool pool = single_leaf_pool({node_spec("a", 4), node_spec("b", 2)});
   const Snapshot empty = snapshot(pool);
-  const TaskShape whole = shape(3, 1000, 6000, 4096);
-  const TaskShape fraction = shape(1, 400, 500, 10);
+  const TaskShape whole = pool_task(3, 1000, 6000, 4096);
+  const TaskShape fraction = pool_task(1, 400, 500, 10);
   ASSERT_TRUE(pool.allocate(whole, {NodeId{0}, 0b1110}).has_value());
   ASSERT_TRUE(pool.allocate(fraction, {NodeId{0}, 0b0001}).has_value());
   ASSERT_TRUE(pool.release(whole, {NodeId{0}, 0b1110}).has_value());
@@ -315,25 +306,25 @@ struct RefusedAllocation {
 
 TEST(PoolAllocateTest, RefusesAndChangesNothing) {
   // Node a: 4 T4, 8 cores, 8 GiB, with GPU 0 shared by a 600m task. Node b: 2 A100.
-  Pool pool = make_pool({make_node("a", 4, kT4, 8000, 8192), make_node("b", 2, kA100)});
-  ASSERT_TRUE(pool.allocate(shape(1, 600, 1000, 1024), {NodeId{0}, 0b0001}).has_value());
+  Pool pool = single_leaf_pool({node_spec("a", 4, kT4, 8000, 8192), node_spec("b", 2, kA100)});
+  ASSERT_TRUE(pool.allocate(pool_task(1, 600, 1000, 1024), {NodeId{0}, 0b0001}).has_value());
   const Snapshot before = snapshot(pool);
 
   const RefusedAllocation cases[] = {
-      {"cpu lacking", shape(1, 1000, 7001, 0), {NodeId{0}, 0b0010}, "cpu"},
-      {"memory lacking", shape(1, 1000, 0, 7169), {NodeId{0}, 0b0010}, "memory"},
-      {"share lacking", shape(1, 401, 0, 0), {NodeId{0}, 0b0001}, "gpus"},
-      {"whole GPU on a shared GPU", shape(2, 1000, 0, 0), {NodeId{0}, 0b0011}, "gpus"},
+      {"cpu lacking", pool_task(1, 1000, 7001, 0), {NodeId{0}, 0b0010}, "cpu"},
+      {"memory lacking", pool_task(1, 1000, 0, 7169), {NodeId{0}, 0b0010}, "memory"},
+      {"share lacking", pool_task(1, 401, 0, 0), {NodeId{0}, 0b0001}, "gpus"},
+      {"whole GPU on a shared GPU", pool_task(2, 1000, 0, 0), {NodeId{0}, 0b0011}, "gpus"},
       {"wrong model",
-       shape(1, 1000, 0, 0, ModelSet::only(kA100)),
+       pool_task(1, 1000, 0, 0, ModelSet::only(kA100)),
        {NodeId{0}, 0b0010},
        "gpu model"},
-      {"too few GPUs given", shape(2, 1000, 0, 0), {NodeId{0}, 0b0010}, "gpus"},
-      {"too many GPUs given", shape(1, 1000, 0, 0), {NodeId{0}, 0b0110}, "gpus"},
-      {"GPUs for a CPU-only task", shape(0, 0, 100, 0), {NodeId{0}, 0b0010}, "gpus"},
-      {"GPU index out of range", shape(1, 1000, 0, 0), {NodeId{0}, 0b10000}, "gpus"},
-      {"GPU index out of range on b", shape(1, 500, 0, 0), {NodeId{1}, 0b100}, "gpus"},
-      {"unknown node", shape(1, 1000, 0, 0), {NodeId{2}, 0b0001}, "node"},
+      {"too few GPUs given", pool_task(2, 1000, 0, 0), {NodeId{0}, 0b0010}, "gpus"},
+      {"too many GPUs given", pool_task(1, 1000, 0, 0), {NodeId{0}, 0b0110}, "gpus"},
+      {"GPUs for a CPU-only task", pool_task(0, 0, 100, 0), {NodeId{0}, 0b0010}, "gpus"},
+      {"GPU index out of range", pool_task(1, 1000, 0, 0), {NodeId{0}, 0b10000}, "gpus"},
+      {"GPU index out of range on b", pool_task(1, 500, 0, 0), {NodeId{1}, 0b100}, "gpus"},
+      {"unknown node", pool_task(1, 1000, 0, 0), {NodeId{2}, 0b0001}, "node"},
   };
   for (const RefusedAllocation& c : cases) {
     auto result = pool.allocate(c.task, c.where);
@@ -346,12 +337,12 @@ TEST(PoolAllocateTest, RefusesAndChangesNothing) {
 }
 
 TEST(PoolAllocateTest, RefusalsNameTheShortfall) {
-  Pool pool = make_pool({make_node("a", 1, kT4, 8000, 8192)});
-  auto cpu = pool.allocate(shape(0, 0, 9000, 0), {NodeId{0}, 0});
+  Pool pool = single_leaf_pool({node_spec("a", 1, kT4, 8000, 8192)});
+  auto cpu = pool.allocate(pool_task(0, 0, 9000, 0), {NodeId{0}, 0});
   ASSERT_FALSE(cpu.has_value());
   EXPECT_NE(cpu.error().reason.find("8000m"), std::string::npos) << cpu.error().reason;
   EXPECT_NE(cpu.error().reason.find("9000m"), std::string::npos) << cpu.error().reason;
-  auto model = pool.allocate(shape(1, 1000, 0, 0, ModelSet::only(kA100)), {NodeId{0}, 1});
+  auto model = pool.allocate(pool_task(1, 1000, 0, 0, ModelSet::only(kA100)), {NodeId{0}, 1});
   ASSERT_FALSE(model.has_value());
   EXPECT_NE(model.error().reason.find("T4"), std::string::npos) << model.error().reason;
 }
@@ -359,9 +350,9 @@ TEST(PoolAllocateTest, RefusalsNameTheShortfall) {
 TEST(PoolAllocateTest, RefusesGpusBeyondTheNodeOnAFullSizeNode) {
   // A node with kMaxGpusPerNode GPUs: bits 16..31 of the GpuSet name no GPU and must be refused
   // like any other index out of range.
-  Pool pool = make_pool({make_node("a", kMaxGpusPerNode)});
+  Pool pool = single_leaf_pool({node_spec("a", kMaxGpusPerNode)});
   const Snapshot before = snapshot(pool);
-  auto result = pool.allocate(shape(1, 1000, 0, 0), {NodeId{0}, GpuSet{1} << 20});
+  auto result = pool.allocate(pool_task(1, 1000, 0, 0), {NodeId{0}, GpuSet{1} << 20});
   ASSERT_FALSE(result.has_value());
   EXPECT_EQ(result.error().field, "gpus");
   EXPECT_TRUE(snapshot(pool) == before);
@@ -369,17 +360,18 @@ TEST(PoolAllocateTest, RefusesGpusBeyondTheNodeOnAFullSizeNode) {
 }
 
 TEST(PoolAllocateTest, AcceptsTheHighestGpuOfAFullSizeNode) {
-  Pool pool = make_pool({make_node("a", kMaxGpusPerNode)});
-  ASSERT_TRUE(pool.allocate(shape(1, 1000, 0, 0), {NodeId{0}, GpuSet{1} << (kMaxGpusPerNode - 1)}));
+  Pool pool = single_leaf_pool({node_spec("a", kMaxGpusPerNode)});
+  ASSERT_TRUE(
+      pool.allocate(pool_task(1, 1000, 0, 0), {NodeId{0}, GpuSet{1} << (kMaxGpusPerNode - 1)}));
   EXPECT_EQ(pool.state(NodeId{0}).free_milli[kMaxGpusPerNode - 1], 0);
   EXPECT_TRUE(pool.check_invariants().has_value());
 }
 
 TEST(PoolReleaseTest, RefusesATaskThatIsNotThere) {
-  Pool pool = make_pool({make_node("a", 4), make_node("b", 2)});
-  const TaskShape two = shape(2, 1000, 2000, 2048);
+  Pool pool = single_leaf_pool({node_spec("a", 4), node_spec("b", 2)});
+  const TaskShape two = pool_task(2, 1000, 2000, 2048);
   ASSERT_TRUE(pool.allocate(two, {NodeId{0}, 0b0011}).has_value());
-  const TaskShape fraction = shape(1, 500, 100, 0);
+  const TaskShape fraction = pool_task(1, 500, 100, 0);
   ASSERT_TRUE(pool.allocate(fraction, {NodeId{0}, 0b0100}).has_value());
   const Snapshot before = snapshot(pool);
 
@@ -389,12 +381,12 @@ TEST(PoolReleaseTest, RefusesATaskThatIsNotThere) {
     Assignment where;
   };
   const Case cases[] = {
-      {"empty node", shape(1, 1000, 0, 0), {NodeId{1}, 0b01}},
+      {"empty node", pool_task(1, 1000, 0, 0), {NodeId{1}, 0b01}},
       {"free GPUs", two, {NodeId{0}, 0b1000 | 0b0010}},
-      {"right GPUs, class not running", shape(1, 1000, 0, 0), {NodeId{0}, 0b0001}},
-      {"more CPU than allocated", shape(2, 1000, 40000, 0), {NodeId{0}, 0b0011}},
-      {"more memory than allocated", shape(2, 1000, 0, 70000), {NodeId{0}, 0b0011}},
-      {"more share than held", shape(1, 600, 0, 0), {NodeId{0}, 0b0100}},
+      {"right GPUs, class not running", pool_task(1, 1000, 0, 0), {NodeId{0}, 0b0001}},
+      {"more CPU than allocated", pool_task(2, 1000, 40000, 0), {NodeId{0}, 0b0011}},
+      {"more memory than allocated", pool_task(2, 1000, 0, 70000), {NodeId{0}, 0b0011}},
+      {"more share than held", pool_task(1, 600, 0, 0), {NodeId{0}, 0b0100}},
       {"fraction on a free GPU", fraction, {NodeId{0}, 0b1000}},
   };
   for (const Case& c : cases) {
@@ -412,8 +404,8 @@ TEST(PoolReleaseTest, RefusesATaskThatIsNotThere) {
 }
 
 TEST(PoolReleaseTest, ValidatesTheAssignmentLikeAllocate) {
-  Pool pool = make_pool({make_node("a", 2, kT4)});
-  const TaskShape task = shape(1, 1000, 0, 0);
+  Pool pool = single_leaf_pool({node_spec("a", 2, kT4)});
+  const TaskShape task = pool_task(1, 1000, 0, 0);
   ASSERT_TRUE(pool.allocate(task, {NodeId{0}, 0b01}).has_value());
   const Snapshot before = snapshot(pool);
 
@@ -423,15 +415,15 @@ TEST(PoolReleaseTest, ValidatesTheAssignmentLikeAllocate) {
   auto size = pool.release(task, {NodeId{0}, 0b11});
   ASSERT_FALSE(size.has_value());
   EXPECT_EQ(size.error().field, "gpus");
-  auto model = pool.release(shape(1, 1000, 0, 0, ModelSet::only(kA100)), {NodeId{0}, 0b01});
+  auto model = pool.release(pool_task(1, 1000, 0, 0, ModelSet::only(kA100)), {NodeId{0}, 0b01});
   ASSERT_FALSE(model.has_value());
   EXPECT_EQ(model.error().field, "gpu model");
   EXPECT_TRUE(snapshot(pool) == before);
 }
 
 TEST(PoolReleaseTest, ReleasingTwiceFails) {
-  Pool pool = make_pool({make_node("a", 1)});
-  const TaskShape task = shape(1, 1000);
+  Pool pool = single_leaf_pool({node_spec("a", 1)});
+  const TaskShape task = pool_task(1, 1000);
   ASSERT_TRUE(pool.allocate(task, {NodeId{0}, 1}).has_value());
   ASSERT_TRUE(pool.release(task, {NodeId{0}, 1}).has_value());
   const Snapshot before = snapshot(pool);
@@ -440,8 +432,8 @@ TEST(PoolReleaseTest, ReleasingTwiceFails) {
 }
 
 TEST(PoolVersionTest, BumpsOnEveryChangeOfTheNodeOnly) {
-  Pool pool = make_pool({make_node("a", 2), make_node("b", 2)});
-  const TaskShape task = shape(1, 500);
+  Pool pool = single_leaf_pool({node_spec("a", 2), node_spec("b", 2)});
+  const TaskShape task = pool_task(1, 500);
   ASSERT_TRUE(pool.allocate(task, {NodeId{1}, 0b01}).has_value());
   ASSERT_TRUE(pool.allocate(task, {NodeId{1}, 0b01}).has_value());
   EXPECT_EQ(pool.version(NodeId{1}), 2U);
@@ -459,7 +451,7 @@ TEST(PoolVersionTest, BumpsOnEveryChangeOfTheNodeOnly) {
 // --- tie order ---------------------------------------------------------------------------------
 
 TEST(PoolTieOrderTest, SetsRanksFromTheOrder) {
-  Pool pool = make_pool({make_node("a", 1), make_node("b", 1), make_node("c", 1)});
+  Pool pool = single_leaf_pool({node_spec("a", 1), node_spec("b", 1), node_spec("c", 1)});
   const NodeId order[] = {NodeId{2}, NodeId{0}, NodeId{1}};
   ASSERT_TRUE(pool.set_tie_order(order).has_value());
   EXPECT_EQ(pool.tie_rank(NodeId{2}), 0U);
@@ -468,7 +460,7 @@ TEST(PoolTieOrderTest, SetsRanksFromTheOrder) {
 }
 
 TEST(PoolTieOrderTest, RejectsBadOrdersAndKeepsTheOldOne) {
-  Pool pool = make_pool({make_node("a", 1), make_node("b", 1), make_node("c", 1)});
+  Pool pool = single_leaf_pool({node_spec("a", 1), node_spec("b", 1), node_spec("c", 1)});
   const NodeId reversed[] = {NodeId{2}, NodeId{1}, NodeId{0}};
   ASSERT_TRUE(pool.set_tie_order(reversed).has_value());
 
@@ -491,25 +483,25 @@ TEST(PoolTieOrderTest, RejectsBadOrdersAndKeepsTheOldOne) {
 // --- explanations ----------------------------------------------------------------------------
 
 TEST(DescribeTaskTest, GpuAndCpuOnlyTasks) {
-  GpuModelCatalog catalog = t4_and_a100();
-  EXPECT_EQ(describe(shape(2, 1000, 8000, 16384, ModelSet::only(kT4)), catalog),
+  GpuModelCatalog catalog = t4_and_a100_catalog();
+  EXPECT_EQ(describe(pool_task(2, 1000, 8000, 16384, ModelSet::only(kT4)), catalog),
             "2 GPU x 1000m (T4), 8000m CPU, 16384 MiB");
-  EXPECT_EQ(describe(shape(1, 250, 500, 0), catalog), "1 GPU x 250m (any), 500m CPU, 0 MiB");
-  EXPECT_EQ(describe(shape(0, 0, 4000, 512), catalog), "no GPU, 4000m CPU, 512 MiB");
+  EXPECT_EQ(describe(pool_task(1, 250, 500, 0), catalog), "1 GPU x 250m (any), 500m CPU, 0 MiB");
+  EXPECT_EQ(describe(pool_task(0, 0, 4000, 512), catalog), "no GPU, 4000m CPU, 512 MiB");
 }
 
 TEST(ExplainUnplaceableTest, CountsEachReason) {
   // Five nodes: one of another model, one short of CPU, one short of memory, two short of GPUs
   // (one with 1 whole GPU free, one with 2).
-  Pool pool = make_pool({
-      make_node("other", 8, kA100),
-      make_node("cpu", 8, kT4, 1000, 65536),
-      make_node("mem", 8, kT4, 32000, 100),
-      make_node("gpu1", 1, kT4),
-      make_node("gpu2", 4, kT4),
+  Pool pool = single_leaf_pool({
+      node_spec("other", 8, kA100),
+      node_spec("cpu", 8, kT4, 1000, 65536),
+      node_spec("mem", 8, kT4, 32000, 100),
+      node_spec("gpu1", 1, kT4),
+      node_spec("gpu2", 4, kT4),
   });
-  ASSERT_TRUE(pool.allocate(shape(2, 1000, 0, 0), {NodeId{4}, 0b0011}).has_value());
-  const TaskShape task = shape(4, 1000, 2000, 1024, ModelSet::only(kT4));
+  ASSERT_TRUE(pool.allocate(pool_task(2, 1000, 0, 0), {NodeId{4}, 0b0011}).has_value());
+  const TaskShape task = pool_task(4, 1000, 2000, 1024, ModelSet::only(kT4));
   const std::string text = explain_unplaceable(pool, task);
   EXPECT_EQ(text,
             "no node fits 4 GPU x 1000m (T4), 2000m CPU, 1024 MiB: of 5 nodes, 1 have other GPU "
@@ -518,19 +510,19 @@ TEST(ExplainUnplaceableTest, CountsEachReason) {
 }
 
 TEST(ExplainUnplaceableTest, FractionsReportTheLargestFreeShare) {
-  Pool pool = make_pool({make_node("a", 2), make_node("b", 1)});
-  ASSERT_TRUE(pool.allocate(shape(1, 700, 0, 0), {NodeId{0}, 0b01}).has_value());
-  ASSERT_TRUE(pool.allocate(shape(1, 900, 0, 0), {NodeId{0}, 0b10}).has_value());
-  ASSERT_TRUE(pool.allocate(shape(1, 750, 0, 0), {NodeId{1}, 0b1}).has_value());
-  const std::string text = explain_unplaceable(pool, shape(1, 500, 0, 0));
+  Pool pool = single_leaf_pool({node_spec("a", 2), node_spec("b", 1)});
+  ASSERT_TRUE(pool.allocate(pool_task(1, 700, 0, 0), {NodeId{0}, 0b01}).has_value());
+  ASSERT_TRUE(pool.allocate(pool_task(1, 900, 0, 0), {NodeId{0}, 0b10}).has_value());
+  ASSERT_TRUE(pool.allocate(pool_task(1, 750, 0, 0), {NodeId{1}, 0b1}).has_value());
+  const std::string text = explain_unplaceable(pool, pool_task(1, 500, 0, 0));
   EXPECT_NE(text.find("of 2 nodes"), std::string::npos) << text;
   EXPECT_NE(text.find("2 lack free GPUs (largest free share on one GPU: 300m)"), std::string::npos)
       << text;
 }
 
 TEST(ExplainUnplaceableTest, CpuOnlyTasksDoNotCountModels) {
-  Pool pool = make_pool({make_node("a", 1, kA100, 1000), make_node("b", 0, kT4, 1000)});
-  const std::string text = explain_unplaceable(pool, shape(0, 0, 2000, 0, ModelSet::only(kT4)));
+  Pool pool = single_leaf_pool({node_spec("a", 1, kA100, 1000), node_spec("b", 0, kT4, 1000)});
+  const std::string text = explain_unplaceable(pool, pool_task(0, 0, 2000, 0, ModelSet::only(kT4)));
   EXPECT_NE(text.find("of 2 nodes, 0 have other GPU models, 2 lack CPU, 0 lack memory, 0 lack "
                       "free GPUs"),
             std::string::npos)
@@ -538,9 +530,9 @@ TEST(ExplainUnplaceableTest, CpuOnlyTasksDoNotCountModels) {
 }
 
 TEST(PoolCordon, CordonedNodeShowsNothingFreeRefusesTasksAndStillReleases) {
-  Pool pool = make_pool({make_node("a", 4), make_node("b", 4)});
+  Pool pool = single_leaf_pool({node_spec("a", 4), node_spec("b", 4)});
   const NodeId a{0};
-  const TaskShape two = shape(2, 1000);
+  const TaskShape two = pool_task(2, 1000);
   ASSERT_TRUE(pool.allocate(two, {a, 0b0011}).has_value());
   ASSERT_TRUE(pool.set_schedulable(a, false).has_value());
   EXPECT_FALSE(pool.schedulable(a));
@@ -563,9 +555,9 @@ TEST(PoolCordon, CordonedNodeShowsNothingFreeRefusesTasksAndStillReleases) {
 }
 
 TEST(PoolCordon, ReleasingTwiceOnACordonedNodeIsRefused) {
-  Pool pool = make_pool({make_node("a", 4)});
+  Pool pool = single_leaf_pool({node_spec("a", 4)});
   const NodeId a{0};
-  const TaskShape one = shape(1, 1000);
+  const TaskShape one = pool_task(1, 1000);
   ASSERT_TRUE(pool.allocate(one, {a, 0b0001}).has_value());
   ASSERT_TRUE(pool.set_schedulable(a, false).has_value());
   ASSERT_TRUE(pool.release(one, {a, 0b0001}).has_value());

@@ -10,16 +10,16 @@
 #include <vector>
 
 #include "core/pool.h"
+#include "core/test_units.h"
 #include "core/tidal_window.h"
 
 namespace tidepool {
 namespace {
 
+using test_support::kDay;
+using test_support::kHour;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-constexpr Seconds kHour = 3600;
-constexpr Seconds kDay = kSecondsPerDay;
 
 TimeOfDayBand band(Seconds opens, Seconds closes, Ppm multiplier = 1'200'000) {
   return TimeOfDayBand{.opens = opens, .closes = closes, .multiplier = multiplier};
@@ -33,15 +33,15 @@ PriceSchedule office_hours() {
 }
 
 // The field of make_price_schedule's error, or "" when the schedule is valid.
-std::string failing_field(const PriceSchedule& s) {
+std::string failing_schedule_field(const PriceSchedule& s) {
   auto made = make_price_schedule(s);
   return made ? std::string() : made.error().field;
 }
 
-std::string failing_field(std::vector<TimeOfDayBand> bands) {
+std::string failing_schedule_field(std::vector<TimeOfDayBand> bands) {
   PriceSchedule s;
   s.bands = std::move(bands);
-  return failing_field(s);
+  return failing_schedule_field(s);
 }
 
 TEST(PricingTest, PriceClassNames) {
@@ -64,7 +64,7 @@ TEST(PricingTest, CurveValidationNamesThePoint) {
   auto with_curve = [](std::vector<UtilisationPoint> curve) {
     PriceSchedule s;
     s.curve = std::move(curve);
-    return failing_field(s);
+    return failing_schedule_field(s);
   };
   EXPECT_EQ(with_curve({{0, kPpmOne}, {kPpmOne, kPpmOne}}), "");  // flat
   EXPECT_EQ(with_curve({}), "curve");
@@ -89,7 +89,7 @@ TEST(PricingTest, OtherFieldsAreChecked) {
   auto spoiled = [](void (*spoil)(PriceSchedule&)) {
     PriceSchedule s;
     spoil(s);
-    return failing_field(s);
+    return failing_schedule_field(s);
   };
   EXPECT_EQ(spoiled([](PriceSchedule& s) { s.standard = 0; }), "standard");
   EXPECT_EQ(spoiled([](PriceSchedule& s) { s.preemptible = -1; }), "preemptible");
@@ -106,44 +106,52 @@ TEST(PricingTest, OtherFieldsAreChecked) {
 }
 
 TEST(PricingTest, BandValidationNamesTheBand) {
-  EXPECT_EQ(failing_field({band(0, kDay)}), "");
-  EXPECT_EQ(failing_field({band(22 * kHour, 6 * kHour)}), "");
-  EXPECT_EQ(failing_field({band(-1, 10)}), "bands[0].opens");
-  EXPECT_EQ(failing_field({band(kDay, 10)}), "bands[0].opens");
-  EXPECT_EQ(failing_field({band(0, 10), band(20, 0)}), "bands[1].closes");
-  EXPECT_EQ(failing_field({band(10, kDay + 1)}), "bands[0].closes");
-  EXPECT_EQ(failing_field({band(10, 10)}), "bands[0].closes");
-  EXPECT_EQ(failing_field({band(0, 10, 0)}), "bands[0].multiplier");
-  EXPECT_EQ(failing_field({band(0, 10, kMaxMultiplier + 1)}), "bands[0].multiplier");
+  EXPECT_EQ(failing_schedule_field({band(0, kDay)}), "");
+  EXPECT_EQ(failing_schedule_field({band(22 * kHour, 6 * kHour)}), "");
+  EXPECT_EQ(failing_schedule_field({band(-1, 10)}), "bands[0].opens");
+  EXPECT_EQ(failing_schedule_field({band(kDay, 10)}), "bands[0].opens");
+  EXPECT_EQ(failing_schedule_field({band(0, 10), band(20, 0)}), "bands[1].closes");
+  EXPECT_EQ(failing_schedule_field({band(10, kDay + 1)}), "bands[0].closes");
+  EXPECT_EQ(failing_schedule_field({band(10, 10)}), "bands[0].closes");
+  EXPECT_EQ(failing_schedule_field({band(0, 10, 0)}), "bands[0].multiplier");
+  EXPECT_EQ(failing_schedule_field({band(0, 10, kMaxMultiplier + 1)}), "bands[0].multiplier");
 }
 
 TEST(PricingTest, BandsMustNotOverlap) {
   // Touching is not overlapping: [opens, closes) intervals.
-  EXPECT_EQ(failing_field({band(9 * kHour, 18 * kHour), band(18 * kHour, kDay)}), "");
-  EXPECT_EQ(failing_field({band(9 * kHour, 18 * kHour), band(0, 9 * kHour)}), "");
-  EXPECT_EQ(failing_field({band(22 * kHour, 6 * kHour), band(6 * kHour, 22 * kHour)}), "");
-  EXPECT_EQ(failing_field({band(22 * kHour, 6 * kHour), band(12 * kHour, 13 * kHour),
-                           band(6 * kHour, 12 * kHour), band(13 * kHour, 22 * kHour)}),
+  EXPECT_EQ(failing_schedule_field({band(9 * kHour, 18 * kHour), band(18 * kHour, kDay)}), "");
+  EXPECT_EQ(failing_schedule_field({band(9 * kHour, 18 * kHour), band(0, 9 * kHour)}), "");
+  EXPECT_EQ(failing_schedule_field({band(22 * kHour, 6 * kHour), band(6 * kHour, 22 * kHour)}), "");
+  EXPECT_EQ(failing_schedule_field({band(22 * kHour, 6 * kHour), band(12 * kHour, 13 * kHour),
+                                    band(6 * kHour, 12 * kHour), band(13 * kHour, 22 * kHour)}),
             "");
   // One second in common is an overlap.
-  EXPECT_EQ(failing_field({band(9 * kHour, 18 * kHour), band(18 * kHour - 1, kDay)}), "bands[1]");
-  EXPECT_EQ(failing_field({band(9 * kHour, 18 * kHour), band(10 * kHour, 11 * kHour)}), "bands[1]");
-  EXPECT_EQ(failing_field({band(10 * kHour, 11 * kHour), band(9 * kHour, 18 * kHour)}), "bands[1]");
+  EXPECT_EQ(failing_schedule_field({band(9 * kHour, 18 * kHour), band(18 * kHour - 1, kDay)}),
+            "bands[1]");
+  EXPECT_EQ(failing_schedule_field({band(9 * kHour, 18 * kHour), band(10 * kHour, 11 * kHour)}),
+            "bands[1]");
+  EXPECT_EQ(failing_schedule_field({band(10 * kHour, 11 * kHour), band(9 * kHour, 18 * kHour)}),
+            "bands[1]");
   // Wrapping bands: past midnight on either side.
-  EXPECT_EQ(failing_field({band(22 * kHour, 6 * kHour), band(5 * kHour, 7 * kHour)}), "bands[1]");
-  EXPECT_EQ(failing_field({band(22 * kHour, 6 * kHour), band(21 * kHour, 23 * kHour)}), "bands[1]");
-  EXPECT_EQ(failing_field({band(22 * kHour, 6 * kHour), band(0, 1)}), "bands[1]");
-  EXPECT_EQ(failing_field({band(23 * kHour, 1 * kHour), band(kDay - 1, 2)}), "bands[1]");
-  EXPECT_EQ(failing_field({band(22 * kHour, 6 * kHour), band(23 * kHour, kDay)}), "bands[1]");
-  EXPECT_EQ(failing_field({band(22 * kHour, 6 * kHour), band(21 * kHour, 22 * kHour)}), "");
+  EXPECT_EQ(failing_schedule_field({band(22 * kHour, 6 * kHour), band(5 * kHour, 7 * kHour)}),
+            "bands[1]");
+  EXPECT_EQ(failing_schedule_field({band(22 * kHour, 6 * kHour), band(21 * kHour, 23 * kHour)}),
+            "bands[1]");
+  EXPECT_EQ(failing_schedule_field({band(22 * kHour, 6 * kHour), band(0, 1)}), "bands[1]");
+  EXPECT_EQ(failing_schedule_field({band(23 * kHour, 1 * kHour), band(kDay - 1, 2)}), "bands[1]");
+  EXPECT_EQ(failing_schedule_field({band(22 * kHour, 6 * kHour), band(23 * kHour, kDay)}),
+            "bands[1]");
+  EXPECT_EQ(failing_schedule_field({band(22 * kHour, 6 * kHour), band(21 * kHour, 22 * kHour)}),
+            "");
   // Two wrapping bands both hold midnight.
-  EXPECT_EQ(failing_field({band(23 * kHour, 1), band(kDay - 1, 2 * kHour)}), "bands[1]");
+  EXPECT_EQ(failing_schedule_field({band(23 * kHour, 1), band(kDay - 1, 2 * kHour)}), "bands[1]");
   // A band open all day overlaps any other.
-  EXPECT_EQ(failing_field({band(0, kDay), band(kDay - 1, kDay)}), "bands[1]");
-  EXPECT_EQ(failing_field({band(3 * kHour, 4 * kHour), band(0, kDay)}), "bands[1]");
+  EXPECT_EQ(failing_schedule_field({band(0, kDay), band(kDay - 1, kDay)}), "bands[1]");
+  EXPECT_EQ(failing_schedule_field({band(3 * kHour, 4 * kHour), band(0, kDay)}), "bands[1]");
   // The third band overlaps the first, not the second.
-  EXPECT_EQ(failing_field({band(0, kHour), band(2 * kHour, 3 * kHour), band(kHour - 1, kHour)}),
-            "bands[2]");
+  EXPECT_EQ(
+      failing_schedule_field({band(0, kHour), band(2 * kHour, 3 * kHour), band(kHour - 1, kHour)}),
+      "bands[2]");
   PriceSchedule s;
   s.bands = {band(22 * kHour, 6 * kHour), band(5 * kHour, 7 * kHour)};
   EXPECT_THAT(make_price_schedule(s).error().reason,
@@ -158,7 +166,7 @@ TEST(PricingTest, CurvePassesThroughEveryPoint) {
   PriceSchedule many;
   many.curve = {{0, 500'000},         {100'000, 500'000},   {333'333, 777'777},
                 {500'000, 1'000'000}, {500'001, 3'000'000}, {kPpmOne, kMaxMultiplier}};
-  ASSERT_EQ(failing_field(many), "");
+  ASSERT_EQ(failing_schedule_field(many), "");
   for (const UtilisationPoint& p : many.curve) {
     EXPECT_EQ(utilisation_multiplier(many, p.utilisation), p.multiplier) << p.utilisation;
   }
@@ -197,7 +205,7 @@ TEST(PricingTest, CurveIsMonotoneAndBoundedEverywhere) {
   uneven.curve = {{0, 100'000},         {3, 100'001},         {250'000, 2'000'000},
                   {250'007, 2'000'000}, {999'999, 9'000'000}, {kPpmOne, 9'000'001}};
   for (const PriceSchedule& s : {PriceSchedule{}, steep, uneven}) {
-    ASSERT_EQ(failing_field(s), "");
+    ASSERT_EQ(failing_schedule_field(s), "");
     Ppm previous = utilisation_multiplier(s, 0);
     for (Ppm u = 1; u <= kPpmOne; u += 7) {
       const Ppm m = utilisation_multiplier(s, u);

@@ -16,8 +16,8 @@ namespace {
 __extension__ using Uint128 = unsigned __int128;
 __extension__ using Int128 = __int128;
 
-constexpr int kQ = 62;             // fixed-point bits of a factor
-constexpr int kFractionBits = 48;  // resolution of elapsed / half_life
+constexpr int kQ = 62;                  // fixed-point bits of a factor
+constexpr int kDecayFractionBits = 48;  // resolution of elapsed / half_life
 constexpr Uint128 kOne = Uint128{1} << kQ;
 
 // sqrt(x) rounded to the nearest, for x < 2^124, by bisection (compile time only).
@@ -38,16 +38,16 @@ constexpr std::uint64_t isqrt(Uint128 x) {
 
 // 2^(-2^-i) in Q62 for i = 1..48 (entry i - 1): each is the square root of the one before,
 // starting from 2^-1. Computed from integers, so no libm result enters the schedule.
-constexpr std::array<std::uint64_t, kFractionBits> half_roots() {
-  std::array<std::uint64_t, kFractionBits> roots{};
+constexpr std::array<std::uint64_t, kDecayFractionBits> half_roots() {
+  std::array<std::uint64_t, kDecayFractionBits> roots{};
   Uint128 previous = kOne / 2;
-  for (int i = 0; i < kFractionBits; ++i) {
+  for (int i = 0; i < kDecayFractionBits; ++i) {
     roots[i] = isqrt(previous << kQ);
     previous = roots[i];
   }
   return roots;
 }
-constexpr std::array<std::uint64_t, kFractionBits> kHalfRoots = half_roots();
+constexpr std::array<std::uint64_t, kDecayFractionBits> kHalfRoots = half_roots();
 static_assert(kHalfRoots[0] == 3260954456333195553ULL);  // 2^-0.5 x 2^62, floor
 
 // (value x factor) / 2^shift, rounded to the nearest; shift >= 1.
@@ -70,10 +70,10 @@ std::int64_t decay(std::int64_t amount, Seconds elapsed, Seconds half_life) {
   // below half_life <= 2^31, so the shift fits 128 bits and the fraction stays below 2^48.
   const auto rest = static_cast<Uint128>(elapsed % half_life);
   const auto h = static_cast<Uint128>(half_life);
-  const Uint128 fraction = ((rest << kFractionBits) + h / 2) / h;
+  const Uint128 fraction = ((rest << kDecayFractionBits) + h / 2) / h;
   Uint128 factor = kOne;  // 2^(-fraction / 2^48)
-  for (int i = 0; i < kFractionBits; ++i) {
-    if ((fraction >> (kFractionBits - 1 - i)) & 1U) {
+  for (int i = 0; i < kDecayFractionBits; ++i) {
+    if ((fraction >> (kDecayFractionBits - 1 - i)) & 1U) {
       factor = mul_shift_round(factor, kHalfRoots[i], kQ);
     }
   }

@@ -8,14 +8,16 @@
 
 #include "core/rng.h"
 #include "core/tenants.h"
+#include "core/test_pool.h"
+#include "core/test_units.h"
 
 namespace tidepool {
 namespace {
 
-constexpr Seconds kDay = 24 * 3600;
-constexpr TenantId kA{0};
-constexpr TenantId kB{1};
-constexpr TenantId kC{2};
+using test_support::kA;
+using test_support::kB;
+using test_support::kC;
+using test_support::kDay;
 
 FairShareLedger ledger_of(std::vector<std::int64_t> weights, Seconds half_life = kDay) {
   auto ledger = FairShareLedger::create(std::move(weights), half_life);

@@ -12,6 +12,7 @@ using MemoryMib = std::int64_t;
 using Seconds = std::int64_t;
 
 inline constexpr MilliGpu kMilliPerGpu = 1000;
+inline constexpr std::int64_t kBytesPerMib = 1024 * 1024;
 
 // The GPUs that `milli` milli-GPUs occupy (>= 0), a fraction counting as a whole GPU.
 [[nodiscard]] inline constexpr std::int64_t whole_gpus(std::int64_t milli) {

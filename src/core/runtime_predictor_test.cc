@@ -11,11 +11,11 @@
 namespace tidepool {
 namespace {
 
-constexpr TenantId kA{1};
-constexpr TenantId kB{2};
-constexpr TenantId kC{3};
+constexpr TenantId kTenant1{1};
+constexpr TenantId kTenant2{2};
+constexpr TenantId kTenant3{3};
 
-RuntimePredictor make(RuntimePredictorConfig config) {
+RuntimePredictor make_predictor(RuntimePredictorConfig config) {
   auto predictor = RuntimePredictor::create(config);
   EXPECT_TRUE(predictor.has_value()) << predictor.error().message();
   return *predictor;
@@ -47,12 +47,12 @@ TEST(RuntimePredictorTest, GpuBucketsAreOneTwoToFourFiveToEightNineTo32AndMore) 
 
 TEST(RuntimePredictorTest, WithoutHistoryPredictsTheDefaultOrTheEstimate) {
   RuntimePredictor p;
-  Prediction blind = predict(p, kA, 8);
+  Prediction blind = predict(p, kTenant1, 8);
   EXPECT_EQ(blind.runtime, 3600);
   EXPECT_EQ(blind.rule, PredictionRule::kDefault);
   EXPECT_FALSE(blind.from_estimate);
 
-  Prediction estimated = predict(p, kA, 8, 7200);
+  Prediction estimated = predict(p, kTenant1, 8, 7200);
   EXPECT_EQ(estimated.runtime, 7200);
   EXPECT_EQ(estimated.rule, PredictionRule::kDefault);
   EXPECT_TRUE(estimated.from_estimate);
@@ -60,101 +60,101 @@ TEST(RuntimePredictorTest, WithoutHistoryPredictsTheDefaultOrTheEstimate) {
 
 TEST(RuntimePredictorTest, FallsBackFromTenantAndBucketToTenantToBucketToPool) {
   RuntimePredictor p;  // min_samples 3
-  for (int i = 0; i < 3; ++i) observe(p, kA, 1, 100);
+  for (int i = 0; i < 3; ++i) observe(p, kTenant1, 1, 100);
 
-  Prediction own = predict(p, kA, 1);
+  Prediction own = predict(p, kTenant1, 1);
   EXPECT_EQ(own.runtime, 100);
   EXPECT_EQ(own.rule, PredictionRule::kTenantAndGpuBucket);
 
-  Prediction tenant = predict(p, kA, 8);  // A has no 8-GPU history
+  Prediction tenant = predict(p, kTenant1, 8);  // A has no 8-GPU history
   EXPECT_EQ(tenant.runtime, 100);
   EXPECT_EQ(tenant.rule, PredictionRule::kTenant);
 
-  Prediction pool = predict(p, kB, 8);  // nobody has 8-GPU history, B has none at all
+  Prediction pool = predict(p, kTenant2, 8);  // nobody has 8-GPU history, B has none at all
   EXPECT_EQ(pool.runtime, 100);
   EXPECT_EQ(pool.rule, PredictionRule::kPool);
 
-  for (int i = 0; i < 3; ++i) observe(p, kC, 8, 5000);
-  Prediction bucket = predict(p, kB, 8);
+  for (int i = 0; i < 3; ++i) observe(p, kTenant3, 8, 5000);
+  Prediction bucket = predict(p, kTenant2, 8);
   EXPECT_EQ(bucket.runtime, 5000);
   EXPECT_EQ(bucket.rule, PredictionRule::kGpuBucket);
-  EXPECT_EQ(predict(p, kB, 1).runtime, 100);
-  EXPECT_EQ(predict(p, kB, 1).rule, PredictionRule::kGpuBucket);
+  EXPECT_EQ(predict(p, kTenant2, 1).runtime, 100);
+  EXPECT_EQ(predict(p, kTenant2, 1).rule, PredictionRule::kGpuBucket);
 
   // Two runtimes are below min_samples: B's own history is not used yet.
-  observe(p, kB, 8, 9);
-  observe(p, kB, 8, 9);
-  EXPECT_EQ(predict(p, kB, 8).rule, PredictionRule::kGpuBucket);
-  observe(p, kB, 8, 9);
-  EXPECT_EQ(predict(p, kB, 8).runtime, 9);
-  EXPECT_EQ(predict(p, kB, 8).rule, PredictionRule::kTenantAndGpuBucket);
+  observe(p, kTenant2, 8, 9);
+  observe(p, kTenant2, 8, 9);
+  EXPECT_EQ(predict(p, kTenant2, 8).rule, PredictionRule::kGpuBucket);
+  observe(p, kTenant2, 8, 9);
+  EXPECT_EQ(predict(p, kTenant2, 8).runtime, 9);
+  EXPECT_EQ(predict(p, kTenant2, 8).rule, PredictionRule::kTenantAndGpuBucket);
 }
 
 TEST(RuntimePredictorTest, WindowKeepsOnlyTheMostRecentRuntimes) {
-  RuntimePredictor p = make({.window = 3, .min_samples = 1, .quantile_permille = 1000});
-  observe(p, kA, 1, 500);
-  observe(p, kA, 1, 1);
-  observe(p, kA, 1, 2);
-  EXPECT_EQ(predict(p, kA, 1).runtime, 500);  // the maximum of the window
-  observe(p, kA, 1, 3);                       // pushes 500 out
-  EXPECT_EQ(predict(p, kA, 1).runtime, 3);
-  for (int i = 0; i < 100; ++i) observe(p, kA, 1, 7);
-  EXPECT_EQ(predict(p, kA, 1).runtime, 7);
+  RuntimePredictor p = make_predictor({.window = 3, .min_samples = 1, .quantile_permille = 1000});
+  observe(p, kTenant1, 1, 500);
+  observe(p, kTenant1, 1, 1);
+  observe(p, kTenant1, 1, 2);
+  EXPECT_EQ(predict(p, kTenant1, 1).runtime, 500);  // the maximum of the window
+  observe(p, kTenant1, 1, 3);                       // pushes 500 out
+  EXPECT_EQ(predict(p, kTenant1, 1).runtime, 3);
+  for (int i = 0; i < 100; ++i) observe(p, kTenant1, 1, 7);
+  EXPECT_EQ(predict(p, kTenant1, 1).runtime, 7);
   EXPECT_EQ(p.observed(), 104);
 }
 
 TEST(RuntimePredictorTest, PredictsTheLowerMedianAndIgnoresOutliers) {
-  RuntimePredictor odd = make({.min_samples = 1});
-  for (Seconds s : {5, 1, 100}) observe(odd, kA, 1, s);
-  EXPECT_EQ(predict(odd, kA, 1).runtime, 5);
+  RuntimePredictor odd = make_predictor({.min_samples = 1});
+  for (Seconds s : {5, 1, 100}) observe(odd, kTenant1, 1, s);
+  EXPECT_EQ(predict(odd, kTenant1, 1).runtime, 5);
 
-  RuntimePredictor even = make({.min_samples = 1});
-  for (Seconds s : {100, 3, 1, 2}) observe(even, kA, 1, s);
-  EXPECT_EQ(predict(even, kA, 1).runtime, 2);  // element 1 of {1, 2, 3, 100}
+  RuntimePredictor even = make_predictor({.min_samples = 1});
+  for (Seconds s : {100, 3, 1, 2}) observe(even, kTenant1, 1, s);
+  EXPECT_EQ(predict(even, kTenant1, 1).runtime, 2);  // element 1 of {1, 2, 3, 100}
 
   RuntimePredictor outlier;
-  for (int i = 0; i < 9; ++i) observe(outlier, kA, 1, 600);
-  observe(outlier, kA, 1, 1'000'000);
-  EXPECT_EQ(predict(outlier, kA, 1).runtime, 600);
+  for (int i = 0; i < 9; ++i) observe(outlier, kTenant1, 1, 600);
+  observe(outlier, kTenant1, 1, 1'000'000);
+  EXPECT_EQ(predict(outlier, kTenant1, 1).runtime, 600);
 }
 
 TEST(RuntimePredictorTest, OtherQuantilesUseTheLowerNearestRank) {
-  RuntimePredictor p = make({.min_samples = 1, .quantile_permille = 900});
-  for (Seconds s = 10; s >= 1; --s) observe(p, kA, 1, s);
-  EXPECT_EQ(predict(p, kA, 1).runtime, 9);  // element floor(0.9 * 9) = 8 of 1..10
-  RuntimePredictor low = make({.min_samples = 1, .quantile_permille = 0});
-  for (Seconds s = 10; s >= 1; --s) observe(low, kA, 1, s);
-  EXPECT_EQ(predict(low, kA, 1).runtime, 1);
+  RuntimePredictor p = make_predictor({.min_samples = 1, .quantile_permille = 900});
+  for (Seconds s = 10; s >= 1; --s) observe(p, kTenant1, 1, s);
+  EXPECT_EQ(predict(p, kTenant1, 1).runtime, 9);  // element floor(0.9 * 9) = 8 of 1..10
+  RuntimePredictor low = make_predictor({.min_samples = 1, .quantile_permille = 0});
+  for (Seconds s = 10; s >= 1; --s) observe(low, kTenant1, 1, s);
+  EXPECT_EQ(predict(low, kTenant1, 1).runtime, 1);
 }
 
 TEST(RuntimePredictorTest, UserEstimateCapsTheLearnedRuntime) {
   RuntimePredictor p;
-  for (int i = 0; i < 3; ++i) observe(p, kA, 4, 1000);
-  Prediction capped = predict(p, kA, 4, 500);
+  for (int i = 0; i < 3; ++i) observe(p, kTenant1, 4, 1000);
+  Prediction capped = predict(p, kTenant1, 4, 500);
   EXPECT_EQ(capped.runtime, 500);
   EXPECT_TRUE(capped.from_estimate);
   EXPECT_EQ(capped.rule, PredictionRule::kTenantAndGpuBucket);
 
-  Prediction learned = predict(p, kA, 4, 2000);
+  Prediction learned = predict(p, kTenant1, 4, 2000);
   EXPECT_EQ(learned.runtime, 1000);
   EXPECT_FALSE(learned.from_estimate);
 }
 
 TEST(RuntimePredictorTest, RejectsBadInputAndLearnsNothingFromIt) {
   RuntimePredictor p;
-  auto no_gpus = p.observe({.tenant = kA, .gpus = 0, .actual = 10});
+  auto no_gpus = p.observe({.tenant = kTenant1, .gpus = 0, .actual = 10});
   ASSERT_FALSE(no_gpus.has_value());
   EXPECT_EQ(no_gpus.error().field, "gpus");
-  auto negative = p.observe({.tenant = kA, .gpus = 1, .actual = -1});
+  auto negative = p.observe({.tenant = kTenant1, .gpus = 1, .actual = -1});
   ASSERT_FALSE(negative.has_value());
   EXPECT_EQ(negative.error().field, "actual");
-  auto zero_estimate = p.observe({.tenant = kA, .gpus = 1, .estimate = 0, .actual = 10});
+  auto zero_estimate = p.observe({.tenant = kTenant1, .gpus = 1, .estimate = 0, .actual = 10});
   ASSERT_FALSE(zero_estimate.has_value());
   EXPECT_EQ(zero_estimate.error().field, "estimate");
   EXPECT_EQ(p.observed(), 0);
 
-  EXPECT_FALSE(p.predict({.tenant = kA, .gpus = -3}).has_value());
-  EXPECT_FALSE(p.predict({.tenant = kA, .gpus = 1, .estimate = -5}).has_value());
+  EXPECT_FALSE(p.predict({.tenant = kTenant1, .gpus = -3}).has_value());
+  EXPECT_FALSE(p.predict({.tenant = kTenant1, .gpus = 1, .estimate = -5}).has_value());
 
   EXPECT_EQ(RuntimePredictor::create({.window = 0}).error().field, "window");
   EXPECT_EQ(RuntimePredictor::create({.window = 4, .min_samples = 5}).error().field, "min_samples");
@@ -186,15 +186,15 @@ TEST(RuntimePredictorTest, SameObservationsGiveSamePredictions) {
 
 TEST(RuntimeBaselineTest, TenantMeanThenPoolMeanThenDefault) {
   TenantMeanBaseline baseline(3600);
-  EXPECT_EQ(baseline.predict(kA), 3600);
-  ASSERT_TRUE(baseline.observe(kA, 10).has_value());
-  ASSERT_TRUE(baseline.observe(kA, 21).has_value());
-  EXPECT_EQ(baseline.predict(kA), 16);  // 15.5 rounds up
-  ASSERT_TRUE(baseline.observe(kB, 100).has_value());
-  EXPECT_EQ(baseline.predict(kB), 100);
-  EXPECT_EQ(baseline.predict(kC), 44);  // pool: 131 / 3 = 43.67
-  EXPECT_FALSE(baseline.observe(kC, -1).has_value());
-  EXPECT_EQ(baseline.predict(kC), 44);
+  EXPECT_EQ(baseline.predict(kTenant1), 3600);
+  ASSERT_TRUE(baseline.observe(kTenant1, 10).has_value());
+  ASSERT_TRUE(baseline.observe(kTenant1, 21).has_value());
+  EXPECT_EQ(baseline.predict(kTenant1), 16);  // 15.5 rounds up
+  ASSERT_TRUE(baseline.observe(kTenant2, 100).has_value());
+  EXPECT_EQ(baseline.predict(kTenant2), 100);
+  EXPECT_EQ(baseline.predict(kTenant3), 44);  // pool: 131 / 3 = 43.67
+  EXPECT_FALSE(baseline.observe(kTenant3, -1).has_value());
+  EXPECT_EQ(baseline.predict(kTenant3), 44);
 }
 
 TEST(PredictorErrorsTest, MedianAbsoluteErrorsOnHandExamples) {
@@ -236,11 +236,11 @@ TEST(PredictorErrorsTest, PredictorBeatsTenantMeanOnTwoPopulations) {
     const Seconds actual =
         typical * 8 / 10 +
         static_cast<Seconds>(rng.below(static_cast<std::uint64_t>(typical * 4 / 10)));
-    const Prediction predicted = predict(predictor, kA, gpus);
-    const Seconds base = baseline.predict(kA);
+    const Prediction predicted = predict(predictor, kTenant1, gpus);
+    const Seconds base = baseline.predict(kTenant1);
     errors.record(predicted.runtime, base, actual);
-    observe(predictor, kA, gpus, actual);
-    ASSERT_TRUE(baseline.observe(kA, actual).has_value());
+    observe(predictor, kTenant1, gpus, actual);
+    ASSERT_TRUE(baseline.observe(kTenant1, actual).has_value());
   }
   EXPECT_EQ(errors.count(), 5000);
   EXPECT_LT(errors.median_abs_error(), 300);

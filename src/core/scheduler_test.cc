@@ -16,23 +16,21 @@
 namespace tidepool {
 namespace {
 
+using test_support::kA;
+using test_support::kB;
+using test_support::kH100;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-constexpr GpuModelId kH100{0};
-
-GpuModelCatalog catalog() { return test_support::one_model_catalog("H100"); }
+GpuModelCatalog h100_catalog() { return test_support::one_model_catalog("H100"); }
 
 // 2 leaves x 2 nodes x 8 H100 (one NVLink domain each) = 32 GPUs.
-Pool make_pool() { return test_support::make_test_pool({.leaves_per_spine = 2}); }
+Pool two_leaf_pool() { return test_support::make_test_pool({.leaves_per_spine = 2}); }
 
 // Tenants A and B, each guaranteed `guarantee` H100 GPUs.
-TenantBook make_book(std::int64_t guarantee = 16, std::optional<std::int64_t> b_borrowing = {}) {
-  return test_support::two_tenant_book(catalog(), guarantee, b_borrowing);
+TenantBook a_and_b_book(std::int64_t guarantee = 16, std::optional<std::int64_t> b_borrowing = {}) {
+  return test_support::two_tenant_book(h100_catalog(), guarantee, b_borrowing);
 }
-
-constexpr TenantId kA{0};
-constexpr TenantId kB{1};
 
 // A job of `gpus` one-GPU tasks (or `per_task`-GPU tasks), anywhere in the pool.
 Job make_test_job(std::uint32_t id, TenantId tenant, int gpus, Seconds submit,
@@ -50,8 +48,8 @@ Job make_test_job(std::uint32_t id, TenantId tenant, int gpus, Seconds submit,
   return job;
 }
 
-Scheduler make_scheduler(SchedulerConfig config, TenantBook book = make_book()) {
-  auto s = Scheduler::create(make_pool(), std::move(book), std::move(config));
+Scheduler make_scheduler(SchedulerConfig config, TenantBook book = a_and_b_book()) {
+  auto s = Scheduler::create(two_leaf_pool(), std::move(book), std::move(config));
   EXPECT_TRUE(s.has_value()) << s.error().message();
   return std::move(*s);
 }
@@ -109,7 +107,7 @@ void start_two_long_jobs_of_b(Scheduler& s) {
 
 TEST(Scheduler, ATenantsShortJobStopsItsOwnLongJobOnceThatPassedAThreshold) {
   // B may not borrow: its 16 GPUs are its own, and A's stay A's.
-  Scheduler s = make_scheduler(policy("tidepool"), make_book(16, 0));
+  Scheduler s = make_scheduler(policy("tidepool"), a_and_b_book(16, 0));
   ASSERT_NO_FATAL_FAILURE(start_two_long_jobs_of_b(s));
   // A fresh job of B at 20 min: its long jobs have not run min_slice_run (30 min) yet.
   ASSERT_TRUE(s.submit(make_test_job(2, kB, 8, 1200, 600, 8), 1200).has_value());
@@ -132,7 +130,7 @@ TEST(Scheduler, ATenantsShortJobStopsItsOwnLongJobOnceThatPassedAThreshold) {
 TEST(Scheduler, ATimeSliceWaitsForTheVictimsCheckpointAndThePassWakesThen) {
   SchedulerConfig config = policy("tidepool");
   config.max_slice_loss = 60;
-  Scheduler s = make_scheduler(config, make_book(16, 0));
+  Scheduler s = make_scheduler(config, a_and_b_book(16, 0));
   ASSERT_NO_FATAL_FAILURE(start_two_long_jobs_of_b(s));
   // At 2500 s each long job ran 100 s since its last checkpoint (every 600 s): more than 60.
   ASSERT_TRUE(s.submit(make_test_job(2, kB, 8, 2500, 600, 8), 2500).has_value());
@@ -192,7 +190,7 @@ TEST(Scheduler, AJobOfAnotherModelIsNotHeldByTheQuotaReasonOfTheJobAheadOfIt) {
 }
 
 TEST(Scheduler, APendingJobKnowsItsPlaceInItsTenantsLaneAndWhoIsAhead) {
-  Scheduler s = make_scheduler(policy("tidepool"), make_book(16, 0));
+  Scheduler s = make_scheduler(policy("tidepool"), a_and_b_book(16, 0));
   ASSERT_TRUE(s.submit(make_test_job(0, kB, 16, 0, 100000, 8), 0).has_value());
   ASSERT_EQ(s.pass(0).started.size(), 1U);
   EXPECT_EQ(s.attained_gpu_seconds(JobId{0}, 100), 1600);
@@ -221,7 +219,7 @@ TEST(Scheduler, APendingJobKnowsItsPlaceInItsTenantsLaneAndWhoIsAhead) {
 
 TEST(Scheduler, ServiceCreditedFromEarlierRunsRanksAWaitingJobAgain) {
   // B's 32 GPUs are taken by a long job, so two later jobs of B wait, the first first.
-  Scheduler s = make_scheduler(policy("tidepool"), make_book(16, 16));
+  Scheduler s = make_scheduler(policy("tidepool"), a_and_b_book(16, 16));
   ASSERT_TRUE(s.submit(make_test_job(0, kB, 32, 0, 100000, 8), 0).has_value());
   ASSERT_EQ(s.pass(0).started.size(), 1U);
   ASSERT_TRUE(s.submit(make_test_job(1, kB, 8, 10, 600, 8), 10).has_value());
@@ -247,7 +245,7 @@ TEST(Scheduler, ServiceCreditedFromEarlierRunsRanksAWaitingJobAgain) {
 TEST(Scheduler, AGangPolicyPlacesWholeGpuJobsAndAnUnknownOneIsRefused) {
   SchedulerConfig unknown = policy("tidepool");
   unknown.gang_policy = "slurm";
-  auto refused = Scheduler::create(make_pool(), make_book(), unknown);
+  auto refused = Scheduler::create(two_leaf_pool(), a_and_b_book(), unknown);
   ASSERT_FALSE(refused.has_value());
   EXPECT_EQ(refused.error().field, "gang_policy");
   EXPECT_THAT(refused.error().reason, HasSubstr("fgd"));
@@ -330,7 +328,7 @@ TEST(Scheduler, APromotedJobStopsItsOwnTenantsJobWhateverItsRank) {
   SchedulerConfig config = policy("tidepool");
   config.lane_order = LaneOrderKind::kShortestRemaining;
   config.starvation_limit = 3600;
-  Scheduler s = make_scheduler(config, make_book(16, 0));
+  Scheduler s = make_scheduler(config, a_and_b_book(16, 0));
   ASSERT_NO_FATAL_FAILURE(start_two_long_jobs_of_b(s));
   // Longer than both: under srpt it is not clearly ahead of them, so it does not slice...
   ASSERT_TRUE(s.submit(make_test_job(2, kB, 8, 0, 400000, 8), 0).has_value());
@@ -352,7 +350,7 @@ TEST(Scheduler, APromotedJobStopsItsOwnTenantsJobWhateverItsRank) {
 }
 
 TEST(Scheduler, TimeSlicingNeverTakesAnotherTenantBelowItsGuarantee) {
-  Scheduler s = make_scheduler(policy("tidepool"), make_book(16, 0));
+  Scheduler s = make_scheduler(policy("tidepool"), a_and_b_book(16, 0));
   // A runs its 16 guaranteed GPUs with long jobs; B fills its own 16.
   for (std::uint32_t i = 0; i < 2; ++i) {
     ASSERT_TRUE(s.submit(make_test_job(i, kA, 8, 0, 100000, 8), 0).has_value());
@@ -376,7 +374,7 @@ TEST(Scheduler, TimeSlicingNeedsACheckpointAndCanBeSwitchedOff) {
   for (bool slicing : {true, false}) {
     SchedulerConfig config = policy("tidepool");
     config.time_slicing = slicing;
-    Scheduler s = make_scheduler(config, make_book(16, 0));
+    Scheduler s = make_scheduler(config, a_and_b_book(16, 0));
     Job no_checkpoint = make_test_job(0, kB, 8, 0, 100000, 8);
     no_checkpoint.checkpoint_interval.reset();
     ASSERT_TRUE(s.submit(no_checkpoint, 0).has_value());
@@ -398,7 +396,7 @@ TEST(Scheduler, TimeSlicingNeedsACheckpointAndCanBeSwitchedOff) {
 std::optional<Seconds> big_job_wait(std::uint64_t seed, Seconds starvation_limit) {
   SchedulerConfig config = policy("tidepool");
   config.starvation_limit = starvation_limit;
-  Scheduler s = make_scheduler(config, make_book(16, 0));
+  Scheduler s = make_scheduler(config, a_and_b_book(16, 0));
   Rng rng(seed);
   std::map<std::uint32_t, Seconds> ends;
   std::uint32_t next = 0;
@@ -451,7 +449,7 @@ TEST(SchedulerProperty, AJobThatWaitedTheStarvationLimitStartsOnceItsTenantDrain
 }
 
 TEST(Scheduler, QuotaRefusalSaysWhyWithNumbers) {
-  Scheduler s = make_scheduler(policy("tidepool"), make_book(16, 0));
+  Scheduler s = make_scheduler(policy("tidepool"), a_and_b_book(16, 0));
   for (std::uint32_t i = 0; i < 3; ++i) {
     ASSERT_TRUE(s.submit(make_test_job(i, kB, 8, 0, 1000, 8), 0).has_value());
   }
@@ -466,7 +464,7 @@ TEST(Scheduler, QuotaRefusalSaysWhyWithNumbers) {
 
 // B is guaranteed 16 GPUs and may borrow 4; it runs 18, so 2 are left to borrow.
 Scheduler tenant_b_with_two_gpus_to_borrow() {
-  Scheduler s = make_scheduler(policy("tidepool"), make_book(16, 4));
+  Scheduler s = make_scheduler(policy("tidepool"), a_and_b_book(16, 4));
   for (std::uint32_t i = 0; i < 18; ++i) {
     EXPECT_TRUE(s.submit(make_test_job(i, kB, 1, 0, 100000), 0).has_value());
   }
@@ -802,7 +800,7 @@ TEST(SchedulerServerHooks, AdoptionThatDoesNotFitChangesNothing) {
 TEST(SchedulerServerHooks, AdoptionPastTheQuotaIsRecordedAsBorrowing) {
   // Tenants are guaranteed 8 GPUs each and B may not borrow, yet 16 of B's GPUs already run (its
   // quota was lowered while they ran): they are recorded all the same.
-  Scheduler s = make_scheduler(policy("tidepool"), make_book(8, 0));
+  Scheduler s = make_scheduler(policy("tidepool"), a_and_b_book(8, 0));
   const std::array<Assignment, 2> two_nodes{Assignment{NodeId{0}, 0xFF},
                                             Assignment{NodeId{1}, 0xFF}};
   ASSERT_TRUE(s.adopt(make_test_job(1, kB, 16, 0, 1000, 8), two_nodes, 0, 0).has_value());

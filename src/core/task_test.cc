@@ -8,8 +8,8 @@ namespace tidepool {
 namespace {
 
 // The field named by the error of make_task_shape, or "" if it succeeded.
-std::string failing_field(std::int64_t gpus, std::int64_t milli, std::int64_t cpu,
-                          std::int64_t memory) {
+std::string failing_shape_field(std::int64_t gpus, std::int64_t milli, std::int64_t cpu,
+                                std::int64_t memory) {
   auto shape = make_task_shape(gpus, milli, cpu, memory);
   return shape ? std::string() : shape.error().field;
 }
@@ -29,10 +29,10 @@ TEST(MakeTaskShapeTest, BuildsValidShapes) {
 }
 
 TEST(MakeTaskShapeTest, AcceptsTheBoundaries) {
-  EXPECT_EQ(failing_field(0, 0, 0, 0), "");                   // nothing at all
-  EXPECT_EQ(failing_field(1, 1, 0, 0), "");                   // smallest fraction
-  EXPECT_EQ(failing_field(1, 1000, 0, 0), "");                // one whole GPU
-  EXPECT_EQ(failing_field(kMaxGpusPerNode, 1000, 0, 0), "");  // a full node
+  EXPECT_EQ(failing_shape_field(0, 0, 0, 0), "");                   // nothing at all
+  EXPECT_EQ(failing_shape_field(1, 1, 0, 0), "");                   // smallest fraction
+  EXPECT_EQ(failing_shape_field(1, 1000, 0, 0), "");                // one whole GPU
+  EXPECT_EQ(failing_shape_field(kMaxGpusPerNode, 1000, 0, 0), "");  // a full node
 }
 
 TEST(MakeTaskShapeTest, DefaultModelsAreAny) {
@@ -42,30 +42,30 @@ TEST(MakeTaskShapeTest, DefaultModelsAreAny) {
 }
 
 TEST(MakeTaskShapeTest, GpuCountOutOfRangeNamesGpuCount) {
-  EXPECT_EQ(failing_field(-1, 0, 0, 0), "gpu_count");
-  EXPECT_EQ(failing_field(kMaxGpusPerNode + 1, 1000, 0, 0), "gpu_count");
+  EXPECT_EQ(failing_shape_field(-1, 0, 0, 0), "gpu_count");
+  EXPECT_EQ(failing_shape_field(kMaxGpusPerNode + 1, 1000, 0, 0), "gpu_count");
   auto shape = make_task_shape(17, 1000, 0, 0);
   ASSERT_FALSE(shape.has_value());
   EXPECT_NE(shape.error().reason.find("17"), std::string::npos) << shape.error().reason;
 }
 
 TEST(MakeTaskShapeTest, BadGpuShareNamesGpuMilli) {
-  EXPECT_EQ(failing_field(0, 500, 0, 0), "gpu_milli");   // share without GPUs
-  EXPECT_EQ(failing_field(1, 0, 0, 0), "gpu_milli");     // GPU without share
-  EXPECT_EQ(failing_field(1, -5, 0, 0), "gpu_milli");    // negative share
-  EXPECT_EQ(failing_field(1, 1001, 0, 0), "gpu_milli");  // more than a GPU
-  EXPECT_EQ(failing_field(2, 500, 0, 0), "gpu_milli");   // fraction with several GPUs
-  EXPECT_EQ(failing_field(8, 999, 0, 0), "gpu_milli");
+  EXPECT_EQ(failing_shape_field(0, 500, 0, 0), "gpu_milli");   // share without GPUs
+  EXPECT_EQ(failing_shape_field(1, 0, 0, 0), "gpu_milli");     // GPU without share
+  EXPECT_EQ(failing_shape_field(1, -5, 0, 0), "gpu_milli");    // negative share
+  EXPECT_EQ(failing_shape_field(1, 1001, 0, 0), "gpu_milli");  // more than a GPU
+  EXPECT_EQ(failing_shape_field(2, 500, 0, 0), "gpu_milli");   // fraction with several GPUs
+  EXPECT_EQ(failing_shape_field(8, 999, 0, 0), "gpu_milli");
 }
 
 TEST(MakeTaskShapeTest, NegativeCpuNamesCpuMilli) {
-  EXPECT_EQ(failing_field(0, 0, -1, 0), "cpu_milli");
-  EXPECT_EQ(failing_field(1, 500, -1000, 10), "cpu_milli");
+  EXPECT_EQ(failing_shape_field(0, 0, -1, 0), "cpu_milli");
+  EXPECT_EQ(failing_shape_field(1, 500, -1000, 10), "cpu_milli");
 }
 
 TEST(MakeTaskShapeTest, NegativeMemoryNamesMemoryMib) {
-  EXPECT_EQ(failing_field(0, 0, 0, -1), "memory_mib");
-  EXPECT_EQ(failing_field(4, 1000, 4000, -100), "memory_mib");
+  EXPECT_EQ(failing_shape_field(0, 0, 0, -1), "memory_mib");
+  EXPECT_EQ(failing_shape_field(4, 1000, 4000, -100), "memory_mib");
 }
 
 TEST(MakeTaskShapeTest, ErrorMessageJoinsFieldAndReason) {

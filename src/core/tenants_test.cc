@@ -11,22 +11,19 @@
 #include <vector>
 
 #include "core/rng.h"
+#include "core/test_pool.h"
+#include "core/test_random.h"
 
 namespace tidepool {
 namespace {
 
+using test_support::chance;
+using test_support::draw64;
+using test_support::h100_and_a100_catalog;
+using test_support::kA100;
+using test_support::kH100;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-constexpr GpuModelId kH100{0};
-constexpr GpuModelId kA100{1};
-
-GpuModelCatalog catalog() {
-  GpuModelCatalog models;
-  EXPECT_TRUE(models.intern("H100").has_value());
-  EXPECT_TRUE(models.intern("A100").has_value());
-  return models;
-}
 
 TenantSpec tenant(std::string name, std::vector<ModelQuota> quotas) {
   TenantSpec spec;
@@ -42,7 +39,7 @@ ModelQuota quota(GpuModelId model, std::int64_t guaranteed,
 }
 
 TenantBook book(TenantsSpec spec) {
-  auto result = TenantBook::create(std::move(spec), catalog());
+  auto result = TenantBook::create(std::move(spec), h100_and_a100_catalog());
   EXPECT_TRUE(result.has_value()) << result.error().message();
   return std::move(*result);
 }
@@ -339,7 +336,7 @@ TEST(TenantBookTest, RefusesBadRequests) {
 }
 
 Error create_error(TenantsSpec spec) {
-  auto result = TenantBook::create(std::move(spec), catalog());
+  auto result = TenantBook::create(std::move(spec), h100_and_a100_catalog());
   EXPECT_FALSE(result.has_value());
   return result ? Error{} : result.error();
 }
@@ -392,34 +389,28 @@ TEST(TenantBookTest, ValidatesTheSpec) {
 
 // ---- Property test --------------------------------------------------------------------------
 
-constexpr int kSeeds = 300;
-constexpr int kSteps = 200;
-
-std::int64_t draw(Rng& rng, std::int64_t lo, std::int64_t hi) {  // uniform in [lo, hi]
-  return lo + static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(hi - lo + 1)));
-}
-
-bool chance(Rng& rng, int percent) { return rng.below(100) < static_cast<std::uint64_t>(percent); }
+constexpr int kBookSeeds = 300;
+constexpr int kBookSteps = 200;
 
 std::optional<std::int64_t> maybe_limit(Rng& rng, std::int64_t hi) {
   if (chance(rng, 50)) return std::nullopt;
-  return draw(rng, 0, hi / 500) * 500;
+  return draw64(rng, 0, hi / 500) * 500;
 }
 
 TenantsSpec random_spec(Rng& rng) {
   TenantsSpec spec;
   int next = 0;
-  const int orgs = static_cast<int>(draw(rng, 1, 3));
+  const int orgs = static_cast<int>(draw64(rng, 1, 3));
   for (int o = 0; o < orgs; ++o) {
     OrgSpec org;
     org.name = "org" + std::to_string(o);
-    const int tenants = static_cast<int>(draw(rng, o == 0 ? 1 : 0, 4));
+    const int tenants = static_cast<int>(draw64(rng, o == 0 ? 1 : 0, 4));
     for (int t = 0; t < tenants; ++t) {
       TenantSpec ts;
       ts.name = "t" + std::to_string(next++);
       for (GpuModelId m : {kH100, kA100}) {
         if (chance(rng, 20)) continue;
-        const std::int64_t g = draw(rng, 0, 16) * 1000;
+        const std::int64_t g = draw64(rng, 0, 16) * 1000;
         std::optional<std::int64_t> lending = maybe_limit(rng, g);
         ts.quotas.push_back({m, g, maybe_limit(rng, 24000), lending});
       }
@@ -532,17 +523,17 @@ void reclaim(TenantBook& b, GpuModelId m, std::uint64_t seed) {
 }
 
 TEST(TenantBookPropertyTest, RandomChargesAndRefundsKeepTheRules) {
-  for (std::uint64_t seed = 1; seed <= kSeeds; ++seed) {
+  for (std::uint64_t seed = 1; seed <= kBookSeeds; ++seed) {
     Rng rng(seed);
-    auto created = TenantBook::create(random_spec(rng), catalog());
+    auto created = TenantBook::create(random_spec(rng), h100_and_a100_catalog());
     ASSERT_TRUE(created.has_value()) << "seed " << seed << ": " << created.error().message();
     TenantBook b = std::move(*created);
-    for (int step = 0; step < kSteps; ++step) {
-      const TenantId t{static_cast<std::uint32_t>(draw(rng, 0, b.tenant_count() - 1))};
+    for (int step = 0; step < kBookSteps; ++step) {
+      const TenantId t{static_cast<std::uint32_t>(draw64(rng, 0, b.tenant_count() - 1))};
       const GpuModelId m = chance(rng, 50) ? kH100 : kA100;
       const std::int64_t used = b.usage(t, m);
       if (chance(rng, 60)) {
-        const std::int64_t milli = draw(rng, 1, 40) * 250;
+        const std::int64_t milli = draw64(rng, 1, 40) * 250;
         const Admission a = b.admit(t, m, milli);
         const std::int64_t debt = b.reclaim_needed(m);
         // The borrowable figure is exactly the most the rules allow.
@@ -581,7 +572,7 @@ TEST(TenantBookPropertyTest, RandomChargesAndRefundsKeepTheRules) {
         }
       } else if (used > 0 && chance(rng, 90)) {
         const std::int64_t debt = b.reclaim_needed(m);
-        ASSERT_TRUE(b.refund(t, m, draw(rng, 1, used)).has_value());
+        ASSERT_TRUE(b.refund(t, m, draw64(rng, 1, used)).has_value());
         EXPECT_LE(b.reclaim_needed(m), debt) << "seed " << seed << " step " << step;
       } else {
         EXPECT_FALSE(b.refund(t, m, used + 1).has_value());

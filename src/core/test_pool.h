@@ -1,4 +1,5 @@
-// Pools of identical GPU nodes for tests (header only; not part of the core library).
+// Pools, GPU model catalogs and tenant books for tests, and the ids the tests know their models and
+// tenants by (header only; not part of the core library).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -13,11 +14,46 @@
 
 namespace tidepool::test_support {
 
+// GPU models by id in the catalogs below: model 0 is H100 (one_model_catalog("H100"),
+// h100_and_a100_catalog()) or T4 (t4_and_a100_catalog()); model 1 is A100.
+inline constexpr GpuModelId kH100{0};
+inline constexpr GpuModelId kT4{0};
+inline constexpr GpuModelId kA100{1};
+
+// Tenants by id, in the order of their book: two_tenant_book's A and B are kA and kB.
+inline constexpr TenantId kA{0};
+inline constexpr TenantId kB{1};
+inline constexpr TenantId kC{2};
+inline constexpr TenantId kD{3};
+
 // A catalog that knows one model, `name`, as model 0.
 inline GpuModelCatalog one_model_catalog(const std::string& name) {
   GpuModelCatalog models;
   EXPECT_TRUE(models.intern(name).has_value());
   return models;
+}
+
+// H100 (model 0) and A100 (model 1).
+inline GpuModelCatalog h100_and_a100_catalog() {
+  GpuModelCatalog models;
+  EXPECT_TRUE(models.intern("H100").has_value());
+  EXPECT_TRUE(models.intern("A100").has_value());
+  return models;
+}
+
+// T4 (model 0) and A100 (model 1).
+inline GpuModelCatalog t4_and_a100_catalog() {
+  GpuModelCatalog models;
+  EXPECT_TRUE(models.intern("T4").has_value());
+  EXPECT_TRUE(models.intern("A100").has_value());
+  return models;
+}
+
+// A pool of `nodes` (models of t4_and_a100_catalog()) under one leaf switch.
+inline Pool single_leaf_pool(std::vector<NodeSpec> nodes) {
+  auto pool = Pool::create(t4_and_a100_catalog(), Topology::single_leaf(), std::move(nodes));
+  EXPECT_TRUE(pool.has_value()) << pool.error().message();
+  return std::move(pool).value();
 }
 
 struct TestPoolShape {
@@ -65,9 +101,7 @@ inline Pool make_test_pool(const TestPoolShape& shape = {}) {
 // Four nodes of 8 GPUs, 64 cores and 512 GiB: n0 and n2 of H100 (model 0), n1 and n3 of A100
 // (model 1); n0 and n1 under leaf-0, n2 and n3 under leaf-1, one spine.
 inline Pool make_two_model_pool() {
-  GpuModelCatalog models;
-  EXPECT_TRUE(models.intern("H100").has_value());
-  EXPECT_TRUE(models.intern("A100").has_value());
+  GpuModelCatalog models = h100_and_a100_catalog();
   Topology topology;
   topology.spines.push_back({"spine-0", 1});
   topology.leaves.push_back({"leaf-0", SpineId{0}});

@@ -33,7 +33,7 @@ Seconds next_boundary(Seconds t, Seconds day_offset, Seconds boundary, bool stri
 }
 
 // "08" -> 8, or -1 unless `text` is all digits (1..max_digits of them).
-std::int64_t digits_value(std::string_view text, std::size_t max_digits) {
+std::int64_t bounded_digits_value(std::string_view text, std::size_t max_digits) {
   if (text.empty() || text.size() > max_digits) return -1;
   if (!std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
     return -1;
@@ -49,8 +49,8 @@ Result<Seconds> parse_clock(std::string_view text, std::string_view what) {
   std::int64_t hours = -1;
   std::int64_t minutes = -1;
   if (colon != std::string_view::npos && text.size() - colon - 1 == 2) {
-    hours = digits_value(text.substr(0, colon), 2);
-    minutes = digits_value(text.substr(colon + 1), 2);
+    hours = bounded_digits_value(text.substr(0, colon), 2);
+    minutes = bounded_digits_value(text.substr(colon + 1), 2);
   }
   if (hours < 0 || minutes < 0 || hours > 24 || minutes > 59 || (hours == 24 && minutes != 0)) {
     return fail("window", fmt::format("{} time '{}' is not HH:MM (00:00..24:00); {}", what, text,
@@ -133,7 +133,7 @@ Result<TidalWindow> parse_tidal_window(std::string_view text) {
   auto closes = parse_clock(text.substr(dash + 1, gpus_start - dash - 1), "closing");
   if (!closes) return std::unexpected(std::move(closes.error()));
   const std::string_view gpus_text = text.substr(gpus_start + 1);
-  const std::int64_t gpus = digits_value(gpus_text, 7);
+  const std::int64_t gpus = bounded_digits_value(gpus_text, 7);
   if (gpus < 0) {
     return fail("window", fmt::format("GPU count '{}' is not a whole number 1..{}; {}", gpus_text,
                                       kMaxWindowGpus, kExpectedForm));

@@ -7,14 +7,14 @@
 #include <vector>
 
 #include "core/test_pool.h"
+#include "core/test_units.h"
 
 namespace tidepool {
 namespace {
 
+using test_support::kDay;
+using test_support::kHour;
 using ::testing::HasSubstr;
-
-constexpr Seconds kHour = 3600;
-constexpr Seconds kDay = kSecondsPerDay;
 
 TidalWindow window(Seconds opens, Seconds closes, std::int64_t gpus = 64) {
   return TidalWindow{
@@ -22,7 +22,7 @@ TidalWindow window(Seconds opens, Seconds closes, std::int64_t gpus = 64) {
 }
 
 // The field named by make_tidal_window's error, or "" when the window is valid.
-std::string failing_field(const TidalWindow& w) {
+std::string failing_window_field(const TidalWindow& w) {
   auto made = make_tidal_window(w);
   return made ? std::string() : made.error().field;
 }
@@ -33,22 +33,22 @@ TEST(TidalWindowTest, ValidWindowsAreReturnedUnchanged) {
   EXPECT_EQ(made->opens, 8 * kHour);
   EXPECT_EQ(made->closes, 24 * kHour);
   EXPECT_EQ(made->gpus, 64);
-  EXPECT_EQ(failing_field(window(22 * kHour, 6 * kHour)), "");  // wraps
-  EXPECT_EQ(failing_field(window(0, kDay)), "");                // all day
-  EXPECT_EQ(failing_field(window(kDay - 1, 1, kMaxWindowGpus)), "");
+  EXPECT_EQ(failing_window_field(window(22 * kHour, 6 * kHour)), "");  // wraps
+  EXPECT_EQ(failing_window_field(window(0, kDay)), "");                // all day
+  EXPECT_EQ(failing_window_field(window(kDay - 1, 1, kMaxWindowGpus)), "");
 }
 
 TEST(TidalWindowTest, ValidationNamesTheField) {
-  EXPECT_EQ(failing_field(window(-1, 10)), "opens");
-  EXPECT_EQ(failing_field(window(kDay, 10)), "opens");
-  EXPECT_EQ(failing_field(window(10, 0)), "closes");
-  EXPECT_EQ(failing_field(window(10, kDay + 1)), "closes");
-  EXPECT_EQ(failing_field(window(10, 10)), "closes");
-  EXPECT_EQ(failing_field(window(0, 10, 0)), "gpus");
-  EXPECT_EQ(failing_field(window(0, 10, kMaxWindowGpus + 1)), "gpus");
+  EXPECT_EQ(failing_window_field(window(-1, 10)), "opens");
+  EXPECT_EQ(failing_window_field(window(kDay, 10)), "opens");
+  EXPECT_EQ(failing_window_field(window(10, 0)), "closes");
+  EXPECT_EQ(failing_window_field(window(10, kDay + 1)), "closes");
+  EXPECT_EQ(failing_window_field(window(10, 10)), "closes");
+  EXPECT_EQ(failing_window_field(window(0, 10, 0)), "gpus");
+  EXPECT_EQ(failing_window_field(window(0, 10, kMaxWindowGpus + 1)), "gpus");
   TidalWindow bad_class = window(0, 10);
   bad_class.job_class = static_cast<JobClass>(9);
-  EXPECT_EQ(failing_field(bad_class), "class");
+  EXPECT_EQ(failing_window_field(bad_class), "class");
   EXPECT_THAT(make_tidal_window(window(0, 10, 0)).error().reason, HasSubstr("got 0"));
 }
 

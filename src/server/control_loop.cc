@@ -12,10 +12,6 @@
 namespace tidepool {
 namespace {
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 std::unexpected<Refused> unavailable(std::string reason) {
   return refuse(Refusal::kUnavailable, Error{"server", std::move(reason)});
 }

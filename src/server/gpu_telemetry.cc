@@ -9,11 +9,10 @@
 #include <utility>
 
 #include "core/duration_format.h"
+#include "core/resources.h"
 
 namespace tidepool {
 namespace {
-
-constexpr std::int64_t kBytesPerMib = 1024 * 1024;
 
 // MiB as bytes; figures past what an int64 of bytes holds (nonsense from the network) are clamped.
 std::string bytes_text(std::int64_t mib) {

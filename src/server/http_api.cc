@@ -81,10 +81,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
 // GET /v1/jobs/{id}/logs: the runs listed in X-Tidepool-Log-Runs, the latest.
 constexpr std::size_t kMaxListedLogRuns = 500;
 // GET /v1/jobs/{id}/logs: bytes per reply by default, and at most.

@@ -55,6 +55,13 @@ std::string printable(std::string_view text) {
   return out;
 }
 
+}  // namespace
+
+// The types of members of HttpResponder::State and HttpServer::Impl, classes the header declares:
+// outside the anonymous namespace, so that those classes hold no member of a type with internal
+// linkage (-Wsubobject-linkage where this file is compiled as part of a unity batch).
+namespace http_server_internal {
+
 // Requests waiting for a handler, and the threads that run them.
 class WorkerPool {
  public:
@@ -118,6 +125,13 @@ class SessionBase : public std::enable_shared_from_this<SessionBase> {
   // With no I/O thread running (the end of serve()): closes the socket.
   virtual void close_now() = 0;
 };
+
+}  // namespace http_server_internal
+
+namespace {
+
+using http_server_internal::SessionBase;
+using http_server_internal::WorkerPool;
 
 }  // namespace
 

@@ -18,6 +18,10 @@ Histogram::BucketBoundaries latency_buckets() {
 
 }  // namespace
 
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 ServerMetrics::ServerMetrics()
     : requests_(BuildCounter()
                     .Name("tidepool_http_requests_total")

@@ -9,6 +9,7 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -19,6 +20,9 @@
 #include "store/store.h"
 
 namespace tidepool {
+
+// Seconds from `start` to now on the steady clock: how the metrics' durations are measured.
+double seconds_since(std::chrono::steady_clock::time_point start);
 
 class ServerMetrics {
  public:

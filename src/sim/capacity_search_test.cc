@@ -12,12 +12,6 @@
 namespace tidepool {
 namespace {
 
-ClusterSpec philly_512() {
-  auto spec = load_cluster_yaml(test_support::test_source_dir() + "/data/clusters/philly-512.yaml");
-  EXPECT_TRUE(spec.has_value()) << spec.error().message();
-  return spec.value_or(ClusterSpec{});
-}
-
 TEST(NextProbeSizes, WhileEveryProbeMissesTheLargestIsDoubledOncePerThread) {
   EXPECT_EQ(next_probe_sizes({{64, false}}, 1000, 1), (std::vector<int>{128}));
   EXPECT_EQ(next_probe_sizes({{64, false}, {128, false}}, 1000, 2), (std::vector<int>{256, 512}));
@@ -44,7 +38,7 @@ TEST(NextProbeSizes, BisectsBetweenTheLargestMissAndTheSmallestMeet) {
 }
 
 TEST(ScaledPoolText, CountsGpusOfRepeatedNodesAndNamesTheShape) {
-  const ClusterSpec philly = philly_512();
+  const ClusterSpec philly = test_support::shipped_cluster("philly-512");
   EXPECT_EQ(gpus_of_scaled(philly, 64), 512);
   EXPECT_EQ(gpus_of_scaled(philly, 65), 520);
   auto scaled = scale_cluster(philly, 80);

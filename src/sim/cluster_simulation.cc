@@ -35,18 +35,24 @@ TenantQueueing queueing_of(std::vector<Seconds>& waits) {
 
 __extension__ using Int128 = __int128;
 
-enum EventKind : int { kFinish = 0, kLoanStart = 1, kArrival = 2, kWakeup = 3, kBurstFinish = 4 };
+enum ClusterEventKind : int {
+  kFinish = 0,
+  kLoanStart = 1,
+  kArrival = 2,
+  kWakeup = 3,
+  kBurstFinish = 4
+};
 
 // A spot job interrupted this often runs out its last segment uninterrupted (bounds the model).
 constexpr int kMaxSpotInterruptions = 100;
 
-struct Event {
+struct ClusterEvent {
   Seconds time = 0;
   int kind = kWakeup;
   std::uint32_t index = 0;       // job id, or loan index
   std::uint32_t generation = 0;  // finishes: the job's segment it ends
 
-  friend auto operator<=>(const Event&, const Event&) = default;
+  friend auto operator<=>(const ClusterEvent&, const ClusterEvent&) = default;
 };
 
 // Where one job stands in the simulation (the truth the scheduler does not see).
@@ -117,7 +123,7 @@ class Simulation {
   std::size_t trace_jobs_ = 0;
   std::vector<JobTrack> tracks_;
   ClusterSimRun run_;
-  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  std::priority_queue<ClusterEvent, std::vector<ClusterEvent>, std::greater<>> events_;
   std::set<Seconds> wakeups_;
   std::vector<std::int64_t> pending_milli_;  // per tenant
   // Integrals over time.
@@ -464,7 +470,7 @@ Result<ClusterSimRun> Simulation::run() {
     bool outside_event = false;
     bool woken = false;
     while (!events_.empty() && events_.top().time == t) {
-      const Event e = events_.top();
+      const ClusterEvent e = events_.top();
       events_.pop();
       switch (e.kind) {
         case kFinish: {

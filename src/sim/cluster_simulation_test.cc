@@ -142,8 +142,8 @@ SimMarketSettings flat_market() {
   return m;
 }
 
-ClusterSimRun run_with(std::string_view policy, const std::vector<SimJob>& jobs,
-                       const SimMarketSettings& market) {
+ClusterSimRun run_cluster_with(std::string_view policy, const std::vector<SimJob>& jobs,
+                               const SimMarketSettings& market) {
   auto config = scheduler_policy(policy);
   EXPECT_TRUE(config.has_value());
   ClusterSimSettings settings;
@@ -161,7 +161,7 @@ TEST(ClusterSimulationMarket, ChargesWhatRunsAndCreditsTheLender) {
                                     eight_gpus(1, TenantId{1}, 0, 1000)};
   for (std::string_view policy : {"fifo-firstfit", "tidepool"}) {
     SCOPED_TRACE(policy);
-    const ClusterSimRun r = run_with(policy, jobs, flat_market());
+    const ClusterSimRun r = run_cluster_with(policy, jobs, flat_market());
     ASSERT_TRUE(r.cost.has_value());
     const SimCost& c = *r.cost;
     EXPECT_EQ(c.tenants[1].charges, 16 * kMicrosPerUnit);
@@ -182,7 +182,7 @@ TEST(ClusterSimulationMarket, LostWorkIsPaidForButNotUseful) {
   const std::vector<SimJob> jobs = {eight_gpus(0, TenantId{1}, 0, 10000),
                                     eight_gpus(1, TenantId{1}, 0, 10000),
                                     eight_gpus(2, TenantId{0}, 1000, 500)};
-  const ClusterSimRun r = run_with("tidepool", jobs, flat_market());
+  const ClusterSimRun r = run_cluster_with("tidepool", jobs, flat_market());
   ASSERT_TRUE(r.cost.has_value());
   const std::int64_t useful = 8 * kMilliPerGpu * (10000 + 10000 + 500);
   EXPECT_EQ(r.cost->useful_milli_seconds, useful);
@@ -198,7 +198,7 @@ TEST(ClusterSimulationMarket, AnExhaustedBudgetHoldsTheTenantsNextJobs) {
   SimMarketSettings market = flat_market();
   market.budgets = {Budget{.quarterly = 20 * kMicrosPerUnit, .soft_alert = 800'000}, std::nullopt};
   market.epoch = 1'790'812'800;  // 2026-10-01T00:00:00Z: the run is within one quarter
-  const ClusterSimRun r = run_with("tidepool", jobs, market);
+  const ClusterSimRun r = run_cluster_with("tidepool", jobs, market);
   ASSERT_TRUE(r.cost.has_value());
   EXPECT_FALSE(r.jobs[1].first_start.has_value());
   EXPECT_EQ(r.cost->tenants[0].budget_exhaustions, 1);
@@ -226,7 +226,7 @@ TEST(ClusterSimulationMarket, JobsThatWaitPastTheThresholdBurstAndPayTheOffersPr
                               .max_gpus = 64,
                               .interruption_per_hour = 0}};
   market.burst = BurstPolicy{.threshold = 1800};
-  const ClusterSimRun r = run_with("fifo-firstfit", jobs, market);
+  const ClusterSimRun r = run_cluster_with("fifo-firstfit", jobs, market);
   ASSERT_TRUE(r.cost.has_value());
   EXPECT_EQ(r.cost->burst_jobs, 1);
   EXPECT_EQ(r.jobs[2].first_start, 100 + 1800 + 600);

@@ -158,8 +158,8 @@ std::vector<TaskShape> tiny_workload() {
           gpu_task(1, 750)};
 }
 
-PackRun run_with(std::string_view policy_name, std::span<const TaskShape> tasks,
-                 const PackSettings& settings) {
+PackRun run_pack_with(std::string_view policy_name, std::span<const TaskShape> tasks,
+                      const PackSettings& settings) {
   const WorkloadProfile profile = WorkloadProfile::from_tasks(tasks);
   auto policy = make_placement_policy(policy_name, profile);
   EXPECT_TRUE(policy.has_value());
@@ -173,7 +173,7 @@ TEST(RunPackTest, AllocationNeverExceedsCapacity) {
   for (const PolicyInfo& info : placement_policies()) {
     for (std::uint64_t seed : {42, 43, 44}) {
       SCOPED_TRACE(std::string(info.name) + " seed " + std::to_string(seed));
-      const PackRun run = run_with(info.name, tasks, PackSettings{1.3, seed});
+      const PackRun run = run_pack_with(info.name, tasks, PackSettings{1.3, seed});
       EXPECT_EQ(run.total_gpus, 4);
       for (const PackSample& s : run.samples) {
         EXPECT_GE(s.allocated_milli_gpu, 0);
@@ -194,7 +194,7 @@ TEST(RunPackTest, OneSampleBeforeTheFirstArrivalAndOneAfterEach) {
   const auto tasks = tiny_workload();
   for (const PolicyInfo& info : placement_policies()) {
     SCOPED_TRACE(info.name);
-    const PackRun run = run_with(info.name, tasks, PackSettings{1.3, 42});
+    const PackRun run = run_pack_with(info.name, tasks, PackSettings{1.3, 42});
     Rng rng(42);
     const auto order = pack_arrival_order(tasks, 4000, PackSettings{1.3, 42}, rng);
     EXPECT_EQ(run.arrived_tasks, static_cast<int>(order.size()));
@@ -209,7 +209,7 @@ TEST(RunPackTest, CountsFailedTasks) {
   const auto tasks = tiny_workload();
   for (const PolicyInfo& info : placement_policies()) {
     SCOPED_TRACE(info.name);
-    const PackRun run = run_with(info.name, tasks, PackSettings{1.3, 42});
+    const PackRun run = run_pack_with(info.name, tasks, PackSettings{1.3, 42});
     // Each arrival is either placed (allocation grows by its demand) or failed (it does not).
     int failed = 0;
     for (std::size_t i = 1; i < run.samples.size(); ++i) {
@@ -235,7 +235,7 @@ TEST(RunPackTest, TasksThatFitNowhereAllFail) {
   const std::vector<TaskShape> tasks = {gpu_task(4, 1000), gpu_task(4, 1000), gpu_task(4, 1000)};
   for (const PolicyInfo& info : placement_policies()) {
     SCOPED_TRACE(info.name);
-    const PackRun run = run_with(info.name, tasks, PackSettings{1.3, 42});
+    const PackRun run = run_pack_with(info.name, tasks, PackSettings{1.3, 42});
     EXPECT_GT(run.arrived_tasks, 0);
     EXPECT_EQ(run.failed_tasks, run.arrived_tasks);
     for (const PackSample& s : run.samples) {
@@ -250,8 +250,8 @@ TEST(RunPackTest, SameSeedSameSamples) {
   const auto tasks = tiny_workload();
   for (const PolicyInfo& info : placement_policies()) {
     SCOPED_TRACE(info.name);
-    const PackRun a = run_with(info.name, tasks, PackSettings{1.3, 45});
-    const PackRun b = run_with(info.name, tasks, PackSettings{1.3, 45});
+    const PackRun a = run_pack_with(info.name, tasks, PackSettings{1.3, 45});
+    const PackRun b = run_pack_with(info.name, tasks, PackSettings{1.3, 45});
     ASSERT_EQ(a.samples.size(), b.samples.size());
     EXPECT_EQ(a.failed_tasks, b.failed_tasks);
     for (std::size_t i = 0; i < a.samples.size(); ++i) {
@@ -352,7 +352,7 @@ TEST(PercentCurveTest, AllocationRoundsEachSampleBeforeTheMean) {
 
 TEST(PercentCurveTest, RealRunCurvesAgreeAndStayInRange) {
   const auto tasks = tiny_workload();
-  const PackRun run = run_with("fgd", tasks, PackSettings{1.3, 42});
+  const PackRun run = run_pack_with("fgd", tasks, PackSettings{1.3, 42});
   const PercentCurve allocation = allocation_curve(run);
   const PercentCurve fragmentation = fragmentation_curve(run);
   ASSERT_TRUE(allocation[0].has_value());

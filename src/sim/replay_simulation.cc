@@ -16,14 +16,14 @@ namespace {
 
 // Releases sort before arrivals at the same time, so that freed resources are there for the
 // scan that follows the arrivals.
-enum class EventKind : std::uint8_t { kRelease = 0, kArrival = 1 };
+enum class PodEventKind : std::uint8_t { kRelease = 0, kArrival = 1 };
 
-struct Event {
+struct PodEvent {
   Seconds time = 0;
-  EventKind kind = EventKind::kArrival;
+  PodEventKind kind = PodEventKind::kArrival;
   std::uint32_t pod = 0;
 
-  friend auto operator<=>(const Event&, const Event&) = default;
+  friend auto operator<=>(const PodEvent&, const PodEvent&) = default;
 };
 
 // When a pod arrives and how long it runs once started (none: to the end of the replay).
@@ -93,7 +93,7 @@ class ReplayDriver {
   Rng rng_;
 
   ReplayRun run_;
-  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  std::priority_queue<PodEvent, std::vector<PodEvent>, std::greater<>> events_;
   std::vector<Assignment> assignments_;  // per pod, valid while it runs
   int running_ = 0;
 
@@ -131,7 +131,7 @@ Result<ReplayRun> ReplayDriver::run() {
   run_.pods.resize(pod_count);
   for (std::uint32_t i = 0; i < pod_count; ++i) {
     run_.pods[i].arrival = plans_[i].arrival;
-    events_.push({plans_[i].arrival, EventKind::kArrival, i});
+    events_.push({plans_[i].arrival, PodEventKind::kArrival, i});
   }
   assignments_.resize(pod_count);
   needs_full_check_.assign(pod_count, false);
@@ -150,9 +150,9 @@ Result<ReplayRun> ReplayDriver::run() {
     take_samples_before(now);
     advance_clock(now);
     while (!events_.empty() && events_.top().time == now) {
-      const Event event = events_.top();
+      const PodEvent event = events_.top();
       events_.pop();
-      if (event.kind == EventKind::kRelease) {
+      if (event.kind == PodEventKind::kRelease) {
         if (auto ok = release(event.pod); !ok) return std::unexpected(ok.error());
       } else {
         arrive(event.pod);
@@ -246,7 +246,7 @@ Result<void> ReplayDriver::start(std::uint32_t pod, const Assignment& where, Sec
   ++running_;
   const std::optional<Seconds> run_time = plans_[pod].run_time;
   if (run_time && *run_time <= run_.end_time - now) {
-    events_.push({now + *run_time, EventKind::kRelease, pod});
+    events_.push({now + *run_time, PodEventKind::kRelease, pod});
   }
   return {};
 }

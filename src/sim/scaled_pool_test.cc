@@ -15,14 +15,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::string source_dir() { return test_support::test_source_dir(); }
-
-ClusterSpec philly_512() {
-  auto spec = load_cluster_yaml(source_dir() + "/data/clusters/philly-512.yaml");
-  EXPECT_TRUE(spec.has_value()) << spec.error().message();
-  return spec.value_or(ClusterSpec{});
-}
-
 // Nodes per leaf, in leaf order.
 std::vector<int> leaf_sizes(const ClusterSpec& spec) {
   std::vector<int> sizes(spec.topology.leaves.size(), 0);
@@ -31,7 +23,7 @@ std::vector<int> leaf_sizes(const ClusterSpec& spec) {
 }
 
 TEST(ScaleClusterTest, TemplateSizeKeepsTheShape) {
-  const ClusterSpec philly = philly_512();
+  const ClusterSpec philly = test_support::shipped_cluster("philly-512");
   auto scaled = scale_cluster(philly, 64);
   ASSERT_TRUE(scaled.has_value()) << scaled.error().message();
   EXPECT_EQ(scaled->nodes.size(), 64U);
@@ -48,7 +40,7 @@ TEST(ScaleClusterTest, TemplateSizeKeepsTheShape) {
 }
 
 TEST(ScaleClusterTest, GrowsLeafByLeafAndSpineBySpine) {
-  auto scaled = scale_cluster(philly_512(), 83);
+  auto scaled = scale_cluster(test_support::shipped_cluster("philly-512"), 83);
   ASSERT_TRUE(scaled.has_value()) << scaled.error().message();
   EXPECT_EQ(leaf_sizes(*scaled), (std::vector<int>{8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 3}));
   ASSERT_EQ(scaled->topology.spines.size(), 2U);  // the template's spine holds 8 leaves
@@ -93,7 +85,7 @@ TEST(ScaleClusterTest, ShrinksAndCyclesAMixedTemplate) {
 }
 
 TEST(ScaleClusterTest, RefusesBadSizes) {
-  const ClusterSpec philly = philly_512();
+  const ClusterSpec philly = test_support::shipped_cluster("philly-512");
   EXPECT_FALSE(scale_cluster(philly, 0).has_value());
   EXPECT_FALSE(scale_cluster(philly, kMaxClusterNodes + 1).has_value());
   EXPECT_FALSE(scale_cluster(ClusterSpec{}, 4).has_value());
@@ -102,7 +94,8 @@ TEST(ScaleClusterTest, RefusesBadSizes) {
 TEST(ScaleTenantsTest, PhillySharesSumToTheScaledPool) {
   GpuModelCatalog models;
   ASSERT_TRUE(models.intern("P100").has_value());
-  auto spec = load_tenants_yaml(source_dir() + "/data/tenants/philly-2017-09-10.yaml", models);
+  auto spec = load_tenants_yaml(
+      test_support::test_source_dir() + "/data/tenants/philly-2017-09-10.yaml", models);
   ASSERT_TRUE(spec.has_value()) << spec.error().message();
   const std::vector<std::int64_t> from = {512};
   for (std::int64_t to : {8, 512, 664, 4096}) {

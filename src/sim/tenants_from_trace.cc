@@ -17,7 +17,7 @@ namespace {
 __extension__ using Wide = __int128;
 
 // A YAML double-quoted scalar: a team named "103959" or "true" stays a name.
-std::string quoted(std::string_view text) {
+std::string yaml_quoted(std::string_view text) {
   std::string out = "\"";
   for (const char c : text) {
     const auto byte = static_cast<unsigned char>(c);
@@ -153,23 +153,23 @@ std::string write_tenants_yaml(const TenantsSpec& spec, const GpuModelCatalog& m
   }
   out += "orgs:\n";
   for (const OrgSpec& org : spec.orgs) {
-    out += fmt::format("  - name: {}\n", quoted(org.name));
+    out += fmt::format("  - name: {}\n", yaml_quoted(org.name));
     if (!org.caps.empty()) {
       out += "    quota:\n";
       for (const OrgModelCaps& caps : org.caps) {
-        out += fmt::format("      {}: {}\n", quoted(models.name(caps.model)),
+        out += fmt::format("      {}: {}\n", yaml_quoted(models.name(caps.model)),
                            quota_figures(caps.guaranteed_milli, caps.borrowing_limit_milli,
                                          caps.lending_limit_milli));
       }
     }
     out += org.tenants.empty() ? "    tenants: []\n" : "    tenants:\n";
     for (const TenantSpec& tenant : org.tenants) {
-      out +=
-          fmt::format("      - name: {}\n        weight: {}\n", quoted(tenant.name), tenant.weight);
+      out += fmt::format("      - name: {}\n        weight: {}\n", yaml_quoted(tenant.name),
+                         tenant.weight);
       if (!tenant.quotas.empty()) {
         out += "        quota:\n";
         for (const ModelQuota& quota : tenant.quotas) {
-          out += fmt::format("          {}: {}\n", quoted(models.name(quota.model)),
+          out += fmt::format("          {}: {}\n", yaml_quoted(models.name(quota.model)),
                              quota_figures(quota.guaranteed_milli, quota.borrowing_limit_milli,
                                            quota.lending_limit_milli));
         }
@@ -177,7 +177,7 @@ std::string write_tenants_yaml(const TenantsSpec& spec, const GpuModelCatalog& m
       if (!tenant.queues.empty()) {
         std::string queues;
         for (const std::string& queue : tenant.queues) {
-          queues += (queues.empty() ? "" : ", ") + quoted(queue);
+          queues += (queues.empty() ? "" : ", ") + yaml_quoted(queue);
         }
         out += fmt::format("        queues: [{}]\n", queues);
       }

@@ -19,8 +19,6 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-std::string source_dir() { return test_support::test_source_dir(); }
-
 PhillyJob job(std::string tenant, Seconds duration, int gpus) {
   return PhillyJob{"", 0, duration, gpus, std::move(tenant)};
 }
@@ -237,7 +235,8 @@ TEST(WriteTenantsYamlTest, WritesCapsLimitsAndQueuesBack) {
   GpuModelCatalog models;
   ASSERT_TRUE(models.intern("H100").has_value());
   ASSERT_TRUE(models.intern("A100").has_value());
-  auto example = load_tenants_yaml(source_dir() + "/data/tenants/example.yaml", models);
+  auto example =
+      load_tenants_yaml(test_support::test_source_dir() + "/data/tenants/example.yaml", models);
   ASSERT_TRUE(example.has_value()) << example.error().message();
   const std::string text = write_tenants_yaml(*example, models, "");
   EXPECT_THAT(text, StartsWith("orgs:\n"));

@@ -57,12 +57,6 @@ struct CapacityOptions {
   std::string output = "table";
 };
 
-// A duration (config/duration_text.h: "90", "90s", "15m", "1h30m", ...) up to `max`.
-std::optional<Seconds> flag_duration(std::string_view text, Seconds max) {
-  auto seconds = parse_duration(text, max);
-  return seconds ? std::optional<Seconds>(*seconds) : std::nullopt;
-}
-
 // "0.2" or "20%" as parts per million, exactly (up to 6 decimals as a share).
 Result<std::int64_t> parse_growth(std::string_view text) {
   const auto bad = [&](std::string_view why) {
@@ -89,12 +83,12 @@ Result<std::int64_t> parse_growth(std::string_view text) {
   return bad("is too large");
 }
 
-std::string hours(double seconds) { return fmt::format("{:.2f}", seconds / 3600.0); }
+std::string queue_hours(double seconds) { return fmt::format("{:.2f}", seconds / 3600.0); }
 
 std::string figures_text(const CapacityProbe& p) {
   return fmt::format(
-      "p95 queue {} h, avg {} h, {}", hours(static_cast<double>(p.summary.p95_queue_s)),
-      hours(p.summary.avg_queue_s),
+      "p95 queue {} h, avg {} h, {}", queue_hours(static_cast<double>(p.summary.p95_queue_s)),
+      queue_hours(p.summary.avg_queue_s),
       p.summary.never_started == 0 ? std::string("every job started")
                                    : fmt::format("{} jobs never started", p.summary.never_started));
 }
@@ -115,13 +109,15 @@ std::string answer_text(const CapacitySearch& s, const std::string& target, std:
   return text;
 }
 
-void print_table(const CapacitySearch& s, const std::string& target, std::int64_t max_gpus) {
+void print_capacity_table(const CapacitySearch& s, const std::string& target,
+                          std::int64_t max_gpus) {
   TextTable table({"round", "nodes", "GPUs", "leaves", "p95 queue (h)", "avg queue (h)",
                    "never started", "meets", "wall (s)"});
   for (const CapacityProbe& p : s.probes) {
     table.add_row({std::to_string(p.round), std::to_string(p.nodes), std::to_string(p.gpus),
-                   std::to_string(p.leaves), hours(static_cast<double>(p.summary.p95_queue_s)),
-                   hours(p.summary.avg_queue_s), std::to_string(p.summary.never_started),
+                   std::to_string(p.leaves),
+                   queue_hours(static_cast<double>(p.summary.p95_queue_s)),
+                   queue_hours(p.summary.avg_queue_s), std::to_string(p.summary.never_started),
                    p.meets ? "yes" : "no", fmt::format("{:.1f}", p.summary.wall_seconds)});
   }
   table.print(std::cout);
@@ -146,9 +142,10 @@ nlohmann::ordered_json probe_json(const CapacityProbe& p) {
           {"wall_s", p.summary.wall_seconds}};
 }
 
-void print_json(const CapacitySearch& s, const CapacityOptions& options, Seconds target,
-                std::int64_t growth_ppm, std::size_t jobs, const nlohmann::ordered_json& source,
-                std::int64_t template_gpus, std::int64_t max_gpus) {
+void print_capacity_json(const CapacitySearch& s, const CapacityOptions& options, Seconds target,
+                         std::int64_t growth_ppm, std::size_t jobs,
+                         const nlohmann::ordered_json& source, std::int64_t template_gpus,
+                         std::int64_t max_gpus) {
   nlohmann::ordered_json out = nlohmann::ordered_json::object();
   out["target_p95_queue_s"] = target;
   out["growth"] = static_cast<double>(growth_ppm) / 1e6;
@@ -192,7 +189,7 @@ Result<Seconds> check_job_source(const CapacityOptions& options) {
   }
   if (options.trace.format != "philly") return fail("--format", "only with --jobs");
   const std::string_view text = options.since.empty() ? kDefaultSince : options.since;
-  const auto since = flag_duration(text, kMaxSince);
+  const auto since = parse_duration(text, kMaxSince);
   if (!since) {
     return fail("--since", fmt::format("'{}' is not a time span up to 3650d (like 30d, 12h, "
                                        "3600; 0: the whole history)",
@@ -279,7 +276,7 @@ Result<void> run_plan_capacity(const CapacityOptions& options) {
     return fail("--output",
                 fmt::format("unknown format '{}'; expected table or json", options.output));
   }
-  const auto target = flag_duration(options.target, kMaxTarget);
+  const auto target = parse_duration(options.target, kMaxTarget);
   if (!target || *target <= 0) {
     return fail(
         "--target-p95-queue",
@@ -369,10 +366,10 @@ Result<void> run_plan_capacity(const CapacityOptions& options) {
   auto result = search_capacity(in, start, max_nodes, options.threads, progress);
   if (!result) return std::unexpected(result.error());
   if (options.output == "json") {
-    print_json(*result, options, *target, *growth, workload.size(), source->source, template_gpus,
-               max_gpus);
+    print_capacity_json(*result, options, *target, *growth, workload.size(), source->source,
+                        template_gpus, max_gpus);
   } else {
-    print_table(*result, target_text, max_gpus);
+    print_capacity_table(*result, target_text, max_gpus);
   }
   return {};
 }

@@ -237,8 +237,8 @@ nlohmann::ordered_json units(std::int64_t micros) {
   return static_cast<double>(micros) / static_cast<double>(kMicrosPerUnit);
 }
 
-void print_json(const MarketSpec& market, const std::string& path,
-                const std::vector<ModelTco>& models, const std::vector<Ppm>& utilisations) {
+void print_tco_json(const MarketSpec& market, const std::string& path,
+                    const std::vector<ModelTco>& models, const std::vector<Ppm>& utilisations) {
   nlohmann::ordered_json out = nlohmann::ordered_json::object();
   out["market"] = path;
   out["currency"] = market.currency;
@@ -305,7 +305,7 @@ Result<void> run_plan_tco(const TcoOptions& options) {
       print_csv(*market, models, *utilisations);
       break;
     case TcoFormat::kJson:
-      print_json(*market, options.market, models, *utilisations);
+      print_tco_json(*market, options.market, models, *utilisations);
       break;
   }
   return {};

@@ -89,7 +89,7 @@ Result<std::vector<PolicyInfo>> select_policies(const std::string& spec) {
   return chosen;
 }
 
-std::string percent_text(double value) {
+std::string percent_figure(double value) {
   return std::isnan(value) ? "-" : fmt::format("{:.2f}", value);
 }
 std::string signed_text(double value) {
@@ -97,7 +97,7 @@ std::string signed_text(double value) {
   return fmt::format("{:+.2f}", std::abs(value) < 0.005 ? 0.0 : value);
 }
 
-void print_summary(std::span<const PackGridResult> results) {
+void print_pack_summary(std::span<const PackGridResult> results) {
   const MetricSamples allocation = collect_samples(results, PackMetric::kAllocation, 100);
   const MetricSamples fragmentation = collect_samples(results, PackMetric::kFragmentation, 100);
   std::map<std::pair<std::string, std::string>, std::pair<int, int>> failed;  // failed, arrived
@@ -111,8 +111,8 @@ void print_summary(std::span<const PackGridResult> results) {
     auto frag = fragmentation.find(key);
     const auto& f = failed[key];
     table.add_row({key.first, key.second, std::to_string(values.size()),
-                   percent_text(median(values)),
-                   frag == fragmentation.end() ? "-" : percent_text(median(frag->second)),
+                   percent_figure(median(values)),
+                   frag == fragmentation.end() ? "-" : percent_figure(median(frag->second)),
                    fmt::format("{:.1f}%", 100.0 * f.first / std::max(1, f.second))});
   }
   std::cout << "\nMedians over seeds at 100% of GPU capacity arrived (% of GPU capacity):\n";
@@ -152,8 +152,8 @@ void print_comparison(std::span<const PackGridResult> results, const PublishedRe
     auto frag = ours_frag.find(key);
     const double ours_f = frag == ours_frag.end() ? std::nan("") : median(frag->second);
     const double pub_f = published_median(*published_frag, key);
-    table.add_row({key.first, key.second, percent_text(ours_a), percent_text(pub_a),
-                   signed_text(ours_a - pub_a), percent_text(ours_f), percent_text(pub_f),
+    table.add_row({key.first, key.second, percent_figure(ours_a), percent_figure(pub_a),
+                   signed_text(ours_a - pub_a), percent_figure(ours_f), percent_figure(pub_f),
                    signed_text(ours_f - pub_f)});
   }
   std::cout << "\nBeside the published FGD results (medians over seeds at 100% arrived, % of GPU "
@@ -235,7 +235,7 @@ Result<void> run_sim_pack(const PackOptions& options) {
     write_fgd_results(out, results, metric);
     if (!out) return fail("--out", "cannot write '" + path.string() + "'");
   }
-  print_summary(results);
+  print_pack_summary(results);
   if (published) print_comparison(results, *published);
   std::cout << "\nWrote " << (fs::path(options.out) / "allocation.csv").string() << " and "
             << (fs::path(options.out) / "fragmentation.csv").string() << '\n';

@@ -65,7 +65,7 @@ void write_queueing(std::ostream& out, const ReplayRun& run, std::span<const Pod
   }
 }
 
-void print_summary(const ReplayRun& run, std::string_view policy, int pod_count) {
+void print_replay_summary(const ReplayRun& run, std::string_view policy, int pod_count) {
   TextTable table({"policy", "pods", "started", "waiting at end", "rejected", "delay p50",
                    "delay p95", "delay p99", "delay max", "mean GPU alloc"});
   table.add_row({std::string(policy), std::to_string(pod_count), std::to_string(run.started),
@@ -125,7 +125,7 @@ Result<void> run_sim_replay(const ReplayOptions& options) {
     write_queueing(out, *run, *pods, *pool);
     if (!out) return fail("--out", "cannot write '" + queueing.string() + "'");
   }
-  print_summary(*run, policy_info->name, static_cast<int>(pods->size()));
+  print_replay_summary(*run, policy_info->name, static_cast<int>(pods->size()));
   std::cout << "\nWrote " << timeline.string() << " and " << queueing.string() << '\n';
   return {};
 }

@@ -86,12 +86,6 @@ std::optional<std::int64_t> parse_count(std::string_view text) {
   return value;
 }
 
-// A duration (config/duration_text.h: "90", "90s", "15m", "1h30m", ...) up to kMaxLoanSeconds.
-std::optional<Seconds> flag_duration(std::string_view text) {
-  auto seconds = parse_duration(text, kMaxLoanSeconds);
-  return seconds ? std::optional<Seconds>(*seconds) : std::nullopt;
-}
-
 Result<std::vector<std::string>> parse_policies(const std::string& text) {
   const auto known = scheduler_policy_names();
   std::vector<std::string> policies;
@@ -154,9 +148,9 @@ Result<LoanArg> parse_loan(const std::string& text) {
   const auto gpus = parse_count(parts[2]);
   if (!gpus || *gpus < 1 || *gpus > 1'000'000) return bad("gpus must be a whole number 1..1000000");
   loan.gpus = static_cast<int>(*gpus);
-  const auto start = flag_duration(parts[1]);
+  const auto start = parse_duration(parts[1], kMaxLoanSeconds);
   if (!start) return bad(fmt::format("start '{}' is not a time", parts[1]));
-  const auto duration = flag_duration(parts[0]);
+  const auto duration = parse_duration(parts[0], kMaxLoanSeconds);
   if (!duration) return bad(fmt::format("duration '{}' is not a time", parts[0]));
   if (*duration <= 0) return bad("the duration must be positive");
   loan.start = *start;
@@ -165,7 +159,7 @@ Result<LoanArg> parse_loan(const std::string& text) {
 }
 
 // Hours with 2 decimals.
-std::string hours(double seconds) { return fmt::format("{:.2f}", seconds / 3600.0); }
+std::string hours_text(double seconds) { return fmt::format("{:.2f}", seconds / 3600.0); }
 
 // GPU-hours from milli-GPU-seconds, with 0 decimals.
 std::string gpu_hours_text(std::int64_t milli_seconds) {
@@ -213,8 +207,8 @@ void print_tenant_costs(std::span<const std::string> policies, std::span<const C
   table.print(std::cout);
 }
 
-void print_table(std::span<const std::string> policies, std::span<const ClusterSimRun> runs,
-                 const std::string& currency) {
+void print_run_table(std::span<const std::string> policies, std::span<const ClusterSimRun> runs,
+                     const std::string& currency) {
   std::vector<std::string> header = {"figure"};
   header.insert(header.end(), policies.begin(), policies.end());
   TextTable table(std::move(header));
@@ -230,7 +224,7 @@ void print_table(std::span<const std::string> policies, std::span<const ClusterS
     std::vector<std::string> cells = {std::move(label)};
     for (std::size_t i = 0; i < runs.size(); ++i) {
       const double value = figure(runs[i].summary);
-      std::string cell = hours(value);
+      std::string cell = hours_text(value);
       if (baseline != policies.end() && policies[i] != *baseline) {
         const double base =
             figure(runs[static_cast<std::size_t>(baseline - policies.begin())].summary);
@@ -244,12 +238,12 @@ void print_table(std::span<const std::string> policies, std::span<const ClusterS
   row("finished", [](S s) { return std::to_string(s.finished); });
   row("never started", [](S s) { return std::to_string(s.never_started); });
   ratio_row("avg queue (h)", [](S s) { return s.avg_queue_s; });
-  row("p50 queue (h)", [](S s) { return hours(static_cast<double>(s.p50_queue_s)); });
+  row("p50 queue (h)", [](S s) { return hours_text(static_cast<double>(s.p50_queue_s)); });
   ratio_row("p95 queue (h)", [](S s) { return static_cast<double>(s.p95_queue_s); });
   ratio_row("p99 queue (h)", [](S s) { return static_cast<double>(s.p99_queue_s); });
   ratio_row("longest wait (h)", [](S s) { return static_cast<double>(s.max_queue_s); });
   ratio_row("avg JCT (h)", [](S s) { return s.avg_jct_s; });
-  row("makespan (h)", [](S s) { return hours(static_cast<double>(s.makespan_s)); });
+  row("makespan (h)", [](S s) { return hours_text(static_cast<double>(s.makespan_s)); });
   row("GPU allocation (%)", [](S s) { return fmt::format("{:.2f}", s.gpu_allocation_avg * 100); });
   row("comm overhead (%)", [](S s) { return fmt::format("{:.2f}", s.comm_overhead_share * 100); });
   row("est. MFU", [](S s) { return fmt::format("{:.3f}", s.est_mfu); });
@@ -262,9 +256,9 @@ void print_table(std::span<const std::string> policies, std::span<const ClusterS
                : fmt::format("{:.3f} ({})", s.min_tenant_guarantee_ratio, s.min_guarantee_tenant);
   });
   row("runtime MAE (h): predictor",
-      [](S s) { return hours(static_cast<double>(s.predictor_median_abs_error_s)); });
+      [](S s) { return hours_text(static_cast<double>(s.predictor_median_abs_error_s)); });
   row("runtime MAE (h): baseline",
-      [](S s) { return hours(static_cast<double>(s.baseline_median_abs_error_s)); });
+      [](S s) { return hours_text(static_cast<double>(s.baseline_median_abs_error_s)); });
   row("backfilled", [](S s) { return std::to_string(s.backfilled); });
   const bool inference = std::any_of(runs.begin(), runs.end(), [](const ClusterSimRun& r) {
     return r.summary.inference_max_wait_in_window_s >= 0;
@@ -273,12 +267,12 @@ void print_table(std::span<const std::string> policies, std::span<const ClusterS
     row("inference max wait in window (h)", [](S s) {
       return s.inference_max_wait_in_window_s < 0
                  ? std::string("-")
-                 : hours(static_cast<double>(s.inference_max_wait_in_window_s));
+                 : hours_text(static_cast<double>(s.inference_max_wait_in_window_s));
     });
   }
   for (int k = 0; k < kPendingKinds; ++k) {
     row(fmt::format("pending (h): {}", pending_kind_name(static_cast<PendingKind>(k))), [k](S s) {
-      return hours(static_cast<double>(s.pending_seconds[static_cast<std::size_t>(k)]));
+      return hours_text(static_cast<double>(s.pending_seconds[static_cast<std::size_t>(k)]));
     });
   }
   if (std::any_of(runs.begin(), runs.end(), [](const ClusterSimRun& r) { return r.cost; })) {
@@ -298,9 +292,10 @@ void print_burst_sweep(const std::string& policy, std::span<const std::string> l
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const SimSummary& s = runs[i].summary;
     const SimCost c = runs[i].cost.value_or(SimCost{});
-    table.add_row({labels[i], hours(static_cast<double>(s.p95_queue_s)), hours(s.avg_queue_s),
-                   std::to_string(c.burst_jobs), gpu_hours_text(c.burst_milli_seconds),
-                   money_text(c.burst_cost), money_text(c.owned_cost), money_text(c.total_cost),
+    table.add_row({labels[i], hours_text(static_cast<double>(s.p95_queue_s)),
+                   hours_text(s.avg_queue_s), std::to_string(c.burst_jobs),
+                   gpu_hours_text(c.burst_milli_seconds), money_text(c.burst_cost),
+                   money_text(c.owned_cost), money_text(c.total_cost),
                    money_text(c.total_per_useful_gpu_hour)});
   }
   std::cout << fmt::format("\nBurst sweep, policy {}:\n", policy);
@@ -329,7 +324,7 @@ Result<void> apply_queueing_options(const RunOptions& options, SchedulerConfig& 
       if (target == &config.min_slice_run) config.time_slicing = false;
       continue;
     }
-    auto seconds = flag_duration(*text);
+    auto seconds = parse_duration(*text, kMaxLoanSeconds);
     if (!seconds || *seconds < least) {
       return fail(flag, fmt::format("expected a duration such as 8h{}, or off; got '{}'",
                                     least == 0 ? ", 0" : "", *text));
@@ -342,7 +337,7 @@ Result<void> apply_queueing_options(const RunOptions& options, SchedulerConfig& 
 // "off" or a duration, for --burst-threshold and each entry of --burst-sweep.
 Result<std::optional<Seconds>> parse_threshold(std::string_view text, const std::string& flag) {
   if (text == "off") return std::optional<Seconds>();
-  const auto seconds = flag_duration(text);
+  const auto seconds = parse_duration(text, kMaxLoanSeconds);
   if (!seconds || *seconds <= 0) {
     return fail(flag, fmt::format("'{}' is not a positive time (like 90m, 2h) or off", text));
   }
@@ -570,7 +565,7 @@ Result<void> run_sim_run(const RunOptions& options) {
     if (sweep) print_burst_sweep(name, threshold_labels, swept, currency);
   }
   if (!sweep) {
-    print_table(*policies, runs, currency);
+    print_run_table(*policies, runs, currency);
     print_tenant_costs(*policies, runs, currency);
   }
   std::cout << fmt::format(

@@ -66,7 +66,7 @@ Result<void> check_reads_back(const std::string& text, const TraceTenants& deriv
   return {};
 }
 
-void print_table(const TraceTenants& derived, const GpuModelCatalog& models) {
+void print_tenants_table(const TraceTenants& derived, const GpuModelCatalog& models) {
   std::vector<std::string> header = {"tenant", "jobs", "GPU-hours", "share %"};
   for (const ModelCapacity& c : derived.capacity) {
     header.push_back("guaranteed " + models.name(c.model) + " GPUs");
@@ -131,7 +131,7 @@ Result<void> run_sim_tenants(const TenantsOptions& options) {
     file << text;
     if (!file) return fail("--out", "cannot write '" + options.out + "'");
   }
-  print_table(*derived, cluster->models);
+  print_tenants_table(*derived, cluster->models);
   std::cout << fmt::format("\nWrote {} tenants to {}\n", derived->tenants.size(), options.out);
   return {};
 }

@@ -21,6 +21,8 @@
 #include <thread>
 #include <vector>
 
+#include "agent/test_processes.h"
+
 namespace tidepool::test_support {
 
 // The tidepool binary under test: $TIDEPOOL_BINARY, else the one this test was built with.
@@ -33,16 +35,6 @@ inline std::string source_tree() {
   const char* path = std::getenv("TIDEPOOL_SOURCE_DIR");
   if (path == nullptr) throw std::runtime_error("TIDEPOOL_SOURCE_DIR is not set");
   return path;
-}
-
-// Whether `condition` holds within `limit` (checked every 50 ms).
-inline bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds limit) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return condition();
 }
 
 // A fresh folder under the system's temporary folder, removed at the end of the test.

@@ -11,14 +11,16 @@
 #include <vector>
 
 #include "core/policies/policy_factories.h"
+#include "core/test_pool.h"
 
 namespace tidepool {
 namespace {
 
-constexpr GpuModelId kT4{0};
-constexpr GpuModelId kA100{1};
+using test_support::kA100;
+using test_support::kT4;
+using test_support::single_leaf_pool;
 
-NodeSpec make_node(std::string name, int gpus, MilliCpu cpu = 64000, GpuModelId model = kT4) {
+NodeSpec policy_node(std::string name, int gpus, MilliCpu cpu = 64000, GpuModelId model = kT4) {
   NodeSpec spec;
   spec.name = std::move(name);
   spec.model = model;
@@ -28,16 +30,8 @@ NodeSpec make_node(std::string name, int gpus, MilliCpu cpu = 64000, GpuModelId 
   return spec;
 }
 
-Pool make_pool(std::vector<NodeSpec> nodes) {
-  GpuModelCatalog catalog;
-  (void)catalog.intern("T4");
-  (void)catalog.intern("A100");
-  auto pool = Pool::create(std::move(catalog), Topology::single_leaf(), std::move(nodes));
-  EXPECT_TRUE(pool.has_value()) << pool.error().message();
-  return std::move(pool).value();
-}
-
-TaskShape shape(int gpus, MilliGpu milli, MilliCpu cpu = 0, ModelSet models = ModelSet::any()) {
+TaskShape policy_task(int gpus, MilliGpu milli, MilliCpu cpu = 0,
+                      ModelSet models = ModelSet::any()) {
   auto task = make_task_shape(gpus, milli, cpu, 0, models);
   EXPECT_TRUE(task.has_value()) << task.error().message();
   return task.value();
@@ -49,13 +43,14 @@ void occupy(Pool& pool, std::uint32_t node, const TaskShape& task, GpuSet gpus) 
 }
 
 // A profile of one task shape (FGD and Tidepool measure fragmentation against it).
-WorkloadProfile profile_of(const TaskShape& task) {
+WorkloadProfile one_shape_profile(const TaskShape& task) {
   const TaskShape tasks[] = {task};
   return WorkloadProfile::from_tasks(tasks, 100);
 }
 
-std::unique_ptr<PlacementPolicy> make(std::string_view name,
-                                      const WorkloadProfile& profile = profile_of(shape(1, 1000))) {
+std::unique_ptr<PlacementPolicy> make_policy(
+    std::string_view name,
+    const WorkloadProfile& profile = one_shape_profile(policy_task(1, 1000))) {
   auto policy = make_placement_policy(name, profile);
   EXPECT_TRUE(policy.has_value()) << policy.error().message();
   return std::move(policy).value();
@@ -64,9 +59,9 @@ std::unique_ptr<PlacementPolicy> make(std::string_view name,
 // Places `task` with a fresh `policy_name` policy, and checks that the answer does not change when
 // the tie order is reversed (a scenario that pins a policy's rule must not rest on ties).
 PlacementResult place(std::string_view policy_name, Pool pool, const TaskShape& task,
-                      const WorkloadProfile& profile = profile_of(shape(1, 1000))) {
+                      const WorkloadProfile& profile = one_shape_profile(policy_task(1, 1000))) {
   Rng rng(1);
-  const PlacementResult result = make(policy_name, profile)->place(pool, task, rng);
+  const PlacementResult result = make_policy(policy_name, profile)->place(pool, task, rng);
 
   std::vector<NodeId> reversed;
   for (int i = pool.node_count() - 1; i >= 0; --i) {
@@ -74,7 +69,7 @@ PlacementResult place(std::string_view policy_name, Pool pool, const TaskShape& 
   }
   EXPECT_TRUE(pool.set_tie_order(reversed).has_value());
   Rng rng2(1);
-  const PlacementResult again = make(policy_name, profile)->place(pool, task, rng2);
+  const PlacementResult again = make_policy(policy_name, profile)->place(pool, task, rng2);
   EXPECT_EQ(result.has_value(), again.has_value());
   if (result && again) {
     EXPECT_EQ(*result, *again) << policy_name << ": decided by tie order";
@@ -139,7 +134,7 @@ TEST(PlacementPolicyRegistryTest, UnknownNameListsTheKnownOnes) {
 }
 
 TEST(PlacementPolicyRegistryTest, MakesEveryPolicyByNameAndLabel) {
-  const WorkloadProfile profile = profile_of(shape(1, 1000));
+  const WorkloadProfile profile = one_shape_profile(policy_task(1, 1000));
   for (const PolicyInfo& info : placement_policies()) {
     for (std::string_view key : {info.name, info.label}) {
       auto policy = make_placement_policy(key, profile);
@@ -158,17 +153,17 @@ TEST(PlacementPolicyRegistryTest, MakesEveryPolicyByNameAndLabel) {
 class EveryPolicyTest : public ::testing::TestWithParam<std::string_view> {};
 
 TEST_P(EveryPolicyTest, UnplaceableWithAReasonWhenNothingFits) {
-  Pool pool = make_pool({make_node("a", 2, 4000), make_node("b", 1, 64000, kA100)});
-  occupy(pool, 0, shape(1, 1000), 0b01);
+  Pool pool = single_leaf_pool({policy_node("a", 2, 4000), policy_node("b", 1, 64000, kA100)});
+  occupy(pool, 0, policy_task(1, 1000), 0b01);
   const TaskShape tasks[] = {
-      shape(2, 1000),                             // a has one GPU left, b has one
-      shape(1, 1000, 8000, ModelSet::only(kT4)),  // a lacks CPU, b has another model
-      shape(0, 0, 100000),                        // no node has 100 cores
-      shape(3, 1000),                             // no node has 3 GPUs
+      policy_task(2, 1000),                             // a has one GPU left, b has one
+      policy_task(1, 1000, 8000, ModelSet::only(kT4)),  // a lacks CPU, b has another model
+      policy_task(0, 0, 100000),                        // no node has 100 cores
+      policy_task(3, 1000),                             // no node has 3 GPUs
   };
   for (const TaskShape& task : tasks) {
     Rng rng(3);
-    const PlacementResult result = make(GetParam())->place(pool, task, rng);
+    const PlacementResult result = make_policy(GetParam())->place(pool, task, rng);
     ASSERT_FALSE(result.has_value()) << describe(task, pool.models());
     EXPECT_EQ(result.error().reason, explain_unplaceable(pool, task));
   }
@@ -176,13 +171,13 @@ TEST_P(EveryPolicyTest, UnplaceableWithAReasonWhenNothingFits) {
 
 TEST_P(EveryPolicyTest, PlacesOnTheOnlyFeasibleNodeWithValidGpus) {
   // Only c fits a 2-GPU T4 task with 8 cores: a lacks CPU, b has A100s, d has one GPU free.
-  Pool pool = make_pool({make_node("a", 4, 4000), make_node("b", 4, 64000, kA100),
-                         make_node("c", 4), make_node("d", 2)});
-  occupy(pool, 2, shape(1, 600), 0b0100);
-  occupy(pool, 3, shape(1, 1000), 0b01);
-  const TaskShape task = shape(2, 1000, 8000, ModelSet::only(kT4));
+  Pool pool = single_leaf_pool({policy_node("a", 4, 4000), policy_node("b", 4, 64000, kA100),
+                                policy_node("c", 4), policy_node("d", 2)});
+  occupy(pool, 2, policy_task(1, 600), 0b0100);
+  occupy(pool, 3, policy_task(1, 1000), 0b01);
+  const TaskShape task = policy_task(2, 1000, 8000, ModelSet::only(kT4));
   Rng rng(5);
-  const PlacementResult result = make(GetParam())->place(pool, task, rng);
+  const PlacementResult result = make_policy(GetParam())->place(pool, task, rng);
   ASSERT_TRUE(result.has_value()) << result.error().reason;
   EXPECT_EQ(result->node, NodeId{2});
   // Whole GPUs: two wholly free ones of c (GPU 2 is shared).
@@ -192,9 +187,9 @@ TEST_P(EveryPolicyTest, PlacesOnTheOnlyFeasibleNodeWithValidGpus) {
 }
 
 TEST_P(EveryPolicyTest, CpuOnlyTaskGetsNoGpu) {
-  Pool pool = make_pool({make_node("a", 2), make_node("b", 0)});
+  Pool pool = single_leaf_pool({policy_node("a", 2), policy_node("b", 0)});
   Rng rng(7);
-  const PlacementResult result = make(GetParam())->place(pool, shape(0, 0, 2000), rng);
+  const PlacementResult result = make_policy(GetParam())->place(pool, policy_task(0, 0, 2000), rng);
   ASSERT_TRUE(result.has_value());
   EXPECT_EQ(result->gpus, 0U);
 }
@@ -202,14 +197,14 @@ TEST_P(EveryPolicyTest, CpuOnlyTaskGetsNoGpu) {
 TEST_P(EveryPolicyTest, AnswersForThePoolItIsGivenAfterCopiesDiverge) {
   // The scheduler tries placements on copies of its pool (without some running jobs): two copies
   // that changed as often, node by node, are still different pools to one policy.
-  const Pool base = make_pool({make_node("a", 2)});
+  const Pool base = single_leaf_pool({policy_node("a", 2)});
   Pool first = base;
   Pool second = base;
-  occupy(first, 0, shape(1, 1000), 0b01);   // first: GPU 1 free
-  occupy(second, 0, shape(1, 1000), 0b10);  // second: GPU 0 free
+  occupy(first, 0, policy_task(1, 1000), 0b01);   // first: GPU 1 free
+  occupy(second, 0, policy_task(1, 1000), 0b10);  // second: GPU 0 free
   ASSERT_EQ(first.version(NodeId{0}), second.version(NodeId{0}));
-  const std::unique_ptr<PlacementPolicy> policy = make(GetParam());
-  const TaskShape task = shape(1, 1000);
+  const std::unique_ptr<PlacementPolicy> policy = make_policy(GetParam());
+  const TaskShape task = policy_task(1, 1000);
   for (Pool* pool : {&first, &second, &first}) {
     Rng rng(11);
     const PlacementResult result = policy->place(*pool, task, rng);
@@ -232,35 +227,37 @@ class DeterministicPolicyTest : public ::testing::TestWithParam<std::string_view
 
 TEST_P(DeterministicPolicyTest, TiesGoToTheLowestTieRank) {
   // Three identical empty nodes: every score ties.
-  Pool pool = make_pool({make_node("a", 4), make_node("b", 4), make_node("c", 4)});
-  for (const TaskShape& task : {shape(1, 1000, 1000), shape(1, 500), shape(0, 0, 1000)}) {
+  Pool pool = single_leaf_pool({policy_node("a", 4), policy_node("b", 4), policy_node("c", 4)});
+  for (const TaskShape& task :
+       {policy_task(1, 1000, 1000), policy_task(1, 500), policy_task(0, 0, 1000)}) {
     Rng rng(9);
-    auto first = make(GetParam())->place(pool, task, rng);
+    auto first = make_policy(GetParam())->place(pool, task, rng);
     ASSERT_TRUE(first.has_value());
     EXPECT_EQ(first->node, NodeId{0});
   }
 
   const NodeId order[] = {NodeId{2}, NodeId{0}, NodeId{1}};
   ASSERT_TRUE(pool.set_tie_order(order).has_value());
-  for (const TaskShape& task : {shape(1, 1000, 1000), shape(1, 500), shape(0, 0, 1000)}) {
+  for (const TaskShape& task :
+       {policy_task(1, 1000, 1000), policy_task(1, 500), policy_task(0, 0, 1000)}) {
     Rng rng(9);
-    auto placed = make(GetParam())->place(pool, task, rng);
+    auto placed = make_policy(GetParam())->place(pool, task, rng);
     ASSERT_TRUE(placed.has_value());
     EXPECT_EQ(placed->node, NodeId{2});
   }
 }
 
 TEST_P(DeterministicPolicyTest, IgnoresTheRandomGenerator) {
-  Pool pool = make_pool({make_node("a", 4), make_node("b", 8), make_node("c", 2)});
-  occupy(pool, 1, shape(1, 300), 0b1);
-  occupy(pool, 2, shape(1, 1000), 0b1);
-  const TaskShape task = shape(1, 400, 2000);
+  Pool pool = single_leaf_pool({policy_node("a", 4), policy_node("b", 8), policy_node("c", 2)});
+  occupy(pool, 1, policy_task(1, 300), 0b1);
+  occupy(pool, 2, policy_task(1, 1000), 0b1);
+  const TaskShape task = policy_task(1, 400, 2000);
   Rng first_rng(1);
-  const auto first = make(GetParam())->place(pool, task, first_rng);
+  const auto first = make_policy(GetParam())->place(pool, task, first_rng);
   ASSERT_TRUE(first.has_value());
   for (std::uint64_t seed = 2; seed < 20; ++seed) {
     Rng rng(seed);
-    const auto again = make(GetParam())->place(pool, task, rng);
+    const auto again = make_policy(GetParam())->place(pool, task, rng);
     ASSERT_TRUE(again.has_value());
     EXPECT_EQ(*again, *first) << "seed " << seed;
   }
@@ -279,15 +276,16 @@ INSTANTIATE_TEST_SUITE_P(AllButRandom, DeterministicPolicyTest,
 
 TEST(RandomPolicyTest, ReturnsFeasibleNodesAndReachesEach) {
   // Feasible for a 1 x 500m T4 task with 4 cores: b and d only.
-  Pool pool = make_pool({make_node("a", 4, 2000), make_node("b", 2),
-                         make_node("c", 4, 64000, kA100), make_node("d", 3), make_node("e", 0)});
-  occupy(pool, 1, shape(1, 800), 0b01);   // b: GPU 0 has 200m free, GPU 1 is whole
-  occupy(pool, 3, shape(1, 600), 0b001);  // d: GPU 0 has 400m free
-  occupy(pool, 3, shape(1, 1000), 0b010);
-  const TaskShape task = shape(1, 500, 4000, ModelSet::only(kT4));
+  Pool pool = single_leaf_pool({policy_node("a", 4, 2000), policy_node("b", 2),
+                                policy_node("c", 4, 64000, kA100), policy_node("d", 3),
+                                policy_node("e", 0)});
+  occupy(pool, 1, policy_task(1, 800), 0b01);   // b: GPU 0 has 200m free, GPU 1 is whole
+  occupy(pool, 3, policy_task(1, 600), 0b001);  // d: GPU 0 has 400m free
+  occupy(pool, 3, policy_task(1, 1000), 0b010);
+  const TaskShape task = policy_task(1, 500, 4000, ModelSet::only(kT4));
   std::set<std::uint32_t> nodes;
   std::set<std::pair<std::uint32_t, GpuSet>> choices;
-  auto policy = make("random");
+  auto policy = make_policy("random");
   Rng rng(12345);
   for (int i = 0; i < 200; ++i) {
     const PlacementResult result = policy->place(pool, task, rng);
@@ -303,16 +301,16 @@ TEST(RandomPolicyTest, ReturnsFeasibleNodesAndReachesEach) {
 }
 
 TEST(RandomPolicyTest, DrawsFractionGpusAtRandomAndWholeGpusLowestFirst) {
-  Pool pool = make_pool({make_node("a", 4)});
-  occupy(pool, 0, shape(1, 1000), 0b0010);
-  auto policy = make("random");
+  Pool pool = single_leaf_pool({policy_node("a", 4)});
+  occupy(pool, 0, policy_task(1, 1000), 0b0010);
+  auto policy = make_policy("random");
   Rng rng(77);
   std::set<GpuSet> fraction_gpus;
   for (int i = 0; i < 100; ++i) {
-    auto result = policy->place(pool, shape(1, 100), rng);
+    auto result = policy->place(pool, policy_task(1, 100), rng);
     ASSERT_TRUE(result.has_value());
     fraction_gpus.insert(result->gpus);
-    auto whole = policy->place(pool, shape(2, 1000), rng);
+    auto whole = policy->place(pool, policy_task(2, 1000), rng);
     ASSERT_TRUE(whole.has_value());
     EXPECT_EQ(whole->gpus, 0b0101U);
   }
@@ -320,13 +318,13 @@ TEST(RandomPolicyTest, DrawsFractionGpusAtRandomAndWholeGpusLowestFirst) {
 }
 
 TEST(RandomPolicyTest, SameSeedSameChoices) {
-  Pool pool =
-      make_pool({make_node("a", 4), make_node("b", 4), make_node("c", 4), make_node("d", 4)});
+  Pool pool = single_leaf_pool(
+      {policy_node("a", 4), policy_node("b", 4), policy_node("c", 4), policy_node("d", 4)});
   auto draw = [&](std::uint64_t seed) {
-    auto policy = make("random");
+    auto policy = make_policy("random");
     Rng rng(seed);
     std::vector<Assignment> out;
-    for (int i = 0; i < 50; ++i) out.push_back(*policy->place(pool, shape(1, 250), rng));
+    for (int i = 0; i < 50; ++i) out.push_back(*policy->place(pool, policy_task(1, 250), rng));
     return out;
   };
   EXPECT_EQ(draw(8), draw(8));
@@ -337,9 +335,9 @@ TEST(BestFitPolicyTest, PicksTheNodeWithLeastLeft) {
   // b has 4 of 8 GPUs and 8 cores taken, a is empty:
   //   a: left = 0.5 * 63/128 + 0.5 * 7/8 = 0.684 -> score 31
   //   b: left = 0.5 * 55/128 + 0.5 * 3/8 = 0.402 -> score 59
-  Pool pool = make_pool({make_node("a", 8), make_node("b", 8)});
-  occupy(pool, 1, shape(4, 1000, 8000), 0b1111);
-  const auto result = place("best-fit", pool, shape(1, 1000, 1000));
+  Pool pool = single_leaf_pool({policy_node("a", 8), policy_node("b", 8)});
+  occupy(pool, 1, policy_task(4, 1000, 8000), 0b1111);
+  const auto result = place("best-fit", pool, policy_task(1, 1000, 1000));
   ASSERT_TRUE(result.has_value());
   EXPECT_EQ(result->node, NodeId{1});
   EXPECT_EQ(result->gpus, 0b10000U);  // the lowest wholly free GPU
@@ -349,19 +347,19 @@ TEST(BestFitPolicyTest, CountsCpuAsMuchAsGpu) {
   // a: 16 cores, 8 GPUs, empty:        left = 0.5 * 16/128 + 0.5 * 7/8 = 0.5    -> 50
   // b: 128 cores, 8 GPUs, 2 GPUs used: left = 0.5 * 128/128 + 0.5 * 5/8 = 0.8125 -> 18
   // Best fit takes a although b has less GPU free (dot-product decides the other way, below).
-  Pool pool = make_pool({make_node("b", 8, 128000), make_node("a", 8, 16000)});
-  occupy(pool, 0, shape(2, 1000), 0b11);
-  const auto result = place("best-fit", pool, shape(1, 1000));
+  Pool pool = single_leaf_pool({policy_node("b", 8, 128000), policy_node("a", 8, 16000)});
+  occupy(pool, 0, policy_task(2, 1000), 0b11);
+  const auto result = place("best-fit", pool, policy_task(1, 1000));
   ASSERT_TRUE(result.has_value());
   EXPECT_EQ(result->node, NodeId{1});
 }
 
 TEST(BestFitPolicyTest, PutsAFractionOnTheTightestGpu) {
-  Pool pool = make_pool({make_node("a", 4)});
-  occupy(pool, 0, shape(1, 400), 0b0001);  // GPU 0: 600m free
-  occupy(pool, 0, shape(1, 700), 0b0100);  // GPU 2: 300m free
-  occupy(pool, 0, shape(1, 900), 0b1000);  // GPU 3: 100m free
-  const auto result = place("best-fit", pool, shape(1, 250));
+  Pool pool = single_leaf_pool({policy_node("a", 4)});
+  occupy(pool, 0, policy_task(1, 400), 0b0001);  // GPU 0: 600m free
+  occupy(pool, 0, policy_task(1, 700), 0b0100);  // GPU 2: 300m free
+  occupy(pool, 0, policy_task(1, 900), 0b1000);  // GPU 3: 100m free
+  const auto result = place("best-fit", pool, policy_task(1, 250));
   ASSERT_TRUE(result.has_value());
   EXPECT_EQ(result->gpus, 0b0100U);
 }
@@ -370,9 +368,9 @@ TEST(DotProductPolicyTest, PicksTheLowestDotProduct) {
   // Task: 1 GPU, no CPU; demand = (0, 1/8).
   //   b (128 cores, 6 of 8 GPUs free): free . demand = 6/8 * 1/8 = 0.094 -> score 95
   //   a (16 cores, 8 of 8 GPUs free):  free . demand = 1 * 1/8   = 0.125 -> score 93
-  Pool pool = make_pool({make_node("b", 8, 128000), make_node("a", 8, 16000)});
-  occupy(pool, 0, shape(2, 1000), 0b11);
-  const auto result = place("dot-product", pool, shape(1, 1000));
+  Pool pool = single_leaf_pool({policy_node("b", 8, 128000), policy_node("a", 8, 16000)});
+  occupy(pool, 0, policy_task(2, 1000), 0b11);
+  const auto result = place("dot-product", pool, policy_task(1, 1000));
   ASSERT_TRUE(result.has_value());
   EXPECT_EQ(result->node, NodeId{0});
   EXPECT_EQ(result->gpus, 0b100U);
@@ -382,8 +380,8 @@ TEST(DotProductPolicyTest, CpuHeavyTaskGoesWhereCpuIsScarce) {
   // Task: 32 cores, 1 GPU; demand = (1/4, 1/8).
   //   a (128 cores, 8 GPUs): 1 * 1/4 + 1 * 1/8       = 0.375  -> score 81
   //   b (40 cores, 8 GPUs):  40/128 * 1/4 + 1 * 1/8 = 0.203 -> score 89
-  Pool pool = make_pool({make_node("a", 8, 128000), make_node("b", 8, 40000)});
-  const auto result = place("dot-product", pool, shape(1, 1000, 32000));
+  Pool pool = single_leaf_pool({policy_node("a", 8, 128000), policy_node("b", 8, 40000)});
+  const auto result = place("dot-product", pool, policy_task(1, 1000, 32000));
   ASSERT_TRUE(result.has_value());
   EXPECT_EQ(result->node, NodeId{1});
 }
@@ -391,10 +389,10 @@ TEST(DotProductPolicyTest, CpuHeavyTaskGoesWhereCpuIsScarce) {
 TEST(GpuPackingPolicyTest, PrefersAPartlyUsedGpu) {
   // a idle (33 - 4 = 29); b has a whole GPU used (a free GPU of a used node: 49); c has GPU 2
   // half used (fits on a partly used GPU: 100 - 50 / 10 = 95).
-  Pool pool = make_pool({make_node("a", 4), make_node("b", 4), make_node("c", 4)});
-  occupy(pool, 1, shape(1, 1000), 0b0001);
-  occupy(pool, 2, shape(1, 500), 0b0100);
-  const auto result = place("gpu-packing", pool, shape(1, 300));
+  Pool pool = single_leaf_pool({policy_node("a", 4), policy_node("b", 4), policy_node("c", 4)});
+  occupy(pool, 1, policy_task(1, 1000), 0b0001);
+  occupy(pool, 2, policy_task(1, 500), 0b0100);
+  const auto result = place("gpu-packing", pool, policy_task(1, 300));
   ASSERT_TRUE(result.has_value());
   EXPECT_EQ(result->node, NodeId{2});
   EXPECT_EQ(result->gpus, 0b0100U);
@@ -402,10 +400,10 @@ TEST(GpuPackingPolicyTest, PrefersAPartlyUsedGpu) {
 
 TEST(GpuPackingPolicyTest, PrefersTheFullerPartlyUsedGpu) {
   // a: GPU 1 has 800m free (100 - 80 / 10 = 92); b: GPU 3 has 400m free (100 - 40 / 10 = 96).
-  Pool pool = make_pool({make_node("a", 4), make_node("b", 4)});
-  occupy(pool, 0, shape(1, 200), 0b0010);
-  occupy(pool, 1, shape(1, 600), 0b1000);
-  const auto result = place("gpu-packing", pool, shape(1, 300));
+  Pool pool = single_leaf_pool({policy_node("a", 4), policy_node("b", 4)});
+  occupy(pool, 0, policy_task(1, 200), 0b0010);
+  occupy(pool, 1, policy_task(1, 600), 0b1000);
+  const auto result = place("gpu-packing", pool, policy_task(1, 300));
   ASSERT_TRUE(result.has_value());
   EXPECT_EQ(result->node, NodeId{1});
   EXPECT_EQ(result->gpus, 0b1000U);
@@ -413,16 +411,16 @@ TEST(GpuPackingPolicyTest, PrefersTheFullerPartlyUsedGpu) {
 
 TEST(GpuPackingPolicyTest, OpensAnIdleNodeLast) {
   // Whole GPU: b has one GPU used (49), a and c are idle (33 - 8 = 25, 33 - 2 = 31).
-  Pool pool = make_pool({make_node("a", 8), make_node("c", 2), make_node("b", 4)});
-  occupy(pool, 2, shape(1, 1000), 0b0001);
-  const auto used = place("gpu-packing", pool, shape(1, 1000));
+  Pool pool = single_leaf_pool({policy_node("a", 8), policy_node("c", 2), policy_node("b", 4)});
+  occupy(pool, 2, policy_task(1, 1000), 0b0001);
+  const auto used = place("gpu-packing", pool, policy_task(1, 1000));
   ASSERT_TRUE(used.has_value());
   EXPECT_EQ(used->node, NodeId{2});
   EXPECT_EQ(used->gpus, 0b0010U);
 
   // Among idle nodes the one with fewer GPUs scores higher: c (31) before a (25).
-  Pool idle = make_pool({make_node("a", 8), make_node("c", 2)});
-  const auto fresh = place("gpu-packing", idle, shape(1, 1000));
+  Pool idle = single_leaf_pool({policy_node("a", 8), policy_node("c", 2)});
+  const auto fresh = place("gpu-packing", idle, policy_task(1, 1000));
   ASSERT_TRUE(fresh.has_value());
   EXPECT_EQ(fresh->node, NodeId{1});
 }
@@ -432,31 +430,31 @@ TEST(GpuClusteringPolicyTest, PrefersANodeRunningTheSameClass) {
   //   a idle: 25 + 0 = 25;    b only 2-GPU tasks: 0 + 25 * 2000 / 8000 = 6;
   //   c mixed (1 and 2 GPUs): 50 + 25 * 3000 / 8000 = 59;
   //   d only 1-GPU tasks:     75 + 25 * 1000 / 8000 = 78.
-  Pool pool =
-      make_pool({make_node("a", 8), make_node("b", 8), make_node("c", 8), make_node("d", 8)});
-  occupy(pool, 1, shape(2, 1000), 0b11);
-  occupy(pool, 2, shape(2, 1000), 0b11);
-  occupy(pool, 2, shape(1, 1000), 0b100);
-  occupy(pool, 3, shape(1, 1000), 0b1);
-  const auto result = place("gpu-clustering", pool, shape(1, 1000));
+  Pool pool = single_leaf_pool(
+      {policy_node("a", 8), policy_node("b", 8), policy_node("c", 8), policy_node("d", 8)});
+  occupy(pool, 1, policy_task(2, 1000), 0b11);
+  occupy(pool, 2, policy_task(2, 1000), 0b11);
+  occupy(pool, 2, policy_task(1, 1000), 0b100);
+  occupy(pool, 3, policy_task(1, 1000), 0b1);
+  const auto result = place("gpu-clustering", pool, policy_task(1, 1000));
   ASSERT_TRUE(result.has_value());
   EXPECT_EQ(result->node, NodeId{3});
   EXPECT_EQ(result->gpus, 0b10U);
 }
 
 TEST(GpuClusteringPolicyTest, MixedNodeBeatsIdleNodeBeatsForeignNode) {
-  Pool pool = make_pool({make_node("b", 8), make_node("a", 8), make_node("c", 8)});
-  occupy(pool, 0, shape(2, 1000), 0b11);  // b: only 2-GPU tasks (6)
-  occupy(pool, 2, shape(2, 1000), 0b11);  // c: 2-GPU task and a fraction (50 + 7 = 57)
-  occupy(pool, 2, shape(1, 500), 0b100);
-  const auto mixed = place("gpu-clustering", pool, shape(1, 200));
+  Pool pool = single_leaf_pool({policy_node("b", 8), policy_node("a", 8), policy_node("c", 8)});
+  occupy(pool, 0, policy_task(2, 1000), 0b11);  // b: only 2-GPU tasks (6)
+  occupy(pool, 2, policy_task(2, 1000), 0b11);  // c: 2-GPU task and a fraction (50 + 7 = 57)
+  occupy(pool, 2, policy_task(1, 500), 0b100);
+  const auto mixed = place("gpu-clustering", pool, policy_task(1, 200));
   ASSERT_TRUE(mixed.has_value());
   EXPECT_EQ(mixed->node, NodeId{2});
 
   // Without c, the idle node a (25) wins over b, where only other classes run.
-  Pool two = make_pool({make_node("b", 8), make_node("a", 8)});
-  occupy(two, 0, shape(2, 1000), 0b11);
-  const auto idle = place("gpu-clustering", two, shape(1, 200));
+  Pool two = single_leaf_pool({policy_node("b", 8), policy_node("a", 8)});
+  occupy(two, 0, policy_task(2, 1000), 0b11);
+  const auto idle = place("gpu-clustering", two, policy_task(1, 200));
   ASSERT_TRUE(idle.has_value());
   EXPECT_EQ(idle->node, NodeId{1});
 }
@@ -466,13 +464,13 @@ TEST(FgdPolicyTest, AvoidsGrowingFragmentation) {
   //   on a: 700m -> 200m, which the typical task cannot use: growth +200 -> score 45;
   //   on b: 1000m -> 500m, still usable: growth 0 -> score 50.
   // FGD opens b, where best fit would take a.
-  const WorkloadProfile profile = profile_of(shape(1, 500));
-  Pool pool = make_pool({make_node("a", 1), make_node("b", 1)});
-  occupy(pool, 0, shape(1, 300), 0b1);
-  const auto result = place("fgd", pool, shape(1, 500), profile);
+  const WorkloadProfile profile = one_shape_profile(policy_task(1, 500));
+  Pool pool = single_leaf_pool({policy_node("a", 1), policy_node("b", 1)});
+  occupy(pool, 0, policy_task(1, 300), 0b1);
+  const auto result = place("fgd", pool, policy_task(1, 500), profile);
   ASSERT_TRUE(result.has_value());
   EXPECT_EQ(result->node, NodeId{1});
-  const auto best_fit = place("best-fit", pool, shape(1, 500), profile);
+  const auto best_fit = place("best-fit", pool, policy_task(1, 500), profile);
   ASSERT_TRUE(best_fit.has_value());
   EXPECT_EQ(best_fit->node, NodeId{0});
 }
@@ -482,10 +480,10 @@ TEST(FgdPolicyTest, ChoosesTheGpuThatReducesFragmentation) {
   //   a (2 whole GPUs): growth +500 -> score 37;
   //   b, GPU 0: the fragment is used up, growth -500 -> score 62;
   //   b, GPU 1: no whole GPU left, all 1000m idle is fragment, growth +500.
-  const WorkloadProfile profile = profile_of(shape(1, 1000));
-  Pool pool = make_pool({make_node("a", 2), make_node("b", 2)});
-  occupy(pool, 1, shape(1, 500), 0b01);
-  const auto result = place("fgd", pool, shape(1, 500), profile);
+  const WorkloadProfile profile = one_shape_profile(policy_task(1, 1000));
+  Pool pool = single_leaf_pool({policy_node("a", 2), policy_node("b", 2)});
+  occupy(pool, 1, policy_task(1, 500), 0b01);
+  const auto result = place("fgd", pool, policy_task(1, 500), profile);
   ASSERT_TRUE(result.has_value());
   EXPECT_EQ(result->node, NodeId{1});
   EXPECT_EQ(result->gpus, 0b01U);
@@ -494,19 +492,21 @@ TEST(FgdPolicyTest, ChoosesTheGpuThatReducesFragmentation) {
 TEST(FgdPolicyTest, KeepsGpusForTasksOfTheirModel) {
   // Typical task: 1 x 500m on A100 only. A CPU-only task fits on both nodes; on the A100 node it
   // would take the CPU the typical task needs, making all its GPU a fragment.
-  const WorkloadProfile profile = profile_of(shape(1, 500, 8000, ModelSet::only(kA100)));
-  Pool pool = make_pool({make_node("a100", 2, 16000, kA100), make_node("t4", 2, 16000, kT4)});
-  const auto result = place("fgd", pool, shape(0, 0, 10000), profile);
+  const WorkloadProfile profile =
+      one_shape_profile(policy_task(1, 500, 8000, ModelSet::only(kA100)));
+  Pool pool =
+      single_leaf_pool({policy_node("a100", 2, 16000, kA100), policy_node("t4", 2, 16000, kT4)});
+  const auto result = place("fgd", pool, policy_task(0, 0, 10000), profile);
   ASSERT_TRUE(result.has_value());
   EXPECT_EQ(result->node, NodeId{1});
 }
 
 TEST(TidepoolPolicyTest, AvoidsGrowingFragmentation) {
   // The same scenario as FgdPolicyTest.AvoidsGrowingFragmentation.
-  const WorkloadProfile profile = profile_of(shape(1, 500));
-  Pool pool = make_pool({make_node("a", 1), make_node("b", 1)});
-  occupy(pool, 0, shape(1, 300), 0b1);
-  const auto result = place("tidepool", pool, shape(1, 500), profile);
+  const WorkloadProfile profile = one_shape_profile(policy_task(1, 500));
+  Pool pool = single_leaf_pool({policy_node("a", 1), policy_node("b", 1)});
+  occupy(pool, 0, policy_task(1, 300), 0b1);
+  const auto result = place("tidepool", pool, policy_task(1, 500), profile);
   ASSERT_TRUE(result.has_value());
   EXPECT_EQ(result->node, NodeId{1});
 }
