@@ -54,9 +54,10 @@ const std::vector<Scheduler::RunningView>& Scheduler::running_view(Seconds now,
       // Never a job started in this pass: victims are taken before the starts they enable, and
       // it may not be sliced either.
       if (v->segment_start == now) continue;
+      const TenantId tenant = v->job.tenant;
       const bool borrowing =
           std::any_of(v->charges.begin(), v->charges.end(),
-                      [&](const ModelCharge& c) { return borrows(v->job.tenant, c.model); });
+                      [&](const ModelCharge& c) { return borrows(tenant, c.model); });
       keys.emplace_back(
           RoomCandidate{!borrowing, v->job.priority_class,
                         lost_if_preempted(*v, now) * whole_gpus(v->milli),
