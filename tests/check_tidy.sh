@@ -4,7 +4,7 @@
 # changed but not committed. A finding fails the test, with the file, line and check named.
 #
 # Usage: check_tidy.sh SOURCE_DIR BUILD_DIR [BASE]
-#   BUILD_DIR  a CMake build folder with compile_commands.json (the release build's)
+#   BUILD_DIR  a CMake build folder (the release build's); the compile database is made in it
 #   BASE       a commit; also the environment variable TIDEPOOL_TIDY_BASE (e.g. origin/main to
 #              check a whole branch). A header is checked through the sources that include it.
 # Skips, with a message and exit status 0, when clang-tidy or git history is not there.
@@ -20,8 +20,8 @@ if [[ -z $tidy ]]; then
   echo "SKIPPED: clang-tidy is not installed (apt-get install clang-tidy)"
   exit 0
 fi
-if [[ ! -f $build_dir/compile_commands.json ]]; then
-  echo "check_tidy: $build_dir/compile_commands.json is missing; configure the build first" >&2
+if [[ ! -d $build_dir ]]; then
+  echo "check_tidy: no build folder $build_dir; configure the build first" >&2
   exit 1
 fi
 if ! git rev-parse --verify --quiet "$base^{commit}" >/dev/null; then
@@ -47,10 +47,19 @@ for file in "${changed[@]}"; do
   fi
 done
 mapfile -t sources < <(printf '%s\n' "${sources[@]}" | sed '/^$/d' | sort -u)
+# A unity build's database names its batches, not the sources: clang-tidy reads one made by
+# configuring (not building) the same sources one file at a time, beside the build.
+database=$build_dir/tidy-database
+if ! cmake -S "$PWD" -B "$database" -G Ninja -DTIDEPOOL_UNITY_BUILD=OFF \
+    -DCMAKE_EXPORT_COMPILE_COMMANDS=ON -DCMAKE_BUILD_TYPE=Release >"$build_dir/tidy-database.log" 2>&1; then
+  cat "$build_dir/tidy-database.log" >&2
+  echo "check_tidy: could not configure a compile database in $database" >&2
+  exit 1
+fi
 # Only what the build compiles (the fuzz harnesses and benchmarks are not in this database).
 checked=()
 for file in "${sources[@]}"; do
-  grep -qF "\"file\": \"$PWD/$file\"" "$build_dir/compile_commands.json" && checked+=("$file")
+  grep -qF "\"file\": \"$PWD/$file\"" "$database/compile_commands.json" && checked+=("$file")
 done
 if [[ ${#checked[@]} -eq 0 ]]; then
   echo "check_tidy: no source of src/ changed since $base"
@@ -64,7 +73,7 @@ extra=(--extra-arg=-std=c++2b --extra-arg=-Wno-unknown-warning-option
 echo "check_tidy: ${#checked[@]} source(s) changed since $base"
 status=0
 printf '%s\n' "${checked[@]}" |
-  xargs -P "${TIDY_JOBS:-2}" -n 4 "$tidy" -p "$build_dir" --quiet "${extra[@]}" \
+  xargs -P "${TIDY_JOBS:-2}" -n 4 "$tidy" -p "$database" --quiet "${extra[@]}" \
     >"$build_dir/check_tidy.log" 2>&1 || status=$?
 if [[ $status -ne 0 ]]; then
   grep -E "(warning|error): " "$build_dir/check_tidy.log" | sort -u

@@ -42,7 +42,7 @@ bool reads_file(const CLI::Option& option) {
          upper(option.get_name()).find("FILE") != std::string::npos;
 }
 
-void add_shapes(const CLI::App& app, std::vector<std::string> path,
+void add_shapes(const CLI::App& app, const std::vector<std::string>& path,
                 std::vector<CommandShape>& out) {
   CommandShape shape;
   shape.path = path;
@@ -78,7 +78,7 @@ void add_shapes(const CLI::App& app, std::vector<std::string> path,
     if (!shell_safe(sub->get_name())) continue;
     std::vector<std::string> below = path;
     below.push_back(sub->get_name());
-    add_shapes(*sub, std::move(below), out);
+    add_shapes(*sub, below, out);
   }
 }
 

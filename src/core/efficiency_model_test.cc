@@ -26,7 +26,7 @@ Pool two_spine_pool(int domains = 2) {
 }
 
 // The first `count` GPUs of each listed node.
-std::vector<Assignment> on_nodes(std::vector<std::uint32_t> nodes, int count) {
+std::vector<Assignment> on_nodes(const std::vector<std::uint32_t>& nodes, int count) {
   std::vector<Assignment> out;
   for (std::uint32_t n : nodes) out.push_back({NodeId{n}, (GpuSet{1} << count) - 1});
   return out;

@@ -26,7 +26,8 @@ std::vector<bool> Scheduler::borrowing_models() const {
   std::vector<bool> borrowing;
   if (!config_.quotas) return borrowing;
   const int models = book_.model_count();
-  borrowing.reserve(static_cast<std::size_t>(book_.tenant_count() * models));
+  borrowing.reserve(static_cast<std::size_t>(book_.tenant_count()) *
+                    static_cast<std::size_t>(models));
   for (int t = 0; t < book_.tenant_count(); ++t) {
     for (int m = 0; m < models; ++m) {
       borrowing.push_back(book_.borrowed(TenantId{static_cast<std::uint32_t>(t)},

@@ -10,7 +10,7 @@ namespace tidepool::test_support {
 
 // Uniform in [lo, hi] (lo <= hi).
 inline int draw(Rng& rng, int lo, int hi) {
-  return lo + static_cast<int>(rng.below(static_cast<std::uint64_t>(hi - lo + 1)));
+  return lo + static_cast<int>(rng.below(static_cast<std::uint64_t>(hi - lo) + 1));
 }
 
 // As draw, for 64-bit figures.

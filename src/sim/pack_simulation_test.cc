@@ -277,7 +277,7 @@ TEST(RunPackTest, LeavesTheCallersPoolUntouched) {
 
 // A run on `total_gpus` GPUs with samples (arrived, allocated, fragmented) in milli-GPUs.
 PackRun make_run(std::int64_t total_gpus,
-                 std::vector<std::tuple<std::int64_t, std::int64_t, double>> samples) {
+                 const std::vector<std::tuple<std::int64_t, std::int64_t, double>>& samples) {
   PackRun run;
   run.total_gpus = total_gpus;
   for (const auto& [arrived, allocated, fragmented] : samples) {

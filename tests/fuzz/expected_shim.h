@@ -34,6 +34,17 @@ class unexpected {
 template <class E>
 unexpected(E) -> unexpected<E>;
 
+template <class T, class E>
+class expected;
+
+// Whether a type is an expected or an unexpected (the value comparison takes neither).
+template <class T>
+struct is_expected_or_unexpected : false_type {};
+template <class T, class E>
+struct is_expected_or_unexpected<expected<T, E>> : true_type {};
+template <class E>
+struct is_expected_or_unexpected<unexpected<E>> : true_type {};
+
 template <class E>
 class bad_expected_access : public exception {
  public:
@@ -75,6 +86,10 @@ class expected {
     if (!has_value()) throw bad_expected_access<E>();
     return **this;
   }
+  constexpr T&& value() && {
+    if (!has_value()) throw bad_expected_access<E>();
+    return std::move(**this);
+  }
   template <class U>
   constexpr T value_or(U&& other) const& {
     return has_value() ? **this : static_cast<T>(std::forward<U>(other));
@@ -83,6 +98,21 @@ class expected {
   constexpr E& error() & { return *get_if<1>(&v_); }
   constexpr const E& error() const& { return *get_if<1>(&v_); }
   constexpr E&& error() && { return std::move(*get_if<1>(&v_)); }
+
+  template <class T2, class E2>
+  friend constexpr bool operator==(const expected& x, const expected<T2, E2>& y) {
+    if (x.has_value() != y.has_value()) return false;
+    return x.has_value() ? *x == *y : x.error() == y.error();
+  }
+  template <class T2>
+  requires(!is_expected_or_unexpected<T2>::value) friend constexpr bool operator==(
+      const expected& x, const T2& value) {
+    return x.has_value() && *x == value;
+  }
+  template <class E2>
+  friend constexpr bool operator==(const expected& x, const unexpected<E2>& e) {
+    return !x.has_value() && x.error() == e.error();
+  }
 
  private:
   variant<T, E> v_;

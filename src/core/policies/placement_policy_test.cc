@@ -61,7 +61,7 @@ std::unique_ptr<PlacementPolicy> make_policy(
 PlacementResult place(std::string_view policy_name, Pool pool, const TaskShape& task,
                       const WorkloadProfile& profile = one_shape_profile(policy_task(1, 1000))) {
   Rng rng(1);
-  const PlacementResult result = make_policy(policy_name, profile)->place(pool, task, rng);
+  PlacementResult result = make_policy(policy_name, profile)->place(pool, task, rng);
 
   std::vector<NodeId> reversed;
   for (int i = pool.node_count() - 1; i >= 0; --i) {
