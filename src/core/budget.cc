@@ -17,7 +17,8 @@ constexpr std::int64_t kDaySeconds = kSecondsPerCivilDay;
 // The Unix times the calendar functions accept: the years -10000..10000 (asserted). The
 // algorithms are exact far beyond; the bound keeps every intermediate far from overflow.
 [[maybe_unused]] constexpr std::int64_t kMinUnixTime = days_from_civil(-10000, 1, 1) * kDaySeconds;
-[[maybe_unused]] constexpr std::int64_t kMaxUnixTime = days_from_civil(10001, 1, 1) * kDaySeconds - 1;
+[[maybe_unused]] constexpr std::int64_t kMaxUnixTime =
+    days_from_civil(10001, 1, 1) * kDaySeconds - 1;
 
 CivilDate utc_date(std::int64_t unix_seconds) {
   assert(unix_seconds >= kMinUnixTime && unix_seconds <= kMaxUnixTime);
