@@ -1,11 +1,11 @@
 #include "apps/server_command.h"
 
 #include <fmt/format.h>
-#include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <memory>

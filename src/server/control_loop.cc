@@ -12,8 +12,8 @@
 namespace tidepool {
 namespace {
 
-Reply unavailable(std::string reason) {
-  return error_reply(503, "unavailable", Error{"server", std::move(reason)});
+std::unexpected<Refused> unavailable(std::string reason) {
+  return refuse(Refusal::kUnavailable, Error{"server", std::move(reason)});
 }
 
 }  // namespace
@@ -30,9 +30,9 @@ ControlLoop::ControlLoop(std::unique_ptr<Store> store, ControlPlaneSetup setup, 
             call([id, outcome](ControlPlane& plane, std::int64_t now, Batch& batch) {
               return plane.provider_result(id, outcome.ok, outcome.output, now, batch);
             });
-        if (reply.status != 200) {
+        if (!reply) {
           spdlog::warn("the result of provider hook call {} was not recorded: {}", id,
-                       reply.body.dump());
+                       reply.error().cause.message());
         }
       })) {}
 
@@ -226,7 +226,9 @@ void ControlLoop::round(std::vector<Pending>& work, bool pass_due) {
     auto committed = store_->commit(batch);
     if (committed) {
       metrics_.count_commit(batch, seconds_since(commit_start));
-      for (const JobRecord& job : batch.jobs) listing_changed_.insert(job.id);
+      for (const JobRecord& job : batch.jobs) {
+        if (auto id = job_id_from_wire(job.id)) listing_changed_.insert(*id);
+      }
       events_->publish(batch.events);
       log_events(batch.events);
       run_hooks();

@@ -3,8 +3,9 @@
 // queued command, runs them in arrival order, runs a scheduling pass if something changed (or the
 // tick or a wakeup is due), commits everything the round changed in one store transaction (group
 // commit: one durable write for many requests), publishes the round's events, and only then
-// answers. If the commit fails, every request of the round gets 503, and the state is rebuilt from
-// the store, so that nothing unacknowledged is kept and nothing acknowledged is lost.
+// answers. If the commit fails, every request of the round is refused as unavailable, and the
+// state is rebuilt from the store, so that nothing unacknowledged is kept and nothing acknowledged
+// is lost.
 #pragma once
 
 #include <chrono>
@@ -48,14 +49,14 @@ class ControlLoop {
   // there is none (its secret is returned, to be handed to the operator once), and starts the
   // thread.
   Result<std::optional<std::string>> start();
-  // Answers what is queued, then ends the thread. Later calls get 503.
+  // Answers what is queued, then ends the thread. Later calls are refused as unavailable.
   void stop();
 
   // Runs `command` on the loop thread; returns once its round is committed.
   Reply call(Command command);
   // The same without waiting: `done` gets the reply on the loop thread once the round is
-  // committed (or at once, on this thread, with 503 when the server is shutting down). It must
-  // not block; what it throws is logged and dropped.
+  // committed (or at once, on this thread, refused as unavailable when the server is shutting
+  // down). It must not block; what it throws is logged and dropped.
   using Done = std::function<void(Reply)>;
   void call_async(Command command, Done done);
 
@@ -98,8 +99,8 @@ class ControlLoop {
   std::unique_ptr<EventFeed> events_;
   std::unique_ptr<ControlPlane> plane_;  // owned by the loop thread once started
   // Listings (loop thread): each job's listed entry, and the jobs changed since the last snapshot.
-  std::map<std::int64_t, std::shared_ptr<const ListedJob>> listed_;
-  std::set<std::int64_t> listing_changed_;
+  std::map<JobId, std::shared_ptr<const ListedJob>> listed_;
+  std::set<JobId> listing_changed_;
 
   // Guards what follows up to thread_: the callers' queue, the listing handed out and the flags
   // (HTTP threads and the loop thread); waited on by wake_ and listing_ready_.

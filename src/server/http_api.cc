@@ -48,6 +48,35 @@ struct HttpApi::Route {
   std::function<LoopAnswer(const Call&)> on_loop;
 };
 
+int http_status(const Reply& reply) {
+  if (reply) return reply->done == Done::kCreated ? 201 : 200;
+  switch (reply.error().refusal) {
+    case Refusal::kInvalid:
+      return 400;
+    case Refusal::kForbidden:
+      return 403;
+    case Refusal::kNotFound:
+      return 404;
+    case Refusal::kConflict:
+      return 409;
+    case Refusal::kTooMany:
+      return 429;
+    case Refusal::kUnavailable:
+      return 503;
+  }
+  return 500;
+}
+
+nlohmann::json http_body(const Reply& reply) {
+  if (reply) return reply->body;
+  const Refused& refused = reply.error();
+  if (!refused.body.is_null()) return refused.body;
+  nlohmann::json body = {
+      {"error", refused.error}, {"field", refused.cause.field}, {"reason", refused.cause.reason}};
+  if (refused.retry_after_seconds) body["retry_after_seconds"] = *refused.retry_after_seconds;
+  return body;
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -71,18 +100,17 @@ std::string dump(const nlohmann::json& body) {
 
 HttpResponse to_response(const Reply& reply) {
   HttpResponse res;
-  res.status = reply.status;
-  res.body = dump(reply.body);
+  res.status = http_status(reply);
+  res.body = dump(http_body(reply));
   // A refusal that says when to try again says it in the header too (RFC 9110 Retry-After).
-  if (auto after = reply.body.find("retry_after_seconds");
-      after != reply.body.end() && after->is_number_integer()) {
-    res.fields.push_back({"Retry-After", std::to_string(after->get<std::int64_t>())});
+  if (!reply && reply.error().retry_after_seconds) {
+    res.fields.push_back({"Retry-After", std::to_string(*reply.error().retry_after_seconds)});
   }
   return res;
 }
 
-Reply bad_request(std::string error, const Error& cause) {
-  return error_reply(400, std::move(error), cause);
+std::unexpected<Refused> bad_request(std::string error, const Error& cause) {
+  return refuse(Refusal::kInvalid, std::move(error), cause);
 }
 
 // The request's body as JSON: by its Content-Type, or by its first character when it has none
@@ -110,15 +138,16 @@ auto read_body(const HttpRequest& req, Read read) -> decltype(read(nlohmann::jso
   return read(*body);
 }
 
-std::optional<std::int64_t> path_id(const std::string& text) {
+// A job id in a path; nullopt for text that names no job.
+std::optional<JobId> path_id(const std::string& text) {
   std::int64_t id = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
-  if (ec != std::errc() || end != text.data() + text.size() || id <= 0) return std::nullopt;
-  return id;
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return job_id_from_wire(id);
 }
 
-Reply no_such_job(const std::string& text) {
-  return error_reply(404, "not found", Error{"id", fmt::format("no job {}", text)});
+std::unexpected<Refused> no_such_job(const std::string& text) {
+  return refuse(Refusal::kNotFound, Error{"id", fmt::format("no job {}", text)});
 }
 
 // The query parameter `name` as a whole number in min..max (`expected` says so in words);
@@ -139,24 +168,28 @@ Result<std::int64_t> query_integer(const QueryParams& query, const std::string& 
   return value;
 }
 
-// `task` if job `id` has it; `access` is log_access's reply, with the job's task count.
-Result<int> log_task(std::int64_t id, std::int64_t task, const Reply& access) {
+// `task` if job `id` has it; `access` is log_access's answer, with the job's task count.
+Result<int> log_task(JobId id, std::int64_t task, const Answer& access) {
   const auto tasks = access.body.at("tasks").get<std::int64_t>();
   if (task < tasks) return static_cast<int>(task);
   return std::unexpected(no_such_task(id, tasks));
 }
 
-// The reply to a refused append (JobLogs::append's Error).
-Reply log_refusal(const Error& error, std::int64_t size_now) {
+// The answer to a refused append (JobLogs::append's Error).
+HttpResponse log_refusal(const Error& error, std::int64_t size_now) {
   if (error.field == "offset") {
-    Reply reply = error_reply(409, "conflict", error);
-    reply.body.update(log_conflict_to_json(LogConflict{.size = size_now}));
-    return reply;
+    nlohmann::json body = http_body(refuse(Refusal::kConflict, error));
+    body.update(log_conflict_to_json(LogConflict{.size = size_now}));
+    HttpResponse res;
+    res.status = 409;
+    res.body = dump(body);
+    return res;
   }
-  if (error.field == "bytes") return error_reply(413, "payload too large", error);
+  if (error.field == "bytes")
+    return http_error(413, "payload too large", error.field, error.reason);
   spdlog::error("task log: {}", error.message());
-  return error_reply(500, "internal error",
-                     Error{"logs", "the server cannot store the task's log; see the server log"});
+  return http_error(500, "internal error", "logs",
+                    "the server cannot store the task's log; see the server log");
 }
 
 // Whether `who` may see event `e` (users: their tenant's; agents: their node's).
@@ -182,7 +215,7 @@ Reply events_reply(const std::vector<EventRecord>& events, std::int64_t last_seq
                    {"kind", e.kind},
                    {"data", nlohmann::json::parse(e.document, nullptr, false)}});
   }
-  return Reply{200, {{"events", std::move(out)}, {"last_seq", last_seq}}};
+  return answer({{"events", std::move(out)}, {"last_seq", last_seq}});
 }
 
 bool loopback(const std::string& host) {
@@ -343,10 +376,11 @@ void HttpApi::recheck_poll(std::uint64_t id, bool expired) {
     return;
   }
   if (!polls_->take(id)) return;  // answered meanwhile
-  const Reply reply =
-      events ? events_reply(*events, last_seq) : error_reply(503, "unavailable", events.error());
-  metrics_.count_request("GET", "/v1/events", reply.status, seconds_since(poll->start));
-  poll->responder.send(to_response(reply));
+  const Reply reply = events ? events_reply(*events, last_seq)
+                             : Reply(refuse(Refusal::kUnavailable, events.error()));
+  HttpResponse res = to_response(reply);
+  metrics_.count_request("GET", "/v1/events", res.status, seconds_since(poll->start));
+  poll->responder.send(std::move(res));
 }
 
 HeadVerdict HttpApi::on_head(HttpRequest& req) {
@@ -379,20 +413,18 @@ HeadVerdict HttpApi::on_head(HttpRequest& req) {
                    fmt::format("no route {} {}; see GET /v1/... in the API reference", req.method,
                                percent_decode(req.path, false))));
   }
-  auto answer = [&](const Reply& reply, std::vector<HttpField> fields = {}) {
-    metrics_.count_request(req.method, route->name, reply.status, seconds_since(start));
-    HttpResponse res = to_response(reply);
+  auto answer = [&](HttpResponse res, std::vector<HttpField> fields) {
+    metrics_.count_request(req.method, route->name, res.status, seconds_since(start));
     res.fields = std::move(fields);
     return HeadVerdict::respond(std::move(res));
   };
   if (route->open && !metrics_limiter_.allow("peer:" + req.peer, wall_ms())) {
     metrics_.count_rate_limited();
-    return answer(
-        error_reply(429, "too many requests",
-                    Error{"request", fmt::format("{} is over the /metrics limit of {}/s; "
-                                                 "retry after a second",
-                                                 req.peer, options_.metrics_rate_per_second)}),
-        {{"Retry-After", "1"}});
+    return answer(http_error(429, "too many requests", "request",
+                             fmt::format("{} is over the /metrics limit of {}/s; retry after a "
+                                         "second",
+                                         req.peer, options_.metrics_rate_per_second)),
+                  {{"Retry-After", "1"}});
   }
   Admitted admitted{route, Principal{}, std::move(captures), start};
   if (!route->open || options_.metrics_token_required) {
@@ -401,23 +433,19 @@ HeadVerdict HttpApi::on_head(HttpRequest& req) {
     std::optional<Principal> who;
     if (!secret.empty()) who = loop_.tokens()->authenticate(secret);
     if (!who) {
-      return answer(
-          error_reply(401, "unauthorized",
-                      Error{"Authorization", secret.empty()
-                                                 ? "a bearer token is needed: pass --token, set "
-                                                   "TIDEPOOL_TOKEN or add token: to the config file"
-                                                 : "unknown or revoked token"}),
-          {{"WWW-Authenticate", "Bearer"}});
+      return answer(http_error(401, "unauthorized", "Authorization",
+                               secret.empty() ? "a bearer token is needed: pass --token, set "
+                                                "TIDEPOOL_TOKEN or add token: to the config file"
+                                              : "unknown or revoked token"),
+                    {{"WWW-Authenticate", "Bearer"}});
     }
     if (!limiter_.allow(who->token_id, wall_ms())) {
       metrics_.count_rate_limited();
-      return answer(
-          error_reply(429, "too many requests",
-                      Error{"Authorization",
-                            fmt::format("token {} is over its rate limit of {}/s; retry after a "
-                                        "second",
-                                        who->token_id, options_.rate_per_second)}),
-          {{"Retry-After", "1"}});
+      return answer(http_error(429, "too many requests", "Authorization",
+                               fmt::format("token {} is over its rate limit of {}/s; retry after "
+                                           "a second",
+                                           who->token_id, options_.rate_per_second)),
+                    {{"Retry-After", "1"}});
     }
     admitted.who = std::move(*who);
   }
@@ -435,8 +463,9 @@ void HttpApi::handle(HttpRequest& req, const HttpResponder& responder) {
     // but the metrics, which outlive both.
     auto answer = [&metrics = metrics_, responder, name = admitted.route->name, method = req.method,
                    start = admitted.start](const Reply& reply) {
-      metrics.count_request(method, name, reply.status, seconds_since(start));
-      responder.send(to_response(reply));
+      HttpResponse res = to_response(reply);
+      metrics.count_request(method, name, res.status, seconds_since(start));
+      responder.send(std::move(res));
     };
     LoopAnswer prepared = admitted.route->on_loop(call);
     if (Reply* now = std::get_if<Reply>(&prepared)) return answer(*now);
@@ -454,8 +483,9 @@ void HttpApi::handle(HttpRequest& req, const HttpResponder& responder) {
 void HttpApi::events(const Call& call, const HttpResponder& responder) {
   const auto& admitted = std::any_cast<const Admitted&>(call.req.context);
   auto answer = [&](const Reply& reply) {
-    metrics_.count_request("GET", "/v1/events", reply.status, seconds_since(admitted.start));
-    responder.send(to_response(reply));
+    HttpResponse res = to_response(reply);
+    metrics_.count_request("GET", "/v1/events", res.status, seconds_since(admitted.start));
+    responder.send(std::move(res));
   };
   const QueryParams& q = call.query;
   std::int64_t since = 0;
@@ -479,7 +509,7 @@ void HttpApi::events(const Call& call, const HttpResponder& responder) {
                       "milliseconds since the epoch (UTC)");
     if (!at) return answer(bad_request("invalid request", at.error()));
     auto before = loop_.events().seq_before(*at);
-    if (!before) return answer(error_reply(503, "unavailable", before.error()));
+    if (!before) return answer(refuse(Refusal::kUnavailable, before.error()));
     since = *before;
   }
   if (q.has("limit")) {
@@ -501,7 +531,7 @@ void HttpApi::events(const Call& call, const HttpResponder& responder) {
   std::int64_t last_seq = since;
   auto events = loop_.events().read_after(
       since, limit, [&](const EventRecord& e) { return visible_to(who, e); }, last_seq);
-  if (!events) return answer(error_reply(503, "unavailable", events.error()));
+  if (!events) return answer(refuse(Refusal::kUnavailable, events.error()));
   if (!events->empty() || timeout <= 0 || loop_.events().closed()) {
     return answer(events_reply(*events, last_seq));
   }
@@ -516,8 +546,8 @@ void HttpApi::events(const Call& call, const HttpResponder& responder) {
       const bool own = !closed && mine >= options_.long_polls_per_token;
       if (mine == 0) polls_->per_token.erase(who.token_id);  // `mine` is gone from here on
       if (closed) return answer(events_reply({}, last_seq));
-      return answer(error_reply(
-          429, "too many requests",
+      return answer(refuse(
+          Refusal::kTooMany,
           Error{"timeout",
                 own ? fmt::format("token {} already waits on {} event polls; use fewer at once",
                                   who.token_id, options_.long_polls_per_token)
@@ -564,9 +594,9 @@ void HttpApi::add_routes() {
                             Reply reply =
                                 loop_.call([this](ControlPlane& plane, std::int64_t, Batch&) {
                                   metrics_.set_figures(plane.figures());
-                                  return Reply{};
+                                  return answer(nullptr);
                                 });
-                            if (reply.status != 200) return to_response(reply);
+                            if (!reply) return to_response(reply);
                             HttpResponse res;
                             res.content_type = "text/plain; version=0.0.4; charset=utf-8";
                             res.body = metrics_.render();
@@ -584,7 +614,7 @@ void HttpApi::add_routes() {
       return p.submit(who, std::move(spec), key, now, b);
     });
   });
-  json("GET", "/v1/jobs", "/v1/jobs", [this](const Call& c) {
+  json("GET", "/v1/jobs", "/v1/jobs", [this](const Call& c) -> Reply {
     const QueryParams& q = c.query;
     JobFilter filter{q.get("tenant"), q.get("queue"), q.get("state"), q.get("node")};
     auto limit = query_integer(q, "limit", static_cast<std::int64_t>(kDefaultJobPage), 1,
@@ -606,7 +636,7 @@ void HttpApi::add_routes() {
     // From a snapshot: the listing is filtered and built here, not on the loop.
     auto listing = loop_.job_listing();
     if (!listing) {
-      return error_reply(503, "unavailable", Error{"server", "the server is shutting down"});
+      return refuse(Refusal::kUnavailable, Error{"server", "the server is shutting down"});
     }
     return list_jobs(*listing, c.who, filter);
   });
@@ -632,7 +662,7 @@ void HttpApi::add_routes() {
     });
   });
   // scontrol's hold, release and requeue: no body.
-  using JobAction = Reply (ControlPlane::*)(const Principal&, std::int64_t, std::int64_t, Batch&);
+  using JobAction = Reply (ControlPlane::*)(const Principal&, JobId, std::int64_t, Batch&);
   for (const auto& verb_action : {std::pair{"hold", JobAction{&ControlPlane::hold}},
                                   std::pair{"release", JobAction{&ControlPlane::release}},
                                   std::pair{"requeue", JobAction{&ControlPlane::requeue_job}}}) {
@@ -683,44 +713,50 @@ void HttpApi::add_routes() {
       });
 
   // Task logs: access is checked on the loop, the files are read and written here.
-  json("POST", "/v1/jobs/{}/logs", "/v1/jobs/{id}/logs", [this](const Call& c) {
-    auto id = path_id(c.captures[0]);
-    if (!id) return no_such_job(c.captures[0]);
-    auto task = query_integer(c.query, "task", 0, 0, std::numeric_limits<int>::max(),
-                              "a task number (0 or more)");
-    if (!task) return bad_request("invalid request", task.error());
-    auto offset =
-        query_integer(c.query, "offset", std::nullopt, 0, std::numeric_limits<std::int64_t>::max(),
-                      "the byte offset in the log where the body starts");
-    if (!offset) return bad_request("invalid request", offset.error());
-    std::optional<std::int64_t> run;
-    if (c.query.has("run")) {
-      auto parsed = query_integer(c.query, "run", std::nullopt, 1, std::numeric_limits<int>::max(),
-                                  "the job's run the bytes come from (1 or more)");
-      if (!parsed) return bad_request("invalid request", parsed.error());
-      run = *parsed;
-    }
-    if (c.req.field("Content-Type").starts_with("multipart/form-data")) {
-      return error_reply(415, "unsupported media type",
-                         Error{"Content-Type",
-                               "send the bytes as the body itself, e.g. "
-                               "application/octet-stream"});
-    }
-    Reply access = loop_.call([who = c.who, id = *id, task = static_cast<int>(*task), run](
-                                  ControlPlane& p, std::int64_t, Batch&) {
-      return p.log_access(who, id, true, task, run);
-    });
-    if (access.status != 200) return access;
-    auto in_job = log_task(*id, *task, access);
-    if (!in_job) return bad_request("invalid request", in_job.error());
-    auto size = logs_->append(*id, *in_job, run.value_or(0), *offset, c.req.body);
-    if (!size) {
-      auto now = logs_->read(*id, *in_job, run.value_or(0), 0, 0);
-      return log_refusal(size.error(), now ? now->size : 0);
-    }
-    return Reply{200, log_append_reply_to_json(LogAppendReply{
-                          .job = *id, .task = *in_job, .run = run.value_or(0), .size = *size})};
-  });
+  // (Its refusals of the bytes are the HTTP layer's own: 413, 415, 500.)
+  routes_.push_back(Route{
+      "POST",
+      "/v1/jobs/{}/logs",
+      "/v1/jobs/{id}/logs",
+      [this](const Call& c) {
+        auto id = path_id(c.captures[0]);
+        if (!id) return to_response(no_such_job(c.captures[0]));
+        auto task = query_integer(c.query, "task", 0, 0, std::numeric_limits<int>::max(),
+                                  "a task number (0 or more)");
+        if (!task) return to_response(bad_request("invalid request", task.error()));
+        auto offset = query_integer(c.query, "offset", std::nullopt, 0,
+                                    std::numeric_limits<std::int64_t>::max(),
+                                    "the byte offset in the log where the body starts");
+        if (!offset) return to_response(bad_request("invalid request", offset.error()));
+        std::optional<std::int64_t> run;
+        if (c.query.has("run")) {
+          auto parsed =
+              query_integer(c.query, "run", std::nullopt, 1, std::numeric_limits<int>::max(),
+                            "the job's run the bytes come from (1 or more)");
+          if (!parsed) return to_response(bad_request("invalid request", parsed.error()));
+          run = *parsed;
+        }
+        if (c.req.field("Content-Type").starts_with("multipart/form-data")) {
+          return http_error(415, "unsupported media type", "Content-Type",
+                            "send the bytes as the body itself, e.g. application/octet-stream");
+        }
+        Reply access = loop_.call([who = c.who, id = *id, task = static_cast<int>(*task), run](
+                                      ControlPlane& p, std::int64_t, Batch&) {
+          return p.log_access(who, id, true, task, run);
+        });
+        if (!access) return to_response(access);
+        auto in_job = log_task(*id, *task, *access);
+        if (!in_job) return to_response(bad_request("invalid request", in_job.error()));
+        auto size = logs_->append(wire_job_id(*id), *in_job, run.value_or(0), *offset, c.req.body);
+        if (!size) {
+          auto now = logs_->read(wire_job_id(*id), *in_job, run.value_or(0), 0, 0);
+          return log_refusal(size.error(), now ? now->size : 0);
+        }
+        return to_response(answer(log_append_reply_to_json(LogAppendReply{
+            .job = wire_job_id(*id), .task = *in_job, .run = run.value_or(0), .size = *size})));
+      },
+      false,
+      {}});
   routes_.push_back(Route{
       "GET",
       "/v1/jobs/{}/logs",
@@ -750,18 +786,17 @@ void HttpApi::add_routes() {
         Reply access = loop_.call([who = c.who, id = *id](ControlPlane& p, std::int64_t, Batch&) {
           return p.log_access(who, id, false);
         });
-        if (access.status != 200) return to_response(access);
-        auto in_job = log_task(*id, *task, access);
+        if (!access) return to_response(access);
+        auto in_job = log_task(*id, *task, *access);
         if (!in_job) return to_response(bad_request("invalid request", in_job.error()));
-        auto runs = logs_->runs(*id, *in_job);
+        auto runs = logs_->runs(wire_job_id(*id), *in_job);
         auto chunk = !runs ? Result<LogChunk>(std::unexpected(runs.error()))
-                     : run ? logs_->read(*id, *in_job, *run, *offset, *limit)
-                           : logs_->read_runs(*id, *in_job, *offset, *limit);
+                     : run ? logs_->read(wire_job_id(*id), *in_job, *run, *offset, *limit)
+                           : logs_->read_runs(wire_job_id(*id), *in_job, *offset, *limit);
         if (!chunk) {
           spdlog::error("task log: {}", chunk.error().message());
-          return to_response(error_reply(
-              500, "internal error",
-              Error{"logs", "the server cannot read the task's log; see the server log"}));
+          return http_error(500, "internal error", "logs",
+                            "the server cannot read the task's log; see the server log");
         }
         HttpResponse res;
         res.content_type = "text/plain; charset=utf-8";
@@ -858,9 +893,8 @@ void HttpApi::add_routes() {
   });
 
   // --- the internal market ---
-  loop_json("GET", "/v1/prices", "/v1/prices", [on_loop](const Call& c) -> LoopAnswer {
-    return on_loop(
-        [who = c.who](ControlPlane& p, std::int64_t now, Batch&) { return p.prices(who, now); });
+  loop_json("GET", "/v1/prices", "/v1/prices", [on_loop](const Call&) -> LoopAnswer {
+    return on_loop([](ControlPlane& p, std::int64_t now, Batch&) { return p.prices(now); });
   });
   loop_json("GET", "/v1/bill", "/v1/bill", [on_loop](const Call& c) -> LoopAnswer {
     const QueryParams& q = c.query;

@@ -42,6 +42,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -50,9 +51,17 @@
 #include "server/http_server.h"
 #include "server/job_logs.h"
 #include "server/rate_limiter.h"
+#include "server/reply.h"
 #include "server/server_metrics.h"
 
 namespace tidepool {
+
+// The one mapping of the control plane's replies (reply.h) to HTTP. Statuses: done 200, created
+// 201; refused kInvalid 400, kForbidden 403, kNotFound 404, kConflict 409, kTooMany 429 (with
+// Retry-After when the refusal says when), kUnavailable 503. Bodies: what was done, or the
+// refusal's {"error", "field", "reason"} (and "retry_after_seconds"), or the body it carries.
+[[nodiscard]] int http_status(const Reply& reply);
+[[nodiscard]] nlohmann::json http_body(const Reply& reply);
 
 struct HttpOptions {
   std::string host = "127.0.0.1";

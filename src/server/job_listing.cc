@@ -36,15 +36,14 @@ ListedJob listed_job(const ServerJob& job) {
 
 Reply list_jobs(const JobListing& listing, const Principal& who, const JobFilter& filter) {
   if (who.role == Role::kUser && !filter.tenant.empty() && filter.tenant != who.tenant) {
-    return error_reply(
-        403, "forbidden",
-        Error{"tenant", fmt::format("this token sees tenant '{}' only", who.tenant)});
+    return refuse(Refusal::kForbidden,
+                  Error{"tenant", fmt::format("this token sees tenant '{}' only", who.tenant)});
   }
   if (!listing.queues_of_tenant.empty()) {
     const auto tenant = listing.queues_of_tenant.find(filter.tenant);
     if (!filter.tenant.empty() && tenant == listing.queues_of_tenant.end()) {
-      return error_reply(404, "not found",
-                         Error{"tenant", fmt::format("no tenant '{}'", filter.tenant)});
+      return refuse(Refusal::kNotFound,
+                    Error{"tenant", fmt::format("no tenant '{}'", filter.tenant)});
     }
     const bool known_queue =
         filter.queue.empty() ||
@@ -53,38 +52,39 @@ Reply list_jobs(const JobListing& listing, const Principal& who, const JobFilter
              : std::ranges::any_of(listing.queues_of_tenant,
                                    [&](const auto& t) { return t.second.contains(filter.queue); }));
     if (!known_queue) {
-      return error_reply(
-          404, "not found",
+      return refuse(
+          Refusal::kNotFound,
           Error{"queue",
                 fmt::format("no queue '{}'{}", filter.queue,
                             filter.tenant.empty() ? "" : " in tenant '" + filter.tenant + "'")});
     }
   }
   if (!listing.nodes.empty() && !filter.node.empty() && !listing.nodes.contains(filter.node)) {
-    return error_reply(404, "not found", Error{"node", fmt::format("no node '{}'", filter.node)});
+    return refuse(Refusal::kNotFound, Error{"node", fmt::format("no node '{}'", filter.node)});
   }
   if (filter.limit < 1 || filter.limit > kMaxJobPage) {
-    return error_reply(400, "invalid request",
-                       Error{"limit", fmt::format("a page holds 1..{} jobs", kMaxJobPage)});
+    return refuse(Refusal::kInvalid,
+                  Error{"limit", fmt::format("a page holds 1..{} jobs", kMaxJobPage)});
   }
   if (filter.since_ms > 0 && filter.until_ms > 0 && filter.until_ms < filter.since_ms) {
-    return error_reply(400, "invalid request",
-                       Error{"until_ms", fmt::format("{} is before since_ms {}", filter.until_ms,
-                                                     filter.since_ms)});
+    return refuse(Refusal::kInvalid,
+                  Error{"until_ms",
+                        fmt::format("{} is before since_ms {}", filter.until_ms, filter.since_ms)});
   }
   std::set<JobState> states;
   for (std::size_t start = 0; start < filter.state.size();) {
     std::size_t comma = filter.state.find(',', start);
     if (comma == std::string::npos) comma = filter.state.size();
     auto state = parse_job_state(filter.state.substr(start, comma - start));
-    if (!state) return error_reply(400, "invalid request", state.error());
+    if (!state) return refuse(Refusal::kInvalid, state.error());
     states.insert(*state);
     start = comma + 1;
   }
   // Newest first, so that "the last N jobs" is one request.
-  auto end = filter.before > 0 ? std::ranges::lower_bound(listing.jobs, filter.before, {},
-                                                          [](const auto& job) { return job->id; })
-                               : listing.jobs.end();
+  auto end = filter.before > 0
+                 ? std::ranges::lower_bound(listing.jobs, filter.before, {},
+                                            [](const auto& job) { return wire_job_id(job->id); })
+                 : listing.jobs.end();
   std::vector<const ListedJob*> chosen;
   bool more = false;
   for (auto it = std::make_reverse_iterator(end); it != listing.jobs.rend(); ++it) {
@@ -117,9 +117,9 @@ Reply list_jobs(const JobListing& listing, const Principal& who, const JobFilter
     }
     jobs.push_back(std::move(view));
   }
-  Reply reply{200, {{"jobs", std::move(jobs)}}};
-  if (more) reply.body["next"] = std::to_string(chosen.back()->id);
-  return reply;
+  nlohmann::json out = {{"jobs", std::move(jobs)}};
+  if (more) out["next"] = std::to_string(wire_job_id(chosen.back()->id));
+  return answer(std::move(out));
 }
 
 }  // namespace tidepool

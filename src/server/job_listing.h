@@ -51,7 +51,7 @@ struct JobFilter {
 
 // One job as listings see it; `view` is server_job_to_json (without the pending reason).
 struct ListedJob {
-  std::int64_t id = 0;
+  JobId id;
   std::string tenant;
   std::string queue;
   JobState state = JobState::kPending;
@@ -66,19 +66,20 @@ ListedJob listed_job(const ServerJob& job);
 struct JobListing {
   std::vector<std::shared_ptr<const ListedJob>> jobs;  // in id order
   // The pending jobs' reasons ({"kind", "reason"}), by job id, as of the snapshot.
-  std::unordered_map<std::int64_t, nlohmann::json> pending;
+  std::unordered_map<JobId, nlohmann::json> pending;
   // GPU-seconds of service each live (pending or running) job has received, as of the last pass.
-  std::unordered_map<std::int64_t, std::int64_t> attained;
+  std::unordered_map<JobId, std::int64_t> attained;
   std::int64_t version = 0;  // the loop's round count when it was taken
   // What a filter may name: the tenants with their queues, and the nodes (empty: not checked).
   std::map<std::string, std::set<std::string>> queues_of_tenant;
   std::set<std::string> nodes;
 };
 
-// The page of `listing` that `filter` asks for, as `who` may see it: 200 with {"jobs": [...]}
-// (each job with "pending" when it waits, "attained_gpu_seconds" while it is live) and "next" when
-// older jobs may match; 400 for a bad state name, limit or window, 403 for a user naming another
-// tenant, 404 for a tenant, queue or node the pool does not have (a typo is not an empty listing).
+// The page of `listing` that `filter` asks for, as `who` may see it: {"jobs": [...]} (each job
+// with "pending" when it waits, "attained_gpu_seconds" while it is live) and "next" when older
+// jobs may match; kInvalid for a bad state name, limit or window, kForbidden for a user naming
+// another tenant, kNotFound for a tenant, queue or node the pool does not have (a typo is not an
+// empty listing).
 Reply list_jobs(const JobListing& listing, const Principal& who, const JobFilter& filter);
 
 }  // namespace tidepool

@@ -45,6 +45,11 @@ Result<JobState> parse_job_state(std::string_view name) {
                                    name));
 }
 
+std::optional<JobId> job_id_from_wire(std::int64_t id) {
+  if (id < 1 || id > std::numeric_limits<std::uint32_t>::max()) return std::nullopt;
+  return JobId{static_cast<std::uint32_t>(id)};
+}
+
 void ServerJob::move_to(JobState next, std::int64_t at_ms, std::string reason) {
   state = next;
   if (!reason.empty()) message = reason;
@@ -88,7 +93,7 @@ nlohmann::json server_job_to_json(const ServerJob& job) {
   if (!job.submitter_token.empty()) out["submitter_token"] = job.submitter_token;
   if (!job.submitter.empty()) out["submitter"] = job.submitter;
   if (!job.held.empty()) out["held"] = job.held;
-  if (job.array_job != 0) {
+  if (job.array_job != JobId{}) {
     out["array_job"] = job.array_job;
     out["array_index"] = job.array_index;
   }
@@ -118,7 +123,9 @@ Result<ServerJob> server_job_from_json(const nlohmann::json& value) {
   ServerJob job;
   auto id = read_field<std::int64_t>(value, "id");
   if (!id) return std::unexpected(id.error());
-  job.id = *id;
+  auto job_id = job_id_from_wire(*id);
+  if (!job_id) return fail("id", fmt::format("{} is not a job id", *id));
+  job.id = *job_id;
   auto spec_it = value.find("spec");
   if (spec_it == value.end()) return fail("spec", "missing");
   auto spec = job_spec_from_json(*spec_it);
@@ -163,6 +170,8 @@ Result<ServerJob> server_job_from_json(const nlohmann::json& value) {
   job.tasks_done = std::move(*tasks_done);
   // Figures absent from the document keep their defaults.
   const auto count = body_fields::integer_in(0, std::numeric_limits<std::int64_t>::max());
+  const auto job_number = body_fields::integer_in(0, std::numeric_limits<std::uint32_t>::max());
+  std::int64_t array_job = 0;
   const auto text = [](const nlohmann::json& v, const std::string& path) {
     return body_fields::read_text(v, path, std::numeric_limits<std::size_t>::max());
   };
@@ -171,7 +180,7 @@ Result<ServerJob> server_job_from_json(const nlohmann::json& value) {
            body_fields::read_optional(value, "", "submitter_token", job.submitter_token, text),
            body_fields::read_optional(value, "", "submitter", job.submitter, text),
            body_fields::read_optional(value, "", "held", job.held, text),
-           body_fields::read_optional(value, "", "array_job", job.array_job, count),
+           body_fields::read_optional(value, "", "array_job", array_job, job_number),
            body_fields::read_optional(value, "", "array_index", job.array_index, count),
            body_fields::read_optional(value, "", "submitted_ms", job.submitted_ms, count),
            body_fields::read_optional(value, "", "started_ms", job.started_ms, count),
@@ -193,6 +202,7 @@ Result<ServerJob> server_job_from_json(const nlohmann::json& value) {
       !ok) {
     return std::unexpected(ok.error());
   }
+  job.array_job = JobId{static_cast<std::uint32_t>(array_job)};
   if (auto it = value.find("burst"); it != value.end() && !it->is_null()) {
     if (!it->is_object()) return fail("burst", "expected an object");
     BurstRun b;
@@ -217,12 +227,9 @@ Result<ServerJob> server_job_from_json(const nlohmann::json& value) {
 }
 
 JobRecord to_record(const ServerJob& job) {
-  return JobRecord{job.id,
-                   job.spec.tenant,
-                   job.spec.queue,
-                   std::string(job_state_name(job.state)),
-                   job.idempotency_key,
-                   server_job_to_json(job).dump()};
+  return JobRecord{wire_job_id(job.id), job.spec.tenant,
+                   job.spec.queue,      std::string(job_state_name(job.state)),
+                   job.idempotency_key, server_job_to_json(job).dump()};
 }
 
 Result<ServerJob> from_record(const JobRecord& record) {

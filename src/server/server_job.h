@@ -7,6 +7,8 @@
 // failed and cancelled are final.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -16,9 +18,17 @@
 
 #include "api/job_spec.h"
 #include "core/error.h"
+#include "core/ids.h"
 #include "store/store.h"
 
 namespace tidepool {
+
+// Job ids are JobId (core/ids.h) in the server, as in the core; the wire and the store carry
+// them as whole numbers, converted here. A number outside 1..2^32-1 names no job.
+[[nodiscard]] std::optional<JobId> job_id_from_wire(std::int64_t id);
+[[nodiscard]] inline std::int64_t wire_job_id(JobId id) { return id.value; }
+// A job id in JSON is its number.
+inline void to_json(nlohmann::json& out, JobId id) { out = id.value; }
 
 enum class JobState : std::uint8_t {
   kPending,
@@ -57,10 +67,10 @@ struct TaskPlace {
   friend bool operator==(const TaskPlace&, const TaskPlace&) = default;
 };
 
-// A job sent to rented capacity (control_plane_burst.cc): the offer, the nodes asked of its
-// provider (one per task, named by the server), the agent tokens made for them, and the money
-// side. While the nodes come up the job stays pending; once every node's agent registered it runs
-// there, outside the pool's scheduler.
+// A job sent to rented capacity (burst_desk.h): the offer, the nodes asked of its provider (one
+// per task, named by the server), the agent tokens made for them, and the money side. While the
+// nodes come up the job stays pending; once every node's agent registered it runs there, outside
+// the pool's scheduler.
 struct BurstRun {
   std::string offer;
   std::string provider;
@@ -73,7 +83,7 @@ struct BurstRun {
 };
 
 struct ServerJob {
-  std::int64_t id = 0;
+  JobId id;
   JobSpec spec;
   std::string idempotency_key;
   // Who submitted it: the id of the token, and the token's description then ("alice's laptop").
@@ -84,7 +94,7 @@ struct ServerJob {
   std::vector<TaskPlace> placement;     // while running: one per task
   std::int64_t submitted_ms = 0;
   // A job of an array (its spec's `array` at submission): the first job's id and its index.
-  std::int64_t array_job = 0;  // 0: not of an array
+  JobId array_job;  // JobId{} (0): not of an array
   std::int64_t array_index = 0;
   // Why a pending job is held out of scheduling ("held by token 8e5f (user)"); empty: not held.
   std::string held;
@@ -127,3 +137,11 @@ JobRecord to_record(const ServerJob& job);
 Result<ServerJob> from_record(const JobRecord& record);
 
 }  // namespace tidepool
+
+// "job {}" and the like print a job id as its number.
+template <>
+struct fmt::formatter<tidepool::JobId> : fmt::formatter<std::uint32_t> {
+  auto format(tidepool::JobId id, fmt::format_context& context) const {
+    return fmt::formatter<std::uint32_t>::format(id.value, context);
+  }
+};

@@ -96,6 +96,12 @@ ServerMetrics::ServerMetrics()
                                "(faults, counted apart from scheduling)")
                          .Register(*registry_)
                          .Add({})),
+      internal_errors_(BuildCounter()
+                           .Name("tidepool_internal_errors_total")
+                           .Help("internal.error events: the control plane and its scheduler "
+                                 "disagreed (a bug to report)")
+                           .Register(*registry_)
+                           .Add({})),
       requeues_(BuildCounter()
                     .Name("tidepool_job_requeues_total")
                     .Help("Runs stopped and queued again, by cause: preemption (the scheduler) "
@@ -185,6 +191,7 @@ void ServerMetrics::set_figures(const ControlPlane::Figures& figures) {
     if (value > counter.Value()) counter.Increment(value - counter.Value());
   };
   raise_to(node_failures_, static_cast<double>(figures.node_failures));
+  raise_to(internal_errors_, static_cast<double>(figures.internal_errors));
   for (const auto& [cause, count] : figures.requeued_by_cause) {
     raise_to(requeues_.Add({{"cause", cause}}), static_cast<double>(count));
   }

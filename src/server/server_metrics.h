@@ -61,6 +61,7 @@ class ServerMetrics {
   prometheus::Gauge& last_event_;
   prometheus::Gauge& long_polls_;
   prometheus::Counter& node_failures_;
+  prometheus::Counter& internal_errors_;
   prometheus::Family<prometheus::Counter>& requeues_;
   prometheus::Family<prometheus::Counter>& lost_work_;
   prometheus::Family<prometheus::Gauge>& prices_;

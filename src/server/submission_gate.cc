@@ -1,9 +1,9 @@
-// The control plane: per-tenant admission limits of new jobs.
+#include "server/submission_gate.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
-
-#include "server/control_plane.h"
+#include <utility>
 
 namespace tidepool {
 namespace {
@@ -17,17 +17,17 @@ const TenantSpec* tenant_spec(const TenantsSpec& tenants, const std::string& nam
   return nullptr;
 }
 
-// 429 naming the tenant, with when to try again.
-Reply too_many(std::string reason, int retry_after_seconds) {
-  Reply reply = error_reply(429, "too many requests", Error{"tenant", std::move(reason)});
-  reply.body["retry_after_seconds"] = retry_after_seconds;
-  return reply;
+// kTooMany naming the tenant, with when to try again.
+std::unexpected<Refused> too_many(std::string reason, std::int64_t retry_after_seconds) {
+  auto refused = refuse(Refusal::kTooMany, Error{"tenant", std::move(reason)});
+  refused.error().retry_after_seconds = retry_after_seconds;
+  return refused;
 }
 
 }  // namespace
 
-std::optional<Reply> ControlPlane::admission_refusal(const std::string& tenant, TenantId id,
-                                                     std::int64_t now_ms, std::int64_t jobs) {
+Outcome<void> SubmissionGate::admit(const std::string& tenant, std::int64_t pending,
+                                    std::int64_t jobs, std::int64_t now_ms) {
   const AdmissionLimits& limits = setup_.admission;
   const TenantSpec* spec = tenant_spec(setup_.tenants, tenant);
   const std::int64_t max_pending =
@@ -35,11 +35,6 @@ std::optional<Reply> ControlPlane::admission_refusal(const std::string& tenant, 
   const std::int64_t rate = spec && spec->submissions_per_second > 0
                                 ? spec->submissions_per_second
                                 : limits.submissions_per_second;
-  // Held jobs and jobs waiting for others count as pending too: neither is a way around the limit.
-  std::int64_t pending = scheduler_.pending_count(id);
-  for (std::int64_t parked : parked_) {
-    if (jobs_.at(parked).spec.tenant == tenant) ++pending;
-  }
   if (pending + jobs > max_pending) {
     if (jobs > 1) {
       return too_many(fmt::format("tenant '{}' has {} jobs pending and may have {}: {} more do "
@@ -53,11 +48,11 @@ std::optional<Reply> ControlPlane::admission_refusal(const std::string& tenant, 
                                 tenant, max_pending),
                     10);
   }
-  if (rate <= 0) return std::nullopt;
+  if (rate <= 0) return {};
   // Refilled at `rate` per second up to the burst; a new tenant starts full.
   const std::int64_t capacity = std::max(limits.submission_burst, rate) * 1000;
-  auto [it, added] = submit_buckets_.try_emplace(tenant, SubmitBucket{capacity, now_ms});
-  SubmitBucket& bucket = it->second;
+  auto [it, added] = buckets_.try_emplace(tenant, Bucket{capacity, now_ms});
+  Bucket& bucket = it->second;
   const std::int64_t elapsed = std::max<std::int64_t>(0, now_ms - bucket.updated_ms);
   bucket.milli_tokens = std::min(capacity, bucket.milli_tokens + elapsed * rate);
   bucket.updated_ms = std::max(bucket.updated_ms, now_ms);
@@ -68,7 +63,7 @@ std::optional<Reply> ControlPlane::admission_refusal(const std::string& tenant, 
                     1);
   }
   bucket.milli_tokens -= 1000;
-  return std::nullopt;
+  return {};
 }
 
 }  // namespace tidepool

@@ -1,0 +1,267 @@
+#include "server/market_clerk.h"
+
+#include <fmt/format.h>
+
+#include <utility>
+
+#include "core/tidal_window.h"
+
+namespace tidepool {
+namespace {
+
+constexpr std::string_view kAlertPrefix = "market/budget_alert/";
+constexpr std::string_view kAnomalyDayKey = "market/anomaly_day";
+
+// A budget event's figures: {"tenant", "quarter", "state", "budget", "spend", "charges",
+// "credits", "remaining"}.
+nlohmann::json budget_figures(const MarketEvent& event) {
+  const BudgetStatus& status = event.status;
+  return {{"tenant", event.tenant_name},
+          {"quarter", event.quarter},
+          {"state", budget_state_name(status.state)},
+          {"budget", whole_credits(status.budget)},
+          {"spend", whole_credits(status.spend)},
+          {"charges", whole_credits(status.charges)},
+          {"credits", whole_credits(status.credits)},
+          {"remaining", whole_credits(status.remaining)}};
+}
+
+// What a job's GPUs hold, for the meter: the pool's share of each of its GPUs.
+std::int64_t metered_milli(const JobSpec& spec) {
+  return spec.gpus_per_task == 0 ? 0 : std::int64_t{spec.gpus_per_task} * spec.gpu_milli;
+}
+
+PriceClass price_class(const JobSpec& spec) {
+  return spec.preemptible ? PriceClass::kPreemptible : PriceClass::kStandard;
+}
+
+}  // namespace
+
+double whole_credits(Micros amount) {
+  return static_cast<double>(amount) / static_cast<double>(kMicrosPerUnit);
+}
+
+Result<BillGrouping> parse_bill_grouping(std::string_view text) {
+  if (text == "team") return BillGrouping::kTeam;
+  if (text == "job") return BillGrouping::kJob;
+  if (text == "model") return BillGrouping::kModel;
+  if (text == "label") return BillGrouping::kLabel;
+  return fail("by", fmt::format("unknown grouping '{}'; expected team, job, model or label", text));
+}
+
+Result<void> MarketClerk::open(const Snapshot& snapshot, const TenantsSpec& tenants,
+                               std::int64_t now_ms, Batch& repairs) {
+  const ControlPlaneSetup& setup = state_.setup();
+  if (!setup.market) return {};
+  auto book = TenantBook::create(tenants, setup.cluster.models);
+  if (!book) return std::unexpected(book.error());
+  const Seconds now = to_seconds(now_ms);
+  const Scheduler& scheduler = state_.scheduler();
+  auto market = ServerMarket::create(*setup.market, setup.ledger_posting_interval, scheduler.pool(),
+                                     *book, snapshot.ledger, now);
+  if (!market) return std::unexpected(market.error());
+  market_ = std::move(*market);
+  budget_watch_ = BudgetWatch{};
+  budget_watch_.set_next_spend_day(utc_day(now));
+  for (const KeyedRecord& setting : snapshot.settings) {
+    auto value = nlohmann::json::parse(setting.document, nullptr, false);
+    if (setting.key.starts_with(kAlertPrefix) && value.is_object()) {
+      budget_watch_.set_alerted(setting.key.substr(kAlertPrefix.size()),
+                                value.value("quarter", ""));
+    } else if (setting.key == kAnomalyDayKey && value.is_object()) {
+      budget_watch_.set_next_spend_day(value.value("day", utc_day(now)));
+    }
+  }
+  // Jobs restored running are metered again from now: the time the server was down is not
+  // charged.
+  for (JobId id : state_.live()) {
+    const ServerJob& job = state_.jobs().at(id);
+    if (job.state != JobState::kRunning) continue;
+    auto assignments = state_.to_assignments(job);
+    if (!assignments) continue;
+    const auto tenant = scheduler.book().find_tenant(job.spec.tenant);
+    if (!tenant) continue;
+    auto ok = market_->desk().start(job.id, *tenant, *assignments, metered_milli(job.spec),
+                                    scheduler.pool(), price_class(job.spec), now);
+    if (!ok) return fail("market", fmt::format("job {}: {}", id, ok.error().message()));
+  }
+  // The budgets as they stand: tenants that spent theirs wait from the start (announced before the
+  // restart already: no second budget.exhausted).
+  check_budgets(now_ms, repairs, /*announce=*/false);
+  return {};
+}
+
+void MarketClerk::failed(const Error& error, std::int64_t now_ms, Batch& batch) {
+  state_.emit(batch, now_ms, "market.error", {{"reason", error.message()}});
+}
+
+void MarketClerk::advance(std::int64_t now_ms, Batch& batch) {
+  if (!market_) return;
+  if (auto ok = market_->desk().advance(to_seconds(now_ms), state_.scheduler().pool()); !ok) {
+    failed(ok.error(), now_ms, batch);
+  }
+}
+
+void MarketClerk::start(const ServerJob& job, const std::vector<Assignment>& assignments,
+                        std::int64_t now_ms, Batch& batch) {
+  if (!market_) return;
+  const Scheduler& scheduler = state_.scheduler();
+  const auto tenant = scheduler.book().find_tenant(job.spec.tenant);
+  if (!tenant) return;
+  // The pass took its decisions with the state the meter was advanced over at its start.
+  auto ok = market_->desk().start(job.id, *tenant, assignments, metered_milli(job.spec),
+                                  scheduler.pool(), price_class(job.spec), to_seconds(now_ms));
+  if (!ok) failed(ok.error(), now_ms, batch);
+}
+
+void MarketClerk::stop(const ServerJob& job, std::int64_t now_ms, Batch& batch) {
+  if (!market_) return;
+  advance(now_ms, batch);
+  if (auto ok = market_->desk().stop(job.id, to_seconds(now_ms)); !ok) {
+    failed(ok.error(), now_ms, batch);
+  }
+  store_ledger(batch);
+}
+
+void MarketClerk::charge_rental(ServerJob& job, std::int64_t now_ms, Batch& batch) {
+  if (!market_ || !job.burst) return;
+  BurstRun& run = *job.burst;
+  const Seconds from = to_seconds(run.charged_to_ms);
+  const Seconds to = to_seconds(now_ms);
+  if (to <= from) return;
+  run.charged_to_ms = to * 1000;
+  const auto offer = offer_index(run.offer);
+  const auto tenant = state_.scheduler().book().find_tenant(job.spec.tenant);
+  if (!offer || !tenant) return;  // the files changed: nothing to charge it to
+  auto charged = market_->charge_burst(job.id, *tenant, *offer, rented_gpus(job.spec), from, to);
+  if (!charged) failed(charged.error(), now_ms, batch);
+  store_ledger(batch);
+}
+
+void MarketClerk::store_ledger(Batch& batch) {
+  if (!market_) return;
+  for (LedgerRecord& record : market_->take_unstored(state_.scheduler().pool().models())) {
+    batch.ledger.push_back(std::move(record));
+  }
+}
+
+void MarketClerk::post_ledger(std::int64_t now_ms, Batch& batch) {
+  if (!market_ || !market_->posting_due(to_seconds(now_ms))) return;
+  advance(now_ms, batch);
+  if (auto ok = market_->post(to_seconds(now_ms)); !ok) failed(ok.error(), now_ms, batch);
+  for (JobId id : state_.live()) {
+    ServerJob& job = state_.jobs().at(id);
+    if (!job.burst) continue;
+    charge_rental(job, now_ms, batch);
+    PlaneState::stage(batch, job);
+  }
+  store_ledger(batch);
+  check_budgets(now_ms, batch);
+  check_anomalies(now_ms, batch);
+}
+
+std::vector<OverCost> MarketClerk::over_cost() const {
+  std::vector<OverCost> over;
+  if (!market_) return over;
+  const std::string& currency = market_->spec().currency;
+  for (JobId id : state_.live()) {
+    const ServerJob& job = state_.jobs().at(id);
+    if (job.state != JobState::kRunning || !job.spec.max_cost) continue;
+    const Micros cost = market_->desk().job_cost(id);
+    if (cost < *job.spec.max_cost) continue;
+    over.push_back(
+        {id, fmt::format("stopped: charged {} {}, reaching its max_cost of {} {}", money_text(cost),
+                         currency, money_text(*job.spec.max_cost), currency)});
+  }
+  return over;
+}
+
+void MarketClerk::apply_budget_holds(std::int64_t now_ms, Batch& batch) {
+  // The holds name tenants of the scheduler's own book: a refusal is a bug, shown and not hidden.
+  if (auto ok = budget_watch_.apply(state_.scheduler()); !ok) {
+    state_.internal_error("budget holds", ok.error(), now_ms, batch);
+  }
+}
+
+void MarketClerk::replace_book(const TenantsSpec& tenants, std::int64_t now_ms, Batch& batch) {
+  if (!market_) return;
+  auto book = TenantBook::create(tenants, state_.setup().cluster.models);
+  if (auto ok =
+          book ? market_->desk().replace_book(*book) : Result<void>(std::unexpected(book.error()));
+      !ok) {
+    failed(ok.error(), now_ms, batch);
+  }
+}
+
+void MarketClerk::check_budgets(std::int64_t now_ms, Batch& batch, bool announce) {
+  for (const MarketEvent& event :
+       budget_watch_.check_budgets(market_->desk(), to_seconds(now_ms))) {
+    switch (event.kind) {
+      case MarketEventKind::kBudgetAlert:
+        batch.settings.push_back(KeyedRecord{std::string(kAlertPrefix) + event.tenant_name,
+                                             nlohmann::json{{"quarter", event.quarter}}.dump()});
+        break;
+      case MarketEventKind::kBudgetExhausted:
+        // Held before a restart already: announced then.
+        if (!announce) continue;
+        state_.mark_dirty();
+        break;
+      case MarketEventKind::kBudgetRestored:
+        state_.mark_dirty();
+        break;
+      case MarketEventKind::kSpendAnomaly:
+        continue;
+    }
+    state_.emit(batch, now_ms, std::string(market_event_name(event.kind)), budget_figures(event));
+  }
+  apply_budget_holds(now_ms, batch);
+}
+
+void MarketClerk::check_anomalies(std::int64_t now_ms, Batch& batch) {
+  const std::optional<std::int64_t> checked = budget_watch_.next_spend_day();
+  for (const MarketEvent& event : budget_watch_.check_spend(market_->desk(), to_seconds(now_ms))) {
+    state_.emit(batch, now_ms, std::string(market_event_name(event.kind)),
+                {{"tenant", event.tenant_name},
+                 {"day", utc_date_text(event.day * kSecondsPerDay)},
+                 {"spend", whole_credits(event.anomaly.day_spend)},
+                 {"trailing_average", whole_credits(event.anomaly.trailing_average)},
+                 {"reason", event.reason}});
+  }
+  if (budget_watch_.next_spend_day() != checked) {
+    batch.settings.push_back(
+        KeyedRecord{std::string(kAnomalyDayKey),
+                    nlohmann::json{{"day", *budget_watch_.next_spend_day()}}.dump()});
+  }
+}
+
+const std::vector<BurstOffer>& MarketClerk::offers() const {
+  static const std::vector<BurstOffer> kNone;
+  return market_ ? market_->burst_offers() : kNone;
+}
+
+std::optional<BurstPolicy> MarketClerk::burst_policy() const {
+  return market_ ? market_->burst_policy() : std::nullopt;
+}
+
+std::optional<std::size_t> MarketClerk::offer_index(const std::string& name) const {
+  const std::vector<BurstOffer>& all = offers();
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (all[i].name == name) return i;
+  }
+  return std::nullopt;
+}
+
+std::string MarketClerk::hook_of(const std::string& provider) const {
+  if (!market_) return {};
+  for (const BurstProviderSpec& p : market_->spec().burst_providers) {
+    if (p.name == provider) return p.hook;
+  }
+  return {};
+}
+
+std::optional<std::int64_t> MarketClerk::next_post_ms() const {
+  if (!market_) return std::nullopt;
+  return market_->next_post() * 1000;
+}
+
+}  // namespace tidepool

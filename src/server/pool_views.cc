@@ -1,0 +1,266 @@
+// The views of the pool: nodes, tenants and their queues, tokens, and the figures for metrics.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "server/plane_views.h"
+
+namespace tidepool {
+
+nlohmann::json milli_as_gpus(std::int64_t milli) {
+  if (milli % 1000 == 0) return milli / 1000;
+  return static_cast<double>(milli) / 1000.0;
+}
+
+// --- nodes ---
+
+nlohmann::json PlaneViews::nodes(const Principal& who) const {
+  nlohmann::json out = nlohmann::json::array();
+  const auto running = state_.running_by_node();
+  for (std::size_t n = 0; n < nodes_.pool_size(); ++n) {
+    const PlaneNode& node = nodes_.pool_node(NodeId{static_cast<std::uint32_t>(n)});
+    if (who.role == Role::kAgent && node.name != who.node) continue;
+    out.push_back(cluster_node(node, running[n]));
+  }
+  // Rented nodes (bursting) follow the cluster file's.
+  for (const PlaneNode* rented : nodes_.rented()) {
+    if (who.role == Role::kAgent && rented->name != who.node) continue;
+    out.push_back(rented_node(*rented));
+  }
+  return {{"nodes", std::move(out)}};
+}
+
+nlohmann::json PlaneViews::node(const std::string& name) const {
+  const PlaneNode& node = *nodes_.find(name);
+  if (node.kind == NodeKind::kRented) return rented_node(node);
+  return cluster_node(node, state_.running_by_node()[node.id.value]);
+}
+
+nlohmann::json PlaneViews::cluster_node(const PlaneNode& node,
+                                        const std::vector<const ServerJob*>& running) const {
+  const ClusterSpec& cluster = state_.setup().cluster;
+  const NodeSpec& spec = cluster.nodes[node.id.value];
+  const Topology& topology = cluster.topology;
+  const LeafId leaf = spec.leaf;
+  std::int64_t allocated_milli = 0;
+  nlohmann::json jobs = nlohmann::json::array();
+  for (const ServerJob* running_job : running) {
+    const ServerJob& job = *running_job;
+    int gpus = 0;
+    int tasks = 0;
+    for (const TaskPlace& p : job.placement) {
+      if (p.node != spec.name) continue;
+      ++tasks;
+      gpus += static_cast<int>(p.gpus.size());
+    }
+    if (tasks == 0) continue;
+    allocated_milli += std::int64_t{gpus} * (job.spec.gpus_per_task == 0 ? 0 : job.spec.gpu_milli);
+    jobs.push_back({{"job", job.id},
+                    {"tenant", job.spec.tenant},
+                    {"name", job.spec.name},
+                    {"tasks", tasks},
+                    {"gpus", gpus},
+                    {"gpu_milli", job.spec.gpu_milli}});
+  }
+  const std::string state = node.drained                ? "drained"
+                            : !nodes_.schedulable(node) ? "not_ready"
+                                                        : "ready";
+  nlohmann::json out = {
+      {"name", spec.name},
+      {"state", state},
+      {"gpu_model", spec.gpu_count > 0 ? cluster.models.name(spec.model) : ""},
+      {"gpus", spec.gpu_count},
+      {"gpu_milli_allocated", allocated_milli},
+      {"cpu_milli", spec.milli_cpu},
+      {"memory_mib", spec.memory_mib},
+      {"leaf", topology.leaves[leaf.value].name},
+      {"spine", topology.spines[topology.leaves[leaf.value].spine.value].name},
+      {"jobs", std::move(jobs)},
+      {"registered_ms", node.registered_ms},
+      {"last_heartbeat_ms", node.last_heartbeat_ms},
+  };
+  if (node.drained) {
+    out["drain_reason"] = node.drain_reason;
+    out["drained_ms"] = node.drained_ms;
+  }
+  if (node.not_ready) out["not_ready_ms"] = node.not_ready_ms;
+  if (const std::string why = nodes_.unschedulable_reason(node); !why.empty()) out["reason"] = why;
+  if (node.registered_ms != 0) out["agent"] = node_registration_to_json(node.reported);
+  return out;
+}
+
+nlohmann::json PlaneViews::rented_node(const PlaneNode& node) const {
+  const ServerJob& job = state_.jobs().at(node.job);
+  const bool running = job.state == JobState::kRunning;
+  const int gpus = rented_gpus_per_task(job.spec);
+  const auto offer = job.burst ? clerk_.offer_index(job.burst->offer) : std::nullopt;
+  nlohmann::json jobs = nlohmann::json::array();
+  if (running) {
+    jobs.push_back({{"job", job.id},
+                    {"tenant", job.spec.tenant},
+                    {"name", job.spec.name},
+                    {"tasks", 1},
+                    {"gpus", gpus},
+                    {"gpu_milli", job.spec.gpu_milli}});
+  }
+  return {{"name", node.name},
+          {"state", node.registered_ms == 0 ? "starting" : "ready"},
+          {"gpu_model",
+           offer ? state_.scheduler().pool().models().name(clerk_.offers()[*offer].model) : ""},
+          {"gpus", gpus},
+          {"gpu_milli_allocated", running ? std::int64_t{gpus} * job.spec.gpu_milli : 0},
+          {"leaf", "(rented)"},
+          {"spine", ""},
+          {"jobs", std::move(jobs)},
+          {"registered_ms", node.registered_ms},
+          {"last_heartbeat_ms", node.last_heartbeat_ms},
+          {"address", node.reported.address},
+          {"drain_reason", ""},
+          {"burst", true},
+          {"rental",
+           {{"offer", job.burst ? job.burst->offer : ""},
+            {"provider", job.burst ? job.burst->provider : ""},
+            {"job", node.job},
+            {"task", node.task}}}};
+}
+
+// --- tenants and queues ---
+
+nlohmann::json PlaneViews::tenant(TenantId tenant) const {
+  const Scheduler& scheduler = state_.scheduler();
+  const TenantBook& book = scheduler.book();
+  const GpuModelCatalog& models = book.models();
+  nlohmann::json quota = nlohmann::json::object();
+  for (int m = 0; m < book.model_count(); ++m) {
+    const GpuModelId model{static_cast<std::uint32_t>(m)};
+    const std::int64_t guaranteed = book.guaranteed(tenant, model);
+    const std::int64_t usage = book.usage(tenant, model);
+    const auto borrowing = book.borrowing_limit(tenant, model);
+    if (guaranteed == 0 && usage == 0 && !borrowing) continue;
+    nlohmann::json entry = {
+        {"guaranteed_gpus", milli_as_gpus(guaranteed)},
+        {"lending_limit_gpus", milli_as_gpus(book.lending_limit(tenant, model))},
+        {"used_gpus", milli_as_gpus(usage)},
+        {"borrowed_gpus", milli_as_gpus(book.borrowed(tenant, model))},
+        // While a tidal window is open its GPUs come out of every guarantee in proportion.
+        {"held_by_windows_gpus", milli_as_gpus(book.held_from(tenant, model))}};
+    entry["borrowing_limit_gpus"] = borrowing ? milli_as_gpus(*borrowing) : nlohmann::json(nullptr);
+    quota[models.name(model)] = std::move(entry);
+  }
+  const std::string& name = book.tenant_name(tenant);
+  int pending = 0;
+  int running = 0;
+  for (JobId id : state_.live()) {
+    const ServerJob& job = state_.jobs().at(id);
+    if (job.spec.tenant != name) continue;
+    (job.state == JobState::kRunning ? running : pending) += 1;
+  }
+  nlohmann::json queues = nlohmann::json::array();
+  for (int q = 0; q < book.queue_count(); ++q) {
+    const QueueId id{static_cast<std::uint32_t>(q)};
+    if (book.tenant_of(id) == tenant) queues.push_back(book.queue_name(id));
+  }
+  return {{"name", name},
+          {"org", book.org_name(book.org_of(tenant))},
+          {"weight", book.weight(tenant)},
+          {"queues", std::move(queues)},
+          {"quota", std::move(quota)},
+          {"gpu_milli_used", scheduler.usage_milli(tenant)},
+          {"jobs_pending", pending},
+          {"jobs_running", running}};
+}
+
+nlohmann::json PlaneViews::tenants(const Principal& who) const {
+  const TenantBook& book = state_.scheduler().book();
+  nlohmann::json out = nlohmann::json::array();
+  for (int t = 0; t < book.tenant_count(); ++t) {
+    const TenantId id{static_cast<std::uint32_t>(t)};
+    if (who.role == Role::kUser && book.tenant_name(id) != who.tenant) continue;
+    out.push_back(tenant(id));
+  }
+  return {{"tenants", std::move(out)}};
+}
+
+nlohmann::json PlaneViews::queues(const Principal& who) const {
+  const TenantBook& book = state_.scheduler().book();
+  std::map<std::pair<std::string, std::string>, std::pair<int, int>> counts;
+  for (JobId id : state_.live()) {
+    const ServerJob& job = state_.jobs().at(id);
+    auto& [pending, running] = counts[{job.spec.tenant, job.spec.queue}];
+    (job.state == JobState::kRunning ? running : pending) += 1;
+  }
+  nlohmann::json out = nlohmann::json::array();
+  for (int q = 0; q < book.queue_count(); ++q) {
+    const QueueId id{static_cast<std::uint32_t>(q)};
+    const std::string& tenant = book.tenant_name(book.tenant_of(id));
+    if (who.role == Role::kUser && tenant != who.tenant) continue;
+    const auto [pending, running] = counts[{tenant, book.queue_name(id)}];
+    out.push_back({{"tenant", tenant},
+                   {"queue", book.queue_name(id)},
+                   {"pending", pending},
+                   {"running", running}});
+  }
+  return {{"queues", std::move(out)}};
+}
+
+// --- tokens ---
+
+nlohmann::json PlaneViews::token(const TokenRecord& t) {
+  return {{"id", t.id},
+          {"role", t.role},
+          {"tenant", t.tenant},
+          {"node", t.node},
+          {"description", t.description},
+          {"created_ms", t.created_ms},
+          {"revoked", t.revoked}};
+}
+
+nlohmann::json PlaneViews::tokens() const {
+  nlohmann::json out = nlohmann::json::array();
+  for (const TokenRecord& t : state_.tokens().all()) out.push_back(token(t));
+  return {{"tokens", std::move(out)}};
+}
+
+// --- figures ---
+
+PlaneFigures PlaneViews::figures() const {
+  PlaneFigures f;
+  f.tenant_queue_waits = state_.queue_waits();
+  for (JobState s : {JobState::kPending, JobState::kRunning, JobState::kSucceeded,
+                     JobState::kFailed, JobState::kCancelled}) {
+    f.jobs_by_state[std::string(job_state_name(s))] = 0;
+  }
+  for (const auto& [id, job] : state_.jobs()) {
+    ++f.jobs_by_state[std::string(job_state_name(job.state))];
+  }
+  const Scheduler& scheduler = state_.scheduler();
+  const Pool& pool = scheduler.pool();
+  f.gpus_total = pool.total_gpus();
+  f.gpu_milli_allocated = pool.allocated_milli_gpu();
+  f.nodes_total = static_cast<std::int64_t>(nodes_.pool_size());
+  for (std::size_t n = 0; n < nodes_.pool_size(); ++n) {
+    const PlaneNode& node = nodes_.pool_node(NodeId{static_cast<std::uint32_t>(n)});
+    // NotReady: missed heartbeats, or (outside simulate_unregistered_nodes) no agent yet.
+    if (node.drained) {
+      ++f.nodes_drained;
+    } else if (!nodes_.schedulable(node)) {
+      ++f.nodes_not_ready;
+    }
+  }
+  f.node_failures = nodes_.failures();
+  f.requeued_by_cause = jobs_.requeued_by_cause();
+  f.lost_work_ms_by_cause = jobs_.lost_work_ms_by_cause();
+  const TenantBook& book = scheduler.book();
+  for (int t = 0; t < book.tenant_count(); ++t) {
+    const TenantId id{static_cast<std::uint32_t>(t)};
+    f.tenant_gpu_milli[book.tenant_name(id)] = scheduler.usage_milli(id);
+  }
+  f.last_event_seq = state_.last_event_seq();
+  f.internal_errors = state_.internal_errors();
+  nodes_.telemetry().write_metrics(f.gpu_metrics);
+  market_figures(f);
+  return f;
+}
+
+}  // namespace tidepool
