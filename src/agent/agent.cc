@@ -519,7 +519,9 @@ void Agent::start_task(const TaskKey& key, const NodeAssignment& assignment,
   task.process = std::move(*process);
   task.usage = group_usage(task.leader(), now_ms);
   tasks_.emplace(key, std::move(task));
-  state_dirty_ = true;
+  // Written down at once, not at the end of the round: an agent killed from here on leaves a
+  // task that the next agent on the node takes back (or stops), never one nobody knows of.
+  save_state();
 }
 
 void Agent::begin_stop(LocalTask& task, std::int64_t now_ms) {

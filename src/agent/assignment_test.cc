@@ -5,30 +5,12 @@
 #include <map>
 #include <string>
 
+#include "api/test_assignments.h"
+
 namespace tidepool {
 namespace {
 
-// An assignment as the heartbeat reply carries it (api/agent_wire.h, tested there).
-NodeAssignment gang_task_1() {
-  return NodeAssignment{.job = 12,
-                        .run = 2,
-                        .name = "bert",
-                        .tenant = "vision",
-                        .world_size = 4,
-                        .tasks = {AssignedTask{.index = 1, .gpus = {4, 5}}},
-                        .master_addr = "10.0.0.7",
-                        .master_port = 20012,
-                        .command = {"python", "train.py"},
-                        .env = {{"EPOCHS", "3"}, {"RANK", "99"}, {"PATH", "/opt/bin"}},
-                        .working_dir = "/data",
-                        .cpu_milli_per_task = 4000,
-                        .memory_mib_per_task = 1024,
-                        .gpu_milli = 1000,
-                        .preemptible = true,
-                        .checkpoints = true,
-                        .resume_from = "/ckpt/12/step-40",
-                        .checkpoint_step = 40};
-}
+using test_support::gang_task_1;
 
 TEST(Assignment, TheTaskEnvironmentHasTidepoolsAndTorchrunsVariables) {
   const NodeAssignment a = gang_task_1();

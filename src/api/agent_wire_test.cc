@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "api/job_spec.h"
+#include "api/test_assignments.h"
 #include "api/test_bodies.h"
 
 namespace tidepool {
@@ -86,26 +87,7 @@ NodeHeartbeat busy_heartbeat() {
   return beat;
 }
 
-NodeAssignment gang_task_1() {
-  return NodeAssignment{.job = 12,
-                        .run = 2,
-                        .name = "bert",
-                        .tenant = "vision",
-                        .world_size = 4,
-                        .tasks = {AssignedTask{.index = 1, .gpus = {4, 5}}},
-                        .master_addr = "10.0.0.7",
-                        .master_port = 20'012,
-                        .command = {"python", "train.py", "--epochs=3"},
-                        .env = {{"EPOCHS", "3"}, {"RANK", "99"}, {"PATH", "/opt/bin"}},
-                        .working_dir = "/data",
-                        .cpu_milli_per_task = 4000,
-                        .memory_mib_per_task = 1024,
-                        .gpu_milli = 1000,
-                        .preemptible = true,
-                        .checkpoints = true,
-                        .resume_from = "/ckpt/12/step-40",
-                        .checkpoint_step = 40};
-}
+using test_support::gang_task_1;
 
 // --- round trips ---
 
@@ -610,18 +592,9 @@ TEST(LogRepliesTest, NameTheFieldThatIsWrong) {
 }
 
 TEST(AgentWireTest, NoReaderThrowsOnAnyShape) {
-  const Json shapes[] = {Json(),
-                         Json(1),
-                         Json(-1.5),
-                         Json("x"),
-                         Json::array(),
-                         Json(true),
-                         Json::object(),
-                         Json({1, 2}),
-                         Json::binary({1, 2, 3}),
-                         Json({{"state", Json::binary({})}}),
-                         Json({{"assignments", {Json::binary({}), {{"job", Json::binary({})}}}}}),
-                         Json({{"gpus", {{{"index", Json::binary({})}}}}})};
+  std::vector<Json> shapes = test_support::odd_json_shapes();
+  shapes.push_back(Json({{"assignments", {Json::binary({}), {{"job", Json::binary({})}}}}}));
+  shapes.push_back(Json({{"gpus", {{{"index", Json::binary({})}}}}}));
   for (const Json& shape : shapes) {
     EXPECT_NO_THROW({
       (void)job_status_report_from_json(shape);

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string_view>
+#include <vector>
 
 #include "api/job_spec.h"
 #include "core/error.h"
@@ -30,6 +31,22 @@ Error refused_json(Read read, const nlohmann::json& body) {
 template <class Read>
 Error refused(Read read, std::string_view body) {
   return refused_json(read, json(body));
+}
+
+// JSON of every kind, and a binary value where a reader looks for a field: no body reader may
+// throw on any of them (each test adds the shapes of its own fields).
+inline std::vector<nlohmann::json> odd_json_shapes() {
+  using Json = nlohmann::json;
+  return {Json(),
+          Json(1),
+          Json(-1.5),
+          Json("x"),
+          Json::array(),
+          Json(true),
+          Json::object(),
+          Json({1, 2}),
+          Json::binary({1, 2, 3}),
+          Json({{"state", Json::binary({})}})};
 }
 
 }  // namespace tidepool::test_support

@@ -168,6 +168,12 @@ Result<std::int64_t> query_integer(const QueryParams& query, const std::string& 
   return value;
 }
 
+// ?task=N of the log routes: which task's log, task 0 when the request names none.
+Result<std::int64_t> query_task(const QueryParams& query) {
+  return query_integer(query, "task", 0, 0, std::numeric_limits<int>::max(),
+                       "a task number (0 or more)");
+}
+
 // `task` if job `id` has it; `access` is log_access's answer, with the job's task count.
 Result<int> log_task(JobId id, std::int64_t task, const Answer& access) {
   const auto tasks = access.body.at("tasks").get<std::int64_t>();
@@ -721,8 +727,7 @@ void HttpApi::add_routes() {
       [this](const Call& c) {
         auto id = path_id(c.captures[0]);
         if (!id) return to_response(no_such_job(c.captures[0]));
-        auto task = query_integer(c.query, "task", 0, 0, std::numeric_limits<int>::max(),
-                                  "a task number (0 or more)");
+        auto task = query_task(c.query);
         if (!task) return to_response(bad_request("invalid request", task.error()));
         auto offset = query_integer(c.query, "offset", std::nullopt, 0,
                                     std::numeric_limits<std::int64_t>::max(),
@@ -764,8 +769,7 @@ void HttpApi::add_routes() {
       [this](const Call& c) {
         auto id = path_id(c.captures[0]);
         if (!id) return to_response(no_such_job(c.captures[0]));
-        auto task = query_integer(c.query, "task", 0, 0, std::numeric_limits<int>::max(),
-                                  "a task number (0 or more)");
+        auto task = query_task(c.query);
         if (!task) return to_response(bad_request("invalid request", task.error()));
         auto offset =
             query_integer(c.query, "offset", 0, 0, std::numeric_limits<std::int64_t>::max(),

@@ -1,0 +1,31 @@
+// An assignment the api's and the agent's tests share (header only; not part of the api library).
+#pragma once
+
+#include "api/agent_wire.h"
+
+namespace tidepool::test_support {
+
+// Task 1 of a four-GPU gang job, on its second run, resuming from a checkpoint: every field of
+// an assignment set, as a heartbeat reply carries it.
+inline NodeAssignment gang_task_1() {
+  return NodeAssignment{.job = 12,
+                        .run = 2,
+                        .name = "bert",
+                        .tenant = "vision",
+                        .world_size = 4,
+                        .tasks = {AssignedTask{.index = 1, .gpus = {4, 5}}},
+                        .master_addr = "10.0.0.7",
+                        .master_port = 20'012,
+                        .command = {"python", "train.py", "--epochs=3"},
+                        .env = {{"EPOCHS", "3"}, {"RANK", "99"}, {"PATH", "/opt/bin"}},
+                        .working_dir = "/data",
+                        .cpu_milli_per_task = 4000,
+                        .memory_mib_per_task = 1024,
+                        .gpu_milli = 1000,
+                        .preemptible = true,
+                        .checkpoints = true,
+                        .resume_from = "/ckpt/12/step-40",
+                        .checkpoint_step = 40};
+}
+
+}  // namespace tidepool::test_support
