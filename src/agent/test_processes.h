@@ -1,15 +1,18 @@
-// For tests only: the processes a test started, found by a marker in their environment, and waiting
-// for them. Header only; used by the agent's unit tests and the end-to-end tests.
+// For tests only: the processes a test started, found by a marker in their environment, waiting
+// for them, and what an agent wrote down of its tasks. Header only; used by the agent's unit tests
+// and the end-to-end tests.
 #pragma once
 
 #include <dirent.h>
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <thread>
@@ -46,6 +49,21 @@ inline std::set<pid_t> processes_with(const std::string& marker) {
   }
   ::closedir(proc);
   return out;
+}
+
+// Whether the agent whose --state-dir is `state_dir` has written down a task of `job` (its
+// tasks.json lists it): from then on, an agent killed and started again takes the task back. A
+// test that kills an agent under a task waits for this first; before it, the task is started but
+// not yet written down.
+inline bool state_lists_job(const std::string& state_dir, std::int64_t job) {
+  std::ifstream in(state_dir + "/tasks.json", std::ios::binary);
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  const auto state = nlohmann::json::parse(text, nullptr, false);
+  if (!state.is_object() || !state.contains("tasks") || !state["tasks"].is_array()) return false;
+  for (const auto& task : state["tasks"]) {
+    if (task.is_object() && task.value("job", std::int64_t{0}) == job) return true;
+  }
+  return false;
 }
 
 }  // namespace tidepool::test_support

@@ -383,18 +383,8 @@ TEST_F(AgentTest, KilledAgentsJobRunsElsewhereAndItsLeftoverIsStopped) {
     }
   }
   ASSERT_EQ(before.size(), 1U);
-  // The agent wrote the task down (its state file lists the run) before it is killed.
-  ASSERT_TRUE(eventually(
-      [&] {
-        const auto state = nlohmann::json::parse(
-            read_text(dir_.file("state-" + first + "/tasks.json")), nullptr, false);
-        if (!state.is_object() || !state.contains("tasks")) return false;
-        for (const auto& task : state["tasks"]) {
-          if (task.value("job", std::int64_t{0}) == id) return true;
-        }
-        return false;
-      },
-      10s))
+  // The agent wrote the task down before it is killed.
+  ASSERT_TRUE(eventually([&] { return state_lists_job(dir_.file("state-" + first), id); }, 10s))
       << agent_logs();
   agents_[first]->kill_hard();
   const auto killed = Clock::now();

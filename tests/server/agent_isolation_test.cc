@@ -389,6 +389,7 @@ TEST_F(AgentIsolationTest, ARestartedAgentKeepsTheJobsUids) {
     return ::stat(path.c_str(), &info) == 0 ? static_cast<int>(info.st_uid) : -1;
   };
   EXPECT_EQ(uid_of(run_801), 61901);
+  ASSERT_TRUE(eventually([&] { return state_lists_job(state_dir(), 801); }, 10s)) << agent_log();
   signal_and_reap(agent_pid_, SIGKILL);
   start_agent({"--cgroups", "auto"});
   ASSERT_TRUE(agent_says("job 801 run 1 task 0: pid")) << agent_log();
