@@ -35,12 +35,7 @@ using namespace std::chrono_literals;
 
 constexpr int kUid = 61987;  // in the agent's default range, used by no job in these tests
 
-std::string read_text(const std::string& path) {
-  std::ifstream file(path);
-  std::ostringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
+using test_support::read_text;
 
 // The zombies whose parent is this process.
 std::set<pid_t> zombie_children() {

@@ -4,14 +4,14 @@
 #pragma once
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
-#include <fstream>
 #include <functional>
-#include <iterator>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -30,13 +30,26 @@ inline bool eventually(const std::function<bool()>& condition,
   return condition();
 }
 
+// The bytes of the file at `path`; empty when it cannot be opened. A file of /proc whose process
+// ends while it is read reads as what was read until then (std::ifstream throws there, whatever
+// its exception mask, for the ESRCH of the read).
+inline std::string read_text(const std::string& path) {
+  std::string text;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return text;
+  char buffer[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n <= 0) break;
+    text.append(buffer, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return text;
+}
+
 // The pids (as the caller's PID namespace sees them) of live processes whose environment holds
 // `marker`; zombies are left out (they have no environment left, and nothing to kill).
 inline std::set<pid_t> processes_with(const std::string& marker) {
-  const auto text_of = [](const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  };
   std::set<pid_t> out;
   DIR* proc = ::opendir("/proc");
   if (proc == nullptr) return out;
@@ -44,8 +57,8 @@ inline std::set<pid_t> processes_with(const std::string& marker) {
     const pid_t pid = static_cast<pid_t>(std::atoi(entry->d_name));
     if (pid <= 0) continue;
     const std::string dir = "/proc/" + std::to_string(pid);
-    if (text_of(dir + "/status").find("\nState:\tZ") != std::string::npos) continue;
-    if (text_of(dir + "/environ").find(marker) != std::string::npos) out.insert(pid);
+    if (read_text(dir + "/status").find("\nState:\tZ") != std::string::npos) continue;
+    if (read_text(dir + "/environ").find(marker) != std::string::npos) out.insert(pid);
   }
   ::closedir(proc);
   return out;
@@ -56,9 +69,7 @@ inline std::set<pid_t> processes_with(const std::string& marker) {
 // test that kills an agent under a task waits for this first; before it, the task is started but
 // not yet written down.
 inline bool state_lists_job(const std::string& state_dir, std::int64_t job) {
-  std::ifstream in(state_dir + "/tasks.json", std::ios::binary);
-  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  const auto state = nlohmann::json::parse(text, nullptr, false);
+  const auto state = nlohmann::json::parse(read_text(state_dir + "/tasks.json"), nullptr, false);
   if (!state.is_object() || !state.contains("tasks") || !state["tasks"].is_array()) return false;
   for (const auto& task : state["tasks"]) {
     if (task.is_object() && task.value("job", std::int64_t{0}) == job) return true;

@@ -195,6 +195,8 @@ struct HttpServer::Impl {
   std::unique_ptr<WorkerPool> workers;
   std::unique_ptr<asio::io_context> io;
   std::unique_ptr<asio::ssl::context> tls;
+  // Its executor is a strand: every operation on it (accept, the retry timer, close) runs there,
+  // never two at once on two I/O threads.
   std::unique_ptr<tcp::acceptor> acceptor;
 
   Impl(HttpServerOptions o, HttpHooks h) : options(std::move(o)), hooks(std::move(h)) {
@@ -534,7 +536,8 @@ void HttpServer::Impl::accept() {
     if (ec) {
       // Out of descriptors, say: wait a moment rather than spin, and go on.
       spdlog::warn("HTTP accept: {}", ec.message());
-      auto timer = std::make_shared<asio::steady_timer>(*io, std::chrono::milliseconds(100));
+      auto timer = std::make_shared<asio::steady_timer>(acceptor->get_executor(),
+                                                        std::chrono::milliseconds(100));
       timer->async_wait([this, timer](error_code) {
         if (acceptor->is_open()) accept();
       });
@@ -599,7 +602,7 @@ Result<int> HttpServer::bind() {
                                       ec ? ec.message() : "no such address"));
   }
   const tcp::endpoint endpoint = endpoints.begin()->endpoint();
-  auto acceptor = std::make_unique<tcp::acceptor>(*s.io);
+  auto acceptor = std::make_unique<tcp::acceptor>(asio::make_strand(*s.io));
   // SO_REUSEADDR only (a restart may bind while old connections linger in TIME_WAIT); never
   // SO_REUSEPORT, so a second server on the same port fails here instead of sharing it.
   acceptor->open(endpoint.protocol(), ec);
@@ -630,7 +633,7 @@ void HttpServer::serve() {
     if (s.phase != Impl::Phase::kBound) return;
     s.phase = Impl::Phase::kServing;
   }
-  asio::post(*s.io, [&s] { s.accept(); });
+  asio::post(s.acceptor->get_executor(), [&s] { s.accept(); });
   auto run = [&s] {
     while (true) {
       try {
@@ -671,9 +674,16 @@ void HttpServer::stop() {
   if (before == Impl::Phase::kStopped) return;
   // Stopping the io_context makes serve() return whether it runs already or starts later.
   asio::post(*s.io, [&s] {
-    error_code ignored;
-    if (s.acceptor) s.acceptor->close(ignored);
-    s.io->stop();
+    if (!s.acceptor) {
+      s.io->stop();
+      return;
+    }
+    // Closed on its strand, after any accept under way there.
+    asio::post(s.acceptor->get_executor(), [&s] {
+      error_code ignored;
+      s.acceptor->close(ignored);
+      s.io->stop();
+    });
   });
   if (before != Impl::Phase::kServing) s.io->stop();
   if (s.workers) s.workers->stop();

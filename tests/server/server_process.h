@@ -63,11 +63,6 @@ inline void write_text(const std::string& path, const std::string& text) {
   out << text;
 }
 
-inline std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 // A server configuration on the example cluster and the given tenants file (the example's by
 // default), with `extra` YAML lines appended. Its nodes take jobs without agents
 // (simulate_unregistered_nodes): tests of the API alone.
