@@ -18,9 +18,10 @@
 #include <initializer_list>
 #include <iostream>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <thread>
+
+#include "agent/test_processes.h"
 
 extern char** environ;
 
@@ -52,12 +53,7 @@ class TempDir {
 
 void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
-std::string read(const std::string& path) {
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
+using test_support::read_text;
 
 // A fake cgroup directory with empty stand-ins for `files`.
 void make_group(const std::string& dir, std::initializer_list<const char*> files) {
@@ -92,22 +88,22 @@ TEST_F(TaskCgroupTest, CreateWritesCpuAndMemoryLimits) {
   auto cgroup = create(1500, 2048);
   ASSERT_TRUE(cgroup) << cgroup.error().message();
   EXPECT_EQ(cgroup->path(), group());
-  EXPECT_EQ(read(group() + "/cpu.max"), "150000 100000");
-  EXPECT_EQ(read(group() + "/memory.max"), "2147483648");
+  EXPECT_EQ(read_text(group() + "/cpu.max"), "150000 100000");
+  EXPECT_EQ(read_text(group() + "/memory.max"), "2147483648");
 }
 
 TEST_F(TaskCgroupTest, CreateWritesMaxForZero) {
   auto cgroup = create(0, 0);
   ASSERT_TRUE(cgroup) << cgroup.error().message();
-  EXPECT_EQ(read(group() + "/cpu.max"), "max");
-  EXPECT_EQ(read(group() + "/memory.max"), "max");
+  EXPECT_EQ(read_text(group() + "/cpu.max"), "max");
+  EXPECT_EQ(read_text(group() + "/memory.max"), "max");
 }
 
 TEST_F(TaskCgroupTest, CreateRaisesATinyCpuQuotaToTheKernelsLeast) {
   auto cgroup = create(5, 1);
   ASSERT_TRUE(cgroup) << cgroup.error().message();
-  EXPECT_EQ(read(group() + "/cpu.max"), "1000 100000");
-  EXPECT_EQ(read(group() + "/memory.max"), "1048576");
+  EXPECT_EQ(read_text(group() + "/cpu.max"), "1000 100000");
+  EXPECT_EQ(read_text(group() + "/memory.max"), "1048576");
 }
 
 TEST_F(TaskCgroupTest, CreateRejectsBadInput) {
@@ -142,7 +138,7 @@ TEST_F(TaskCgroupTest, AddProcessWritesThePid) {
   ASSERT_TRUE(cgroup) << cgroup.error().message();
   auto added = cgroup->add_process(4242);
   ASSERT_TRUE(added) << added.error().message();
-  EXPECT_EQ(read(group() + "/cgroup.procs"), "4242");
+  EXPECT_EQ(read_text(group() + "/cgroup.procs"), "4242");
 }
 
 TEST_F(TaskCgroupTest, KillAllWritesOneToCgroupKill) {
@@ -151,7 +147,7 @@ TEST_F(TaskCgroupTest, KillAllWritesOneToCgroupKill) {
   write(group() + "/cgroup.kill", "");
   auto killed = cgroup->kill_all();
   ASSERT_TRUE(killed) << killed.error().message();
-  EXPECT_EQ(read(group() + "/cgroup.kill"), "1");
+  EXPECT_EQ(read_text(group() + "/cgroup.kill"), "1");
 }
 
 // A real child stands for the task: listed in the fake cgroup.procs, it must die of SIGKILL.
@@ -295,7 +291,7 @@ TEST_F(ProbeCgroupsTest, AGivenDirectoryIsUsedAsItIs) {
   EXPECT_TRUE(setup.usable) << setup.warning;
   EXPECT_EQ(setup.root, service());
   EXPECT_EQ(setup.warning, "");
-  EXPECT_EQ(read(service() + "/cgroup.subtree_control"), "+cpu +memory");
+  EXPECT_EQ(read_text(service() + "/cgroup.subtree_control"), "+cpu +memory");
 }
 
 TEST_F(ProbeCgroupsTest, AGivenDirectoryWithoutTheControllersIsNotUsed) {
@@ -320,9 +316,9 @@ TEST_F(ProbeCgroupsTest, AutoMovesTheAgentIntoALeafAndMakesTasksTheRoot) {
   ASSERT_TRUE(setup.usable) << setup.warning;
   EXPECT_EQ(setup.root, service() + "/tasks");
   EXPECT_EQ(setup.warning, "");
-  EXPECT_EQ(read(service() + "/agent/cgroup.procs"), std::to_string(::getpid()));
-  EXPECT_EQ(read(service() + "/cgroup.subtree_control"), "+cpu +memory");
-  EXPECT_EQ(read(service() + "/tasks/cgroup.subtree_control"), "+cpu +memory");
+  EXPECT_EQ(read_text(service() + "/agent/cgroup.procs"), std::to_string(::getpid()));
+  EXPECT_EQ(read_text(service() + "/cgroup.subtree_control"), "+cpu +memory");
+  EXPECT_EQ(read_text(service() + "/tasks/cgroup.subtree_control"), "+cpu +memory");
 }
 
 TEST_F(ProbeCgroupsTest, AutoLeavesAnEmptyCgroupAsItIs) {
@@ -368,7 +364,7 @@ TEST_F(ProbeCgroupsTest, AutoWithoutControllersKeepsMembershipAndKill) {
   EXPECT_THAT(setup.warning, HasSubstr("not enforced"));
   EXPECT_THAT(setup.warning, HasSubstr("cpu and memory"));
   // The agent stayed where it was: nothing to enable, no leaf to move to.
-  EXPECT_EQ(read(service() + "/agent/cgroup.procs"), "");
+  EXPECT_EQ(read_text(service() + "/agent/cgroup.procs"), "");
   // Groups made there get no limit files written.
   auto group = TaskCgroup::create(setup.root, "job-1", 1500, 512, setup.limits);
   ASSERT_TRUE(group) << group.error().message();

@@ -9,7 +9,8 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
+
+#include "agent/test_processes.h"
 
 namespace tidepool {
 namespace {
@@ -32,12 +33,6 @@ class TaskFilesTest : public ::testing::Test {
   [[nodiscard]] std::string job() const { return root_ + "/checkpoints/7"; }
   static void write(const std::string& path, const std::string& text) {
     std::ofstream(path) << text;
-  }
-  static std::string read(const std::string& path) {
-    std::ifstream file(path);
-    std::stringstream text;
-    text << file.rdbuf();
-    return text.str();
   }
 
   std::string root_;
@@ -77,9 +72,9 @@ TEST_F(TaskFilesTest, WriteFreshFileReplacesALinkInsteadOfFollowingIt) {
   write(target, "keep");
   fs::create_symlink(target, job() + "/preemption-notice");
   ASSERT_TRUE(write_fresh_file(job(), "preemption-notice", "preempted 1\n", -1));
-  EXPECT_EQ(read(target), "keep");
+  EXPECT_EQ(test_support::read_text(target), "keep");
   EXPECT_FALSE(fs::is_symlink(job() + "/preemption-notice"));
-  EXPECT_EQ(read(job() + "/preemption-notice"), "preempted 1\n");
+  EXPECT_EQ(test_support::read_text(job() + "/preemption-notice"), "preempted 1\n");
   struct stat info {};
   ASSERT_EQ(::stat((job() + "/preemption-notice").c_str(), &info), 0);
   EXPECT_EQ(info.st_mode & 07777, 0600U);

@@ -20,7 +20,6 @@
 #include <fstream>
 #include <functional>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -92,12 +91,7 @@ class TaskProcessTest : public ::testing::Test {
     return task;
   }
   std::string log_path() const { return (folder_ / "task.log").string(); }
-  std::string log() const {
-    std::ifstream file(log_path());
-    std::ostringstream text;
-    text << file.rdbuf();
-    return text.str();
-  }
+  std::string log() const { return test_support::read_text(log_path()); }
   bool log_holds(const std::string& text) const {
     return eventually([&] { return log().find(text) != std::string::npos; });
   }
