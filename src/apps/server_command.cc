@@ -81,11 +81,11 @@ Result<void> run_server(const ServerFlags& flags) {
   } else if (!config->placement_policy.empty()) {
     setup.scheduler.gang_policy = config->placement_policy;
   }
-  setup.heartbeat_timeout_ms = config->heartbeat_timeout_ms;
+  setup.heartbeat_timeout = config->heartbeat_timeout;
   setup.simulate_unregistered_nodes = config->simulate_unregistered_nodes;
   setup.admission = {config->max_pending_jobs, config->submissions_per_second,
                      config->submission_burst};
-  setup.idle_gpu.window_ms = config->idle_gpu_window_ms;
+  setup.idle_gpu.window = config->idle_gpu_window;
   if (!config->market_path.empty()) {
     auto market = load_market_yaml(config->market_path);
     if (!market) return std::unexpected(market.error());
@@ -98,7 +98,7 @@ Result<void> run_server(const ServerFlags& flags) {
       }
     }
     setup.market = std::move(*market);
-    setup.ledger_posting_interval = config->ledger_posting_interval_ms / 1000;
+    setup.ledger_posting_interval = whole_seconds(config->ledger_posting_interval);
   }
 
   auto store = open_sqlite_store(config->database_path);
@@ -112,8 +112,8 @@ Result<void> run_server(const ServerFlags& flags) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   ServerMetrics metrics;
-  ControlLoop loop(std::move(*store), std::move(setup),
-                   ControlLoop::Options{std::chrono::milliseconds(config->tick_ms)}, metrics);
+  ControlLoop loop(std::move(*store), std::move(setup), ControlLoop::Options{config->tick},
+                   metrics);
   HttpApi api(loop, metrics,
               HttpOptions{.host = config->host,
                           .port = config->port,

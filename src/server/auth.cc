@@ -59,7 +59,7 @@ std::string sha256_hex(std::string_view text) {
 }
 
 NewToken make_token(Role role, std::string tenant, std::string node, std::string description,
-                    std::int64_t now_ms) {
+                    Instant now) {
   NewToken t;
   t.secret = "tp_" + random_hex(32);
   t.record.id = random_hex(6);
@@ -68,7 +68,7 @@ NewToken make_token(Role role, std::string tenant, std::string node, std::string
   t.record.tenant = std::move(tenant);
   t.record.node = std::move(node);
   t.record.description = std::move(description);
-  t.record.created_ms = now_ms;
+  t.record.created_ms = unix_ms(now);
   return t;
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/instant.h"
 #include "store/store.h"
 
 namespace tidepool {
@@ -39,7 +40,7 @@ struct NewToken {
   std::string secret;
 };
 NewToken make_token(Role role, std::string tenant, std::string node, std::string description,
-                    std::int64_t now_ms);
+                    Instant now);
 
 // The tokens the server knows, looked up by secret. Safe to use from several threads.
 class TokenTable {

@@ -12,7 +12,7 @@ namespace tidepool {
 namespace {
 
 // Rented nodes get this long past their start-up delay and a heartbeat timeout to register.
-constexpr std::int64_t kBurstStartSlackMs = 120'000;
+constexpr Millis kBurstStartSlack = std::chrono::minutes{2};
 // After a failed `up` (or nodes that never came up) the offer rests at least this long.
 constexpr Seconds kOfferPause = 300;
 
@@ -30,7 +30,7 @@ nlohmann::json job_brief(const ServerJob& job) {
 
 }  // namespace
 
-std::vector<LostRental> BurstDesk::restore(std::int64_t now_ms, Batch& repairs) {
+std::vector<LostRental> BurstDesk::restore(Instant now, Batch& repairs) {
   std::vector<LostRental> orphaned;
   for (JobId id : state_.live()) {
     ServerJob& job = state_.jobs().at(id);
@@ -44,10 +44,10 @@ std::vector<LostRental> BurstDesk::restore(std::int64_t now_ms, Batch& repairs) 
     for (std::size_t t = 0; t < job.burst->nodes.size(); ++t) {
       // A server that was down heard nothing: each agent gets a full timeout from now.
       nodes_.add_rented(job.burst->nodes[t], id, static_cast<int>(t),
-                        job.state == JobState::kRunning ? now_ms : 0, now_ms);
+                        job.state == JobState::kRunning ? now : kNotYet, now);
     }
     if (job.state == JobState::kPending) {
-      request_up(job, now_ms, repairs);
+      request_up(job, now, repairs);
       PlaneState::stage(repairs, job);
     }
   }
@@ -56,7 +56,7 @@ std::vector<LostRental> BurstDesk::restore(std::int64_t now_ms, Batch& repairs) 
 
 // --- renting ---
 
-void BurstDesk::rent_waiting(std::int64_t now_ms, Batch& batch) {
+void BurstDesk::rent_waiting(Instant now, Batch& batch) {
   refusals_.clear();
   const ServerMarket* market = clerk_.market();
   if (market == nullptr) return;
@@ -70,7 +70,7 @@ void BurstDesk::rent_waiting(std::int64_t now_ms, Batch& batch) {
   for (JobId id : state_.live()) {
     const ServerJob& job = state_.jobs().at(id);
     if (job.state != JobState::kPending || state_.outside_scheduler(job)) continue;
-    const Seconds wait = to_seconds(now_ms - job.transitions.back().at_ms);
+    const Seconds wait = whole_seconds(now - job.transitions.back().at);
     if (wait < policy->threshold) continue;
     auto core = state_.to_core_job(job, scheduler.book());
     if (!core) continue;
@@ -84,45 +84,45 @@ void BurstDesk::rent_waiting(std::int64_t now_ms, Batch& batch) {
   // GPUs of each offer rented now; an offer that is resting has no room.
   std::vector<std::int64_t> rented = rented_gpus_by_offer();
   for (std::size_t i = 0; i < offers.size(); ++i) {
-    auto paused = offer_paused_until_ms_.find(offers[i].name);
-    if (paused != offer_paused_until_ms_.end() && paused->second > now_ms) {
+    auto paused = offer_paused_until_.find(offers[i].name);
+    if (paused != offer_paused_until_.end() && paused->second > now) {
       rented[i] = offers[i].max_gpus;
     }
   }
   const BurstChoice choice = choose_bursts(
-      candidates, offers, rented, market->desk().remaining_budgets(to_seconds(now_ms)), *policy);
+      candidates, offers, rented, market->desk().remaining_budgets(unix_seconds(now)), *policy);
   for (const BurstRefusal& refusal : choice.refusals) refusals_[refusal.job] = refusal.reason;
   for (const BurstDecision& decision : choice.decisions) {
-    rent(state_.jobs().at(decision.job), decision.offer, now_ms, batch);
+    rent(state_.jobs().at(decision.job), decision.offer, now, batch);
   }
 }
 
-void BurstDesk::rent(ServerJob& job, std::size_t offer, std::int64_t now_ms, Batch& batch) {
+void BurstDesk::rent(ServerJob& job, std::size_t offer, Instant now, Batch& batch) {
   const BurstOffer& o = clerk_.offers()[offer];
   // Chosen from the scheduler's queue (rent_waiting): it leaves it.
-  state_.withdraw_pending(job, now_ms, batch);
-  const Seconds waited = to_seconds(now_ms - job.transitions.back().at_ms);
+  state_.withdraw_pending(job, now, batch);
+  const Seconds waited = whole_seconds(now - job.transitions.back().at);
   ++job.bursts;
   ++rentals_;
   BurstRun run;
   run.offer = o.name;
   run.provider = o.provider;
-  run.requested_ms = now_ms;
-  run.charged_to_ms = now_ms;
+  run.requested_at = now;
+  run.charged_to = now;
   for (int t = 0; t < job.spec.tasks; ++t) {
     run.nodes.push_back(fmt::format("{}-{}-{}-{}", o.name, job.id, job.bursts, t));
   }
   job.burst = std::move(run);
-  job.move_to(JobState::kPending, now_ms,
+  job.move_to(JobState::kPending, now,
               fmt::format("waited {} s, past the burst threshold: renting {} node(s) of offer {} "
                           "from provider {}",
                           waited, job.spec.tasks, o.name, o.provider));
-  request_up(job, now_ms, batch);
-  state_.record_job(batch, job, now_ms, "job.bursting");
+  request_up(job, now, batch);
+  state_.record_job(batch, job, now, "job.bursting");
   state_.mark_dirty();
 }
 
-void BurstDesk::request_up(ServerJob& job, std::int64_t now_ms, Batch& batch) {
+void BurstDesk::request_up(ServerJob& job, Instant now, Batch& batch) {
   BurstRun& run = *job.burst;
   state_.revoke_tokens(run.tokens, batch);
   run.tokens.clear();
@@ -132,7 +132,7 @@ void BurstDesk::request_up(ServerJob& job, std::int64_t now_ms, Batch& batch) {
   for (std::size_t t = 0; t < run.nodes.size(); ++t) {
     NewToken token = make_token(
         Role::kAgent, "", run.nodes[t],
-        fmt::format("rented node of job {} (offer {}, task {})", job.id, run.offer, t), now_ms);
+        fmt::format("rented node of job {} (offer {}, task {})", job.id, run.offer, t), now);
     state_.store_token(token.record, batch);
     run.tokens.push_back(token.record.id);
     nodes.push_back(
@@ -147,8 +147,8 @@ void BurstDesk::request_up(ServerJob& job, std::int64_t now_ms, Batch& batch) {
                     {"currency", clerk_.market()->spec().currency},
                     {"startup_delay_seconds", offer.startup_delay},
                     {"nodes", std::move(nodes)}});
-  awaited_up_[call] = {job.id, run.requested_ms};
-  state_.emit(batch, now_ms, "burst.requested",
+  awaited_up_[call] = {job.id, run.requested_at};
+  state_.emit(batch, now, "burst.requested",
               {{"job", job.id},
                {"tenant", job.spec.tenant},
                {"offer", run.offer},
@@ -156,39 +156,38 @@ void BurstDesk::request_up(ServerJob& job, std::int64_t now_ms, Batch& batch) {
                {"nodes", run.nodes}});
 }
 
-std::vector<LostRental> BurstDesk::lost_rentals(std::int64_t now_ms) {
+std::vector<LostRental> BurstDesk::lost_rentals(Instant now) {
   std::vector<LostRental> lost;
   if (nodes_.rented().empty()) return lost;
-  const std::int64_t timeout_ms = state_.setup().heartbeat_timeout_ms;
+  const Millis timeout = state_.setup().heartbeat_timeout;
   for (JobId id : state_.live()) {
     const ServerJob& job = state_.jobs().at(id);
     if (!job.burst) continue;
     const BurstRun& run = *job.burst;
     if (job.state == JobState::kPending) {
       const auto offer = clerk_.offer_index(run.offer);
-      const std::int64_t startup =
-          offer ? clerk_.offers()[*offer].startup_delay * 1000 : std::int64_t{0};
-      const std::int64_t deadline = run.requested_ms + startup + timeout_ms + kBurstStartSlackMs;
-      if (now_ms > deadline) {
-        offer_paused_until_ms_[run.offer] =
-            now_ms + std::max<Seconds>(kOfferPause,
-                                       clerk_.burst_policy().value_or(BurstPolicy{}).threshold) *
-                         1000;
+      const Millis startup =
+          offer ? millis_from_seconds(clerk_.offers()[*offer].startup_delay) : Millis{0};
+      const Instant deadline = run.requested_at + startup + timeout + kBurstStartSlack;
+      if (now > deadline) {
+        offer_paused_until_[run.offer] =
+            now + millis_from_seconds(std::max<Seconds>(
+                      kOfferPause, clerk_.burst_policy().value_or(BurstPolicy{}).threshold));
         lost.push_back({id, fmt::format("the rented nodes of offer {} did not all register "
                                         "within {} s",
-                                        run.offer, (deadline - run.requested_ms) / 1000)});
+                                        run.offer, whole_seconds(deadline - run.requested_at))});
       }
       continue;
     }
     for (const std::string& node : run.nodes) {
       const PlaneNode* rented = nodes_.find(node);
       if (rented == nullptr || rented->kind != NodeKind::kRented) continue;
-      const std::int64_t silent_ms = now_ms - rented->last_heartbeat_ms;
-      if (silent_ms > timeout_ms) {
+      const Millis silent_for = now - rented->last_heartbeat_at;
+      if (silent_for > timeout) {
         nodes_.count_failure();
         lost.push_back({id, fmt::format("rented node {}'s agent sent no heartbeat for {} s "
                                         "(timeout {} s)",
-                                        node, silent_ms / 1000, timeout_ms / 1000)});
+                                        node, whole_seconds(silent_for), whole_seconds(timeout))});
         break;
       }
     }
@@ -196,10 +195,10 @@ std::vector<LostRental> BurstDesk::lost_rentals(std::int64_t now_ms) {
   return lost;
 }
 
-void BurstDesk::release(ServerJob& job, const std::string& reason, bool charge, std::int64_t now_ms,
+void BurstDesk::release(ServerJob& job, const std::string& reason, bool charge, Instant now,
                         Batch& batch) {
   if (!job.burst) return;
-  if (charge) clerk_.charge_rental(job, now_ms, batch);
+  if (charge) clerk_.charge_rental(job, now, batch);
   const BurstRun run = std::move(*job.burst);
   job.burst.reset();
   state_.revoke_tokens(run.tokens, batch);
@@ -208,10 +207,10 @@ void BurstDesk::release(ServerJob& job, const std::string& reason, bool charge, 
     nodes.push_back({{"node", node}});
     nodes_.forget_rented(node);
   }
-  state_.emit(batch, now_ms, "burst.released",
+  state_.emit(batch, now, "burst.released",
               {{"job", job.id}, {"offer", run.offer}, {"nodes", run.nodes}, {"reason", reason}});
   if (clerk_.hook_of(run.provider).empty()) {
-    state_.emit(batch, now_ms, "burst.hook_failed",
+    state_.emit(batch, now, "burst.hook_failed",
                 {{"job", job.id},
                  {"action", "down"},
                  {"provider", run.provider},
@@ -226,7 +225,7 @@ void BurstDesk::release(ServerJob& job, const std::string& reason, bool charge, 
 // --- the rented nodes' agents ---
 
 Outcome<void> BurstDesk::register_node(const std::string& node,
-                                       const NodeRegistration& registration, std::int64_t now_ms,
+                                       const NodeRegistration& registration, Instant now,
                                        Batch& batch) {
   const PlaneNode& rented = *nodes_.find(node);
   ServerJob& job = state_.jobs().at(rented.job);
@@ -237,30 +236,31 @@ Outcome<void> BurstDesk::register_node(const std::string& node,
                                         "GPU(s); the agent found {}",
                                         node, rented.task, job.id, needed, found));
   }
-  nodes_.register_rented(node, registration, now_ms);
-  state_.emit(batch, now_ms, "node.registered",
+  nodes_.register_rented(node, registration, now);
+  state_.emit(batch, now, "node.registered",
               {{"node", node},
                {"gpus", registration.devices.size()},
                {"address", registration.address},
                {"agent_version", registration.agent_version},
                {"burst", {{"job", job.id}, {"offer", job.burst->offer}, {"task", rented.task}}}});
-  start_when_up(job, now_ms, batch);
+  start_when_up(job, now, batch);
   return {};
 }
 
-std::vector<const ServerJob*> BurstDesk::heard_from(const PlaneNode& node, std::int64_t now_ms,
+std::vector<const ServerJob*> BurstDesk::heard_from(const PlaneNode& node, Instant now,
                                                     Batch& batch) {
   ServerJob& job = state_.jobs().at(node.job);
-  start_when_up(job, now_ms, batch);
+  start_when_up(job, now, batch);
   if (job.state != JobState::kRunning) return {};
   return {&job};
 }
 
-void BurstDesk::start_when_up(ServerJob& job, std::int64_t now_ms, Batch& batch) {
+void BurstDesk::start_when_up(ServerJob& job, Instant now, Batch& batch) {
   if (job.state != JobState::kPending || !job.burst) return;
   for (const std::string& node : job.burst->nodes) {
     const PlaneNode* rented = nodes_.find(node);
-    if (rented == nullptr || rented->kind != NodeKind::kRented || rented->registered_ms == 0) {
+    if (rented == nullptr || rented->kind != NodeKind::kRented ||
+        rented->registered_at == kNotYet) {
       return;
     }
   }
@@ -273,14 +273,14 @@ void BurstDesk::start_when_up(ServerJob& job, std::int64_t now_ms, Batch& batch)
     job.placement.push_back(std::move(place));
   }
   job.note_ran_on();
-  state_.observe_queue_wait(job, now_ms);
-  job.started_ms = now_ms;
+  state_.observe_queue_wait(job, now);
+  job.started_at = now;
   job.tasks_done.clear();
   ++job.starts;
-  job.move_to(JobState::kRunning, now_ms,
+  job.move_to(JobState::kRunning, now,
               fmt::format("placed on {} rented node(s) of offer {} (provider {})", run.nodes.size(),
                           run.offer, run.provider));
-  state_.record_job(batch, job, now_ms, "job.started");
+  state_.record_job(batch, job, now, "job.started");
   state_.mark_dirty();
 }
 
@@ -308,13 +308,13 @@ std::int64_t BurstDesk::ask_provider(const ServerJob& job, const BurstRun& run,
 }
 
 std::optional<LostRental> BurstDesk::provider_result(std::int64_t call, bool ok,
-                                                     const std::string& output, std::int64_t now_ms,
+                                                     const std::string& output, Instant now,
                                                      Batch& batch) {
   auto awaited = awaited_up_.find(call);
   if (awaited == awaited_up_.end()) {
     // A `down`: only a failure needs someone.
     if (!ok) {
-      state_.emit(batch, now_ms, "burst.hook_failed",
+      state_.emit(batch, now, "burst.hook_failed",
                   {{"call", call},
                    {"action", "down"},
                    {"reason",
@@ -322,22 +322,22 @@ std::optional<LostRental> BurstDesk::provider_result(std::int64_t call, bool ok,
     }
     return std::nullopt;
   }
-  const auto [job_id, requested_ms] = awaited->second;
+  const auto [job_id, requested_at] = awaited->second;
   awaited_up_.erase(awaited);
   auto it = state_.jobs().find(job_id);
   if (ok || it == state_.jobs().end()) return std::nullopt;
   ServerJob& job = it->second;
   // Only the rental this call was for, if the job still waits for it.
-  if (!job.burst || job.burst->requested_ms != requested_ms || job.state != JobState::kPending) {
+  if (!job.burst || job.burst->requested_at != requested_at || job.state != JobState::kPending) {
     return std::nullopt;
   }
   const std::string offer = job.burst->offer;
   const Seconds threshold = clerk_.burst_policy().value_or(BurstPolicy{}).threshold;
-  offer_paused_until_ms_[offer] = now_ms + std::max<Seconds>(kOfferPause, threshold) * 1000;
+  offer_paused_until_[offer] = now + millis_from_seconds(std::max<Seconds>(kOfferPause, threshold));
   std::string reason = fmt::format("provider {}'s up hook failed for offer {}: {}",
                                    job.burst->provider, offer, output);
   state_.emit(
-      batch, now_ms, "burst.hook_failed",
+      batch, now, "burst.hook_failed",
       {{"call", call}, {"action", "up"}, {"job", job.id}, {"offer", offer}, {"reason", reason}});
   return LostRental{job.id, std::move(reason), /*charge=*/false};
 }

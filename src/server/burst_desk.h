@@ -69,24 +69,22 @@ class BurstDesk {
 
   // After a restart: the rented nodes of the live jobs again, and `up` asked again for rentals
   // that had not come up. Returns the rentals whose offer left the market file.
-  std::vector<LostRental> restore(std::int64_t now_ms, Batch& repairs);
+  std::vector<LostRental> restore(Instant now, Batch& repairs);
 
   // Sends the jobs that waited past the market's threshold to rented capacity (choose_bursts).
-  void rent_waiting(std::int64_t now_ms, Batch& batch);
+  void rent_waiting(Instant now, Batch& batch);
   // Rentals whose nodes did not come up in time, and rented nodes that fell silent.
-  std::vector<LostRental> lost_rentals(std::int64_t now_ms);
+  std::vector<LostRental> lost_rentals(Instant now);
   // Ends a job's rental: charged up to now (`charge`, unless nothing was rented), `down` asked,
   // tokens revoked, nodes forgotten.
-  void release(ServerJob& job, const std::string& reason, bool charge, std::int64_t now_ms,
-               Batch& batch);
+  void release(ServerJob& job, const std::string& reason, bool charge, Instant now, Batch& batch);
 
   // A rented node's agent registered: kConflict when it has fewer GPUs than its task needs.
   Outcome<void> register_node(const std::string& node, const NodeRegistration& registration,
-                              std::int64_t now_ms, Batch& batch);
+                              Instant now, Batch& batch);
   // A rented node's agent was heard from (NodeTable::heard_from); returns the job it runs, if it
   // runs.
-  std::vector<const ServerJob*> heard_from(const PlaneNode& node, std::int64_t now_ms,
-                                           Batch& batch);
+  std::vector<const ServerJob*> heard_from(const PlaneNode& node, Instant now, Batch& batch);
 
   // The hook runs asked for since the last call, in order.
   std::vector<ProviderCall> take_provider_calls();
@@ -95,7 +93,7 @@ class BurstDesk {
   // used again for a while. A failed `down` is an event for the operator (the nodes may still be
   // rented).
   std::optional<LostRental> provider_result(std::int64_t call, bool ok, const std::string& output,
-                                            std::int64_t now_ms, Batch& batch);
+                                            Instant now, Batch& batch);
 
   // --- what the views show ---
   // Why a waiting job was not rented at the last pass, by job.
@@ -106,11 +104,11 @@ class BurstDesk {
 
  private:
   // Asks the offer's provider for the job's nodes, with an agent token for each.
-  void rent(ServerJob& job, std::size_t offer, std::int64_t now_ms, Batch& batch);
+  void rent(ServerJob& job, std::size_t offer, Instant now, Batch& batch);
   // (Re)asks `up` for a job's rental, with fresh agent tokens (old ones revoked).
-  void request_up(ServerJob& job, std::int64_t now_ms, Batch& batch);
+  void request_up(ServerJob& job, Instant now, Batch& batch);
   // When every node of a pending job's rental has registered, the job runs there.
-  void start_when_up(ServerJob& job, std::int64_t now_ms, Batch& batch);
+  void start_when_up(ServerJob& job, Instant now, Batch& batch);
   // Queues a run of the hook of `run`'s provider for `job`: `request` with the action, provider,
   // offer and job added. Returns the call's id.
   std::int64_t ask_provider(const ServerJob& job, const BurstRun& run, const std::string& action,
@@ -121,9 +119,9 @@ class BurstDesk {
   NodeTable& nodes_;
   std::vector<ProviderCall> provider_calls_;  // asked, not yet taken
   std::int64_t next_call_id_ = 1;
-  std::map<std::int64_t, std::pair<JobId, std::int64_t>> awaited_up_;  // (job, requested)
-  std::map<std::string, std::int64_t> offer_paused_until_ms_;          // after a failed `up`
-  std::map<JobId, std::string> refusals_;  // job -> why it was not rented
+  std::map<std::int64_t, std::pair<JobId, Instant>> awaited_up_;  // (job, requested)
+  std::map<std::string, Instant> offer_paused_until_;             // after a failed `up`
+  std::map<JobId, std::string> refusals_;                         // job -> why it was not rented
   std::int64_t rentals_ = 0;
 };
 

@@ -26,10 +26,9 @@ ControlLoop::ControlLoop(std::unique_ptr<Store> store, ControlPlaneSetup setup, 
       metrics_(metrics),
       events_(std::make_unique<EventFeed>(*store_, options.events_kept)),
       hooks_(std::make_unique<ProviderHooks>([this](std::int64_t id, const HookOutcome& outcome) {
-        const Reply reply =
-            call([id, outcome](ControlPlane& plane, std::int64_t now, Batch& batch) {
-              return plane.provider_result(id, outcome.ok, outcome.output, now, batch);
-            });
+        const Reply reply = call([id, outcome](ControlPlane& plane, Instant now, Batch& batch) {
+          return plane.provider_result(id, outcome.ok, outcome.output, now, batch);
+        });
         if (!reply) {
           spdlog::warn("the result of provider hook call {} was not recorded: {}", id,
                        reply.error().cause.message());
@@ -38,17 +37,13 @@ ControlLoop::ControlLoop(std::unique_ptr<Store> store, ControlPlaneSetup setup, 
 
 ControlLoop::~ControlLoop() { stop(); }
 
-std::int64_t ControlLoop::now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
+Instant ControlLoop::now() { return std::chrono::floor<Millis>(std::chrono::system_clock::now()); }
 
 Result<void> ControlLoop::load() {
   auto snapshot = store_->load();
   if (!snapshot) return std::unexpected(snapshot.error());
   Batch repairs;
-  auto plane = ControlPlane::create(setup_, *snapshot, now_ms(), repairs, tokens_);
+  auto plane = ControlPlane::create(setup_, *snapshot, now(), repairs, tokens_);
   if (!plane) return std::unexpected(plane.error());
   if (!repairs.empty()) {
     if (auto ok = store_->commit(repairs); !ok) return ok;
@@ -77,7 +72,7 @@ Result<std::optional<std::string>> ControlLoop::start() {
   std::optional<std::string> admin_secret;
   if (!tokens_->has_active_admin()) {
     Batch batch;
-    admin_secret = plane_->bootstrap_admin(now_ms(), batch);
+    admin_secret = plane_->bootstrap_admin(now(), batch);
     if (auto ok = store_->commit(batch); !ok) return std::unexpected(ok.error());
     events_->publish(batch.events);
   }
@@ -166,12 +161,11 @@ void ControlLoop::run() {
   while (true) {
     // Only this thread changes the plane, so its next wakeup holds until the round below; it is
     // found outside the queue's lock, which the HTTP threads wait on.
-    const std::optional<std::int64_t> wake = plane_->next_wakeup_ms(now_ms());
+    const std::optional<Instant> wake = plane_->next_wakeup(now());
     auto deadline = plane_->wants_pass() ? std::chrono::steady_clock::now() : next_tick;
     if (wake) {
-      deadline = std::min(
-          deadline, std::chrono::steady_clock::now() +
-                        std::chrono::milliseconds(std::max<std::int64_t>(0, *wake - now_ms())));
+      deadline =
+          std::min(deadline, std::chrono::steady_clock::now() + std::max(Millis{0}, *wake - now()));
     }
     {
       std::unique_lock lock(mutex_);
@@ -185,7 +179,7 @@ void ControlLoop::run() {
     }
     const bool tick = std::chrono::steady_clock::now() >= next_tick;
     if (tick) next_tick = std::chrono::steady_clock::now() + options_.tick;
-    round(work, tick || (wake && *wake <= now_ms()));
+    round(work, tick || (wake && *wake <= now()));
     work.clear();
     publish_listing();
   }
@@ -209,7 +203,7 @@ void ControlLoop::publish_listing() {
 }
 
 void ControlLoop::round(std::vector<Pending>& work, bool pass_due) {
-  const std::int64_t now = now_ms();
+  const Instant now = ControlLoop::now();
   Batch batch;
   std::vector<Reply> replies;
   replies.reserve(work.size());

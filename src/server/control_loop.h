@@ -32,7 +32,7 @@ namespace tidepool {
 
 class ControlLoop {
  public:
-  using Command = std::function<Reply(ControlPlane&, std::int64_t now_ms, Batch&)>;
+  using Command = std::function<Reply(ControlPlane&, Instant now, Batch&)>;
 
   struct Options {
     std::chrono::milliseconds tick{1000};
@@ -70,6 +70,8 @@ class ControlLoop {
   void set_server_url(std::string url) { hooks_->set_server_url(std::move(url)); }
 
   [[nodiscard]] bool ready() const;
+  // The wall clock, in the plane's time.
+  [[nodiscard]] static Instant now();
   [[nodiscard]] const std::shared_ptr<TokenTable>& tokens() const { return tokens_; }
   [[nodiscard]] EventFeed& events() { return *events_; }
 
@@ -79,7 +81,6 @@ class ControlLoop {
     Done done;
   };
 
-  static std::int64_t now_ms();
   Result<void> load();
   void run();
   // Runs the commands; a pass too if one is due or something changed.

@@ -13,8 +13,8 @@ ControlPlane::ControlPlane(ControlPlaneSetup setup, Scheduler scheduler,
     : state_(std::move(setup), std::move(scheduler), std::move(tokens)) {}
 
 Result<std::unique_ptr<ControlPlane>> ControlPlane::create(ControlPlaneSetup setup,
-                                                           const Snapshot& snapshot,
-                                                           std::int64_t now_ms, Batch& repairs,
+                                                           const Snapshot& snapshot, Instant now,
+                                                           Batch& repairs,
                                                            std::shared_ptr<TokenTable> tokens) {
   std::map<std::string, TenantUpdate> overrides;
   for (const KeyedRecord& setting : snapshot.settings) {
@@ -59,28 +59,28 @@ Result<std::unique_ptr<ControlPlane>> ControlPlane::create(ControlPlaneSetup set
       new ControlPlane(std::move(setup), std::move(*scheduler), std::move(tokens)));
   plane->tenant_overrides_ = std::move(overrides);
   plane->state_.set_last_event_seq(snapshot.last_event_seq);
-  if (auto restored = plane->nodes_.restore(snapshot.nodes, now_ms); !restored) {
+  if (auto restored = plane->nodes_.restore(snapshot.nodes, now); !restored) {
     return std::unexpected(restored.error());
   }
   for (const JobRecord& record : snapshot.jobs) {
     auto job = from_record(record);
     if (!job) return std::unexpected(job.error());
-    plane->jobs_.load(std::move(*job), now_ms, repairs);
+    plane->jobs_.load(std::move(*job), now, repairs);
   }
-  plane->jobs_.settle_loaded_dependents(now_ms, repairs);
+  plane->jobs_.settle_loaded_dependents(now, repairs);
   // Every node of the cluster file is the pool's: a refusal is a bug, and no plane is made.
   if (auto cordoned = plane->nodes_.cordon(plane->state_.scheduler()); !cordoned) {
     return std::unexpected(cordoned.error());
   }
-  if (auto opened = plane->clerk_.open(snapshot, *tenants, now_ms, repairs); !opened) {
+  if (auto opened = plane->clerk_.open(snapshot, *tenants, now, repairs); !opened) {
     return std::unexpected(opened.error());
   }
-  for (const LostRental& lost : plane->bursts_.restore(now_ms, repairs)) {
-    plane->jobs_.requeue_from_burst(lost, now_ms, repairs);
+  for (const LostRental& lost : plane->bursts_.restore(now, repairs)) {
+    plane->jobs_.requeue_from_burst(lost, now, repairs);
   }
   // What the rebuilt scheduler knows is as of now: running jobs were adopted with their runs so
   // far (attained service shown before the first pass counts them).
-  plane->state_.passed(now_ms);
+  plane->state_.passed(now);
   plane->state_.mark_dirty();  // and the first round runs a pass
   plane->state_.seal(repairs);
   return plane;
@@ -89,42 +89,41 @@ Result<std::unique_ptr<ControlPlane>> ControlPlane::create(ControlPlaneSetup set
 // --- jobs ---
 
 Reply ControlPlane::submit(const Principal& who, JobSpec spec, const std::string& idempotency_key,
-                           std::int64_t now_ms, Batch& batch) {
-  auto submitted = jobs_.submit(who, std::move(spec), idempotency_key, now_ms, batch);
+                           Instant now, Batch& batch) {
+  auto submitted = jobs_.submit(who, std::move(spec), idempotency_key, now, batch);
   if (!submitted) return std::unexpected(submitted.error());
   nlohmann::json body = views_.submitted(*submitted->job);
   return submitted->created ? created(std::move(body)) : answer(std::move(body));
 }
 
-Reply ControlPlane::cancel(const Principal& who, JobId id, std::int64_t now_ms, Batch& batch) {
-  auto job = jobs_.cancel(who, id, now_ms, batch);
+Reply ControlPlane::cancel(const Principal& who, JobId id, Instant now, Batch& batch) {
+  auto job = jobs_.cancel(who, id, now, batch);
   if (!job) return std::unexpected(job.error());
   return answer(server_job_to_json(**job));
 }
 
 Reply ControlPlane::report_status(const Principal& who, JobId id, const JobStatusReport& report,
-                                  std::int64_t now_ms, Batch& batch) {
-  auto job = jobs_.report_status(who, id, report, now_ms, batch);
+                                  Instant now, Batch& batch) {
+  auto job = jobs_.report_status(who, id, report, now, batch);
   if (!job) return std::unexpected(job.error());
   return answer(server_job_to_json(**job));
 }
 
 Reply ControlPlane::report_checkpoint(const Principal& who, JobId id,
-                                      const CheckpointReport& report, std::int64_t now_ms,
-                                      Batch& batch) {
-  auto job = jobs_.report_checkpoint(who, id, report, now_ms, batch);
+                                      const CheckpointReport& report, Instant now, Batch& batch) {
+  auto job = jobs_.report_checkpoint(who, id, report, now, batch);
   if (!job) return std::unexpected(job.error());
   return answer(server_job_to_json(**job));
 }
 
-Reply ControlPlane::hold(const Principal& who, JobId id, std::int64_t now_ms, Batch& batch) {
-  auto job = jobs_.hold(who, id, now_ms, batch);
+Reply ControlPlane::hold(const Principal& who, JobId id, Instant now, Batch& batch) {
+  auto job = jobs_.hold(who, id, now, batch);
   if (!job) return std::unexpected(job.error());
   return answer(views_.job(**job));
 }
 
-Reply ControlPlane::release(const Principal& who, JobId id, std::int64_t now_ms, Batch& batch) {
-  auto job = jobs_.release(who, id, now_ms, batch);
+Reply ControlPlane::release(const Principal& who, JobId id, Instant now, Batch& batch) {
+  auto job = jobs_.release(who, id, now, batch);
   if (!job) return std::unexpected(job.error());
   if ((*job)->state == JobState::kPending) return answer(views_.job(**job));
   // It could not be queued again, and failed: a conflict, answered with the job.
@@ -133,15 +132,15 @@ Reply ControlPlane::release(const Principal& who, JobId id, std::int64_t now_ms,
   return failed;
 }
 
-Reply ControlPlane::requeue_job(const Principal& who, JobId id, std::int64_t now_ms, Batch& batch) {
-  auto job = jobs_.requeue(who, id, now_ms, batch);
+Reply ControlPlane::requeue_job(const Principal& who, JobId id, Instant now, Batch& batch) {
+  auto job = jobs_.requeue(who, id, now, batch);
   if (!job) return std::unexpected(job.error());
   return answer(views_.job(**job));
 }
 
-Reply ControlPlane::update_job(const Principal& who, JobId id, const JobUpdate& update,
-                               std::int64_t now_ms, Batch& batch) {
-  auto job = jobs_.update(who, id, update, now_ms, batch);
+Reply ControlPlane::update_job(const Principal& who, JobId id, const JobUpdate& update, Instant now,
+                               Batch& batch) {
+  auto job = jobs_.update(who, id, update, now, batch);
   if (!job) return std::unexpected(job.error());
   return answer(views_.job(**job));
 }
@@ -163,10 +162,10 @@ std::shared_ptr<const JobListing> ControlPlane::update_listing(
   return views_.listing(cache, changed, version);
 }
 
-Reply ControlPlane::why(const Principal& who, JobId id, std::int64_t now_ms) const {
+Reply ControlPlane::why(const Principal& who, JobId id, Instant now) const {
   auto job = state_.visible_job(who, id);
   if (!job) return std::unexpected(job.error());
-  return answer(views_.why(who, **job, now_ms));
+  return answer(views_.why(who, **job, now));
 }
 
 Reply ControlPlane::log_access(const Principal& who, JobId id, bool write, std::optional<int> task,
@@ -181,45 +180,44 @@ Reply ControlPlane::log_access(const Principal& who, JobId id, bool write, std::
 Reply ControlPlane::list_nodes(const Principal& who) const { return answer(views_.nodes(who)); }
 
 Reply ControlPlane::set_drained(const Principal& who, const std::string& node, bool drained,
-                                const std::string& reason, std::int64_t now_ms, Batch& batch) {
-  auto id = nodes_.set_drained(who, node, drained, reason, now_ms, batch);
+                                const std::string& reason, Instant now, Batch& batch) {
+  auto id = nodes_.set_drained(who, node, drained, reason, now, batch);
   if (!id) return std::unexpected(id.error());
   return answer(views_.node(node));
 }
 
 Reply ControlPlane::register_node(const Principal& who, const std::string& node,
-                                  const NodeRegistration& registration, std::int64_t now_ms,
-                                  Batch& batch) {
+                                  const NodeRegistration& registration, Instant now, Batch& batch) {
   if (auto ok = NodeTable::check_agent(who, node, "register it"); !ok) {
     return std::unexpected(ok.error());
   }
   if (nodes_.is_rented(node)) {
-    if (auto ok = bursts_.register_node(node, registration, now_ms, batch); !ok) {
+    if (auto ok = bursts_.register_node(node, registration, now, batch); !ok) {
       return std::unexpected(ok.error());
     }
     return answer(views_.node(node));
   }
-  if (auto id = nodes_.register_node(node, registration, now_ms, batch); !id) {
+  if (auto id = nodes_.register_node(node, registration, now, batch); !id) {
     return std::unexpected(id.error());
   }
   nlohmann::json out = views_.node(node);
-  out["heartbeat_timeout_ms"] = state_.setup().heartbeat_timeout_ms;
+  out["heartbeat_timeout_ms"] = state_.setup().heartbeat_timeout.count();
   return answer(std::move(out));
 }
 
 Reply ControlPlane::heartbeat(const Principal& who, const std::string& node,
-                              const NodeHeartbeat& heartbeat, std::int64_t now_ms, Batch& batch) {
+                              const NodeHeartbeat& heartbeat, Instant now, Batch& batch) {
   if (auto ok = NodeTable::check_agent(who, node, "send its heartbeat"); !ok) {
     return std::unexpected(ok.error());
   }
-  auto heard = nodes_.heard_from(node, now_ms, batch);
+  auto heard = nodes_.heard_from(node, now, batch);
   if (!heard) return std::unexpected(heard.error());
   // The running jobs with a task on the node.
   std::vector<const ServerJob*> here =
-      (*heard)->kind == NodeKind::kRented ? bursts_.heard_from(**heard, now_ms, batch)
+      (*heard)->kind == NodeKind::kRented ? bursts_.heard_from(**heard, now, batch)
                                           : std::move(state_.running_by_node()[(*heard)->id.value]);
   return answer(
-      heartbeat_reply_to_json(nodes_.answer_heartbeat(node, here, heartbeat.gpus, now_ms, batch)));
+      heartbeat_reply_to_json(nodes_.answer_heartbeat(node, here, heartbeat.gpus, now, batch)));
 }
 
 // --- the internal market ---
@@ -234,10 +232,10 @@ std::unexpected<Refused> no_market() {
 
 }  // namespace
 
-Reply ControlPlane::prices(std::int64_t now_ms) {
+Reply ControlPlane::prices(Instant now) {
   if (clerk_.market() == nullptr) return no_market();
   Batch ignored;  // the meter's failures are shown by the commands that change what it meters
-  clerk_.advance(now_ms, ignored);
+  clerk_.advance(now, ignored);
   return answer(views_.prices());
 }
 
@@ -257,60 +255,60 @@ Reply ControlPlane::bill(const Principal& who, const BillQuery& query) const {
 // --- bursting ---
 
 Reply ControlPlane::provider_result(std::int64_t call, bool ok, const std::string& output,
-                                    std::int64_t now_ms, Batch& batch) {
-  if (auto lost = bursts_.provider_result(call, ok, output, now_ms, batch)) {
-    jobs_.requeue_from_burst(*lost, now_ms, batch);
+                                    Instant now, Batch& batch) {
+  if (auto lost = bursts_.provider_result(call, ok, output, now, batch)) {
+    jobs_.requeue_from_burst(*lost, now, batch);
   }
   return answer({{"call", call}});
 }
 
 // --- scheduling ---
 
-void ControlPlane::schedule(std::int64_t now_ms, Batch& batch) {
-  clerk_.advance(now_ms, batch);
-  jobs_.stop_overdue(now_ms, batch);
+void ControlPlane::schedule(Instant now, Batch& batch) {
+  clerk_.advance(now, batch);
+  jobs_.stop_overdue(now, batch);
   for (const OverCost& over : clerk_.over_cost()) {
-    jobs_.end_job(state_.jobs().at(over.job), JobState::kFailed, over.reason, now_ms, batch);
+    jobs_.end_job(state_.jobs().at(over.job), JobState::kFailed, over.reason, now, batch);
   }
-  check_liveness(now_ms, batch);
-  for (const LostRental& lost : bursts_.lost_rentals(now_ms)) {
-    state_.emit(batch, now_ms, "burst.lost", {{"job", lost.job}, {"reason", lost.reason}});
-    jobs_.requeue_from_burst(lost, now_ms, batch);
+  check_liveness(now, batch);
+  for (const LostRental& lost : bursts_.lost_rentals(now)) {
+    state_.emit(batch, now, "burst.lost", {{"job", lost.job}, {"reason", lost.reason}});
+    jobs_.requeue_from_burst(lost, now, batch);
   }
-  state_.passed(now_ms);
-  jobs_.apply_pass(state_.scheduler().pass(to_seconds(now_ms)), now_ms, batch);
-  bursts_.rent_waiting(now_ms, batch);
-  clerk_.post_ledger(now_ms, batch);
-  jobs_wakeup_ms_ = jobs_.next_deadline_ms(now_ms);
+  state_.passed(now);
+  jobs_.apply_pass(state_.scheduler().pass(unix_seconds(now)), now, batch);
+  bursts_.rent_waiting(now, batch);
+  clerk_.post_ledger(now, batch);
+  jobs_wakeup_ = jobs_.next_deadline(now);
 }
 
-void ControlPlane::check_liveness(std::int64_t now_ms, Batch& batch) {
+void ControlPlane::check_liveness(Instant now, Batch& batch) {
   std::vector<std::vector<const ServerJob*>> running;
-  for (NodeId id : nodes_.silent(now_ms)) {
-    const std::string reason = nodes_.mark_not_ready(id, now_ms, batch);
+  for (NodeId id : nodes_.silent(now)) {
+    const std::string reason = nodes_.mark_not_ready(id, now, batch);
     if (running.empty()) running = state_.running_by_node();
     std::vector<JobId> ids;
     for (const ServerJob* job : running[id.value]) ids.push_back(job->id);
     for (JobId job_id : ids) {
       ServerJob& job = state_.jobs().at(job_id);
-      if (job.state == JobState::kRunning) jobs_.requeue_run(job, true, reason, now_ms, batch);
+      if (job.state == JobState::kRunning) jobs_.requeue_run(job, true, reason, now, batch);
     }
   }
 }
 
-std::optional<std::int64_t> ControlPlane::next_wakeup_ms(std::int64_t now_ms) const {
-  std::optional<std::int64_t> next = jobs_wakeup_ms_;
-  const auto sooner = [&](std::optional<std::int64_t> at) {
+std::optional<Instant> ControlPlane::next_wakeup(Instant now) const {
+  std::optional<Instant> next = jobs_wakeup_;
+  const auto sooner = [&](std::optional<Instant> at) {
     if (at && (!next || *at < *next)) next = at;
   };
-  if (auto wake = state_.scheduler().next_wakeup(to_seconds(now_ms))) sooner(*wake * 1000);
-  sooner(nodes_.next_silence_ms());
-  sooner(clerk_.next_post_ms());
+  if (auto wake = state_.scheduler().next_wakeup(unix_seconds(now)))
+    sooner(instant_from_unix_seconds(*wake));
+  sooner(nodes_.next_silence());
+  sooner(clerk_.next_post());
   return next;
 }
 
-Result<Scheduler> ControlPlane::rebuild_scheduler(const TenantsSpec& tenants,
-                                                  std::int64_t now_ms) const {
+Result<Scheduler> ControlPlane::rebuild_scheduler(const TenantsSpec& tenants, Instant now) const {
   const ControlPlaneSetup& setup = state_.setup();
   auto pool = Pool::create(setup.cluster.models, setup.cluster.topology, setup.cluster.nodes);
   if (!pool) return std::unexpected(pool.error());
@@ -319,7 +317,7 @@ Result<Scheduler> ControlPlane::rebuild_scheduler(const TenantsSpec& tenants,
   auto scheduler = Scheduler::create(std::move(*pool), std::move(*book), setup.scheduler);
   if (!scheduler) return std::unexpected(scheduler.error());
   for (JobId id : state_.live()) {
-    if (auto ok = jobs_.restore(*scheduler, state_.jobs().at(id), now_ms); !ok) {
+    if (auto ok = jobs_.restore(*scheduler, state_.jobs().at(id), now); !ok) {
       return fail(ok.error().field, fmt::format("job {}: {}", id, ok.error().reason));
     }
   }

@@ -52,7 +52,7 @@ class ControlPlane {
   // The stored tokens are loaded into `tokens` (replacing what it held), which the caller shares
   // with the threads that authenticate requests.
   static Result<std::unique_ptr<ControlPlane>> create(ControlPlaneSetup setup,
-                                                      const Snapshot& snapshot, std::int64_t now_ms,
+                                                      const Snapshot& snapshot, Instant now,
                                                       Batch& repairs,
                                                       std::shared_ptr<TokenTable> tokens);
   ControlPlane(const ControlPlane&) = delete;
@@ -61,20 +61,20 @@ class ControlPlane {
   // --- jobs (job_desk.h) ---
   // Created with the new job; done with the existing one for a repeated idempotency key and the
   // same spec; kConflict for the same key with another spec.
-  Reply submit(const Principal& who, JobSpec spec, const std::string& idempotency_key,
-               std::int64_t now_ms, Batch& batch);
-  Reply cancel(const Principal& who, JobId id, std::int64_t now_ms, Batch& batch);
-  Reply report_status(const Principal& who, JobId id, const JobStatusReport& report,
-                      std::int64_t now_ms, Batch& batch);
+  Reply submit(const Principal& who, JobSpec spec, const std::string& idempotency_key, Instant now,
+               Batch& batch);
+  Reply cancel(const Principal& who, JobId id, Instant now, Batch& batch);
+  Reply report_status(const Principal& who, JobId id, const JobStatusReport& report, Instant now,
+                      Batch& batch);
   Reply report_checkpoint(const Principal& who, JobId id, const CheckpointReport& report,
-                          std::int64_t now_ms, Batch& batch);
+                          Instant now, Batch& batch);
   // Slurm's scontrol hold/release/requeue/update (JobDesk::hold ...), each answered with the job
   // as the API shows it. kConflict for a job in another state, and for a released job that could
   // not be queued again (it failed; the body is the job).
-  Reply hold(const Principal& who, JobId id, std::int64_t now_ms, Batch& batch);
-  Reply release(const Principal& who, JobId id, std::int64_t now_ms, Batch& batch);
-  Reply requeue_job(const Principal& who, JobId id, std::int64_t now_ms, Batch& batch);
-  Reply update_job(const Principal& who, JobId id, const JobUpdate& update, std::int64_t now_ms,
+  Reply hold(const Principal& who, JobId id, Instant now, Batch& batch);
+  Reply release(const Principal& who, JobId id, Instant now, Batch& batch);
+  Reply requeue_job(const Principal& who, JobId id, Instant now, Batch& batch);
+  Reply update_job(const Principal& who, JobId id, const JobUpdate& update, Instant now,
                    Batch& batch);
   [[nodiscard]] Reply get_job(const Principal& who, JobId id) const;
   // GET /v1/jobs from the plane itself; the server lists from snapshots (update_listing).
@@ -85,7 +85,7 @@ class ControlPlane {
   [[nodiscard]] std::shared_ptr<const JobListing> update_listing(
       std::map<JobId, std::shared_ptr<const ListedJob>>& cache, const std::set<JobId>& changed,
       std::int64_t version) const;
-  [[nodiscard]] Reply why(const Principal& who, JobId id, std::int64_t now_ms) const;
+  [[nodiscard]] Reply why(const Principal& who, JobId id, Instant now) const;
   // Whether `who` may read (write false) or append to (write true) job `id`'s task logs: done
   // with {"job", "tasks"}, or the refusal (JobDesk::log_access).
   [[nodiscard]] Reply log_access(const Principal& who, JobId id, bool write,
@@ -95,13 +95,13 @@ class ControlPlane {
   // --- nodes (node_table.h) ---
   [[nodiscard]] Reply list_nodes(const Principal& who) const;
   Reply set_drained(const Principal& who, const std::string& node, bool drained,
-                    const std::string& reason, std::int64_t now_ms, Batch& batch);
+                    const std::string& reason, Instant now, Batch& batch);
   Reply register_node(const Principal& who, const std::string& node,
-                      const NodeRegistration& registration, std::int64_t now_ms, Batch& batch);
+                      const NodeRegistration& registration, Instant now, Batch& batch);
   // The reply carries what the node should run: a HeartbeatReply (api/agent_wire.h) with an
   // assignment per running job with a task on the node.
   Reply heartbeat(const Principal& who, const std::string& node, const NodeHeartbeat& heartbeat,
-                  std::int64_t now_ms, Batch& batch);
+                  Instant now, Batch& batch);
 
   // --- tenants, queues, tokens (control_plane_admin.cc) ---
   [[nodiscard]] Reply list_tenants(const Principal& who) const;
@@ -109,20 +109,18 @@ class ControlPlane {
   // An admin changes a tenant's entry of the tenants file (kept as a setting over restarts): the
   // scheduler is rebuilt with every live job; kConflict when one could not be put back.
   Reply put_tenant(const Principal& who, const std::string& name, const TenantUpdate& update,
-                   std::int64_t now_ms, Batch& batch);
+                   Instant now, Batch& batch);
   [[nodiscard]] Reply list_queues(const Principal& who) const;
-  Reply create_token(const Principal& who, const TokenRequest& request, std::int64_t now_ms,
-                     Batch& batch);
+  Reply create_token(const Principal& who, const TokenRequest& request, Instant now, Batch& batch);
   // Creates an admin token without a caller (the server's first start); returns its secret.
-  std::string bootstrap_admin(std::int64_t now_ms, Batch& batch);
+  std::string bootstrap_admin(Instant now, Batch& batch);
   [[nodiscard]] Reply list_tokens(const Principal& who) const;
-  Reply revoke_token(const Principal& who, const std::string& id, std::int64_t now_ms,
-                     Batch& batch);
+  Reply revoke_token(const Principal& who, const std::string& id, Instant now, Batch& batch);
 
   // --- the internal market (market_clerk.h) ---
   // The price in force of each GPU model (every role may read them): kNotFound when the server
   // runs without a market.
-  Reply prices(std::int64_t now_ms);
+  Reply prices(Instant now);
   // A tenant's charges and lending credits per group (users: their own tenant only).
   [[nodiscard]] Reply bill(const Principal& who, const BillQuery& query) const;
 
@@ -131,7 +129,7 @@ class ControlPlane {
   std::vector<ProviderCall> take_provider_calls() { return bursts_.take_provider_calls(); }
   // Hook run `call` ended (BurstDesk::provider_result); a failed `up` sends the job back to the
   // pool's queue.
-  Reply provider_result(std::int64_t call, bool ok, const std::string& output, std::int64_t now_ms,
+  Reply provider_result(std::int64_t call, bool ok, const std::string& output, Instant now,
                         Batch& batch);
 
   // --- scheduling ---
@@ -140,7 +138,7 @@ class ControlPlane {
   // Stops jobs past their max_runtime or max_cost, marks silent nodes NotReady (requeueing their
   // jobs) and gives up rentals that failed, runs a scheduler pass and applies it, sends the jobs
   // waiting past the burst threshold to rented capacity, and posts the ledger when due.
-  void schedule(std::int64_t now_ms, Batch& batch);
+  void schedule(Instant now, Batch& batch);
 
   // Writes the documents of the jobs a round changed into `batch`, once per job and as each job
   // stands now: the methods above only name a changed job in `batch.jobs` (a record without a
@@ -150,7 +148,7 @@ class ControlPlane {
   // The next time a pass has something to do without an outside event, if any. Cheap: the jobs'
   // own deadlines (max_runtime, the burst threshold) are those the last pass found; a job started
   // or requeued outside a pass since then is seen by the next pass (the tick's at the latest).
-  [[nodiscard]] std::optional<std::int64_t> next_wakeup_ms(std::int64_t now_ms) const;
+  [[nodiscard]] std::optional<Instant> next_wakeup(Instant now) const;
 
   // --- figures for metrics ---
   using Figures = PlaneFigures;
@@ -161,10 +159,10 @@ class ControlPlane {
   ControlPlane(ControlPlaneSetup setup, Scheduler scheduler, std::shared_ptr<TokenTable> tokens);
 
   // Marks NotReady the nodes whose agents fell silent, and requeues their running jobs.
-  void check_liveness(std::int64_t now_ms, Batch& batch);
+  void check_liveness(Instant now, Batch& batch);
   // Builds a scheduler from `tenants` and puts every live job back into it, the nodes cordoned
   // as they are.
-  Result<Scheduler> rebuild_scheduler(const TenantsSpec& tenants, std::int64_t now_ms) const;
+  Result<Scheduler> rebuild_scheduler(const TenantsSpec& tenants, Instant now) const;
   // The tenants file with the tenants changed by PUT /v1/tenants.
   static Result<TenantsSpec> apply_overrides(TenantsSpec base,
                                              const std::map<std::string, TenantUpdate>& overrides,
@@ -178,7 +176,7 @@ class ControlPlane {
   JobDesk jobs_{state_, clerk_, bursts_};
   PlaneViews views_{state_, jobs_, nodes_, bursts_, clerk_};
   std::map<std::string, TenantUpdate> tenant_overrides_;  // PUT /v1/tenants, by tenant
-  std::optional<std::int64_t> jobs_wakeup_ms_;            // the jobs' deadlines at the last pass
+  std::optional<Instant> jobs_wakeup_;                    // the jobs' deadlines at the last pass
 };
 
 }  // namespace tidepool

@@ -68,7 +68,7 @@ Reply ControlPlane::get_tenant(const Principal& who, const std::string& name) co
 }
 
 Reply ControlPlane::put_tenant(const Principal& who, const std::string& name,
-                               const TenantUpdate& update, std::int64_t now_ms, Batch& batch) {
+                               const TenantUpdate& update, Instant now, Batch& batch) {
   if (auto ok = check_admin(who); !ok) return std::unexpected(ok.error());
   if (!state_.scheduler().book().find_tenant(name)) {
     return refuse(
@@ -83,16 +83,16 @@ Reply ControlPlane::put_tenant(const Principal& who, const std::string& name,
   if (auto book = TenantBook::create(*tenants, setup.cluster.models); !book) {
     return refuse(Refusal::kInvalid, "invalid tenant", book.error());
   }
-  auto scheduler = rebuild_scheduler(*tenants, now_ms);
+  auto scheduler = rebuild_scheduler(*tenants, now);
   if (!scheduler) return refuse(Refusal::kConflict, scheduler.error());
-  clerk_.advance(now_ms, batch);
+  clerk_.advance(now, batch);
   state_.replace_scheduler(std::move(*scheduler));
-  clerk_.apply_budget_holds(now_ms, batch);
-  clerk_.replace_book(*tenants, now_ms, batch);
+  clerk_.apply_budget_holds(now, batch);
+  clerk_.replace_book(*tenants, now, batch);
   tenant_overrides_ = std::move(overrides);
   state_.mark_dirty();
   batch.settings.push_back(KeyedRecord{"tenant/" + name, tenant_update_to_json(update).dump()});
-  state_.emit(batch, now_ms, "tenant.updated", {{"tenant", name}});
+  state_.emit(batch, now, "tenant.updated", {{"tenant", name}});
   return answer(views_.tenant(*state_.scheduler().book().find_tenant(name)));
 }
 
@@ -100,8 +100,8 @@ Reply ControlPlane::list_queues(const Principal& who) const { return answer(view
 
 // --- tokens ---
 
-Reply ControlPlane::create_token(const Principal& who, const TokenRequest& request,
-                                 std::int64_t now_ms, Batch& batch) {
+Reply ControlPlane::create_token(const Principal& who, const TokenRequest& request, Instant now,
+                                 Batch& batch) {
   if (auto ok = check_admin(who); !ok) return std::unexpected(ok.error());
   auto role = parse_role(request.role);
   if (!role) return refuse(Refusal::kInvalid, role.error());
@@ -113,19 +113,19 @@ Reply ControlPlane::create_token(const Principal& who, const TokenRequest& reque
     return refuse(Refusal::kInvalid,
                   Error{"node", fmt::format("no node '{}' in the cluster", request.node)});
   }
-  NewToken token = make_token(*role, request.tenant, request.node, request.description, now_ms);
+  NewToken token = make_token(*role, request.tenant, request.node, request.description, now);
   state_.store_token(token.record, batch);
-  state_.emit(batch, now_ms, "token.created",
+  state_.emit(batch, now, "token.created",
               {{"token", token.record.id}, {"role", token.record.role}});
   nlohmann::json out = PlaneViews::token(token.record);
   out["secret"] = token.secret;
   return created(std::move(out));
 }
 
-std::string ControlPlane::bootstrap_admin(std::int64_t now_ms, Batch& batch) {
-  NewToken token = make_token(Role::kAdmin, "", "", "created at the server's first start", now_ms);
+std::string ControlPlane::bootstrap_admin(Instant now, Batch& batch) {
+  NewToken token = make_token(Role::kAdmin, "", "", "created at the server's first start", now);
   state_.store_token(token.record, batch);
-  state_.emit(batch, now_ms, "token.created", {{"token", token.record.id}, {"role", "admin"}});
+  state_.emit(batch, now, "token.created", {{"token", token.record.id}, {"role", "admin"}});
   return token.secret;
 }
 
@@ -134,7 +134,7 @@ Reply ControlPlane::list_tokens(const Principal& who) const {
   return answer(views_.tokens());
 }
 
-Reply ControlPlane::revoke_token(const Principal& who, const std::string& id, std::int64_t now_ms,
+Reply ControlPlane::revoke_token(const Principal& who, const std::string& id, Instant now,
                                  Batch& batch) {
   if (auto ok = check_admin(who); !ok) return std::unexpected(ok.error());
   auto token = state_.tokens().find(id);
@@ -143,7 +143,7 @@ Reply ControlPlane::revoke_token(const Principal& who, const std::string& id, st
   }
   token->revoked = true;
   state_.store_token(*token, batch);
-  state_.emit(batch, now_ms, "token.revoked", {{"token", id}});
+  state_.emit(batch, now, "token.revoked", {{"token", id}});
   return answer(PlaneViews::token(*token));
 }
 

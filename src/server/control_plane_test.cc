@@ -28,6 +28,12 @@ struct Wire {
 };
 Wire wire(const Reply& reply) { return Wire{http_status(reply), http_body(reply)}; }
 
+using namespace std::chrono_literals;
+
+// The tests' clock: Unix time in milliseconds, as the server's records keep it.
+constexpr Instant at_ms(std::int64_t ms) { return instant_from_unix_ms(ms); }
+constexpr Instant kT0 = at_ms(1'000'000);
+
 // A job id as the API shows it, as the plane takes it.
 JobId jid(std::int64_t id) {
   const auto job = job_id_from_wire(id);
@@ -114,13 +120,12 @@ class ControlPlaneTest : public ::testing::Test {
  protected:
   void SetUp() override { plane_ = restart(); }
 
-  std::unique_ptr<ControlPlane> restart(std::int64_t now_ms = 1'000'000) {
+  std::unique_ptr<ControlPlane> restart(Instant now = kT0) {
     Batch repairs;
     ControlPlaneSetup setup = example_setup();
     setup.market = market_;
     setup.admission = admission_;
-    auto plane =
-        ControlPlane::create(std::move(setup), store_.snapshot(), now_ms, repairs, tokens_);
+    auto plane = ControlPlane::create(std::move(setup), store_.snapshot(), now, repairs, tokens_);
     EXPECT_TRUE(plane.has_value()) << plane.error().message();
     store_.commit(repairs);
     return std::move(*plane);
@@ -134,19 +139,19 @@ class ControlPlaneTest : public ::testing::Test {
 
   // Runs `command` like the loop does: then a pass, then the commit.
   template <class Command>
-  Wire run(Command command, std::int64_t now_ms = 1'000'000) {
+  Wire run(Command command, Instant now = kT0) {
     Batch batch;
-    Wire reply = wire(command(*plane_, now_ms, batch));
-    plane_->schedule(now_ms, batch);
+    Wire reply = wire(command(*plane_, now, batch));
+    plane_->schedule(now, batch);
     commit(batch);
     return reply;
   }
 
   Wire submit(const JobSpec& spec, const Principal& who = kVision, std::string key = "",
-              std::int64_t now_ms = 1'000'000) {
-    return run([&](ControlPlane& p, std::int64_t now,
-                   Batch& b) { return p.submit(who, spec, key, now, b); },
-               now_ms);
+              Instant now = kT0) {
+    return run(
+        [&](ControlPlane& p, Instant now, Batch& b) { return p.submit(who, spec, key, now, b); },
+        now);
   }
 
   Wire get(std::int64_t id, const Principal& who = kAdmin) {
@@ -164,11 +169,11 @@ TEST(ControlPlaneNodes, AJobWaitsForANodeWhoseAgentRegistered) {
   ControlPlaneSetup setup = example_setup();
   setup.simulate_unregistered_nodes = false;
   Batch repairs;
-  auto made =
-      ControlPlane::create(setup, Snapshot{}, 1'000'000, repairs, std::make_shared<TokenTable>());
+  auto made = ControlPlane::create(setup, Snapshot{}, at_ms(1'000'000), repairs,
+                                   std::make_shared<TokenTable>());
   ASSERT_TRUE(made.has_value()) << made.error().message();
   ControlPlane& plane = **made;
-  const std::int64_t now = 1'000'000;
+  const Instant now = kT0;
   Batch batch;
   Wire submitted = wire(plane.submit(kVision, job("waits", 1, 8), "", now, batch));
   ASSERT_EQ(submitted.status, 201) << submitted.body.dump();
@@ -189,9 +194,9 @@ TEST(ControlPlaneNodes, AJobWaitsForANodeWhoseAgentRegistered) {
   }
   ASSERT_FALSE(h100.empty());
   const Principal agent{"agent-token", Role::kAgent, "", h100};
-  ASSERT_EQ(wire(plane.register_node(agent, h100, NodeRegistration{}, now + 1000, batch)).status,
+  ASSERT_EQ(wire(plane.register_node(agent, h100, NodeRegistration{}, now + 1s, batch)).status,
             200);
-  plane.schedule(now + 1000, batch);
+  plane.schedule(now + 1s, batch);
   const Wire ran = wire(plane.get_job(kAdmin, jid(id)));
   ASSERT_EQ(ran.body["state"], "running") << ran.body.dump();
   EXPECT_EQ(ran.body["placement"][0]["node"], h100);
@@ -282,9 +287,8 @@ TEST_F(ControlPlaneTest, UsersSeeAndActOnTheirOwnTenantOnly) {
   EXPECT_EQ(submit(job("theirs"), kSearch).status, 403);
   EXPECT_EQ(wire(plane_->get_job(kSearch, jid(id))).status, 404);
   EXPECT_EQ(wire(plane_->get_job(kVision, jid(id))).status, 200);
-  Wire cancel = run([&](ControlPlane& p, std::int64_t now, Batch& b) {
-    return p.cancel(kSearch, jid(id), now, b);
-  });
+  Wire cancel = run(
+      [&](ControlPlane& p, Instant now, Batch& b) { return p.cancel(kSearch, jid(id), now, b); });
   EXPECT_EQ(cancel.status, 404);
   EXPECT_EQ(wire(plane_->list_jobs(kSearch, {})).body["jobs"].size(), 0U);
   EXPECT_EQ(wire(plane_->list_jobs(kVision, {})).body["jobs"].size(), 1U);
@@ -294,7 +298,7 @@ TEST_F(ControlPlaneTest, UsersSeeAndActOnTheirOwnTenantOnly) {
   const Principal agent{"agent-token", Role::kAgent, "", "h100-a-01"};
   EXPECT_EQ(submit(job("agent"), agent).status, 403);
   Batch batch;
-  EXPECT_EQ(wire(plane_->set_drained(kVision, "h100-a-01", true, "", 0, batch)).status, 403);
+  EXPECT_EQ(wire(plane_->set_drained(kVision, "h100-a-01", true, "", at_ms(0), batch)).status, 403);
   EXPECT_EQ(wire(plane_->list_tokens(kVision)).status, 403);
 }
 
@@ -326,30 +330,30 @@ TEST_F(ControlPlaneTest, RestartKeepsRunningJobsWhereTheyRunAndPendingJobsQueued
   int running = 0;
   for (const auto& [id, body] : before) running += body["state"] == "running" ? 1 : 0;
   EXPECT_EQ(running, 16);
-  plane_ = restart(2'000'000);
+  plane_ = restart(at_ms(2'000'000));
   for (std::int64_t id : ids) {
     Wire after = get(id);
     EXPECT_EQ(after.body["state"], before[id]["state"]) << id;
     EXPECT_EQ(after.body["placement"], before[id]["placement"]) << id;
   }
   // New ids continue after the old ones; a pass starts nothing twice.
-  const std::int64_t next = submit(job("next"), kAdmin, "", 2'000'000).body["id"];
+  const std::int64_t next = submit(job("next"), kAdmin, "", at_ms(2'000'000)).body["id"];
   EXPECT_EQ(next, ids.back() + 1);
   EXPECT_EQ(get(next).body["state"], "pending");
   // Ending a running job lets a waiting one start.
   Wire done = run(
-      [&](ControlPlane& p, std::int64_t now, Batch& b) {
+      [&](ControlPlane& p, Instant now, Batch& b) {
         return p.report_status(kAdmin, jid(ids[0]),
                                JobStatusReport{"succeeded", 0, "", std::nullopt, std::nullopt}, now,
                                b);
       },
-      2'100'000);
+      at_ms(2'100'000));
   EXPECT_EQ(done.status, 200);
   EXPECT_EQ(get(ids[0]).body["state"], "succeeded");
   EXPECT_EQ(get(ids[16]).body["state"], "running");
   // What the job reported is kept across a restart too.
   const nlohmann::json ended = get(ids[0]).body;
-  plane_ = restart(2'200'000);
+  plane_ = restart(at_ms(2'200'000));
   EXPECT_EQ(get(ids[0]).body, ended);
   EXPECT_EQ(ended["exit_code"], 0);
 }
@@ -360,7 +364,7 @@ TEST_F(ControlPlaneTest, ServiceOfEndedRunsIsKeptOverRestarts) {
   for (int i = 0; i < 16; ++i) {
     ids.push_back(submit(job("s" + std::to_string(i), 1, 8, "search"), kSearch).body["id"]);
   }
-  constexpr std::int64_t kHourLater = 1'000'000 + 3'600'000;
+  constexpr Instant kHourLater = kT0 + 1h;
   ASSERT_EQ(submit(job("v"), kVision, "", kHourLater).status, 201);
   std::optional<std::int64_t> preempted;
   for (std::int64_t id : ids) {
@@ -370,13 +374,13 @@ TEST_F(ControlPlaneTest, ServiceOfEndedRunsIsKeptOverRestarts) {
   EXPECT_EQ(get(*preempted).body["attained_gpu_seconds"], 8 * 3600);
   EXPECT_EQ(get(*preempted).body["ended_runs_gpu_seconds"], 8 * 3600);
   // The waiting job does not rank as new work after a restart.
-  plane_ = restart(kHourLater + 60'000);
+  plane_ = restart(kHourLater + 1min);
   EXPECT_EQ(get(*preempted).body["state"], "pending");
   EXPECT_EQ(get(*preempted).body["attained_gpu_seconds"], 8 * 3600);
   // A running job: its run so far, as of the restart, then of the next pass.
   const std::int64_t running = ids.front() == *preempted ? ids.back() : ids.front();
   EXPECT_EQ(get(running).body["attained_gpu_seconds"], 8 * 3660);
-  run([](ControlPlane&, std::int64_t, Batch&) { return Reply{}; }, kHourLater + 120'000);
+  run([](ControlPlane&, Instant, Batch&) { return Reply{}; }, kHourLater + 2min);
   EXPECT_EQ(get(*preempted).body["attained_gpu_seconds"], 8 * 3600);
   EXPECT_EQ(get(running).body["attained_gpu_seconds"], 8 * 3720);
 }
@@ -387,9 +391,8 @@ TEST_F(ControlPlaneTest, CancelEndsPendingAndRunningJobs) {
     ids.push_back(submit(job("j" + std::to_string(i)), kAdmin).body["id"]);
   EXPECT_EQ(get(ids[16]).body["state"], "pending");
   auto cancel = [&](std::int64_t id) {
-    return run([&](ControlPlane& p, std::int64_t now, Batch& b) {
-      return p.cancel(kAdmin, jid(id), now, b);
-    });
+    return run(
+        [&](ControlPlane& p, Instant now, Batch& b) { return p.cancel(kAdmin, jid(id), now, b); });
   };
   EXPECT_EQ(cancel(ids[16]).body["state"], "cancelled");
   EXPECT_EQ(cancel(ids[16]).status, 409);
@@ -404,22 +407,22 @@ TEST_F(ControlPlaneTest, CancelEndsPendingAndRunningJobs) {
 }
 
 TEST_F(ControlPlaneTest, DrainingADrainedNodeAgainWithAnotherReasonReplacesIt) {
-  const auto drain = [&](std::string reason, std::int64_t now_ms) {
-    return run([&](ControlPlane& p, std::int64_t now,
+  const auto drain = [&](std::string reason, Instant now) {
+    return run([&](ControlPlane& p, Instant now,
                    Batch& b) { return p.set_drained(kAdmin, "h100-a-01", true, reason, now, b); },
-               now_ms);
+               now);
   };
-  ASSERT_EQ(drain("bad GPU 3", 1'000'000).body["drain_reason"], "bad GPU 3");
-  const Wire again = drain("rack 7 power", 2'000'000);
+  ASSERT_EQ(drain("bad GPU 3", at_ms(1'000'000)).body["drain_reason"], "bad GPU 3");
+  const Wire again = drain("rack 7 power", at_ms(2'000'000));
   EXPECT_EQ(again.body["drain_reason"], "rack 7 power");
   EXPECT_EQ(again.body["drained_ms"], 1'000'000);  // drained since the first time
   // Without a reason, the one given stays.
-  EXPECT_EQ(drain("", 3'000'000).body["drain_reason"], "rack 7 power");
+  EXPECT_EQ(drain("", at_ms(3'000'000)).body["drain_reason"], "rack 7 power");
 }
 
 TEST_F(ControlPlaneTest, DrainedNodeTakesNoJobAndStaysDrainedAfterRestart) {
   for (int n = 1; n <= 4; ++n) {
-    Wire r = run([&](ControlPlane& p, std::int64_t now, Batch& b) {
+    Wire r = run([&](ControlPlane& p, Instant now, Batch& b) {
       return p.set_drained(kAdmin, "h100-a-0" + std::to_string(n), true, "maintenance", now, b);
     });
     ASSERT_EQ(r.status, 200);
@@ -435,7 +438,7 @@ TEST_F(ControlPlaneTest, DrainedNodeTakesNoJobAndStaysDrainedAfterRestart) {
   }
   const std::int64_t waiting = submit(job("waits"), kAdmin).body["id"];
   EXPECT_EQ(get(waiting).body["state"], "pending");
-  EXPECT_EQ(wire(plane_->why(kAdmin, jid(waiting), 1'000'000)).body["state"], "pending");
+  EXPECT_EQ(wire(plane_->why(kAdmin, jid(waiting), at_ms(1'000'000))).body["state"], "pending");
 }
 
 TEST_F(ControlPlaneTest, MaxRuntimeStopsAJob) {
@@ -443,8 +446,8 @@ TEST_F(ControlPlaneTest, MaxRuntimeStopsAJob) {
   spec.max_runtime = 60;
   const std::int64_t id = submit(spec).body["id"];
   EXPECT_EQ(get(id).body["state"], "running");
-  EXPECT_EQ(plane_->next_wakeup_ms(1'000'000), 1'060'000);
-  run([](ControlPlane&, std::int64_t, Batch&) { return Reply{}; }, 1'061'000);
+  EXPECT_EQ(plane_->next_wakeup(at_ms(1'000'000)), at_ms(1'060'000));
+  run([](ControlPlane&, Instant, Batch&) { return Reply{}; }, kT0 + 61s);
   EXPECT_EQ(get(id).body["state"], "failed");
   EXPECT_THAT(get(id).body["message"].get<std::string>(), HasSubstr("max_runtime"));
 }
@@ -454,7 +457,7 @@ TEST_F(ControlPlaneTest, TenantQuotaChangeIsAppliedAndKeptOverRestarts) {
   update.weight = 3;
   update.queues = {"default"};
   update.quota["H100"] = QuotaSpec{8000, 0, std::nullopt};
-  Wire r = run([&](ControlPlane& p, std::int64_t now, Batch& b) {
+  Wire r = run([&](ControlPlane& p, Instant now, Batch& b) {
     return p.put_tenant(kAdmin, "vision", update, now, b);
   });
   ASSERT_EQ(r.status, 200) << r.body.dump();
@@ -466,12 +469,12 @@ TEST_F(ControlPlaneTest, TenantQuotaChangeIsAppliedAndKeptOverRestarts) {
   // Within 8 GPUs and no borrowing: the second 8-GPU job waits for quota.
   submit(job("a"));
   const std::int64_t second = submit(job("b")).body["id"];
-  Wire why = wire(plane_->why(kVision, jid(second), 1'000'000));
+  Wire why = wire(plane_->why(kVision, jid(second), at_ms(1'000'000)));
   EXPECT_EQ(why.body["kind"], "quota") << why.body.dump();
   // A queue with live jobs cannot be removed.
   TenantUpdate drop = update;
   drop.queues = {"detection"};
-  Wire refused = run([&](ControlPlane& p, std::int64_t now, Batch& b) {
+  Wire refused = run([&](ControlPlane& p, Instant now, Batch& b) {
     return p.put_tenant(kAdmin, "vision", drop, now, b);
   });
   EXPECT_EQ(refused.status, 409);
@@ -481,15 +484,15 @@ TEST_F(ControlPlaneTest, AWaitingJobIsToldItsPlaceAndListingsShowAttainedService
   TenantUpdate update;
   update.queues = {"default", "detection"};
   update.quota["H100"] = QuotaSpec{8000, 0, std::nullopt};
-  ASSERT_EQ(run([&](ControlPlane& p, std::int64_t now, Batch& b) {
+  ASSERT_EQ(run([&](ControlPlane& p, Instant now, Batch& b) {
               return p.put_tenant(kAdmin, "vision", update, now, b);
             }).status,
             200);
   const std::int64_t first = submit(job("a")).body["id"];
   const std::int64_t second = submit(job("b")).body["id"];
   const std::int64_t third = submit(job("c")).body["id"];
-  constexpr std::int64_t kHourLater = 1'000'000 + 3'600'000;
-  run([](ControlPlane&, std::int64_t, Batch&) { return Reply{}; }, kHourLater);
+  constexpr Instant kHourLater = kT0 + 1h;
+  run([](ControlPlane&, Instant, Batch&) { return Reply{}; }, kHourLater);
 
   const Wire why = wire(plane_->why(kVision, jid(third), kHourLater));
   ASSERT_EQ(why.body["state"], "pending") << why.body.dump();
@@ -516,7 +519,7 @@ TEST_F(ControlPlaneTest, AWaitingJobIsToldItsPlaceAndListingsShowAttainedService
 }
 
 TEST_F(ControlPlaneTest, TokensAreStoredHashedAndCanBeRevoked) {
-  Wire created = run([&](ControlPlane& p, std::int64_t now, Batch& b) {
+  Wire created = run([&](ControlPlane& p, Instant now, Batch& b) {
     return p.create_token(kAdmin, TokenRequest{"user", "vision", "", "ci"}, now, b);
   });
   ASSERT_EQ(created.status, 201);
@@ -527,22 +530,23 @@ TEST_F(ControlPlaneTest, TokensAreStoredHashedAndCanBeRevoked) {
   EXPECT_EQ(store_.tokens.at(id).hash.find(secret), std::string::npos);
   auto tokens = std::make_shared<TokenTable>();
   Batch repairs;
-  auto reloaded = ControlPlane::create(example_setup(), store_.snapshot(), 0, repairs, tokens);
+  auto reloaded =
+      ControlPlane::create(example_setup(), store_.snapshot(), at_ms(0), repairs, tokens);
   ASSERT_TRUE(reloaded.has_value());
   auto who = tokens->authenticate(secret);
   ASSERT_TRUE(who.has_value());
   EXPECT_EQ(who->tenant, "vision");
   EXPECT_EQ(who->role, Role::kUser);
-  EXPECT_EQ(run([&](ControlPlane& p, std::int64_t now, Batch& b) {
+  EXPECT_EQ(run([&](ControlPlane& p, Instant now, Batch& b) {
               return p.create_token(kAdmin, TokenRequest{"user", "nobody", "", ""}, now, b);
             }).status,
             400);
-  EXPECT_EQ(run([&](ControlPlane& p, std::int64_t now, Batch& b) {
+  EXPECT_EQ(run([&](ControlPlane& p, Instant now, Batch& b) {
               return p.revoke_token(kAdmin, id, now, b);
             }).status,
             200);
   tokens = std::make_shared<TokenTable>();
-  reloaded = ControlPlane::create(example_setup(), store_.snapshot(), 0, repairs, tokens);
+  reloaded = ControlPlane::create(example_setup(), store_.snapshot(), at_ms(0), repairs, tokens);
   ASSERT_TRUE(reloaded.has_value());
   EXPECT_FALSE(tokens->authenticate(secret).has_value());
 }
@@ -572,10 +576,10 @@ class MarketPlaneTest : public ControlPlaneTest {
     market_ = std::move(*market);
     plane_ = restart(kStart);
   }
-  // A pass at `now_ms` (the control loop's tick), committed.
-  void tick(std::int64_t now_ms) {
+  // A pass at `now` (the control loop's tick), committed.
+  void tick(Instant now) {
     Batch batch;
-    plane_->schedule(now_ms, batch);
+    plane_->schedule(now, batch);
     commit(batch);
   }
   std::vector<std::string> event_kinds() const {
@@ -586,7 +590,7 @@ class MarketPlaneTest : public ControlPlaneTest {
 
   // 2026-12-01T00:00:00Z.
   static constexpr std::int64_t kDay = 1'796'083'200;
-  static constexpr std::int64_t kStart = kDay * 1000;
+  static constexpr Instant kStart = instant_from_unix_seconds(kDay);
 };
 
 // An agent names the run (and the task) it reports about.
@@ -620,14 +624,13 @@ TEST_F(MarketPlaneTest, RunningJobsAreChargedAtThePriceAndBilledByGroup) {
   const std::int64_t id = submit(spec, kVision, "", kStart).body["id"];
   ASSERT_EQ(get(id).body["state"], "running");
   // Postings every minute store the charges so far.
-  tick(kStart + 60'000);
+  tick(kStart + 1min);
   ASSERT_FALSE(store_.ledger.empty());
   EXPECT_EQ(store_.ledger.back().tenant, "vision");
   // Finished after an hour: 8 GPU-hours at the standard price.
   Batch batch;
-  ASSERT_EQ(
-      wire(plane_->report_status(kAdmin, jid(id), succeeded(), kStart + 3'600'000, batch)).status,
-      200);
+  ASSERT_EQ(wire(plane_->report_status(kAdmin, jid(id), succeeded(), kStart + 1h, batch)).status,
+            200);
   commit(batch);
   BillQuery query{"vision", kDay, kDay + 86'400, BillGrouping::kTeam};
   Wire bill = wire(plane_->bill(kVision, query));
@@ -646,7 +649,7 @@ TEST_F(MarketPlaneTest, RunningJobsAreChargedAtThePriceAndBilledByGroup) {
   query.tenant = "nobody";
   EXPECT_EQ(wire(plane_->bill(kAdmin, query)).status, 404);
   // A restart rebuilds the balances from the stored entries.
-  plane_ = restart(kStart + 4'000'000);
+  plane_ = restart(kStart + 4000s);
   query.tenant = "vision";
   query.by = BillGrouping::kModel;
   Wire again = wire(plane_->bill(kVision, query));
@@ -661,7 +664,7 @@ TEST_F(MarketPlaneTest, LendersEarnCreditsForTheIdleGuaranteeOthersUse) {
   // search has no guarantee: its job runs on vision's idle H100, and vision is credited.
   const std::int64_t id = submit(job("borrow", 1, 8, "search"), kSearch, "", kStart).body["id"];
   ASSERT_EQ(get(id).body["state"], "running");
-  tick(kStart + 3'600'000);
+  tick(kStart + 1h);
   BillQuery query{"vision", kDay, kDay + 86'400, BillGrouping::kTeam};
   Wire bill = wire(plane_->bill(kVision, query));
   ASSERT_EQ(bill.status, 200);
@@ -690,9 +693,9 @@ TEST_F(MarketPlaneTest, SpentBudgetHoldsNewJobsBackUntilTheQuarterEnds) {
   // raises the alert).
   const std::int64_t first = submit(job("big", 2, 8), kVision, "", kStart).body["id"];
   ASSERT_EQ(get(first).body["state"], "running");
-  std::int64_t now = kStart;
+  Instant now = kStart;
   for (int minute = 1; minute <= 180; ++minute) {
-    now = kStart + minute * 60'000;
+    now = kStart + minute * 1min;
     tick(now);
   }
   const auto kinds = event_kinds();
@@ -708,15 +711,15 @@ TEST_F(MarketPlaneTest, SpentBudgetHoldsNewJobsBackUntilTheQuarterEnds) {
   const std::int64_t other = submit(job("s", 1, 8, "search"), kSearch, "", now).body["id"];
   EXPECT_EQ(get(other).body["state"], "running");
   // Held back after a restart too, without a second alert or exhausted event.
-  plane_ = restart(now + 1000);
-  tick(now + 61'000);
+  plane_ = restart(now + 1s);
+  tick(now + 61s);
   EXPECT_EQ(std::ranges::count(event_kinds(), "budget.alert"), 1);
   EXPECT_EQ(std::ranges::count(event_kinds(), "budget.exhausted"), 1);
   EXPECT_EQ(get(second).body["state"], "pending");
   // The next quarter (2027-01-01) lifts it.
-  const std::int64_t next_quarter = 1'798'761'600'000;
+  const Instant next_quarter = at_ms(1'798'761'600'000);
   plane_ = restart(next_quarter);
-  tick(next_quarter + 61'000);
+  tick(next_quarter + 61s);
   EXPECT_EQ(get(second).body["state"], "running");
 }
 
@@ -725,13 +728,12 @@ TEST_F(MarketPlaneTest, MaxCostStopsAJobLikeMaxRuntime) {
   JobSpec spec = job("capped", 1, 8);
   spec.max_cost = 5 * kMicrosPerUnit;
   const std::int64_t id = submit(spec, kVision, "", kStart).body["id"];
-  tick(kStart + 20 * 60'000);
+  tick(kStart + 20min);
   EXPECT_EQ(get(id).body["state"], "running");
-  tick(kStart + 40 * 60'000);
+  tick(kStart + 40min);
   EXPECT_EQ(get(id).body["state"], "failed");
-  EXPECT_THAT(
-      wire(plane_->why(kVision, jid(id), kStart + 40 * 60'000)).body["reason"].get<std::string>(),
-      HasSubstr("reaching its max_cost of 5.00 USD"));
+  EXPECT_THAT(wire(plane_->why(kVision, jid(id), kStart + 40min)).body["reason"].get<std::string>(),
+              HasSubstr("reaching its max_cost of 5.00 USD"));
 }
 
 TEST_F(MarketPlaneTest, DailySpendAboveTwiceTheWeeksAverageRaisesAnAnomaly) {
@@ -739,16 +741,16 @@ TEST_F(MarketPlaneTest, DailySpendAboveTwiceTheWeeksAverageRaisesAnAnomaly) {
   plane_ = restart(kStart);
   // Eight days: 1 GPU for an hour a day, then 8 GPUs for an hour.
   for (int day = 0; day < 8; ++day) {
-    const std::int64_t start = kStart + day * 86'400'000LL;
+    const Instant start = kStart + day * 24h;
     const std::int64_t id =
         submit(job(fmt::format("d{}", day), 1, day == 7 ? 8 : 1), kVision, "", start).body["id"];
     Batch batch;
-    wire(plane_->report_status(kAdmin, jid(id), succeeded(), start + 3'600'000, batch));
+    wire(plane_->report_status(kAdmin, jid(id), succeeded(), start + 1h, batch));
     commit(batch);
-    tick(start + 3'660'000);
+    tick(start + 61min);
   }
   EXPECT_EQ(std::ranges::count(event_kinds(), "cost.anomaly"), 0);
-  tick(kStart + 8 * 86'400'000LL + 60'000);
+  tick(kStart + 8 * 24h + 1min);
   ASSERT_EQ(std::ranges::count(event_kinds(), "cost.anomaly"), 1);
   const auto it = std::ranges::find_if(
       store_.events, [](const EventRecord& e) { return e.kind == "cost.anomaly"; });
@@ -786,12 +788,12 @@ class BurstPlaneTest : public MarketPlaneTest {
     return id;
   }
   static Principal agent(const std::string& node) { return {"agent", Role::kAgent, "", node}; }
-  Wire register_node(const std::string& node, int gpus, std::int64_t now_ms) {
+  Wire register_node(const std::string& node, int gpus, Instant now) {
     NodeRegistration registration;
     registration.gpus = gpus;
     registration.address = "10.9.0.1";
     Batch batch;
-    Wire reply = wire(plane_->register_node(agent(node), node, registration, now_ms, batch));
+    Wire reply = wire(plane_->register_node(agent(node), node, registration, now, batch));
     commit(batch);
     return reply;
   }
@@ -804,12 +806,12 @@ class BurstPlaneTest : public MarketPlaneTest {
     }
     return sum / 1e6;
   }
-  static constexpr std::int64_t kRent = kStart + 10 * 60'000;  // the threshold passed
+  static constexpr Instant kRent = kStart + 10min;  // the threshold passed
 };
 
 TEST_F(BurstPlaneTest, WaitingJobRunsOnRentedNodesAndIsChargedTheOfferPrice) {
   const std::int64_t id = waiting_job();
-  tick(kRent - 1000);
+  tick(kRent - 1s);
   EXPECT_TRUE(plane_->take_provider_calls().empty());
   tick(kRent);
   std::vector<ProviderCall> calls = plane_->take_provider_calls();
@@ -834,13 +836,13 @@ TEST_F(BurstPlaneTest, WaitingJobRunsOnRentedNodesAndIsChargedTheOfferPrice) {
           store_.tokens, [&](const auto& t) { return t.second.node == node && !t.second.revoked; }),
       1);
   // Too few GPUs is refused; the right node registers and the job runs there.
-  EXPECT_EQ(register_node(node, 4, kRent + 60'000).status, 409);
-  ASSERT_EQ(register_node(node, 8, kRent + 120'000).status, 200);
+  EXPECT_EQ(register_node(node, 4, kRent + 1min).status, 409);
+  ASSERT_EQ(register_node(node, 8, kRent + 2min).status, 200);
   view = get(id);
   ASSERT_EQ(view.body["state"], "running");
   EXPECT_EQ(view.body["placement"][0]["node"], node);
   Batch batch;
-  Wire beat = wire(plane_->heartbeat(agent(node), node, NodeHeartbeat{}, kRent + 130'000, batch));
+  Wire beat = wire(plane_->heartbeat(agent(node), node, NodeHeartbeat{}, kRent + 130s, batch));
   commit(batch);
   ASSERT_EQ(beat.status, 200) << beat.body.dump();
   ASSERT_EQ(beat.body["assignments"].size(), 1U);
@@ -855,7 +857,7 @@ TEST_F(BurstPlaneTest, WaitingJobRunsOnRentedNodesAndIsChargedTheOfferPrice) {
   EXPECT_EQ(listed["jobs"][0]["job"], id);
   EXPECT_EQ(listed["rental"]["offer"], "cloud-h100");
   // The job ends after an hour on the node: released, and charged from the request on.
-  const std::int64_t end = kRent + 120'000 + 3'600'000;
+  const Instant end = kRent + 2min + 1h;
   Batch done;
   ASSERT_EQ(wire(plane_->report_status(agent(node), jid(id), succeeded(1, 0), end, done)).status,
             200);
@@ -869,7 +871,7 @@ TEST_F(BurstPlaneTest, WaitingJobRunsOnRentedNodesAndIsChargedTheOfferPrice) {
       std::ranges::count_if(
           store_.tokens, [&](const auto& t) { return t.second.node == node && !t.second.revoked; }),
       0);
-  const double hours = static_cast<double>(end - kRent) / 3'600'000.0;
+  const double hours = std::chrono::duration<double, std::ratio<3600>>(end - kRent).count();
   EXPECT_NEAR(burst_charges(), 8 * 4 * hours, 1e-5);
   BillQuery query{"vision", kDay, kDay + 86'400, BillGrouping::kJob};
   Wire bill = wire(plane_->bill(kVision, query));
@@ -888,7 +890,7 @@ TEST_F(BurstPlaneTest, FailedUpHookSendsTheJobBackToThePoolAndRestsTheOffer) {
   ASSERT_EQ(calls.size(), 1U);
   Batch batch;
   wire(plane_->provider_result(calls[0].id, false, "quota exceeded (exited with status 3)",
-                               kRent + 5000, batch));
+                               kRent + 5s, batch));
   commit(batch);
   Wire view = get(id);
   EXPECT_EQ(view.body["state"], "pending");
@@ -900,9 +902,9 @@ TEST_F(BurstPlaneTest, FailedUpHookSendsTheJobBackToThePoolAndRestsTheOffer) {
   EXPECT_EQ(calls[0].action, "down");
   EXPECT_EQ(burst_charges(), 0);
   // The offer rests (10 minutes: the threshold, above the 5-minute floor).
-  tick(kRent + 5000 + 9 * 60'000);
+  tick(kRent + 5s + 9min);
   EXPECT_TRUE(plane_->take_provider_calls().empty());
-  tick(kRent + 5000 + 11 * 60'000);
+  tick(kRent + 5s + 11min);
   calls = plane_->take_provider_calls();
   ASSERT_EQ(calls.size(), 1U);
   EXPECT_EQ(calls[0].action, "up");
@@ -912,9 +914,9 @@ TEST_F(BurstPlaneTest, SilentRentedNodeRequeuesItsJobInThePool) {
   const std::int64_t id = waiting_job();
   tick(kRent);
   const std::string node = plane_->take_provider_calls()[0].request["nodes"][0]["node"];
-  ASSERT_EQ(register_node(node, 8, kRent + 60'000).status, 200);
+  ASSERT_EQ(register_node(node, 8, kRent + 1min).status, 200);
   ASSERT_EQ(get(id).body["state"], "running");
-  tick(kRent + 60'000 + 31'000);  // the default heartbeat timeout is 30 s
+  tick(kRent + 1min + 31s);  // the default heartbeat timeout is 30 s
   Wire view = get(id);
   EXPECT_EQ(view.body["state"], "pending");
   EXPECT_EQ(view.body["faults"], 1);
@@ -925,9 +927,8 @@ TEST_F(BurstPlaneTest, SilentRentedNodeRequeuesItsJobInThePool) {
   EXPECT_GT(burst_charges(), 0);
   // Its node is gone: a late heartbeat is refused.
   Batch batch;
-  EXPECT_EQ(
-      wire(plane_->heartbeat(agent(node), node, NodeHeartbeat{}, kRent + 100'000, batch)).status,
-      404);
+  EXPECT_EQ(wire(plane_->heartbeat(agent(node), node, NodeHeartbeat{}, kRent + 100s, batch)).status,
+            404);
 }
 
 TEST_F(BurstPlaneTest, RestartAsksUpAgainWithNewTokensAndKeepsRunningRentals) {
@@ -935,7 +936,7 @@ TEST_F(BurstPlaneTest, RestartAsksUpAgainWithNewTokensAndKeepsRunningRentals) {
   tick(kRent);
   const ProviderCall first = plane_->take_provider_calls()[0];
   const std::string node = first.request["nodes"][0]["node"];
-  plane_ = restart(kRent + 30'000);
+  plane_ = restart(kRent + 30s);
   std::vector<ProviderCall> calls = plane_->take_provider_calls();
   ASSERT_EQ(calls.size(), 1U);
   EXPECT_EQ(calls[0].action, "up");
@@ -945,16 +946,15 @@ TEST_F(BurstPlaneTest, RestartAsksUpAgainWithNewTokensAndKeepsRunningRentals) {
       std::ranges::count_if(
           store_.tokens, [&](const auto& t) { return t.second.node == node && !t.second.revoked; }),
       1);
-  ASSERT_EQ(register_node(node, 8, kRent + 60'000).status, 200);
+  ASSERT_EQ(register_node(node, 8, kRent + 1min).status, 200);
   ASSERT_EQ(get(id).body["state"], "running");
   // Running on its rented node after another restart, still charged from the first request.
-  plane_ = restart(kRent + 90'000);
+  plane_ = restart(kRent + 90s);
   EXPECT_TRUE(plane_->take_provider_calls().empty());
   EXPECT_EQ(get(id).body["state"], "running");
   Batch batch;
   ASSERT_EQ(
-      wire(plane_->report_status(agent(node), jid(id), succeeded(1, 0), kRent + 3'600'000, batch))
-          .status,
+      wire(plane_->report_status(agent(node), jid(id), succeeded(1, 0), kRent + 1h, batch)).status,
       200);
   commit(batch);
   EXPECT_NEAR(burst_charges(), 8 * 4.0, 1e-5);
@@ -1002,7 +1002,8 @@ TEST_F(ControlPlaneTest, TasksThatRequestNothingStayOffDrainedNodes) {
   const nlohmann::json nodes = wire(plane_->list_nodes(kAdmin)).body["nodes"];
   for (const auto& node : nodes) {
     Batch batch;
-    ASSERT_EQ(wire(plane_->set_drained(kAdmin, node["name"], true, "maintenance", 0, batch)).status,
+    ASSERT_EQ(wire(plane_->set_drained(kAdmin, node["name"], true, "maintenance", at_ms(0), batch))
+                  .status,
               200);
     commit(batch);
   }
@@ -1030,13 +1031,13 @@ TEST_F(ControlPlaneTest, ATenantPastItsPendingCapOrItsRateGets429) {
 
   admission_ =
       AdmissionLimits{.max_pending_jobs = 100, .submissions_per_second = 1, .submission_burst = 2};
-  plane_ = restart(2'000'000);
-  EXPECT_EQ(submit(job("r1"), kVision, "", 2'000'000).status, 201);
-  EXPECT_EQ(submit(job("r2"), kVision, "", 2'000'000).status, 201);
-  over = submit(job("r3"), kVision, "", 2'000'000);
+  plane_ = restart(at_ms(2'000'000));
+  EXPECT_EQ(submit(job("r1"), kVision, "", at_ms(2'000'000)).status, 201);
+  EXPECT_EQ(submit(job("r2"), kVision, "", at_ms(2'000'000)).status, 201);
+  over = submit(job("r3"), kVision, "", at_ms(2'000'000));
   EXPECT_EQ(over.status, 429);
   EXPECT_THAT(over.body["reason"].get<std::string>(), HasSubstr("more than 1 jobs per second"));
-  EXPECT_EQ(submit(job("r4"), kVision, "", 2'001'000).status, 201);  // a second later
+  EXPECT_EQ(submit(job("r4"), kVision, "", at_ms(2'001'000)).status, 201);  // a second later
 }
 
 TEST_F(ControlPlaneTest, AnAgentReportingAnotherGpuModelIsRefused) {
@@ -1045,7 +1046,7 @@ TEST_F(ControlPlaneTest, AnAgentReportingAnotherGpuModelIsRefused) {
   wrong.gpus = 8;
   wrong.gpu_model = "A100";
   Batch batch;
-  Wire refused = wire(plane_->register_node(agent, "h100-a-01", wrong, 0, batch));
+  Wire refused = wire(plane_->register_node(agent, "h100-a-01", wrong, at_ms(0), batch));
   EXPECT_EQ(refused.status, 409);
   EXPECT_EQ(refused.body["field"], "gpu_model");
   NodeRegistration one_wrong;
@@ -1057,14 +1058,14 @@ TEST_F(ControlPlaneTest, AnAgentReportingAnotherGpuModelIsRefused) {
     return d;
   };
   one_wrong.devices = {device(0, "NVIDIA H100 80GB HBM3"), device(1, "NVIDIA A100-SXM4-80GB")};
-  refused = wire(plane_->register_node(agent, "h100-a-01", one_wrong, 0, batch));
+  refused = wire(plane_->register_node(agent, "h100-a-01", one_wrong, at_ms(0), batch));
   EXPECT_EQ(refused.status, 409);
   EXPECT_EQ(refused.body["field"], "devices[1].model");
   NodeRegistration right;
   right.gpus = 8;
   right.gpu_model = "NVIDIA H100 80GB HBM3";
   right.devices = {device(0, "NVIDIA H100 80GB HBM3")};
-  EXPECT_EQ(wire(plane_->register_node(agent, "h100-a-01", right, 0, batch)).status, 200);
+  EXPECT_EQ(wire(plane_->register_node(agent, "h100-a-01", right, at_ms(0), batch)).status, 200);
 }
 
 TEST_F(ControlPlaneTest, ANodeTheJobLeftCannotActOnItAndAgentsNameTheRun) {
@@ -1072,7 +1073,7 @@ TEST_F(ControlPlaneTest, ANodeTheJobLeftCannotActOnItAndAgentsNameTheRun) {
   const auto agent = [](const std::string& node) {
     return Principal{"agent-" + node, Role::kAgent, "", node};
   };
-  std::int64_t now = 1'000'000;
+  Instant now = kT0;
   const nlohmann::json nodes = wire(plane_->list_nodes(kAdmin)).body["nodes"];
   for (const auto& node : nodes) {
     Batch batch;
@@ -1106,14 +1107,14 @@ TEST_F(ControlPlaneTest, ANodeTheJobLeftCannotActOnItAndAgentsNameTheRun) {
             400);  // it has no task 1
 
   // A falls silent: the job moves to B, in run 2.
-  now += 31'000;
+  now += 31s;
   for (const auto& node : nodes) {
     if (node["name"] == a) continue;
     Batch batch;
     wire(plane_->heartbeat(agent(node["name"]), node["name"], NodeHeartbeat{}, now, batch));
     commit(batch);
   }
-  run([](ControlPlane&, std::int64_t, Batch&) { return Reply{}; }, now);
+  run([](ControlPlane&, Instant, Batch&) { return Reply{}; }, now);
   const Wire moved = get(id);
   ASSERT_EQ(moved.body["state"], "running") << moved.body.dump();
   ASSERT_EQ(moved.body["starts"], 2);
@@ -1156,20 +1157,20 @@ TEST_F(ControlPlaneTest, AJobRecordsItsSubmitterAndHistoryIsAWindowOfTime) {
                            .description = "alice's laptop",
                            .created_ms = 1,
                            .revoked = false});
-  const std::int64_t early = submit(job("early", 1, 1), kVision, "", 1'000'000).body["id"];
-  ASSERT_EQ(run([&](ControlPlane& p, std::int64_t now,
+  const std::int64_t early = submit(job("early", 1, 1), kVision, "", at_ms(1'000'000)).body["id"];
+  ASSERT_EQ(run([&](ControlPlane& p, Instant now,
                     Batch& b) { return p.cancel(kAdmin, jid(early), now, b); },
-                2'000'000)
+                at_ms(2'000'000))
                 .status,
             200);
-  const std::int64_t late = submit(job("late", 1, 1), kAdmin, "", 3'000'000).body["id"];
+  const std::int64_t late = submit(job("late", 1, 1), kAdmin, "", at_ms(3'000'000)).body["id"];
   EXPECT_EQ(get(early).body["submitter"], "alice's laptop");
   EXPECT_EQ(get(early).body["submitter_token"], "vision-token");
   EXPECT_FALSE(get(late).body.contains("submitter"));  // a token without a description
   const auto ids = [&](std::int64_t since, std::int64_t until) {
     JobFilter filter;
-    filter.since_ms = since;
-    filter.until_ms = until;
+    if (since > 0) filter.since = at_ms(since);
+    if (until > 0) filter.until = at_ms(until);
     const Wire page = wire(plane_->list_jobs(kAdmin, filter));
     EXPECT_EQ(page.status, 200) << page.body.dump();
     std::vector<std::int64_t> out;
@@ -1184,25 +1185,24 @@ TEST_F(ControlPlaneTest, AJobRecordsItsSubmitterAndHistoryIsAWindowOfTime) {
   EXPECT_EQ(ids(1'500'000, 2'500'000), Ids{early});
   EXPECT_EQ(ids(3'500'000, 4'000'000), Ids{late});  // still live
   JobFilter backwards;
-  backwards.since_ms = 2'000'000;
-  backwards.until_ms = 1'000'000;
+  backwards.since = at_ms(2'000'000);
+  backwards.until = at_ms(1'000'000);
   const Wire refused = wire(plane_->list_jobs(kAdmin, backwards));
   EXPECT_EQ(refused.status, 400);
   EXPECT_EQ(refused.body["field"], "until_ms");
   // The submitter is kept in the store.
-  plane_ = restart(4'000'000);
+  plane_ = restart(at_ms(4'000'000));
   EXPECT_EQ(get(early).body["submitter"], "alice's laptop");
 }
 
 TEST_F(ControlPlaneTest, HoldReleaseRequeueAndUpdateAsScontrolDoes) {
-  const auto act = [&](auto method, const Principal& who, std::int64_t id,
-                       std::int64_t now = 1'000'000) {
-    return run([&](ControlPlane& p, std::int64_t at,
-                   Batch& b) { return (p.*method)(who, jid(id), at, b); },
-               now);
+  const auto act = [&](auto method, const Principal& who, std::int64_t id, Instant now = kT0) {
+    return run(
+        [&](ControlPlane& p, Instant at, Batch& b) { return (p.*method)(who, jid(id), at, b); },
+        now);
   };
   const auto update = [&](const Principal& who, std::int64_t id, nlohmann::json fields) {
-    return run([&](ControlPlane& p, std::int64_t at, Batch& b) {
+    return run([&](ControlPlane& p, Instant at, Batch& b) {
       return p.update_job(who, jid(id), JobUpdate{std::move(fields)}, at, b);
     });
   };
@@ -1223,7 +1223,7 @@ TEST_F(ControlPlaneTest, HoldReleaseRequeueAndUpdateAsScontrolDoes) {
   EXPECT_EQ(act(&ControlPlane::hold, agent, waiting).status, 403);
 
   // Requeued, `whole` runs again; the held job does not start in the gap it left.
-  Wire requeued = act(&ControlPlane::requeue_job, kVision, whole, 2'000'000);
+  Wire requeued = act(&ControlPlane::requeue_job, kVision, whole, at_ms(2'000'000));
   ASSERT_EQ(requeued.status, 200) << requeued.body.dump();
   EXPECT_EQ(get(whole).body["state"], "running");
   EXPECT_EQ(get(whole).body["starts"], 2);
@@ -1246,9 +1246,9 @@ TEST_F(ControlPlaneTest, HoldReleaseRequeueAndUpdateAsScontrolDoes) {
   EXPECT_EQ(get(waiting).body["spec"]["priority"], -500);  // refused updates change nothing
 
   // A hold survives a restart; released, the job waits for capacity again.
-  plane_ = restart(3'000'000);
+  plane_ = restart(at_ms(3'000'000));
   EXPECT_EQ(get(waiting).body["pending"]["kind"], "held");
-  Wire released = act(&ControlPlane::release, kVision, waiting, 3'000'000);
+  Wire released = act(&ControlPlane::release, kVision, waiting, at_ms(3'000'000));
   ASSERT_EQ(released.status, 200) << released.body.dump();
   EXPECT_FALSE(get(waiting).body.contains("held"));
   EXPECT_EQ(get(waiting).body["state"], "pending");
@@ -1256,22 +1256,22 @@ TEST_F(ControlPlaneTest, HoldReleaseRequeueAndUpdateAsScontrolDoes) {
   EXPECT_EQ(act(&ControlPlane::release, kVision, waiting).status, 409);
   // A held job that is cancelled is no longer held, and cannot be released into the queue.
   const std::int64_t dropped = submit(job("dropped", 1, 8)).body["id"];
-  ASSERT_EQ(act(&ControlPlane::hold, kVision, dropped, 3'000'000).status, 200);
-  ASSERT_EQ(act(&ControlPlane::cancel, kVision, dropped, 3'000'000).status, 200);
+  ASSERT_EQ(act(&ControlPlane::hold, kVision, dropped, at_ms(3'000'000)).status, 200);
+  ASSERT_EQ(act(&ControlPlane::cancel, kVision, dropped, at_ms(3'000'000)).status, 200);
   EXPECT_FALSE(get(dropped).body.contains("held"));
-  EXPECT_EQ(act(&ControlPlane::release, kVision, dropped, 3'000'000).status, 409);
+  EXPECT_EQ(act(&ControlPlane::release, kVision, dropped, at_ms(3'000'000)).status, 409);
   EXPECT_EQ(get(dropped).body["state"], "cancelled");
   // Once `whole` is cancelled, it runs.
-  ASSERT_EQ(act(&ControlPlane::cancel, kVision, whole, 4'000'000).status, 200);
+  ASSERT_EQ(act(&ControlPlane::cancel, kVision, whole, at_ms(4'000'000)).status, 200);
   EXPECT_EQ(get(waiting).body["state"], "running");
 }
 
 TEST_F(ControlPlaneTest, AJobAfterOthersStartsWhenTheySucceedAndIsCancelledWhenOneFails) {
-  const auto report = [&](std::int64_t id, std::string state, std::int64_t now) {
+  const auto report = [&](std::int64_t id, std::string state, Instant now) {
     JobStatusReport r;
     r.state = std::move(state);
     r.exit_code = r.state == "succeeded" ? 0 : 1;
-    return run([&](ControlPlane& p, std::int64_t at,
+    return run([&](ControlPlane& p, Instant at,
                    Batch& b) { return p.report_status(kAdmin, jid(id), r, at, b); },
                now);
   };
@@ -1298,31 +1298,32 @@ TEST_F(ControlPlaneTest, AJobAfterOthersStartsWhenTheySucceedAndIsCancelledWhenO
   EXPECT_EQ(missing.body["reason"], "no job 999");
   EXPECT_EQ(after("other", {first}, kSearch).status, 400);
   // A restart keeps them waiting.
-  plane_ = restart(1'500'000);
+  plane_ = restart(at_ms(1'500'000));
   EXPECT_EQ(get(second).body["pending"]["kind"], "dependency");
   // first succeeds: second starts; it fails: third is cancelled.
-  ASSERT_EQ(report(first, "succeeded", 2'000'000).status, 200);
+  ASSERT_EQ(report(first, "succeeded", at_ms(2'000'000)).status, 200);
   EXPECT_EQ(get(second).body["state"], "running");
   EXPECT_EQ(get(third).body["pending"]["kind"], "dependency");
-  ASSERT_EQ(report(second, "failed", 3'000'000).status, 200);
+  ASSERT_EQ(report(second, "failed", at_ms(3'000'000)).status, 200);
   EXPECT_EQ(get(third).body["state"], "cancelled");
   EXPECT_THAT(get(third).body["message"].get<std::string>(),
               HasSubstr(fmt::format("job {} that it runs after (after_ok) ended failed", second)));
   // Jobs waiting for others, and held ones, count against the tenant's pending limit.
   admission_.max_pending_jobs = 2;
-  plane_ = restart(3'000'000);
-  const std::int64_t busy = submit(job("busy", 16, 8), kVision, "", 3'000'000).body["id"];
+  plane_ = restart(at_ms(3'000'000));
+  const std::int64_t busy = submit(job("busy", 16, 8), kVision, "", at_ms(3'000'000)).body["id"];
   ASSERT_EQ(get(busy).body["state"], "running");
   ASSERT_EQ(after("parked-1", {busy}).status, 201);
-  const std::int64_t to_hold = submit(job("to-hold", 1, 8), kVision, "", 3'000'000).body["id"];
-  ASSERT_EQ(run([&](ControlPlane& p, std::int64_t at, Batch& b) {
+  const std::int64_t to_hold =
+      submit(job("to-hold", 1, 8), kVision, "", at_ms(3'000'000)).body["id"];
+  ASSERT_EQ(run([&](ControlPlane& p, Instant at, Batch& b) {
               return p.hold(kVision, jid(to_hold), at, b);
             }).status,
             200);
   EXPECT_EQ(after("parked-3", {busy}).status, 429);
   admission_.max_pending_jobs = 5000;
-  plane_ = restart(3'000'000);
-  ASSERT_EQ(run([&](ControlPlane& p, std::int64_t at, Batch& b) {
+  plane_ = restart(at_ms(3'000'000));
+  ASSERT_EQ(run([&](ControlPlane& p, Instant at, Batch& b) {
               return p.cancel(kVision, jid(busy), at, b);
             }).status,
             200);
@@ -1414,14 +1415,14 @@ TEST_F(ControlPlaneTest, JobsOutsideTheSchedulerEndWithoutAnInternalError) {
   const std::int64_t queued = submit(job("queued")).body["id"];
   const std::int64_t held = submit(job("held")).body["id"];
   for (std::int64_t id : {held_waiting, held}) {
-    ASSERT_EQ(run([&](ControlPlane& p, std::int64_t at, Batch& b) {
+    ASSERT_EQ(run([&](ControlPlane& p, Instant at, Batch& b) {
                 return p.hold(kVision, jid(id), at, b);
               }).status,
               200);
   }
   // Held, waiting for another job, both, queued: each ends where it is.
   for (std::int64_t id : {waiting, held_waiting, held, queued, busy}) {
-    ASSERT_EQ(run([&](ControlPlane& p, std::int64_t at, Batch& b) {
+    ASSERT_EQ(run([&](ControlPlane& p, Instant at, Batch& b) {
                 return p.cancel(kVision, jid(id), at, b);
               }).status,
               200);

@@ -64,7 +64,8 @@ void EventFeed::take_recent(int limit, const std::function<bool(const EventRecor
   }
 }
 
-Result<std::int64_t> EventFeed::seq_before(std::int64_t at_ms) {
+Result<std::int64_t> EventFeed::seq_before(Instant from) {
+  const std::int64_t at_ms = unix_ms(from);  // as the events are stamped
   std::int64_t below = 0;  // an event at or before it is before at_ms (0: the start)
   std::int64_t above = 0;  // the events from here on are at or after at_ms
   {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/instant.h"
 #include "store/store.h"
 
 namespace tidepool {
@@ -35,10 +36,10 @@ class EventFeed {
       std::int64_t after, int limit, const std::function<bool(const EventRecord&)>& visible,
       std::int64_t& last_seq);
 
-  // The sequence number to read after for the events from time `at_ms` on: that of the last event
+  // The sequence number to read after for the events from time `from` on: that of the last event
   // before it (0: none). The stream is in time order (each batch is stamped when the loop commits
   // it), so this is a binary search of O(log n) single-event reads, in memory or from the store.
-  Result<std::int64_t> seq_before(std::int64_t at_ms);
+  Result<std::int64_t> seq_before(Instant from);
 
   // Calls `listener` after each publish() that added events, and after close() (on the thread
   // that published, without the feed's lock held: it must be quick, e.g. post work elsewhere).

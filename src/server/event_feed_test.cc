@@ -48,15 +48,15 @@ TEST(EventFeedTest, SeqBeforeFindsTheLastEventBeforeATimeInMemoryAndInTheStore) 
     for (const EventRecord& e : store.events) {
       if (e.at_ms < at) want = e.seq;
     }
-    auto got = feed.seq_before(at);
+    auto got = feed.seq_before(instant_from_unix_ms(at));
     ASSERT_TRUE(got.has_value());
     EXPECT_EQ(*got, want) << "at " << at;
   }
   // From memory without reading the store; from the store in O(log n) reads.
   store.reads = 0;
-  EXPECT_EQ(*feed.seq_before(950'500), 951);
+  EXPECT_EQ(*feed.seq_before(instant_from_unix_ms(950'500)), 951);
   EXPECT_EQ(store.reads, 0);
-  EXPECT_EQ(*feed.seq_before(500'000), 500);
+  EXPECT_EQ(*feed.seq_before(instant_from_unix_ms(500'000)), 500);
   EXPECT_LE(store.reads, 11);
 }
 
@@ -64,7 +64,7 @@ TEST(EventFeedTest, SeqBeforeOfAnEmptyStreamIsZero) {
   EventsOnlyStore store;
   EventFeed feed(store, 100);
   feed.reset(0);
-  EXPECT_EQ(*feed.seq_before(12345), 0);
+  EXPECT_EQ(*feed.seq_before(instant_from_unix_ms(12345)), 0);
 }
 
 }  // namespace

@@ -76,8 +76,8 @@ void append_family(std::string& out, std::string_view name, std::string_view typ
 }  // namespace
 
 Result<IdleGpuRule> validate_idle_gpu_rule(const IdleGpuRule& rule) {
-  if (rule.window_ms <= 0) {
-    return fail("window_ms", fmt::format("must be > 0, got {}", rule.window_ms));
+  if (rule.window <= Millis{0}) {
+    return fail("window_ms", fmt::format("must be > 0, got {}", rule.window.count()));
   }
   if (rule.low_utilization_percent < 0 || rule.low_utilization_percent > 100) {
     return fail("low_utilization_percent",
@@ -123,9 +123,9 @@ IdleGpuAlert GpuTelemetry::alert(const std::string& node, const GpuState& gpu) c
                 "below {}% utilisation with memory at or above {}% for {} (a stalled data "
                 "loader?)",
                 rule_.low_utilization_percent, rule_.high_memory_percent,
-                format_duration_ms(gpu.seen_ms - gpu.since_ms))
+                format_duration_ms((gpu.seen_at - gpu.since).count()))
           : fmt::format("below {}% utilisation for {}", rule_.low_utilization_percent,
-                        format_duration_ms(gpu.seen_ms - gpu.since_ms));
+                        format_duration_ms((gpu.seen_at - gpu.since).count()));
   std::string memory = r.memory_total_mib > 0
                            ? fmt::format("{} of {} MiB used", r.memory_used_mib, r.memory_total_mib)
                            : fmt::format("{} MiB used of an unknown total", r.memory_used_mib);
@@ -134,7 +134,7 @@ IdleGpuAlert GpuTelemetry::alert(const std::string& node, const GpuState& gpu) c
       .gpu = r.index,
       .job = gpu.job,
       .kind = kind,
-      .since_ms = gpu.since_ms,
+      .since = gpu.since,
       .reason = fmt::format("GPU {} on node {}, held by job {}, {}: {}% utilisation, {}", r.index,
                             node, gpu.job, held, r.utilization_percent, memory),
   };
@@ -143,7 +143,7 @@ IdleGpuAlert GpuTelemetry::alert(const std::string& node, const GpuState& gpu) c
 std::vector<IdleGpuAlert> GpuTelemetry::update(const std::string& node,
                                                std::span<const GpuReading> readings,
                                                std::span<const std::int64_t> job_by_gpu,
-                                               std::int64_t now_ms) {
+                                               Instant now) {
   std::map<int, GpuState>& after = nodes_[node];
   std::map<int, GpuState> before;
   before.swap(after);
@@ -153,17 +153,17 @@ std::vector<IdleGpuAlert> GpuTelemetry::update(const std::string& node,
   for (auto& [index, gpu] : after) {
     const auto slot = static_cast<std::size_t>(index);
     gpu.job = index >= 0 && slot < job_by_gpu.size() ? job_by_gpu[slot] : 0;
-    gpu.seen_ms = now_ms;
+    gpu.seen_at = now;
     gpu.kind = condition(gpu.reading, gpu.job);
     if (!gpu.kind) continue;
 
     const auto prev = before.find(index);
     const bool continues = prev != before.end() && prev->second.kind == gpu.kind &&
-                           prev->second.job == gpu.job && now_ms >= prev->second.seen_ms &&
-                           now_ms - prev->second.seen_ms <= rule_.window_ms;
-    gpu.since_ms = continues ? prev->second.since_ms : now_ms;
+                           prev->second.job == gpu.job && now >= prev->second.seen_at &&
+                           now - prev->second.seen_at <= rule_.window;
+    gpu.since = continues ? prev->second.since : now;
     gpu.raised = continues && prev->second.raised;
-    if (!gpu.raised && now_ms - gpu.since_ms >= rule_.window_ms) {
+    if (!gpu.raised && now - gpu.since >= rule_.window) {
       gpu.raised = true;
       ++alerts_raised_[static_cast<std::size_t>(*gpu.kind)];
       raised.push_back(alert(node, gpu));

@@ -4,7 +4,7 @@
 // too (the job holds the GPU and does nothing with it), "stalled" when its memory is high (the
 // model is loaded but no kernel runs: typically a stalled data loader).
 //
-// Pure like the control plane: no I/O, threads or clock; time comes in as now_ms (milliseconds of
+// Pure like the control plane: no I/O, threads or clock; time comes in as now (milliseconds of
 // any monotonic clock the caller keeps). Not thread-safe: one thread at a time.
 #pragma once
 
@@ -19,13 +19,14 @@
 
 #include "api/agent_wire.h"  // GpuReading: one GPU's sample as the heartbeat carries it
 #include "core/error.h"
+#include "core/instant.h"
 
 namespace tidepool {
 
 // When an allocated GPU counts as idle.
 struct IdleGpuRule {
-  std::int64_t window_ms = 15 * 60 * 1000;  // how long the condition must hold, > 0
-  int low_utilization_percent = 5;          // utilisation below this is low, 0..100 (0: never)
+  Millis window = std::chrono::minutes{15};  // how long the condition must hold, > 0
+  int low_utilization_percent = 5;           // utilisation below this is low, 0..100 (0: never)
   int high_memory_percent = 50;  // memory used at or above this share of the total is high, 1..100
 };
 
@@ -44,7 +45,7 @@ struct IdleGpuAlert {
   int gpu = 0;           // the GPU's index on the node
   std::int64_t job = 0;  // the job holding the GPU
   IdleKind kind = IdleKind::kIdle;
-  std::int64_t since_ms = 0;  // the first reading of the condition
+  Instant since;  // the first reading of the condition
   // One line for people, with the figures of the GPU's latest reading: "GPU 3 on node gpu-a1,
   // held by job 42, below 5% utilisation with memory at or above 50% for 15m (a stalled data
   // loader?): 2% utilisation, 61440 of 81920 MiB used".
@@ -56,7 +57,7 @@ class GpuTelemetry {
   // `rule` must pass validate_idle_gpu_rule.
   explicit GpuTelemetry(IdleGpuRule rule = {});
 
-  // All the GPUs of `node` at now_ms; they replace what the node reported before (a GPU missing
+  // All the GPUs of `node` at now; they replace what the node reported before (a GPU missing
   // from `readings` loses its series). Indices should be distinct (the heartbeat parser checks
   // it); of two readings with one index, the later counts. job_by_gpu[i] is the job holding GPU
   // index i on that node; 0 (or an index past its end): none.
@@ -64,13 +65,13 @@ class GpuTelemetry {
   // Returns the alerts raised by this update, by GPU index. The condition of an alert is keyed by
   // (node, gpu, job, kind): it starts at the first reading with an allocated GPU below the
   // utilisation threshold, and the alert is raised once, at the first update where the condition
-  // has held for window_ms. It is raised again only after the condition broke and then held for
+  // has held for window. It is raised again only after the condition broke and then held for
   // a whole window again. The condition breaks at a reading outside it (utilisation back up, or
   // the memory crossing the threshold, which starts the condition of the other kind), when the GPU
   // is released or given to another job, at a gap without readings longer than the window, and
-  // when now_ms goes back in time.
+  // when now goes back in time.
   std::vector<IdleGpuAlert> update(const std::string& node, std::span<const GpuReading> readings,
-                                   std::span<const std::int64_t> job_by_gpu, std::int64_t now_ms);
+                                   std::span<const std::int64_t> job_by_gpu, Instant now);
 
   // The node went away: its series disappear and its conditions end. The alert counters stay.
   void forget_node(const std::string& node);
@@ -99,9 +100,9 @@ class GpuTelemetry {
   struct GpuState {
     GpuReading reading;  // the latest
     std::int64_t job = 0;
-    std::int64_t seen_ms = 0;      // when `reading` came
+    Instant seen_at;               // when `reading` came
     std::optional<IdleKind> kind;  // the condition holding at `reading`, if any
-    std::int64_t since_ms = 0;     // the condition's first reading
+    Instant since;                 // the condition's first reading
     bool raised = false;           // its alert was raised
   };
 

@@ -18,14 +18,16 @@
 namespace tidepool {
 namespace {
 
+using namespace std::chrono_literals;
+
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
 using ::testing::SizeIs;
 
-constexpr std::int64_t kMinute = 60 * 1000;
-constexpr std::int64_t kWindow = 15 * kMinute;  // IdleGpuRule's default
-constexpr std::int64_t kBeat = 5000;            // a heartbeat every 5 s
+constexpr Millis kMinute = std::chrono::minutes{1};
+constexpr Millis kWindow = 15 * kMinute;  // IdleGpuRule's default
+constexpr Millis kBeat{5000};             // a heartbeat every 5 s
 
 GpuReading reading(int index, int utilization, std::int64_t used_mib = 1024,
                    std::int64_t total_mib = 81920) {
@@ -40,19 +42,21 @@ GpuReading reading(int index, int utilization, std::int64_t used_mib = 1024,
   return r;
 }
 
+// The instant `d` after the tests' start (the epoch).
+constexpr Instant after(Millis d) { return Instant{d}; }
+
 // Heartbeats of one node every kBeat from `from` to `to` (both included), with the same readings
 // and jobs; every alert raised, with the time it was raised.
 struct Raised {
-  std::int64_t at_ms;
+  Millis at;  // after the start
   IdleGpuAlert alert;
 };
 std::vector<Raised> beat(GpuTelemetry& telemetry, const std::string& node,
                          const std::vector<GpuReading>& readings,
-                         const std::vector<std::int64_t>& jobs, std::int64_t from,
-                         std::int64_t to) {
+                         const std::vector<std::int64_t>& jobs, Millis from, Millis to) {
   std::vector<Raised> raised;
-  for (std::int64_t t = from; t <= to; t += kBeat) {
-    for (IdleGpuAlert& a : telemetry.update(node, readings, jobs, t)) {
+  for (Millis t = from; t <= to; t += kBeat) {
+    for (IdleGpuAlert& a : telemetry.update(node, readings, jobs, after(t))) {
       raised.push_back({t, std::move(a)});
     }
   }
@@ -84,17 +88,18 @@ TEST(IdleGpuTest, RaisedOnceAtTheWindowAndNotRepeatedWhileItHolds) {
   const std::vector<GpuReading> readings = {reading(0, 2), reading(1, 80)};
   const std::vector<std::int64_t> jobs = {42, 42};
 
-  EXPECT_THAT(beat(telemetry, "gpu-a1", readings, jobs, 0, kWindow - kBeat), IsEmpty());
+  EXPECT_THAT(beat(telemetry, "gpu-a1", readings, jobs, 0ms, kWindow - kBeat), IsEmpty());
   EXPECT_THAT(telemetry.active(), IsEmpty());
 
-  const std::vector<IdleGpuAlert> at_window = telemetry.update("gpu-a1", readings, jobs, kWindow);
+  const std::vector<IdleGpuAlert> at_window =
+      telemetry.update("gpu-a1", readings, jobs, after(kWindow));
   ASSERT_THAT(at_window, SizeIs(1));
   const IdleGpuAlert& a = at_window[0];
   EXPECT_EQ(a.node, "gpu-a1");
   EXPECT_EQ(a.gpu, 0);
   EXPECT_EQ(a.job, 42);
   EXPECT_EQ(a.kind, IdleKind::kIdle);
-  EXPECT_EQ(a.since_ms, 0);
+  EXPECT_EQ(a.since, after(0ms));
   EXPECT_EQ(a.reason,
             "GPU 0 on node gpu-a1, held by job 42, below 5% utilisation for 15m: 2% utilisation, "
             "1024 of 81920 MiB used");
@@ -103,7 +108,7 @@ TEST(IdleGpuTest, RaisedOnceAtTheWindowAndNotRepeatedWhileItHolds) {
   const std::vector<IdleGpuAlert> active = telemetry.active();
   ASSERT_THAT(active, SizeIs(1));
   EXPECT_EQ(active[0].gpu, 0);
-  EXPECT_EQ(active[0].since_ms, 0);
+  EXPECT_EQ(active[0].since, after(0ms));
   EXPECT_THAT(active[0].reason, HasSubstr("for 45m:"));
   EXPECT_THAT(metrics(telemetry), HasSubstr("tidepool_gpu_idle_alerts_total{kind=\"idle\"} 1\n"));
 }
@@ -111,19 +116,20 @@ TEST(IdleGpuTest, RaisedOnceAtTheWindowAndNotRepeatedWhileItHolds) {
 TEST(IdleGpuTest, RaisedAgainAfterTheConditionBreaksAndHoldsAgain) {
   GpuTelemetry telemetry;
   const std::vector<std::int64_t> jobs = {7};
-  ASSERT_THAT(beat(telemetry, "n", {reading(0, 0)}, jobs, 0, kWindow), SizeIs(1));
+  ASSERT_THAT(beat(telemetry, "n", {reading(0, 0)}, jobs, 0ms, kWindow), SizeIs(1));
 
   // One busy reading breaks the condition.
-  EXPECT_THAT(telemetry.update("n", std::vector{reading(0, 60)}, jobs, kWindow + kBeat), IsEmpty());
+  EXPECT_THAT(telemetry.update("n", std::vector{reading(0, 60)}, jobs, after(kWindow + kBeat)),
+              IsEmpty());
   EXPECT_THAT(telemetry.active(), IsEmpty());
   EXPECT_THAT(metrics(telemetry), Not(HasSubstr("tidepool_gpu_idle{")));
 
-  const std::int64_t again = kWindow + 2 * kBeat;
+  const Millis again = kWindow + 2 * kBeat;
   const std::vector<Raised> raised =
       beat(telemetry, "n", {reading(0, 4)}, jobs, again, again + 2 * kWindow);
   ASSERT_THAT(raised, SizeIs(1));
-  EXPECT_EQ(raised[0].at_ms, again + kWindow);
-  EXPECT_EQ(raised[0].alert.since_ms, again);
+  EXPECT_EQ(raised[0].at, again + kWindow);
+  EXPECT_EQ(raised[0].alert.since, after(again));
   EXPECT_THAT(metrics(telemetry), HasSubstr("tidepool_gpu_idle_alerts_total{kind=\"idle\"} 2\n"));
 }
 
@@ -131,7 +137,7 @@ TEST(IdleGpuTest, UnallocatedGpusNeverAlert) {
   GpuTelemetry telemetry;
   // GPU 0 is free (job 0); GPU 1 lies past the end of the jobs: free as well.
   const std::vector<Raised> raised =
-      beat(telemetry, "n", {reading(0, 0), reading(1, 0, 70000)}, {0}, 0, 3 * kWindow);
+      beat(telemetry, "n", {reading(0, 0), reading(1, 0, 70000)}, {0}, 0ms, 3 * kWindow);
   EXPECT_THAT(raised, IsEmpty());
   EXPECT_THAT(telemetry.active(), IsEmpty());
   const std::string text = metrics(telemetry);
@@ -142,23 +148,24 @@ TEST(IdleGpuTest, UnallocatedGpusNeverAlert) {
 TEST(IdleGpuTest, ReallocationToAnotherJobResets) {
   GpuTelemetry telemetry;
   const std::vector<GpuReading> idle = {reading(0, 1)};
-  EXPECT_THAT(beat(telemetry, "n", idle, {42}, 0, 10 * kMinute), IsEmpty());
+  EXPECT_THAT(beat(telemetry, "n", idle, {42}, 0ms, 10 * kMinute), IsEmpty());
   // Job 43 gets the GPU: its own window starts now.
-  const std::int64_t moved = 10 * kMinute + kBeat;
+  const Millis moved = 10 * kMinute + kBeat;
   const std::vector<Raised> raised = beat(telemetry, "n", idle, {43}, moved, moved + kWindow);
   ASSERT_THAT(raised, SizeIs(1));
-  EXPECT_EQ(raised[0].at_ms, moved + kWindow);
+  EXPECT_EQ(raised[0].at, moved + kWindow);
   EXPECT_EQ(raised[0].alert.job, 43);
-  EXPECT_EQ(raised[0].alert.since_ms, moved);
+  EXPECT_EQ(raised[0].alert.since, after(moved));
 
   // Released, then given back to job 43: a new condition, with a new window.
-  const std::int64_t released = moved + kWindow + kBeat;
-  EXPECT_THAT(telemetry.update("n", idle, std::vector<std::int64_t>{0}, released), IsEmpty());
+  const Millis released = moved + kWindow + kBeat;
+  EXPECT_THAT(telemetry.update("n", idle, std::vector<std::int64_t>{0}, after(released)),
+              IsEmpty());
   EXPECT_THAT(telemetry.active(), IsEmpty());
   const std::vector<Raised> back =
       beat(telemetry, "n", idle, {43}, released + kBeat, released + kBeat + kWindow);
   ASSERT_THAT(back, SizeIs(1));
-  EXPECT_EQ(back[0].at_ms, released + kBeat + kWindow);
+  EXPECT_EQ(back[0].at, released + kBeat + kWindow);
 }
 
 TEST(IdleGpuTest, KindFollowsTheMemoryShare) {
@@ -169,7 +176,7 @@ TEST(IdleGpuTest, KindFollowsTheMemoryShare) {
       reading(2, 3, 80000, 81920),  // stalled
       reading(3, 0, 4096, 0),       // total unknown: idle
   };
-  const std::vector<Raised> raised = beat(telemetry, "n", readings, {1, 2, 3, 4}, 0, kWindow);
+  const std::vector<Raised> raised = beat(telemetry, "n", readings, {1, 2, 3, 4}, 0ms, kWindow);
   ASSERT_THAT(raised, SizeIs(4));
   EXPECT_EQ(raised[0].alert.kind, IdleKind::kIdle);
   EXPECT_EQ(raised[1].alert.kind, IdleKind::kStalled);
@@ -189,13 +196,13 @@ TEST(IdleGpuTest, KindFollowsTheMemoryShare) {
 
 TEST(IdleGpuTest, MemoryCrossingTheThresholdStartsTheOtherKind) {
   GpuTelemetry telemetry;
-  EXPECT_THAT(beat(telemetry, "n", {reading(0, 0, 1024)}, {5}, 0, 10 * kMinute), IsEmpty());
+  EXPECT_THAT(beat(telemetry, "n", {reading(0, 0, 1024)}, {5}, 0ms, 10 * kMinute), IsEmpty());
   // The data loader filled the memory and stalled: the stalled condition starts now.
-  const std::int64_t loaded = 10 * kMinute + kBeat;
+  const Millis loaded = 10 * kMinute + kBeat;
   const std::vector<Raised> raised =
       beat(telemetry, "n", {reading(0, 0, 70000)}, {5}, loaded, loaded + kWindow);
   ASSERT_THAT(raised, SizeIs(1));
-  EXPECT_EQ(raised[0].at_ms, loaded + kWindow);
+  EXPECT_EQ(raised[0].at, loaded + kWindow);
   EXPECT_EQ(raised[0].alert.kind, IdleKind::kStalled);
 }
 
@@ -203,47 +210,47 @@ TEST(IdleGpuTest, GapLongerThanTheWindowResets) {
   GpuTelemetry telemetry;
   const std::vector<GpuReading> idle = {reading(0, 0)};
   const std::vector<std::int64_t> jobs = {9};
-  EXPECT_THAT(beat(telemetry, "n", idle, jobs, 0, 10 * kMinute), IsEmpty());
+  EXPECT_THAT(beat(telemetry, "n", idle, jobs, 0ms, 10 * kMinute), IsEmpty());
   // Silent for longer than the window: the condition restarts at the next reading.
-  const std::int64_t back = 10 * kMinute + kWindow + 1;
-  EXPECT_THAT(telemetry.update("n", idle, jobs, back), IsEmpty());
-  EXPECT_THAT(telemetry.update("n", idle, jobs, back + kWindow - 1), IsEmpty());
-  const std::vector<IdleGpuAlert> raised = telemetry.update("n", idle, jobs, back + kWindow);
+  const Millis back = 10 * kMinute + kWindow + 1ms;
+  EXPECT_THAT(telemetry.update("n", idle, jobs, after(back)), IsEmpty());
+  EXPECT_THAT(telemetry.update("n", idle, jobs, after(back + kWindow - 1ms)), IsEmpty());
+  const std::vector<IdleGpuAlert> raised = telemetry.update("n", idle, jobs, after(back + kWindow));
   ASSERT_THAT(raised, SizeIs(1));
-  EXPECT_EQ(raised[0].since_ms, back);
+  EXPECT_EQ(raised[0].since, after(back));
 }
 
 TEST(IdleGpuTest, GapOfExactlyTheWindowContinues) {
   GpuTelemetry telemetry;
   const std::vector<GpuReading> idle = {reading(0, 0)};
   const std::vector<std::int64_t> jobs = {9};
-  EXPECT_THAT(telemetry.update("n", idle, jobs, 1000), IsEmpty());
-  const std::vector<IdleGpuAlert> raised = telemetry.update("n", idle, jobs, 1000 + kWindow);
+  EXPECT_THAT(telemetry.update("n", idle, jobs, after(1s)), IsEmpty());
+  const std::vector<IdleGpuAlert> raised = telemetry.update("n", idle, jobs, after(1s + kWindow));
   ASSERT_THAT(raised, SizeIs(1));
-  EXPECT_EQ(raised[0].since_ms, 1000);
+  EXPECT_EQ(raised[0].since, after(1s));
 }
 
 TEST(IdleGpuTest, TimeGoingBackResets) {
   GpuTelemetry telemetry;
   const std::vector<GpuReading> idle = {reading(0, 0)};
   const std::vector<std::int64_t> jobs = {9};
-  EXPECT_THAT(telemetry.update("n", idle, jobs, 10 * kMinute), IsEmpty());
-  EXPECT_THAT(telemetry.update("n", idle, jobs, 5 * kMinute), IsEmpty());
-  EXPECT_THAT(telemetry.update("n", idle, jobs, 5 * kMinute + kWindow - 1), IsEmpty());
-  EXPECT_THAT(telemetry.update("n", idle, jobs, 5 * kMinute + kWindow), SizeIs(1));
+  EXPECT_THAT(telemetry.update("n", idle, jobs, after(10 * kMinute)), IsEmpty());
+  EXPECT_THAT(telemetry.update("n", idle, jobs, after(5 * kMinute)), IsEmpty());
+  EXPECT_THAT(telemetry.update("n", idle, jobs, after(5 * kMinute + kWindow - 1ms)), IsEmpty());
+  EXPECT_THAT(telemetry.update("n", idle, jobs, after(5 * kMinute + kWindow)), SizeIs(1));
 }
 
 TEST(IdleGpuTest, ShorterWindowFromTheRule) {
   IdleGpuRule rule;
-  rule.window_ms = kMinute;
+  rule.window = kMinute;
   rule.low_utilization_percent = 10;
   rule.high_memory_percent = 90;
   GpuTelemetry telemetry(rule);
   // 9% is low under this rule; 80% of the memory is not high.
   const std::vector<Raised> raised =
-      beat(telemetry, "n", {reading(0, 9, 65536), reading(1, 10)}, {1, 1}, 0, 3 * kMinute);
+      beat(telemetry, "n", {reading(0, 9, 65536), reading(1, 10)}, {1, 1}, 0ms, 3 * kMinute);
   ASSERT_THAT(raised, SizeIs(1));
-  EXPECT_EQ(raised[0].at_ms, kMinute);
+  EXPECT_EQ(raised[0].at, kMinute);
   EXPECT_EQ(raised[0].alert.gpu, 0);
   EXPECT_EQ(raised[0].alert.kind, IdleKind::kIdle);
   EXPECT_THAT(raised[0].alert.reason, HasSubstr("below 10% utilisation for 1m:"));
@@ -252,7 +259,7 @@ TEST(IdleGpuTest, ShorterWindowFromTheRule) {
 TEST(IdleGpuTest, RuleValidation) {
   EXPECT_TRUE(validate_idle_gpu_rule(IdleGpuRule{}).has_value());
   IdleGpuRule rule;
-  rule.window_ms = 0;
+  rule.window = Millis{0};
   ASSERT_FALSE(validate_idle_gpu_rule(rule).has_value());
   EXPECT_EQ(validate_idle_gpu_rule(rule).error().field, "window_ms");
   rule = IdleGpuRule{};
@@ -269,8 +276,8 @@ TEST(IdleGpuTest, RuleValidation) {
 
 TEST(GpuTelemetryTest, ForgetNodeRemovesItsSeries) {
   GpuTelemetry telemetry;
-  ASSERT_THAT(beat(telemetry, "a", {reading(0, 0)}, {1}, 0, kWindow), SizeIs(1));
-  ASSERT_THAT(beat(telemetry, "b", {reading(0, 0)}, {2}, 0, kWindow), SizeIs(1));
+  ASSERT_THAT(beat(telemetry, "a", {reading(0, 0)}, {1}, 0ms, kWindow), SizeIs(1));
+  ASSERT_THAT(beat(telemetry, "b", {reading(0, 0)}, {2}, 0ms, kWindow), SizeIs(1));
   telemetry.forget_node("a");
 
   const std::string text = metrics(telemetry);
@@ -283,14 +290,14 @@ TEST(GpuTelemetryTest, ForgetNodeRemovesItsSeries) {
 
   // Back again: a new window.
   EXPECT_THAT(telemetry.update("a", std::vector{reading(0, 0)}, std::vector<std::int64_t>{1},
-                               kWindow + kBeat),
+                               after(kWindow + kBeat)),
               IsEmpty());
 }
 
 TEST(GpuTelemetryTest, UpdateReplacesTheNodesGpus) {
   GpuTelemetry telemetry;
-  telemetry.update("n", std::vector{reading(0, 10), reading(1, 20)}, {}, 0);
-  telemetry.update("n", std::vector{reading(1, 30), reading(1, 40)}, {}, kBeat);
+  telemetry.update("n", std::vector{reading(0, 10), reading(1, 20)}, {}, after(0ms));
+  telemetry.update("n", std::vector{reading(1, 30), reading(1, 40)}, {}, after(kBeat));
   const std::string text = metrics(telemetry);
   EXPECT_THAT(text, Not(HasSubstr("gpu=\"0\"")));
   // Of two readings with one index, the later counts.
@@ -317,7 +324,7 @@ GpuTelemetry small_example(bool reversed) {
   const std::vector<GpuReading> node_a = {odd};
   const std::vector<std::int64_t> jobs_b = {0, 0, 17};
   if (reversed) std::swap(node_b[0], node_b[1]);
-  for (std::int64_t t = 0; t <= kWindow; t += kBeat) {
+  for (Instant t = after(0ms); t <= after(kWindow); t += kBeat) {
     if (reversed) {
       telemetry.update("gpu-b", node_b, jobs_b, t);
       telemetry.update("gpu-a", node_a, std::vector<std::int64_t>{5}, t);

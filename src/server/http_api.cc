@@ -87,12 +87,6 @@ constexpr std::size_t kMaxListedLogRuns = 500;
 constexpr std::int64_t kDefaultLogReadBytes = std::int64_t{1} << 20;
 constexpr std::int64_t kMaxLogReadBytes = std::int64_t{8} << 20;
 
-std::int64_t wall_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 // Every reply is serialized here: client text it echoes (a path, a field) may be any bytes.
 std::string dump(const nlohmann::json& body) {
   return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -301,9 +295,9 @@ Result<int> HttpApi::bind() {
   o.tls_cert = options_.tls_cert;
   o.tls_key = options_.tls_key;
   o.worker_threads = options_.threads;
-  o.idle_timeout = std::chrono::milliseconds(options_.idle_timeout_ms);
-  o.head_timeout = std::chrono::milliseconds(options_.head_timeout_ms);
-  o.body_timeout = std::chrono::milliseconds(options_.body_timeout_ms);
+  o.idle_timeout = options_.idle_timeout;
+  o.head_timeout = options_.head_timeout;
+  o.body_timeout = options_.body_timeout;
   o.max_header_bytes = options_.max_header_bytes;
   o.max_header_count = options_.max_header_count;
   o.max_body_bytes = options_.max_body_bytes;
@@ -424,7 +418,7 @@ HeadVerdict HttpApi::on_head(HttpRequest& req) {
     res.fields = std::move(fields);
     return HeadVerdict::respond(std::move(res));
   };
-  if (route->open && !metrics_limiter_.allow("peer:" + req.peer, wall_ms())) {
+  if (route->open && !metrics_limiter_.allow("peer:" + req.peer, ControlLoop::now())) {
     metrics_.count_rate_limited();
     return answer(http_error(429, "too many requests", "request",
                              fmt::format("{} is over the /metrics limit of {}/s; retry after a "
@@ -445,7 +439,7 @@ HeadVerdict HttpApi::on_head(HttpRequest& req) {
                                               : "unknown or revoked token"),
                     {{"WWW-Authenticate", "Bearer"}});
     }
-    if (!limiter_.allow(who->token_id, wall_ms())) {
+    if (!limiter_.allow(who->token_id, ControlLoop::now())) {
       metrics_.count_rate_limited();
       return answer(http_error(429, "too many requests", "Authorization",
                                fmt::format("token {} is over its rate limit of {}/s; retry after "
@@ -514,7 +508,7 @@ void HttpApi::events(const Call& call, const HttpResponder& responder) {
         query_integer(q, "since_ms", std::nullopt, 0, std::numeric_limits<std::int64_t>::max(),
                       "milliseconds since the epoch (UTC)");
     if (!at) return answer(bad_request("invalid request", at.error()));
-    auto before = loop_.events().seq_before(*at);
+    auto before = loop_.events().seq_before(instant_from_unix_ms(*at));
     if (!before) return answer(refuse(Refusal::kUnavailable, before.error()));
     since = *before;
   }
@@ -597,11 +591,10 @@ void HttpApi::add_routes() {
                           "/metrics",
                           "/metrics",
                           [this](const Call&) {
-                            Reply reply =
-                                loop_.call([this](ControlPlane& plane, std::int64_t, Batch&) {
-                                  metrics_.set_figures(plane.figures());
-                                  return answer(nullptr);
-                                });
+                            Reply reply = loop_.call([this](ControlPlane& plane, Instant, Batch&) {
+                              metrics_.set_figures(plane.figures());
+                              return answer(nullptr);
+                            });
                             if (!reply) return to_response(reply);
                             HttpResponse res;
                             res.content_type = "text/plain; version=0.0.4; charset=utf-8";
@@ -616,7 +609,7 @@ void HttpApi::add_routes() {
     auto spec = read_body(c.req, job_spec_from_json);
     if (!spec) return bad_request("invalid job spec", spec.error());
     return on_loop([who = c.who, spec = std::move(*spec), key = c.header("Idempotency-Key")](
-                       ControlPlane& p, std::int64_t now, Batch& b) mutable {
+                       ControlPlane& p, Instant now, Batch& b) mutable {
       return p.submit(who, std::move(spec), key, now, b);
     });
   });
@@ -633,11 +626,11 @@ void HttpApi::add_routes() {
     if (!before) return bad_request("invalid request", before.error());
     filter.before = *before;
     for (auto [name, bound] :
-         {std::pair{"since_ms", &filter.since_ms}, std::pair{"until_ms", &filter.until_ms}}) {
+         {std::pair{"since_ms", &filter.since}, std::pair{"until_ms", &filter.until}}) {
       auto value = query_integer(q, name, 0, 1, std::numeric_limits<std::int64_t>::max(),
                                  "milliseconds since the epoch (UTC)");
       if (!value) return bad_request("invalid request", value.error());
-      *bound = *value;
+      if (*value > 0) *bound = instant_from_unix_ms(*value);
     }
     // From a snapshot: the listing is filtered and built here, not on the loop.
     auto listing = loop_.job_listing();
@@ -649,49 +642,47 @@ void HttpApi::add_routes() {
   loop_json("GET", "/v1/jobs/{}", "/v1/jobs/{id}", [on_loop](const Call& c) -> LoopAnswer {
     auto id = path_id(c.captures[0]);
     if (!id) return no_such_job(c.captures[0]);
-    return on_loop([who = c.who, id = *id](ControlPlane& p, std::int64_t, Batch&) {
-      return p.get_job(who, id);
-    });
+    return on_loop(
+        [who = c.who, id = *id](ControlPlane& p, Instant, Batch&) { return p.get_job(who, id); });
   });
   loop_json("DELETE", "/v1/jobs/{}", "/v1/jobs/{id}", [on_loop](const Call& c) -> LoopAnswer {
     auto id = path_id(c.captures[0]);
     if (!id) return no_such_job(c.captures[0]);
-    return on_loop([who = c.who, id = *id](ControlPlane& p, std::int64_t now, Batch& b) {
+    return on_loop([who = c.who, id = *id](ControlPlane& p, Instant now, Batch& b) {
       return p.cancel(who, id, now, b);
     });
   });
   loop_json("GET", "/v1/jobs/{}/why", "/v1/jobs/{id}/why", [on_loop](const Call& c) -> LoopAnswer {
     auto id = path_id(c.captures[0]);
     if (!id) return no_such_job(c.captures[0]);
-    return on_loop([who = c.who, id = *id](ControlPlane& p, std::int64_t now, Batch&) {
+    return on_loop([who = c.who, id = *id](ControlPlane& p, Instant now, Batch&) {
       return p.why(who, id, now);
     });
   });
   // scontrol's hold, release and requeue: no body.
-  using JobAction = Reply (ControlPlane::*)(const Principal&, JobId, std::int64_t, Batch&);
+  using JobAction = Reply (ControlPlane::*)(const Principal&, JobId, Instant, Batch&);
   for (const auto& verb_action : {std::pair{"hold", JobAction{&ControlPlane::hold}},
                                   std::pair{"release", JobAction{&ControlPlane::release}},
                                   std::pair{"requeue", JobAction{&ControlPlane::requeue_job}}}) {
     const auto& [verb, action_of_verb] = verb_action;
     const JobAction action = action_of_verb;  // a variable the lambdas can capture
-    loop_json("POST", fmt::format("/v1/jobs/{{}}/{}", verb),
-              fmt::format("/v1/jobs/{{id}}/{}", verb),
-              [on_loop, action](const Call& c) -> LoopAnswer {
-                auto id = path_id(c.captures[0]);
-                if (!id) return no_such_job(c.captures[0]);
-                return on_loop(
-                    [who = c.who, id = *id, action](ControlPlane& p, std::int64_t now, Batch& b) {
-                      return (p.*action)(who, id, now, b);
-                    });
-              });
+    loop_json(
+        "POST", fmt::format("/v1/jobs/{{}}/{}", verb), fmt::format("/v1/jobs/{{id}}/{}", verb),
+        [on_loop, action](const Call& c) -> LoopAnswer {
+          auto id = path_id(c.captures[0]);
+          if (!id) return no_such_job(c.captures[0]);
+          return on_loop([who = c.who, id = *id, action](ControlPlane& p, Instant now, Batch& b) {
+            return (p.*action)(who, id, now, b);
+          });
+        });
   }
   loop_json("PATCH", "/v1/jobs/{}", "/v1/jobs/{id}", [on_loop](const Call& c) -> LoopAnswer {
     auto id = path_id(c.captures[0]);
     if (!id) return no_such_job(c.captures[0]);
     auto update = read_body(c.req, job_update_from_json);
     if (!update) return bad_request("invalid update", update.error());
-    return on_loop([who = c.who, id = *id, update = std::move(*update)](
-                       ControlPlane& p, std::int64_t now, Batch& b) {
+    return on_loop([who = c.who, id = *id, update = std::move(*update)](ControlPlane& p,
+                                                                        Instant now, Batch& b) {
       return p.update_job(who, id, update, now, b);
     });
   });
@@ -701,8 +692,8 @@ void HttpApi::add_routes() {
               if (!id) return no_such_job(c.captures[0]);
               auto report = read_body(c.req, checkpoint_report_from_json);
               if (!report) return bad_request("invalid request", report.error());
-              return on_loop([who = c.who, id = *id, report = *report](ControlPlane& p,
-                                                                       std::int64_t now, Batch& b) {
+              return on_loop([who = c.who, id = *id, report = *report](ControlPlane& p, Instant now,
+                                                                       Batch& b) {
                 return p.report_checkpoint(who, id, report, now, b);
               });
             });
@@ -713,7 +704,7 @@ void HttpApi::add_routes() {
         auto report = read_body(c.req, job_status_report_from_json);
         if (!report) return bad_request("invalid request", report.error());
         return on_loop(
-            [who = c.who, id = *id, report = *report](ControlPlane& p, std::int64_t now, Batch& b) {
+            [who = c.who, id = *id, report = *report](ControlPlane& p, Instant now, Batch& b) {
               return p.report_status(who, id, report, now, b);
             });
       });
@@ -746,7 +737,7 @@ void HttpApi::add_routes() {
                             "send the bytes as the body itself, e.g. application/octet-stream");
         }
         Reply access = loop_.call([who = c.who, id = *id, task = static_cast<int>(*task), run](
-                                      ControlPlane& p, std::int64_t, Batch&) {
+                                      ControlPlane& p, Instant, Batch&) {
           return p.log_access(who, id, true, task, run);
         });
         if (!access) return to_response(access);
@@ -787,7 +778,7 @@ void HttpApi::add_routes() {
           if (!parsed) return to_response(bad_request("invalid request", parsed.error()));
           run = *parsed;
         }
-        Reply access = loop_.call([who = c.who, id = *id](ControlPlane& p, std::int64_t, Batch&) {
+        Reply access = loop_.call([who = c.who, id = *id](ControlPlane& p, Instant, Batch&) {
           return p.log_access(who, id, false);
         });
         if (!access) return to_response(access);
@@ -823,8 +814,7 @@ void HttpApi::add_routes() {
 
   // --- nodes ---
   loop_json("GET", "/v1/nodes", "/v1/nodes", [on_loop](const Call& c) -> LoopAnswer {
-    return on_loop(
-        [who = c.who](ControlPlane& p, std::int64_t, Batch&) { return p.list_nodes(who); });
+    return on_loop([who = c.who](ControlPlane& p, Instant, Batch&) { return p.list_nodes(who); });
   });
   for (const bool drain : {true, false}) {
     const std::string verb = drain ? "drain" : "undrain";
@@ -833,7 +823,7 @@ void HttpApi::add_routes() {
                 auto body = read_body(c.req, drain_request_from_json);
                 if (!body) return bad_request("invalid request", body.error());
                 return on_loop([who = c.who, drain, node = c.captures[0], reason = body->reason](
-                                   ControlPlane& p, std::int64_t now, Batch& b) {
+                                   ControlPlane& p, Instant now, Batch& b) {
                   return p.set_drained(who, node, drain, reason, now, b);
                 });
               });
@@ -843,7 +833,7 @@ void HttpApi::add_routes() {
               auto body = read_body(c.req, node_registration_from_json);
               if (!body) return bad_request("invalid request", body.error());
               return on_loop([who = c.who, node = c.captures[0], body = *body](
-                                 ControlPlane& p, std::int64_t now, Batch& b) {
+                                 ControlPlane& p, Instant now, Batch& b) {
                 return p.register_node(who, node, body, now, b);
               });
             });
@@ -852,53 +842,50 @@ void HttpApi::add_routes() {
               auto body = read_body(c.req, node_heartbeat_from_json);
               if (!body) return bad_request("invalid request", body.error());
               return on_loop([who = c.who, node = c.captures[0], body = *body](
-                                 ControlPlane& p, std::int64_t now, Batch& b) {
+                                 ControlPlane& p, Instant now, Batch& b) {
                 return p.heartbeat(who, node, body, now, b);
               });
             });
 
   // --- tenants, queues, tokens ---
   loop_json("GET", "/v1/tenants", "/v1/tenants", [on_loop](const Call& c) -> LoopAnswer {
-    return on_loop(
-        [who = c.who](ControlPlane& p, std::int64_t, Batch&) { return p.list_tenants(who); });
+    return on_loop([who = c.who](ControlPlane& p, Instant, Batch&) { return p.list_tenants(who); });
   });
   loop_json("GET", "/v1/tenants/{}", "/v1/tenants/{name}", [on_loop](const Call& c) -> LoopAnswer {
-    return on_loop([who = c.who, name = c.captures[0]](ControlPlane& p, std::int64_t, Batch&) {
+    return on_loop([who = c.who, name = c.captures[0]](ControlPlane& p, Instant, Batch&) {
       return p.get_tenant(who, name);
     });
   });
   loop_json("PUT", "/v1/tenants/{}", "/v1/tenants/{name}", [on_loop](const Call& c) -> LoopAnswer {
     auto update = read_body(c.req, tenant_update_from_json);
     if (!update) return bad_request("invalid tenant", update.error());
-    return on_loop([who = c.who, name = c.captures[0], update = *update](
-                       ControlPlane& p, std::int64_t now, Batch& b) {
+    return on_loop([who = c.who, name = c.captures[0], update = *update](ControlPlane& p,
+                                                                         Instant now, Batch& b) {
       return p.put_tenant(who, name, update, now, b);
     });
   });
   loop_json("GET", "/v1/queues", "/v1/queues", [on_loop](const Call& c) -> LoopAnswer {
-    return on_loop(
-        [who = c.who](ControlPlane& p, std::int64_t, Batch&) { return p.list_queues(who); });
+    return on_loop([who = c.who](ControlPlane& p, Instant, Batch&) { return p.list_queues(who); });
   });
   loop_json("POST", "/v1/tokens", "/v1/tokens", [on_loop](const Call& c) -> LoopAnswer {
     auto request = read_body(c.req, token_request_from_json);
     if (!request) return bad_request("invalid request", request.error());
-    return on_loop([who = c.who, request = *request](ControlPlane& p, std::int64_t now, Batch& b) {
+    return on_loop([who = c.who, request = *request](ControlPlane& p, Instant now, Batch& b) {
       return p.create_token(who, request, now, b);
     });
   });
   loop_json("GET", "/v1/tokens", "/v1/tokens", [on_loop](const Call& c) -> LoopAnswer {
-    return on_loop(
-        [who = c.who](ControlPlane& p, std::int64_t, Batch&) { return p.list_tokens(who); });
+    return on_loop([who = c.who](ControlPlane& p, Instant, Batch&) { return p.list_tokens(who); });
   });
   loop_json("DELETE", "/v1/tokens/{}", "/v1/tokens/{id}", [on_loop](const Call& c) -> LoopAnswer {
-    return on_loop([who = c.who, id = c.captures[0]](ControlPlane& p, std::int64_t now, Batch& b) {
+    return on_loop([who = c.who, id = c.captures[0]](ControlPlane& p, Instant now, Batch& b) {
       return p.revoke_token(who, id, now, b);
     });
   });
 
   // --- the internal market ---
   loop_json("GET", "/v1/prices", "/v1/prices", [on_loop](const Call&) -> LoopAnswer {
-    return on_loop([](ControlPlane& p, std::int64_t now, Batch&) { return p.prices(now); });
+    return on_loop([](ControlPlane& p, Instant now, Batch&) { return p.prices(now); });
   });
   loop_json("GET", "/v1/bill", "/v1/bill", [on_loop](const Call& c) -> LoopAnswer {
     const QueryParams& q = c.query;
@@ -928,7 +915,7 @@ void HttpApi::add_routes() {
       query.by = *by;
     }
     return on_loop(
-        [who = c.who, query](ControlPlane& p, std::int64_t, Batch&) { return p.bill(who, query); });
+        [who = c.who, query](ControlPlane& p, Instant, Batch&) { return p.bill(who, query); });
   });
 
   // --- events: a long poll, answered by events() ---

@@ -47,6 +47,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/instant.h"
 #include "server/control_loop.h"
 #include "server/http_server.h"
 #include "server/job_logs.h"
@@ -74,9 +75,9 @@ struct HttpOptions {
   int threads = 64;     // workers for the handlers that block (logs, listings, /metrics)
   std::string log_dir;  // the tasks' logs (job_logs.h), created by bind() if missing
   // Connection and request limits (see http_server.h).
-  std::int64_t idle_timeout_ms = 5'000;
-  std::int64_t head_timeout_ms = 10'000;
-  std::int64_t body_timeout_ms = 30'000;
+  Millis idle_timeout{5'000};
+  Millis head_timeout{10'000};
+  Millis body_timeout{30'000};
   std::size_t max_header_bytes = 16 * 1024;
   std::size_t max_header_count = 100;
   std::size_t max_connections = 4096;

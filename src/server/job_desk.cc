@@ -20,7 +20,7 @@ Error no_such_task(JobId job, std::int64_t tasks) {
 // --- submission ---
 
 Outcome<JobDesk::Submitted> JobDesk::submit(const Principal& who, JobSpec spec,
-                                            const std::string& idempotency_key, std::int64_t now_ms,
+                                            const std::string& idempotency_key, Instant now,
                                             Batch& batch) {
   if (who.role == Role::kAgent) return forbidden("role", "agent tokens cannot submit jobs");
   if (who.role == Role::kUser && spec.tenant != who.tenant) {
@@ -49,14 +49,14 @@ Outcome<JobDesk::Submitted> JobDesk::submit(const Principal& who, JobSpec spec,
       return Submitted{&existing, false};
     }
   }
-  auto job = spec.array.empty() ? admit(who, std::move(spec), idempotency_key, now_ms, batch, 1, {})
-                                : submit_array(who, spec, idempotency_key, now_ms, batch);
+  auto job = spec.array.empty() ? admit(who, std::move(spec), idempotency_key, now, batch, 1, {})
+                                : submit_array(who, spec, idempotency_key, now, batch);
   if (!job) return std::unexpected(job.error());
   return Submitted{*job, true};
 }
 
 Outcome<const ServerJob*> JobDesk::admit(const Principal& who, JobSpec spec,
-                                         const std::string& idempotency_key, std::int64_t now_ms,
+                                         const std::string& idempotency_key, Instant now,
                                          Batch& batch, std::int64_t admitted, ArrayPlace array) {
   // Ids are never used again: the last one, 2^32-1, is the last job.
   if (next_job_id_ == JobId{std::numeric_limits<std::uint32_t>::max()}) {
@@ -71,8 +71,8 @@ Outcome<const ServerJob*> JobDesk::admit(const Principal& who, JobSpec spec,
   job.idempotency_key = idempotency_key;
   job.submitter_token = who.token_id;
   if (auto token = state_.tokens().find(who.token_id)) job.submitter = token->description;
-  job.submitted_ms = now_ms;
-  job.move_to(JobState::kPending, now_ms, "submitted");
+  job.submitted_at = now;
+  job.move_to(JobState::kPending, now, "submitted");
   Scheduler& scheduler = state_.scheduler();
   auto core = state_.to_core_job(job, scheduler.book());
   if (!core) return refuse(Refusal::kInvalid, "invalid job", core.error());
@@ -88,13 +88,13 @@ Outcome<const ServerJob*> JobDesk::admit(const Principal& who, JobSpec spec,
   }
   if (auto ok = check_dependencies(who, job.spec); !ok) return std::unexpected(ok.error());
   if (admitted > 0) {
-    if (auto ok = check_admission(job.spec.tenant, core->tenant, now_ms, admitted); !ok) {
+    if (auto ok = check_admission(job.spec.tenant, core->tenant, now, admitted); !ok) {
       return std::unexpected(ok.error());
     }
   }
   // A job that waits for others is queued once they have succeeded (settle_dependents).
   if (state_.unmet_dependencies(job).empty()) {
-    if (auto ok = scheduler.submit(*core, to_seconds(now_ms)); !ok) {
+    if (auto ok = scheduler.submit(*core, unix_seconds(now)); !ok) {
       return refuse(Refusal::kInvalid, "invalid job",
                     Error{spec_field(ok.error().field), ok.error().reason});
     }
@@ -103,23 +103,23 @@ Outcome<const ServerJob*> JobDesk::admit(const Principal& who, JobSpec spec,
   if (!idempotency_key.empty()) idempotency_[{job.spec.tenant, idempotency_key}] = job.id;
   add_live(job);
   state_.mark_dirty();
-  state_.record_job(batch, job, now_ms, "job.submitted");
+  state_.record_job(batch, job, now, "job.submitted");
   const JobId id = job.id;
   return &state_.jobs().emplace(id, std::move(job)).first->second;
 }
 
-Outcome<void> JobDesk::check_admission(const std::string& tenant, TenantId id, std::int64_t now_ms,
+Outcome<void> JobDesk::check_admission(const std::string& tenant, TenantId id, Instant now,
                                        std::int64_t jobs) {
   std::int64_t pending = state_.scheduler().pending_count(id);
   for (JobId parked : parked_) {
     if (state_.jobs().at(parked).spec.tenant == tenant) ++pending;
   }
-  return gate_.admit(tenant, pending, jobs, now_ms);
+  return gate_.admit(tenant, pending, jobs, now);
 }
 
 // --- cancellation and reports ---
 
-Outcome<const ServerJob*> JobDesk::cancel(const Principal& who, JobId id, std::int64_t now_ms,
+Outcome<const ServerJob*> JobDesk::cancel(const Principal& who, JobId id, Instant now,
                                           Batch& batch) {
   if (who.role == Role::kAgent) return forbidden("role", "agent tokens cannot cancel jobs");
   auto found = state_.visible_job(who, id);
@@ -129,8 +129,7 @@ Outcome<const ServerJob*> JobDesk::cancel(const Principal& who, JobId id, std::i
     return conflict("id", fmt::format("job {} already ended: {}", id, job_state_name(job.state)));
   }
   end_job(job, JobState::kCancelled,
-          fmt::format("cancelled by token {} ({})", who.token_id, role_name(who.role)), now_ms,
-          batch);
+          fmt::format("cancelled by token {} ({})", who.token_id, role_name(who.role)), now, batch);
   return &job;
 }
 
@@ -145,7 +144,7 @@ Outcome<ServerJob*> JobDesk::running_job(const Principal& who, JobId id) {
 }
 
 Outcome<const ServerJob*> JobDesk::report_status(const Principal& who, JobId id,
-                                                 const JobStatusReport& report, std::int64_t now_ms,
+                                                 const JobStatusReport& report, Instant now,
                                                  Batch& batch) {
   if (who.role == Role::kUser) {
     return forbidden("role", "job status is reported by the agent of the job's node or an admin");
@@ -187,13 +186,13 @@ Outcome<const ServerJob*> JobDesk::report_status(const Principal& who, JobId id,
       reason = fmt::format("task {} {}", *report.task, reason);
     }
   }
-  end_job(job, *state, std::move(reason), now_ms, batch);
+  end_job(job, *state, std::move(reason), now, batch);
   return &job;
 }
 
 Outcome<const ServerJob*> JobDesk::report_checkpoint(const Principal& who, JobId id,
-                                                     const CheckpointReport& report,
-                                                     std::int64_t now_ms, Batch& batch) {
+                                                     const CheckpointReport& report, Instant now,
+                                                     Batch& batch) {
   // A job being stopped checkpoints after the server took it off its nodes: any job that has not
   // ended may report one.
   auto found = state_.visible_job(who, id);
@@ -209,11 +208,11 @@ Outcome<const ServerJob*> JobDesk::report_checkpoint(const Principal& who, JobId
     return conflict("run", fmt::format("job {} is in run {}; this checkpoint is of run {}", id,
                                        job.starts, *report.run));
   }
-  job.last_checkpoint_ms = now_ms;
+  job.last_checkpoint_at = now;
   if (report.step) job.checkpoint_step = report.step;
   if (!report.path.empty()) job.checkpoint_path = report.path;
   PlaneState::stage(batch, job);
-  state_.emit(batch, now_ms, "job.checkpointed",
+  state_.emit(batch, now, "job.checkpointed",
               {{"job", job.id},
                {"tenant", job.spec.tenant},
                {"step", report.step.value_or(-1)},

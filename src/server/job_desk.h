@@ -39,13 +39,13 @@ class JobDesk {
   // A job read from the store. A live one goes back into the scheduler (running where it runs,
   // pending in the queue); one that can no longer (its node left the cluster file, its tenant the
   // tenants file) is failed with the reason, the change going to `repairs`.
-  void load(ServerJob job, std::int64_t now_ms, Batch& repairs);
+  void load(ServerJob job, Instant now, Batch& repairs);
   // After loading: cancels the pending jobs after a job that ended without success (a server
   // stopped between the two).
-  void settle_loaded_dependents(std::int64_t now_ms, Batch& repairs);
+  void settle_loaded_dependents(Instant now, Batch& repairs);
   // Puts a live job into `scheduler` (the plane's, or one rebuilt): running ones where they run,
   // pending ones in the queue; on failure `scheduler` is left without it.
-  Result<void> restore(Scheduler& scheduler, const ServerJob& job, std::int64_t now_ms) const;
+  Result<void> restore(Scheduler& scheduler, const ServerJob& job, Instant now) const;
 
   // --- commands ---
   struct Submitted {
@@ -55,14 +55,12 @@ class JobDesk {
   // A new job (or, with spec.array, one per index), or the one created before with the same
   // idempotency key and spec; kConflict for the same key with another spec.
   Outcome<Submitted> submit(const Principal& who, JobSpec spec, const std::string& idempotency_key,
-                            std::int64_t now_ms, Batch& batch);
-  Outcome<const ServerJob*> cancel(const Principal& who, JobId id, std::int64_t now_ms,
-                                   Batch& batch);
+                            Instant now, Batch& batch);
+  Outcome<const ServerJob*> cancel(const Principal& who, JobId id, Instant now, Batch& batch);
   Outcome<const ServerJob*> report_status(const Principal& who, JobId id,
-                                          const JobStatusReport& report, std::int64_t now_ms,
-                                          Batch& batch);
+                                          const JobStatusReport& report, Instant now, Batch& batch);
   Outcome<const ServerJob*> report_checkpoint(const Principal& who, JobId id,
-                                              const CheckpointReport& report, std::int64_t now_ms,
+                                              const CheckpointReport& report, Instant now,
                                               Batch& batch);
   // Slurm's scontrol (job_desk_holds.cc), each for a job `who` may see (a user: its tenant's;
   // agents may not): hold keeps a pending job out of scheduling (pending, kind "held") until
@@ -70,13 +68,11 @@ class JobDesk {
   // checkpoint), as a preemption would; update changes a pending job's priority and limits,
   // checked as a submission is. kConflict for a job in another state. A release that cannot queue
   // the job again fails it (its state says so).
-  Outcome<const ServerJob*> hold(const Principal& who, JobId id, std::int64_t now_ms, Batch& batch);
-  Outcome<const ServerJob*> release(const Principal& who, JobId id, std::int64_t now_ms,
-                                    Batch& batch);
-  Outcome<const ServerJob*> requeue(const Principal& who, JobId id, std::int64_t now_ms,
-                                    Batch& batch);
+  Outcome<const ServerJob*> hold(const Principal& who, JobId id, Instant now, Batch& batch);
+  Outcome<const ServerJob*> release(const Principal& who, JobId id, Instant now, Batch& batch);
+  Outcome<const ServerJob*> requeue(const Principal& who, JobId id, Instant now, Batch& batch);
   Outcome<const ServerJob*> update(const Principal& who, JobId id, const JobUpdate& update,
-                                   std::int64_t now_ms, Batch& batch);
+                                   Instant now, Batch& batch);
   // Whether `who` may read (write false) or append to (write true) job `id`'s task logs: the job,
   // or the refusal. Reading: whoever sees the job; writing: an admin, the agent of the node that
   // runs (or, stopping, ran) `task` in the job's latest run, which must be `run`
@@ -88,22 +84,21 @@ class JobDesk {
 
   // --- a job's moves (job_desk_runs.cc) ---
   // Ends a running job (its resources return) or takes back a pending one, in the final state.
-  void end_job(ServerJob& job, JobState state, std::string reason, std::int64_t now_ms,
-               Batch& batch);
+  void end_job(ServerJob& job, JobState state, std::string reason, Instant now, Batch& batch);
   // Takes a running job off its nodes and queues it again: its node failed (`node_failure`, a
   // fault), or a user asked (`tidepool requeue`). `reason` is the stop's; the job then waits
   // "requeued after a node failure" or with `reason`, saying where it resumes from.
-  void requeue_run(ServerJob& job, bool node_failure, const std::string& reason,
-                   std::int64_t now_ms, Batch& batch);
+  void requeue_run(ServerJob& job, bool node_failure, const std::string& reason, Instant now,
+                   Batch& batch);
   // A rental given up (burst_desk.h): released, and the job queued in the pool.
-  void requeue_from_burst(const LostRental& lost, std::int64_t now_ms, Batch& batch);
+  void requeue_from_burst(const LostRental& lost, Instant now, Batch& batch);
   // Stops the running jobs past their max_runtime.
-  void stop_overdue(std::int64_t now_ms, Batch& batch);
+  void stop_overdue(Instant now, Batch& batch);
   // Applies a scheduler pass: its preemptions and starts.
-  void apply_pass(const PassResult& pass, std::int64_t now_ms, Batch& batch);
-  // The soonest deadline of a live job after `now_ms`: a running job's max_runtime, a waiting
+  void apply_pass(const PassResult& pass, Instant now, Batch& batch);
+  // The soonest deadline of a live job after `now`: a running job's max_runtime, a waiting
   // job's burst threshold (one walk over the live jobs, once per pass).
-  [[nodiscard]] std::optional<std::int64_t> next_deadline_ms(std::int64_t now_ms) const;
+  [[nodiscard]] std::optional<Instant> next_deadline(Instant now) const;
 
   // --- figures ---
   [[nodiscard]] const std::map<std::string, std::int64_t>& requeued_by_cause() const {
@@ -122,18 +117,18 @@ class JobDesk {
   // Checks and queues one new job; `admitted` > 0 takes the admission of that many jobs (an
   // array's first job takes the whole array's), 0 none.
   Outcome<const ServerJob*> admit(const Principal& who, JobSpec spec,
-                                  const std::string& idempotency_key, std::int64_t now_ms,
-                                  Batch& batch, std::int64_t admitted, ArrayPlace array);
+                                  const std::string& idempotency_key, Instant now, Batch& batch,
+                                  std::int64_t admitted, ArrayPlace array);
   // One job per index of spec.array, ids in a row; refused whole when its first job is
   // (job_desk_arrays.cc).
   Outcome<const ServerJob*> submit_array(const Principal& who, const JobSpec& spec,
-                                         const std::string& idempotency_key, std::int64_t now_ms,
+                                         const std::string& idempotency_key, Instant now,
                                          Batch& batch);
   // The spec an array's job `index` gets: no `array`, TIDEPOOL_ARRAY_JOB_ID and _INDEX in env.
   static JobSpec array_member(JobSpec spec, JobId array_job, std::int64_t index);
   // Whether a new job of `tenant` is let in now (SubmissionGate), its held jobs and those
   // waiting for others counted as pending too: neither is a way around the limit.
-  Outcome<void> check_admission(const std::string& tenant, TenantId id, std::int64_t now_ms,
+  Outcome<void> check_admission(const std::string& tenant, TenantId id, Instant now,
                                 std::int64_t jobs);
 
   // The job if `who` may act on it (not an agent; a job it may see), else the refusal.
@@ -152,13 +147,13 @@ class JobDesk {
   // --- runs (job_desk_runs.cc) ---
   // Queues the job (as `core`) in the scheduler with the service of its ended runs; on failure
   // the scheduler is left without it.
-  Result<void> enqueue(const Job& core, const ServerJob& job, std::int64_t now_ms, Batch& batch);
+  Result<void> enqueue(const Job& core, const ServerJob& job, Instant now, Batch& batch);
   // Queues a job that no longer runs (or never started) in the scheduler again, pending for
   // `reason`; one that cannot be queued any more fails.
-  void queue_again(ServerJob& job, const std::string& reason, std::int64_t now_ms, Batch& batch);
+  void queue_again(ServerJob& job, const std::string& reason, Instant now, Batch& batch);
   // Books the end of a running job's run that did not finish it (preempted, or its node failed):
   // the work since its last checkpoint is lost; the nodes join ran_on.
-  void stop_run(ServerJob& job, const std::string& cause, std::int64_t now_ms);
+  void stop_run(ServerJob& job, const std::string& cause, Instant now);
   // A job becomes live (pending or running) or stops being live.
   void add_live(const ServerJob& job);
   void drop_live(JobId id);
@@ -169,13 +164,13 @@ class JobDesk {
   [[nodiscard]] Outcome<void> check_dependencies(const Principal& who, const JobSpec& spec) const;
   // `ended` reached a final state: the jobs waiting for it are queued (all they wait for
   // succeeded) or cancelled (it did not succeed).
-  void settle_dependents(const ServerJob& ended, std::int64_t now_ms, Batch& batch);
+  void settle_dependents(const ServerJob& ended, Instant now, Batch& batch);
   // Indexes a live job's after_ok in dependents_.
   void note_dependencies(const ServerJob& job);
   // Puts the job in parked_ or takes it out, as it now is (after any change of state or hold).
   void note_parked(const ServerJob& job);
   // Cancels `job` because `ended`, which it runs after, did not succeed.
-  void cancel_after(ServerJob& job, const ServerJob& ended, std::int64_t now_ms, Batch& batch);
+  void cancel_after(ServerJob& job, const ServerJob& ended, Instant now, Batch& batch);
 
   PlaneState& state_;
   MarketClerk& clerk_;

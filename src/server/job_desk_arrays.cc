@@ -16,8 +16,8 @@ JobSpec JobDesk::array_member(JobSpec spec, JobId array_job, std::int64_t index)
 }
 
 Outcome<const ServerJob*> JobDesk::submit_array(const Principal& who, const JobSpec& spec,
-                                                const std::string& idempotency_key,
-                                                std::int64_t now_ms, Batch& batch) {
+                                                const std::string& idempotency_key, Instant now,
+                                                Batch& batch) {
   auto indexes = parse_array_indexes(spec.array);
   if (!indexes) return refuse(Refusal::kInvalid, "invalid job spec", indexes.error());
   if (spec.env.size() + 2 > kMaxEnvEntries) {
@@ -30,8 +30,8 @@ Outcome<const ServerJob*> JobDesk::submit_array(const Principal& who, const JobS
   const auto count = static_cast<std::int64_t>(indexes->size());
   for (std::size_t k = 0; k < indexes->size(); ++k) {
     const std::int64_t index = (*indexes)[k];
-    auto admitted = admit(who, array_member(spec, first, index), k == 0 ? idempotency_key : "",
-                          now_ms, batch, k == 0 ? count : 0, ArrayPlace{first, index});
+    auto admitted = admit(who, array_member(spec, first, index), k == 0 ? idempotency_key : "", now,
+                          batch, k == 0 ? count : 0, ArrayPlace{first, index});
     if (admitted) continue;
     if (k == 0) return admitted;  // nothing was submitted
     // The jobs are alike but for their index: a later one refused is not expected; those before

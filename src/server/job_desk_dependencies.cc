@@ -30,7 +30,7 @@ Outcome<void> JobDesk::check_dependencies(const Principal& who, const JobSpec& s
   return {};
 }
 
-void JobDesk::settle_dependents(const ServerJob& ended, std::int64_t now_ms, Batch& batch) {
+void JobDesk::settle_dependents(const ServerJob& ended, Instant now, Batch& batch) {
   auto it = dependents_.find(ended.id);
   if (it == dependents_.end()) return;
   const std::set<JobId> waiting = std::move(it->second);
@@ -41,21 +41,20 @@ void JobDesk::settle_dependents(const ServerJob& ended, std::int64_t now_ms, Bat
     ServerJob& job = found->second;
     if (job.state != JobState::kPending) continue;
     if (ended.state != JobState::kSucceeded) {
-      cancel_after(job, ended, now_ms, batch);
+      cancel_after(job, ended, now, batch);
     } else if (!state_.outside_scheduler(job)) {
-      queue_again(job, fmt::format("job {} succeeded: every job it runs after has", ended.id),
-                  now_ms, batch);
+      queue_again(job, fmt::format("job {} succeeded: every job it runs after has", ended.id), now,
+                  batch);
     }
   }
 }
 
-void JobDesk::cancel_after(ServerJob& job, const ServerJob& ended, std::int64_t now_ms,
-                           Batch& batch) {
+void JobDesk::cancel_after(ServerJob& job, const ServerJob& ended, Instant now, Batch& batch) {
   // Ends it, and in turn the jobs after it.
   end_job(job, JobState::kCancelled,
           fmt::format("cancelled: job {} that it runs after (after_ok) ended {}", ended.id,
                       job_state_name(ended.state)),
-          now_ms, batch);
+          now, batch);
 }
 
 void JobDesk::note_parked(const ServerJob& job) {
@@ -75,7 +74,7 @@ void JobDesk::note_dependencies(const ServerJob& job) {
   }
 }
 
-void JobDesk::settle_loaded_dependents(std::int64_t now_ms, Batch& repairs) {
+void JobDesk::settle_loaded_dependents(Instant now, Batch& repairs) {
   const std::vector<JobId> live(state_.live().begin(), state_.live().end());
   for (JobId id : live) {
     ServerJob& job = state_.jobs().at(id);
@@ -84,7 +83,7 @@ void JobDesk::settle_loaded_dependents(std::int64_t now_ms, Batch& repairs) {
       const auto dep = job_id_from_wire(wire);
       auto it = dep ? state_.jobs().find(*dep) : state_.jobs().end();
       if (it != state_.jobs().end() && ended_unsuccessfully(it->second.state)) {
-        cancel_after(job, it->second, now_ms, repairs);
+        cancel_after(job, it->second, now, repairs);
         break;
       }
     }

@@ -28,8 +28,7 @@ Outcome<ServerJob*> JobDesk::actionable_job(const Principal& who, JobId id,
   return state_.visible_job(who, id);
 }
 
-Outcome<const ServerJob*> JobDesk::hold(const Principal& who, JobId id, std::int64_t now_ms,
-                                        Batch& batch) {
+Outcome<const ServerJob*> JobDesk::hold(const Principal& who, JobId id, Instant now, Batch& batch) {
   auto found = actionable_job(who, id, "hold");
   if (!found) return std::unexpected(found.error());
   ServerJob& job = **found;
@@ -42,16 +41,16 @@ Outcome<const ServerJob*> JobDesk::hold(const Principal& who, JobId id, std::int
     return not_in_state(job, "pending", "held");
   }
   // A job that waits for others is not in the scheduler's queue yet.
-  if (state_.in_scheduler(job)) state_.withdraw_pending(job, now_ms, batch);
+  if (state_.in_scheduler(job)) state_.withdraw_pending(job, now, batch);
   job.held = "held by " + by_whom(who);
-  job.move_to(JobState::kPending, now_ms, job.held);
+  job.move_to(JobState::kPending, now, job.held);
   note_parked(job);
   state_.mark_dirty();
-  state_.record_job(batch, job, now_ms, "job.held");
+  state_.record_job(batch, job, now, "job.held");
   return &job;
 }
 
-Outcome<const ServerJob*> JobDesk::release(const Principal& who, JobId id, std::int64_t now_ms,
+Outcome<const ServerJob*> JobDesk::release(const Principal& who, JobId id, Instant now,
                                            Batch& batch) {
   auto found = actionable_job(who, id, "release");
   if (!found) return std::unexpected(found.error());
@@ -61,9 +60,9 @@ Outcome<const ServerJob*> JobDesk::release(const Principal& who, JobId id, std::
                     fmt::format("job {} is {} and not held", id, job_state_name(job.state)));
   }
   job.held.clear();
-  state_.record_job(batch, job, now_ms, "job.released");
+  state_.record_job(batch, job, now, "job.released");
   if (state_.unmet_dependencies(job).empty()) {
-    queue_again(job, "released by " + by_whom(who), now_ms, batch);
+    queue_again(job, "released by " + by_whom(who), now, batch);
   } else {
     job.message = "released by " + by_whom(who);  // and waits for the jobs it runs after
     state_.mark_dirty();
@@ -71,18 +70,18 @@ Outcome<const ServerJob*> JobDesk::release(const Principal& who, JobId id, std::
   return &job;
 }
 
-Outcome<const ServerJob*> JobDesk::requeue(const Principal& who, JobId id, std::int64_t now_ms,
+Outcome<const ServerJob*> JobDesk::requeue(const Principal& who, JobId id, Instant now,
                                            Batch& batch) {
   auto found = actionable_job(who, id, "requeue");
   if (!found) return std::unexpected(found.error());
   ServerJob& job = **found;
   if (job.state != JobState::kRunning || job.burst) return not_in_state(job, "running", "requeued");
-  requeue_run(job, false, "requeued by " + by_whom(who), now_ms, batch);
+  requeue_run(job, false, "requeued by " + by_whom(who), now, batch);
   return &job;
 }
 
 Outcome<const ServerJob*> JobDesk::update(const Principal& who, JobId id, const JobUpdate& update,
-                                          std::int64_t now_ms, Batch& batch) {
+                                          Instant now, Batch& batch) {
   auto found = actionable_job(who, id, "update");
   if (!found) return std::unexpected(found.error());
   ServerJob& job = **found;
@@ -97,15 +96,14 @@ Outcome<const ServerJob*> JobDesk::update(const Principal& who, JobId id, const 
   if (!state_.outside_scheduler(job)) {
     // Queued again with the new values: the same id and submission time, so it keeps its place
     // by age, and its service so far.
-    state_.withdraw_pending(job, now_ms, batch);
-    if (auto queued = enqueue(*core, updated, now_ms, batch); !queued) {
+    state_.withdraw_pending(job, now, batch);
+    if (auto queued = enqueue(*core, updated, now, batch); !queued) {
       // Back as it was: the old spec was queued a moment ago, so a refusal now is a bug.
       auto old = state_.to_core_job(job, book);
-      auto back =
-          old ? enqueue(*old, job, now_ms, batch) : Result<void>(std::unexpected(old.error()));
+      auto back = old ? enqueue(*old, job, now, batch) : Result<void>(std::unexpected(old.error()));
       if (!back) {
         state_.internal_error(fmt::format("job {}: queued again as before its update", job.id),
-                              back.error(), now_ms, batch);
+                              back.error(), now, batch);
       }
       return refuse(Refusal::kInvalid, "invalid update", queued.error());
     }
@@ -118,7 +116,7 @@ Outcome<const ServerJob*> JobDesk::update(const Principal& who, JobId id, const 
   for (const auto& [key, value] : update.fields.items()) changed.push_back(key);
   // Still pending since it last became so (no new transition): only the message says it.
   job.message = fmt::format("{} updated by {}", fmt::join(changed, ", "), by_whom(who));
-  state_.record_job(batch, job, now_ms, "job.updated");
+  state_.record_job(batch, job, now, "job.updated");
   return &job;
 }
 

@@ -27,8 +27,8 @@ ListedJob listed_job(const ServerJob& job) {
                    .tenant = job.spec.tenant,
                    .queue = job.spec.queue,
                    .state = job.state,
-                   .submitted_ms = job.submitted_ms,
-                   .ended_ms = is_final(job.state) ? job.ended_ms : 0,
+                   .submitted_at = job.submitted_at,
+                   .ended_at = is_final(job.state) ? job.ended_at : kNotYet,
                    .ran_on = job.ran_on,
                    .placement = job.placement,
                    .view = server_job_to_json(job)};
@@ -66,10 +66,10 @@ Reply list_jobs(const JobListing& listing, const Principal& who, const JobFilter
     return refuse(Refusal::kInvalid,
                   Error{"limit", fmt::format("a page holds 1..{} jobs", kMaxJobPage)});
   }
-  if (filter.since_ms > 0 && filter.until_ms > 0 && filter.until_ms < filter.since_ms) {
+  if (filter.since && filter.until && *filter.until < *filter.since) {
     return refuse(Refusal::kInvalid,
-                  Error{"until_ms",
-                        fmt::format("{} is before since_ms {}", filter.until_ms, filter.since_ms)});
+                  Error{"until_ms", fmt::format("{} is before since_ms {}", unix_ms(*filter.until),
+                                                unix_ms(*filter.since))});
   }
   std::set<JobState> states;
   for (std::size_t start = 0; start < filter.state.size();) {
@@ -93,8 +93,8 @@ Reply list_jobs(const JobListing& listing, const Principal& who, const JobFilter
     if (!filter.tenant.empty() && job.tenant != filter.tenant) continue;
     if (!filter.queue.empty() && job.queue != filter.queue) continue;
     if (!states.empty() && !states.contains(job.state)) continue;
-    if (filter.until_ms > 0 && job.submitted_ms > filter.until_ms) continue;
-    if (filter.since_ms > 0 && job.ended_ms > 0 && job.ended_ms < filter.since_ms) continue;
+    if (filter.until && job.submitted_at > *filter.until) continue;
+    if (filter.since && job.ended_at != kNotYet && job.ended_at < *filter.since) continue;
     if (!filter.node.empty() && std::ranges::none_of(job.placement, [&](const TaskPlace& p) {
           return p.node == filter.node;
         })) {

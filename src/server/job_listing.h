@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -43,10 +44,10 @@ struct JobFilter {
   std::string node;                     // jobs with a task on this node
   std::size_t limit = kDefaultJobPage;  // 1..kMaxJobPage
   std::int64_t before = 0;              // the cursor
-  // Job history (sacct's window): only jobs that were in the pool at some time in [since_ms,
-  // until_ms], i.e. submitted at or before until_ms and not ended before since_ms (0: no bound).
-  std::int64_t since_ms = 0;
-  std::int64_t until_ms = 0;
+  // Job history (sacct's window): only jobs that were in the pool at some time in [since,
+  // until], i.e. submitted at or before until and not ended before since (none: no bound).
+  std::optional<Instant> since{};
+  std::optional<Instant> until{};
 };
 
 // One job as listings see it; `view` is server_job_to_json (without the pending reason).
@@ -55,8 +56,8 @@ struct ListedJob {
   std::string tenant;
   std::string queue;
   JobState state = JobState::kPending;
-  std::int64_t submitted_ms = 0;
-  std::int64_t ended_ms = 0;  // 0: not ended
+  Instant submitted_at;
+  Instant ended_at;  // kNotYet: not ended
   std::vector<std::string> ran_on;
   std::vector<TaskPlace> placement;
   nlohmann::json view;

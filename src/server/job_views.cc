@@ -57,7 +57,8 @@ nlohmann::json PlaneViews::burst_pending(const ServerJob& job) const {
   int up = 0;
   for (const std::string& node : run.nodes) {
     const PlaneNode* rented = nodes_.find(node);
-    if (rented != nullptr && rented->kind == NodeKind::kRented && rented->registered_ms != 0) ++up;
+    if (rented != nullptr && rented->kind == NodeKind::kRented && rented->registered_at != kNotYet)
+      ++up;
   }
   return {{"kind", "burst"},
           {"reason", fmt::format("waiting for rented capacity: offer {} from provider {}, {} of {} "
@@ -79,8 +80,7 @@ nlohmann::json PlaneViews::submitted(const ServerJob& job) const {
   return out;
 }
 
-nlohmann::json PlaneViews::why(const Principal& who, const ServerJob& job,
-                               std::int64_t now_ms) const {
+nlohmann::json PlaneViews::why(const Principal& who, const ServerJob& job, Instant now) const {
   const Scheduler& scheduler = state_.scheduler();
   nlohmann::json out = {{"id", job.id}, {"state", job_state_name(job.state)}};
   if (job.state == JobState::kPending) {
@@ -95,15 +95,15 @@ nlohmann::json PlaneViews::why(const Principal& who, const ServerJob& job,
       const PendingReason* current = scheduler.reason(core_id);
       if (auto since = scheduler.reason_since(core_id); since && current) {
         seconds[static_cast<std::size_t>(current->kind)] +=
-            std::max<Seconds>(0, to_seconds(now_ms) - *since);
+            std::max<Seconds>(0, unix_seconds(now) - *since);
       }
       for (int k = 0; k < kPendingKinds; ++k) {
         if (seconds[k] > 0) waited[pending_kind_name(static_cast<PendingKind>(k))] = seconds[k];
       }
     }
     out["waited_seconds"] = std::move(waited);
-    out["pending_seconds"] = to_seconds(now_ms - job.transitions.back().at_ms);
-    if (auto place = scheduler.lane_place(core_id, to_seconds(now_ms)); place && !job.burst) {
+    out["pending_seconds"] = whole_seconds(now - job.transitions.back().at);
+    if (auto place = scheduler.lane_place(core_id, unix_seconds(now)); place && !job.burst) {
       // Only the jobs ahead that the caller may see are named (one lane may hold several
       // tenants' jobs under a pool-wide order).
       nlohmann::json ahead = nlohmann::json::array();
@@ -130,7 +130,7 @@ nlohmann::json PlaneViews::why(const Principal& who, const ServerJob& job,
     for (const TaskPlace& p : job.placement) {
       if (nodes.empty() || nodes.back() != p.node) nodes.push_back(p.node);
     }
-    out["reason"] = fmt::format("running since {} s on {}", to_seconds(now_ms - job.started_ms),
+    out["reason"] = fmt::format("running since {} s on {}", whole_seconds(now - job.started_at),
                                 fmt::join(nodes, ", "));
   } else {
     out["reason"] = job.message;

@@ -49,27 +49,27 @@ Result<BillGrouping> parse_bill_grouping(std::string_view text) {
   return fail("by", fmt::format("unknown grouping '{}'; expected team, job, model or label", text));
 }
 
-Result<void> MarketClerk::open(const Snapshot& snapshot, const TenantsSpec& tenants,
-                               std::int64_t now_ms, Batch& repairs) {
+Result<void> MarketClerk::open(const Snapshot& snapshot, const TenantsSpec& tenants, Instant now,
+                               Batch& repairs) {
   const ControlPlaneSetup& setup = state_.setup();
   if (!setup.market) return {};
   auto book = TenantBook::create(tenants, setup.cluster.models);
   if (!book) return std::unexpected(book.error());
-  const Seconds now = to_seconds(now_ms);
+  const Seconds now_s = unix_seconds(now);
   const Scheduler& scheduler = state_.scheduler();
   auto market = ServerMarket::create(*setup.market, setup.ledger_posting_interval, scheduler.pool(),
-                                     *book, snapshot.ledger, now);
+                                     *book, snapshot.ledger, now_s);
   if (!market) return std::unexpected(market.error());
   market_ = std::move(*market);
   budget_watch_ = BudgetWatch{};
-  budget_watch_.set_next_spend_day(utc_day(now));
+  budget_watch_.set_next_spend_day(utc_day(now_s));
   for (const KeyedRecord& setting : snapshot.settings) {
     auto value = nlohmann::json::parse(setting.document, nullptr, false);
     if (setting.key.starts_with(kAlertPrefix) && value.is_object()) {
       budget_watch_.set_alerted(setting.key.substr(kAlertPrefix.size()),
                                 value.value("quarter", ""));
     } else if (setting.key == kAnomalyDayKey && value.is_object()) {
-      budget_watch_.set_next_spend_day(value.value("day", utc_day(now)));
+      budget_watch_.set_next_spend_day(value.value("day", utc_day(now_s)));
     }
   }
   // Jobs restored running are metered again from now: the time the server was down is not
@@ -82,59 +82,59 @@ Result<void> MarketClerk::open(const Snapshot& snapshot, const TenantsSpec& tena
     const auto tenant = scheduler.book().find_tenant(job.spec.tenant);
     if (!tenant) continue;
     auto ok = market_->desk().start(job.id, *tenant, *assignments, metered_milli(job.spec),
-                                    scheduler.pool(), price_class(job.spec), now);
+                                    scheduler.pool(), price_class(job.spec), now_s);
     if (!ok) return fail("market", fmt::format("job {}: {}", id, ok.error().message()));
   }
   // The budgets as they stand: tenants that spent theirs wait from the start (announced before the
   // restart already: no second budget.exhausted).
-  check_budgets(now_ms, repairs, /*announce=*/false);
+  check_budgets(now, repairs, /*announce=*/false);
   return {};
 }
 
-void MarketClerk::failed(const Error& error, std::int64_t now_ms, Batch& batch) {
-  state_.emit(batch, now_ms, "market.error", {{"reason", error.message()}});
+void MarketClerk::failed(const Error& error, Instant now, Batch& batch) {
+  state_.emit(batch, now, "market.error", {{"reason", error.message()}});
 }
 
-void MarketClerk::advance(std::int64_t now_ms, Batch& batch) {
+void MarketClerk::advance(Instant now, Batch& batch) {
   if (!market_) return;
-  if (auto ok = market_->desk().advance(to_seconds(now_ms), state_.scheduler().pool()); !ok) {
-    failed(ok.error(), now_ms, batch);
+  if (auto ok = market_->desk().advance(unix_seconds(now), state_.scheduler().pool()); !ok) {
+    failed(ok.error(), now, batch);
   }
 }
 
 void MarketClerk::start(const ServerJob& job, const std::vector<Assignment>& assignments,
-                        std::int64_t now_ms, Batch& batch) {
+                        Instant now, Batch& batch) {
   if (!market_) return;
   const Scheduler& scheduler = state_.scheduler();
   const auto tenant = scheduler.book().find_tenant(job.spec.tenant);
   if (!tenant) return;
   // The pass took its decisions with the state the meter was advanced over at its start.
   auto ok = market_->desk().start(job.id, *tenant, assignments, metered_milli(job.spec),
-                                  scheduler.pool(), price_class(job.spec), to_seconds(now_ms));
-  if (!ok) failed(ok.error(), now_ms, batch);
+                                  scheduler.pool(), price_class(job.spec), unix_seconds(now));
+  if (!ok) failed(ok.error(), now, batch);
 }
 
-void MarketClerk::stop(const ServerJob& job, std::int64_t now_ms, Batch& batch) {
+void MarketClerk::stop(const ServerJob& job, Instant now, Batch& batch) {
   if (!market_) return;
-  advance(now_ms, batch);
-  if (auto ok = market_->desk().stop(job.id, to_seconds(now_ms)); !ok) {
-    failed(ok.error(), now_ms, batch);
+  advance(now, batch);
+  if (auto ok = market_->desk().stop(job.id, unix_seconds(now)); !ok) {
+    failed(ok.error(), now, batch);
   }
   store_ledger(batch);
 }
 
-void MarketClerk::charge_rental(ServerJob& job, std::int64_t now_ms, Batch& batch) {
+void MarketClerk::charge_rental(ServerJob& job, Instant now, Batch& batch) {
   if (!market_ || !job.burst) return;
   BurstRun& run = *job.burst;
-  const Seconds from = to_seconds(run.charged_to_ms);
-  const Seconds to = to_seconds(now_ms);
+  const Seconds from = unix_seconds(run.charged_to);
+  const Seconds to = unix_seconds(now);
   if (to <= from) return;
-  run.charged_to_ms = to * 1000;
+  run.charged_to = instant_from_unix_seconds(to);
   const auto offer = offer_index(run.offer);
   const auto tenant = state_.scheduler().book().find_tenant(job.spec.tenant);
   if (!offer || !tenant) return;  // the files changed: nothing to charge it to
   auto charged = market_->charge_burst(job.id, *tenant, *offer, rented_gpus(job.spec), from, to);
-  if (!charged) failed(charged.error(), now_ms, batch);
+  if (!charged) failed(charged.error(), now, batch);
   store_ledger(batch);
 }
 
@@ -145,19 +145,19 @@ void MarketClerk::store_ledger(Batch& batch) {
   }
 }
 
-void MarketClerk::post_ledger(std::int64_t now_ms, Batch& batch) {
-  if (!market_ || !market_->posting_due(to_seconds(now_ms))) return;
-  advance(now_ms, batch);
-  if (auto ok = market_->post(to_seconds(now_ms)); !ok) failed(ok.error(), now_ms, batch);
+void MarketClerk::post_ledger(Instant now, Batch& batch) {
+  if (!market_ || !market_->posting_due(unix_seconds(now))) return;
+  advance(now, batch);
+  if (auto ok = market_->post(unix_seconds(now)); !ok) failed(ok.error(), now, batch);
   for (JobId id : state_.live()) {
     ServerJob& job = state_.jobs().at(id);
     if (!job.burst) continue;
-    charge_rental(job, now_ms, batch);
+    charge_rental(job, now, batch);
     PlaneState::stage(batch, job);
   }
   store_ledger(batch);
-  check_budgets(now_ms, batch);
-  check_anomalies(now_ms, batch);
+  check_budgets(now, batch);
+  check_anomalies(now, batch);
 }
 
 std::vector<OverCost> MarketClerk::over_cost() const {
@@ -176,26 +176,25 @@ std::vector<OverCost> MarketClerk::over_cost() const {
   return over;
 }
 
-void MarketClerk::apply_budget_holds(std::int64_t now_ms, Batch& batch) {
+void MarketClerk::apply_budget_holds(Instant now, Batch& batch) {
   // The holds name tenants of the scheduler's own book: a refusal is a bug, shown and not hidden.
   if (auto ok = budget_watch_.apply(state_.scheduler()); !ok) {
-    state_.internal_error("budget holds", ok.error(), now_ms, batch);
+    state_.internal_error("budget holds", ok.error(), now, batch);
   }
 }
 
-void MarketClerk::replace_book(const TenantsSpec& tenants, std::int64_t now_ms, Batch& batch) {
+void MarketClerk::replace_book(const TenantsSpec& tenants, Instant now, Batch& batch) {
   if (!market_) return;
   auto book = TenantBook::create(tenants, state_.setup().cluster.models);
   if (auto ok =
           book ? market_->desk().replace_book(*book) : Result<void>(std::unexpected(book.error()));
       !ok) {
-    failed(ok.error(), now_ms, batch);
+    failed(ok.error(), now, batch);
   }
 }
 
-void MarketClerk::check_budgets(std::int64_t now_ms, Batch& batch, bool announce) {
-  for (const MarketEvent& event :
-       budget_watch_.check_budgets(market_->desk(), to_seconds(now_ms))) {
+void MarketClerk::check_budgets(Instant now, Batch& batch, bool announce) {
+  for (const MarketEvent& event : budget_watch_.check_budgets(market_->desk(), unix_seconds(now))) {
     switch (event.kind) {
       case MarketEventKind::kBudgetAlert:
         batch.settings.push_back(KeyedRecord{std::string(kAlertPrefix) + event.tenant_name,
@@ -212,15 +211,15 @@ void MarketClerk::check_budgets(std::int64_t now_ms, Batch& batch, bool announce
       case MarketEventKind::kSpendAnomaly:
         continue;
     }
-    state_.emit(batch, now_ms, std::string(market_event_name(event.kind)), budget_figures(event));
+    state_.emit(batch, now, std::string(market_event_name(event.kind)), budget_figures(event));
   }
-  apply_budget_holds(now_ms, batch);
+  apply_budget_holds(now, batch);
 }
 
-void MarketClerk::check_anomalies(std::int64_t now_ms, Batch& batch) {
+void MarketClerk::check_anomalies(Instant now, Batch& batch) {
   const std::optional<std::int64_t> checked = budget_watch_.next_spend_day();
-  for (const MarketEvent& event : budget_watch_.check_spend(market_->desk(), to_seconds(now_ms))) {
-    state_.emit(batch, now_ms, std::string(market_event_name(event.kind)),
+  for (const MarketEvent& event : budget_watch_.check_spend(market_->desk(), unix_seconds(now))) {
+    state_.emit(batch, now, std::string(market_event_name(event.kind)),
                 {{"tenant", event.tenant_name},
                  {"day", utc_date_text(event.day * kSecondsPerDay)},
                  {"spend", whole_credits(event.anomaly.day_spend)},
@@ -259,9 +258,9 @@ std::string MarketClerk::hook_of(const std::string& provider) const {
   return {};
 }
 
-std::optional<std::int64_t> MarketClerk::next_post_ms() const {
+std::optional<Instant> MarketClerk::next_post() const {
   if (!market_) return std::nullopt;
-  return market_->next_post() * 1000;
+  return instant_from_unix_seconds(market_->next_post());
 }
 
 }  // namespace tidepool

@@ -50,28 +50,28 @@ class MarketClerk {
 
   // Opens the market of the setup (if any) over `tenants`, with the stored ledger, and meters the
   // running jobs from now on; budget changes go to `repairs`.
-  Result<void> open(const Snapshot& snapshot, const TenantsSpec& tenants, std::int64_t now_ms,
+  Result<void> open(const Snapshot& snapshot, const TenantsSpec& tenants, Instant now,
                     Batch& repairs);
   // The market; null without one.
   [[nodiscard]] const ServerMarket* market() const { return market_ ? &*market_ : nullptr; }
 
   // Accrues the meter up to now: before any change of what runs or of the nodes.
-  void advance(std::int64_t now_ms, Batch& batch);
+  void advance(Instant now, Batch& batch);
   // A job starts on the pool at `assignments`, or stops running there.
-  void start(const ServerJob& job, const std::vector<Assignment>& assignments, std::int64_t now_ms,
+  void start(const ServerJob& job, const std::vector<Assignment>& assignments, Instant now,
              Batch& batch);
-  void stop(const ServerJob& job, std::int64_t now_ms, Batch& batch);
+  void stop(const ServerJob& job, Instant now, Batch& batch);
   // Charges the job's rented GPUs up to now (burst_desk.h).
-  void charge_rental(ServerJob& job, std::int64_t now_ms, Batch& batch);
+  void charge_rental(ServerJob& job, Instant now, Batch& batch);
   // When a posting is due: posts, charges the rentals, stores, checks budgets and (once a UTC day)
   // spend anomalies.
-  void post_ledger(std::int64_t now_ms, Batch& batch);
+  void post_ledger(Instant now, Batch& batch);
   // The running jobs charged their max_cost.
   [[nodiscard]] std::vector<OverCost> over_cost() const;
   // Tells the scheduler which tenants are held back for budget (after a rebuild).
-  void apply_budget_holds(std::int64_t now_ms, Batch& batch);
+  void apply_budget_holds(Instant now, Batch& batch);
   // The tenants changed: the desk books by the new ones.
-  void replace_book(const TenantsSpec& tenants, std::int64_t now_ms, Batch& batch);
+  void replace_book(const TenantsSpec& tenants, Instant now, Batch& batch);
 
   // Bursting: the offers of the market file (none without a market) and the policy, when bursting
   // is on.
@@ -81,16 +81,16 @@ class MarketClerk {
   // The hook of a provider of the market file ("" if none).
   [[nodiscard]] std::string hook_of(const std::string& provider) const;
   // When the next posting is due, in milliseconds.
-  [[nodiscard]] std::optional<std::int64_t> next_post_ms() const;
+  [[nodiscard]] std::optional<Instant> next_post() const;
 
  private:
   // Moves the entries not yet stored into the batch.
   void store_ledger(Batch& batch);
   // The budget watch's events as server events and settings records; `announce` false: holds are
   // applied without budget.exhausted events (at start).
-  void check_budgets(std::int64_t now_ms, Batch& batch, bool announce = true);
-  void check_anomalies(std::int64_t now_ms, Batch& batch);
-  void failed(const Error& error, std::int64_t now_ms, Batch& batch);
+  void check_budgets(Instant now, Batch& batch, bool announce = true);
+  void check_anomalies(Instant now, Batch& batch);
+  void failed(const Error& error, Instant now, Batch& batch);
 
   PlaneState& state_;
   std::optional<ServerMarket> market_;

@@ -48,7 +48,7 @@ NodeTable::NodeTable(PlaneState& state, MarketClerk& clerk)
   }
 }
 
-Result<void> NodeTable::restore(const std::vector<KeyedRecord>& stored, std::int64_t now_ms) {
+Result<void> NodeTable::restore(const std::vector<KeyedRecord>& stored, Instant now) {
   for (const KeyedRecord& record : stored) {
     auto it = nodes_.find(record.key);
     if (it == nodes_.end()) continue;  // the node left the cluster file
@@ -59,11 +59,14 @@ Result<void> NodeTable::restore(const std::vector<KeyedRecord>& stored, std::int
     PlaneNode& node = it->second;
     node.drained = value.value("drained", false);
     node.drain_reason = value.value("drain_reason", "");
-    node.drained_ms = value.value("drained_ms", std::int64_t{0});
+    const auto instant = [&value](const char* key) {
+      return instant_from_unix_ms(value.value(key, std::int64_t{0}));
+    };
+    node.drained_at = instant("drained_ms");
     node.not_ready = value.value("not_ready", false);
-    node.not_ready_ms = value.value("not_ready_ms", std::int64_t{0});
-    node.registered_ms = value.value("registered_ms", std::int64_t{0});
-    node.last_heartbeat_ms = std::max(value.value("last_heartbeat_ms", std::int64_t{0}), now_ms);
+    node.not_ready_at = instant("not_ready_ms");
+    node.registered_at = instant("registered_ms");
+    node.last_heartbeat_at = std::max(instant("last_heartbeat_ms"), now);
     if (auto reported = value.find("reported"); reported != value.end()) {
       if (auto r = node_registration_from_json(*reported)) node.reported = std::move(*r);
     }
@@ -100,7 +103,7 @@ std::vector<const PlaneNode*> NodeTable::rented() const {
 
 bool NodeTable::schedulable(const PlaneNode& node) const {
   return !node.drained && !node.not_ready &&
-         (node.registered_ms != 0 || state_.setup().simulate_unregistered_nodes);
+         (node.registered_at != kNotYet || state_.setup().simulate_unregistered_nodes);
 }
 
 std::string NodeTable::unschedulable_reason(const PlaneNode& node) const {
@@ -108,9 +111,9 @@ std::string NodeTable::unschedulable_reason(const PlaneNode& node) const {
   if (node.drained) return node.drain_reason;
   if (node.not_ready) {
     return fmt::format("its agent sent no heartbeat for more than {} s (timeout)",
-                       setup.heartbeat_timeout_ms / 1000);
+                       whole_seconds(setup.heartbeat_timeout));
   }
-  if (node.registered_ms == 0 && !setup.simulate_unregistered_nodes) {
+  if (node.registered_at == kNotYet && !setup.simulate_unregistered_nodes) {
     return "no agent has registered the node: start `tidepool agent --node " + node.name +
            "` there";
   }
@@ -128,7 +131,7 @@ Outcome<void> NodeTable::check_agent(const Principal& who, const std::string& no
 }
 
 Outcome<NodeId> NodeTable::register_node(const std::string& name,
-                                         const NodeRegistration& registration, std::int64_t now_ms,
+                                         const NodeRegistration& registration, Instant now,
                                          Batch& batch) {
   auto it = nodes_.find(name);
   if (it == nodes_.end() || it->second.kind != NodeKind::kCluster) {
@@ -169,27 +172,27 @@ Outcome<NodeId> NodeTable::register_node(const std::string& name,
   }
   const bool was_schedulable = schedulable(node);
   node.reported = registration;
-  node.registered_ms = now_ms;
-  node.last_heartbeat_ms = now_ms;
-  state_.emit(batch, now_ms, "node.registered",
+  node.registered_at = now;
+  node.last_heartbeat_at = now;
+  state_.emit(batch, now, "node.registered",
               {{"node", name},
                {"gpus", registration.devices.size()},
                {"address", registration.address},
                {"agent_version", registration.agent_version}});
-  mark_ready(node, was_schedulable, now_ms, batch);
+  mark_ready(node, was_schedulable, now, batch);
   record_node(batch, node);
   return node.id;
 }
 
 void NodeTable::register_rented(const std::string& name, const NodeRegistration& registration,
-                                std::int64_t now_ms) {
+                                Instant now) {
   PlaneNode& node = nodes_.at(name);
   node.reported = registration;
-  node.registered_ms = now_ms;
-  node.last_heartbeat_ms = now_ms;
+  node.registered_at = now;
+  node.last_heartbeat_at = now;
 }
 
-Outcome<const PlaneNode*> NodeTable::heard_from(const std::string& name, std::int64_t now_ms,
+Outcome<const PlaneNode*> NodeTable::heard_from(const std::string& name, Instant now,
                                                 Batch& batch) {
   auto it = nodes_.find(name);
   if (it == nodes_.end()) {
@@ -197,25 +200,25 @@ Outcome<const PlaneNode*> NodeTable::heard_from(const std::string& name, std::in
   }
   PlaneNode& node = it->second;
   if (node.kind == NodeKind::kRented) {
-    if (node.registered_ms == 0) node.registered_ms = now_ms;
-    node.last_heartbeat_ms = now_ms;
+    if (node.registered_at == kNotYet) node.registered_at = now;
+    node.last_heartbeat_at = now;
     return &node;
   }
   const bool was_schedulable = schedulable(node);
-  if (node.registered_ms == 0) node.registered_ms = now_ms;
-  node.last_heartbeat_ms = now_ms;
-  mark_ready(node, was_schedulable, now_ms, batch);
+  if (node.registered_at == kNotYet) node.registered_at = now;
+  node.last_heartbeat_at = now;
+  mark_ready(node, was_schedulable, now, batch);
   record_node(batch, node);
   return &node;
 }
 
 HeartbeatReply NodeTable::answer_heartbeat(const std::string& node,
                                            const std::vector<const ServerJob*>& here,
-                                           const std::vector<GpuReading>& gpus, std::int64_t now_ms,
+                                           const std::vector<GpuReading>& gpus, Instant now,
                                            Batch& batch) {
   HeartbeatReply reply;
   reply.node = node;
-  reply.heartbeat_timeout_ms = state_.setup().heartbeat_timeout_ms;
+  reply.heartbeat_timeout_ms = state_.setup().heartbeat_timeout.count();
   std::vector<std::int64_t> job_by_gpu(static_cast<std::size_t>(kMaxGpusPerNode), 0);
   for (const ServerJob* job : here) {
     reply.jobs.push_back(wire_job_id(job->id));
@@ -225,21 +228,20 @@ HeartbeatReply NodeTable::answer_heartbeat(const std::string& node,
       for (int g : p.gpus) job_by_gpu[static_cast<std::size_t>(g)] = wire_job_id(job->id);
     }
   }
-  for (IdleGpuAlert& alert : telemetry_.update(node, gpus, job_by_gpu, now_ms)) {
-    state_.emit(batch, now_ms, "gpu.idle",
+  for (IdleGpuAlert& alert : telemetry_.update(node, gpus, job_by_gpu, now)) {
+    state_.emit(batch, now, "gpu.idle",
                 {{"node", alert.node},
                  {"gpu", alert.gpu},
                  {"job", alert.job},
                  {"kind", idle_kind_name(alert.kind)},
-                 {"since_ms", alert.since_ms},
+                 {"since_ms", unix_ms(alert.since)},
                  {"reason", alert.reason}});
   }
   return reply;
 }
 
 Outcome<NodeId> NodeTable::set_drained(const Principal& who, const std::string& name, bool drained,
-                                       const std::string& reason, std::int64_t now_ms,
-                                       Batch& batch) {
+                                       const std::string& reason, Instant now, Batch& batch) {
   if (auto ok = check_admin(who); !ok) return std::unexpected(ok.error());
   auto it = nodes_.find(name);
   if (it == nodes_.end() || it->second.kind != NodeKind::kCluster) {
@@ -249,14 +251,14 @@ Outcome<NodeId> NodeTable::set_drained(const Principal& who, const std::string& 
   // Draining a drained node again with another reason replaces the reason (and keeps the time).
   const bool new_reason = drained && node.drained && !reason.empty() && reason != node.drain_reason;
   if (node.drained != drained || new_reason) {
-    clerk_.advance(now_ms, batch);
-    if (!new_reason) node.drained_ms = drained ? now_ms : 0;
+    clerk_.advance(now, batch);
+    if (!new_reason) node.drained_at = drained ? now : kNotYet;
     node.drained = drained;
-    tell_scheduler(node, now_ms, batch);
+    tell_scheduler(node, now, batch);
     node.drain_reason = drained ? (reason.empty() ? "drained by an admin" : reason) : "";
     state_.mark_dirty();
     record_node(batch, node);
-    state_.emit(batch, now_ms, drained ? "node.drained" : "node.undrained",
+    state_.emit(batch, now, drained ? "node.drained" : "node.undrained",
                 {{"node", name}, {"reason", node.drain_reason}});
   }
   return node.id;
@@ -296,63 +298,62 @@ NodeAssignment NodeTable::assignment_of(const ServerJob& job, const std::string&
 
 // --- liveness ---
 
-std::vector<NodeId> NodeTable::silent(std::int64_t now_ms) const {
+std::vector<NodeId> NodeTable::silent(Instant now) const {
   std::vector<NodeId> out;
   for (const PlaneNode* node : pool_) {
-    if (node->registered_ms == 0 || node->not_ready) continue;
-    if (now_ms - node->last_heartbeat_ms > state_.setup().heartbeat_timeout_ms) {
+    if (node->registered_at == kNotYet || node->not_ready) continue;
+    if (now - node->last_heartbeat_at > state_.setup().heartbeat_timeout) {
       out.push_back(node->id);
     }
   }
   return out;
 }
 
-std::string NodeTable::mark_not_ready(NodeId id, std::int64_t now_ms, Batch& batch) {
+std::string NodeTable::mark_not_ready(NodeId id, Instant now, Batch& batch) {
   PlaneNode& node = *pool_[id.value];
-  const std::int64_t silent_ms = now_ms - node.last_heartbeat_ms;
-  const std::int64_t timeout_ms = state_.setup().heartbeat_timeout_ms;
-  clerk_.advance(now_ms, batch);
+  const Millis silent_for = now - node.last_heartbeat_at;
+  const Millis timeout = state_.setup().heartbeat_timeout;
+  clerk_.advance(now, batch);
   node.not_ready = true;
-  node.not_ready_ms = now_ms;
+  node.not_ready_at = now;
   count_failure();
-  tell_scheduler(node, now_ms, batch);
+  tell_scheduler(node, now, batch);
   state_.mark_dirty();
   telemetry_.forget_node(node.name);
   record_node(batch, node);
   std::string reason = fmt::format("node {}'s agent sent no heartbeat for {} s (timeout {} s)",
-                                   node.name, silent_ms / 1000, timeout_ms / 1000);
-  state_.emit(batch, now_ms, "node.not_ready", {{"node", node.name}, {"reason", reason}});
+                                   node.name, whole_seconds(silent_for), whole_seconds(timeout));
+  state_.emit(batch, now, "node.not_ready", {{"node", node.name}, {"reason", reason}});
   return reason;
 }
 
-std::optional<std::int64_t> NodeTable::next_silence_ms() const {
-  std::optional<std::int64_t> next;
+std::optional<Instant> NodeTable::next_silence() const {
+  std::optional<Instant> next;
   for (const auto& [name, node] : nodes_) {
-    if (node.registered_ms == 0 || node.not_ready) continue;
-    const std::int64_t at = node.last_heartbeat_ms + state_.setup().heartbeat_timeout_ms + 1;
+    if (node.registered_at == kNotYet || node.not_ready) continue;
+    const Instant at = node.last_heartbeat_at + state_.setup().heartbeat_timeout + Millis{1};
     if (!next || at < *next) next = at;
   }
   return next;
 }
 
-void NodeTable::mark_ready(PlaneNode& node, bool was_schedulable, std::int64_t now_ms,
-                           Batch& batch) {
+void NodeTable::mark_ready(PlaneNode& node, bool was_schedulable, Instant now, Batch& batch) {
   const bool was_not_ready = node.not_ready;
   node.not_ready = false;
-  node.not_ready_ms = 0;
+  node.not_ready_at = kNotYet;
   if (schedulable(node) != was_schedulable) {
-    clerk_.advance(now_ms, batch);
-    tell_scheduler(node, now_ms, batch);
+    clerk_.advance(now, batch);
+    tell_scheduler(node, now, batch);
     state_.mark_dirty();
   }
-  if (was_not_ready) state_.emit(batch, now_ms, "node.ready", {{"node", node.name}});
+  if (was_not_ready) state_.emit(batch, now, "node.ready", {{"node", node.name}});
 }
 
-void NodeTable::tell_scheduler(const PlaneNode& node, std::int64_t now_ms, Batch& batch) {
+void NodeTable::tell_scheduler(const PlaneNode& node, Instant now, Batch& batch) {
   // A node of the cluster file is the pool's: a refusal is a bug, shown and not hidden.
   if (auto ok = state_.scheduler().set_node_schedulable(node.id, schedulable(node)); !ok) {
-    state_.internal_error("node " + node.name + ": scheduler set_node_schedulable", ok.error(),
-                          now_ms, batch);
+    state_.internal_error("node " + node.name + ": scheduler set_node_schedulable", ok.error(), now,
+                          batch);
   }
 }
 
@@ -361,11 +362,11 @@ void NodeTable::record_node(Batch& batch, const PlaneNode& node) const {
                                     nlohmann::json{
                                         {"drained", node.drained},
                                         {"drain_reason", node.drain_reason},
-                                        {"drained_ms", node.drained_ms},
+                                        {"drained_ms", unix_ms(node.drained_at)},
                                         {"not_ready", node.not_ready},
-                                        {"not_ready_ms", node.not_ready_ms},
-                                        {"registered_ms", node.registered_ms},
-                                        {"last_heartbeat_ms", node.last_heartbeat_ms},
+                                        {"not_ready_ms", unix_ms(node.not_ready_at)},
+                                        {"registered_ms", unix_ms(node.registered_at)},
+                                        {"last_heartbeat_ms", unix_ms(node.last_heartbeat_at)},
                                         {"reported", node_registration_to_json(node.reported)},
                                     }
                                         .dump()});
@@ -373,15 +374,15 @@ void NodeTable::record_node(Batch& batch, const PlaneNode& node) const {
 
 // --- rented nodes ---
 
-void NodeTable::add_rented(const std::string& name, JobId job, int task, std::int64_t registered_ms,
-                           std::int64_t last_heartbeat_ms) {
+void NodeTable::add_rented(const std::string& name, JobId job, int task, Instant registered_at,
+                           Instant last_heartbeat_at) {
   PlaneNode node;
   node.name = name;
   node.kind = NodeKind::kRented;
   node.job = job;
   node.task = task;
-  node.registered_ms = registered_ms;
-  node.last_heartbeat_ms = last_heartbeat_ms;
+  node.registered_at = registered_at;
+  node.last_heartbeat_at = last_heartbeat_at;
   auto it = nodes_.find(name);
   if (it == nodes_.end()) {
     nodes_.emplace(name, std::move(node));

@@ -32,14 +32,14 @@ struct PlaneNode {
   // kCluster: drained by an admin (with the reason and time), or NotReady.
   bool drained = false;
   std::string drain_reason;
-  std::int64_t drained_ms = 0;
+  Instant drained_at;
   bool not_ready = false;  // its agent missed heartbeats
-  std::int64_t not_ready_ms = 0;
+  Instant not_ready_at;
   // kRented: the job and task it was rented for.
   JobId job;
   int task = 0;
-  std::int64_t registered_ms = 0;  // 0: no agent registered it (yet)
-  std::int64_t last_heartbeat_ms = 0;
+  Instant registered_at;  // kNotYet: no agent registered it (yet)
+  Instant last_heartbeat_at;
   NodeRegistration reported;  // what its agent found
 };
 
@@ -52,7 +52,7 @@ class NodeTable {
 
   // The cluster nodes' stored states (those the cluster file still has). A server that was down
   // heard nothing: each agent gets a full timeout from now.
-  Result<void> restore(const std::vector<KeyedRecord>& stored, std::int64_t now_ms);
+  Result<void> restore(const std::vector<KeyedRecord>& stored, Instant now);
   // Cordons in `scheduler` (new, or rebuilt) the cluster nodes that take no jobs.
   Result<void> cordon(Scheduler& scheduler) const;
 
@@ -75,43 +75,41 @@ class NodeTable {
   // A cluster node's agent registered, with what it found: kConflict where that is not what the
   // cluster file declares.
   Outcome<NodeId> register_node(const std::string& node, const NodeRegistration& registration,
-                                std::int64_t now_ms, Batch& batch);
+                                Instant now, Batch& batch);
   // A rented node's agent registered (burst_desk.h checks what it found).
-  void register_rented(const std::string& node, const NodeRegistration& registration,
-                       std::int64_t now_ms);
+  void register_rented(const std::string& node, const NodeRegistration& registration, Instant now);
   // An agent was heard from: a heartbeat from an agent that never registered registers its node
   // (an older agent, or after a restart).
-  Outcome<const PlaneNode*> heard_from(const std::string& node, std::int64_t now_ms, Batch& batch);
+  Outcome<const PlaneNode*> heard_from(const std::string& node, Instant now, Batch& batch);
   // What the node should run (a task of each job of `here`, the running jobs with a task there),
   // and its GPUs' telemetry: alerts of idle GPUs are gpu.idle events.
   HeartbeatReply answer_heartbeat(const std::string& node,
                                   const std::vector<const ServerJob*>& here,
-                                  const std::vector<GpuReading>& gpus, std::int64_t now_ms,
-                                  Batch& batch);
+                                  const std::vector<GpuReading>& gpus, Instant now, Batch& batch);
   // An admin drains or undrains a cluster node; draining a drained node with another reason
   // replaces the reason.
   Outcome<NodeId> set_drained(const Principal& who, const std::string& node, bool drained,
-                              const std::string& reason, std::int64_t now_ms, Batch& batch);
+                              const std::string& reason, Instant now, Batch& batch);
   // What a node's agent needs to run its part of a running job.
   [[nodiscard]] NodeAssignment assignment_of(const ServerJob& job, const std::string& node) const;
 
   // --- liveness ---
   // The registered, ready cluster nodes silent past the heartbeat timeout, in pool order.
-  [[nodiscard]] std::vector<NodeId> silent(std::int64_t now_ms) const;
+  [[nodiscard]] std::vector<NodeId> silent(Instant now) const;
   // Marks a silent node NotReady (cordoned); returns why, for the requeue of its jobs.
-  std::string mark_not_ready(NodeId id, std::int64_t now_ms, Batch& batch);
+  std::string mark_not_ready(NodeId id, Instant now, Batch& batch);
   // A node failed (a cluster node NotReady, or a rented node silent).
   void count_failure() { ++failures_; }
   [[nodiscard]] std::int64_t failures() const { return failures_; }
   // The soonest time an agent heard from may fall silent.
-  [[nodiscard]] std::optional<std::int64_t> next_silence_ms() const;
+  [[nodiscard]] std::optional<Instant> next_silence() const;
 
   // --- rented nodes (burst_desk.h) ---
-  // A node rented for `task` of `job`; restored (after a restart) with `registered_ms` and
-  // `last_heartbeat_ms` from now. A name the cluster file has is not taken: its agent registers
+  // A node rented for `task` of `job`; restored (after a restart) with `registered_at` and
+  // `last_heartbeat_at` from now. A name the cluster file has is not taken: its agent registers
   // the cluster's node, and the rental, never up, is given up at its deadline.
-  void add_rented(const std::string& node, JobId job, int task, std::int64_t registered_ms = 0,
-                  std::int64_t last_heartbeat_ms = 0);
+  void add_rented(const std::string& node, JobId job, int task, Instant registered_at = kNotYet,
+                  Instant last_heartbeat_at = kNotYet);
   // A rented node released: forgotten, and its GPUs' telemetry too.
   void forget_rented(const std::string& node);
 
@@ -120,9 +118,9 @@ class NodeTable {
  private:
   // A NotReady node heard from again: schedulable unless drained.
   // (`was_schedulable`: before the agent was heard from; the scheduler learns of a change.)
-  void mark_ready(PlaneNode& node, bool was_schedulable, std::int64_t now_ms, Batch& batch);
+  void mark_ready(PlaneNode& node, bool was_schedulable, Instant now, Batch& batch);
   // Tells the scheduler whether a cluster node takes jobs now.
-  void tell_scheduler(const PlaneNode& node, std::int64_t now_ms, Batch& batch);
+  void tell_scheduler(const PlaneNode& node, Instant now, Batch& batch);
   void record_node(Batch& batch, const PlaneNode& node) const;
 
   PlaneState& state_;

@@ -122,8 +122,8 @@ Result<Job> PlaneState::to_core_job(const ServerJob& server_job, const TenantBoo
                                      spec.queue, fmt::join(names, ", ")));
   }
   const GpuModelCatalog& models = scheduler_.pool().models();
-  auto job = core_job_of(spec, server_job.id, *tenant, *queue, to_seconds(server_job.submitted_ms),
-                         models);
+  auto job = core_job_of(spec, server_job.id, *tenant, *queue,
+                         unix_seconds(server_job.submitted_at), models);
   if (!job) return job;
   const bool some_node_holds_it = std::ranges::any_of(
       setup_.cluster.nodes,
@@ -167,14 +167,14 @@ std::vector<TaskPlace> PlaneState::to_places(const std::vector<Assignment>& assi
   return out;
 }
 
-void PlaneState::withdraw_pending(const ServerJob& job, std::int64_t now_ms, Batch& batch) {
+void PlaneState::withdraw_pending(const ServerJob& job, Instant now, Batch& batch) {
   // Called for a job the scheduler queues: a refusal is a bug, shown and not hidden.
   const JobId core_id = job.id;
-  if (auto ok = scheduler_.withdraw(core_id, to_seconds(now_ms)); !ok) {
-    internal_error(fmt::format("job {}: scheduler withdraw", job.id), ok.error(), now_ms, batch);
+  if (auto ok = scheduler_.withdraw(core_id, unix_seconds(now)); !ok) {
+    internal_error(fmt::format("job {}: scheduler withdraw", job.id), ok.error(), now, batch);
   }
   if (auto ok = scheduler_.forget(core_id); !ok) {
-    internal_error(fmt::format("job {}: scheduler forget", job.id), ok.error(), now_ms, batch);
+    internal_error(fmt::format("job {}: scheduler forget", job.id), ok.error(), now, batch);
   }
 }
 
@@ -182,12 +182,12 @@ std::optional<std::int64_t> PlaneState::attained_gpu_seconds(const ServerJob& jo
   if (job.burst || (job.state != JobState::kPending && job.state != JobState::kRunning)) {
     return std::nullopt;
   }
-  return scheduler_.attained_gpu_seconds(job.id, to_seconds(last_pass_ms_));
+  return scheduler_.attained_gpu_seconds(job.id, unix_seconds(last_pass_));
 }
 
-void PlaneState::passed(std::int64_t now_ms) {
+void PlaneState::passed(Instant now) {
   dirty_ = false;
-  last_pass_ms_ = now_ms;
+  last_pass_ = now;
 }
 
 // --- tokens ---
@@ -208,9 +208,9 @@ void PlaneState::revoke_tokens(const std::vector<std::string>& ids, Batch& batch
 
 // --- what a command changed ---
 
-void PlaneState::emit(Batch& batch, std::int64_t now_ms, std::string kind,
-                      const nlohmann::json& document) {
-  batch.events.push_back(EventRecord{++last_event_seq_, now_ms, std::move(kind), document.dump()});
+void PlaneState::emit(Batch& batch, Instant now, std::string kind, const nlohmann::json& document) {
+  batch.events.push_back(
+      EventRecord{++last_event_seq_, unix_ms(now), std::move(kind), document.dump()});
 }
 
 void PlaneState::stage(Batch& batch, const ServerJob& job) {
@@ -219,12 +219,11 @@ void PlaneState::stage(Batch& batch, const ServerJob& job) {
   batch.jobs.push_back(std::move(named));
 }
 
-void PlaneState::record_job(Batch& batch, const ServerJob& job, std::int64_t now_ms,
-                            std::string kind) {
+void PlaneState::record_job(Batch& batch, const ServerJob& job, Instant now, std::string kind) {
   stage(batch, job);
   nlohmann::json places = nlohmann::json::array();
   for (const TaskPlace& p : job.placement) places.push_back({{"node", p.node}, {"gpus", p.gpus}});
-  emit(batch, now_ms, std::move(kind),
+  emit(batch, now, std::move(kind),
        {{"job", job.id},
         {"name", job.spec.name},
         {"tenant", job.spec.tenant},
@@ -252,19 +251,18 @@ void PlaneState::seal(Batch& batch) const {
   batch.jobs = std::move(kept);
 }
 
-void PlaneState::internal_error(std::string what, const Error& error, std::int64_t now_ms,
-                                Batch& batch) {
+void PlaneState::internal_error(std::string what, const Error& error, Instant now, Batch& batch) {
   ++internal_errors_;
-  emit(batch, now_ms, "internal.error", {{"what", std::move(what)}, {"reason", error.message()}});
+  emit(batch, now, "internal.error", {{"what", std::move(what)}, {"reason", error.message()}});
 }
 
 // --- figures ---
 
-void PlaneState::observe_queue_wait(const ServerJob& job, std::int64_t now_ms) {
+void PlaneState::observe_queue_wait(const ServerJob& job, Instant now) {
   // Pending since its submission or its requeue, its last transition.
-  const std::int64_t pending_since_ms =
-      job.transitions.empty() ? job.submitted_ms : job.transitions.back().at_ms;
-  queue_waits_[job.spec.tenant].observe(static_cast<double>(now_ms - pending_since_ms) / 1000.0);
+  const Instant pending_since =
+      job.transitions.empty() ? job.submitted_at : job.transitions.back().at;
+  queue_waits_[job.spec.tenant].observe(std::chrono::duration<double>(now - pending_since).count());
 }
 
 }  // namespace tidepool

@@ -31,7 +31,6 @@
 namespace tidepool {
 
 // The server stamps times in milliseconds; the scheduler counts whole seconds.
-inline Seconds to_seconds(std::int64_t ms) { return ms / 1000; }
 
 // Per-tenant admission limits of POST /v1/jobs (server configuration `admission:`); a tenant's
 // entry in the tenants file may set its own max_pending_jobs and submissions_per_second.
@@ -48,7 +47,7 @@ struct ControlPlaneSetup {
   SchedulerConfig scheduler;
   // A node whose agent registered and then sent nothing for this long is NotReady: cordoned, and
   // its running jobs requeued (resuming from their last checkpoint).
-  std::int64_t heartbeat_timeout_ms = 30'000;
+  Millis heartbeat_timeout{30'000};
   // A declared node takes jobs only once its agent has registered it. True: every declared node
   // takes jobs as if an agent ran there (jobs "run" without processes: for benchmarks and tests
   // of the API alone).
@@ -104,7 +103,7 @@ class PlaneState {
   [[nodiscard]] Result<std::vector<Assignment>> to_assignments(const ServerJob& job) const;
   [[nodiscard]] std::vector<TaskPlace> to_places(const std::vector<Assignment>& assignments) const;
   // Takes a job the scheduler queues out of it (held, rented, or to be queued again).
-  void withdraw_pending(const ServerJob& job, std::int64_t now_ms, Batch& batch);
+  void withdraw_pending(const ServerJob& job, Instant now, Batch& batch);
   // GPU-seconds a live job has received as of the last pass; nullopt for a job the scheduler
   // does not hold (ended, or run on rented nodes).
   [[nodiscard]] std::optional<std::int64_t> attained_gpu_seconds(const ServerJob& job) const;
@@ -113,9 +112,9 @@ class PlaneState {
   // Whether something changed since the last pass that a pass should see.
   [[nodiscard]] bool dirty() const { return dirty_; }
   void mark_dirty() { dirty_ = true; }
-  // A pass runs at `now_ms` (what the scheduler knows is as of then).
-  void passed(std::int64_t now_ms);
-  [[nodiscard]] std::int64_t last_pass_ms() const { return last_pass_ms_; }
+  // A pass runs at `now` (what the scheduler knows is as of then).
+  void passed(Instant now);
+  [[nodiscard]] Instant last_pass() const { return last_pass_; }
 
   // --- tokens ---
   [[nodiscard]] TokenTable& tokens() { return *tokens_; }
@@ -126,25 +125,25 @@ class PlaneState {
   void revoke_tokens(const std::vector<std::string>& ids, Batch& batch);
 
   // --- what a command changed ---
-  void emit(Batch& batch, std::int64_t now_ms, std::string kind, const nlohmann::json& document);
+  void emit(Batch& batch, Instant now, std::string kind, const nlohmann::json& document);
   // Names `job` as changed in `batch` (a record without a document); seal() writes it.
   static void stage(Batch& batch, const ServerJob& job);
   // Stages the job and emits `kind` with where it stands.
-  void record_job(Batch& batch, const ServerJob& job, std::int64_t now_ms, std::string kind);
+  void record_job(Batch& batch, const ServerJob& job, Instant now, std::string kind);
   // Writes the documents of the jobs a round changed into `batch`, once per job and as each job
   // stands now (see ControlPlane::seal).
   void seal(Batch& batch) const;
   // A core call that fails only if the plane and its scheduler disagree (a bug, not an input):
   // an internal.error event naming `what` failed and why, and a count in the figures, so that it
   // is seen; the command goes on with the plane's own view.
-  void internal_error(std::string what, const Error& error, std::int64_t now_ms, Batch& batch);
+  void internal_error(std::string what, const Error& error, Instant now, Batch& batch);
   [[nodiscard]] std::int64_t last_event_seq() const { return last_event_seq_; }
   void set_last_event_seq(std::int64_t seq) { last_event_seq_ = seq; }
   [[nodiscard]] std::int64_t internal_errors() const { return internal_errors_; }
 
   // --- figures ---
   // A pending job starts now: how long it waited goes to its tenant's queue waits.
-  void observe_queue_wait(const ServerJob& job, std::int64_t now_ms);
+  void observe_queue_wait(const ServerJob& job, Instant now);
   [[nodiscard]] const std::map<std::string, QueueWaits>& queue_waits() const {
     return queue_waits_;
   }
@@ -159,7 +158,7 @@ class PlaneState {
   std::int64_t last_event_seq_ = 0;
   std::int64_t internal_errors_ = 0;
   bool dirty_ = true;
-  std::int64_t last_pass_ms_ = 0;                  // when the last scheduling pass ran
+  Instant last_pass_;                              // when the last scheduling pass ran
   std::map<std::string, QueueWaits> queue_waits_;  // by tenant, since the server started
 };
 

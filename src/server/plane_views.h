@@ -65,8 +65,7 @@ class PlaneViews {
   [[nodiscard]] nlohmann::json submitted(const ServerJob& job) const;
   // Why the job waits (its reason, the time it waited for each, its place in its lane, the jobs
   // ahead `who` may see), or where it runs, or why it ended.
-  [[nodiscard]] nlohmann::json why(const Principal& who, const ServerJob& job,
-                                   std::int64_t now_ms) const;
+  [[nodiscard]] nlohmann::json why(const Principal& who, const ServerJob& job, Instant now) const;
   // Brings `cache` (each job's listed entry, by id) up to date for the jobs in `changed` (those a
   // committed batch wrote; all of them when `cache` is empty) and returns a snapshot of it with
   // the pending jobs' reasons as of now, as version `version`.

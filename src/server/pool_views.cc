@@ -77,16 +77,16 @@ nlohmann::json PlaneViews::cluster_node(const PlaneNode& node,
       {"leaf", topology.leaves[leaf.value].name},
       {"spine", topology.spines[topology.leaves[leaf.value].spine.value].name},
       {"jobs", std::move(jobs)},
-      {"registered_ms", node.registered_ms},
-      {"last_heartbeat_ms", node.last_heartbeat_ms},
+      {"registered_ms", unix_ms(node.registered_at)},
+      {"last_heartbeat_ms", unix_ms(node.last_heartbeat_at)},
   };
   if (node.drained) {
     out["drain_reason"] = node.drain_reason;
-    out["drained_ms"] = node.drained_ms;
+    out["drained_ms"] = unix_ms(node.drained_at);
   }
-  if (node.not_ready) out["not_ready_ms"] = node.not_ready_ms;
+  if (node.not_ready) out["not_ready_ms"] = unix_ms(node.not_ready_at);
   if (const std::string why = nodes_.unschedulable_reason(node); !why.empty()) out["reason"] = why;
-  if (node.registered_ms != 0) out["agent"] = node_registration_to_json(node.reported);
+  if (node.registered_at != kNotYet) out["agent"] = node_registration_to_json(node.reported);
   return out;
 }
 
@@ -105,7 +105,7 @@ nlohmann::json PlaneViews::rented_node(const PlaneNode& node) const {
                     {"gpu_milli", job.spec.gpu_milli}});
   }
   return {{"name", node.name},
-          {"state", node.registered_ms == 0 ? "starting" : "ready"},
+          {"state", node.registered_at == kNotYet ? "starting" : "ready"},
           {"gpu_model",
            offer ? state_.scheduler().pool().models().name(clerk_.offers()[*offer].model) : ""},
           {"gpus", gpus},
@@ -113,8 +113,8 @@ nlohmann::json PlaneViews::rented_node(const PlaneNode& node) const {
           {"leaf", "(rented)"},
           {"spine", ""},
           {"jobs", std::move(jobs)},
-          {"registered_ms", node.registered_ms},
-          {"last_heartbeat_ms", node.last_heartbeat_ms},
+          {"registered_ms", unix_ms(node.registered_at)},
+          {"last_heartbeat_ms", unix_ms(node.last_heartbeat_at)},
           {"address", node.reported.address},
           {"drain_reason", ""},
           {"burst", true},

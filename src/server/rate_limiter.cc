@@ -4,15 +4,15 @@
 
 namespace tidepool {
 
-bool RateLimiter::allow(const std::string& key, std::int64_t now_ms) {
+bool RateLimiter::allow(const std::string& key, Instant now) {
   if (rate_ <= 0) return true;
   std::lock_guard lock(mutex_);
-  auto [it, inserted] = buckets_.try_emplace(key, Bucket{burst_, now_ms});
+  auto [it, inserted] = buckets_.try_emplace(key, Bucket{burst_, now});
   Bucket& b = it->second;
-  if (now_ms > b.updated_ms) {
-    b.tokens =
-        std::min(burst_, b.tokens + rate_ * static_cast<double>(now_ms - b.updated_ms) / 1000.0);
-    b.updated_ms = now_ms;
+  if (now > b.updated_at) {
+    b.tokens = std::min(
+        burst_, b.tokens + rate_ * std::chrono::duration<double>(now - b.updated_at).count());
+    b.updated_at = now;
   }
   if (b.tokens < 1) return false;
   b.tokens -= 1;

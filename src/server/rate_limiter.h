@@ -7,6 +7,8 @@
 #include <string>
 #include <unordered_map>
 
+#include "core/instant.h"
+
 namespace tidepool {
 
 class RateLimiter {
@@ -14,13 +16,13 @@ class RateLimiter {
   // rate <= 0: no limit.
   RateLimiter(double rate, double burst) : rate_(rate), burst_(burst < 1 ? 1 : burst) {}
 
-  // Whether a request of `key` at `now_ms` may go ahead (it takes one token if so).
-  bool allow(const std::string& key, std::int64_t now_ms);
+  // Whether a request of `key` at `now` may go ahead (it takes one token if so).
+  bool allow(const std::string& key, Instant now);
 
  private:
   struct Bucket {
     double tokens = 0;
-    std::int64_t updated_ms = 0;
+    Instant updated_at;
   };
   double rate_;
   double burst_;

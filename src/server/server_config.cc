@@ -69,10 +69,10 @@ class ConfigReader : private YamlReader {
       }
     }
     for (auto [key, target, most, example] :
-         {std::tuple{"tick", &c.tick_ms, Seconds{3600}, "1s"},
-          std::tuple{"heartbeat_timeout", &c.heartbeat_timeout_ms, Seconds{3600}, "30s"},
-          std::tuple{"idle_gpu_window", &c.idle_gpu_window_ms, Seconds{7 * 86'400}, "15m"},
-          std::tuple{"ledger_posting_interval", &c.ledger_posting_interval_ms, Seconds{86'400},
+         {std::tuple{"tick", &c.tick, Seconds{3600}, "1s"},
+          std::tuple{"heartbeat_timeout", &c.heartbeat_timeout, Seconds{3600}, "30s"},
+          std::tuple{"idle_gpu_window", &c.idle_gpu_window, Seconds{7 * 86'400}, "15m"},
+          std::tuple{"ledger_posting_interval", &c.ledger_posting_interval, Seconds{86'400},
                      "60s"}}) {
       if (auto node = f->get(key)) {
         auto value = text(*node, key);
@@ -83,7 +83,7 @@ class ConfigReader : private YamlReader {
                           fmt::format("expected a duration from 1s to {}, e.g. {}",
                                       format_duration(most), example));
         }
-        *target = *seconds * 1000;
+        *target = millis_from_seconds(*seconds);
       }
     }
     if (auto node = f->get("http_threads")) {

@@ -41,6 +41,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/instant.h"
 #include "core/resources.h"
 
 namespace tidepool {
@@ -54,19 +55,19 @@ struct ServerConfig {
   std::string placement_policy;  // empty: the policy's; "none": the gang placement alone
   std::string database_path = "tidepool.db";
   std::string admin_token_file;  // empty: database_path + ".admin-token"
-  std::int64_t tick_ms = 1000;
+  Millis tick{1000};
   double rate_per_second = 1000;
   double rate_burst = 2000;
   std::string tls_cert;
   std::string tls_key;
   int http_threads = 64;
   bool metrics_token_required = false;
-  std::int64_t heartbeat_timeout_ms = 30'000;
+  Millis heartbeat_timeout{30'000};
   bool simulate_unregistered_nodes = false;
   std::string log_dir;  // empty: database_path + ".logs"
-  std::int64_t idle_gpu_window_ms = 15 * 60'000;
+  Millis idle_gpu_window = std::chrono::minutes{15};
   std::string market_path;  // empty: no market
-  std::int64_t ledger_posting_interval_ms = 60'000;
+  Millis ledger_posting_interval = std::chrono::minutes{1};
   std::int64_t max_pending_jobs = 5000;
   std::int64_t submissions_per_second = 200;
   std::int64_t submission_burst = 1000;

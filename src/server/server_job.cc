@@ -50,10 +50,10 @@ std::optional<JobId> job_id_from_wire(std::int64_t id) {
   return JobId{static_cast<std::uint32_t>(id)};
 }
 
-void ServerJob::move_to(JobState next, std::int64_t at_ms, std::string reason) {
+void ServerJob::move_to(JobState next, Instant at, std::string reason) {
   state = next;
   if (!reason.empty()) message = reason;
-  transitions.push_back(Transition{next, at_ms, std::move(reason)});
+  transitions.push_back(Transition{next, at, std::move(reason)});
 }
 
 void ServerJob::note_ran_on() {
@@ -68,7 +68,7 @@ nlohmann::json server_job_to_json(const ServerJob& job) {
   nlohmann::json transitions = nlohmann::json::array();
   for (const Transition& t : job.transitions) {
     transitions.push_back(
-        {{"state", job_state_name(t.state)}, {"at_ms", t.at_ms}, {"reason", t.reason}});
+        {{"state", job_state_name(t.state)}, {"at_ms", unix_ms(t.at)}, {"reason", t.reason}});
   }
   const auto places_json = [](const std::vector<TaskPlace>& places) {
     nlohmann::json out = nlohmann::json::array();
@@ -81,13 +81,13 @@ nlohmann::json server_job_to_json(const ServerJob& job) {
       {"state", job_state_name(job.state)},
       {"transitions", std::move(transitions)},
       {"placement", places_json(job.placement)},
-      {"submitted_ms", job.submitted_ms},
-      {"started_ms", job.started_ms},
-      {"ended_ms", job.ended_ms},
+      {"submitted_ms", unix_ms(job.submitted_at)},
+      {"started_ms", unix_ms(job.started_at)},
+      {"ended_ms", unix_ms(job.ended_at)},
       {"starts", job.starts},
       {"preemptions", job.preemptions},
       {"message", job.message},
-      {"last_checkpoint_ms", job.last_checkpoint_ms},
+      {"last_checkpoint_ms", unix_ms(job.last_checkpoint_at)},
   };
   if (!job.idempotency_key.empty()) out["idempotency_key"] = job.idempotency_key;
   if (!job.submitter_token.empty()) out["submitter_token"] = job.submitter_token;
@@ -105,15 +105,18 @@ nlohmann::json server_job_to_json(const ServerJob& job) {
     out["last_placement"] = places_json(job.last_placement);
   }
   if (!job.tasks_done.empty()) out["tasks_done"] = job.tasks_done;
-  if (job.lost_work_ms != 0) out["lost_work_ms"] = job.lost_work_ms;
+  if (job.lost_work != Millis{0}) out["lost_work_ms"] = job.lost_work.count();
   if (job.attained_gpu_seconds != 0) out["ended_runs_gpu_seconds"] = job.attained_gpu_seconds;
   if (job.faults != 0) out["faults"] = job.faults;
   if (job.bursts != 0) out["bursts"] = job.bursts;
   if (job.burst) {
     const BurstRun& b = *job.burst;
-    out["burst"] = {
-        {"offer", b.offer},   {"provider", b.provider},         {"nodes", b.nodes},
-        {"tokens", b.tokens}, {"requested_ms", b.requested_ms}, {"charged_to_ms", b.charged_to_ms}};
+    out["burst"] = {{"offer", b.offer},
+                    {"provider", b.provider},
+                    {"nodes", b.nodes},
+                    {"tokens", b.tokens},
+                    {"requested_ms", unix_ms(b.requested_at)},
+                    {"charged_to_ms", unix_ms(b.charged_to)}};
   }
   return out;
 }
@@ -145,7 +148,7 @@ Result<ServerJob> server_job_from_json(const nlohmann::json& value) {
       if (!name || !at || !reason) return fail("transitions", "malformed transition");
       auto s = parse_job_state(*name);
       if (!s) return std::unexpected(s.error());
-      job.transitions.push_back(Transition{*s, *at, std::move(*reason)});
+      job.transitions.push_back(Transition{*s, instant_from_unix_ms(*at), std::move(*reason)});
     }
   }
   for (auto [key, places] :
@@ -171,6 +174,17 @@ Result<ServerJob> server_job_from_json(const nlohmann::json& value) {
   // Figures absent from the document keep their defaults.
   const auto count = body_fields::integer_in(0, std::numeric_limits<std::int64_t>::max());
   const auto job_number = body_fields::integer_in(0, std::numeric_limits<std::uint32_t>::max());
+  const auto unix_time = [&count](const nlohmann::json& v,
+                                  const std::string& path) -> Result<Instant> {
+    auto ms = count(v, path);
+    if (!ms) return std::unexpected(ms.error());
+    return instant_from_unix_ms(*ms);
+  };
+  const auto span = [&count](const nlohmann::json& v, const std::string& path) -> Result<Millis> {
+    auto ms = count(v, path);
+    if (!ms) return std::unexpected(ms.error());
+    return Millis{*ms};
+  };
   std::int64_t array_job = 0;
   const auto text = [](const nlohmann::json& v, const std::string& path) {
     return body_fields::read_text(v, path, std::numeric_limits<std::size_t>::max());
@@ -182,19 +196,19 @@ Result<ServerJob> server_job_from_json(const nlohmann::json& value) {
            body_fields::read_optional(value, "", "held", job.held, text),
            body_fields::read_optional(value, "", "array_job", array_job, job_number),
            body_fields::read_optional(value, "", "array_index", job.array_index, count),
-           body_fields::read_optional(value, "", "submitted_ms", job.submitted_ms, count),
-           body_fields::read_optional(value, "", "started_ms", job.started_ms, count),
-           body_fields::read_optional(value, "", "ended_ms", job.ended_ms, count),
+           body_fields::read_optional(value, "", "submitted_ms", job.submitted_at, unix_time),
+           body_fields::read_optional(value, "", "started_ms", job.started_at, unix_time),
+           body_fields::read_optional(value, "", "ended_ms", job.ended_at, unix_time),
            body_fields::read_optional(value, "", "starts", job.starts, count),
            body_fields::read_optional(value, "", "preemptions", job.preemptions, count),
            body_fields::read_optional(value, "", "message", job.message, text),
-           body_fields::read_optional(value, "", "last_checkpoint_ms", job.last_checkpoint_ms,
-                                      count),
+           body_fields::read_optional(value, "", "last_checkpoint_ms", job.last_checkpoint_at,
+                                      unix_time),
            body_fields::read_optional(value, "", "exit_code", job.exit_code,
                                       body_fields::integer_in(kMinExitCode, kMaxExitCode)),
            body_fields::read_optional(value, "", "checkpoint_step", job.checkpoint_step, count),
            body_fields::read_optional(value, "", "checkpoint_path", job.checkpoint_path, text),
-           body_fields::read_optional(value, "", "lost_work_ms", job.lost_work_ms, count),
+           body_fields::read_optional(value, "", "lost_work_ms", job.lost_work, span),
            body_fields::read_optional(value, "", "ended_runs_gpu_seconds", job.attained_gpu_seconds,
                                       body_fields::integer_in(0, kMaxAttainedGpuSeconds)),
            body_fields::read_optional(value, "", "faults", job.faults, count),
@@ -219,8 +233,8 @@ Result<ServerJob> server_job_from_json(const nlohmann::json& value) {
     b.provider = std::move(*provider);
     b.nodes = std::move(*nodes);
     b.tokens = std::move(*tokens);
-    b.requested_ms = *requested;
-    b.charged_to_ms = *charged;
+    b.requested_at = instant_from_unix_ms(*requested);
+    b.charged_to = instant_from_unix_ms(*charged);
     job.burst = std::move(b);
   }
   return job;

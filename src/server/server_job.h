@@ -19,6 +19,7 @@
 #include "api/job_spec.h"
 #include "core/error.h"
 #include "core/ids.h"
+#include "core/instant.h"
 #include "store/store.h"
 
 namespace tidepool {
@@ -53,7 +54,7 @@ Result<JobState> parse_job_state(std::string_view name);
 
 struct Transition {
   JobState state = JobState::kPending;
-  std::int64_t at_ms = 0;
+  Instant at;
   std::string reason;
 
   friend bool operator==(const Transition&, const Transition&) = default;
@@ -76,8 +77,8 @@ struct BurstRun {
   std::string provider;
   std::vector<std::string> nodes;   // node i runs task i
   std::vector<std::string> tokens;  // the ids of the nodes' agent tokens
-  std::int64_t requested_ms = 0;    // the provider's `up` was asked for
-  std::int64_t charged_to_ms = 0;   // the rented GPUs are charged up to here
+  Instant requested_at;             // the provider's `up` was asked for
+  Instant charged_to;               // the rented GPUs are charged up to here
 
   friend bool operator==(const BurstRun&, const BurstRun&) = default;
 };
@@ -92,19 +93,19 @@ struct ServerJob {
   JobState state = JobState::kPending;
   std::vector<Transition> transitions;  // the first is the submission (pending)
   std::vector<TaskPlace> placement;     // while running: one per task
-  std::int64_t submitted_ms = 0;
+  Instant submitted_at;
   // A job of an array (its spec's `array` at submission): the first job's id and its index.
   JobId array_job;  // JobId{} (0): not of an array
   std::int64_t array_index = 0;
   // Why a pending job is held out of scheduling ("held by token 8e5f (user)"); empty: not held.
   std::string held;
-  std::int64_t started_ms = 0;  // start of the current (or last) run
-  std::int64_t ended_ms = 0;    // when it reached a final state
+  Instant started_at;  // start of the current (or last) run
+  Instant ended_at;    // when it reached a final state
   int starts = 0;
   int preemptions = 0;
   std::optional<int> exit_code;
-  std::string message;                  // the last reason given (preemption, failure, cancellation)
-  std::int64_t last_checkpoint_ms = 0;  // 0: none reported
+  std::string message;         // the last reason given (preemption, failure, cancellation)
+  Instant last_checkpoint_at;  // kNotYet: none reported
   std::optional<std::int64_t> checkpoint_step;
   std::string checkpoint_path;      // where the last checkpoint is: the next run resumes from it
   std::vector<std::string> ran_on;  // every node a run of the job used, sorted
@@ -112,8 +113,8 @@ struct ServerJob {
   // these nodes may still report about it (a checkpoint after the stop notice, the last log bytes);
   // nodes of earlier runs may not.
   std::vector<TaskPlace> last_placement;
-  std::vector<int> tasks_done;    // the current run's tasks that exited 0, sorted
-  std::int64_t lost_work_ms = 0;  // run time not saved by a checkpoint when a run was stopped
+  std::vector<int> tasks_done;  // the current run's tasks that exited 0, sorted
+  Millis lost_work{0};          // run time not saved by a checkpoint when a run was stopped
   // GPU-seconds of service in its runs that ended (the scheduler's count, kept so that a restart
   // or a requeue does not rank it as new work).
   std::int64_t attained_gpu_seconds = 0;
@@ -121,8 +122,8 @@ struct ServerJob {
   std::optional<BurstRun> burst;  // on rented capacity (coming up, or running there)
   int bursts = 0;                 // times it was sent to rented capacity
 
-  // Records a move to `state` at `at_ms` for `reason`.
-  void move_to(JobState state, std::int64_t at_ms, std::string reason);
+  // Records a move to `state` at `at` for `reason`.
+  void move_to(JobState state, Instant at, std::string reason);
   // Adds the nodes of the placement to ran_on and keeps it as last_placement (a run starts).
   void note_ran_on();
 

@@ -27,7 +27,7 @@ std::unexpected<Refused> too_many(std::string reason, std::int64_t retry_after_s
 }  // namespace
 
 Outcome<void> SubmissionGate::admit(const std::string& tenant, std::int64_t pending,
-                                    std::int64_t jobs, std::int64_t now_ms) {
+                                    std::int64_t jobs, Instant now) {
   const AdmissionLimits& limits = setup_.admission;
   const TenantSpec* spec = tenant_spec(setup_.tenants, tenant);
   const std::int64_t max_pending =
@@ -51,11 +51,11 @@ Outcome<void> SubmissionGate::admit(const std::string& tenant, std::int64_t pend
   if (rate <= 0) return {};
   // Refilled at `rate` per second up to the burst; a new tenant starts full.
   const std::int64_t capacity = std::max(limits.submission_burst, rate) * 1000;
-  auto [it, added] = buckets_.try_emplace(tenant, Bucket{capacity, now_ms});
+  auto [it, added] = buckets_.try_emplace(tenant, Bucket{capacity, now});
   Bucket& bucket = it->second;
-  const std::int64_t elapsed = std::max<std::int64_t>(0, now_ms - bucket.updated_ms);
+  const std::int64_t elapsed = std::max(Millis{0}, now - bucket.updated_at).count();
   bucket.milli_tokens = std::min(capacity, bucket.milli_tokens + elapsed * rate);
-  bucket.updated_ms = std::max(bucket.updated_ms, now_ms);
+  bucket.updated_at = std::max(bucket.updated_at, now);
   if (bucket.milli_tokens < 1000) {
     return too_many(fmt::format("tenant '{}' submits more than {} jobs per second, its limit; "
                                 "retry in a second",

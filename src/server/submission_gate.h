@@ -17,17 +17,17 @@ class SubmissionGate {
   // The limits of `setup` (admission, and the tenants' own), which must outlive the gate.
   explicit SubmissionGate(const ControlPlaneSetup& setup) : setup_(setup) {}
 
-  // Whether `jobs` new jobs of `tenant`, which has `pending` jobs waiting, are let in at `now_ms`:
+  // Whether `jobs` new jobs of `tenant`, which has `pending` jobs waiting, are let in at `now`:
   // each counts against max_pending_jobs, all of them as one submission (an array), which takes a
   // token. kTooMany otherwise, with when to try again.
   Outcome<void> admit(const std::string& tenant, std::int64_t pending, std::int64_t jobs,
-                      std::int64_t now_ms);
+                      Instant now);
 
  private:
   // A token bucket in thousandths of a submission.
   struct Bucket {
     std::int64_t milli_tokens = 0;
-    std::int64_t updated_ms = 0;
+    Instant updated_at;
   };
 
   const ControlPlaneSetup& setup_;
