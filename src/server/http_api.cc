@@ -18,6 +18,7 @@
 #include "api/api_bodies.h"
 #include "api/job_spec.h"
 #include "server/http_route.h"
+#include "server/standby_api.h"
 
 namespace tidepool {
 
@@ -341,6 +342,11 @@ void HttpApi::serve() {
   if (server_) server_->serve();
 }
 
+void HttpApi::set_self_url(std::string url) {
+  std::lock_guard lock(self_url_mutex_);
+  self_url_ = std::move(url);
+}
+
 void HttpApi::stop() {
   std::vector<std::shared_ptr<LongPolls::Poll>> parked;
   {
@@ -389,6 +395,10 @@ HeadVerdict HttpApi::on_head(HttpRequest& req) {
     HttpResponse res;
     res.body = R"({"status":"ok"})";
     return HeadVerdict::respond(std::move(res));
+  }
+  if (req.method == "GET" && req.path == "/v1/leader") {
+    std::lock_guard lock(self_url_mutex_);
+    return HeadVerdict::respond(leader_response(self_url_, self_url_));
   }
   if (req.method == "GET" && req.path == "/readyz") {
     const bool ready = loop_.ready();

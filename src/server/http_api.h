@@ -43,6 +43,7 @@
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -102,6 +103,8 @@ class HttpApi {
   void serve();
   // From any thread, at any time (before, during or after serve()); answers the long polls.
   void stop();
+  // This server's URL as clients reach it, for GET /v1/leader (it leads: it serves the API).
+  void set_self_url(std::string url);
 
   struct Route;
   struct Call;
@@ -125,6 +128,8 @@ class HttpApi {
   std::vector<Route> routes_;
   std::unique_ptr<LongPolls> polls_;
   std::unique_ptr<HttpServer> server_;
+  mutable std::mutex self_url_mutex_;  // guards self_url_: set once by the wiring, read by GETs
+  std::string self_url_;
 };
 
 }  // namespace tidepool
