@@ -202,7 +202,10 @@ TEST_F(EtcdStoreTest, LoadMakesTheSameFewCallsWhateverTheStateHolds) {
   std::int64_t id = 0;
   for (int batch = 0; batch < 10; ++batch) {
     Batch jobs;
-    for (int i = 0; i < 40; ++i) jobs.jobs.push_back(job(++id, "vision", "k" + std::to_string(id)));
+    for (int i = 0; i < 40; ++i) {
+      ++id;
+      jobs.jobs.push_back(job(id, "vision", "k" + std::to_string(id)));
+    }
     jobs.nodes = {{"node-" + std::to_string(batch), "{}"}};
     jobs.ledger = {test_support::ledger_entry(batch + 1)};
     ASSERT_TRUE(store->commit(jobs).has_value());

@@ -92,7 +92,7 @@ Result<std::unique_ptr<EtcdTestCluster>> EtcdTestCluster::start(int members,
     }
   }
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (const Member& member : cluster->members_) {
+  for (Member& member : cluster->members_) {
     if (auto up = cluster->wait_until_answering(member, deadline); !up) {
       return std::unexpected(up.error());
     }
