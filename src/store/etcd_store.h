@@ -19,6 +19,9 @@
 //
 // Durability: etcd answers a Txn once a quorum of members has it in its fsynced log.
 //
+// History: every commit adds a revision to etcd's history, which the store never compacts; run
+// etcd with --auto-compaction-retention (or compact from the leader) so its database stays small.
+//
 // Fencing: with `guard` set, every Txn also compares the guard key's mod_revision (the leader's
 // election key) and fails with "leadership lost" if it moved, so a deposed leader writes nothing.
 //

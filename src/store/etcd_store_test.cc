@@ -230,6 +230,24 @@ TEST_F(EtcdStoreTest, PrefixesKeepStoresApart) {
   expect_full_batch(*a);
 }
 
+// Two servers on one prefix, one after the other (a leader and its successor): neither keeps state
+// of its own between calls, so each sees and follows what the other committed.
+TEST_F(EtcdStoreTest, StoresOnOnePrefixFollowEachOthersCommits) {
+  const auto first = open(options());
+  const auto second = open(options());
+  ASSERT_NE(first, nullptr);
+  ASSERT_NE(second, nullptr);
+  ASSERT_TRUE(
+      first->commit(jobs_batch({job(1, "vision", "k")}, {test_support::event(1)})).has_value());
+  ASSERT_TRUE(second->commit(events_batch(2, 2)).has_value());
+  auto taken = second->commit(jobs_batch({job(2, "vision", "k")}));
+  ASSERT_FALSE(taken.has_value());
+  EXPECT_THAT(taken.error().reason, HasSubstr("job 2"));
+  ASSERT_TRUE(first->commit(events_batch(3, 3)).has_value());
+  EXPECT_EQ(load_or_die(*second).last_event_seq, 3);
+  EXPECT_EQ(load_or_die(*first), load_or_die(*second));
+}
+
 TEST(EtcdStoreOpenTest, AnEndpointThatDoesNotAnswerIsNamedInTheError) {
   EtcdStoreOptions options;
   options.endpoints = {"127.0.0.1:1"};
