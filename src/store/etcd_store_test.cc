@@ -248,6 +248,32 @@ TEST_F(EtcdStoreTest, StoresOnOnePrefixFollowEachOthersCommits) {
   EXPECT_EQ(load_or_die(*first), load_or_die(*second));
 }
 
+// A cluster of three keeps serving the store while one member is down: reads move on to another
+// endpoint, and what was committed meanwhile is there when the member comes back.
+TEST(EtcdStoreClusterTest, ThreeMembersServeTheStoreWhileOneIsDown) {
+  auto started = EtcdTestCluster::start(3);
+  ASSERT_TRUE(started.has_value()) << started.error().message();
+  EtcdTestCluster& cluster = **started;
+  EtcdStoreOptions options;
+  options.endpoints = cluster.endpoints();
+  auto opened = open_etcd_store(options);
+  ASSERT_TRUE(opened.has_value()) << opened.error().message();
+  Store& store = **opened;
+  ASSERT_TRUE(store.commit(full_batch()).has_value());
+
+  ASSERT_TRUE(cluster.stop_member(0).has_value());
+  auto committed = store.commit(events_batch(3, 4));
+  ASSERT_TRUE(committed.has_value()) << committed.error().message();
+  EXPECT_EQ(load_or_die(store).last_event_seq, 4);
+
+  ASSERT_TRUE(cluster.start_member(0).has_value());
+  EtcdStoreOptions first_only;
+  first_only.endpoints = {cluster.endpoints()[0]};
+  auto reopened = open_etcd_store(first_only);
+  ASSERT_TRUE(reopened.has_value()) << reopened.error().message();
+  EXPECT_EQ(load_or_die(**reopened), load_or_die(store));
+}
+
 TEST(EtcdStoreOpenTest, AnEndpointThatDoesNotAnswerIsNamedInTheError) {
   EtcdStoreOptions options;
   options.endpoints = {"127.0.0.1:1"};

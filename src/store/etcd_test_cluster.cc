@@ -123,12 +123,23 @@ std::vector<std::string> EtcdTestCluster::endpoints() const {
   return endpoints;
 }
 
-Result<void> EtcdTestCluster::restart_member(std::size_t index) {
+Result<void> EtcdTestCluster::stop_member(std::size_t index) {
+  if (index >= members_.size()) return fail(kClusterField, "no such member");
+  stop(members_[index]);
+  return {};
+}
+
+Result<void> EtcdTestCluster::start_member(std::size_t index) {
   if (index >= members_.size()) return fail(kClusterField, "no such member");
   Member& member = members_[index];
-  stop(member);
+  if (member.pid > 0) return fail(kClusterField, member.name + " is running");
   if (auto spawned = spawn(member, false); !spawned) return spawned;
   return wait_until_answering(member, std::chrono::steady_clock::now() + std::chrono::seconds(30));
+}
+
+Result<void> EtcdTestCluster::restart_member(std::size_t index) {
+  if (auto stopped = stop_member(index); !stopped) return stopped;
+  return start_member(index);
 }
 
 Result<void> EtcdTestCluster::spawn(Member& member, bool fresh) {

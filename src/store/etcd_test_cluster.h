@@ -30,8 +30,11 @@ class EtcdTestCluster {
   // "127.0.0.1:PORT" of each member's client URL, for EtcdStoreOptions::endpoints.
   [[nodiscard]] std::vector<std::string> endpoints() const;
 
-  // Stops member `index` (SIGTERM, then SIGKILL if it lingers) and starts it again on the same
-  // ports and data, waiting until it answers.
+  // Stops member `index` (SIGTERM, then SIGKILL if it lingers).
+  [[nodiscard]] Result<void> stop_member(std::size_t index);
+  // Starts a stopped member again on its ports and data, and waits until it answers.
+  [[nodiscard]] Result<void> start_member(std::size_t index);
+  // Both.
   [[nodiscard]] Result<void> restart_member(std::size_t index);
 
  private:
