@@ -56,6 +56,12 @@ if ! cmake -S "$PWD" -B "$database" -G Ninja -DTIDEPOOL_UNITY_BUILD=OFF \
   echo "check_tidy: could not configure a compile database in $database" >&2
   exit 1
 fi
+# The sources include C++ that protoc generates into the build tree (the etcd store's API).
+if ! cmake --build "$database" --target tidepool_store_etcd_protos >>"$build_dir/tidy-database.log" 2>&1; then
+  cat "$build_dir/tidy-database.log" >&2
+  echo "check_tidy: could not generate the protobuf sources in $database" >&2
+  exit 1
+fi
 # Only what the build compiles (the fuzz harnesses and benchmarks are not in this database).
 checked=()
 for file in "${sources[@]}"; do

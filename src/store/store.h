@@ -1,5 +1,5 @@
 // The server's durable state behind one interface, so that the control plane does not care where
-// it lives: SQLite on one server (sqlite_store.h), an etcd-backed store for several servers later.
+// it lives: SQLite on one server (sqlite_store.h), etcd for several servers (etcd_store.h).
 //
 // The store keeps documents, not the server's types: a job is its id, the few fields that are
 // queried or must be unique (tenant, queue, state, idempotency key) and a JSON document that the

@@ -18,6 +18,8 @@
 #include <utility>
 #include <vector>
 
+#include "store/etcd_store.h"
+#include "store/etcd_test_cluster.h"
 #include "store/memory_store.h"
 #include "store/sqlite_store.h"
 #include "store/store.h"
@@ -57,8 +59,26 @@ std::unique_ptr<Store> open_memory(const TempDir& /*dir*/) {
   return std::make_unique<MemoryStore>();
 }
 
+// One etcd per test program, started by the first etcd store and killed at exit; each store has a
+// prefix of its own, so it starts empty.
+std::unique_ptr<Store> open_etcd(const TempDir& /*dir*/) {
+  static const auto cluster = test_support::EtcdTestCluster::start();
+  static int stores = 0;
+  if (!cluster) {
+    ADD_FAILURE() << cluster.error().message();
+    return nullptr;
+  }
+  EtcdStoreOptions options;
+  options.endpoints = (*cluster)->endpoints();
+  options.prefix = "/tidepool-contract/" + std::to_string(++stores);
+  auto store = open_etcd_store(options);
+  EXPECT_TRUE(store.has_value()) << store.error().message();
+  return store ? std::move(*store) : nullptr;
+}
+
 const StoreKind kSqlite{"sqlite", open_sqlite};
 const StoreKind kMemory{"memory", open_memory};
+const StoreKind kEtcd{"etcd", open_etcd};
 
 void PrintTo(const StoreKind& kind, std::ostream* out) { *out << kind.name; }
 
@@ -542,7 +562,8 @@ TEST_P(EveryStoreTest, ReaderThreadFollowsTheStreamWhileCommitsHappen) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllStores, EveryStoreTest, ::testing::Values(kSqlite, kMemory), kind_name);
+INSTANTIATE_TEST_SUITE_P(AllStores, EveryStoreTest, ::testing::Values(kSqlite, kMemory, kEtcd),
+                         kind_name);
 
 // --- the memory store as the model of every other store --------------------------------------
 
@@ -694,8 +715,8 @@ TEST_P(AgreesWithTheModelTest, SameAnswersAndSameStateAfterEveryBatch) {
   EXPECT_GT(refused, kSeeds * kSteps / 8);
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryStoreButTheModel, AgreesWithTheModelTest, ::testing::Values(kSqlite),
-                         kind_name);
+INSTANTIATE_TEST_SUITE_P(EveryStoreButTheModel, AgreesWithTheModelTest,
+                         ::testing::Values(kSqlite, kEtcd), kind_name);
 
 }  // namespace
 }  // namespace tidepool

@@ -1,0 +1,145 @@
+#include "store/etcd_client.h"
+
+#include <fmt/format.h>
+
+#include <utility>
+
+namespace tidepool {
+namespace {
+
+constexpr const char* kClientField = "etcd store";
+
+const char* status_name(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::OK:
+      return "OK";
+    case grpc::StatusCode::CANCELLED:
+      return "CANCELLED";
+    case grpc::StatusCode::UNKNOWN:
+      return "UNKNOWN";
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      return "INVALID_ARGUMENT";
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::NOT_FOUND:
+      return "NOT_FOUND";
+    case grpc::StatusCode::ALREADY_EXISTS:
+      return "ALREADY_EXISTS";
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return "PERMISSION_DENIED";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      return "FAILED_PRECONDITION";
+    case grpc::StatusCode::ABORTED:
+      return "ABORTED";
+    case grpc::StatusCode::OUT_OF_RANGE:
+      return "OUT_OF_RANGE";
+    case grpc::StatusCode::UNIMPLEMENTED:
+      return "UNIMPLEMENTED";
+    case grpc::StatusCode::INTERNAL:
+      return "INTERNAL";
+    case grpc::StatusCode::UNAVAILABLE:
+      return "UNAVAILABLE";
+    case grpc::StatusCode::DATA_LOSS:
+      return "DATA_LOSS";
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return "UNAUTHENTICATED";
+    default:
+      return "unknown status";
+  }
+}
+
+}  // namespace
+
+EtcdClient::EtcdClient(std::vector<Endpoint> endpoints, std::chrono::milliseconds request_timeout,
+                       EtcdCallCounts* counts)
+    : endpoints_(std::move(endpoints)), request_timeout_(request_timeout), counts_(counts) {}
+
+Result<std::unique_ptr<EtcdClient>> EtcdClient::connect(const std::vector<std::string>& endpoints,
+                                                        const std::string& probe_key,
+                                                        std::chrono::milliseconds dial_timeout,
+                                                        std::chrono::milliseconds request_timeout,
+                                                        EtcdCallCounts* counts) {
+  if (endpoints.empty()) return fail(kClientField, "no etcd endpoint given");
+  std::vector<Endpoint> channels;
+  for (const std::string& address : endpoints) {
+    grpc::ChannelArguments arguments;
+    // load() reads a whole collection in one answer: no cap but protobuf's own (2 GiB).
+    arguments.SetMaxReceiveMessageSize(-1);
+    auto channel =
+        grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), arguments);
+    channels.push_back(Endpoint{address, etcdserverpb::KV::NewStub(channel)});
+  }
+  std::unique_ptr<EtcdClient> client(new EtcdClient(std::move(channels), request_timeout, counts));
+
+  // Each endpoint in turn, waiting for it to connect, until one answers or the time is up.
+  const auto deadline = std::chrono::system_clock::now() + dial_timeout;
+  std::string reasons;
+  for (std::size_t i = 0; i < client->endpoints_.size(); ++i) {
+    const auto share = (deadline - std::chrono::system_clock::now()) /
+                       static_cast<int>(client->endpoints_.size() - i);
+    grpc::ClientContext context;
+    context.set_wait_for_ready(true);
+    context.set_deadline(std::chrono::system_clock::now() + share);
+    etcdserverpb::RangeRequest probe;
+    probe.set_key(probe_key);
+    probe.set_count_only(true);
+    etcdserverpb::RangeResponse response;
+    if (counts != nullptr) ++counts->range;
+    const grpc::Status status = client->endpoints_[i].kv->Range(&context, probe, &response);
+    if (status.ok()) {
+      client->current_ = i;
+      return client;
+    }
+    reasons += fmt::format("{}KV/Range on {}: {} ({})", reasons.empty() ? "" : "; ",
+                           client->endpoints_[i].address, status.error_message(),
+                           status_name(status.error_code()));
+  }
+  return fail(kClientField, fmt::format("no etcd endpoint answered within {} ms: {}",
+                                        dial_timeout.count(), reasons));
+}
+
+template <class Response, class Call>
+Result<Response> EtcdClient::call(const char* method, bool fail_over, Call&& call) {
+  const std::size_t first = current_.load();
+  const std::size_t tries = fail_over ? endpoints_.size() : 1;
+  std::string reasons;
+  for (std::size_t n = 0; n < tries; ++n) {
+    const std::size_t i = (first + n) % endpoints_.size();
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + request_timeout_);
+    Response response;
+    const grpc::Status status = call(*endpoints_[i].kv, context, response);
+    if (status.ok()) {
+      current_ = i;
+      return response;
+    }
+    reasons += fmt::format("{}{} on {}: {} ({})", reasons.empty() ? "" : "; ", method,
+                           endpoints_[i].address, status.error_message(),
+                           status_name(status.error_code()));
+    if (status.error_code() != grpc::StatusCode::UNAVAILABLE) break;
+  }
+  return fail(kClientField, reasons);
+}
+
+Result<etcdserverpb::RangeResponse> EtcdClient::range(const etcdserverpb::RangeRequest& request) {
+  if (counts_ != nullptr) ++counts_->range;
+  return call<etcdserverpb::RangeResponse>(
+      "KV/Range", true,
+      [&](etcdserverpb::KV::Stub& kv, grpc::ClientContext& context,
+          etcdserverpb::RangeResponse& response) {
+        return kv.Range(&context, request, &response);
+      });
+}
+
+Result<etcdserverpb::TxnResponse> EtcdClient::txn(const etcdserverpb::TxnRequest& request,
+                                                  bool writes) {
+  if (counts_ != nullptr) ++counts_->txn;
+  return call<etcdserverpb::TxnResponse>(
+      "KV/Txn", !writes,
+      [&](etcdserverpb::KV::Stub& kv, grpc::ClientContext& context,
+          etcdserverpb::TxnResponse& response) { return kv.Txn(&context, request, &response); });
+}
+
+}  // namespace tidepool

@@ -1,0 +1,57 @@
+// The etcd calls of the store: one gRPC channel per endpoint, a deadline on every call, and gRPC
+// failures turned into errors that name the endpoint and the call. Thread-safe: the stubs may be
+// shared; the endpoint in use is an atomic index.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "store/etcd/etcd_rpc.grpc.pb.h"
+#include "store/etcd_store.h"
+
+namespace tidepool {
+
+class EtcdClient {
+ public:
+  // Fails when no endpoint answers a Range of `probe_key` within `dial_timeout`.
+  [[nodiscard]] static Result<std::unique_ptr<EtcdClient>> connect(
+      const std::vector<std::string>& endpoints, const std::string& probe_key,
+      std::chrono::milliseconds dial_timeout, std::chrono::milliseconds request_timeout,
+      EtcdCallCounts* counts);
+
+  // Reads; when an endpoint is unavailable, tries the next ones.
+  [[nodiscard]] Result<etcdserverpb::RangeResponse> range(
+      const etcdserverpb::RangeRequest& request);
+  // `writes`: a Txn that changes keys is sent to one endpoint only (a resend after a lost answer
+  // could apply it twice); a read-only one fails over like range().
+  [[nodiscard]] Result<etcdserverpb::TxnResponse> txn(const etcdserverpb::TxnRequest& request,
+                                                      bool writes);
+
+ private:
+  struct Endpoint {
+    std::string address;
+    std::unique_ptr<etcdserverpb::KV::Stub> kv;
+  };
+
+  EtcdClient(std::vector<Endpoint> endpoints, std::chrono::milliseconds request_timeout,
+             EtcdCallCounts* counts);
+
+  // Runs `call` on the endpoint in use and, if `fail_over`, on the others while they are
+  // unavailable; the first that answers becomes the one in use.
+  template <class Response, class Call>
+  Result<Response> call(const char* method, bool fail_over, Call&& call);
+
+  std::vector<Endpoint> endpoints_;
+  std::atomic<std::size_t> current_{0};
+  std::chrono::milliseconds request_timeout_;
+  EtcdCallCounts* counts_;
+};
+
+}  // namespace tidepool

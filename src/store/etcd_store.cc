@@ -1,0 +1,248 @@
+#include "store/etcd_store.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <mutex>
+#include <utility>
+
+#include "store/etcd_batch_plan.h"
+#include "store/etcd_client.h"
+#include "store/etcd_keys.h"
+#include "store/etcd_records.h"
+
+namespace tidepool {
+namespace {
+
+constexpr const char* kStoreField = "etcd store";
+// Reads and plans of one commit() before it gives up on a key that keeps changing under it.
+constexpr int kCommitAttempts = 5;
+// What etcd adds to a Txn before it checks --max-request-bytes (its raft request's header).
+constexpr std::int64_t kRequestOverheadBytes = 1024;
+
+etcdserverpb::RequestOp range_op(const std::string& key) {
+  etcdserverpb::RequestOp op;
+  op.mutable_request_range()->set_key(key);
+  return op;
+}
+
+class EtcdStore final : public Store {
+ public:
+  EtcdStore(EtcdStoreOptions options, std::unique_ptr<EtcdClient> client)
+      : options_(std::move(options)), layout_(options_.prefix), client_(std::move(client)) {}
+
+  Result<Snapshot> load() override;
+  Result<void> commit(const Batch& batch) override;
+  Result<std::vector<EventRecord>> events_after(std::int64_t after, int limit) override;
+
+ private:
+  Result<etcdserverpb::RangeResponse> read_range(const etcd_keys::KeyRange& range,
+                                                 std::int64_t revision);
+  Result<etcd_plan::ReadState> read_keys(const std::vector<std::string>& keys);
+  Result<etcdserverpb::TxnRequest> transaction(const etcd_plan::Plan& plan) const;
+
+  const EtcdStoreOptions options_;
+  const etcd_keys::Layout layout_;
+  std::unique_ptr<EtcdClient> client_;
+  std::mutex mutex_;  // serializes load() and commit()
+};
+
+Result<etcdserverpb::RangeResponse> EtcdStore::read_range(const etcd_keys::KeyRange& range,
+                                                          std::int64_t revision) {
+  etcdserverpb::RangeRequest request;
+  request.set_key(range.begin);
+  request.set_range_end(range.end);
+  request.set_revision(revision);
+  return client_->range(request);
+}
+
+// Every collection at one revision, the first range's, so the snapshot is of one moment.
+Result<Snapshot> EtcdStore::load() {
+  std::lock_guard lock(mutex_);
+  Snapshot snapshot;
+
+  auto jobs = read_range(layout_.jobs(), 0);
+  if (!jobs) return std::unexpected(jobs.error());
+  const std::int64_t revision = jobs->header().revision();
+  for (const mvccpb::KeyValue& kv : jobs->kvs()) {
+    const auto id = etcd_keys::parse_number(etcd_keys::Layout::suffix(layout_.jobs(), kv.key()));
+    if (!id) return fail(kStoreField, fmt::format("key {:?} names no job id", kv.key()));
+    auto job = etcd_records::decode_job(*id, kv.key(), kv.value());
+    if (!job) return std::unexpected(job.error());
+    snapshot.jobs.push_back(std::move(*job));
+  }
+
+  auto tokens = read_range(layout_.tokens(), revision);
+  if (!tokens) return std::unexpected(tokens.error());
+  for (const mvccpb::KeyValue& kv : tokens->kvs()) {
+    auto token = etcd_records::decode_token(
+        std::string(etcd_keys::Layout::suffix(layout_.tokens(), kv.key())), kv.key(), kv.value());
+    if (!token) return std::unexpected(token.error());
+    snapshot.tokens.push_back(std::move(*token));
+  }
+
+  for (auto [range, records] : {std::pair{layout_.nodes(), &snapshot.nodes},
+                                std::pair{layout_.settings(), &snapshot.settings}}) {
+    auto keyed = read_range(range, revision);
+    if (!keyed) return std::unexpected(keyed.error());
+    for (const mvccpb::KeyValue& kv : keyed->kvs()) {
+      records->push_back({std::string(etcd_keys::Layout::suffix(range, kv.key())), kv.value()});
+    }
+  }
+
+  auto ledger = read_range(layout_.ledger(), revision);
+  if (!ledger) return std::unexpected(ledger.error());
+  for (const mvccpb::KeyValue& kv : ledger->kvs()) {
+    const auto seq = etcd_keys::parse_number(etcd_keys::Layout::suffix(layout_.ledger(), kv.key()));
+    if (!seq) return fail(kStoreField, fmt::format("key {:?} names no ledger seq", kv.key()));
+    auto entry = etcd_records::decode_ledger(*seq, kv.key(), kv.value());
+    if (!entry) return std::unexpected(entry.error());
+    snapshot.ledger.push_back(std::move(*entry));
+  }
+
+  auto meta = read_range(layout_.meta(), revision);
+  if (!meta) return std::unexpected(meta.error());
+  for (const mvccpb::KeyValue& kv : meta->kvs()) {
+    if (kv.key() != layout_.last_event_seq()) continue;
+    const auto seq = etcd_keys::parse_number(kv.value());
+    if (!seq) return fail(kStoreField, fmt::format("key {:?} holds no seq", kv.key()));
+    snapshot.last_event_seq = *seq;
+  }
+  return snapshot;
+}
+
+// The keys in read-only Txns of at most max_txn_ops ranges each. They need not be of one revision:
+// the commit's compares catch any key that changed after it was read.
+Result<etcd_plan::ReadState> EtcdStore::read_keys(const std::vector<std::string>& keys) {
+  etcd_plan::ReadState read;
+  const auto chunk = static_cast<std::size_t>(std::max<std::int64_t>(1, options_.max_txn_ops));
+  for (std::size_t first = 0; first < keys.size(); first += chunk) {
+    etcdserverpb::TxnRequest request;
+    const std::size_t end = std::min(keys.size(), first + chunk);
+    for (std::size_t i = first; i < end; ++i) *request.add_success() = range_op(keys[i]);
+    auto response = client_->txn(request, /*writes=*/false);
+    if (!response) return std::unexpected(response.error());
+    for (const etcdserverpb::ResponseOp& op : response->responses()) {
+      for (const mvccpb::KeyValue& kv : op.response_range().kvs()) {
+        read[kv.key()] = etcd_plan::ReadValue{kv.value(), kv.mod_revision()};
+      }
+    }
+  }
+  return read;
+}
+
+Result<etcdserverpb::TxnRequest> EtcdStore::transaction(const etcd_plan::Plan& plan) const {
+  etcdserverpb::TxnRequest request;
+  for (const auto& [key, mod_revision] : plan.unchanged) {
+    etcdserverpb::Compare& compare = *request.add_compare();
+    compare.set_key(key);
+    compare.set_target(etcdserverpb::Compare::MOD);
+    compare.set_result(etcdserverpb::Compare::EQUAL);
+    compare.set_mod_revision(mod_revision);
+  }
+  if (options_.guard) {
+    etcdserverpb::Compare& compare = *request.add_compare();
+    compare.set_key(options_.guard->key);
+    compare.set_target(etcdserverpb::Compare::MOD);
+    compare.set_result(etcdserverpb::Compare::EQUAL);
+    compare.set_mod_revision(options_.guard->mod_revision);
+    // On failure, the guard's revision tells a lost leadership from a changed key.
+    *request.add_failure() = range_op(options_.guard->key);
+  }
+  for (const auto& [key, value] : plan.writes) {
+    etcdserverpb::RequestOp& op = *request.add_success();
+    if (value) {
+      op.mutable_request_put()->set_key(key);
+      op.mutable_request_put()->set_value(*value);
+    } else {
+      op.mutable_request_delete_range()->set_key(key);
+    }
+  }
+  const auto compares = static_cast<std::int64_t>(request.compare_size());
+  const auto writes = static_cast<std::int64_t>(request.success_size());
+  if (std::max(compares, writes) > options_.max_txn_ops) {
+    return fail(kStoreField,
+                fmt::format("the batch is too large for one etcd transaction: {} writes and {} "
+                            "compares, etcd allows {} of each (--max-txn-ops); commit smaller "
+                            "batches or raise etcd's limit and the store's max_txn_ops together",
+                            writes, compares, options_.max_txn_ops));
+  }
+  const auto bytes = static_cast<std::int64_t>(request.ByteSizeLong());
+  if (bytes + kRequestOverheadBytes > options_.max_request_bytes) {
+    return fail(kStoreField,
+                fmt::format("the batch is too large for one etcd transaction: {} bytes, etcd "
+                            "allows {} (--max-request-bytes); commit smaller batches or raise "
+                            "etcd's limit and the store's max_request_bytes together",
+                            bytes + kRequestOverheadBytes, options_.max_request_bytes));
+  }
+  return request;
+}
+
+Result<void> EtcdStore::commit(const Batch& batch) {
+  if (batch.empty()) return {};
+  std::lock_guard lock(mutex_);
+  const std::vector<std::string> keys = etcd_plan::keys_to_read(batch, layout_);
+  for (int attempt = 1; attempt <= kCommitAttempts; ++attempt) {
+    auto read = read_keys(keys);
+    if (!read) return std::unexpected(read.error());
+    auto plan = etcd_plan::plan(batch, layout_, *read, kStoreField);
+    if (!plan) return std::unexpected(plan.error());
+    auto request = transaction(*plan);
+    if (!request) return std::unexpected(request.error());
+    auto response = client_->txn(*request, /*writes=*/true);
+    if (!response) return std::unexpected(response.error());
+    if (response->succeeded()) return {};
+    if (options_.guard) {
+      std::int64_t now = 0;
+      for (const etcdserverpb::ResponseOp& op : response->responses()) {
+        for (const mvccpb::KeyValue& kv : op.response_range().kvs()) now = kv.mod_revision();
+      }
+      if (now != options_.guard->mod_revision) {
+        return fail(kStoreField,
+                    fmt::format("leadership lost: the guard key {:?} is at revision {}, not {}; "
+                                "the batch was not written",
+                                options_.guard->key, now, options_.guard->mod_revision));
+      }
+    }
+  }
+  return fail(kStoreField, fmt::format("the keys the batch depends on changed under it {} times "
+                                       "(another writer on prefix {:?}?); nothing was written",
+                                       kCommitAttempts, options_.prefix));
+}
+
+Result<std::vector<EventRecord>> EtcdStore::events_after(std::int64_t after, int limit) {
+  if (limit < 0) return fail("limit", fmt::format("must not be negative, got {}", limit));
+  std::vector<EventRecord> events;
+  if (limit == 0 || after == std::numeric_limits<std::int64_t>::max()) return events;
+  const etcd_keys::KeyRange all = layout_.events();
+  etcdserverpb::RangeRequest request;
+  request.set_key(layout_.event(std::max<std::int64_t>(after, 0) + 1));
+  request.set_range_end(all.end);
+  request.set_limit(limit);
+  auto response = client_->range(request);
+  if (!response) return std::unexpected(response.error());
+  events.reserve(static_cast<std::size_t>(response->kvs_size()));
+  for (const mvccpb::KeyValue& kv : response->kvs()) {
+    const auto seq = etcd_keys::parse_number(etcd_keys::Layout::suffix(all, kv.key()));
+    if (!seq) return fail(kStoreField, fmt::format("key {:?} names no event seq", kv.key()));
+    auto event = etcd_records::decode_event(*seq, kv.key(), kv.value());
+    if (!event) return std::unexpected(event.error());
+    events.push_back(std::move(*event));
+  }
+  return events;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> open_etcd_store(EtcdStoreOptions options) {
+  if (options.prefix.empty()) return fail("prefix", "must not be empty");
+  if (options.max_txn_ops < 1) return fail("max_txn_ops", "must be at least 1");
+  const etcd_keys::Layout layout(options.prefix);
+  auto client = EtcdClient::connect(options.endpoints, layout.last_event_seq(),
+                                    options.dial_timeout, options.request_timeout, options.counts);
+  if (!client) return std::unexpected(client.error());
+  return std::make_unique<EtcdStore>(std::move(options), std::move(*client));
+}
+
+}  // namespace tidepool

@@ -1,0 +1,303 @@
+// What the etcd store promises beyond store.h's contract (store_contract_test.cc runs that over it
+// too): what etcd keeps across a restart, transactions that leave the keyspace as it was, batches
+// over etcd's limits, fencing, and a load() whose calls do not grow with the state.
+#include "store/etcd_store.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "store/etcd_client.h"
+#include "store/etcd_keys.h"
+#include "store/etcd_test_cluster.h"
+#include "store/store.h"
+#include "store/store_test_records.h"
+
+namespace tidepool {
+namespace {
+
+using test_support::EtcdTestCluster;
+using test_support::events_batch;
+using test_support::expect_full_batch;
+using test_support::full_batch;
+using test_support::job;
+using test_support::jobs_batch;
+using test_support::load_or_die;
+using ::testing::HasSubstr;
+
+// Every key and value under a prefix, and the cluster's revision, read past the store.
+struct Keyspace {
+  std::vector<std::pair<std::string, std::string>> kvs;
+  std::int64_t revision = 0;
+};
+
+class EtcdStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto started = EtcdTestCluster::start();
+    ASSERT_TRUE(started.has_value()) << started.error().message();
+    cluster_ = std::move(*started);
+  }
+
+  EtcdStoreOptions options(std::string prefix = "/tidepool") {
+    EtcdStoreOptions options;
+    options.endpoints = cluster_->endpoints();
+    options.prefix = std::move(prefix);
+    options.counts = &counts_;
+    return options;
+  }
+
+  std::unique_ptr<Store> open(EtcdStoreOptions options) {
+    auto store = open_etcd_store(std::move(options));
+    EXPECT_TRUE(store.has_value()) << store.error().message();
+    return store ? std::move(*store) : nullptr;
+  }
+
+  EtcdClient& raw() {
+    if (!raw_) {
+      auto client = EtcdClient::connect(cluster_->endpoints(), "/", std::chrono::seconds(5),
+                                        std::chrono::seconds(5), nullptr);
+      EXPECT_TRUE(client.has_value()) << client.error().message();
+      raw_ = std::move(*client);
+    }
+    return *raw_;
+  }
+
+  Keyspace keyspace(const std::string& prefix = "/tidepool") {
+    etcdserverpb::RangeRequest request;
+    request.set_key(prefix);
+    request.set_range_end(etcd_keys::prefix_end(prefix));
+    auto response = raw().range(request);
+    EXPECT_TRUE(response.has_value()) << response.error().message();
+    Keyspace keyspace;
+    if (!response) return keyspace;
+    keyspace.revision = response->header().revision();
+    for (const mvccpb::KeyValue& kv : response->kvs())
+      keyspace.kvs.emplace_back(kv.key(), kv.value());
+    return keyspace;
+  }
+
+  // Writes `key` and gives its mod_revision.
+  std::int64_t put(const std::string& key, const std::string& value) {
+    etcdserverpb::TxnRequest request;
+    etcdserverpb::PutRequest& put = *request.add_success()->mutable_request_put();
+    put.set_key(key);
+    put.set_value(value);
+    auto response = raw().txn(request, true);
+    EXPECT_TRUE(response.has_value()) << response.error().message();
+    return response ? response->header().revision() : 0;
+  }
+
+  std::unique_ptr<EtcdTestCluster> cluster_;
+  EtcdCallCounts counts_;
+  std::unique_ptr<EtcdClient> raw_;
+};
+
+TEST_F(EtcdStoreTest, WhatWasCommittedSurvivesARestartOfEtcd) {
+  {
+    const auto store = open(options());
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->commit(full_batch()).has_value());
+  }
+  raw_.reset();
+  ASSERT_TRUE(cluster_->restart_member(0).has_value());
+  const auto reopened = open(options());
+  ASSERT_NE(reopened, nullptr);
+  expect_full_batch(*reopened);
+  // And it goes on from there.
+  ASSERT_TRUE(reopened->commit(events_batch(3, 3)).has_value());
+  EXPECT_EQ(load_or_die(*reopened).last_event_seq, 3);
+}
+
+TEST_F(EtcdStoreTest, ARefusedBatchSendsNoWriteAndLeavesTheKeyspaceAsItWas) {
+  const auto store = open(options());
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(
+      store->commit(jobs_batch({job(1, "vision", "k")}, {test_support::event(1)})).has_value());
+  const Keyspace before = keyspace();
+  EXPECT_FALSE(before.kvs.empty());
+
+  auto refused = store->commit(jobs_batch({job(2, "vision"), job(3, "vision", "k")}));
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_THAT(refused.error().reason, HasSubstr("job 3"));
+  const Keyspace after = keyspace();
+  EXPECT_EQ(after.kvs, before.kvs);
+  EXPECT_EQ(after.revision, before.revision);  // no write at all reached etcd
+}
+
+// With a guard (the leader's election key), a write whose guard moved is not applied: a deposed
+// leader changes nothing. The refusal comes from etcd's compare, not from the store's own checks.
+TEST_F(EtcdStoreTest, AGuardedStoreWritesOnlyWhileTheGuardKeyIsUnchanged) {
+  const std::int64_t revision = put("/election/leader", "server-a");
+  ASSERT_GT(revision, 0);
+  EtcdStoreOptions guarded = options();
+  guarded.guard = EtcdGuard{"/election/leader", revision};
+  const auto store = open(guarded);
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->commit(jobs_batch({job(1, "vision")})).has_value());
+
+  const std::int64_t taken_over = put("/election/leader", "server-b");
+  const Keyspace before = keyspace();
+  const std::int64_t txns = counts_.txn;
+  auto refused = store->commit(jobs_batch({job(2, "vision")}, {test_support::event(1)}));
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_THAT(refused.error().reason, HasSubstr("leadership lost"));
+  EXPECT_THAT(refused.error().reason, HasSubstr(std::to_string(taken_over)));
+  EXPECT_EQ(counts_.txn - txns, 2);  // one read, one write that etcd did not apply; no retry
+  const Keyspace after = keyspace();
+  EXPECT_EQ(after.kvs, before.kvs);
+  EXPECT_EQ(after.revision, before.revision);
+}
+
+// Batches over etcd's default limits are refused whole, before anything is sent, with an error
+// that names the limit; batches within them are stored.
+TEST_F(EtcdStoreTest, ABatchOverEtcdsLimitsIsRefusedWithAClearError) {
+  const auto store = open(options());
+  ASSERT_NE(store, nullptr);
+  const Keyspace before = keyspace();
+
+  Batch huge = jobs_batch({job(1, "vision")});
+  huge.jobs[0].document = std::string(2 * 1024 * 1024, 'x');
+  auto too_big = store->commit(huge);
+  ASSERT_FALSE(too_big.has_value());
+  EXPECT_EQ(too_big.error().field, "etcd store");
+  EXPECT_THAT(too_big.error().reason, HasSubstr("--max-request-bytes"));
+
+  auto too_many = store->commit(events_batch(1, 200));
+  ASSERT_FALSE(too_many.has_value());
+  EXPECT_THAT(too_many.error().reason, HasSubstr("--max-txn-ops"));
+  EXPECT_EQ(keyspace().revision, before.revision);
+
+  Batch large = jobs_batch({job(1, "vision")});
+  large.jobs[0].document = std::string(1024 * 1024, 'y');
+  ASSERT_TRUE(store->commit(large).has_value());
+  ASSERT_TRUE(store->commit(events_batch(1, 120)).has_value());
+  const Snapshot snapshot = load_or_die(*store);
+  ASSERT_EQ(snapshot.jobs.size(), 1U);
+  EXPECT_EQ(snapshot.jobs[0].document, large.jobs[0].document);
+  EXPECT_EQ(snapshot.last_event_seq, 120);
+}
+
+// load() reads each collection with one Range, whatever the number of records.
+TEST_F(EtcdStoreTest, LoadMakesTheSameFewCallsWhateverTheStateHolds) {
+  const auto store = open(options());
+  ASSERT_NE(store, nullptr);
+  const auto calls_of_load = [&] {
+    const std::int64_t ranges = counts_.range;
+    const std::int64_t txns = counts_.txn;
+    const Snapshot snapshot = load_or_die(*store);
+    return std::pair{counts_.range - ranges, counts_.txn - txns};
+  };
+  const auto empty = calls_of_load();
+  EXPECT_EQ(empty, (std::pair<std::int64_t, std::int64_t>{6, 0}));
+
+  std::int64_t id = 0;
+  for (int batch = 0; batch < 10; ++batch) {
+    Batch jobs;
+    for (int i = 0; i < 40; ++i) {
+      ++id;
+      jobs.jobs.push_back(job(id, "vision", "k" + std::to_string(id)));
+    }
+    jobs.nodes = {{"node-" + std::to_string(batch), "{}"}};
+    jobs.ledger = {test_support::ledger_entry(batch + 1)};
+    ASSERT_TRUE(store->commit(jobs).has_value());
+  }
+  EXPECT_EQ(calls_of_load(), empty);
+  const Snapshot snapshot = load_or_die(*store);
+  EXPECT_EQ(snapshot.jobs.size(), 400U);
+  EXPECT_EQ(snapshot.jobs.back().id, 400);
+  EXPECT_EQ(snapshot.nodes.size(), 10U);
+  EXPECT_EQ(snapshot.ledger.size(), 10U);
+}
+
+// Two stores on one cluster under different prefixes do not see each other's records.
+TEST_F(EtcdStoreTest, PrefixesKeepStoresApart) {
+  const auto a = open(options("/tidepool-a"));
+  const auto b = open(options("/tidepool-a2"));
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  ASSERT_TRUE(a->commit(full_batch()).has_value());
+  EXPECT_EQ(load_or_die(*b), Snapshot{});
+  ASSERT_TRUE(b->commit(events_batch(1, 1)).has_value());
+  expect_full_batch(*a);
+}
+
+// Two servers on one prefix, one after the other (a leader and its successor): neither keeps state
+// of its own between calls, so each sees and follows what the other committed.
+TEST_F(EtcdStoreTest, StoresOnOnePrefixFollowEachOthersCommits) {
+  const auto first = open(options());
+  const auto second = open(options());
+  ASSERT_NE(first, nullptr);
+  ASSERT_NE(second, nullptr);
+  ASSERT_TRUE(
+      first->commit(jobs_batch({job(1, "vision", "k")}, {test_support::event(1)})).has_value());
+  ASSERT_TRUE(second->commit(events_batch(2, 2)).has_value());
+  auto taken = second->commit(jobs_batch({job(2, "vision", "k")}));
+  ASSERT_FALSE(taken.has_value());
+  EXPECT_THAT(taken.error().reason, HasSubstr("job 2"));
+  ASSERT_TRUE(first->commit(events_batch(3, 3)).has_value());
+  EXPECT_EQ(load_or_die(*second).last_event_seq, 3);
+  EXPECT_EQ(load_or_die(*first), load_or_die(*second));
+}
+
+// A cluster of three keeps serving the store while one member is down: reads move on to another
+// endpoint, and what was committed meanwhile is there when the member comes back.
+TEST(EtcdStoreClusterTest, ThreeMembersServeTheStoreWhileOneIsDown) {
+  auto started = EtcdTestCluster::start(3);
+  ASSERT_TRUE(started.has_value()) << started.error().message();
+  EtcdTestCluster& cluster = **started;
+  EtcdStoreOptions options;
+  options.endpoints = cluster.endpoints();
+  auto opened = open_etcd_store(options);
+  ASSERT_TRUE(opened.has_value()) << opened.error().message();
+  Store& store = **opened;
+  ASSERT_TRUE(store.commit(full_batch()).has_value());
+
+  ASSERT_TRUE(cluster.stop_member(0).has_value());
+  auto committed = store.commit(events_batch(3, 4));
+  ASSERT_TRUE(committed.has_value()) << committed.error().message();
+  EXPECT_EQ(load_or_die(store).last_event_seq, 4);
+
+  ASSERT_TRUE(cluster.start_member(0).has_value());
+  EtcdStoreOptions first_only;
+  first_only.endpoints = {cluster.endpoints()[0]};
+  auto reopened = open_etcd_store(first_only);
+  ASSERT_TRUE(reopened.has_value()) << reopened.error().message();
+  EXPECT_EQ(load_or_die(**reopened), load_or_die(store));
+}
+
+TEST(EtcdStoreOpenTest, AnEndpointThatDoesNotAnswerIsNamedInTheError) {
+  EtcdStoreOptions options;
+  options.endpoints = {"127.0.0.1:1"};
+  options.dial_timeout = std::chrono::milliseconds(300);
+  auto store = open_etcd_store(options);
+  ASSERT_FALSE(store.has_value());
+  EXPECT_EQ(store.error().field, "etcd store");
+  EXPECT_THAT(store.error().reason, HasSubstr("KV/Range on 127.0.0.1:1"));
+}
+
+TEST(EtcdKeysTest, PaddedNumbersSortLikeTheNumbersAndPrefixEndsBoundTheirKeys) {
+  EXPECT_LT(etcd_keys::padded(9), etcd_keys::padded(10));
+  EXPECT_LT(etcd_keys::padded(99), etcd_keys::padded(100));
+  EXPECT_EQ(etcd_keys::padded(std::numeric_limits<std::int64_t>::max()).size(), 20U);
+  EXPECT_EQ(etcd_keys::parse_number(etcd_keys::padded(42)), 42);
+  EXPECT_EQ(etcd_keys::parse_number("4x"), std::nullopt);
+  EXPECT_EQ(etcd_keys::parse_number(""), std::nullopt);
+  EXPECT_EQ(etcd_keys::prefix_end("/a/"), "/a0");
+  EXPECT_EQ(etcd_keys::prefix_end("a\xff"), "b");
+  EXPECT_EQ(etcd_keys::prefix_end("\xff"), std::string(1, '\0'));
+  const etcd_keys::Layout layout("/p");
+  // A tenant and key pair cannot spell another pair's index entry.
+  EXPECT_NE(layout.job_key_index("a/b", "c"), layout.job_key_index("a", "b/c"));
+}
+
+}  // namespace
+}  // namespace tidepool
