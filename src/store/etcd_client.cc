@@ -69,7 +69,8 @@ Result<std::unique_ptr<EtcdClient>> EtcdClient::connect(const std::vector<std::s
     arguments.SetMaxReceiveMessageSize(-1);
     auto channel =
         grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), arguments);
-    channels.push_back(Endpoint{address, etcdserverpb::KV::NewStub(channel)});
+    channels.push_back(Endpoint{address, etcdserverpb::KV::NewStub(channel),
+                                etcdserverpb::Lease::NewStub(channel)});
   }
   std::unique_ptr<EtcdClient> client(new EtcdClient(std::move(channels), request_timeout, counts));
 
@@ -110,7 +111,7 @@ Result<Response> EtcdClient::call(const char* method, bool fail_over, Call&& cal
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + request_timeout_);
     Response response;
-    const grpc::Status status = call(*endpoints_[i].kv, context, response);
+    const grpc::Status status = call(endpoints_[i], context, response);
     if (status.ok()) {
       current_ = i;
       return response;
@@ -127,9 +128,8 @@ Result<etcdserverpb::RangeResponse> EtcdClient::range(const etcdserverpb::RangeR
   if (counts_ != nullptr) ++counts_->range;
   return call<etcdserverpb::RangeResponse>(
       "KV/Range", true,
-      [&](etcdserverpb::KV::Stub& kv, grpc::ClientContext& context,
-          etcdserverpb::RangeResponse& response) {
-        return kv.Range(&context, request, &response);
+      [&](Endpoint& endpoint, grpc::ClientContext& context, etcdserverpb::RangeResponse& response) {
+        return endpoint.kv->Range(&context, request, &response);
       });
 }
 
@@ -138,8 +138,56 @@ Result<etcdserverpb::TxnResponse> EtcdClient::txn(const etcdserverpb::TxnRequest
   if (counts_ != nullptr) ++counts_->txn;
   return call<etcdserverpb::TxnResponse>(
       "KV/Txn", !writes,
-      [&](etcdserverpb::KV::Stub& kv, grpc::ClientContext& context,
-          etcdserverpb::TxnResponse& response) { return kv.Txn(&context, request, &response); });
+      [&](Endpoint& endpoint, grpc::ClientContext& context, etcdserverpb::TxnResponse& response) {
+        return endpoint.kv->Txn(&context, request, &response);
+      });
+}
+
+Result<std::int64_t> EtcdClient::lease_grant(std::int64_t ttl_seconds) {
+  etcdserverpb::LeaseGrantRequest request;
+  request.set_ttl(ttl_seconds);
+  // A grant whose answer was lost leaves a lease that nobody renews: it expires on its own.
+  auto response = call<etcdserverpb::LeaseGrantResponse>(
+      "Lease/LeaseGrant", true,
+      [&](Endpoint& endpoint, grpc::ClientContext& context, etcdserverpb::LeaseGrantResponse& out) {
+        return endpoint.lease->LeaseGrant(&context, request, &out);
+      });
+  if (!response) return std::unexpected(response.error());
+  if (!response->error().empty() || response->id() == 0) {
+    return fail(kClientField, fmt::format("Lease/LeaseGrant refused: {}", response->error()));
+  }
+  return response->id();
+}
+
+Result<void> EtcdClient::lease_revoke(std::int64_t lease) {
+  etcdserverpb::LeaseRevokeRequest request;
+  request.set_id(lease);
+  auto response = call<etcdserverpb::LeaseRevokeResponse>(
+      "Lease/LeaseRevoke", true,
+      [&](Endpoint& endpoint, grpc::ClientContext& context,
+          etcdserverpb::LeaseRevokeResponse& out) {
+        return endpoint.lease->LeaseRevoke(&context, request, &out);
+      });
+  if (!response) return std::unexpected(response.error());
+  return {};
+}
+
+Result<std::int64_t> EtcdClient::lease_keep_alive(std::int64_t lease) {
+  etcdserverpb::LeaseKeepAliveRequest request;
+  request.set_id(lease);
+  // etcd renews leases on a stream; one short stream per renewal keeps every call unary-shaped
+  // (a deadline, a status, failing over like the others).
+  auto response = call<etcdserverpb::LeaseKeepAliveResponse>(
+      "Lease/LeaseKeepAlive", true,
+      [&](Endpoint& endpoint, grpc::ClientContext& context,
+          etcdserverpb::LeaseKeepAliveResponse& out) {
+        auto stream = endpoint.lease->LeaseKeepAlive(&context);
+        if (stream->Write(request)) stream->Read(&out);
+        stream->WritesDone();
+        return stream->Finish();
+      });
+  if (!response) return std::unexpected(response.error());
+  return response->ttl();
 }
 
 }  // namespace tidepool

@@ -34,10 +34,18 @@ class EtcdClient {
   [[nodiscard]] Result<etcdserverpb::TxnResponse> txn(const etcdserverpb::TxnRequest& request,
                                                       bool writes);
 
+  // Leases (for leader election): a new lease of `ttl_seconds`, its id; revoking one (the keys
+  // attached to it go with it); renewing one once, its remaining TTL in seconds (0: it expired
+  // or was revoked).
+  [[nodiscard]] Result<std::int64_t> lease_grant(std::int64_t ttl_seconds);
+  [[nodiscard]] Result<void> lease_revoke(std::int64_t lease);
+  [[nodiscard]] Result<std::int64_t> lease_keep_alive(std::int64_t lease);
+
  private:
   struct Endpoint {
     std::string address;
     std::unique_ptr<etcdserverpb::KV::Stub> kv;
+    std::unique_ptr<etcdserverpb::Lease::Stub> lease;
   };
 
   EtcdClient(std::vector<Endpoint> endpoints, std::chrono::milliseconds request_timeout,

@@ -199,7 +199,7 @@ Result<void> EtcdStore::commit(const Batch& batch) {
         for (const mvccpb::KeyValue& kv : op.response_range().kvs()) now = kv.mod_revision();
       }
       if (now != options_.guard->mod_revision) {
-        return fail(kStoreField,
+        return fail(kLeadershipLostField,
                     fmt::format("leadership lost: the guard key {:?} is at revision {}, not {}; "
                                 "the batch was not written",
                                 options_.guard->key, now, options_.guard->mod_revision));

@@ -149,6 +149,7 @@ TEST_F(EtcdStoreTest, AGuardedStoreWritesOnlyWhileTheGuardKeyIsUnchanged) {
   const std::int64_t txns = counts_.txn;
   auto refused = store->commit(jobs_batch({job(2, "vision")}, {test_support::event(1)}));
   ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().field, kLeadershipLostField);
   EXPECT_THAT(refused.error().reason, HasSubstr("leadership lost"));
   EXPECT_THAT(refused.error().reason, HasSubstr(std::to_string(taken_over)));
   EXPECT_EQ(counts_.txn - txns, 2);  // one read, one write that etcd did not apply; no retry

@@ -117,6 +117,11 @@ struct Snapshot {
   friend bool operator==(const Snapshot&, const Snapshot&) = default;
 };
 
+// The field of the error with which a fenced store (etcd_store.h with a guard) refuses a commit
+// once this server no longer leads: nothing of the batch was written, and no later commit of the
+// store will be. The server stops serving then; its reason says who took over.
+inline constexpr const char* kLeadershipLostField = "leadership";
+
 // Thread safety: every method may be called from any thread. load() and commit() are serialized
 // (the server calls them from its loop thread); events_after() may run concurrently with a commit()
 // and then sees the stream as of some committed batch, never part of one.
