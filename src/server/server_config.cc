@@ -29,7 +29,8 @@ class ConfigReader : private YamlReader {
                {"listen", "cluster", "tenants", "policy", "placement_policy", "database",
                 "admin_token_file", "tick", "rate_limit", "tls", "http_threads",
                 "heartbeat_timeout", "logs", "idle_gpu_window", "market", "ledger_posting_interval",
-                "admission", "metrics_token_required", "simulate_unregistered_nodes"});
+                "admission", "metrics_token_required", "simulate_unregistered_nodes", "store",
+                "advertise_url"});
     if (!f) return std::unexpected(f.error());
     if (auto node = f->get("listen")) {
       auto value = text(*node, "listen");
@@ -142,6 +143,20 @@ class ConfigReader : private YamlReader {
         }
       }
     }
+    if (auto node = f->get("store")) {
+      auto store = read_store(*node);
+      if (!store) return std::unexpected(store.error());
+      c.store = std::move(*store);
+    }
+    if (auto node = f->get("advertise_url")) {
+      auto value = text(*node, "advertise_url");
+      if (!value) return std::unexpected(value.error());
+      if (!value->starts_with("http://") && !value->starts_with("https://")) {
+        return error_at(*node, "advertise_url",
+                        fmt::format("expected an http:// or https:// URL, got '{}'", *value));
+      }
+      c.advertise_url = *value;
+    }
     if (auto node = f->get("tls")) {
       auto tls = fields(*node, "tls", {"cert", "key"});
       if (!tls) return std::unexpected(tls.error());
@@ -154,6 +169,74 @@ class ConfigReader : private YamlReader {
       }
     }
     return c;
+  }
+
+ private:
+  Result<StoreConfig> read_store(const YAML::Node& node) const {
+    StoreConfig store;
+    auto f = fields(node, "store", {"kind", "endpoints", "prefix", "lease_ttl"});
+    if (!f) return std::unexpected(f.error());
+    if (auto kind = f->get("kind")) {
+      auto value = text(*kind, "store.kind");
+      if (!value) return std::unexpected(value.error());
+      if (*value == "sqlite") {
+        store.kind = StoreKind::kSqlite;
+      } else if (*value == "etcd") {
+        store.kind = StoreKind::kEtcd;
+      } else {
+        return error_at(*kind, "store.kind", fmt::format("expected sqlite or etcd, got '{}'", *value));
+      }
+    }
+    const bool etcd = store.kind == StoreKind::kEtcd;
+    for (const char* key : {"endpoints", "prefix", "lease_ttl"}) {
+      if (auto value = f->get(key); value && !etcd) {
+        return error_at(*value, std::string("store.") + key, "only for kind: etcd");
+      }
+    }
+    if (auto endpoints = f->get("endpoints")) {
+      auto list = sequence(*endpoints, "store.endpoints");
+      if (!list) return std::unexpected(list.error());
+      if (list->size() < 1 || list->size() > 16) {
+        return error_at(*endpoints, "store.endpoints", "expected 1..16 host:port entries");
+      }
+      store.endpoints.clear();
+      for (std::size_t i = 0; i < list->size(); ++i) {
+        const std::string path = fmt::format("store.endpoints[{}]", i);
+        auto value = text((*list)[i], path);
+        if (!value) return std::unexpected(value.error());
+        ServerConfig probe;
+        if (auto ok = parse_listen(*value, path, probe); !ok || probe.port == 0) {
+          return error_at((*list)[i], path,
+                          fmt::format("expected host:port of an etcd member, e.g. "
+                                      "127.0.0.1:2379; got '{}'",
+                                      *value));
+        }
+        store.endpoints.push_back(*value);
+      }
+    }
+    if (auto prefix = f->get("prefix")) {
+      auto value = text(*prefix, "store.prefix");
+      if (!value) return std::unexpected(value.error());
+      if (!value->starts_with('/') || value->size() < 2 || value->ends_with('/')) {
+        return error_at(*prefix, "store.prefix",
+                        fmt::format("expected a key prefix such as /tidepool (a leading /, no "
+                                    "trailing /), got '{}'",
+                                    *value));
+      }
+      store.prefix = *value;
+    }
+    if (auto ttl = f->get("lease_ttl")) {
+      auto value = text(*ttl, "store.lease_ttl");
+      if (!value) return std::unexpected(value.error());
+      auto seconds = parse_duration(*value);
+      if (!seconds || *seconds < 2 || *seconds > 60) {
+        return error_at(*ttl, "store.lease_ttl",
+                        fmt::format("expected whole seconds from 2s to 60s, e.g. 3s; got '{}'",
+                                    *value));
+      }
+      store.lease_ttl = millis_from_seconds(*seconds);
+    }
+    return store;
   }
 };
 

@@ -1,15 +1,24 @@
 // The server's configuration file (`tidepool server --config server.yaml`):
 //
 //   listen: 127.0.0.1:8470          # host:port (default 127.0.0.1:8470; port 0: any free port)
-//   cluster: clusters/lab.yaml      # required: the cluster (topology) file, see
-//   config/cluster_file.h tenants: tenants/lab.yaml       # required: orgs, tenants, queues and
-//   quotas policy: tidepool                # tidepool | quota-borrow | tiresias | fifo-firstfit
+//   cluster: clusters/lab.yaml      # required: the cluster (topology) file, config/cluster_file.h
+//   tenants: tenants/lab.yaml       # required: orgs, tenants, queues and quotas
+//   policy: tidepool                # tidepool | quota-borrow | tiresias | fifo-firstfit
 //   placement_policy: fgd           # optional: also place whole-GPU jobs with this policy
 //                                   #   (random, dot-product, gpu-clustering, gpu-packing,
 //                                   #   best-fit, fgd, tidepool) where the topology-aware gang
 //                                   #   placement leaves a choice, or none for the gang
 //                                   #   placement alone; absent: the policy's (tidepool: fgd)
 //   database: tidepool.db           # SQLite file (default ./tidepool.db)
+//   store:                          # where the state lives; absent: SQLite, in `database`
+//     kind: etcd                    #   sqlite | etcd: several servers share the state, one
+//                                   #   leads (store/etcd_election.h), the others stand by
+//     endpoints: [127.0.0.1:2379]   #   etcd: its members' client host:port (1..16)
+//     prefix: /tidepool             #   etcd: the keys' prefix (several pools on one etcd)
+//     lease_ttl: 3s                 #   etcd: a leader silent this long is succeeded (2s..60s)
+//   advertise_url: https://a:8470   # the URL clients and agents reach this server at, which a
+//                                   #   standby names when it sends them to the leader (default:
+//                                   #   http[s]://<listen host, or the host name>:<port>)
 //   admin_token_file: admin.token   # where the first admin token is written (default: the
 //                                   #   database path + ".admin-token"), mode 0600
 //   tick: 1s                        # a scheduling pass at least this often
@@ -39,12 +48,22 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "core/instant.h"
 #include "core/resources.h"
 
 namespace tidepool {
+
+enum class StoreKind { kSqlite, kEtcd };
+
+struct StoreConfig {
+  StoreKind kind = StoreKind::kSqlite;
+  std::vector<std::string> endpoints = {"127.0.0.1:2379"};
+  std::string prefix = "/tidepool";
+  Millis lease_ttl = std::chrono::seconds{3};
+};
 
 struct ServerConfig {
   std::string host = "127.0.0.1";
@@ -54,6 +73,8 @@ struct ServerConfig {
   std::string policy = "tidepool";
   std::string placement_policy;  // empty: the policy's; "none": the gang placement alone
   std::string database_path = "tidepool.db";
+  StoreConfig store;
+  std::string advertise_url;  // empty: from the listening address
   std::string admin_token_file;  // empty: database_path + ".admin-token"
   Millis tick{1000};
   double rate_per_second = 1000;

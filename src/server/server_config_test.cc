@@ -3,6 +3,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <string>
+#include <tuple>
+#include <vector>
+
 namespace tidepool {
 namespace {
 
@@ -33,6 +37,54 @@ TEST(ServerConfigTest, AnUnknownPlacementPolicyIsRefusedWithTheKnownOnes) {
   ASSERT_FALSE(bad.has_value());
   EXPECT_THAT(bad.error().message(), HasSubstr("placement_policy"));
   EXPECT_THAT(bad.error().message(), HasSubstr("best-fit"));
+}
+
+TEST(ServerConfigTest, TheStoreIsSqliteUnlessEtcdIsNamed) {
+  auto plain = read_server_config(kRequired, "server.yaml", "/etc/tidepool");
+  ASSERT_TRUE(plain.has_value()) << plain.error().message();
+  EXPECT_EQ(plain->store.kind, StoreKind::kSqlite);
+  EXPECT_EQ(plain->advertise_url, "");
+
+  auto etcd = read_server_config(
+      std::string(kRequired) +
+          "store:\n  kind: etcd\n  endpoints: [10.0.0.1:2379, 10.0.0.2:2379]\n"
+          "  prefix: /pools/lab\n  lease_ttl: 5s\nadvertise_url: https://a.example:8470\n",
+      "server.yaml", "/etc/tidepool");
+  ASSERT_TRUE(etcd.has_value()) << etcd.error().message();
+  EXPECT_EQ(etcd->store.kind, StoreKind::kEtcd);
+  EXPECT_EQ(etcd->store.endpoints, (std::vector<std::string>{"10.0.0.1:2379", "10.0.0.2:2379"}));
+  EXPECT_EQ(etcd->store.prefix, "/pools/lab");
+  EXPECT_EQ(etcd->store.lease_ttl, std::chrono::seconds{5});
+  EXPECT_EQ(etcd->advertise_url, "https://a.example:8470");
+
+  auto defaults = read_server_config(std::string(kRequired) + "store: {kind: etcd}\n",
+                                     "server.yaml", "/etc/tidepool");
+  ASSERT_TRUE(defaults.has_value()) << defaults.error().message();
+  EXPECT_EQ(defaults->store.endpoints, std::vector<std::string>{"127.0.0.1:2379"});
+  EXPECT_EQ(defaults->store.prefix, "/tidepool");
+  EXPECT_EQ(defaults->store.lease_ttl, std::chrono::seconds{3});
+}
+
+TEST(ServerConfigTest, ABadStoreIsRefusedNamingTheKey) {
+  for (const auto& [text, field, words] : {
+           std::tuple{"store: {kind: zookeeper}", "store.kind", "sqlite or etcd"},
+           std::tuple{"store: {kind: sqlite, endpoints: [a:1]}", "store.endpoints", "only for"},
+           std::tuple{"store: {kind: etcd, endpoints: []}", "store.endpoints", "1..16"},
+           std::tuple{"store: {kind: etcd, endpoints: [etcd-1]}", "store.endpoints[0]",
+                      "host:port"},
+           std::tuple{"store: {kind: etcd, endpoints: [a:0]}", "store.endpoints[0]", "host:port"},
+           std::tuple{"store: {kind: etcd, prefix: tidepool}", "store.prefix", "leading /"},
+           std::tuple{"store: {kind: etcd, prefix: /tidepool/}", "store.prefix", "trailing /"},
+           std::tuple{"store: {kind: etcd, lease_ttl: 1s}", "store.lease_ttl", "2s to 60s"},
+           std::tuple{"store: {kind: etcd, lease_ttl: 2m}", "store.lease_ttl", "2s to 60s"},
+           std::tuple{"store: {kind: etcd, leases: 3}", "leases", ""},
+           std::tuple{"advertise_url: a.example:8470", "advertise_url", "http://"},
+       }) {
+    auto bad = read_server_config(std::string(kRequired) + text + "\n", "server.yaml", "/etc");
+    ASSERT_FALSE(bad.has_value()) << text;
+    EXPECT_THAT(bad.error().message(), HasSubstr(field)) << text;
+    EXPECT_THAT(bad.error().message(), HasSubstr(words)) << text;
+  }
 }
 
 }  // namespace
