@@ -1,6 +1,7 @@
 #include "apps/server_command.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "apps/server_life.h"
 #include "config/cluster_file.h"
 #include "config/market_file.h"
 #include "config/tenants_file.h"
@@ -21,6 +23,9 @@
 #include "server/http_api.h"
 #include "server/server_config.h"
 #include "server/server_metrics.h"
+#include "server/standby_api.h"
+#include "store/etcd_election.h"
+#include "store/etcd_store.h"
 #include "store/sqlite_store.h"
 
 namespace tidepool {
@@ -44,6 +49,28 @@ Result<void> write_private_file(const std::string& path, const std::string& text
   out.close();
   if (!out) return fail(path, "cannot write the file");
   if (::chmod(path.c_str(), S_IRUSR | S_IWUSR) != 0) return fail(path, "cannot make it private");
+  return {};
+}
+
+// The URL clients reach this server at: the configured one, else the listening address (the
+// host name when it listens on every address).
+std::string advertised_url(const ServerConfig& config, const std::string& scheme, int port) {
+  if (!config.advertise_url.empty()) return config.advertise_url;
+  std::string host = config.host;
+  if (host == "0.0.0.0" || host == "::") {
+    char name[256] = {};
+    if (::gethostname(name, sizeof name - 1) == 0) host = name;
+  }
+  return fmt::format("{}://{}:{}", scheme, host, port);
+}
+
+// Writes the port listened on for whoever started the server (tests, scripts); none: no file.
+Result<void> write_port_file(const std::string& path, int port) {
+  if (path.empty()) return {};
+  std::ofstream out(path, std::ios::trunc);
+  out << port << '\n';
+  out.close();
+  if (!out) return fail(path, "cannot write the port file");
   return {};
 }
 
@@ -101,22 +128,85 @@ Result<void> run_server(const ServerFlags& flags) {
     setup.ledger_posting_interval = whole_seconds(config->ledger_posting_interval);
   }
 
-  auto store = open_sqlite_store(config->database_path);
-  if (!store) return std::unexpected(store.error());
-
-  // Block the stop signals in every thread; this one waits for them.
+  // Block the stop signals in every thread (before any starts); one thread waits for them.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  ServerLife life;
+  std::thread signals([&] {
+    int signal = 0;
+    sigwait(&stop_signals, &signal);
+    life.stop(fmt::format("signal {}", signal));
+  });
+  // The signal thread ends with the run, whatever ended it.
+  struct JoinSignals {
+    std::thread& thread;
+    ServerLife& life;
+    ~JoinSignals() {
+      if (!life.ended()) life.stop("the server failed");
+      pthread_kill(thread.native_handle(), SIGTERM);
+      thread.join();
+    }
+  } join_signals{signals, life};
+
+  const bool etcd = config->store.kind == StoreKind::kEtcd;
+  const std::string scheme = config->tls_cert.empty() ? "http" : "https";
+  std::unique_ptr<EtcdElection> election;
+  std::unique_ptr<Store> store;
+  int port = config->port;
+  if (!etcd) {
+    auto sqlite = open_sqlite_store(config->database_path);
+    if (!sqlite) return std::unexpected(sqlite.error());
+    store = std::move(*sqlite);
+  } else {
+    // A standby until this server leads: it answers on the port the API will take.
+    StandbyApi standby(HttpServerOptions{.host = config->host,
+                                         .port = config->port,
+                                         .tls_cert = config->tls_cert,
+                                         .tls_key = config->tls_key},
+                       "");
+    auto bound = standby.bind();
+    if (!bound) return std::unexpected(bound.error());
+    port = *bound;
+    const std::string self = advertised_url(*config, scheme, port);
+    standby.set_self(self);
+    if (auto ok = write_port_file(flags.port_file, port); !ok) return ok;
+    auto opened = EtcdElection::open(EtcdElectionOptions{
+        .endpoints = config->store.endpoints,
+        .prefix = config->store.prefix,
+        .candidate = self,
+        .lease_ttl = std::chrono::duration_cast<std::chrono::seconds>(config->store.lease_ttl)});
+    if (!opened) return std::unexpected(opened.error());
+    election = std::move(*opened);
+    spdlog::info("tidepool server {} standing by on {}://{}:{} (etcd {}, prefix {})", self, scheme,
+                 config->host, port, fmt::join(config->store.endpoints, ","),
+                 config->store.prefix);
+    std::thread standing([&standby] { standby.serve(); });
+    auto guard = campaign(*election, standby, life, Millis{200});
+    standby.stop();
+    standing.join();
+    if (!guard) {
+      spdlog::info("stopped ({})", life.ended() ? "before leading" : "");
+      return {};
+    }
+    auto fenced = open_etcd_store(EtcdStoreOptions{.endpoints = config->store.endpoints,
+                                                   .prefix = config->store.prefix,
+                                                   .guard = *guard});
+    if (!fenced) return std::unexpected(fenced.error());
+    store = std::move(*fenced);
+  }
 
   ServerMetrics metrics;
-  ControlLoop loop(std::move(*store), std::move(setup), ControlLoop::Options{config->tick},
+  ControlLoop loop(std::move(store), std::move(setup),
+                   ControlLoop::Options{.tick = config->tick,
+                                        .on_leadership_lost =
+                                            [&life](const Error& error) { life.lose(error.reason); }},
                    metrics);
   HttpApi api(loop, metrics,
               HttpOptions{.host = config->host,
-                          .port = config->port,
+                          .port = port,
                           .tls_cert = config->tls_cert,
                           .tls_key = config->tls_key,
                           .rate_per_second = config->rate_per_second,
@@ -125,36 +215,42 @@ Result<void> run_server(const ServerFlags& flags) {
                           .threads = config->http_threads,
                           .log_dir = config->log_dir,
                           .metrics_token_required = config->metrics_token_required});
-  auto port = api.bind();
-  if (!port) return std::unexpected(port.error());
+  auto bound = api.bind();
+  if (!bound) return std::unexpected(bound.error());
+  port = *bound;
+  const std::string self = advertised_url(*config, scheme, port);
+  api.set_self_url(self);
   // Burst providers' hooks hand this URL to the agents they start.
-  std::string advertised = config->host;
-  if (advertised == "0.0.0.0" || advertised == "::") {
-    char name[256] = {};
-    if (::gethostname(name, sizeof name - 1) == 0) advertised = name;
-  }
-  loop.set_server_url(
-      fmt::format("{}://{}:{}", config->tls_cert.empty() ? "http" : "https", advertised, *port));
+  loop.set_server_url(self);
   auto started = loop.start();
   if (!started) return std::unexpected(started.error());
   if (*started) {
     if (auto ok = write_private_file(config->admin_token_file, **started); !ok) return ok;
     spdlog::info("created the first admin token; it is in {}", config->admin_token_file);
   }
-  if (!flags.port_file.empty()) {
-    std::ofstream out(flags.port_file, std::ios::trunc);
-    out << *port << '\n';
+  if (!etcd) {
+    if (auto ok = write_port_file(flags.port_file, port); !ok) return ok;
   }
-  spdlog::info("tidepool server listening on {}://{}:{} (database {}, policy {})",
-               config->tls_cert.empty() ? "http" : "https", config->host, *port,
-               config->database_path, config->policy);
+  spdlog::info("tidepool server listening on {}://{}:{} ({}, policy {})", scheme, config->host,
+               port,
+               etcd ? fmt::format("etcd {}, prefix {}, leading",
+                                  fmt::join(config->store.endpoints, ","), config->store.prefix)
+                    : "database " + config->database_path,
+               config->policy);
   std::thread http([&api] { api.serve(); });
-  int signal = 0;
-  sigwait(&stop_signals, &signal);
-  spdlog::info("signal {}: shutting down", signal);
+  if (election) {
+    keep_leading(*election, life);
+  } else {
+    while (!life.wait_for(std::chrono::hours{1})) {
+    }
+  }
+  const std::optional<std::string> lost = life.lost();
+  spdlog::info("{}: shutting down", lost ? "leadership lost" : "stop requested");
   api.stop();
   http.join();
   loop.stop();
+  if (lost) return fail("leadership", *lost);
+  if (election) resign(*election);
   spdlog::info("stopped");
   return {};
 }

@@ -207,6 +207,11 @@ void ControlLoop::round(std::vector<Pending>& work, bool pass_due) {
   Batch batch;
   std::vector<Reply> replies;
   replies.reserve(work.size());
+  if (deposed_) {
+    replies.assign(work.size(), unavailable("this server no longer leads: " + deposed_->reason));
+    answer(work, replies);
+    return;
+  }
   for (Pending& p : work) replies.push_back(p.command(*plane_, now, batch));
   const bool pass = pass_due || plane_->wants_pass();
   if (pass) {
@@ -226,6 +231,13 @@ void ControlLoop::round(std::vector<Pending>& work, bool pass_due) {
       events_->publish(batch.events);
       log_events(batch.events);
       run_hooks();
+    } else if (committed.error().field == kLeadershipLostField) {
+      // Another server leads: nothing of this round was written, nor will anything later be.
+      metrics_.count_commit_failure();
+      spdlog::critical("{}; this server stops serving", committed.error().message());
+      deposed_ = committed.error();
+      for (Reply& r : replies) r = unavailable("this server no longer leads: " + deposed_->reason);
+      if (options_.on_leadership_lost) options_.on_leadership_lost(*deposed_);
     } else {
       metrics_.count_commit_failure();
       spdlog::error("store commit failed ({}); reloading the state from the store",

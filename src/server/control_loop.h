@@ -37,6 +37,11 @@ class ControlLoop {
   struct Options {
     std::chrono::milliseconds tick{1000};
     std::size_t events_kept = 100'000;
+    // Called once, on the loop thread, when the store refuses a commit because this server no
+    // longer leads (kLeadershipLostField, a fenced etcd store): from then on every command is
+    // answered unavailable and nothing is committed. It must not block; the wiring stops the
+    // server.
+    std::function<void(const Error&)> on_leadership_lost;
   };
 
   ControlLoop(std::unique_ptr<Store> store, ControlPlaneSetup setup, Options options,
@@ -97,6 +102,7 @@ class ControlLoop {
   Options options_;
   ServerMetrics& metrics_;
   std::shared_ptr<TokenTable> tokens_ = std::make_shared<TokenTable>();
+  std::optional<Error> deposed_;  // loop thread: why this server no longer leads
   std::unique_ptr<EventFeed> events_;
   std::unique_ptr<ControlPlane> plane_;  // owned by the loop thread once started
   // Listings (loop thread): each job's listed entry, and the jobs changed since the last snapshot.

@@ -58,6 +58,11 @@ void StandbyApi::serve() { server_->serve(); }
 
 void StandbyApi::stop() { server_->stop(); }
 
+void StandbyApi::set_self(std::string self) {
+  std::lock_guard lock(mutex_);
+  self_ = std::move(self);
+}
+
 void StandbyApi::set_leader(std::optional<std::string> leader) {
   std::lock_guard lock(mutex_);
   leader_ = std::move(leader);
@@ -65,9 +70,11 @@ void StandbyApi::set_leader(std::optional<std::string> leader) {
 
 HeadVerdict StandbyApi::on_head(const HttpRequest& request) const {
   std::optional<std::string> leader;
+  std::string self;
   {
     std::lock_guard lock(mutex_);
     leader = leader_;
+    self = self_;
   }
   if (request.method == "GET" && request.path == "/healthz") {
     return HeadVerdict::respond(json_response(200, {{"status", "ok"}}));
@@ -77,7 +84,7 @@ HeadVerdict StandbyApi::on_head(const HttpRequest& request) const {
         json_response(503, {{"status", "standby"}, {"leader", leader_json(leader)}}));
   }
   if (request.method == "GET" && request.path == "/v1/leader") {
-    return HeadVerdict::respond(leader_response(leader, self_));
+    return HeadVerdict::respond(leader_response(leader, self));
   }
   return HeadVerdict::respond(not_the_leader_response(leader));
 }

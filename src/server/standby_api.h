@@ -45,12 +45,14 @@ class StandbyApi {
 
   // The leader the answers name from now on (none: an election is under way). Any thread.
   void set_leader(std::optional<std::string> leader);
+  // This server's own URL, once known (after bind() with port 0). Any thread.
+  void set_self(std::string self);
 
  private:
   HeadVerdict on_head(const HttpRequest& request) const;
 
+  mutable std::mutex mutex_;  // guards self_ and leader_: set by the wiring, read by I/O threads
   std::string self_;
-  mutable std::mutex mutex_;  // guards leader_: the election thread sets it, I/O threads read it
   std::optional<std::string> leader_;
   std::unique_ptr<HttpServer> server_;
 };
