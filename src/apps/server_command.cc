@@ -133,12 +133,15 @@ Result<void> run_server(const ServerFlags& flags) {
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGUSR1);  // the end of the run wakes the waiting thread
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   ServerLife life;
   std::thread signals([&] {
     int signal = 0;
-    sigwait(&stop_signals, &signal);
-    life.stop(fmt::format("signal {}", signal));
+    do {
+      sigwait(&stop_signals, &signal);
+    } while (signal == SIGUSR1 && !life.ended());
+    if (signal != SIGUSR1) life.stop(fmt::format("signal {}", signal));
   });
   // The signal thread ends with the run, whatever ended it.
   struct JoinSignals {
@@ -146,7 +149,7 @@ Result<void> run_server(const ServerFlags& flags) {
     ServerLife& life;
     ~JoinSignals() {
       if (!life.ended()) life.stop("the server failed");
-      pthread_kill(thread.native_handle(), SIGTERM);
+      pthread_kill(thread.native_handle(), SIGUSR1);
       thread.join();
     }
   } join_signals{signals, life};
@@ -181,8 +184,7 @@ Result<void> run_server(const ServerFlags& flags) {
     if (!opened) return std::unexpected(opened.error());
     election = std::move(*opened);
     spdlog::info("tidepool server {} standing by on {}://{}:{} (etcd {}, prefix {})", self, scheme,
-                 config->host, port, fmt::join(config->store.endpoints, ","),
-                 config->store.prefix);
+                 config->host, port, fmt::join(config->store.endpoints, ","), config->store.prefix);
     std::thread standing([&standby] { standby.serve(); });
     auto guard = campaign(*election, standby, life, Millis{200});
     standby.stop();
@@ -191,19 +193,19 @@ Result<void> run_server(const ServerFlags& flags) {
       spdlog::info("stopped ({})", life.ended() ? "before leading" : "");
       return {};
     }
-    auto fenced = open_etcd_store(EtcdStoreOptions{.endpoints = config->store.endpoints,
-                                                   .prefix = config->store.prefix,
-                                                   .guard = *guard});
+    auto fenced = open_etcd_store(EtcdStoreOptions{
+        .endpoints = config->store.endpoints, .prefix = config->store.prefix, .guard = *guard});
     if (!fenced) return std::unexpected(fenced.error());
     store = std::move(*fenced);
   }
 
   ServerMetrics metrics;
-  ControlLoop loop(std::move(store), std::move(setup),
-                   ControlLoop::Options{.tick = config->tick,
-                                        .on_leadership_lost =
-                                            [&life](const Error& error) { life.lose(error.reason); }},
-                   metrics);
+  ControlLoop loop(
+      std::move(store), std::move(setup),
+      ControlLoop::Options{
+          .tick = config->tick,
+          .on_leadership_lost = [&life](const Error& error) { life.lose(error.reason); }},
+      metrics);
   HttpApi api(loop, metrics,
               HttpOptions{.host = config->host,
                           .port = port,

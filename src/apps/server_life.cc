@@ -75,8 +75,9 @@ void keep_leading(EtcdElection& election, ServerLife& life) {
     if (alive && *alive) {
       renewed = std::chrono::steady_clock::now();
     } else if (alive) {
-      life.lose("the leadership's lease ended (this server was paused or cut off from etcd "
-                "longer than lease_ttl); another server may lead");
+      life.lose(
+          "the leadership's lease ended (this server was paused or cut off from etcd "
+          "longer than lease_ttl); another server may lead");
     } else if (std::chrono::steady_clock::now() - renewed >= ttl) {
       life.lose("etcd did not renew the leadership's lease for a whole lease_ttl: " +
                 alive.error().message());

@@ -1,7 +1,7 @@
 // Time as the control plane keeps it: whole milliseconds, typed. A Millis is a span of time, an
-// Instant a point in Unix time. Both are std::chrono types, so a span cannot be passed where a point
-// is expected, nor a bare integer where either is; the conversions to and from the integers that the
-// store and the wire carry are the named functions below. Nothing here reads a clock.
+// Instant a point in Unix time. Both are std::chrono types, so a span cannot be passed where a
+// point is expected, nor a bare integer where either is; the conversions to and from the integers
+// that the store and the wire carry are the named functions below. Nothing here reads a clock.
 #pragma once
 
 #include <chrono>
@@ -19,7 +19,9 @@ using Instant = std::chrono::sys_time<Millis>;
 inline constexpr Instant kNotYet{};
 
 // The Instant `ms` milliseconds after the Unix epoch.
-[[nodiscard]] constexpr Instant instant_from_unix_ms(std::int64_t ms) { return Instant{Millis{ms}}; }
+[[nodiscard]] constexpr Instant instant_from_unix_ms(std::int64_t ms) {
+  return Instant{Millis{ms}};
+}
 
 // The Instant at `seconds` of the core's clock (whole seconds of Unix time).
 [[nodiscard]] constexpr Instant instant_from_unix_seconds(Seconds seconds) {

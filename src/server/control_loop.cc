@@ -22,9 +22,9 @@ ControlLoop::ControlLoop(std::unique_ptr<Store> store, ControlPlaneSetup setup, 
                          ServerMetrics& metrics)
     : store_(std::move(store)),
       setup_(std::move(setup)),
-      options_(options),
+      options_(std::move(options)),
       metrics_(metrics),
-      events_(std::make_unique<EventFeed>(*store_, options.events_kept)),
+      events_(std::make_unique<EventFeed>(*store_, options_.events_kept)),
       hooks_(std::make_unique<ProviderHooks>([this](std::int64_t id, const HookOutcome& outcome) {
         const Reply reply = call([id, outcome](ControlPlane& plane, Instant now, Batch& batch) {
           return plane.provider_result(id, outcome.ok, outcome.output, now, batch);

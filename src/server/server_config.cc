@@ -24,13 +24,28 @@ class ConfigReader : private YamlReader {
 
   Result<ServerConfig> read(const YAML::Node& root, const std::string& base_dir) const {
     ServerConfig c;
-    auto f =
-        fields(root, "",
-               {"listen", "cluster", "tenants", "policy", "placement_policy", "database",
-                "admin_token_file", "tick", "rate_limit", "tls", "http_threads",
-                "heartbeat_timeout", "logs", "idle_gpu_window", "market", "ledger_posting_interval",
-                "admission", "metrics_token_required", "simulate_unregistered_nodes", "store",
-                "advertise_url"});
+    auto f = fields(root, "",
+                    {"listen",
+                     "cluster",
+                     "tenants",
+                     "policy",
+                     "placement_policy",
+                     "database",
+                     "admin_token_file",
+                     "tick",
+                     "rate_limit",
+                     "tls",
+                     "http_threads",
+                     "heartbeat_timeout",
+                     "logs",
+                     "idle_gpu_window",
+                     "market",
+                     "ledger_posting_interval",
+                     "admission",
+                     "metrics_token_required",
+                     "simulate_unregistered_nodes",
+                     "store",
+                     "advertise_url"});
     if (!f) return std::unexpected(f.error());
     if (auto node = f->get("listen")) {
       auto value = text(*node, "listen");
@@ -184,7 +199,8 @@ class ConfigReader : private YamlReader {
       } else if (*value == "etcd") {
         store.kind = StoreKind::kEtcd;
       } else {
-        return error_at(*kind, "store.kind", fmt::format("expected sqlite or etcd, got '{}'", *value));
+        return error_at(*kind, "store.kind",
+                        fmt::format("expected sqlite or etcd, got '{}'", *value));
       }
     }
     const bool etcd = store.kind == StoreKind::kEtcd;
@@ -230,9 +246,9 @@ class ConfigReader : private YamlReader {
       if (!value) return std::unexpected(value.error());
       auto seconds = parse_duration(*value);
       if (!seconds || *seconds < 2 || *seconds > 60) {
-        return error_at(*ttl, "store.lease_ttl",
-                        fmt::format("expected whole seconds from 2s to 60s, e.g. 3s; got '{}'",
-                                    *value));
+        return error_at(
+            *ttl, "store.lease_ttl",
+            fmt::format("expected whole seconds from 2s to 60s, e.g. 3s; got '{}'", *value));
       }
       store.lease_ttl = millis_from_seconds(*seconds);
     }

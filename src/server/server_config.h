@@ -74,7 +74,7 @@ struct ServerConfig {
   std::string placement_policy;  // empty: the policy's; "none": the gang placement alone
   std::string database_path = "tidepool.db";
   StoreConfig store;
-  std::string advertise_url;  // empty: from the listening address
+  std::string advertise_url;     // empty: from the listening address
   std::string admin_token_file;  // empty: database_path + ".admin-token"
   Millis tick{1000};
   double rate_per_second = 1000;

@@ -30,8 +30,9 @@ HttpResponse leader_response(const std::optional<std::string>& leader, const std
 HttpResponse not_the_leader_response(const std::optional<std::string>& leader) {
   const std::string reason =
       leader ? fmt::format("this server is a standby; the leader is at {}", *leader)
-             : std::string("this server is a standby and no server leads yet (an election is "
-                           "under way); retry in a second");
+             : std::string(
+                   "this server is a standby and no server leads yet (an election is "
+                   "under way); retry in a second");
   HttpResponse res = json_response(503, {{"error", "not the leader"},
                                          {"field", "server"},
                                          {"reason", reason},
@@ -45,9 +46,10 @@ StandbyApi::StandbyApi(HttpServerOptions options, std::string self) : self_(std:
       std::move(options),
       HttpHooks{.on_head = [this](HttpRequest& request) { return on_head(request); },
                 // Never reached: on_head answers every request.
-                .handle = [](HttpRequest&, const HttpResponder& responder) {
-                  responder.send(not_the_leader_response(std::nullopt));
-                }});
+                .handle =
+                    [](HttpRequest&, const HttpResponder& responder) {
+                      responder.send(not_the_leader_response(std::nullopt));
+                    }});
 }
 
 StandbyApi::~StandbyApi() { stop(); }
