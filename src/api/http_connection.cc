@@ -355,6 +355,7 @@ std::expected<HttpResponse, HttpError> HttpConnection::exchange(const std::strin
   }
   auto fail_and_close = [&](HttpError error) -> std::expected<HttpResponse, HttpError> {
     stream_.reset();
+    error.sent = true;
     return std::unexpected(std::move(error));
   };
   if (auto written = stream_->write_all(wire); !written) {

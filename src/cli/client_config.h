@@ -22,6 +22,7 @@
 #include <string>
 #include <string_view>
 
+#include "api/server_list.h"
 #include "core/error.h"
 
 namespace tidepool {
@@ -75,10 +76,6 @@ std::string client_config_path(const EnvLookup& env);
 // Loads the config file at client_config_path(env): nullopt when it does not exist and was not
 // named by $TIDEPOOL_CONFIG.
 Result<std::optional<ClientConfigFile>> load_client_config(const EnvLookup& env);
-
-// Normalizes a server URL: "host:port" gets "http://", a trailing '/' is dropped; anything but
-// http(s)://host[:port] fails, naming `field`.
-Result<std::string> normalize_server_url(std::string_view url, const std::string& field);
 
 // Picks each setting from the first source that gives it (see the file comment). A config file's
 // token_file is read with `read_token_file` (its whole text, surrounding white space trimmed);

@@ -149,24 +149,6 @@ TEST(ResolveClientSettingsTest, TokenWithSpacesFails) {
   EXPECT_EQ(s.error().field, "--token");
 }
 
-TEST(NormalizeServerUrlTest, AcceptsAndNormalizes) {
-  EXPECT_EQ(normalize_server_url("http://127.0.0.1:8470", "f").value(), "http://127.0.0.1:8470");
-  EXPECT_EQ(normalize_server_url("https://tp.example.com/", "f").value(), "https://tp.example.com");
-  EXPECT_EQ(normalize_server_url("localhost:9000", "f").value(), "http://localhost:9000");
-  EXPECT_EQ(normalize_server_url(" http://[::1]:8470 ", "f").value(), "http://[::1]:8470");
-}
-
-TEST(NormalizeServerUrlTest, RefusesWhatIsNotAServer) {
-  for (const char* bad : {"", "ftp://x", "http://", "http://:80", "http://host:0",
-                          "http://host:99999", "http://host:port", "http://host/api"}) {
-    auto url = normalize_server_url(bad, "--server");
-    EXPECT_FALSE(url.has_value()) << bad;
-    if (!url) {
-      EXPECT_EQ(url.error().field, "--server");
-    }
-  }
-}
-
 TEST(ParseClientConfigTest, ReadsKeysAndResolvesPaths) {
   auto f = parse_client_config(
       "server: https://tp.example.com:8470\ntoken_file: token\nca_cert: ~/ca.pem\n",
