@@ -120,9 +120,9 @@ Result<ClientSettings> resolve_client_settings(
     server = std::string(kDefaultServerUrl);
     s.server_source = "default";
   }
-  auto url = normalize_server_url(*server, s.server_source);
-  if (!url) return std::unexpected(url.error());
-  s.server = std::move(*url);
+  auto servers = parse_server_list(*server, s.server_source);
+  if (!servers) return std::unexpected(servers.error());
+  s.server = join_server_list(*servers);
 
   if (sources.flag_token) {
     s.token = *sources.flag_token;

@@ -13,7 +13,12 @@
 //   ca_cert: /etc/tidepool/ca.pem            # optional: the CA that signed the server's cert
 //
 // Unknown keys are errors. A server URL is http:// or https:// with a host and an optional port;
-// a bare "host:port" means http://host:port. The resolution itself (resolve_client_settings) reads
+// a bare "host:port" means http://host:port. The servers of a highly available Tidepool are given
+// as one comma-separated list wherever one URL may be (server_list.h):
+//
+//   server: https://tp1.example.com:8470, https://tp2.example.com:8470,
+//   https://tp3.example.com:8470
+// The resolution itself (resolve_client_settings) reads
 // nothing: the loading functions gather the sources, so precedence is testable without files.
 #pragma once
 
@@ -52,7 +57,9 @@ struct ClientSources {
 // Where each resolved setting came from, for error messages ("--server", "$TIDEPOOL_TOKEN",
 // "/home/a/.config/tidepool/config.yaml token_file", "default").
 struct ClientSettings {
-  std::string server;  // normalized: scheme://host[:port], no trailing slash
+  // Normalized: scheme://host[:port] without a trailing slash, several joined by ',' (in the order
+  // given, without duplicates; join_server_list).
+  std::string server;
   std::string server_source;
   std::string token;  // empty: none
   std::string token_source;

@@ -141,6 +141,29 @@ TEST(ResolveClientSettingsTest, BadServerNamesItsSource) {
   EXPECT_THAT(s.error().reason, HasSubstr("http or https"));
 }
 
+TEST(ResolveClientSettingsTest, SeveralServersFromEachSource) {
+  ClientSources sources;
+  sources.file = config_file("https://a.example.com, https://b.example.com/", "tp_file");
+  auto s = resolve_client_settings(sources, fake_files({}));
+  ASSERT_TRUE(s.has_value()) << s.error().message();
+  EXPECT_EQ(s->server, "https://a.example.com,https://b.example.com");
+  sources.env_server = "http://env:1,env:2, http://env:1";
+  s = resolve_client_settings(sources, fake_files({}));
+  ASSERT_TRUE(s.has_value()) << s.error().message();
+  EXPECT_EQ(s->server, "http://env:1,http://env:2");
+  sources.flag_server = "http://flag:1 ,http://flag:2/x";
+  s = resolve_client_settings(sources, fake_files({}));
+  ASSERT_FALSE(s.has_value());
+  EXPECT_EQ(s.error().field, "--server");
+  EXPECT_THAT(s.error().reason, HasSubstr("'http://flag:2/x' is not a server URL"));
+}
+
+TEST(ParseClientConfigTest, ReadsAListOfServers) {
+  auto f = parse_client_config("server: http://a:8470,http://b:8470\n", "c.yaml", "/home/a");
+  ASSERT_TRUE(f.has_value()) << f.error().message();
+  EXPECT_EQ(f->server, "http://a:8470,http://b:8470");
+}
+
 TEST(ResolveClientSettingsTest, TokenWithSpacesFails) {
   ClientSources sources;
   sources.flag_token = "two words";
