@@ -89,6 +89,8 @@ std::expected<HttpResponse, HttpError> LeaderConnection::exchange(std::size_t in
   return connections_[index]->send(request);
 }
 
+void LeaderConnection::pass_over(std::size_t index) { current_ = (index + 1) % servers_.size(); }
+
 std::expected<HttpResponse, HttpError> LeaderConnection::send(const HttpRequest& request) {
   using Clock = std::chrono::steady_clock;
   const Clock::time_point deadline = Clock::now() + options_.failover_deadline;
@@ -134,7 +136,10 @@ std::expected<HttpResponse, HttpError> LeaderConnection::send(const HttpRequest&
         }
         // No leader known (or only one already tried in this round): like a failure after the
         // request was sent, moving on is for a request that is safe to send again.
-        if (!resendable) return std::move(*refusal);
+        if (!resendable) {
+          pass_over(index);
+          return std::move(*refusal);
+        }
       } else {
         failure = outcome.error();
         switch (failure.failure) {
@@ -145,7 +150,10 @@ std::expected<HttpResponse, HttpError> LeaderConnection::send(const HttpRequest&
           default:
             break;
         }
-        if (failure.sent && !resendable) return std::unexpected(std::move(failure));
+        if (failure.sent && !resendable) {
+          pass_over(index);
+          return std::unexpected(std::move(failure));
+        }
       }
       for (std::size_t step = 1; step < servers_.size() && !next; ++step) {
         const std::size_t candidate = (index + step) % servers_.size();
@@ -159,6 +167,7 @@ std::expected<HttpResponse, HttpError> LeaderConnection::send(const HttpRequest&
     std::this_thread::sleep_for(std::min<Clock::duration>(backoff, deadline - now));
     backoff = std::min(backoff * 2, std::max(options_.max_backoff, backoff));
   }
+  pass_over(last_tried_);
   if (refusal) return std::move(*refusal);
   return std::unexpected(std::move(failure));
 }

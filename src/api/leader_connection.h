@@ -15,7 +15,8 @@
 //     added, one per request at most);
 //   * a refusal without a leader, or a failure after the request may have reached a server (read
 //     timeout, no reply, a reply that is not HTTP), moves to the next URL only when the request
-//     is safe to send again (safe_to_resend); otherwise that outcome is the answer;
+//     is safe to send again (safe_to_resend); otherwise that outcome is the answer, and the next
+//     request starts at the next URL;
 //   * after every URL was tried once, when there are several URLs or a standby said no leader is
 //     known yet, it waits (first_backoff, doubling up to max_backoff) and goes round again until
 //     failover_deadline has passed since the request began, and then gives the last outcome.
@@ -81,7 +82,8 @@ class LeaderConnection {
   // reached; only when no server answered at all is the outcome the HttpError of the last try.
   std::expected<HttpResponse, HttpError> send(const HttpRequest& request);
 
-  // The URL believed to lead: the one that answered last (at first, the first of the list).
+  // The URL believed to lead: the one that answered last (at first, the first of the list; after
+  // a request that no leader answered, the one after the server tried last).
   [[nodiscard]] const std::string& current() const { return servers_[current_]; }
   // The URL the last exchange went to (for messages about a failure).
   [[nodiscard]] const std::string& last_tried() const { return servers_[last_tried_]; }
@@ -95,6 +97,9 @@ class LeaderConnection {
   // not a server URL or may not be added.
   std::optional<std::size_t> index_of(std::string_view url, bool may_add);
   std::expected<HttpResponse, HttpError> exchange(std::size_t index, const HttpRequest& request);
+  // After a request no leader answered, the next one starts at the server after `index`: one
+  // that hangs (or keeps failing a request that may not be resent) is not asked first forever.
+  void pass_over(std::size_t index);
 
   std::vector<std::string> servers_;
   std::vector<HttpEndpoint> endpoints_;

@@ -201,6 +201,20 @@ TEST(LeaderConnection, ResendsAfterNoReplyOnlyWithAnIdempotencyKey) {
   EXPECT_THAT(leader.requests()[0], HasSubstr("Idempotency-Key: f3b0c2"));
 }
 
+TEST(LeaderConnection, TheNextRequestStartsPastAServerThatGaveNoReply) {
+  ScriptedServer hung(100, no_reply());
+  ScriptedServer leader(100, leader_replies());
+  LeaderConnection connection = connect({hung.url(), leader.url()}, quick());
+  ASSERT_FALSE(connection.send(post_of("/v1/nodes/n1/heartbeat")).has_value());
+  EXPECT_EQ(connection.current(), leader.url());
+  // The next heartbeat goes to the other server first, not to the one that failed it.
+  auto reply = connection.send(post_of("/v1/nodes/n1/heartbeat"));
+  ASSERT_TRUE(reply.has_value()) << reply.error().detail;
+  EXPECT_EQ(reply->status, 200);
+  EXPECT_EQ(hung.requests().size(), 1U);
+  EXPECT_EQ(leader.requests().size(), 1U);
+}
+
 TEST(LeaderConnection, GivesUpAtTheDeadlineWhenNothingAnswers) {
   ScriptedServer crashing(100, no_reply());
   const milliseconds deadline(300);
