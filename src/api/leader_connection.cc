@@ -104,6 +104,8 @@ std::expected<HttpResponse, HttpError> LeaderConnection::send(const HttpRequest&
   // Rounds: each tries every server once at most, from the one believed to lead. Each round
   // after the first waits at least a millisecond, so the deadline bounds them.
   for (;;) {
+    // What the last round met is the outcome; a refusal says more than a failure beside it.
+    refusal.reset();
     std::vector<bool> tried(servers_.size(), false);
     std::optional<std::size_t> next = current_;
     while (next) {

@@ -17,9 +17,11 @@
 //     timeout, no reply, a reply that is not HTTP), moves to the next URL only when the request
 //     is safe to send again (safe_to_resend); otherwise that outcome is the answer, and the next
 //     request starts at the next URL;
-//   * after every URL was tried once, when there are several URLs or a standby said no leader is
-//     known yet, it waits (first_backoff, doubling up to max_backoff) and goes round again until
-//     failover_deadline has passed since the request began, and then gives the last outcome.
+//   * after every URL was tried once, when there are several URLs or a standby refused (it is
+//     there, its leader soon), it waits (first_backoff, doubling up to max_backoff) and goes round
+//     again until failover_deadline has passed since the request began, and then gives the
+//     outcome of the last round (a standby's refusal if one answered in it, else the last
+//     failure).
 //
 // A certificate that is not trusted, unloadable CA certificates and a request that cannot be sent
 // as given end the request at once: another server would say the same. One URL that answers
