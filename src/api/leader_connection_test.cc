@@ -66,7 +66,7 @@ HttpRequest get_of(const std::string& target) {
   return {.method = "GET", .target = target, .headers = {}, .body = {}};
 }
 
-HttpRequest post_of(const std::string& target, std::string key = "") {
+HttpRequest post_of(const std::string& target, const std::string& key = "") {
   HttpRequest request{.method = "POST", .target = target, .headers = {}, .body = "{}"};
   if (!key.empty()) request.headers.emplace_back("Idempotency-Key", key);
   return request;
