@@ -213,7 +213,7 @@ Result<nlohmann::json> ApiClient::get(const std::string& path, const QueryParams
       {.method = "GET", .target = path_with_query(path, params), .headers = {}, .body = {}}));
 }
 
-Result<nlohmann::json> ApiClient::get_jobs(QueryParams params, std::size_t limit) {
+Result<nlohmann::json> ApiClient::get_jobs(const QueryParams& params, std::size_t limit) {
   // Pages come newest first: collected backwards, put in id order at the end.
   std::vector<nlohmann::json> pages;
   std::size_t count = 0;

@@ -80,7 +80,7 @@ class ApiClient {
   Result<nlohmann::json> get(const std::string& path, const QueryParams& params = {});
   // GET /v1/jobs with `params`, page after page (the server pages its answer): {"jobs": [...]} in
   // id order, the newest `limit` of them (0: all).
-  Result<nlohmann::json> get_jobs(QueryParams params, std::size_t limit = 0);
+  Result<nlohmann::json> get_jobs(const QueryParams& params, std::size_t limit = 0);
   Result<nlohmann::json> post(const std::string& path, const nlohmann::json& body);
   Result<nlohmann::json> patch(const std::string& path, const nlohmann::json& body);
   Result<nlohmann::json> del(const std::string& path);
