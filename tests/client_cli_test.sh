@@ -471,6 +471,16 @@ EOF
     expect_error "cannot reach the Tidepool server at http://127.0.0.1:1" -- \
       queues --server 127.0.0.1:1
     TIDEPOOL_SERVER=http://127.0.0.1:1 tp queues --server "$server"
+    # A list of servers: the one that refuses connections is passed over; a bad URL is named.
+    tp queues --server "http://127.0.0.1:1, $server"
+    expect_out "vision"
+    printf 'server: http://127.0.0.1:1,%s\ntoken_file: admin.token\n' "$server" \
+      >"$work/xdg/tidepool/config.yaml"
+    tp queues
+    expect_out "vision"
+    expect_error "error: --server: 'ftp://x' is not a server URL" -- \
+      queues --server "$server,ftp://x"
+    TIDEPOOL_SERVER="$server,,$server" expect_error "\$TIDEPOOL_SERVER:" "has an empty entry" -- queues
     TIDEPOOL_TOKEN=tp_wrong expect_error "unknown or revoked token" -- queues
     expect_error "unknown or revoked token" -- queues --token tp_wrong
     # $TIDEPOOL_CONFIG names another file; errors name the file and key.

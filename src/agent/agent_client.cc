@@ -1,8 +1,12 @@
 #include "agent/agent_client.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <chrono>
 #include <utility>
+
+#include "api/server_list.h"
 
 namespace tidepool {
 
@@ -15,23 +19,38 @@ std::string AgentReply::error_text() const {
   return fmt::format("HTTP status {}", status);
 }
 
-Result<AgentClient> AgentClient::create(const std::string& server, std::string token,
-                                        const std::string& ca_cert) {
-  auto endpoint = parse_http_url(server);
-  if (!endpoint) return fail("--server", endpoint.error().reason);
-  auto connection = std::make_unique<HttpConnection>(
-      std::move(*endpoint), HttpClientOptions{.connect_timeout = std::chrono::milliseconds(3000),
-                                              .io_timeout = std::chrono::milliseconds(10000),
-                                              .ca_cert = ca_cert});
-  return AgentClient(server, std::move(token), std::move(connection));
+Result<AgentClient> AgentClient::create(const std::string& servers, const std::string& field,
+                                        std::string token, const std::string& ca_cert) {
+  auto list = parse_server_list(servers, field);
+  if (!list) return std::unexpected(list.error());
+  LeaderConnectionOptions options;
+  options.http = {.connect_timeout = std::chrono::milliseconds(3000),
+                  .io_timeout = std::chrono::milliseconds(10000),
+                  .ca_cert = ca_cert};
+  options.failover_deadline = std::chrono::milliseconds(0);
+  auto connection = LeaderConnection::create(std::move(*list), std::move(options));
+  if (!connection) return fail(field, connection.error().reason);
+  return AgentClient(std::move(token), std::make_unique<LeaderConnection>(std::move(*connection)));
 }
 
 Result<AgentReply> AgentClient::send(HttpRequest request) {
   if (!token_.empty()) request.headers.emplace_back("Authorization", "Bearer " + token_);
   auto result = connection_->send(request);
+  const std::string& tried = connection_->last_tried();
+  const auto servers = [&] {
+    const auto& all = connection_->servers();
+    return all.size() == 1 ? std::string() : fmt::format(" (of {})", fmt::join(all, ", "));
+  };
   if (!result) {
-    return fail("server", fmt::format("no reply from {} to {} {}: {}", server_, request.method,
-                                      request.target, result.error().detail));
+    return fail("server", fmt::format("no reply from {}{} to {} {}: {}", tried, servers(),
+                                      request.method, request.target, result.error().detail));
+  }
+  if (auto refusal = not_leader_reply(*result)) {
+    // A standby did not take it: as when no server answers, the agent tries again later.
+    return fail("server", fmt::format("no leader took {} {}: {}{} answered {}: {}", request.method,
+                                      request.target, tried, servers(), result->status,
+                                      refusal->leader ? "the leader it names did not answer"
+                                                      : "no leader is known (an election)"));
   }
   AgentReply reply{result->status, nullptr};
   if (!result->body.empty()) {

@@ -79,9 +79,7 @@ std::expected<int, HttpError> connect_tcp(const HttpEndpoint& endpoint,
         socklen_t size = sizeof(error);
         if (ready == 0) {
           error = ETIMEDOUT;
-        } else if (ready < 0) {
-          error = errno;
-        } else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size) != 0) {
+        } else if (ready < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size) != 0) {
           error = errno;
         }
       }
@@ -355,6 +353,7 @@ std::expected<HttpResponse, HttpError> HttpConnection::exchange(const std::strin
   }
   auto fail_and_close = [&](HttpError error) -> std::expected<HttpResponse, HttpError> {
     stream_.reset();
+    error.sent = true;
     return std::unexpected(std::move(error));
   };
   if (auto written = stream_->write_all(wire); !written) {

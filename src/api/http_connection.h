@@ -58,6 +58,10 @@ enum class HttpFailure {
 struct HttpError {
   HttpFailure failure = HttpFailure::kConnect;
   std::string detail;  // the system's or OpenSSL's words
+  // Whether the request may have reached the server: false when the failure came before a byte
+  // of it was sent (resolving, connecting, the TLS handshake), so that sending it to another
+  // server cannot do anything twice.
+  bool sent = false;
 };
 
 class HttpConnection {

@@ -2,13 +2,10 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
-#include <atomic>
 #include <string>
-#include <thread>
+
+#include "api/test_http_server.h"
 
 namespace tidepool {
 namespace {
@@ -48,64 +45,7 @@ TEST(HttpUrl, SaysWhatIsWrong) {
   EXPECT_FALSE(parse_http_url("http://:80").has_value());
 }
 
-// A loopback server that answers every request on a connection with "reply N" (N counting
-// requests over all connections) and closes each connection after `per_connection` requests.
-class ScriptedServer {
- public:
-  explicit ScriptedServer(int per_connection) : per_connection_(per_connection) {
-    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t size = sizeof(address);
-    EXPECT_EQ(::bind(listener_, reinterpret_cast<sockaddr*>(&address), size), 0);
-    EXPECT_EQ(::listen(listener_, 4), 0);
-    ::getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &size);
-    port_ = ntohs(address.sin_port);
-    thread_ = std::thread([this] { serve(); });
-  }
-  ~ScriptedServer() {
-    ::shutdown(listener_, SHUT_RDWR);
-    ::close(listener_);
-    thread_.join();
-  }
-  ScriptedServer(const ScriptedServer&) = delete;
-  ScriptedServer& operator=(const ScriptedServer&) = delete;
-
-  [[nodiscard]] int port() const { return port_; }
-  [[nodiscard]] int connections() const { return connections_; }
-
- private:
-  void serve() {
-    for (;;) {
-      const int peer = ::accept(listener_, nullptr, nullptr);
-      if (peer < 0) return;
-      ++connections_;
-      for (int served = 0; served < per_connection_; ++served) {
-        std::string request;
-        char buffer[4096];
-        while (request.find("\r\n\r\n") == std::string::npos) {
-          const ssize_t got = ::recv(peer, buffer, sizeof(buffer), 0);
-          if (got <= 0) break;
-          request.append(buffer, static_cast<std::size_t>(got));
-        }
-        if (request.find("\r\n\r\n") == std::string::npos) break;
-        const std::string body = "reply " + std::to_string(++requests_);
-        const std::string reply =
-            "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
-        ::send(peer, reply.data(), reply.size(), MSG_NOSIGNAL);
-      }
-      ::close(peer);
-    }
-  }
-
-  int per_connection_;
-  int listener_ = -1;
-  int port_ = 0;
-  std::atomic<int> connections_{0};
-  int requests_ = 0;
-  std::thread thread_;
-};
+using test_support::ScriptedServer;
 
 HttpRequest get(const std::string& target) {
   return HttpRequest{.method = "GET", .target = target, .headers = {}, .body = {}};
@@ -137,16 +77,23 @@ TEST(HttpConnection, RefusesALineBreakInAHeaderBeforeSendingAnything) {
 }
 
 TEST(HttpConnection, SaysWhenNothingListens) {
-  int port = 0;
-  {
-    ScriptedServer gone(1);
-    port = gone.port();
-  }
-  HttpConnection connection({.host = "127.0.0.1", .port = port, .tls = false}, {});
+  HttpConnection connection(
+      {.host = "127.0.0.1", .port = test_support::refusing_port(), .tls = false}, {});
   auto reply = connection.send(get("/healthz"));
   ASSERT_FALSE(reply.has_value());
   EXPECT_EQ(reply.error().failure, HttpFailure::kConnect);
   EXPECT_THAT(reply.error().detail, HasSubstr("refused"));
+  EXPECT_FALSE(reply.error().sent);
+}
+
+TEST(HttpConnection, SaysWhenTheRequestWentOutButNoReplyCame) {
+  ScriptedServer closing(1, [](const std::string&, int) { return std::optional<std::string>(); });
+  HttpConnection connection({.host = "127.0.0.1", .port = closing.port(), .tls = false}, {});
+  auto reply = connection.send(get("/v1/jobs"));
+  ASSERT_FALSE(reply.has_value());
+  EXPECT_EQ(reply.error().failure, HttpFailure::kNoReply);
+  EXPECT_TRUE(reply.error().sent);
+  EXPECT_EQ(closing.requests().size(), 1U);
 }
 
 }  // namespace

@@ -171,9 +171,19 @@ int run_agent(const AgentFlags& flags) {
   if (!options) return error(options.error());
   auto token = read_token(flags);
   if (!token) return error(token.error());
-  const std::string server =
-      flags.server.empty() ? env_or("TIDEPOOL_SERVER", "http://127.0.0.1:8470") : flags.server;
-  auto client = AgentClient::create(server, *token, env_or("TIDEPOOL_CA_CERT", flags.ca_cert));
+  // The servers from the first source that gives them, which a bad URL's error names.
+  std::string server = flags.server;
+  std::string server_source = "--server";
+  if (server.empty()) {
+    server = env_or("TIDEPOOL_SERVER", "");
+    server_source = "$TIDEPOOL_SERVER";
+  }
+  if (server.empty()) {
+    server = "http://127.0.0.1:8470";
+    server_source = "default";
+  }
+  auto client =
+      AgentClient::create(server, server_source, *token, env_or("TIDEPOOL_CA_CERT", flags.ca_cert));
   if (!client) return error(client.error());
   auto gpus = make_gpu_backend(flags.gpus, options->node);
   if (!gpus) return error(gpus.error());
@@ -223,7 +233,9 @@ int main(int argc, char** argv) {
   CLI::App* cmd = app.add_subcommand("agent", "Run the node agent");
   app.require_subcommand(1);
   cmd->add_option("--server", flags->server,
-                  "Server URL (default $TIDEPOOL_SERVER, else http://127.0.0.1:8470)");
+                  "Server URL (default $TIDEPOOL_SERVER, else http://127.0.0.1:8470), or the "
+                  "servers of a highly available Tidepool as a comma-separated list (up to 16): "
+                  "the agent reports to their leader");
   cmd->add_option("--token", flags->token,
                   "The node's agent token (default $TIDEPOOL_TOKEN); other users see it in ps: "
                   "prefer --token-file");

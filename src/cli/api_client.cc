@@ -1,6 +1,7 @@
 #include "cli/api_client.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <array>
@@ -9,6 +10,7 @@
 #include <random>
 
 #include "api/exit_status.h"
+#include "api/server_list.h"
 
 namespace tidepool {
 namespace {
@@ -60,8 +62,17 @@ Error unreachable_error(const std::string& url, const std::string& why) {
                                url, why)};
 }
 
+Error unreachable_error(const std::vector<std::string>& servers, const std::string& last_tried,
+                        const std::string& why) {
+  if (servers.size() == 1) return unreachable_error(servers.front(), why);
+  return Error{"", fmt::format("cannot reach the Tidepool server at any of {} (last tried {}: {}); "
+                               "is one running? set --server or TIDEPOOL_SERVER",
+                               fmt::join(servers, ", "), last_tried, why)};
+}
+
 bool is_connection_error(const Error& error) {
   return error.field.empty() && (error.reason.starts_with("cannot reach the Tidepool server") ||
+                                 error.reason.starts_with("cannot reach the leader of") ||
                                  error.reason.starts_with("the TLS certificate of the Tidepool"));
 }
 
@@ -109,15 +120,23 @@ std::string random_uuid() {
 
 ApiClient::ApiClient(const ClientSettings& settings, ApiClientOptions options)
     : server_(settings.server), token_(settings.token) {
-  auto endpoint = parse_http_url(settings.server);
-  if (!endpoint) {
-    bad_server_ = endpoint.error();
+  auto servers = parse_server_list(
+      settings.server, settings.server_source.empty() ? "server" : settings.server_source);
+  if (!servers) {
+    bad_server_ = servers.error();
     return;
   }
-  connection_ = std::make_unique<HttpConnection>(
-      std::move(*endpoint), HttpClientOptions{.connect_timeout = options.connect_timeout,
-                                              .io_timeout = options.read_timeout,
-                                              .ca_cert = settings.ca_cert});
+  LeaderConnectionOptions leader;
+  leader.http = {.connect_timeout = options.connect_timeout,
+                 .io_timeout = options.read_timeout,
+                 .ca_cert = settings.ca_cert};
+  leader.failover_deadline = options.failover_deadline;
+  auto connection = LeaderConnection::create(std::move(*servers), std::move(leader));
+  if (!connection) {
+    bad_server_ = connection.error();
+    return;
+  }
+  connection_ = std::make_unique<LeaderConnection>(std::move(*connection));
 }
 
 ApiClient::~ApiClient() = default;
@@ -137,6 +156,7 @@ Result<HttpResponse> ApiClient::exchange(HttpRequest request) {
   if (connection_ == nullptr) return std::unexpected(bad_server_);
   if (!token_.empty()) request.headers.emplace_back("Authorization", "Bearer " + token_);
   auto result = connection_->send(request);
+  const std::string& tried = connection_->last_tried();
   if (!result) {
     const HttpError& error = result.error();
     if (error.failure == HttpFailure::kUntrusted) {
@@ -145,16 +165,25 @@ Result<HttpResponse> ApiClient::exchange(HttpRequest request) {
                   fmt::format("the TLS certificate of the Tidepool server at {} is not trusted "
                               "({}); set ca_cert: in the config file or TIDEPOOL_CA_CERT to the "
                               "CA certificate that signed it",
-                              server_, error.detail));
+                              tried, error.detail));
     }
     if (error.failure == HttpFailure::kBadRequest) return fail("", error.detail);
     std::string why = describe(error);
     if ((error.failure == HttpFailure::kNoReply || error.failure == HttpFailure::kBadReply) &&
-        server_.starts_with("http://")) {
+        tried.starts_with("http://")) {
       why += "; if it serves HTTPS, use an https:// URL";
     }
     record_failure(ExitStatus::kUnreachable);
-    return std::unexpected(unreachable_error(server_, why));
+    return std::unexpected(unreachable_error(connection_->servers(), tried, why));
+  }
+  if (auto refusal = not_leader_reply(*result)) {
+    // Only standbys answered within the failover deadline (or one said no leader is known, to a
+    // request that is not safe to send twice): no server took the request.
+    record_failure(ExitStatus::kUnreachable);
+    const Error said = api_error(result->status, result->body);
+    return fail("", fmt::format("cannot reach the leader of the Tidepool servers {}: {} said: {}{}",
+                                fmt::join(connection_->servers(), ", "), tried, said.reason,
+                                refusal->leader ? "" : "; a leader is being elected, try again"));
   }
   if (result->status < 200 || result->status >= 300) {
     record_failure(exit_status_of_http(result->status));
@@ -173,7 +202,7 @@ Result<ApiReply> ApiClient::request(HttpRequest request) {
     if (reply.body.is_discarded()) {
       return fail("", fmt::format("the server at {} answered with something that is not JSON; is "
                                   "it a Tidepool server?",
-                                  server_));
+                                  server()));
     }
   }
   return reply;
@@ -184,7 +213,7 @@ Result<nlohmann::json> ApiClient::get(const std::string& path, const QueryParams
       {.method = "GET", .target = path_with_query(path, params), .headers = {}, .body = {}}));
 }
 
-Result<nlohmann::json> ApiClient::get_jobs(QueryParams params, std::size_t limit) {
+Result<nlohmann::json> ApiClient::get_jobs(const QueryParams& params, std::size_t limit) {
   // Pages come newest first: collected backwards, put in id order at the end.
   std::vector<nlohmann::json> pages;
   std::size_t count = 0;

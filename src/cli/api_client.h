@@ -1,5 +1,6 @@
 // A small client of the server's REST API (server/http_api.h) for the user commands: one
-// keep-alive connection to an http:// or https:// server, the bearer token on every request, and
+// keep-alive connection to an http:// or https:// server, or to the leader of several (a highly
+// available Tidepool, api/leader_connection.h), the bearer token on every request, and
 // every outcome as a value. A reply with a 2xx status is its JSON body; any other becomes an Error
 // built from the server's {"error", "field", "reason"} body (so that "error: " + message() reads
 // "error: tasks: 0 is out of range 1..100000"); a connection failure says how to point the command
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "api/http_connection.h"
+#include "api/leader_connection.h"
 #include "cli/client_config.h"
 #include "core/error.h"
 
@@ -23,6 +25,9 @@ namespace tidepool {
 struct ApiClientOptions {
   std::chrono::milliseconds connect_timeout{5000};
   std::chrono::milliseconds read_timeout{30000};
+  // How long a request goes round several servers looking for their leader: a failover of a few
+  // seconds passes unnoticed (LeaderConnectionOptions::failover_deadline).
+  std::chrono::milliseconds failover_deadline{15000};
 };
 
 // A successful reply: its status (200, 201, ...) and JSON body (null when empty).
@@ -40,6 +45,11 @@ Error api_error(int status, const std::string& body);
 
 // "cannot reach the Tidepool server at URL: WHY; is it running? set --server or TIDEPOOL_SERVER"
 Error unreachable_error(const std::string& url, const std::string& why);
+
+// The same for several servers: "cannot reach the Tidepool server at any of URL, URL (last tried
+// URL: WHY); is one running? ..."; unreachable_error for one.
+Error unreachable_error(const std::vector<std::string>& servers, const std::string& last_tried,
+                        const std::string& why);
 
 // Whether `error` came from a request that never reached the server (unreachable, untrusted TLS
 // certificate): a command that sends several requests stops at the first such error.
@@ -61,12 +71,16 @@ class ApiClient {
   ApiClient(ApiClient&&) noexcept;
   ApiClient& operator=(ApiClient&&) noexcept;
 
-  [[nodiscard]] const std::string& server() const { return server_; }
+  // The server that answered last (the leader, of several), for messages; the list as given when
+  // it is not valid.
+  [[nodiscard]] const std::string& server() const {
+    return connection_ != nullptr ? connection_->current() : server_;
+  }
 
   Result<nlohmann::json> get(const std::string& path, const QueryParams& params = {});
   // GET /v1/jobs with `params`, page after page (the server pages its answer): {"jobs": [...]} in
   // id order, the newest `limit` of them (0: all).
-  Result<nlohmann::json> get_jobs(QueryParams params, std::size_t limit = 0);
+  Result<nlohmann::json> get_jobs(const QueryParams& params, std::size_t limit = 0);
   Result<nlohmann::json> post(const std::string& path, const nlohmann::json& body);
   Result<nlohmann::json> patch(const std::string& path, const nlohmann::json& body);
   Result<nlohmann::json> del(const std::string& path);
@@ -85,8 +99,8 @@ class ApiClient {
 
   std::string server_;
   std::string token_;
-  Error bad_server_;  // why `server_` is not a URL, when connection_ is null
-  std::unique_ptr<HttpConnection> connection_;
+  Error bad_server_;  // why `server_` is not a list of URLs, when connection_ is null
+  std::unique_ptr<LeaderConnection> connection_;
 };
 
 }  // namespace tidepool

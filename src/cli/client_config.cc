@@ -99,40 +99,6 @@ Result<std::optional<ClientConfigFile>> load_client_config(const EnvLookup& env)
   return std::optional<ClientConfigFile>(std::move(*file));
 }
 
-Result<std::string> normalize_server_url(std::string_view url, const std::string& field) {
-  std::string text = trim(url);
-  const auto bad = [&](std::string_view why) {
-    return fail(field, fmt::format("'{}' is not a server URL ({}); use e.g. "
-                                   "http://127.0.0.1:8470 or https://tidepool.example.com",
-                                   text, why));
-  };
-  if (text.empty()) return bad("it is empty");
-  const auto scheme_end = text.find("://");
-  if (scheme_end == std::string::npos) {
-    text = "http://" + text;
-  } else {
-    const std::string scheme = text.substr(0, scheme_end);
-    if (scheme != "http" && scheme != "https") return bad("the scheme must be http or https");
-  }
-  while (text.ends_with('/')) text.pop_back();
-  const std::string rest = text.substr(text.find("://") + 3);
-  if (rest.empty() || rest.starts_with(':')) return bad("it has no host");
-  if (rest.find_first_of("/?# ") != std::string::npos) {
-    return bad("give only scheme, host and port, without a path");
-  }
-  const auto colon = rest.rfind(':');
-  const auto bracket = rest.rfind(']');  // [::1]:8470
-  if (colon != std::string::npos && (bracket == std::string::npos || colon > bracket)) {
-    const std::string port = rest.substr(colon + 1);
-    if (port.empty() || port.size() > 5 ||
-        port.find_first_not_of("0123456789") != std::string::npos || std::stoi(port) == 0 ||
-        std::stoi(port) > 65535) {
-      return bad("the port must be 1..65535");
-    }
-  }
-  return text;
-}
-
 Result<ClientSettings> resolve_client_settings(
     const ClientSources& sources,
     const std::function<Result<std::string>(const std::string& path)>& read_token_file) {
@@ -154,9 +120,9 @@ Result<ClientSettings> resolve_client_settings(
     server = std::string(kDefaultServerUrl);
     s.server_source = "default";
   }
-  auto url = normalize_server_url(*server, s.server_source);
-  if (!url) return std::unexpected(url.error());
-  s.server = std::move(*url);
+  auto servers = parse_server_list(*server, s.server_source);
+  if (!servers) return std::unexpected(servers.error());
+  s.server = join_server_list(*servers);
 
   if (sources.flag_token) {
     s.token = *sources.flag_token;

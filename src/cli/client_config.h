@@ -13,7 +13,12 @@
 //   ca_cert: /etc/tidepool/ca.pem            # optional: the CA that signed the server's cert
 //
 // Unknown keys are errors. A server URL is http:// or https:// with a host and an optional port;
-// a bare "host:port" means http://host:port. The resolution itself (resolve_client_settings) reads
+// a bare "host:port" means http://host:port. The servers of a highly available Tidepool are given
+// as one comma-separated list wherever one URL may be (server_list.h):
+//
+//   server: https://tp1.example.com:8470, https://tp2.example.com:8470,
+//   https://tp3.example.com:8470
+// The resolution itself (resolve_client_settings) reads
 // nothing: the loading functions gather the sources, so precedence is testable without files.
 #pragma once
 
@@ -22,6 +27,7 @@
 #include <string>
 #include <string_view>
 
+#include "api/server_list.h"
 #include "core/error.h"
 
 namespace tidepool {
@@ -51,7 +57,9 @@ struct ClientSources {
 // Where each resolved setting came from, for error messages ("--server", "$TIDEPOOL_TOKEN",
 // "/home/a/.config/tidepool/config.yaml token_file", "default").
 struct ClientSettings {
-  std::string server;  // normalized: scheme://host[:port], no trailing slash
+  // Normalized: scheme://host[:port] without a trailing slash, several joined by ',' (in the order
+  // given, without duplicates; join_server_list).
+  std::string server;
   std::string server_source;
   std::string token;  // empty: none
   std::string token_source;
@@ -75,10 +83,6 @@ std::string client_config_path(const EnvLookup& env);
 // Loads the config file at client_config_path(env): nullopt when it does not exist and was not
 // named by $TIDEPOOL_CONFIG.
 Result<std::optional<ClientConfigFile>> load_client_config(const EnvLookup& env);
-
-// Normalizes a server URL: "host:port" gets "http://", a trailing '/' is dropped; anything but
-// http(s)://host[:port] fails, naming `field`.
-Result<std::string> normalize_server_url(std::string_view url, const std::string& field);
 
 // Picks each setting from the first source that gives it (see the file comment). A config file's
 // token_file is read with `read_token_file` (its whole text, surrounding white space trimmed);

@@ -141,30 +141,35 @@ TEST(ResolveClientSettingsTest, BadServerNamesItsSource) {
   EXPECT_THAT(s.error().reason, HasSubstr("http or https"));
 }
 
+TEST(ResolveClientSettingsTest, SeveralServersFromEachSource) {
+  ClientSources sources;
+  sources.file = config_file("https://a.example.com, https://b.example.com/", "tp_file");
+  auto s = resolve_client_settings(sources, fake_files({}));
+  ASSERT_TRUE(s.has_value()) << s.error().message();
+  EXPECT_EQ(s->server, "https://a.example.com,https://b.example.com");
+  sources.env_server = "http://env:1,env:2, http://env:1";
+  s = resolve_client_settings(sources, fake_files({}));
+  ASSERT_TRUE(s.has_value()) << s.error().message();
+  EXPECT_EQ(s->server, "http://env:1,http://env:2");
+  sources.flag_server = "http://flag:1 ,http://flag:2/x";
+  s = resolve_client_settings(sources, fake_files({}));
+  ASSERT_FALSE(s.has_value());
+  EXPECT_EQ(s.error().field, "--server");
+  EXPECT_THAT(s.error().reason, HasSubstr("'http://flag:2/x' is not a server URL"));
+}
+
+TEST(ParseClientConfigTest, ReadsAListOfServers) {
+  auto f = parse_client_config("server: http://a:8470,http://b:8470\n", "c.yaml", "/home/a");
+  ASSERT_TRUE(f.has_value()) << f.error().message();
+  EXPECT_EQ(f->server, "http://a:8470,http://b:8470");
+}
+
 TEST(ResolveClientSettingsTest, TokenWithSpacesFails) {
   ClientSources sources;
   sources.flag_token = "two words";
   auto s = resolve_client_settings(sources, fake_files({}));
   ASSERT_FALSE(s.has_value());
   EXPECT_EQ(s.error().field, "--token");
-}
-
-TEST(NormalizeServerUrlTest, AcceptsAndNormalizes) {
-  EXPECT_EQ(normalize_server_url("http://127.0.0.1:8470", "f").value(), "http://127.0.0.1:8470");
-  EXPECT_EQ(normalize_server_url("https://tp.example.com/", "f").value(), "https://tp.example.com");
-  EXPECT_EQ(normalize_server_url("localhost:9000", "f").value(), "http://localhost:9000");
-  EXPECT_EQ(normalize_server_url(" http://[::1]:8470 ", "f").value(), "http://[::1]:8470");
-}
-
-TEST(NormalizeServerUrlTest, RefusesWhatIsNotAServer) {
-  for (const char* bad : {"", "ftp://x", "http://", "http://:80", "http://host:0",
-                          "http://host:99999", "http://host:port", "http://host/api"}) {
-    auto url = normalize_server_url(bad, "--server");
-    EXPECT_FALSE(url.has_value()) << bad;
-    if (!url) {
-      EXPECT_EQ(url.error().field, "--server");
-    }
-  }
 }
 
 TEST(ParseClientConfigTest, ReadsKeysAndResolvesPaths) {

@@ -13,8 +13,9 @@ namespace tidepool {
 
 void add_client_flags(CLI::App& cmd, ClientFlags& flags, std::span<const OutputFormat> formats) {
   cmd.add_option("--server", flags.server,
-                 "Server URL, e.g. http://127.0.0.1:8470 (else $TIDEPOOL_SERVER, the config file, "
-                 "or http://127.0.0.1:8470)")
+                 "Server URL, e.g. http://127.0.0.1:8470, or the servers of a highly available "
+                 "Tidepool as a comma-separated list (up to 16), whose leader each request "
+                 "follows (else $TIDEPOOL_SERVER, the config file, or http://127.0.0.1:8470)")
       ->group("Connection");
   cmd.add_option("--token", flags.token,
                  "API token (else $TIDEPOOL_TOKEN or token/token_file in the config file)")
@@ -75,8 +76,10 @@ std::int64_t wall_clock_ms() {
 
 std::string connection_help() {
   return "The server is --server, else $TIDEPOOL_SERVER, else `server:` in "
-         "~/.config/tidepool/config.yaml, else http://127.0.0.1:8470; the token is --token, else "
-         "$TIDEPOOL_TOKEN, else `token:` or `token_file:` in that file.";
+         "~/.config/tidepool/config.yaml, else http://127.0.0.1:8470; several servers (a highly "
+         "available Tidepool) are one comma-separated list, and each request goes to their "
+         "leader. The token is --token, else $TIDEPOOL_TOKEN, else `token:` or `token_file:` in "
+         "that file.";
 }
 
 }  // namespace tidepool

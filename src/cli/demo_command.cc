@@ -373,7 +373,8 @@ Result<void> DemoRun::start() {
                                  .token_source = paths_.admin_token_file(),
                                  .ca_cert = ""},
                   ApiClientOptions{.connect_timeout = milliseconds(2000),
-                                   .read_timeout = milliseconds(10'000)});
+                                   .read_timeout = milliseconds(10'000),
+                                   .failover_deadline = milliseconds(0)});
 
   for (const DemoNode& node : s_.pool.nodes) {
     auto token = client_->post(

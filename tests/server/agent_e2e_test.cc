@@ -11,6 +11,8 @@
 #include <functional>
 #include <regex>
 #include <set>
+#include <string>
+#include <string_view>
 
 #include "agent/test_processes.h"
 #include "server_process.h"
@@ -70,6 +72,10 @@ done
 
 std::string escape_json(const std::string& text) { return nlohmann::json(text).dump(); }
 
+// The agents are given a list of servers whose first refuses connections (a highly available
+// Tidepool with one server down): they pass over it to the one that answers.
+constexpr std::string_view kRefusedServer = "http://127.0.0.1:1";
+
 class AgentProcess {
  public:
   AgentProcess(const TempDir& dir, std::string node, int port, std::string token)
@@ -83,7 +89,7 @@ class AgentProcess {
     std::vector<std::string> args = {tidepool_binary(),
                                      "agent",
                                      "--server",
-                                     "http://127.0.0.1:" + std::to_string(port_),
+                                     std::string(kRefusedServer) + ", " + server_url(),
                                      "--token",
                                      token_,
                                      "--node",
@@ -105,6 +111,9 @@ class AgentProcess {
                                      "--cgroups",
                                      "none"};
     pid_ = spawn_logged(std::move(args), log_path_);
+  }
+  [[nodiscard]] std::string server_url() const {
+    return "http://127.0.0.1:" + std::to_string(port_);
   }
   void kill_hard() { signal_and_reap(pid_, SIGKILL); }
   int terminate() { return signal_and_reap(pid_, SIGTERM); }
@@ -241,6 +250,8 @@ TEST_F(AgentTest, GangRunsWithItsEnvironmentOnItsGpus) {
     EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "0,1,2,3,4,5,6,7");
     EXPECT_EQ(env["TIDEPOOL_CHECKPOINT_DIR"], dir_.file("checkpoints/" + std::to_string(id)));
     EXPECT_FALSE(env.contains("TIDEPOOL_RESUME_FROM"));
+    // The server that answered, not the list: what the task's own `tidepool` commands speak to.
+    EXPECT_EQ(env["TIDEPOOL_SERVER"], "http://127.0.0.1:" + std::to_string(server_->port()));
     masters.insert(env["MASTER_ADDR"]);
     ports.insert(env["MASTER_PORT"]);
   }
