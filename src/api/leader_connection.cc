@@ -136,12 +136,8 @@ std::expected<HttpResponse, HttpError> LeaderConnection::send(const HttpRequest&
             continue;
           }
         }
-        // No leader known (or only one already tried in this round): like a failure after the
-        // request was sent, moving on is for a request that is safe to send again.
-        if (!resendable) {
-          pass_over(index);
-          return std::move(*refusal);
-        }
+        // No leader known (or only one already tried in this round): the standby did nothing
+        // (it answers from the request's head, server/standby_api.h), so any request moves on.
       } else {
         failure = outcome.error();
         switch (failure.failure) {

@@ -13,10 +13,11 @@
 //     handshake) moves to the next URL at once;
 //   * a standby's refusal naming the leader sends the request there (a URL not in the list is
 //     added, one per request at most);
-//   * a refusal without a leader, or a failure after the request may have reached a server (read
-//     timeout, no reply, a reply that is not HTTP), moves to the next URL only when the request
-//     is safe to send again (safe_to_resend); otherwise that outcome is the answer, and the next
-//     request starts at the next URL;
+//   * a refusal without a leader moves to the next URL (the standby did nothing);
+//   * a failure after the request may have reached a server (read timeout, no reply, a reply
+//     that is not HTTP) moves to the next URL only when the request is safe to send again
+//     (safe_to_resend); otherwise that outcome is the answer, and the next request starts at the
+//     next URL;
 //   * after every URL was tried once, when there are several URLs or a standby refused (it is
 //     there, its leader soon), it waits (first_backoff, doubling up to max_backoff) and goes round
 //     again until failover_deadline has passed since the request began, and then gives the
