@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "store/store.h"
+#include "store/test_temp_dir.h"
 
 namespace tidepool {
 
@@ -51,28 +52,6 @@ inline void PrintTo(const Snapshot& snapshot, std::ostream* out) {
 namespace test_support {
 
 // A fresh folder in the temporary directory, removed with everything in it at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "tidepool_store_XXXXXX").string();
-    path_ = ::mkdtemp(pattern.data()) != nullptr ? pattern : std::string();
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  [[nodiscard]] std::string file(const std::string& name) const {
-    return (std::filesystem::path(path_) / name).string();
-  }
-
- private:
-  std::string path_;
-};
-
 inline JobRecord job(std::int64_t id, std::string tenant, std::string key = "",
                      std::string state = "pending") {
   return JobRecord{.id = id,

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "agent/test_processes.h"
+#include "store/test_temp_dir.h"
 
 namespace tidepool::test_support {
 
@@ -36,27 +37,6 @@ inline std::string source_tree() {
   if (path == nullptr) throw std::runtime_error("TIDEPOOL_SOURCE_DIR is not set");
   return path;
 }
-
-// A fresh folder under the system's temporary folder, removed at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "tidepool-test-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  [[nodiscard]] std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
-};
 
 inline void write_text(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::trunc);

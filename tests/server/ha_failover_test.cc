@@ -1,0 +1,395 @@
+// A highly available control plane end to end: an etcd cluster started by the test, several
+// `tidepool server` processes on it (store kind etcd), and clients that submit through the
+// leader-following CLI (`tidepool submit --server A,B,C --idempotency-key K`). The leader is
+// killed (SIGKILL) again and again, and paused (SIGSTOP) past its lease; what must hold: every
+// acknowledged job is there exactly once, running jobs are not restarted by a failover, no GPU is
+// given to two jobs, and a deposed leader writes nothing.
+//
+// TIDEPOOL_FAILOVER_KILLS (default 3) and TIDEPOOL_FAILOVER_CLIENTS (default 4) scale the kill
+// test; bench/failover.sh runs it with 20 kills and 8 clients and reports the failover times.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "server_process.h"
+#include "store/etcd_test_cluster.h"
+
+namespace tidepool::test_support {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+int env_int(const char* name, int fallback) {
+  const char* value = std::getenv(name);
+  return value != nullptr ? std::atoi(value) : fallback;
+}
+
+// A port of 127.0.0.1 that nothing listens on now (the servers keep theirs across restarts).
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  ::inet_pton(AF_INET, "127.0.0.1", &address.sin_addr);
+  socklen_t size = sizeof address;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&address), size);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size);
+  ::close(fd);
+  return ntohs(address.sin_port);
+}
+
+// Servers on one etcd store, each on a port of its own that it keeps across restarts.
+class HaPool {
+ public:
+  HaPool(int etcd_members, int servers) {
+    auto started = EtcdTestCluster::start(etcd_members);
+    if (!started) throw std::runtime_error(started.error().message());
+    etcd_ = std::move(*started);
+    std::string endpoints;
+    for (const std::string& e : etcd_->endpoints())
+      endpoints += (endpoints.empty() ? "" : ", ") + e;
+    for (int i = 0; i < servers; ++i) {
+      Server s;
+      s.port = free_port();
+      s.config = dir_.file("server-" + std::to_string(i) + ".yaml");
+      s.log = dir_.file("server-" + std::to_string(i) + ".log");
+      write_text(s.config, "cluster: " + source_tree() + "/data/clusters/example.yaml\n" +
+                               "tenants: " + source_tree() + "/data/tenants/example.yaml\n" +
+                               "listen: 127.0.0.1:" + std::to_string(s.port) + "\n" +
+                               "admin_token_file: " + dir_.file("admin.token") + "\n" +
+                               "logs: " + dir_.file("logs-" + std::to_string(i)) + "\n" +
+                               "simulate_unregistered_nodes: true\n" +
+                               "store: {kind: etcd, endpoints: [" + endpoints +
+                               "], prefix: /ha, lease_ttl: 3s}\n");
+      servers_.push_back(std::move(s));
+    }
+  }
+  ~HaPool() {
+    for (Server& s : servers_) {
+      if (s.pid > 0) ::kill(s.pid, SIGCONT);
+      signal_and_reap(s.pid, SIGKILL);
+    }
+  }
+  HaPool(const HaPool&) = delete;
+  HaPool& operator=(const HaPool&) = delete;
+
+  void start(std::size_t i) {
+    servers_[i].pid = spawn_logged({tidepool_binary(), "server", "--config", servers_[i].config},
+                                   servers_[i].log);
+  }
+  void start_all() {
+    for (std::size_t i = 0; i < servers_.size(); ++i) start(i);
+  }
+  // SIGKILL; the time it was sent.
+  Clock::time_point kill(std::size_t i) {
+    const auto at = Clock::now();
+    signal_and_reap(servers_[i].pid, SIGKILL);
+    return at;
+  }
+  [[nodiscard]] pid_t pid(std::size_t i) const { return servers_[i].pid; }
+  // Whether server i has exited; its exit status then.
+  std::optional<int> exited(std::size_t i) {
+    int status = 0;
+    if (servers_[i].pid <= 0 || ::waitpid(servers_[i].pid, &status, WNOHANG) != servers_[i].pid) {
+      return std::nullopt;
+    }
+    servers_[i].pid = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+  // The server that leads and is ready, waited for up to `limit`.
+  std::optional<std::size_t> leader(std::chrono::milliseconds limit = 30s) {
+    const auto deadline = Clock::now() + limit;
+    while (Clock::now() < deadline) {
+      for (std::size_t i = 0; i < servers_.size(); ++i) {
+        if (servers_[i].pid <= 0) continue;
+        httplib::Client client("127.0.0.1", servers_[i].port);
+        client.set_connection_timeout(0, 300'000);
+        auto res = client.Get("/readyz");
+        if (res && res->status == 200) return i;
+      }
+      std::this_thread::sleep_for(50ms);
+    }
+    return std::nullopt;
+  }
+
+  [[nodiscard]] std::string urls() const {
+    std::string out;
+    for (const Server& s : servers_) {
+      out += (out.empty() ? "" : ",") + std::string("http://127.0.0.1:") + std::to_string(s.port);
+    }
+    return out;
+  }
+  [[nodiscard]] int port(std::size_t i) const { return servers_[i].port; }
+  [[nodiscard]] std::string log(std::size_t i) const { return read_text(servers_[i].log); }
+  std::string admin_token(std::chrono::milliseconds limit = 20s) {
+    const auto deadline = Clock::now() + limit;
+    while (Clock::now() < deadline) {
+      std::string text = read_text(dir_.file("admin.token"));
+      while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+      if (!text.empty()) return text;
+      std::this_thread::sleep_for(50ms);
+    }
+    return "";
+  }
+  [[nodiscard]] const TempDir& dir() const { return dir_; }
+
+ private:
+  struct Server {
+    int port = 0;
+    std::string config;
+    std::string log;
+    pid_t pid = -1;
+  };
+  TempDir dir_;
+  std::unique_ptr<EtcdTestCluster> etcd_;
+  std::vector<Server> servers_;
+};
+
+// Every job the leader holds, by id (page after page of GET /v1/jobs).
+std::map<std::int64_t, nlohmann::json> all_jobs(int port, const std::string& token) {
+  ApiClient api(port, token);
+  std::map<std::int64_t, nlohmann::json> jobs;
+  std::string path = "/v1/jobs?limit=1000";
+  for (int page = 0; page < 1000; ++page) {
+    const ApiClient::Answer answer = api.get(path);
+    if (answer.status != 200) break;
+    for (const nlohmann::json& job : answer.body["jobs"]) jobs[job["id"].get<std::int64_t>()] = job;
+    if (!answer.body.contains("next") || !answer.body["next"].is_string()) break;
+    path = "/v1/jobs?limit=1000&before=" + answer.body["next"].get<std::string>();
+  }
+  return jobs;
+}
+
+// One `tidepool submit` of a one-GPU job named `key` with idempotency key `key`: its job id when
+// the server acknowledged it.
+std::optional<std::int64_t> submit(const HaPool& pool, const std::string& token,
+                                   const std::string& key) {
+  const std::string spec = pool.dir().file(key + ".json");
+  write_text(spec, R"({"name": ")" + key +
+                       R"(", "tenant": "vision", "tasks": 1, "gpus_per_task": 1,)"
+                       R"( "command": ["sleep", "3600"]})");
+  const std::string command = tidepool_binary() + " submit --parsable --server " + pool.urls() +
+                              " --token " + token + " --idempotency-key " + key + " " + spec +
+                              " 2>/dev/null";
+  FILE* out = ::popen(command.c_str(), "r");
+  if (out == nullptr) return std::nullopt;
+  char line[64] = {};
+  const bool read = std::fgets(line, sizeof line, out) != nullptr;
+  const int status = ::pclose(out);
+  if (!read || status != 0) return std::nullopt;
+  return std::atoll(line);
+}
+
+struct Acknowledged {
+  std::string key;
+  std::int64_t id = 0;
+  Clock::time_point at;
+};
+
+// Clients that submit one job after another until stopped, each retrying a key (the same
+// submission) until it is acknowledged, as a careful user does.
+class Clients {
+ public:
+  Clients(const HaPool& pool, std::string token, int count) {
+    for (int c = 0; c < count; ++c) {
+      threads_.emplace_back([this, &pool, token, c] {
+        for (int n = 0; !stop_; ++n) {
+          const std::string key = "c" + std::to_string(c) + "-" + std::to_string(n);
+          while (!stop_) {
+            if (auto id = submit(pool, token, key)) {
+              std::lock_guard lock(mutex_);
+              acknowledged_.push_back({key, *id, Clock::now()});
+              break;
+            }
+          }
+        }
+      });
+    }
+  }
+  ~Clients() { stop(); }
+  Clients(const Clients&) = delete;
+  Clients& operator=(const Clients&) = delete;
+
+  void stop() {
+    stop_ = true;
+    for (std::thread& t : threads_) {
+      if (t.joinable()) t.join();
+    }
+  }
+  std::vector<Acknowledged> acknowledged() {
+    std::lock_guard lock(mutex_);
+    return acknowledged_;
+  }
+  // The first acknowledgement after `at`, waited for up to `limit`.
+  std::optional<Clock::time_point> first_after(Clock::time_point at,
+                                               std::chrono::milliseconds limit) {
+    const auto deadline = Clock::now() + limit;
+    while (Clock::now() < deadline) {
+      {
+        std::lock_guard lock(mutex_);
+        for (const Acknowledged& a : acknowledged_) {
+          if (a.at > at) return a.at;
+        }
+      }
+      std::this_thread::sleep_for(20ms);
+    }
+    return std::nullopt;
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::mutex mutex_;  // guards acknowledged_ (every client thread appends)
+  std::vector<Acknowledged> acknowledged_;
+  std::vector<std::thread> threads_;
+};
+
+TEST(HaFailoverTest, KillingTheLeaderLosesNoAcknowledgedJobAndRestartsNoRunningOne) {
+  const int kills = env_int("TIDEPOOL_FAILOVER_KILLS", 3);
+  HaPool pool(3, 3);
+  pool.start_all();
+  auto first = pool.leader();
+  ASSERT_TRUE(first.has_value()) << pool.log(0) << pool.log(1) << pool.log(2);
+  const std::string token = pool.admin_token();
+  ASSERT_FALSE(token.empty());
+
+  Clients clients(pool, token, env_int("TIDEPOOL_FAILOVER_CLIENTS", 4));
+  std::vector<double> failover_seconds;
+  // The running jobs seen before each kill: their starts and placement must not change.
+  std::map<std::int64_t, nlohmann::json> running_before;
+  for (int k = 0; k < kills; ++k) {
+    std::this_thread::sleep_for(1500ms);
+    auto leader = pool.leader();
+    ASSERT_TRUE(leader.has_value()) << "kill " << k;
+    for (const auto& [id, job] : all_jobs(pool.port(*leader), token)) {
+      if (job["state"] == "running" && !running_before.contains(id)) running_before[id] = job;
+    }
+    const auto killed_at = pool.kill(*leader);
+    auto resumed = clients.first_after(killed_at, 30s);
+    ASSERT_TRUE(resumed.has_value()) << "no submission was accepted after kill " << k;
+    failover_seconds.push_back(std::chrono::duration<double>(*resumed - killed_at).count());
+    pool.start(*leader);  // back as a standby
+  }
+  clients.stop();
+
+  std::ranges::sort(failover_seconds);
+  const double median = failover_seconds[failover_seconds.size() / 2];
+  const double worst = failover_seconds.back();
+  std::printf("failover: %zu kills, median %.2f s, max %.2f s\n", failover_seconds.size(), median,
+              worst);
+  EXPECT_LT(worst, 30.0);
+
+  auto leader = pool.leader();
+  ASSERT_TRUE(leader.has_value());
+  const auto jobs = all_jobs(pool.port(*leader), token);
+  std::map<std::string, std::vector<std::int64_t>> by_name;
+  for (const auto& [id, job] : jobs) by_name[job["spec"]["name"].get<std::string>()].push_back(id);
+  const std::vector<Acknowledged> acknowledged = clients.acknowledged();
+  ASSERT_FALSE(acknowledged.empty());
+  int lost = 0;
+  for (const Acknowledged& a : acknowledged) {
+    const auto it = by_name.find(a.key);
+    if (it == by_name.end() || std::ranges::find(it->second, a.id) == it->second.end()) ++lost;
+  }
+  int duplicated = 0;
+  for (const auto& [name, ids] : by_name) duplicated += static_cast<int>(ids.size()) - 1;
+  int restarted = 0;
+  for (const auto& [id, before] : running_before) {
+    const auto it = jobs.find(id);
+    if (it == jobs.end() || it->second["state"] != "running") continue;  // ended since: fine
+    if (it->second["starts"] != before["starts"] ||
+        it->second["placement"] != before["placement"]) {
+      ++restarted;
+    }
+  }
+  std::set<std::pair<std::string, int>> gpus;
+  int double_booked = 0;
+  for (const auto& [id, job] : jobs) {
+    if (job["state"] != "running") continue;
+    for (const nlohmann::json& place : job["placement"]) {
+      for (const nlohmann::json& gpu : place["gpus"]) {
+        if (!gpus.emplace(place["node"].get<std::string>(), gpu.get<int>()).second) ++double_booked;
+      }
+    }
+  }
+  std::printf(
+      "acknowledged %zu, jobs %zu, lost %d, duplicated %d, restarted %d of %zu running, "
+      "double-booked GPUs %d\n",
+      acknowledged.size(), jobs.size(), lost, duplicated, restarted, running_before.size(),
+      double_booked);
+  EXPECT_EQ(lost, 0);
+  EXPECT_EQ(duplicated, 0);
+  EXPECT_EQ(restarted, 0);
+  EXPECT_EQ(double_booked, 0);
+}
+
+TEST(HaFailoverTest, APausedLeaderWritesNothingAfterItsLeaseEnded) {
+  HaPool pool(1, 2);
+  pool.start(0);
+  ASSERT_EQ(pool.leader(), std::optional<std::size_t>{0}) << pool.log(0);
+  pool.start(1);
+  const std::string token = pool.admin_token();
+  ASSERT_FALSE(token.empty());
+
+  ::kill(pool.pid(0), SIGSTOP);
+  auto successor = pool.leader();
+  ASSERT_EQ(successor, std::optional<std::size_t>{1}) << pool.log(1);
+  // Submissions sent to the paused leader wait in its socket's queue; it meets them when it wakes.
+  constexpr int kLate = 5;
+  std::vector<std::thread> late;
+  std::atomic<int> accepted{0};
+  for (int i = 0; i < kLate; ++i) {
+    late.emplace_back([&, i] {
+      ApiClient paused(pool.port(0), token);
+      const std::string name = "late-" + std::to_string(i);
+      const auto answer = paused.post(
+          "/v1/jobs",
+          R"({"name": ")" + name +
+              R"(", "tenant": "vision", "tasks": 1, "gpus_per_task": 1, "command": ["true"]})",
+          "application/json", name);
+      if (answer.status >= 200 && answer.status < 300) ++accepted;
+    });
+  }
+  std::this_thread::sleep_for(300ms);
+  ::kill(pool.pid(0), SIGCONT);
+  for (std::thread& t : late) t.join();
+  // It learns it lost the leadership and stops.
+  std::optional<int> status;
+  for (const auto deadline = Clock::now() + 20s; !status && Clock::now() < deadline;) {
+    status = pool.exited(0);
+    std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_TRUE(status.has_value()) << "the deposed leader did not stop\n" << pool.log(0);
+  EXPECT_NE(*status, 0);
+  const std::string log = pool.log(0);
+  EXPECT_NE(log.find("leadership"), std::string::npos) << log;
+  std::size_t refused = 0;
+  for (std::size_t at = log.find("leadership lost: the guard key"); at != std::string::npos;
+       at = log.find("leadership lost: the guard key", at + 1)) {
+    ++refused;
+  }
+  std::printf("paused leader: %d of %d late submissions accepted, %zu commits refused\n",
+              accepted.load(), kLate, refused);
+  EXPECT_EQ(accepted, 0);
+  // None of them is in the state the successor holds.
+  for (const auto& [id, job] : all_jobs(pool.port(1), token)) {
+    EXPECT_FALSE(job["spec"]["name"].get<std::string>().starts_with("late-")) << job.dump();
+  }
+}
+
+}  // namespace
+}  // namespace tidepool::test_support
