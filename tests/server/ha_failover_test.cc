@@ -73,6 +73,9 @@ class HaPool {
                                "admin_token_file: " + dir_.file("admin.token") + "\n" +
                                "logs: " + dir_.file("logs-" + std::to_string(i)) + "\n" +
                                "simulate_unregistered_nodes: true\n" +
+                               // The clients submit as fast as they can, past the default limits.
+                               "admission: {max_pending_jobs: 10000000, "
+                               "submissions_per_second: 0}\n" +
                                "store: {kind: etcd, endpoints: [" + endpoints +
                                "], prefix: /ha, lease_ttl: 3s}\n");
       servers_.push_back(std::move(s));
@@ -136,6 +139,16 @@ class HaPool {
   }
   [[nodiscard]] int port(std::size_t i) const { return servers_[i].port; }
   [[nodiscard]] std::string log(std::size_t i) const { return read_text(servers_[i].log); }
+  // The last lines of every server's log, for a failure's message.
+  [[nodiscard]] std::string log_tails() const {
+    std::string out;
+    for (std::size_t i = 0; i < servers_.size(); ++i) {
+      const std::string text = log(i);
+      out += "--- server " + std::to_string(i) + " (port " + std::to_string(servers_[i].port) +
+             ")\n" + text.substr(text.size() > 3000 ? text.size() - 3000 : 0);
+    }
+    return out;
+  }
   std::string admin_token(std::chrono::milliseconds limit = 20s) {
     const auto deadline = Clock::now() + limit;
     while (Clock::now() < deadline) {
@@ -280,7 +293,8 @@ TEST(HaFailoverTest, KillingTheLeaderLosesNoAcknowledgedJobAndRestartsNoRunningO
     }
     const auto killed_at = pool.kill(*leader);
     auto resumed = clients.first_after(killed_at, 30s);
-    ASSERT_TRUE(resumed.has_value()) << "no submission was accepted after kill " << k;
+    ASSERT_TRUE(resumed.has_value()) << "no submission was accepted after kill " << k << "\n"
+                                     << pool.log_tails();
     failover_seconds.push_back(std::chrono::duration<double>(*resumed - killed_at).count());
     pool.start(*leader);  // back as a standby
   }
