@@ -193,8 +193,12 @@ Result<void> run_server(const ServerFlags& flags) {
       spdlog::info("stopped ({})", life.ended() ? "before leading" : "");
       return {};
     }
-    auto fenced = open_etcd_store(EtcdStoreOptions{
-        .endpoints = config->store.endpoints, .prefix = config->store.prefix, .guard = *guard});
+    auto fenced = open_etcd_store(EtcdStoreOptions{.endpoints = config->store.endpoints,
+                                                   .prefix = config->store.prefix,
+                                                   .max_txn_ops = config->store.max_txn_ops,
+                                                   .max_request_bytes =
+                                                       config->store.max_request_bytes,
+                                                   .guard = *guard});
     if (!fenced) return std::unexpected(fenced.error());
     store = std::move(*fenced);
   }

@@ -189,7 +189,8 @@ class ConfigReader : private YamlReader {
  private:
   Result<StoreConfig> read_store(const YAML::Node& node) const {
     StoreConfig store;
-    auto f = fields(node, "store", {"kind", "endpoints", "prefix", "lease_ttl"});
+    auto f = fields(node, "store",
+                    {"kind", "endpoints", "prefix", "lease_ttl", "max_txn_ops", "max_request_bytes"});
     if (!f) return std::unexpected(f.error());
     if (auto kind = f->get("kind")) {
       auto value = text(*kind, "store.kind");
@@ -204,7 +205,8 @@ class ConfigReader : private YamlReader {
       }
     }
     const bool etcd = store.kind == StoreKind::kEtcd;
-    for (const char* key : {"endpoints", "prefix", "lease_ttl"}) {
+    for (const char* key :
+         {"endpoints", "prefix", "lease_ttl", "max_txn_ops", "max_request_bytes"}) {
       if (auto value = f->get(key); value && !etcd) {
         return error_at(*value, std::string("store.") + key, "only for kind: etcd");
       }
@@ -251,6 +253,20 @@ class ConfigReader : private YamlReader {
             fmt::format("expected whole seconds from 2s to 60s, e.g. 3s; got '{}'", *value));
       }
       store.lease_ttl = millis_from_seconds(*seconds);
+    }
+    for (auto [key, target, least, most] :
+         {std::tuple{"max_txn_ops", &store.max_txn_ops, 16, 1'000'000},
+          std::tuple{"max_request_bytes", &store.max_request_bytes, 64 * 1024, 1 << 30}}) {
+      if (auto value_node = f->get(key)) {
+        const std::string path = std::string("store.") + key;
+        auto value = text(*value_node, path);
+        if (!value) return std::unexpected(value.error());
+        auto n = parse_decimal(*value, 0);
+        if (!n || *n < least || *n > most) {
+          return error_at(*value_node, path, fmt::format("expected {}..{}", least, most));
+        }
+        *target = *n;
+      }
     }
     return store;
   }

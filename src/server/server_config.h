@@ -16,6 +16,9 @@
 //     endpoints: [127.0.0.1:2379]   #   etcd: its members' client host:port (1..16)
 //     prefix: /tidepool             #   etcd: the keys' prefix (several pools on one etcd)
 //     lease_ttl: 3s                 #   etcd: a leader silent this long is succeeded (2s..60s)
+//     max_txn_ops: 128              #   etcd: its --max-txn-ops and --max-request-bytes (the
+//     max_request_bytes: 1572864    #   defaults are etcd's): a round's changes are one
+//                                   #   transaction, refused whole past them; raise both together
 //   advertise_url: https://a:8470   # the URL clients and agents reach this server at, which a
 //                                   #   standby names when it sends them to the leader (default:
 //                                   #   http[s]://<listen host, or the host name>:<port>)
@@ -63,6 +66,8 @@ struct StoreConfig {
   std::vector<std::string> endpoints = {"127.0.0.1:2379"};
   std::string prefix = "/tidepool";
   Millis lease_ttl = std::chrono::seconds{3};
+  std::int64_t max_txn_ops = 128;
+  std::int64_t max_request_bytes = 1536 * 1024;
 };
 
 struct ServerConfig {

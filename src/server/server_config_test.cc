@@ -48,7 +48,8 @@ TEST(ServerConfigTest, TheStoreIsSqliteUnlessEtcdIsNamed) {
   auto etcd = read_server_config(
       std::string(kRequired) +
           "store:\n  kind: etcd\n  endpoints: [10.0.0.1:2379, 10.0.0.2:2379]\n"
-          "  prefix: /pools/lab\n  lease_ttl: 5s\nadvertise_url: https://a.example:8470\n",
+          "  prefix: /pools/lab\n  lease_ttl: 5s\n  max_txn_ops: 10000\n"
+          "  max_request_bytes: 33554432\nadvertise_url: https://a.example:8470\n",
       "server.yaml", "/etc/tidepool");
   ASSERT_TRUE(etcd.has_value()) << etcd.error().message();
   EXPECT_EQ(etcd->store.kind, StoreKind::kEtcd);
@@ -56,6 +57,8 @@ TEST(ServerConfigTest, TheStoreIsSqliteUnlessEtcdIsNamed) {
   EXPECT_EQ(etcd->store.prefix, "/pools/lab");
   EXPECT_EQ(etcd->store.lease_ttl, std::chrono::seconds{5});
   EXPECT_EQ(etcd->advertise_url, "https://a.example:8470");
+  EXPECT_EQ(etcd->store.max_txn_ops, 10000);
+  EXPECT_EQ(etcd->store.max_request_bytes, 33554432);
 
   auto defaults = read_server_config(std::string(kRequired) + "store: {kind: etcd}\n",
                                      "server.yaml", "/etc/tidepool");
@@ -78,6 +81,8 @@ TEST(ServerConfigTest, ABadStoreIsRefusedNamingTheKey) {
            std::tuple{"store: {kind: etcd, lease_ttl: 1s}", "store.lease_ttl", "2s to 60s"},
            std::tuple{"store: {kind: etcd, lease_ttl: 2m}", "store.lease_ttl", "2s to 60s"},
            std::tuple{"store: {kind: etcd, leases: 3}", "leases", ""},
+           std::tuple{"store: {kind: etcd, max_txn_ops: 8}", "store.max_txn_ops", "16.."},
+           std::tuple{"store: {kind: sqlite, max_txn_ops: 500}", "store.max_txn_ops", "only for"},
            std::tuple{"advertise_url: a.example:8470", "advertise_url", "http://"},
        }) {
     auto bad = read_server_config(std::string(kRequired) + text + "\n", "server.yaml", "/etc");
