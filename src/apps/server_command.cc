@@ -190,15 +190,15 @@ Result<void> run_server(const ServerFlags& flags) {
     standby.stop();
     standing.join();
     if (!guard) {
-      spdlog::info("stopped ({})", life.ended() ? "before leading" : "");
+      spdlog::info("{}: stopped before leading", life.reason());
       return {};
     }
-    auto fenced = open_etcd_store(EtcdStoreOptions{.endpoints = config->store.endpoints,
-                                                   .prefix = config->store.prefix,
-                                                   .max_txn_ops = config->store.max_txn_ops,
-                                                   .max_request_bytes =
-                                                       config->store.max_request_bytes,
-                                                   .guard = *guard});
+    auto fenced =
+        open_etcd_store(EtcdStoreOptions{.endpoints = config->store.endpoints,
+                                         .prefix = config->store.prefix,
+                                         .max_txn_ops = config->store.max_txn_ops,
+                                         .max_request_bytes = config->store.max_request_bytes,
+                                         .guard = *guard});
     if (!fenced) return std::unexpected(fenced.error());
     store = std::move(*fenced);
   }
@@ -251,7 +251,7 @@ Result<void> run_server(const ServerFlags& flags) {
     }
   }
   const std::optional<std::string> lost = life.lost();
-  spdlog::info("{}: shutting down", lost ? "leadership lost" : "stop requested");
+  spdlog::info("{}: shutting down", lost ? "leadership lost: " + *lost : life.reason());
   api.stop();
   http.join();
   loop.stop();

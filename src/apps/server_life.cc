@@ -35,6 +35,11 @@ std::optional<std::string> ServerLife::lost() const {
   return lost_ ? ended_ : std::nullopt;
 }
 
+std::string ServerLife::reason() const {
+  std::lock_guard lock(mutex_);
+  return ended_.value_or("");
+}
+
 std::optional<EtcdGuard> campaign(EtcdElection& election, StandbyApi& standby, ServerLife& life,
                                   Millis poll) {
   std::optional<std::string> last_leader;

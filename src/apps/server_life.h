@@ -26,6 +26,8 @@ class ServerLife {
   [[nodiscard]] bool ended() const;
   // Why the leadership was lost, if that is what ended the run.
   [[nodiscard]] std::optional<std::string> lost() const;
+  // What ended the run ("signal 15", the leadership's loss); empty while it goes on.
+  [[nodiscard]] std::string reason() const;
 
  private:
   void end(std::string why, bool lost);
