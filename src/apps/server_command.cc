@@ -157,6 +157,7 @@ Result<void> run_server(const ServerFlags& flags) {
   const bool etcd = config->store.kind == StoreKind::kEtcd;
   const std::string scheme = config->tls_cert.empty() ? "http" : "https";
   std::unique_ptr<EtcdElection> election;
+  std::optional<Leadership> leadership;
   std::unique_ptr<Store> store;
   int port = config->port;
   if (!etcd) {
@@ -186,10 +187,10 @@ Result<void> run_server(const ServerFlags& flags) {
     spdlog::info("tidepool server {} standing by on {}://{}:{} (etcd {}, prefix {})", self, scheme,
                  config->host, port, fmt::join(config->store.endpoints, ","), config->store.prefix);
     std::thread standing([&standby] { standby.serve(); });
-    auto guard = campaign(*election, standby, life, Millis{200});
+    leadership = campaign(*election, standby, life, Millis{200});
     standby.stop();
     standing.join();
-    if (!guard) {
+    if (!leadership) {
       spdlog::info("{}: stopped before leading", life.reason());
       return {};
     }
@@ -198,12 +199,13 @@ Result<void> run_server(const ServerFlags& flags) {
                                          .prefix = config->store.prefix,
                                          .max_txn_ops = config->store.max_txn_ops,
                                          .max_request_bytes = config->store.max_request_bytes,
-                                         .guard = *guard});
+                                         .guard = leadership->guard});
     if (!fenced) return std::unexpected(fenced.error());
     store = std::move(*fenced);
   }
 
   ServerMetrics metrics;
+  metrics.set_leading(leadership ? leadership->term : 1);
   ControlLoop loop(
       std::move(store), std::move(setup),
       ControlLoop::Options{

@@ -40,8 +40,8 @@ std::string ServerLife::reason() const {
   return ended_.value_or("");
 }
 
-std::optional<EtcdGuard> campaign(EtcdElection& election, StandbyApi& standby, ServerLife& life,
-                                  Millis poll) {
+std::optional<Leadership> campaign(EtcdElection& election, StandbyApi& standby, ServerLife& life,
+                                   Millis poll) {
   std::optional<std::string> last_leader;
   bool announced = false;
   while (!life.ended()) {
@@ -61,8 +61,8 @@ std::optional<EtcdGuard> campaign(EtcdElection& election, StandbyApi& standby, S
         if (!won) {
           spdlog::warn("standby: the campaign failed: {}", won.error().message());
         } else if (won->has_value()) {
-          spdlog::info("this server leads now (key {} at revision {})", (*won)->key,
-                       (*won)->mod_revision);
+          spdlog::info("this server leads now (term {}; key {} at revision {})", (*won)->term,
+                       (*won)->guard.key, (*won)->guard.mod_revision);
           return *won;
         }
       }

@@ -39,11 +39,11 @@ class ServerLife {
 };
 
 // Stands by until this server leads: every `poll`, tells `standby` who leads (for its answers) and
-// tries to take the leadership when nobody holds it. The guard of the leadership won; none when
+// tries to take the leadership when nobody holds it. The leadership won; none when
 // the run ended first. etcd's errors are logged and retried: an unreachable etcd leaves the server
 // a standby, not stopped.
-[[nodiscard]] std::optional<EtcdGuard> campaign(EtcdElection& election, StandbyApi& standby,
-                                                ServerLife& life, Millis poll);
+[[nodiscard]] std::optional<Leadership> campaign(EtcdElection& election, StandbyApi& standby,
+                                                 ServerLife& life, Millis poll);
 
 // Keeps the leadership won: renews its lease every third of the TTL until the run ends, and ends
 // the run as lost when etcd says the lease is over or when no renewal succeeded for a whole TTL

@@ -141,6 +141,16 @@ ServerMetrics::ServerMetrics()
                          .Help("Jobs sent to rented capacity (provider `up` requests)")
                          .Register(*registry_)
                          .Add({})),
+      leader_(BuildGauge()
+                  .Name("tidepool_leader")
+                  .Help("1 while this server leads the pool (a standby answers 0)")
+                  .Register(*registry_)
+                  .Add({})),
+      failovers_(BuildCounter()
+                     .Name("tidepool_failovers_total")
+                     .Help("Leaderships taken over since the pool's first leader (etcd store)")
+                     .Register(*registry_)
+                     .Add({})),
       queue_waits_(BuildHistogram()
                        .Name("tidepool_queue_wait_seconds")
                        .Help("Time jobs waited before they started (since their submission or "
@@ -174,6 +184,12 @@ void ServerMetrics::count_commit(const Batch& batch, double seconds) {
 void ServerMetrics::count_commit_failure() { commit_failures_.Increment(); }
 
 void ServerMetrics::count_pass(double seconds) { pass_seconds_.Observe(seconds); }
+
+void ServerMetrics::set_leading(std::int64_t term) {
+  leader_.Set(1);
+  const double failovers = static_cast<double>(std::max<std::int64_t>(term - 1, 0));
+  if (failovers > failovers_.Value()) failovers_.Increment(failovers - failovers_.Value());
+}
 
 void ServerMetrics::set_figures(const ControlPlane::Figures& figures) {
   for (const auto& [state, count] : figures.jobs_by_state) {

@@ -39,6 +39,9 @@ class ServerMetrics {
   void count_pass(double seconds);
   // The gauges, from the control plane's figures.
   void set_figures(const ControlPlane::Figures& figures);
+  // This server leads (a server alone always does); `term`: the leaderships of the pool since its
+  // first leader, 1 for that one (etcd_election.h), so term - 1 failovers.
+  void set_leading(std::int64_t term);
 
   // Everything in the Prometheus text exposition format.
   [[nodiscard]] std::string render() const;
@@ -70,6 +73,8 @@ class ServerMetrics {
   prometheus::Family<prometheus::Gauge>& tenant_budget_spend_;
   prometheus::Family<prometheus::Gauge>& burst_gpus_;
   prometheus::Counter& burst_rentals_;
+  prometheus::Gauge& leader_;
+  prometheus::Counter& failovers_;
   prometheus::Family<prometheus::Histogram>& queue_waits_;
   std::map<std::string, QueueWaits> reported_waits_;  // what the histograms hold, per tenant
   // Guards gpu_metrics_: written by the loop thread, read by the /metrics handler.

@@ -85,6 +85,14 @@ HeadVerdict StandbyApi::on_head(const HttpRequest& request) const {
     return HeadVerdict::respond(
         json_response(503, {{"status", "standby"}, {"leader", leader_json(leader)}}));
   }
+  if (request.method == "GET" && request.path == "/metrics") {
+    HttpResponse res;
+    res.content_type = "text/plain; version=0.0.4";
+    res.body =
+        "# HELP tidepool_leader 1 while this server leads the pool (a standby answers 0)\n"
+        "# TYPE tidepool_leader gauge\ntidepool_leader 0\n";
+    return HeadVerdict::respond(std::move(res));
+  }
   if (request.method == "GET" && request.path == "/v1/leader") {
     return HeadVerdict::respond(leader_response(leader, self));
   }

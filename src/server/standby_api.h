@@ -5,6 +5,7 @@
 //   GET /healthz    200 {"status": "ok"}
 //   GET /readyz     503 {"status": "standby", "leader": URL-or-null}
 //   GET /v1/leader  200 {"leader": URL-or-null, "self": URL, "is_leader": false}
+//   GET /metrics    200 tidepool_leader 0 (Prometheus' text format)
 //   anything else   503 {"error": "not the leader", "field": "server", "reason": "...",
 //                        "leader": URL-or-null}, with Retry-After: 1
 //

@@ -63,6 +63,9 @@ TEST(StandbyApiTest, IsAliveButNotReadyAndNamesTheLeader) {
   EXPECT_EQ(body_of(leader)["leader"], "http://a:8470");
   EXPECT_EQ(body_of(leader)["self"], "http://b:8470");
   EXPECT_EQ(body_of(leader)["is_leader"], false);
+  const auto metrics = standby.request("GET", "/metrics");
+  EXPECT_EQ(metrics.status, 200);
+  EXPECT_NE(metrics.body.find("\ntidepool_leader 0\n"), std::string::npos) << metrics.body;
 }
 
 TEST(StandbyApiTest, EveryOtherRequestIsSentToTheLeader) {

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+#include <string>
 #include <utility>
 
 #include "store/etcd_client.h"
@@ -9,7 +11,10 @@
 namespace tidepool {
 
 EtcdElection::EtcdElection(EtcdElectionOptions options, std::unique_ptr<EtcdClient> client)
-    : options_(std::move(options)), key_(options_.prefix + "/leader"), client_(std::move(client)) {}
+    : options_(std::move(options)),
+      key_(options_.prefix + "/leader"),
+      term_key_(options_.prefix + "/leader_term"),
+      client_(std::move(client)) {}
 
 EtcdElection::~EtcdElection() = default;
 
@@ -35,10 +40,20 @@ Result<std::optional<std::string>> EtcdElection::leader() {
   return std::optional<std::string>{response->kvs(0).value()};
 }
 
-Result<std::optional<EtcdGuard>> EtcdElection::try_acquire() {
+Result<std::optional<Leadership>> EtcdElection::try_acquire() {
   auto holder = leader();
   if (!holder) return std::unexpected(holder.error());
-  if (holder->has_value()) return std::optional<EtcdGuard>{};
+  if (holder->has_value()) return std::optional<Leadership>{};
+  etcdserverpb::RangeRequest term_read;
+  term_read.set_key(term_key_);
+  auto terms = client_->range(term_read);
+  if (!terms) return std::unexpected(terms.error());
+  std::int64_t term = 0;
+  std::int64_t term_revision = 0;  // 0: no term yet (etcd compares a missing key as revision 0)
+  if (terms->kvs_size() > 0) {
+    term = std::atoll(terms->kvs(0).value().c_str());
+    term_revision = terms->kvs(0).mod_revision();
+  }
   auto lease = client_->lease_grant(options_.lease_ttl.count());
   if (!lease) return std::unexpected(lease.error());
   // Create the key only where it is absent (created at revision 0: never, or deleted since).
@@ -48,10 +63,19 @@ Result<std::optional<EtcdGuard>> EtcdElection::try_acquire() {
   absent.set_target(etcdserverpb::Compare::CREATE);
   absent.set_result(etcdserverpb::Compare::EQUAL);
   absent.set_create_revision(0);
+  // The term read is still the last one: no other server won in between.
+  etcdserverpb::Compare& same_term = *request.add_compare();
+  same_term.set_key(term_key_);
+  same_term.set_target(etcdserverpb::Compare::MOD);
+  same_term.set_result(etcdserverpb::Compare::EQUAL);
+  same_term.set_mod_revision(term_revision);
   etcdserverpb::PutRequest& put = *request.add_success()->mutable_request_put();
   put.set_key(key_);
   put.set_value(options_.candidate);
   put.set_lease(*lease);
+  etcdserverpb::PutRequest& next_term = *request.add_success()->mutable_request_put();
+  next_term.set_key(term_key_);
+  next_term.set_value(std::to_string(term + 1));
   auto response = client_->txn(request, /*writes=*/true);
   if (!response || !response->succeeded()) {
     // Another server won the race (or the answer was lost): this lease holds nothing. Revoked
@@ -60,11 +84,12 @@ Result<std::optional<EtcdGuard>> EtcdElection::try_acquire() {
       return std::unexpected(revoked.error());
     }
     if (!response) return std::unexpected(response.error());
-    return std::optional<EtcdGuard>{};
+    return std::optional<Leadership>{};
   }
   lease_ = *lease;
-  // The put is the transaction's only write: the key's mod_revision is the answer's revision.
-  return std::optional<EtcdGuard>{EtcdGuard{key_, response->header().revision()}};
+  // Both puts are of this transaction: the key's mod_revision is the answer's revision.
+  return std::optional<Leadership>{
+      Leadership{EtcdGuard{key_, response->header().revision()}, term + 1}};
 }
 
 Result<bool> EtcdElection::renew() {

@@ -39,6 +39,13 @@ struct EtcdElectionOptions {
 
 class EtcdClient;
 
+// A leadership won: the guard of its writes, and its term (1 for the pool's first leader, then one
+// more for each leader after it: term - 1 failovers; kept in <prefix>/leader_term).
+struct Leadership {
+  EtcdGuard guard;
+  std::int64_t term = 0;
+};
+
 class EtcdElection {
  public:
   // Connects (within dial_timeout). Errors name the field: "candidate", "lease_ttl", or the
@@ -55,8 +62,9 @@ class EtcdElection {
   [[nodiscard]] Result<std::optional<std::string>> leader();
 
   // One attempt to lead: when no server does, creates the key (with a new lease) and returns the
-  // guard that this server's writes must carry; none when another server leads (or won the race).
-  [[nodiscard]] Result<std::optional<EtcdGuard>> try_acquire();
+  // leadership, whose guard this server's writes must carry; none when another server leads (or
+  // won the race).
+  [[nodiscard]] Result<std::optional<Leadership>> try_acquire();
 
   // Renews the lease of the leadership won; false when it has ended (expired, revoked): the
   // leadership is lost. An error: etcd did not answer (the lease may still run).
@@ -71,6 +79,7 @@ class EtcdElection {
 
   EtcdElectionOptions options_;
   std::string key_;
+  std::string term_key_;
   std::unique_ptr<EtcdClient> client_;
   std::atomic<std::int64_t> lease_{0};  // of the leadership won; 0: none
 };

@@ -42,11 +42,11 @@ class EtcdElectionTest : public ::testing::Test {
     return election ? std::move(*election) : nullptr;
   }
 
-  EtcdGuard acquire(EtcdElection& election) {
+  Leadership acquire(EtcdElection& election) {
     auto won = election.try_acquire();
     EXPECT_TRUE(won.has_value()) << won.error().message();
     EXPECT_TRUE(won && won->has_value());
-    return won && *won ? **won : EtcdGuard{};
+    return won && *won ? **won : Leadership{};
   }
 
   std::unique_ptr<Store> fenced_store(const EtcdGuard& guard) {
@@ -66,9 +66,10 @@ TEST_F(EtcdElectionTest, OneLeadsAndEveryoneKnowsWho) {
   auto b = candidate("http://b:8470");
   ASSERT_TRUE(a && b);
   EXPECT_EQ(b->leader().value(), std::nullopt);
-  const EtcdGuard guard = acquire(*a);
-  EXPECT_EQ(guard.key, "/tidepool/leader");
-  EXPECT_GT(guard.mod_revision, 0);
+  const Leadership won = acquire(*a);
+  EXPECT_EQ(won.guard.key, "/tidepool/leader");
+  EXPECT_GT(won.guard.mod_revision, 0);
+  EXPECT_EQ(won.term, 1);
   auto lost = b->try_acquire();
   ASSERT_TRUE(lost.has_value()) << lost.error().message();
   EXPECT_FALSE(lost->has_value());
@@ -82,21 +83,22 @@ TEST_F(EtcdElectionTest, AResignedLeadersWritesAreRefusedAndItsSuccessorsGoThrou
   auto a = candidate("http://a:8470");
   auto b = candidate("http://b:8470");
   ASSERT_TRUE(a && b);
-  const EtcdGuard first = acquire(*a);
-  auto a_store = fenced_store(first);
+  const Leadership first = acquire(*a);
+  auto a_store = fenced_store(first.guard);
   ASSERT_NE(a_store, nullptr);
   ASSERT_TRUE(a_store->commit(jobs_batch({job(1, "vision")})).has_value());
 
   ASSERT_TRUE(a->resign().has_value());
   EXPECT_FALSE(a->renew().value());
-  const EtcdGuard second = acquire(*b);
-  EXPECT_GT(second.mod_revision, first.mod_revision);
+  const Leadership second = acquire(*b);
+  EXPECT_GT(second.guard.mod_revision, first.guard.mod_revision);
+  EXPECT_EQ(second.term, 2);
   EXPECT_EQ(a->leader().value(), "http://b:8470");
 
   auto refused = a_store->commit(jobs_batch({job(2, "vision")}));
   ASSERT_FALSE(refused.has_value());
   EXPECT_EQ(refused.error().field, kLeadershipLostField);
-  auto b_store = fenced_store(second);
+  auto b_store = fenced_store(second.guard);
   ASSERT_NE(b_store, nullptr);
   ASSERT_TRUE(b_store->commit(jobs_batch({job(3, "vision")})).has_value());
   const Snapshot state = test_support::load_or_die(*b_store);
@@ -111,9 +113,9 @@ TEST_F(EtcdElectionTest, ALeaderThatStopsRenewingIsSucceededAfterItsTtl) {
   auto a = candidate("http://a:8470", 2s);
   auto b = candidate("http://b:8470", 2s);
   ASSERT_TRUE(a && b);
-  const EtcdGuard first = acquire(*a);
+  const Leadership first = acquire(*a);
   const auto stopped = std::chrono::steady_clock::now();
-  std::optional<EtcdGuard> second;
+  std::optional<Leadership> second;
   while (!second && std::chrono::steady_clock::now() - stopped < 15s) {
     auto won = b->try_acquire();
     ASSERT_TRUE(won.has_value()) << won.error().message();
@@ -123,7 +125,8 @@ TEST_F(EtcdElectionTest, ALeaderThatStopsRenewingIsSucceededAfterItsTtl) {
   ASSERT_TRUE(second.has_value()) << "b never took over";
   const auto waited = std::chrono::steady_clock::now() - stopped;
   EXPECT_GE(waited, 1500ms);  // not before the lease could end
-  EXPECT_GT(second->mod_revision, first.mod_revision);
+  EXPECT_GT(second->guard.mod_revision, first.guard.mod_revision);
+  EXPECT_EQ(second->term, first.term + 1);
   EXPECT_FALSE(a->renew().value());
 }
 

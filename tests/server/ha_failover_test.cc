@@ -1,9 +1,9 @@
 // A highly available control plane end to end: an etcd cluster started by the test, several
 // `tidepool server` processes on it (store kind etcd), and clients that submit through the
 // leader-following CLI (`tidepool submit --server A,B,C --idempotency-key K`). The leader is
-// killed (SIGKILL) again and again (one etcd member stopped halfway), and paused (SIGSTOP) past its lease; what must hold: every
-// acknowledged job is there exactly once, running jobs are not restarted by a failover, no GPU is
-// given to two jobs, and a deposed leader writes nothing.
+// killed (SIGKILL) again and again (one etcd member stopped halfway), and paused (SIGSTOP) past its
+// lease; what must hold: every acknowledged job is there exactly once, running jobs are not
+// restarted by a failover, no GPU is given to two jobs, and a deposed leader writes nothing.
 //
 // TIDEPOOL_FAILOVER_KILLS (default 3) and TIDEPOOL_FAILOVER_CLIENTS (default 4) scale the kill
 // test; bench/failover.sh runs it with 20 kills and 8 clients and reports the failover times.
@@ -316,6 +316,14 @@ TEST(HaFailoverTest, KillingTheLeaderLosesNoAcknowledgedJobAndRestartsNoRunningO
 
   auto leader = pool.leader();
   ASSERT_TRUE(leader.has_value());
+  // Each kill made one new leader.
+  httplib::Client raw("127.0.0.1", pool.port(*leader));
+  auto scraped = raw.Get("/metrics");
+  ASSERT_TRUE(scraped && scraped->status == 200);
+  EXPECT_NE(scraped->body.find("\ntidepool_leader 1\n"), std::string::npos);
+  EXPECT_NE(scraped->body.find("\ntidepool_failovers_total " + std::to_string(kills) + "\n"),
+            std::string::npos)
+      << scraped->body.substr(0, 2000);
   const auto jobs = all_jobs(pool.port(*leader), token);
   std::map<std::string, std::vector<std::int64_t>> by_name;
   for (const auto& [id, job] : jobs) by_name[job["spec"]["name"].get<std::string>()].push_back(id);
