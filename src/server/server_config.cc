@@ -189,8 +189,9 @@ class ConfigReader : private YamlReader {
  private:
   Result<StoreConfig> read_store(const YAML::Node& node) const {
     StoreConfig store;
-    auto f = fields(node, "store",
-                    {"kind", "endpoints", "prefix", "lease_ttl", "max_txn_ops", "max_request_bytes"});
+    auto f =
+        fields(node, "store",
+               {"kind", "endpoints", "prefix", "lease_ttl", "max_txn_ops", "max_request_bytes"});
     if (!f) return std::unexpected(f.error());
     if (auto kind = f->get("kind")) {
       auto value = text(*kind, "store.kind");
