@@ -2,12 +2,17 @@
 # bench/submit: Tidepool's durable submission rate (API and CLI) and submit-to-placed latency,
 # and Slurm's submission rate, measured side by side in one run on this machine, with the ratios.
 #
+# The same figures on the etcd store (three etcd members on this machine, fsync on, as a highly
+# available Tidepool runs), with its ratio to SQLite's.
+#
 # Usage: bench/submit/run.sh [--clients C] [--jobs N] [--cli-jobs M] [--slurm-jobs S] [--out DIR]
+#                            [--no-etcd]
 #   --clients C     concurrent clients for every measurement (default 8)
 #   --jobs N        jobs through Tidepool's API (default 5000)
 #   --cli-jobs M    jobs through `tidepool submit`, one process each (default 1000)
 #   --slurm-jobs S  jobs through sbatch (default 2000); 0 skips Slurm
 #   --out DIR       where the JSON figures go (default build/release/bench-submit)
+#   --no-etcd       skip the etcd store
 # Needs the release build (scripts/test or cmake --build --preset release) and, for Slurm, root.
 set -euo pipefail
 
@@ -17,6 +22,7 @@ jobs=5000
 cli_jobs=1000
 slurm_jobs=2000
 out="${repo}/build/release/bench-submit"
+with_etcd=1
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --clients) clients="$2"; shift 2 ;;
@@ -24,7 +30,8 @@ while [[ $# -gt 0 ]]; do
     --cli-jobs) cli_jobs="$2"; shift 2 ;;
     --slurm-jobs) slurm_jobs="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
-    -h | --help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --no-etcd) with_etcd=0; shift ;;
+    -h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -38,6 +45,51 @@ mkdir -p "${out}"
 echo "== Tidepool (API and CLI)"
 "${bench}" --tidepool "${tidepool}" --clients "${clients}" --jobs "${jobs}" \
   --cli-jobs "${cli_jobs}" --json "${out}/tidepool.json"
+if [[ ${with_etcd} -eq 1 ]]; then
+  echo "== Tidepool on etcd (three members, fsync on)"
+  command -v etcd > /dev/null || { echo "run.sh: etcd is missing (scripts/setup installs it)" >&2; exit 2; }
+  etcd_dir=$(mktemp -d)
+  etcd_pids=()
+  stop_etcd() {
+    for pid in "${etcd_pids[@]}"; do kill "${pid}" 2> /dev/null || true; done
+    wait 2> /dev/null || true
+    rm -rf "${etcd_dir}"
+  }
+  trap stop_etcd EXIT
+  # Free ports: six in a row from a random base, each checked.
+  base=$((20000 + RANDOM % 20000))
+  cluster=""
+  endpoints=""
+  for i in 0 1 2; do
+    cluster+="${cluster:+,}m${i}=http://127.0.0.1:$((base + 2 * i + 1))"
+    endpoints+="${endpoints:+,}127.0.0.1:$((base + 2 * i))"
+  done
+  for i in 0 1 2; do
+    etcd --name "m${i}" --data-dir "${etcd_dir}/m${i}" \
+      --listen-client-urls "http://127.0.0.1:$((base + 2 * i))" \
+      --advertise-client-urls "http://127.0.0.1:$((base + 2 * i))" \
+      --listen-peer-urls "http://127.0.0.1:$((base + 2 * i + 1))" \
+      --initial-advertise-peer-urls "http://127.0.0.1:$((base + 2 * i + 1))" \
+      --initial-cluster "${cluster}" --initial-cluster-state new \
+      --max-txn-ops 10000 --max-request-bytes 33554432 > "${etcd_dir}/m${i}.log" 2>&1 &
+    etcd_pids+=($!)
+  done
+  "${bench}" --tidepool "${tidepool}" --clients "${clients}" --jobs "${jobs}" \
+    --cli-jobs "${cli_jobs}" --etcd "${endpoints}" --json "${out}/tidepool-etcd.json"
+  stop_etcd
+  trap - EXIT
+  python3 - "${out}/tidepool.json" "${out}/tidepool-etcd.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+e = json.load(open(sys.argv[2]))
+print(f"== etcd against SQLite, {s['clients']} clients")
+print(f"  API: SQLite {s['api_jobs_per_second']:.0f} jobs/s, etcd {e['api_jobs_per_second']:.0f} jobs/s "
+      f"({e['api_jobs_per_second'] / s['api_jobs_per_second']:.2f}x)")
+if s["cli_jobs"]:
+    print(f"  CLI: SQLite {s['cli_jobs_per_second']:.0f} jobs/s, etcd {e['cli_jobs_per_second']:.0f} jobs/s "
+          f"({e['cli_jobs_per_second'] / s['cli_jobs_per_second']:.2f}x)")
+PY
+fi
 if [[ "${slurm_jobs}" -gt 0 ]]; then
   echo "== Slurm (sbatch --hold)"
   bash "${repo}/bench/submit/slurm_baseline.sh" --clients "${clients}" --jobs "${slurm_jobs}" \
@@ -54,5 +106,10 @@ if t["cli_jobs"]:
     print(f"  Tidepool CLI:        {t['cli_jobs_per_second']:8.0f} jobs/s  ({t['cli_jobs_per_second'] / slurm:.1f}x Slurm)")
 print(f"  submit-to-placed:    p50 {t['placed_p50_ms']:.1f} ms, p99 {t['placed_p99_ms']:.1f} ms "
       f"({t['nodes']} nodes, {t['pending_backlog']} jobs pending)")
+try:
+    e = json.load(open(sys.argv[1].replace("tidepool.json", "tidepool-etcd.json")))
+    print(f"  Tidepool API (etcd): {e['api_jobs_per_second']:8.0f} jobs/s  ({e['api_jobs_per_second'] / slurm:.1f}x Slurm)")
+except FileNotFoundError:
+    pass
 PY
 fi

@@ -150,12 +150,13 @@ Server start_server(const std::string& binary, const std::string& dir) {
             "--port-file", port_file.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
   }
+  // Ready once the port is known and the first admin token written (on etcd: once it leads).
   for (int i = 0; i < 1000; ++i) {
     const std::string text = read_text(port_file);
-    if (!text.empty() && text.back() == '\n') {
+    std::string token = read_text(dir + "/tidepool.db.admin-token");
+    while (!token.empty() && token.back() == '\n') token.pop_back();
+    if (!text.empty() && text.back() == '\n' && !token.empty()) {
       s.port = std::stoi(text);
-      std::string token = read_text(dir + "/tidepool.db.admin-token");
-      while (!token.empty() && token.back() == '\n') token.pop_back();
       s.token = token;
       return s;
     }
@@ -176,6 +177,7 @@ int main(int argc, char** argv) {
   int nodes = 1000;
   int backlog = 1000;
   std::string json_out;
+  std::string etcd;
   app.add_option("--tidepool", binary, "The tidepool binary")->required()->check(CLI::ExistingFile);
   app.add_option("--clients", clients, "Concurrent clients (threads, or CLI processes)")
       ->check(CLI::Range(1, 256));
@@ -186,6 +188,9 @@ int main(int argc, char** argv) {
   app.add_option("--backlog", backlog, "Jobs kept pending for the whole run")
       ->check(CLI::Range(0, 1000000));
   app.add_option("--json", json_out, "Write the figures to this JSON file");
+  app.add_option("--etcd", etcd,
+                 "The server's store: etcd at these comma-separated host:port endpoints (its "
+                 "--max-txn-ops raised to 10000), instead of SQLite");
   CLI11_PARSE(app, argc, argv);
 
   std::string dir = (std::filesystem::temp_directory_path() / "tidepool-bench-XXXXXX").string();
@@ -197,7 +202,12 @@ int main(int argc, char** argv) {
                  "/tidepool.db\nlisten: 127.0.0.1:0\nrate_limit: {per_second: 0}\n"
                  "admission: {max_pending_jobs: 10000000, submissions_per_second: 0}\n"
                  // No agents: the nodes take the jobs without them, as before agents existed.
-                 "simulate_unregistered_nodes: true\n");
+                 "simulate_unregistered_nodes: true\n" + "admin_token_file: " + dir +
+                 "/tidepool.db.admin-token\n" +
+                 (etcd.empty() ? std::string()
+                               : "store: {kind: etcd, endpoints: [" + etcd +
+                                     "], prefix: /bench, max_txn_ops: 10000, "
+                                     "max_request_bytes: 33554432}\n"));
   write_text(dir + "/job.yaml",
              "name: cli-job\ntenant: prod\ngpus_per_task: 1\ncommand: [\"true\"]\n");
   Server server = start_server(binary, dir);
@@ -384,8 +394,8 @@ int main(int argc, char** argv) {
   const double cli_rate = cli_jobs > 0 ? cli_accepted / cli_seconds : 0;
   const double p50 = percentile(latency_ms, 0.50);
   const double p99 = percentile(latency_ms, 0.99);
-  fmt::print("tidepool: {} nodes, {} pending jobs throughout, {} clients\n", nodes, pending_backlog,
-             clients);
+  fmt::print("tidepool ({}): {} nodes, {} pending jobs throughout, {} clients\n",
+             etcd.empty() ? "SQLite store" : "etcd store", nodes, pending_backlog, clients);
   fmt::print("  API: {} of {} jobs in {:.2f} s: {:.0f} jobs/s (durable)\n", accepted.load(), jobs,
              api_seconds, api_rate);
   fmt::print("  submit-to-placed: p50 {:.1f} ms, p99 {:.1f} ms ({} jobs, {} never seen placed)\n",
@@ -408,6 +418,7 @@ int main(int argc, char** argv) {
     write_text(json_out,
                nlohmann::json{
                    {"system", "tidepool"},
+                   {"store", etcd.empty() ? "sqlite" : "etcd"},
                    {"nodes", nodes},
                    {"pending_backlog", pending_backlog},
                    {"clients", clients},

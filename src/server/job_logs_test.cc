@@ -11,33 +11,14 @@
 #include <thread>
 #include <vector>
 
+#include "store/test_temp_dir.h"
+
 namespace tidepool {
 namespace {
 
 using ::testing::HasSubstr;
 
-// A fresh folder under the system's temporary folder, removed at the end of the test.
-class LogsDir {
- public:
-  LogsDir() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "tidepool-logs-test-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~LogsDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  LogsDir(const LogsDir&) = delete;
-  LogsDir& operator=(const LogsDir&) = delete;
-  [[nodiscard]] std::string path(const std::string& name = "") const {
-    return name.empty() ? path_.string() : (path_ / name).string();
-  }
-
- private:
-  std::filesystem::path path_;
-};
+using test_support::TempDir;
 
 std::string file_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -58,42 +39,42 @@ std::string read_all(const JobLogs& logs, std::int64_t job, int task) {
 }
 
 TEST(JobLogsTest, CreatesItsFolderWithParents) {
-  LogsDir dir;
-  auto logs = open_logs(dir.path("a/b/logs"));
+  TempDir dir;
+  auto logs = open_logs(dir.file("a/b/logs"));
   ASSERT_NE(logs, nullptr);
-  EXPECT_TRUE(std::filesystem::is_directory(dir.path("a/b/logs")));
-  EXPECT_EQ(logs->dir(), dir.path("a/b/logs"));
+  EXPECT_TRUE(std::filesystem::is_directory(dir.file("a/b/logs")));
+  EXPECT_EQ(logs->dir(), dir.file("a/b/logs"));
 }
 
 TEST(JobLogsTest, OpenFailsClearlyWhenTheFolderCannotBeCreated) {
-  LogsDir dir;
-  std::ofstream(dir.path("file")) << "not a folder";
-  auto under_file = JobLogs::open(dir.path("file/logs"));
+  TempDir dir;
+  std::ofstream(dir.file("file")) << "not a folder";
+  auto under_file = JobLogs::open(dir.file("file/logs"));
   ASSERT_FALSE(under_file.has_value());
   EXPECT_EQ(under_file.error().field, "logs");
   EXPECT_THAT(under_file.error().reason, HasSubstr("cannot create the folder of the task logs"));
-  EXPECT_THAT(under_file.error().reason, HasSubstr(dir.path("file/logs")));
+  EXPECT_THAT(under_file.error().reason, HasSubstr(dir.file("file/logs")));
 
-  auto is_file = JobLogs::open(dir.path("file"));
+  auto is_file = JobLogs::open(dir.file("file"));
   ASSERT_FALSE(is_file.has_value());
   EXPECT_THAT(is_file.error().reason, HasSubstr("cannot create the folder of the task logs"));
 
   EXPECT_FALSE(JobLogs::open("").has_value());
-  EXPECT_FALSE(JobLogs::open(dir.path("x"), 0).has_value());
+  EXPECT_FALSE(JobLogs::open(dir.file("x"), 0).has_value());
 }
 
 TEST(JobLogsTest, AppendsInOrderToOneFilePerTask) {
-  LogsDir dir;
+  TempDir dir;
   auto logs = open_logs(dir.path());
   ASSERT_NE(logs, nullptr);
   EXPECT_EQ(logs->append(7, 0, 1, 0, "hello "), 6);
   EXPECT_EQ(logs->append(7, 0, 1, 6, "world\n"), 12);
-  EXPECT_EQ(file_text(dir.path("7/task-0.run-1.log")), "hello world\n");
+  EXPECT_EQ(file_text(dir.file("7/task-0.run-1.log")), "hello world\n");
   EXPECT_EQ(read_all(*logs, 7, 0), "hello world\n");
 }
 
 TEST(JobLogsTest, AResendIsStoredOnce) {
-  LogsDir dir;
+  TempDir dir;
   auto logs = open_logs(dir.path());
   ASSERT_NE(logs, nullptr);
   ASSERT_EQ(logs->append(1, 0, 1, 0, "abc"), 3);
@@ -104,7 +85,7 @@ TEST(JobLogsTest, AResendIsStoredOnce) {
 }
 
 TEST(JobLogsTest, AnOverlappingChunkAppendsOnlyItsNewPart) {
-  LogsDir dir;
+  TempDir dir;
   auto logs = open_logs(dir.path());
   ASSERT_NE(logs, nullptr);
   ASSERT_EQ(logs->append(1, 0, 1, 0, "abcd"), 4);
@@ -114,14 +95,14 @@ TEST(JobLogsTest, AnOverlappingChunkAppendsOnlyItsNewPart) {
 }
 
 TEST(JobLogsTest, AGapIsRefusedWithTheSizeToSendFrom) {
-  LogsDir dir;
+  TempDir dir;
   auto logs = open_logs(dir.path());
   ASSERT_NE(logs, nullptr);
   auto first = logs->append(3, 2, 1, 5, "late");
   ASSERT_FALSE(first.has_value());
   EXPECT_EQ(first.error().field, "offset");
   EXPECT_EQ(first.error().reason, "the log of run 1 of task 2 has 0 bytes; send from there");
-  EXPECT_FALSE(std::filesystem::exists(dir.path("3/task-2.run-1.log")));
+  EXPECT_FALSE(std::filesystem::exists(dir.file("3/task-2.run-1.log")));
 
   ASSERT_EQ(logs->append(3, 2, 1, 0, "12345"), 5);
   auto gap = logs->append(3, 2, 1, 6, "x");
@@ -132,7 +113,7 @@ TEST(JobLogsTest, AGapIsRefusedWithTheSizeToSendFrom) {
 }
 
 TEST(JobLogsTest, RefusesAChunkThatWouldPassTheCap) {
-  LogsDir dir;
+  TempDir dir;
   auto logs = open_logs(dir.path(), 10);
   ASSERT_NE(logs, nullptr);
   ASSERT_EQ(logs->append(1, 0, 1, 0, "12345678"), 8);
@@ -147,10 +128,10 @@ TEST(JobLogsTest, RefusesAChunkThatWouldPassTheCap) {
   // The cap is per run's log.
   EXPECT_EQ(logs->append(1, 1, 1, 0, "0123456789"), 10);
 
-  auto gib = open_logs(dir.path("big"));
+  auto gib = open_logs(dir.file("big"));
   ASSERT_NE(gib, nullptr);
   EXPECT_EQ(gib->task_limit_bytes(), std::int64_t{1} << 30);
-  auto mib = open_logs(dir.path("mib"), 3 << 20);
+  auto mib = open_logs(dir.file("mib"), 3 << 20);
   ASSERT_NE(mib, nullptr);
   ASSERT_EQ(mib->append(1, 0, 1, 0, std::string((3 << 20) - 1, 'x')), (3 << 20) - 1);
   auto full = mib->append(1, 0, 1, (3 << 20) - 1, "yz");
@@ -159,7 +140,7 @@ TEST(JobLogsTest, RefusesAChunkThatWouldPassTheCap) {
 }
 
 TEST(JobLogsTest, AllLogsTogetherAreCappedCountingWhatTheFolderHeld) {
-  LogsDir dir;
+  TempDir dir;
   {
     auto logs = JobLogs::open(dir.path(), 100, 12);
     ASSERT_TRUE(logs.has_value()) << logs.error().message();
@@ -178,22 +159,22 @@ TEST(JobLogsTest, AllLogsTogetherAreCappedCountingWhatTheFolderHeld) {
 }
 
 TEST(JobLogsTest, FoldersAndFilesArePrivate) {
-  LogsDir dir;
-  auto logs = open_logs(dir.path("logs"));
+  TempDir dir;
+  auto logs = open_logs(dir.file("logs"));
   ASSERT_NE(logs, nullptr);
   ASSERT_EQ(logs->append(7, 0, 1, 0, "secret"), 6);
   namespace fs = std::filesystem;
   const auto mode = [](const std::string& path) {
     return fs::status(path).permissions() & fs::perms::mask;
   };
-  EXPECT_EQ(mode(dir.path("logs")), fs::perms::owner_all);
-  EXPECT_EQ(mode(dir.path("logs/7")), fs::perms::owner_all);
-  EXPECT_EQ(mode(dir.path("logs/7/task-0.run-1.log")),
+  EXPECT_EQ(mode(dir.file("logs")), fs::perms::owner_all);
+  EXPECT_EQ(mode(dir.file("logs/7")), fs::perms::owner_all);
+  EXPECT_EQ(mode(dir.file("logs/7/task-0.run-1.log")),
             fs::perms::owner_read | fs::perms::owner_write);
 }
 
 TEST(JobLogsTest, ReadsRanges) {
-  LogsDir dir;
+  TempDir dir;
   auto logs = open_logs(dir.path());
   ASSERT_NE(logs, nullptr);
   ASSERT_EQ(logs->append(9, 0, 1, 0, "0123456789"), 10);
@@ -221,7 +202,7 @@ TEST(JobLogsTest, ReadsRanges) {
 }
 
 TEST(JobLogsTest, KeepsBinaryBytesAsTheyAre) {
-  LogsDir dir;
+  TempDir dir;
   auto logs = open_logs(dir.path());
   ASSERT_NE(logs, nullptr);
   const std::string bytes("a\0b\xff\r\n\x1b[31m", 10);
@@ -230,7 +211,7 @@ TEST(JobLogsTest, KeepsBinaryBytesAsTheyAre) {
 }
 
 TEST(JobLogsTest, TasksAndJobsHaveTheirOwnLogs) {
-  LogsDir dir;
+  TempDir dir;
   auto logs = open_logs(dir.path());
   ASSERT_NE(logs, nullptr);
   ASSERT_EQ(logs->append(4, 0, 1, 0, "task zero\n"), 10);
@@ -239,11 +220,11 @@ TEST(JobLogsTest, TasksAndJobsHaveTheirOwnLogs) {
   EXPECT_EQ(read_all(*logs, 4, 0), "task zero\n");
   EXPECT_EQ(read_all(*logs, 4, 1), "task one\n");
   EXPECT_EQ(read_all(*logs, 5, 0), "other job\n");
-  EXPECT_EQ(file_text(dir.path("4/task-1.run-1.log")), "task one\n");
+  EXPECT_EQ(file_text(dir.file("4/task-1.run-1.log")), "task one\n");
 }
 
 TEST(JobLogsTest, EachRunHasItsOwnLogAndLateBytesOfARunDoNotMixWithTheNext) {
-  LogsDir dir;
+  TempDir dir;
   auto logs = open_logs(dir.path());
   ASSERT_NE(logs, nullptr);
   ASSERT_EQ(logs->append(6, 0, 1, 0, "run 1 step 1\n"), 13);
@@ -252,12 +233,12 @@ TEST(JobLogsTest, EachRunHasItsOwnLogAndLateBytesOfARunDoNotMixWithTheNext) {
   // ...while run 1's node ships its last bytes late.
   ASSERT_EQ(logs->append(6, 0, 1, 13, "run 1 stopped\n"), 27);
   ASSERT_EQ(logs->append(6, 0, 2, 21, "step 2\n"), 28);
-  EXPECT_EQ(file_text(dir.path("6/task-0.run-1.log")), "run 1 step 1\nrun 1 stopped\n");
-  EXPECT_EQ(file_text(dir.path("6/task-0.run-2.log")), "resuming from step 1\nstep 2\n");
+  EXPECT_EQ(file_text(dir.file("6/task-0.run-1.log")), "run 1 step 1\nrun 1 stopped\n");
+  EXPECT_EQ(file_text(dir.file("6/task-0.run-2.log")), "resuming from step 1\nstep 2\n");
   // A server of the earlier layout left task-0.log: it reads as run 0, first.
-  std::ofstream(dir.path("6/task-0.log")) << "old\n";
-  std::ofstream(dir.path("6/task-0.run-x.log")) << "not a run";
-  std::ofstream(dir.path("6/task-1.run-1.log")) << "another task";
+  std::ofstream(dir.file("6/task-0.log")) << "old\n";
+  std::ofstream(dir.file("6/task-0.run-x.log")) << "not a run";
+  std::ofstream(dir.file("6/task-1.run-1.log")) << "another task";
   auto runs = logs->runs(6, 0);
   ASSERT_TRUE(runs.has_value());
   ASSERT_EQ(runs->size(), 3U);
@@ -289,7 +270,7 @@ TEST(JobLogsTest, EachRunHasItsOwnLogAndLateBytesOfARunDoNotMixWithTheNext) {
 }
 
 TEST(JobLogsTest, ATaskWithoutALogReadsAsEmpty) {
-  LogsDir dir;
+  TempDir dir;
   auto logs = open_logs(dir.path());
   ASSERT_NE(logs, nullptr);
   ASSERT_EQ(logs->append(4, 0, 1, 0, "x"), 1);
@@ -300,11 +281,11 @@ TEST(JobLogsTest, ATaskWithoutALogReadsAsEmpty) {
     EXPECT_EQ(chunk->size, 0);
   }
   // Reading creates nothing.
-  EXPECT_FALSE(std::filesystem::exists(dir.path("99")));
+  EXPECT_FALSE(std::filesystem::exists(dir.file("99")));
 }
 
 TEST(JobLogsTest, RefusesBadIds) {
-  LogsDir dir;
+  TempDir dir;
   auto logs = open_logs(dir.path());
   ASSERT_NE(logs, nullptr);
   EXPECT_EQ(logs->append(0, 0, 1, 0, "x").error().field, "job");
@@ -314,13 +295,13 @@ TEST(JobLogsTest, RefusesBadIds) {
 }
 
 TEST(JobLogsTest, ReportsAnUnwritableLog) {
-  LogsDir dir;
+  TempDir dir;
   auto logs = open_logs(dir.path());
   ASSERT_NE(logs, nullptr);
-  std::ofstream(dir.path("1")) << "a file where job 1's folder should be";
+  std::ofstream(dir.file("1")) << "a file where job 1's folder should be";
   auto refused = logs->append(1, 0, 1, 0, "x");
   ASSERT_FALSE(refused.has_value());
-  EXPECT_EQ(refused.error().field, dir.path("1/task-0.run-1.log"));
+  EXPECT_EQ(refused.error().field, dir.file("1/task-0.run-1.log"));
   EXPECT_THAT(refused.error().reason, HasSubstr("Not a directory"));
   // Another job is not affected.
   EXPECT_EQ(logs->append(2, 0, 1, 0, "x"), 1);
@@ -329,7 +310,7 @@ TEST(JobLogsTest, ReportsAnUnwritableLog) {
 // Writers of several tasks at once, each resending every chunk once (as after lost replies):
 // every log holds its writer's bytes exactly once, in order.
 TEST(JobLogsTest, ConcurrentAppendsFromThreads) {
-  LogsDir dir;
+  TempDir dir;
   auto logs = open_logs(dir.path());
   ASSERT_NE(logs, nullptr);
   constexpr int kThreads = 8;
