@@ -202,8 +202,8 @@ int main(int argc, char** argv) {
                  "/tidepool.db\nlisten: 127.0.0.1:0\nrate_limit: {per_second: 0}\n"
                  "admission: {max_pending_jobs: 10000000, submissions_per_second: 0}\n"
                  // No agents: the nodes take the jobs without them, as before agents existed.
-                 "simulate_unregistered_nodes: true\n" + "admin_token_file: " + dir +
-                 "/tidepool.db.admin-token\n" +
+                 "simulate_unregistered_nodes: true\n" +
+                 "admin_token_file: " + dir + "/tidepool.db.admin-token\n" +
                  (etcd.empty() ? std::string()
                                : "store: {kind: etcd, endpoints: [" + etcd +
                                      "], prefix: /bench, max_txn_ops: 10000, "
