@@ -81,12 +81,14 @@ std::string cluster_yaml(int nodes) {
   return out;
 }
 
+// prod may use every GPU but one; backlog one GPU and no more: its first job runs and the others
+// wait for quota the whole run (a job that could never run is refused at submission).
 std::string tenants_yaml(int nodes) {
   return fmt::format(
       "orgs:\n  - name: bench\n    tenants:\n      - name: prod\n        quota:\n"
       "          H100: {{guaranteed_gpus: {}}}\n      - name: backlog\n        quota:\n"
-      "          H100: {{guaranteed_gpus: 0, borrowing_limit_gpus: 0}}\n",
-      nodes * 8);
+      "          H100: {{guaranteed_gpus: 1, borrowing_limit_gpus: 0}}\n",
+      nodes * 8 - 1);
 }
 
 std::string job_json(const std::string& tenant, const std::string& name) {
@@ -220,7 +222,9 @@ int main(int argc, char** argv) {
       auto res = client.Post("/v1/jobs", auth, job_json("backlog", fmt::format("backlog-{}", i)),
                              "application/json");
       if (!res || res->status != 201) {
-        fmt::print(stderr, "backlog submission failed\n");
+        fmt::print(stderr, "backlog submission failed: {}\n",
+                   res ? fmt::format("{} {}", res->status, res->body)
+                       : "no answer (" + httplib::to_string(res.error()) + ")");
         ::kill(server.pid, SIGKILL);
         return 1;
       }
