@@ -35,6 +35,10 @@ std::string find_etcd() {
   return {};
 }
 
+std::string url(int port) { return "http://127.0.0.1:" + std::to_string(port); }
+
+}  // namespace
+
 // Ports the kernel hands out for binding 0, all held until every one is chosen so they differ.
 Result<std::vector<int>> free_ports(std::size_t count) {
   std::vector<int> sockets;
@@ -59,10 +63,6 @@ Result<std::vector<int>> free_ports(std::size_t count) {
   if (!result) return result;
   return ports;
 }
-
-std::string url(int port) { return "http://127.0.0.1:" + std::to_string(port); }
-
-}  // namespace
 
 #if defined(__SANITIZE_THREAD__)
 // gRPC and Abseil come from Debian's packages, built without ThreadSanitizer: it cannot see their

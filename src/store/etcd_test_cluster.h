@@ -18,6 +18,10 @@
 
 namespace tidepool::test_support {
 
+// `count` different ports of 127.0.0.1 that nothing listens on now (the kernel's choice for port 0,
+// all held until every one is chosen).
+[[nodiscard]] Result<std::vector<int>> free_ports(std::size_t count);
+
 class EtcdTestCluster {
  public:
   // Starts the members and waits, at most `timeout`, until each answers a Range request.

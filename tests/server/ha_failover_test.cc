@@ -7,10 +7,7 @@
 //
 // TIDEPOOL_FAILOVER_KILLS (default 3) and TIDEPOOL_FAILOVER_CLIENTS (default 4) scale the kill
 // test; bench/failover.sh runs it with 20 kills and 8 clients and reports the failover times.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 
 #include <algorithm>
 #include <atomic>
@@ -39,19 +36,6 @@ int env_int(const char* name, int fallback) {
   return value != nullptr ? std::atoi(value) : fallback;
 }
 
-// A port of 127.0.0.1 that nothing listens on now (the servers keep theirs across restarts).
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  ::inet_pton(AF_INET, "127.0.0.1", &address.sin_addr);
-  socklen_t size = sizeof address;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&address), size);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size);
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
-
 // Servers on one etcd store, each on a port of its own that it keeps across restarts.
 class HaPool {
  public:
@@ -62,9 +46,12 @@ class HaPool {
     std::string endpoints;
     for (const std::string& e : etcd_->endpoints())
       endpoints += (endpoints.empty() ? "" : ", ") + e;
+    // Ports the servers keep across restarts.
+    auto ports = free_ports(static_cast<std::size_t>(servers));
+    if (!ports) throw std::runtime_error(ports.error().message());
     for (int i = 0; i < servers; ++i) {
       Server s;
-      s.port = free_port();
+      s.port = (*ports)[static_cast<std::size_t>(i)];
       s.config = dir_.file("server-" + std::to_string(i) + ".yaml");
       s.log = dir_.file("server-" + std::to_string(i) + ".log");
       write_text(s.config, "cluster: " + source_tree() + "/data/clusters/example.yaml\n" +
