@@ -120,6 +120,7 @@ Result<Response> EtcdClient::call(const char* method, bool fail_over, Call&& cal
                            endpoints_[i].address, status.error_message(),
                            status_name(status.error_code()));
     if (status.error_code() != grpc::StatusCode::UNAVAILABLE) break;
+    if (!fail_over) current_ = (i + 1) % endpoints_.size();
   }
   return fail(kClientField, reasons);
 }
@@ -134,10 +135,10 @@ Result<etcdserverpb::RangeResponse> EtcdClient::range(const etcdserverpb::RangeR
 }
 
 Result<etcdserverpb::TxnResponse> EtcdClient::txn(const etcdserverpb::TxnRequest& request,
-                                                  bool writes) {
+                                                  bool may_resend) {
   if (counts_ != nullptr) ++counts_->txn;
   return call<etcdserverpb::TxnResponse>(
-      "KV/Txn", !writes,
+      "KV/Txn", may_resend,
       [&](Endpoint& endpoint, grpc::ClientContext& context, etcdserverpb::TxnResponse& response) {
         return endpoint.kv->Txn(&context, request, &response);
       });

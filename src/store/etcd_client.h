@@ -29,10 +29,13 @@ class EtcdClient {
   // Reads; when an endpoint is unavailable, tries the next ones.
   [[nodiscard]] Result<etcdserverpb::RangeResponse> range(
       const etcdserverpb::RangeRequest& request);
-  // `writes`: a Txn that changes keys is sent to one endpoint only (a resend after a lost answer
-  // could apply it twice); a read-only one fails over like range().
+  // `may_resend`: the Txn may go to the next endpoint when one is unavailable, like range():
+  // read-only ones, and writes that a second application would not change (the store's: each
+  // compares the revisions of the keys it writes, so a resend of one applied already fails its
+  // compares). Others are sent to one endpoint only (a resend after a lost answer could apply
+  // them twice); when it is unavailable the next call starts at the next endpoint.
   [[nodiscard]] Result<etcdserverpb::TxnResponse> txn(const etcdserverpb::TxnRequest& request,
-                                                      bool writes);
+                                                      bool may_resend);
 
   // Leases (for leader election): a new lease of `ttl_seconds`, its id; revoking one (the keys
   // attached to it go with it); renewing one once, its remaining TTL in seconds (0: it expired
@@ -52,7 +55,8 @@ class EtcdClient {
              EtcdCallCounts* counts);
 
   // Runs `call` on the endpoint in use and, if `fail_over`, on the others while they are
-  // unavailable; the first that answers becomes the one in use.
+  // unavailable; the first that answers becomes the one in use. Without `fail_over`, an
+  // unavailable endpoint hands its place to the next for the next call.
   template <class Response, class Call>
   Result<Response> call(const char* method, bool fail_over, Call&& call);
 

@@ -76,7 +76,7 @@ Result<std::optional<Leadership>> EtcdElection::try_acquire() {
   etcdserverpb::PutRequest& next_term = *request.add_success()->mutable_request_put();
   next_term.set_key(term_key_);
   next_term.set_value(std::to_string(term + 1));
-  auto response = client_->txn(request, /*writes=*/true);
+  auto response = client_->txn(request, /*may_resend=*/false);
   if (!response || !response->succeeded()) {
     // Another server won the race (or the answer was lost): this lease holds nothing. Revoked
     // if etcd answers; if not, nobody renews it and it ends after its TTL all the same.

@@ -53,6 +53,8 @@ class Layout {
   [[nodiscard]] KeyRange nodes() const { return collection("nodes/"); }
   [[nodiscard]] KeyRange settings() const { return collection("settings/"); }
   [[nodiscard]] KeyRange meta() const { return collection("meta/"); }
+  // Both indexes (job_key and token_hash).
+  [[nodiscard]] KeyRange indexes() const { return collection("index/"); }
   // Everything the store wrote.
   [[nodiscard]] KeyRange all() const;
 

@@ -10,6 +10,7 @@
 #include "store/etcd_batch_plan.h"
 #include "store/etcd_client.h"
 #include "store/etcd_keys.h"
+#include "store/etcd_known_keys.h"
 #include "store/etcd_records.h"
 
 namespace tidepool {
@@ -30,10 +31,16 @@ etcdserverpb::RequestOp range_op(const std::string& key) {
 class EtcdStore final : public Store {
  public:
   EtcdStore(EtcdStoreOptions options, std::unique_ptr<EtcdClient> client)
-      : options_(std::move(options)), layout_(options_.prefix), client_(std::move(client)) {}
+      : options_(std::move(options)),
+        layout_(options_.prefix),
+        known_(layout_),
+        client_(std::move(client)) {}
 
   Result<Snapshot> load() override;
   Result<void> commit(const Batch& batch) override;
+  CommitLimits commit_limits() const override {
+    return {.writes = options_.max_txn_ops, .bytes = options_.max_request_bytes};
+  }
   Result<std::vector<EventRecord>> events_after(std::int64_t after, int limit) override;
 
  private:
@@ -44,6 +51,7 @@ class EtcdStore final : public Store {
 
   const EtcdStoreOptions options_;
   const etcd_keys::Layout layout_;
+  EtcdKnownKeys known_;  // under mutex_
   std::unique_ptr<EtcdClient> client_;
   std::mutex mutex_;  // serializes load() and commit()
 };
@@ -58,13 +66,21 @@ Result<etcdserverpb::RangeResponse> EtcdStore::read_range(const etcd_keys::KeyRa
 }
 
 // Every collection at one revision, the first range's, so the snapshot is of one moment.
+// What the commits depend on is learnt on the way (known_), whole once every range was read.
 Result<Snapshot> EtcdStore::load() {
   std::lock_guard lock(mutex_);
   Snapshot snapshot;
+  known_.restart();
+  const auto learn = [&](const etcdserverpb::RangeResponse& response) {
+    for (const mvccpb::KeyValue& kv : response.kvs()) {
+      known_.found(kv.key(), kv.value(), kv.mod_revision());
+    }
+  };
 
   auto jobs = read_range(layout_.jobs(), 0);
   if (!jobs) return std::unexpected(jobs.error());
   const std::int64_t revision = jobs->header().revision();
+  learn(*jobs);
   for (const mvccpb::KeyValue& kv : jobs->kvs()) {
     const auto id = etcd_keys::parse_number(etcd_keys::Layout::suffix(layout_.jobs(), kv.key()));
     if (!id) return fail(kStoreField, fmt::format("key {:?} names no job id", kv.key()));
@@ -75,6 +91,7 @@ Result<Snapshot> EtcdStore::load() {
 
   auto tokens = read_range(layout_.tokens(), revision);
   if (!tokens) return std::unexpected(tokens.error());
+  learn(*tokens);
   for (const mvccpb::KeyValue& kv : tokens->kvs()) {
     auto token = etcd_records::decode_token(
         std::string(etcd_keys::Layout::suffix(layout_.tokens(), kv.key())), kv.key(), kv.value());
@@ -103,12 +120,18 @@ Result<Snapshot> EtcdStore::load() {
 
   auto meta = read_range(layout_.meta(), revision);
   if (!meta) return std::unexpected(meta.error());
+  learn(*meta);
   for (const mvccpb::KeyValue& kv : meta->kvs()) {
     if (kv.key() != layout_.last_event_seq()) continue;
     const auto seq = etcd_keys::parse_number(kv.value());
     if (!seq) return fail(kStoreField, fmt::format("key {:?} holds no seq", kv.key()));
     snapshot.last_event_seq = *seq;
   }
+
+  auto indexes = read_range(layout_.indexes(), revision);
+  if (!indexes) return std::unexpected(indexes.error());
+  learn(*indexes);
+  known_.done();
   return snapshot;
 }
 
@@ -121,7 +144,7 @@ Result<etcd_plan::ReadState> EtcdStore::read_keys(const std::vector<std::string>
     etcdserverpb::TxnRequest request;
     const std::size_t end = std::min(keys.size(), first + chunk);
     for (std::size_t i = first; i < end; ++i) *request.add_success() = range_op(keys[i]);
-    auto response = client_->txn(request, /*writes=*/false);
+    auto response = client_->txn(request, /*may_resend=*/true);
     if (!response) return std::unexpected(response.error());
     for (const etcdserverpb::ResponseOp& op : response->responses()) {
       for (const mvccpb::KeyValue& kv : op.response_range().kvs()) {
@@ -162,7 +185,7 @@ Result<etcdserverpb::TxnRequest> EtcdStore::transaction(const etcd_plan::Plan& p
   const auto compares = static_cast<std::int64_t>(request.compare_size());
   const auto writes = static_cast<std::int64_t>(request.success_size());
   if (std::max(compares, writes) > options_.max_txn_ops) {
-    return fail(kStoreField,
+    return fail(kBatchTooLargeField,
                 fmt::format("the batch is too large for one etcd transaction: {} writes and {} "
                             "compares, etcd allows {} of each (--max-txn-ops); commit smaller "
                             "batches or raise etcd's limit and the store's max_txn_ops together",
@@ -170,7 +193,7 @@ Result<etcdserverpb::TxnRequest> EtcdStore::transaction(const etcd_plan::Plan& p
   }
   const auto bytes = static_cast<std::int64_t>(request.ByteSizeLong());
   if (bytes + kRequestOverheadBytes > options_.max_request_bytes) {
-    return fail(kStoreField,
+    return fail(kBatchTooLargeField,
                 fmt::format("the batch is too large for one etcd transaction: {} bytes, etcd "
                             "allows {} (--max-request-bytes); commit smaller batches or raise "
                             "etcd's limit and the store's max_request_bytes together",
@@ -179,20 +202,41 @@ Result<etcdserverpb::TxnRequest> EtcdStore::transaction(const etcd_plan::Plan& p
   return request;
 }
 
+// Planned on what is known (no read), else on the unknown keys read first. A plan refused on what
+// was known is planned again on every key read afresh (the refusal may rest on a stale guess); a
+// transaction that finds a key changed drops what is known and is tried again.
 Result<void> EtcdStore::commit(const Batch& batch) {
   if (batch.empty()) return {};
   std::lock_guard lock(mutex_);
   const std::vector<std::string> keys = etcd_plan::keys_to_read(batch, layout_);
+  bool read_every_key = false;
   for (int attempt = 1; attempt <= kCommitAttempts; ++attempt) {
-    auto read = read_keys(keys);
-    if (!read) return std::unexpected(read.error());
-    auto plan = etcd_plan::plan(batch, layout_, *read, kStoreField);
-    if (!plan) return std::unexpected(plan.error());
+    etcd_plan::ReadState read;
+    const std::vector<std::string> to_read = read_every_key ? keys : known_.lookup(keys, read);
+    if (!to_read.empty()) {
+      auto fresh = read_keys(to_read);
+      if (!fresh) return std::unexpected(fresh.error());
+      known_.learn(to_read, *fresh);
+      read.merge(*fresh);
+    }
+    auto plan = etcd_plan::plan(batch, layout_, read, kStoreField);
+    if (!plan) {
+      if (to_read.size() == keys.size()) return std::unexpected(plan.error());
+      read_every_key = true;
+      continue;
+    }
     auto request = transaction(*plan);
     if (!request) return std::unexpected(request.error());
-    auto response = client_->txn(*request, /*writes=*/true);
-    if (!response) return std::unexpected(response.error());
-    if (response->succeeded()) return {};
+    auto response = client_->txn(*request, /*may_resend=*/true);
+    if (!response) {
+      known_.forget();  // the transaction may or may not have been applied
+      return std::unexpected(response.error());
+    }
+    if (response->succeeded()) {
+      known_.committed(*plan, response->header().revision());
+      return {};
+    }
+    known_.forget();
     if (options_.guard) {
       std::int64_t now = 0;
       for (const etcdserverpb::ResponseOp& op : response->responses()) {

@@ -4,12 +4,14 @@
 // Layout: one key per record under a prefix (etcd_keys.h), so load() reads the whole state with
 // one Range request per collection (six), whatever the number of jobs.
 //
-// Atomicity: a commit() is one etcd transaction. The store first reads the keys the batch's rules
-// depend on (its jobs and tokens, the index entries of their idempotency keys and hashes, the last
-// event and ledger seqs), checks the batch against them in store.h's order (etcd_batch_plan.h) and
-// then sends one Txn that writes everything if each key read still has the revision it was read
-// at. A refused batch sends nothing; a Txn whose compares fail (another writer changed a key in
-// between) writes nothing, and the store reads and checks again, a few times.
+// Atomicity: a commit() is one etcd transaction. The batch's rules depend on some keys (its jobs
+// and tokens, the index entries of their idempotency keys and hashes, the last event and ledger
+// seqs); the store checks the batch against them in store.h's order (etcd_batch_plan.h) and sends
+// one Txn that writes everything if each of those keys still has the revision the check saw. The
+// store knows those keys from its load() and its own commits (etcd_known_keys.h), so a commit is
+// one round trip; it reads only keys it does not know. A refused batch sends nothing; a Txn whose
+// compares fail (another writer changed a key) writes nothing, and the store forgets what it knew,
+// reads the keys and checks again, a few times.
 //
 // Size: etcd refuses a transaction of more than --max-txn-ops operations (default 128) or a request
 // of more than --max-request-bytes (default 1.5 MiB). A batch over either limit is refused, before

@@ -169,7 +169,7 @@ TEST_F(EtcdStoreTest, ABatchOverEtcdsLimitsIsRefusedWithAClearError) {
   huge.jobs[0].document = std::string(2 * 1024 * 1024, 'x');
   auto too_big = store->commit(huge);
   ASSERT_FALSE(too_big.has_value());
-  EXPECT_EQ(too_big.error().field, "etcd store");
+  EXPECT_EQ(too_big.error().field, kBatchTooLargeField);
   EXPECT_THAT(too_big.error().reason, HasSubstr("--max-request-bytes"));
 
   auto too_many = store->commit(events_batch(1, 200));
@@ -198,7 +198,7 @@ TEST_F(EtcdStoreTest, LoadMakesTheSameFewCallsWhateverTheStateHolds) {
     return std::pair{counts_.range - ranges, counts_.txn - txns};
   };
   const auto empty = calls_of_load();
-  EXPECT_EQ(empty, (std::pair<std::int64_t, std::int64_t>{6, 0}));
+  EXPECT_EQ(empty, (std::pair<std::int64_t, std::int64_t>{7, 0}));
 
   std::int64_t id = 0;
   for (int batch = 0; batch < 10; ++batch) {
@@ -217,6 +217,65 @@ TEST_F(EtcdStoreTest, LoadMakesTheSameFewCallsWhateverTheStateHolds) {
   EXPECT_EQ(snapshot.jobs.back().id, 400);
   EXPECT_EQ(snapshot.nodes.size(), 10U);
   EXPECT_EQ(snapshot.ledger.size(), 10U);
+}
+
+// After load() the store knows every key its commits depend on: a commit is one transaction, no
+// read before it, for new jobs and events as for changed ones.
+TEST_F(EtcdStoreTest, AfterLoadACommitIsOneTransaction) {
+  const auto store = open(options());
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(
+      store->commit(jobs_batch({job(1, "vision", "k1")}, {test_support::event(1)})).has_value());
+  load_or_die(*store);
+  const auto txns_of = [&](const Batch& batch) {
+    const std::int64_t txns = counts_.txn;
+    const std::int64_t ranges = counts_.range;
+    EXPECT_TRUE(store->commit(batch).has_value());
+    EXPECT_EQ(counts_.range, ranges);
+    return counts_.txn - txns;
+  };
+  EXPECT_EQ(txns_of(jobs_batch({job(2, "vision", "k2")}, {test_support::event(2)})), 1);
+  JobRecord changed = job(1, "vision", "k1");
+  changed.state = "running";
+  EXPECT_EQ(txns_of(jobs_batch({changed}, {test_support::event(3)})), 1);
+  Batch ledger;
+  ledger.ledger = {test_support::ledger_entry(1)};
+  EXPECT_EQ(txns_of(ledger), 1);
+
+  // A batch that breaks a rule on what is known is checked against etcd before it is refused.
+  const std::int64_t txns = counts_.txn;
+  auto refused = store->commit(jobs_batch({job(3, "vision", "k2")}));
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_THAT(refused.error().reason, HasSubstr("job 3"));
+  EXPECT_EQ(counts_.txn - txns, 1);  // the read; nothing written
+  const Snapshot snapshot = load_or_die(*store);
+  ASSERT_EQ(snapshot.jobs.size(), 2U);
+  EXPECT_EQ(snapshot.jobs[0].state, "running");
+  EXPECT_EQ(snapshot.last_event_seq, 3);
+}
+
+// What a store knows is a guess that etcd checks: when another writer changed the keys under it,
+// the store's transaction writes nothing, and the store reads the keys and decides on them.
+TEST_F(EtcdStoreTest, WhatAStoreKnowsIsCheckedAgainstEtcdAtEveryWrite) {
+  const auto first = open(options());
+  const auto second = open(options());
+  ASSERT_NE(first, nullptr);
+  ASSERT_NE(second, nullptr);
+  load_or_die(*first);
+  load_or_die(*second);  // both know an empty keyspace
+  ASSERT_TRUE(
+      first->commit(jobs_batch({job(1, "vision", "k")}, {test_support::event(1)})).has_value());
+  auto taken = second->commit(jobs_batch({job(2, "vision", "k")}, {test_support::event(2)}));
+  ASSERT_FALSE(taken.has_value());
+  EXPECT_THAT(taken.error().reason, HasSubstr("job 2"));
+  ASSERT_TRUE(second->commit(events_batch(2, 2)).has_value());
+  // The first still takes the last event seq for 1: its event 2 is refused, its event 3 stored.
+  auto stale = first->commit(events_batch(2, 2));
+  ASSERT_FALSE(stale.has_value());
+  EXPECT_THAT(stale.error().reason, HasSubstr("event seq 2"));
+  ASSERT_TRUE(first->commit(events_batch(3, 3)).has_value());
+  EXPECT_EQ(load_or_die(*second).last_event_seq, 3);
+  EXPECT_EQ(load_or_die(*first), load_or_die(*second));
 }
 
 // Two stores on one cluster under different prefixes do not see each other's records.

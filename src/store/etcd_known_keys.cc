@@ -1,0 +1,80 @@
+#include "store/etcd_known_keys.h"
+
+#include <utility>
+
+#include "store/etcd_records.h"
+
+namespace tidepool {
+
+EtcdKnownKeys::EtcdKnownKeys(etcd_keys::Layout layout)
+    : layout_(std::move(layout)),
+      wanted_{layout_.jobs(), layout_.tokens(), layout_.indexes(), layout_.meta()} {}
+
+bool EtcdKnownKeys::wanted(const std::string& key) const {
+  for (const etcd_keys::KeyRange& range : wanted_) {
+    if (key >= range.begin && key < range.end) return true;
+  }
+  return false;
+}
+
+std::string EtcdKnownKeys::kept(const std::string& key, const std::string& value) const {
+  const etcd_keys::KeyRange jobs = layout_.jobs();
+  if (key < jobs.begin || key >= jobs.end) return value;
+  auto job = etcd_records::decode_job(0, key, value);
+  if (!job) return value;  // the plan reports it
+  JobRecord summary;
+  summary.tenant = std::move(job->tenant);
+  summary.idempotency_key = std::move(job->idempotency_key);
+  return etcd_records::encode(summary);
+}
+
+void EtcdKnownKeys::keep(const std::string& key, const etcd_plan::ReadValue& value) {
+  if (value.mod_revision == 0 && complete_) {
+    values_.erase(key);  // absent, as every key not held
+  } else {
+    values_[key] = etcd_plan::ReadValue{kept(key, value.value), value.mod_revision};
+  }
+}
+
+std::vector<std::string> EtcdKnownKeys::lookup(const std::vector<std::string>& keys,
+                                               etcd_plan::ReadState& state) const {
+  std::vector<std::string> unknown;
+  for (const std::string& key : keys) {
+    const auto known = values_.find(key);
+    if (known == values_.end()) {
+      if (!complete_) unknown.push_back(key);
+    } else if (known->second.mod_revision != 0) {
+      state[key] = known->second;
+    }
+  }
+  return unknown;
+}
+
+void EtcdKnownKeys::learn(const std::vector<std::string>& keys, const etcd_plan::ReadState& read) {
+  for (const std::string& key : keys) {
+    if (!wanted(key)) continue;
+    const auto found = read.find(key);
+    keep(key, found == read.end() ? etcd_plan::ReadValue{} : found->second);
+  }
+}
+
+void EtcdKnownKeys::restart() { forget(); }
+
+void EtcdKnownKeys::found(const std::string& key, const std::string& value,
+                          std::int64_t mod_revision) {
+  if (wanted(key)) values_[key] = etcd_plan::ReadValue{kept(key, value), mod_revision};
+}
+
+void EtcdKnownKeys::committed(const etcd_plan::Plan& plan, std::int64_t revision) {
+  for (const auto& [key, value] : plan.writes) {
+    if (!wanted(key)) continue;
+    keep(key, value ? etcd_plan::ReadValue{*value, revision} : etcd_plan::ReadValue{});
+  }
+}
+
+void EtcdKnownKeys::forget() {
+  values_.clear();
+  complete_ = false;
+}
+
+}  // namespace tidepool
