@@ -160,6 +160,9 @@ Result<Scheduler> Scheduler::create(Pool pool, TenantBook book, SchedulerConfig 
   if (config.starvation_limit < 0) return fail("starvation_limit", "must not be negative");
   if (config.min_slice_run < 0) return fail("min_slice_run", "must not be negative");
   if (config.max_slice_loss < 0) return fail("max_slice_loss", "must not be negative");
+  if (config.max_starts_per_pass < 0) {
+    return fail("max_starts_per_pass", "must not be negative (0: no limit)");
+  }
   std::vector<std::unique_ptr<LaneOrder>> orders;
   for (std::size_t k = 0; k < lane_order_names().size(); ++k) {
     auto order = make_lane_order(static_cast<LaneOrderKind>(k),
@@ -776,7 +779,13 @@ PassResult Scheduler::pass(Seconds now) {
   for (auto& lane : lanes_) cursor.push_back(lane.begin());
   for (std::size_t l = 0; l < lanes_.size(); ++l) push_head(l);
   state.lane_done.assign(lanes_.size(), std::nullopt);
+  cut_short_ = false;
+  const auto limit = static_cast<std::size_t>(std::max(0, config_.max_starts_per_pass));
   while (!heads.empty()) {
+    if (limit > 0 && out.started.size() + out.preempted.size() >= limit) {
+      cut_short_ = true;
+      break;
+    }
     const std::size_t best = heads.top().second;
     heads.pop();
     const JobId id{std::get<3>(*cursor[best])};
@@ -807,7 +816,12 @@ PassResult Scheduler::pass(Seconds now) {
       set_reason(e, now, *state.lane_done[e.lane]);
     }
   }
-  fresh_.clear();
+  // A pass cut short leaves the jobs it did not reach to the next, which is due at once.
+  std::erase_if(fresh_, [&](JobId id) {
+    const Entry& e = entry(id);
+    return !cut_short_ || e.phase != JobPhase::kPending ||
+           e.reason.kind != PendingKind::kNotConsidered;
+  });
   slice_wakeup_ = state.slice_wakeup;
   // Jobs of a tenant whose budget was lifted that the walk did not reach still say "budget":
   // they get the reason of what holds them now.

@@ -150,6 +150,11 @@ struct SchedulerConfig {
   // Whole Philly trace on 512 GPUs: 10 minutes loses 1.8% of GPU-hours (any point of the
   // checkpoint interval: 2.9%; 5 minutes: 1.5%, with longer queues).
   Seconds max_slice_loss = 600;
+  // The most jobs one pass starts and preempts together (0: no limit, the simulator's default).
+  // The walk stops there and the jobs after it wait for the next pass, which is due at once
+  // (cut_short); Slurm's sched_max_job_start does the same. The server derives it from its
+  // store's transaction limit, so that what a pass changes fits in one commit.
+  int max_starts_per_pass = 0;
   // Jobs of this priority class or above are critical: they start even when their tenant's
   // budget is exhausted.
   int budget_exempt_priority = 1000;
@@ -273,6 +278,9 @@ class Scheduler {
   Result<void> set_node_schedulable(NodeId node, bool schedulable);
 
   PassResult pass(Seconds now);
+  // Whether the last pass stopped at max_starts_per_pass before its walk was done: another pass
+  // has work at once.
+  [[nodiscard]] bool cut_short() const { return cut_short_; }
 
   // The next time after `now` at which a pass has something new to do without any event from
   // outside (a window opens, closes or enters its drain lead; a loan ends); nullopt if none.
@@ -515,6 +523,7 @@ class Scheduler {
   std::vector<int> guaranteed_tasks_;
   std::vector<int> borrowed_tasks_;
   std::vector<JobId> fresh_;  // submitted or requeued since the last pass
+  bool cut_short_ = false;    // the last pass stopped at max_starts_per_pass
   std::unique_ptr<PlacementPolicy> fraction_policy_;
   mutable Rng fraction_rng_{0};
   std::unique_ptr<PlacementPolicy> gang_policy_;  // SchedulerConfig::gang_policy

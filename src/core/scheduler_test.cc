@@ -105,6 +105,37 @@ void start_two_long_jobs_of_b(Scheduler& s) {
   ASSERT_EQ(s.pass(0).started.size(), 2U);
 }
 
+// A pass starts at most max_starts_per_pass jobs; the rest wait for the next pass, which is due at
+// once (cut_short), and start in the order the unlimited pass would have started them.
+TEST(Scheduler, APassStopsAtItsLimitAndTheNextGoesOnWhereItStopped) {
+  SchedulerConfig limited = policy("tidepool");
+  limited.max_starts_per_pass = 2;
+  Scheduler s = make_scheduler(limited);
+  Scheduler unlimited = make_scheduler(policy("tidepool"));
+  for (std::uint32_t i = 0; i < 5; ++i) {
+    ASSERT_TRUE(s.submit(make_test_job(i, kA, 2, 0), 0).has_value());
+    ASSERT_TRUE(unlimited.submit(make_test_job(i, kA, 2, 0), 0).has_value());
+  }
+  std::vector<std::uint32_t> order;
+  std::vector<std::size_t> sizes;
+  for (int pass = 0; pass < 3; ++pass) {
+    const PassResult result = s.pass(0);
+    sizes.push_back(result.started.size());
+    for (const StartedJob& started : result.started) order.push_back(started.job.value);
+    EXPECT_EQ(s.cut_short(), pass < 2) << "pass " << pass;
+  }
+  EXPECT_EQ(sizes, (std::vector<std::size_t>{2, 2, 1}));
+  std::vector<std::uint32_t> expected;
+  for (const StartedJob& started : unlimited.pass(0).started) expected.push_back(started.job.value);
+  EXPECT_FALSE(unlimited.cut_short());
+  EXPECT_EQ(order, expected);
+
+  limited.max_starts_per_pass = -1;
+  auto refused = Scheduler::create(two_leaf_pool(), a_and_b_book(), limited);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().field, "max_starts_per_pass");
+}
+
 TEST(Scheduler, ATenantsShortJobStopsItsOwnLongJobOnceThatPassedAThreshold) {
   // B may not borrow: its 16 GPUs are its own, and A's stay A's.
   Scheduler s = make_scheduler(policy("tidepool"), a_and_b_book(16, 0));

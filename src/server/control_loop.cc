@@ -3,7 +3,9 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <future>
+#include <iterator>
 #include <set>
 #include <utility>
 
@@ -17,6 +19,22 @@ std::unexpected<Refused> unavailable(std::string reason) {
 }
 
 }  // namespace
+
+std::int64_t round_capacity(const CommitLimits& limits) {
+  std::int64_t capacity = 0;
+  const auto within = [&](std::int64_t limit, std::int64_t per_item) {
+    if (limit <= 0) return;
+    const std::int64_t items = std::max<std::int64_t>(1, limit / per_item);
+    capacity = capacity == 0 ? items : std::min(capacity, items);
+  };
+  within(limits.writes, 8);
+  within(limits.bytes, 32 * 1024);
+  return capacity;
+}
+
+std::chrono::microseconds gather_time(std::chrono::microseconds commit) {
+  return std::min<std::chrono::microseconds>(commit / 4, std::chrono::milliseconds(5));
+}
 
 ControlLoop::ControlLoop(std::unique_ptr<Store> store, ControlPlaneSetup setup, Options options,
                          ServerMetrics& metrics)
@@ -33,7 +51,15 @@ ControlLoop::ControlLoop(std::unique_ptr<Store> store, ControlPlaneSetup setup, 
           spdlog::warn("the result of provider hook call {} was not recorded: {}", id,
                        reply.error().cause.message());
         }
-      })) {}
+      })) {
+  const std::int64_t capacity = round_capacity(store_->commit_limits());
+  if (capacity > 0) {
+    round_limit_ = static_cast<std::size_t>(capacity);
+    int& starts = setup_.scheduler.max_starts_per_pass;
+    const int most = static_cast<int>(std::min<std::int64_t>(capacity, 1'000'000));
+    if (starts == 0 || starts > most) starts = most;
+  }
+}
 
 ControlLoop::~ControlLoop() { stop(); }
 
@@ -169,9 +195,22 @@ void ControlLoop::run() {
     }
     {
       std::unique_lock lock(mutex_);
+      // The clients the last round answered will be back, behind those already waiting.
+      std::size_t expected = last_answered_ + queue_.size();
+      if (round_limit_ > 0) expected = std::min(expected, round_limit_);
       wake_.wait_until(lock, deadline,
                        [&] { return !queue_.empty() || stopping_ || listing_wanted_; });
-      work.swap(queue_);
+      if (expected > 1 && !queue_.empty() && queue_.size() < expected) {
+        wake_.wait_for(lock, gather_time(commit_time_),
+                       [&] { return queue_.size() >= expected || stopping_; });
+      }
+      if (round_limit_ > 0 && queue_.size() > round_limit_) {
+        const auto rest = queue_.begin() + static_cast<std::ptrdiff_t>(round_limit_);
+        work.assign(std::make_move_iterator(queue_.begin()), std::make_move_iterator(rest));
+        queue_.erase(queue_.begin(), rest);  // the next round, at once
+      } else {
+        work.swap(queue_);
+      }
       if (work.empty() && stopping_) {
         listing_ready_.notify_all();
         return;
@@ -179,6 +218,7 @@ void ControlLoop::run() {
     }
     const bool tick = std::chrono::steady_clock::now() >= next_tick;
     if (tick) next_tick = std::chrono::steady_clock::now() + options_.tick;
+    last_answered_ = work.size();
     round(work, tick || (wake && *wake <= now()));
     work.clear();
     publish_listing();
@@ -224,6 +264,9 @@ void ControlLoop::round(std::vector<Pending>& work, bool pass_due) {
     const auto commit_start = std::chrono::steady_clock::now();
     auto committed = store_->commit(batch);
     if (committed) {
+      const auto took = std::chrono::duration_cast<std::chrono::microseconds>(
+          std::chrono::steady_clock::now() - commit_start);
+      commit_time_ = (3 * commit_time_ + took) / 4;
       metrics_.count_commit(batch, seconds_since(commit_start));
       for (const JobRecord& job : batch.jobs) {
         if (auto id = job_id_from_wire(job.id)) listing_changed_.insert(*id);
@@ -242,12 +285,24 @@ void ControlLoop::round(std::vector<Pending>& work, bool pass_due) {
       metrics_.count_commit_failure();
       spdlog::error("store commit failed ({}); reloading the state from the store",
                     committed.error().message());
-      for (Reply& r : replies) r = unavailable("the store failed: " + committed.error().message());
       if (auto reloaded = load(); !reloaded) {
         spdlog::critical("cannot reload the state from the store: {}", reloaded.error().message());
         std::abort();
       }
       listed_.clear();  // the next snapshot is built anew from the reloaded plane
+      if (committed.error().field == kBatchTooLargeField && work.size() > 1) {
+        // Nothing of it was written: its commands run again on the reloaded state, in halves.
+        const auto half = work.begin() + static_cast<std::ptrdiff_t>(work.size() / 2);
+        std::vector<Pending> second(std::make_move_iterator(half),
+                                    std::make_move_iterator(work.end()));
+        work.erase(half, work.end());
+        spdlog::warn("running the round's {} requests again in two rounds",
+                     work.size() + second.size());
+        round(work, false);
+        round(second, pass_due);
+        return;  // each half answered its own
+      }
+      for (Reply& r : replies) r = unavailable("the store failed: " + committed.error().message());
     }
   }
   if (pass || !batch.empty()) {

@@ -6,6 +6,18 @@
 // answers. If the commit fails, every request of the round is refused as unavailable, and the
 // state is rebuilt from the store, so that nothing unacknowledged is kept and nothing acknowledged
 // is lost.
+//
+// Group commit: clients that wait for an answer before they send again come back together after a
+// round, a little apart, while others waited for that round: the round after waits until as many
+// requests as the last one answered wait behind those, up to a quarter of the store's recent
+// commit time (gather_time()), so that one commit carries them all rather than every other round
+// carrying some. A server whose rounds answer one request at a time never waits.
+//
+// A store with commit limits (etcd's transaction limits, store.h's CommitLimits) bounds a round:
+// it takes at most round_capacity() commands, and its pass starts at most as many jobs (the
+// scheduler's max_starts_per_pass; the next pass is due at once). A round refused all the same
+// as too large is run again, from the reloaded state, in two halves, down to single commands: one
+// request too large for any commit is refused alone, and the others go on.
 #pragma once
 
 #include <chrono>
@@ -29,6 +41,16 @@
 #include "store/store.h"
 
 namespace tidepool {
+
+// The most commands a round takes, and jobs its pass starts, under a store's commit limits (0: no
+// limit): a command or a start writes a few keys (a submission three: the job, the index entry
+// of its idempotency key and its event) and some KiB, so writes / 8 and bytes / 32 KiB of each
+// fill at most 7/8 of a commit, leaving room for what a round adds besides (a node, the ledger).
+[[nodiscard]] std::int64_t round_capacity(const CommitLimits& limits);
+
+// How long a round waits for the requests it expects (see group commit above): a quarter of the
+// recent commit time `commit`, at most 5 ms.
+[[nodiscard]] std::chrono::microseconds gather_time(std::chrono::microseconds commit);
 
 class ControlLoop {
  public:
@@ -101,6 +123,11 @@ class ControlLoop {
   ControlPlaneSetup setup_;
   Options options_;
   ServerMetrics& metrics_;
+  std::size_t round_limit_ = 0;  // the most commands per round (0: no limit)
+  // Loop thread: the commands the last round answered, and the store's recent commit time (a
+  // moving average), for group commit.
+  std::size_t last_answered_ = 0;
+  std::chrono::microseconds commit_time_{0};
   std::shared_ptr<TokenTable> tokens_ = std::make_shared<TokenTable>();
   std::optional<Error> deposed_;  // loop thread: why this server no longer leads
   std::unique_ptr<EventFeed> events_;

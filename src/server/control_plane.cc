@@ -277,6 +277,7 @@ void ControlPlane::schedule(Instant now, Batch& batch) {
   }
   state_.passed(now);
   jobs_.apply_pass(state_.scheduler().pass(unix_seconds(now)), now, batch);
+  if (state_.scheduler().cut_short()) state_.mark_dirty();  // the rest in the next round
   bursts_.rent_waiting(now, batch);
   clerk_.post_ledger(now, batch);
   jobs_wakeup_ = jobs_.next_deadline(now);

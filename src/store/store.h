@@ -122,6 +122,17 @@ struct Snapshot {
 // store will be. The server stops serving then; its reason says who took over.
 inline constexpr const char* kLeadershipLostField = "leadership";
 
+// The most one commit may hold, where the store has limits (etcd's transaction limits); 0: none.
+// A batch over them is refused whole (kBatchTooLargeField), so the server keeps its rounds within.
+struct CommitLimits {
+  std::int64_t writes = 0;  // keys written: one per record, two for a job with an idempotency key
+                            // or a token (its index entry), one more per seq kept (events, ledger)
+  std::int64_t bytes = 0;   // the encoded batch
+};
+
+// The field of the error with which a store refuses a batch over its CommitLimits.
+inline constexpr const char* kBatchTooLargeField = "batch size";
+
 // Thread safety: every method may be called from any thread. load() and commit() are serialized
 // (the server calls them from its loop thread); events_after() may run concurrently with a commit()
 // and then sees the stream as of some committed batch, never part of one.
@@ -134,6 +145,7 @@ class Store {
 
   [[nodiscard]] virtual Result<Snapshot> load() = 0;
   [[nodiscard]] virtual Result<void> commit(const Batch& batch) = 0;
+  [[nodiscard]] virtual CommitLimits commit_limits() const { return {}; }
   // Up to `limit` (>= 0) events with seq > `after` (any value, negative too), in seq order; empty
   // when there are none yet. A negative limit is refused with the field "limit".
   [[nodiscard]] virtual Result<std::vector<EventRecord>> events_after(std::int64_t after,

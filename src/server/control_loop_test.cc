@@ -1,0 +1,222 @@
+// The loop under a store with commit limits (etcd's transaction limits): rounds and passes stay
+// within them, a round refused all the same is run again in halves, and a request too large for
+// any commit is refused alone while the others go on.
+#include "server/control_loop.h"
+
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "config/cluster_file.h"
+#include "config/tenants_file.h"
+#include "config/test_source_dir.h"
+#include "store/memory_store.h"
+
+namespace tidepool {
+namespace {
+
+using ::testing::HasSubstr;
+
+// The keys an etcd transaction of `batch` writes (etcd_batch_plan.cc), in the limit's terms.
+std::int64_t writes_of(const Batch& batch) {
+  std::int64_t writes = 0;
+  for (const JobRecord& job : batch.jobs) writes += job.idempotency_key.empty() ? 1 : 2;
+  writes += static_cast<std::int64_t>(batch.events.size()) + (batch.events.empty() ? 0 : 1);
+  writes += static_cast<std::int64_t>(batch.ledger.size()) + (batch.ledger.empty() ? 0 : 1);
+  writes += 2 * static_cast<std::int64_t>(batch.tokens.size());
+  writes += static_cast<std::int64_t>(batch.nodes.size() + batch.settings.size());
+  return writes;
+}
+
+std::int64_t bytes_of(const Batch& batch) {
+  std::int64_t bytes = 0;
+  for (const JobRecord& job : batch.jobs) bytes += static_cast<std::int64_t>(job.document.size());
+  for (const EventRecord& event : batch.events) {
+    bytes += static_cast<std::int64_t>(event.document.size());
+  }
+  return bytes;
+}
+
+// A memory store that says it has `said` limits and refuses, as etcd's does, any batch over
+// `enforced` (which may be tighter than what it says).
+class LimitedStore final : public Store {
+ public:
+  LimitedStore(CommitLimits said, CommitLimits enforced) : said_(said), enforced_(enforced) {}
+
+  Result<Snapshot> load() override { return inner_.load(); }
+  Result<void> commit(const Batch& batch) override {
+    const std::int64_t writes = writes_of(batch);
+    const std::int64_t bytes = bytes_of(batch);
+    if (writes > enforced_.writes || bytes > enforced_.bytes) {
+      ++refused;
+      return fail(kBatchTooLargeField,
+                  fmt::format("{} writes and {} bytes, more than {} or {}", writes, bytes,
+                              enforced_.writes, enforced_.bytes));
+    }
+    most_writes = std::max<std::int64_t>(most_writes, writes);
+    return inner_.commit(batch);
+  }
+  CommitLimits commit_limits() const override { return said_; }
+  Result<std::vector<EventRecord>> events_after(std::int64_t after, int limit) override {
+    return inner_.events_after(after, limit);
+  }
+
+  std::atomic<int> refused{0};
+  std::atomic<std::int64_t> most_writes{0};
+
+ private:
+  ::tidepool::MemoryStore inner_;  // qualified: a unity batch may hold a test fake of that name
+  CommitLimits said_;
+  CommitLimits enforced_;
+};
+
+ControlPlaneSetup one_tenant_setup() {
+  ControlPlaneSetup setup;
+  auto cluster = load_cluster_yaml(test_support::test_source_dir() + "/data/clusters/example.yaml");
+  EXPECT_TRUE(cluster.has_value());
+  setup.cluster = std::move(*cluster);
+  auto tenants = read_tenants_yaml(R"(orgs:
+  - name: lab
+    tenants:
+      - name: vision
+        quota:
+          H100: {guaranteed_gpus: 128}
+)",
+                                   "tenants.yaml", setup.cluster.models);
+  EXPECT_TRUE(tenants.has_value());
+  setup.tenants = std::move(*tenants);
+  setup.scheduler = *scheduler_policy("tidepool");
+  setup.simulate_unregistered_nodes = true;  // the example's nodes take jobs without agents
+  return setup;
+}
+
+const Principal kLoopUser{"vision-token", Role::kUser, "vision", ""};
+
+JobSpec one_gpu_job(int n, std::string command = "train.sh") {
+  JobSpec spec;
+  spec.name = "job-" + std::to_string(n);
+  spec.tenant = "vision";
+  spec.queue = "default";
+  spec.tasks = 1;
+  spec.gpus_per_task = 1;
+  spec.gpu_models = {"H100"};
+  spec.command = {std::move(command)};
+  return spec;
+}
+
+class ControlLoopLimitsTest : public ::testing::Test {
+ protected:
+  void start(CommitLimits said, CommitLimits enforced) {
+    auto store = std::make_unique<LimitedStore>(said, enforced);
+    store_ = store.get();
+    loop_ = std::make_unique<ControlLoop>(std::move(store), one_tenant_setup(),
+                                          ControlLoop::Options{}, metrics_);
+    auto started = loop_->start();
+    ASSERT_TRUE(started.has_value()) << started.error().message();
+  }
+
+  // Submits every spec in one burst (queued behind a round held until all are), and waits for
+  // the replies.
+  std::vector<Reply> submit_burst(std::vector<JobSpec> specs) {
+    std::promise<void> queued;
+    std::shared_future<void> all_queued = queued.get_future().share();
+    loop_->call_async(
+        [all_queued](ControlPlane&, Instant, Batch&) -> Reply {
+          all_queued.wait();
+          return answer({});
+        },
+        [](const Reply&) {});
+    std::vector<std::future<Reply>> replies;
+    for (std::size_t i = 0; i < specs.size(); ++i) {
+      auto reply = std::make_shared<std::promise<Reply>>();
+      replies.push_back(reply->get_future());
+      loop_->call_async(
+          [spec = std::move(specs[i]), i](ControlPlane& plane, Instant now, Batch& batch) {
+            return plane.submit(kLoopUser, spec, "key-" + std::to_string(i), now, batch);
+          },
+          [reply](Reply r) { reply->set_value(std::move(r)); });
+    }
+    queued.set_value();
+    std::vector<Reply> answered;
+    for (auto& reply : replies) answered.push_back(reply.get());
+    return answered;
+  }
+
+  // Jobs running, as of a round after every one before this call.
+  std::int64_t running() {
+    const Reply reply = loop_->call([](ControlPlane& plane, Instant, Batch&) -> Reply {
+      const auto figures = plane.figures();
+      const auto it = figures.jobs_by_state.find("running");
+      return answer({{"running", it == figures.jobs_by_state.end() ? 0 : it->second}});
+    });
+    return reply ? reply->body.at("running").get<std::int64_t>() : -1;
+  }
+
+  // Waits (rounds, not time) until `jobs` run; false after `rounds` rounds without.
+  bool until_running(std::int64_t jobs, int rounds = 200) {
+    for (int round = 0; round < rounds; ++round) {
+      if (running() >= jobs) return true;
+    }
+    return false;
+  }
+
+  ServerMetrics metrics_;
+  LimitedStore* store_ = nullptr;
+  std::unique_ptr<ControlLoop> loop_;
+};
+
+// 60 submissions at once into a store of 32 writes per commit: the loop takes 4 a round, its passes
+// start 4 jobs each, one after the other, and no commit is ever refused.
+TEST_F(ControlLoopLimitsTest, RoundsAndPassesStayWithinTheStoresLimits) {
+  start({.writes = 32, .bytes = 1 << 20}, {.writes = 32, .bytes = 1 << 20});
+  std::vector<JobSpec> specs;
+  for (int i = 0; i < 60; ++i) specs.push_back(one_gpu_job(i));
+  for (const Reply& reply : submit_burst(std::move(specs))) {
+    EXPECT_TRUE(reply.has_value()) << reply.error().cause.message();
+  }
+  EXPECT_TRUE(until_running(60)) << running() << " of 60 running";
+  EXPECT_EQ(store_->refused, 0);
+  EXPECT_LE(store_->most_writes, 32);
+  EXPECT_GT(store_->most_writes, 0);
+}
+
+// A store tighter than it says: the round it refuses is run again in halves until each fits; a
+// request too large for any commit is refused alone, with the store's reason, and the rest start.
+TEST_F(ControlLoopLimitsTest, ARoundTooLargeIsRunAgainInHalvesAndOnlyAnOversizedRequestFails) {
+  start({.writes = 800, .bytes = 1 << 30}, {.writes = 24, .bytes = 64 * 1024});
+  std::vector<JobSpec> specs;
+  for (int i = 0; i < 20; ++i) specs.push_back(one_gpu_job(i));
+  specs[7] = one_gpu_job(7, std::string(100 * 1024, 'x'));
+  const std::vector<Reply> replies = submit_burst(std::move(specs));
+  for (std::size_t i = 0; i < replies.size(); ++i) {
+    if (i == 7) {
+      ASSERT_FALSE(replies[i].has_value());
+      EXPECT_EQ(replies[i].error().refusal, Refusal::kUnavailable);
+      EXPECT_THAT(replies[i].error().cause.reason, HasSubstr("more than 24 or 65536"));
+    } else {
+      EXPECT_TRUE(replies[i].has_value()) << i << ": " << replies[i].error().cause.message();
+    }
+  }
+  EXPECT_GT(store_->refused, 0);
+  EXPECT_TRUE(until_running(19)) << running() << " of 19 running";
+}
+
+TEST(RoundCapacityTest, TheTighterLimitDecidesAndNoLimitMeansNone) {
+  EXPECT_EQ(round_capacity({}), 0);
+  EXPECT_EQ(round_capacity({.writes = 128}), 16);
+  EXPECT_EQ(round_capacity({.writes = 128, .bytes = 256 * 1024}), 8);
+  EXPECT_EQ(round_capacity({.writes = 4}), 1);
+  EXPECT_EQ(round_capacity({.bytes = 1536 * 1024}), 48);
+}
+
+}  // namespace
+}  // namespace tidepool
