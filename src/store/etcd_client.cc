@@ -119,7 +119,11 @@ Result<Response> EtcdClient::call(const char* method, bool fail_over, Call&& cal
     reasons += fmt::format("{}{} on {}: {} ({})", reasons.empty() ? "" : "; ", method,
                            endpoints_[i].address, status.error_message(),
                            status_name(status.error_code()));
-    if (status.error_code() != grpc::StatusCode::UNAVAILABLE) break;
+    // Unavailable, or no answer in time (a member paused or cut off): the next may answer.
+    if (status.error_code() != grpc::StatusCode::UNAVAILABLE &&
+        status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
+      break;
+    }
     if (!fail_over) current_ = (i + 1) % endpoints_.size();
   }
   return fail(kClientField, reasons);

@@ -26,7 +26,7 @@ class EtcdClient {
       std::chrono::milliseconds dial_timeout, std::chrono::milliseconds request_timeout,
       EtcdCallCounts* counts);
 
-  // Reads; when an endpoint is unavailable, tries the next ones.
+  // Reads; when an endpoint is unavailable (or answers too late), tries the next ones.
   [[nodiscard]] Result<etcdserverpb::RangeResponse> range(
       const etcdserverpb::RangeRequest& request);
   // `may_resend`: the Txn may go to the next endpoint when one is unavailable, like range():
@@ -55,7 +55,8 @@ class EtcdClient {
              EtcdCallCounts* counts);
 
   // Runs `call` on the endpoint in use and, if `fail_over`, on the others while they are
-  // unavailable; the first that answers becomes the one in use. Without `fail_over`, an
+  // unavailable or do not answer within the deadline; the first that answers becomes the one in
+  // use. Without `fail_over`, an
   // unavailable endpoint hands its place to the next for the next call.
   template <class Response, class Call>
   Result<Response> call(const char* method, bool fail_over, Call&& call);

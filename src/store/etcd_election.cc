@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <utility>
@@ -25,8 +26,12 @@ Result<std::unique_ptr<EtcdElection>> EtcdElection::open(EtcdElectionOptions opt
                 fmt::format("must be at least 2 s, got {} s", options.lease_ttl.count()));
   }
   if (options.prefix.empty()) return fail("prefix", "must not be empty");
+  // A member that hangs (paused, cut off) must not cost a renewal its lease: each call gives up
+  // on it after a quarter of the TTL and moves on to the next member.
+  const std::chrono::milliseconds per_call = std::min<std::chrono::milliseconds>(
+      options.request_timeout, std::chrono::milliseconds(options.lease_ttl) / 4);
   auto client = EtcdClient::connect(options.endpoints, options.prefix + "/leader",
-                                    options.dial_timeout, options.request_timeout, nullptr);
+                                    options.dial_timeout, per_call, nullptr);
   if (!client) return std::unexpected(client.error());
   return std::unique_ptr<EtcdElection>(new EtcdElection(std::move(options), std::move(*client)));
 }

@@ -34,6 +34,7 @@ struct EtcdElectionOptions {
   // 1.5 s with its default timing). The holder renews every third of it.
   std::chrono::seconds lease_ttl{3};
   std::chrono::milliseconds dial_timeout{5000};
+  // Each call's deadline, at most lease_ttl / 4 (a member that hangs is left for the next).
   std::chrono::milliseconds request_timeout{2000};
 };
 

@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -128,6 +129,46 @@ TEST_F(EtcdElectionTest, ALeaderThatStopsRenewingIsSucceededAfterItsTtl) {
   EXPECT_GT(second->guard.mod_revision, first.guard.mod_revision);
   EXPECT_EQ(second->term, first.term + 1);
   EXPECT_FALSE(a->renew().value());
+}
+
+// A member that hangs (paused: connected, silent) costs the leader no renewal: each call gives it
+// up after a quarter of the TTL and asks the next member, so the lease never goes a whole TTL
+// unrenewed, and the leadership stays.
+TEST(EtcdElectionClusterTest, ALeaderKeepsItsLeaseWhileTheMemberItTalksToHangs) {
+  auto started = EtcdTestCluster::start(3);
+  ASSERT_TRUE(started.has_value()) << started.error().message();
+  EtcdTestCluster& cluster = **started;
+  EtcdElectionOptions options;
+  options.endpoints = cluster.endpoints();
+  options.candidate = "http://a:8470";
+  options.lease_ttl = 3s;
+  auto opened = EtcdElection::open(options);
+  ASSERT_TRUE(opened.has_value()) << opened.error().message();
+  EtcdElection& election = **opened;
+  auto won = election.try_acquire();
+  ASSERT_TRUE(won.has_value() && won->has_value());
+
+  ASSERT_TRUE(cluster.pause_member(0, true).has_value());  // the member the client uses first
+  auto renewed = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::duration longest{0};
+  const auto until = renewed + 6s;
+  while (std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(options.lease_ttl / 3);
+    auto alive = election.renew();
+    if (alive) {
+      ASSERT_TRUE(*alive) << "the lease ended";
+      const auto now = std::chrono::steady_clock::now();
+      longest = std::max(longest, now - renewed);
+      renewed = now;
+    }
+  }
+  longest = std::max(longest, std::chrono::steady_clock::now() - renewed);
+  ASSERT_TRUE(cluster.pause_member(0, false).has_value());
+  EXPECT_LT(longest, std::chrono::steady_clock::duration(options.lease_ttl))
+      << std::chrono::duration_cast<std::chrono::milliseconds>(longest).count() << " ms";
+  auto leader = election.leader();
+  ASSERT_TRUE(leader.has_value()) << leader.error().message();
+  EXPECT_EQ(*leader, std::optional<std::string>("http://a:8470"));
 }
 
 TEST_F(EtcdElectionTest, OptionsAreChecked) {

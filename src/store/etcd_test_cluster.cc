@@ -1,6 +1,7 @@
 #include "store/etcd_test_cluster.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -9,7 +10,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -129,6 +132,17 @@ Result<void> EtcdTestCluster::stop_member(std::size_t index) {
   return {};
 }
 
+Result<void> EtcdTestCluster::pause_member(std::size_t index, bool paused) {
+  if (index >= members_.size()) return fail(kClusterField, "no such member");
+  const Member& member = members_[index];
+  if (member.pid <= 0) return fail(kClusterField, member.name + " is not running");
+  if (::kill(member.pid, paused ? SIGSTOP : SIGCONT) != 0) {
+    return fail(kClusterField,
+                fmt::format("cannot signal {}: {}", member.name, std::strerror(errno)));
+  }
+  return {};
+}
+
 Result<void> EtcdTestCluster::start_member(std::size_t index) {
   if (index >= members_.size()) return fail(kClusterField, "no such member");
   Member& member = members_[index];
@@ -218,6 +232,7 @@ Result<void> EtcdTestCluster::wait_until_answering(Member& member,
 void EtcdTestCluster::stop(Member& member) {
   if (member.pid <= 0) return;
   ::kill(member.pid, SIGTERM);
+  ::kill(member.pid, SIGCONT);  // a paused member ends too
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   int status = 0;
   auto pause = std::chrono::milliseconds(5);

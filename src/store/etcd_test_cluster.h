@@ -40,6 +40,9 @@ class EtcdTestCluster {
   [[nodiscard]] Result<void> start_member(std::size_t index);
   // Both.
   [[nodiscard]] Result<void> restart_member(std::size_t index);
+  // Pauses a running member (SIGSTOP: it keeps its connections and answers nothing, as a member
+  // that hangs), or lets it go on (SIGCONT).
+  [[nodiscard]] Result<void> pause_member(std::size_t index, bool paused);
 
  private:
   struct Member {
