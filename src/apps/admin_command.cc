@@ -11,6 +11,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "api/private_file.h"
@@ -56,6 +57,13 @@ std::string utc_text(std::int64_t unix_ms) {
   const CivilDate date = civil_from_days(days);
   return fmt::format("{:04}-{:02}-{:02} {:02}:{:02}:{:02} UTC", date.year, date.month, date.day,
                      of_day / 3600, of_day / 60 % 60, of_day % 60);
+}
+
+// "an etcd store", "a sqlite store": the kind of store a backup's header names.
+std::string store_words(const std::string& kind) {
+  const bool vowel =
+      !kind.empty() && std::string_view("aeiou").find(kind[0]) != std::string_view::npos;
+  return fmt::format("{} {} store", vowel ? "an" : "a", kind);
 }
 
 Result<ServerConfig> server_config(const AdminFlags& flags) {
@@ -168,11 +176,11 @@ Result<void> restore(const AdminFlags& flags) {
     return fail(fmt::format("restoring into {}", named->where), report.error().reason);
   }
   fmt::print(
-      "Restored {} (taken {} from a {} store) into {}: {}; {} commit{} in {:.1f} s, read "
-      "back and compared (SHA-256 {}).\n",
-      flags.file, utc_text(backup->header.taken_ms), backup->header.source, named->where,
-      describe_counts(report->counts), report->commits, report->commits == 1 ? "" : "s",
-      seconds_since(start), report->digest);
+      "Restored {} (taken {} from {}) into {}: {}; {} commit{} in {:.1f} s, read back and "
+      "compared (SHA-256 {}).\n",
+      flags.file, utc_text(backup->header.taken_ms), store_words(backup->header.source),
+      named->where, describe_counts(report->counts), report->commits,
+      report->commits == 1 ? "" : "s", seconds_since(start), report->digest);
   fmt::print(
       "Start the server on it: its tokens are the backup's (the server creates no new admin "
       "token). The tasks' logs are files beside the server, not in a backup: copy the `logs` "
@@ -186,10 +194,10 @@ Result<void> verify(const AdminFlags& flags) {
   auto digest = backup_digest(backup->contents);
   if (!digest) return std::unexpected(digest.error());
   fmt::print(
-      "{}: a whole Tidepool backup (version {}), taken {} from a {} store: {}; records' "
-      "SHA-256 {}.\n",
-      flags.file, kBackupVersion, utc_text(backup->header.taken_ms), backup->header.source,
-      describe_counts(count_records(backup->contents)), *digest);
+      "{}: a whole Tidepool backup (version {}), taken {} from {}: {}; records' SHA-256 {}.\n",
+      flags.file, kBackupVersion, utc_text(backup->header.taken_ms),
+      store_words(backup->header.source), describe_counts(count_records(backup->contents)),
+      *digest);
   return {};
 }
 
