@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Checks the table of docs/cli.md against the tidepool binary: every command of `tidepool --help`
-# (and of `tidepool token --help`) has a row and every row is a command; each row's -o forms are
-# those its --help offers; a usage error ends with 2, and a command listed with 5 ends with 5
-# against a server that is not there; and shell completion completes what the row says (options
-# and -o values, or the name), in bash, and in zsh where zsh is installed.
+# (and of `tidepool token --help` and `tidepool admin --help`) has a row and every row is a
+# command; each row's -o forms are those its --help offers; a usage error ends with 2, and a
+# command listed with 5 ends with 5 against a server that is not there; and shell completion
+# completes what the row says (options and -o values, or the name), in bash, and in zsh where zsh
+# is installed.
 #
 # Usage: cli_table_test.sh TIDEPOOL_BINARY SOURCE_DIR CASE   (CASE: table)
 set -euo pipefail
@@ -30,8 +31,8 @@ subcommands() {
 }
 {
   for command in $(subcommands); do
-    if [[ $command == token ]]; then
-      for sub in $(subcommands token); do echo "token $sub"; done
+    if [[ $command == token || $command == admin ]]; then
+      for sub in $(subcommands "$command"); do echo "$command $sub"; done
     else
       echo "$command"
     fi
@@ -52,6 +53,7 @@ args_of() {
     top) echo --once ;;
     "token create") echo "--role admin" ;;
     "token revoke") echo 1 ;;
+    "admin backup") echo "$work/state.backup" ;;
     bill) echo "--tenant vision --from 2026-01-01 --to 2026-01-31" ;;
     *) echo "" ;;
   esac
@@ -92,8 +94,10 @@ while IFS='|' read -r command forms statuses completion; do
       fi
       ;;
     name)
-      complete_words "${command:0:2}" >"$work/offered"
-      grep -qx -- "$command" "$work/offered" || fail "completion should offer '$command'"
+      # The last word, from its first two letters, after the group's name if there is one.
+      last=${words[-1]}
+      complete_words "${words[@]:0:${#words[@]}-1}" "${last:0:2}" >"$work/offered"
+      grep -qx -- "$last" "$work/offered" || fail "completion should offer '$command'"
       ;;
     *) fail "$command: unknown completion '$completion'" ;;
   esac

@@ -6,11 +6,32 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <string_view>
 
 namespace tidepool {
 
+namespace {
+
+bool opens_a_store(int argc, char** argv) {
+  if (argc < 3) return false;
+  const std::string_view verb = argv[2];
+  if (verb == "restore" || verb == "verify") return true;
+  if (verb != "backup") return false;
+  for (int i = 3; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--") return false;
+    if (arg == "--config" || arg.starts_with("--config=")) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 const ExternalCommand* find_external_command(int argc, char** argv) {
   if (argc < 2) return nullptr;
+  if (std::string_view(argv[1]) == kStoreAdminCommand.name && opens_a_store(argc, argv)) {
+    return &kStoreAdminCommand;
+  }
   for (const ExternalCommand& command : kExternalCommands) {
     if (command.name == argv[1]) return &command;
   }

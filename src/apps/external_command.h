@@ -5,6 +5,12 @@
 //   tidepool sim ...      ->  tidepool-sim sim ...
 //   tidepool plan ...     ->  tidepool-sim plan ...
 //   tidepool agent ...    ->  tidepool-agent agent ...
+//   tidepool admin restore|verify ..., tidepool admin backup ... --config ...
+//                         ->  tidepool-server admin ...
+//
+// `tidepool admin` is both: `admin backup FILE` asks a running server for its state and runs in
+// the front end like every client command, while the forms that open a store themselves (SQLite,
+// etcd over gRPC) run in tidepool-server, which links the stores.
 //
 // One `tidepool submit` per job must start as fast as sbatch does, and the dynamic libraries of the
 // server and the simulator (SQLite, prometheus-cpp, spdlog, cpp-httplib with OpenSSL) cost more to
@@ -37,6 +43,10 @@ inline constexpr std::array kExternalCommands = {
                     "Run the node agent of a GPU node: runs the jobs the server places there"},
 };
 
+// The admin commands that open a store: run by tidepool-server (apps/admin_command.h).
+inline constexpr ExternalCommand kStoreAdminCommand{
+    "admin", "tidepool-server", "Back up and restore the state of a stopped server's store"};
+
 // The exit status of a command line the parser refused, given what CLI::App::exit returned after
 // printing why: 0 for --help and --version, the one usage status (2) for every usage error, in
 // the front end and in each program behind it alike.
@@ -44,7 +54,8 @@ inline int usage_exit_status(int parser_code) {
   return parser_code == 0 ? 0 : static_cast<int>(ExitStatus::kUsage);
 }
 
-// The external command that `argv[1]` names, or nullptr.
+// The external command that `argv[1]` names (kStoreAdminCommand for `admin` with `restore` or
+// `verify`, or `backup` with --config), or nullptr.
 const ExternalCommand* find_external_command(int argc, char** argv);
 
 // Replaces this process with `command.program` run on the same arguments: first the program in the

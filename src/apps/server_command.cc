@@ -21,6 +21,7 @@
 #include "server/control_loop.h"
 #include "server/event_log.h"
 #include "server/http_api.h"
+#include "server/running_backup.h"
 #include "server/server_config.h"
 #include "server/server_metrics.h"
 #include "server/standby_api.h"
@@ -204,6 +205,9 @@ Result<void> run_server(const ServerFlags& flags) {
     store = std::move(*fenced);
   }
 
+  // The loop owns the store; GET /v1/admin/backup reads it through the loop (running_backup.h),
+  // and the API stops before the loop does.
+  Store& durable = *store;
   ServerMetrics metrics;
   metrics.set_leading(leadership ? leadership->term : 1);
   ControlLoop loop(
@@ -222,7 +226,10 @@ Result<void> run_server(const ServerFlags& flags) {
                           .max_body_bytes = std::size_t{1} << 20,
                           .threads = config->http_threads,
                           .log_dir = config->log_dir,
-                          .metrics_token_required = config->metrics_token_required});
+                          .metrics_token_required = config->metrics_token_required,
+                          .backup = [&loop, &durable, etcd] {
+                            return back_up_running_store(loop, durable, etcd ? "etcd" : "sqlite");
+                          }});
   auto bound = api.bind();
   if (!bound) return std::unexpected(bound.error());
   port = *bound;

@@ -20,6 +20,7 @@
 //   tidepool events [--watch]          the pool's events, from a time on or as they happen
 //   tidepool price                     the internal market's price of a GPU-hour per model
 //   tidepool bill --tenant T --from D --to D   a tenant's charges and credits, grouped
+//   tidepool admin backup FILE         (admin) a consistent backup of the server's state
 //
 // Every command takes --server and --token (see client_config.h for the other sources), and
 // those that print data take -o/--output table|json|yaml; the listings also wide, name and csv,
@@ -40,5 +41,6 @@ void add_pool_commands(CLI::App& app, int* exit_code);
 void add_token_commands(CLI::App& app, int* exit_code);
 void add_market_commands(CLI::App& app, int* exit_code);  // client_market_commands.cc
 void add_event_commands(CLI::App& app, int* exit_code);   // client_event_commands.cc
+void add_admin_commands(CLI::App& app, int* exit_code);   // client_admin_commands.cc
 
 }  // namespace tidepool

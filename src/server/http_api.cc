@@ -18,6 +18,7 @@
 #include "api/api_bodies.h"
 #include "api/job_spec.h"
 #include "server/http_route.h"
+#include "server/plane_state.h"
 #include "server/standby_api.h"
 
 namespace tidepool {
@@ -927,6 +928,37 @@ void HttpApi::add_routes() {
     return on_loop(
         [who = c.who, query](ControlPlane& p, Instant, Batch&) { return p.bill(who, query); });
   });
+
+  // --- administration ---
+  // A backup holds every job's spec and the tokens' hashes: admins only. It may be large and take
+  // a while (the snapshot is loaded on the loop), so it runs on a worker.
+  routes_.push_back(Route{
+      "GET",
+      "/v1/admin/backup",
+      "/v1/admin/backup",
+      [this](const Call& c) {
+        if (auto admin = check_admin(c.who); !admin) {
+          return to_response(Reply(std::unexpected(admin.error())));
+        }
+        if (!options_.backup) {
+          return to_response(refuse(Refusal::kUnavailable,
+                                    Error{"backup", "this server was started without backups"}));
+        }
+        const auto start = Clock::now();
+        auto text = options_.backup();
+        if (!text) {
+          spdlog::error("backup for token {} failed: {}", c.who.token_id, text.error().message());
+          return to_response(refuse(Refusal::kUnavailable, text.error()));
+        }
+        spdlog::info("backup taken for token {}: {} bytes in {:.2f} s", c.who.token_id,
+                     text->size(), seconds_since(start));
+        HttpResponse res;
+        res.content_type = "application/x-ndjson";
+        res.body = std::move(*text);
+        return res;
+      },
+      false,
+      {}});
 
   // --- events: a long poll, answered by events() ---
   routes_.push_back(Route{"GET", "/v1/events", "/v1/events", nullptr, false, {}});

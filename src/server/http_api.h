@@ -37,10 +37,12 @@
 //   GET    /v1/queues                  pending and running jobs per team queue
 //   POST   /v1/tokens                  (admin) create; GET /v1/tokens; DELETE /v1/tokens/{id}
 //   GET    /v1/events?since=N          events after N; waits up to &timeout= (default 30s)
+//   GET    /v1/admin/backup            (admin) the state as a backup file (store/backup_file.h)
 //   GET    /metrics, /healthz, /readyz
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -88,6 +90,9 @@ struct HttpOptions {
   bool metrics_token_required = false;  // /metrics needs a token (any role)
   double metrics_rate_per_second = 5;   // per client address
   double metrics_rate_burst = 20;
+  // GET /v1/admin/backup: the backup file's text, taken consistently (server/running_backup.h);
+  // called on a worker, once per request. Empty: the route answers 503.
+  std::function<Result<std::string>()> backup;
 };
 
 class HttpApi {

@@ -176,6 +176,8 @@ TEST_F(ServerApiTest, AccessMatrix) {
       {"POST", "/v1/tokens", R"({"role": "admin"})", 401, 401, 403, 403, 403, 201},
       {"GET", "/v1/nodes", "", 401, 401, 200, 200, 200, 200},
       {"GET", "/v1/tenants", "", 401, 401, 200, 200, 200, 200},
+      // Every job's spec and the tokens' hashes: admins only.
+      {"GET", "/v1/admin/backup", "", 401, 401, 403, 403, 403, 200},
   };
   const std::vector<std::string> tokens = {"",     "tp_wrong", vision,
                                            search, agent,      server_->admin_token()};
