@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "agent/test_processes.h"
+#include "agent_process.h"
 #include "server_process.h"
 
 namespace tidepool::test_support {
@@ -76,58 +77,6 @@ std::string escape_json(const std::string& text) { return nlohmann::json(text).d
 // Tidepool with one server down): they pass over it to the one that answers.
 constexpr std::string_view kRefusedServer = "http://127.0.0.1:1";
 
-class AgentProcess {
- public:
-  AgentProcess(const TempDir& dir, std::string node, int port, std::string token)
-      : dir_(dir), node_(std::move(node)), port_(port), token_(std::move(token)) {}
-  ~AgentProcess() { kill_hard(); }
-  AgentProcess(const AgentProcess&) = delete;
-  AgentProcess& operator=(const AgentProcess&) = delete;
-
-  void start() {
-    log_path_ = dir_.file("agent-" + node_ + ".log");
-    std::vector<std::string> args = {tidepool_binary(),
-                                     "agent",
-                                     "--server",
-                                     std::string(kRefusedServer) + ", " + server_url(),
-                                     "--token",
-                                     token_,
-                                     "--node",
-                                     node_,
-                                     "--gpus",
-                                     "fake:8xH100",
-                                     "--state-dir",
-                                     dir_.file("state-" + node_),
-                                     "--checkpoint-root",
-                                     dir_.file("checkpoints"),
-                                     "--heartbeat-interval",
-                                     "200ms",
-                                     "--sample-interval",
-                                     "1s",
-                                     "--notice-timeout",
-                                     "5s",
-                                     "--grace-period",
-                                     "2s",
-                                     "--cgroups",
-                                     "none"};
-    pid_ = spawn_logged(std::move(args), log_path_);
-  }
-  [[nodiscard]] std::string server_url() const {
-    return "http://127.0.0.1:" + std::to_string(port_);
-  }
-  void kill_hard() { signal_and_reap(pid_, SIGKILL); }
-  int terminate() { return signal_and_reap(pid_, SIGTERM); }
-  [[nodiscard]] std::string log() const { return read_text(log_path_); }
-
- private:
-  const TempDir& dir_;
-  std::string node_;
-  int port_;
-  std::string token_;
-  std::string log_path_;
-  pid_t pid_ = -1;
-};
-
 class AgentTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -151,7 +100,7 @@ class AgentTest : public ::testing::Test {
       auto token = admin_->post("/v1/tokens", R"({"role": "agent", "node": ")" + node + "\"}");
       ASSERT_EQ(token.status, 201) << token.body.dump();
       tokens_[node] = token.body["secret"].get<std::string>();
-      agents_[node] = std::make_unique<AgentProcess>(dir_, node, server_->port(), tokens_[node]);
+      agents_[node] = std::make_unique<AgentProcess>(dir_, node, servers(), tokens_[node]);
       agents_[node]->start();
     }
     ASSERT_TRUE(eventually(
@@ -173,6 +122,11 @@ class AgentTest : public ::testing::Test {
     // that each test's own steps left nothing behind before that.
     for (pid_t pid : processes_with(marker_)) ::kill(pid, SIGKILL);
     server_->terminate();
+  }
+
+  // The servers the agents are given: one that refuses connections, then the test's.
+  [[nodiscard]] std::string servers() const {
+    return std::string(kRefusedServer) + ", http://127.0.0.1:" + std::to_string(server_->port());
   }
 
   std::string agent_logs() const {
@@ -420,7 +374,7 @@ TEST_F(AgentTest, KilledAgentsJobRunsElsewhereAndItsLeftoverIsStopped) {
   }
   // The old run still runs on the dead agent's node: a new agent there stops it.
   for (pid_t pid : before) EXPECT_EQ(::kill(pid, 0), 0) << "pid " << pid;
-  agents_[first] = std::make_unique<AgentProcess>(dir_, first, server_->port(), tokens_[first]);
+  agents_[first] = std::make_unique<AgentProcess>(dir_, first, servers(), tokens_[first]);
   agents_[first]->start();
   EXPECT_TRUE(eventually(
       [&] {

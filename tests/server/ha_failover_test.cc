@@ -3,25 +3,32 @@
 // leader-following CLI (`tidepool submit --server A,B,C --idempotency-key K`). The leader is
 // killed (SIGKILL) again and again (one etcd member stopped halfway), and paused (SIGSTOP) past its
 // lease; what must hold: every acknowledged job is there exactly once, running jobs are not
-// restarted by a failover, no GPU is given to two jobs, and a deposed leader writes nothing.
+// restarted by a failover, no GPU is given to two jobs, and a deposed leader writes nothing. With
+// real agents (fake GPUs, real tasks): their tasks run on through a failover, and the agents follow
+// the new leader without restarting anything.
 //
 // TIDEPOOL_FAILOVER_KILLS (default 3) and TIDEPOOL_FAILOVER_CLIENTS (default 4) scale the kill
 // test; bench/failover.sh runs it with 20 kills and 8 clients and reports the failover times.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "agent/test_processes.h"
+#include "agent_process.h"
 #include "server_process.h"
 #include "store/etcd_test_cluster.h"
 
@@ -39,7 +46,9 @@ int env_int(const char* name, int fallback) {
 // Servers on one etcd store, each on a port of its own that it keeps across restarts.
 class HaPool {
  public:
-  HaPool(int etcd_members, int servers) {
+  // `pool`: the configuration's cluster, tenants and other lines; by default the example's, whose
+  // nodes take jobs without agents.
+  HaPool(int etcd_members, int servers, const std::string& pool = "") {
     auto started = EtcdTestCluster::start(etcd_members);
     if (!started) throw std::runtime_error(started.error().message());
     etcd_ = std::move(*started);
@@ -54,12 +63,14 @@ class HaPool {
       s.port = (*ports)[static_cast<std::size_t>(i)];
       s.config = dir_.file("server-" + std::to_string(i) + ".yaml");
       s.log = dir_.file("server-" + std::to_string(i) + ".log");
-      write_text(s.config, "cluster: " + source_tree() + "/data/clusters/example.yaml\n" +
-                               "tenants: " + source_tree() + "/data/tenants/example.yaml\n" +
-                               "listen: 127.0.0.1:" + std::to_string(s.port) + "\n" +
+      const std::string lines =
+          !pool.empty() ? pool
+                        : "cluster: " + source_tree() + "/data/clusters/example.yaml\n" +
+                              "tenants: " + source_tree() + "/data/tenants/example.yaml\n" +
+                              "simulate_unregistered_nodes: true\n";
+      write_text(s.config, lines + "listen: 127.0.0.1:" + std::to_string(s.port) + "\n" +
                                "admin_token_file: " + dir_.file("admin.token") + "\n" +
                                "logs: " + dir_.file("logs-" + std::to_string(i)) + "\n" +
-                               "simulate_unregistered_nodes: true\n" +
                                // The clients submit as fast as they can, past the default limits.
                                "admission: {max_pending_jobs: 10000000, "
                                "submissions_per_second: 0}\n" +
@@ -149,6 +160,11 @@ class HaPool {
     return "";
   }
   [[nodiscard]] const TempDir& dir() const { return dir_; }
+  // The admin's API on the leader of the moment.
+  ApiClient leader_api(const std::string& token) {
+    const auto leader = this->leader();
+    return ApiClient(leader ? servers_[*leader].port : 1, token);
+  }
 
  private:
   struct Server {
@@ -427,6 +443,137 @@ TEST(HaFailoverTest, APausedLeaderWritesNothingAfterItsLeaseEnded) {
   for (const auto& [id, job] : *successor_jobs) {
     EXPECT_FALSE(job["spec"]["name"].get<std::string>().starts_with("late-")) << job.dump();
   }
+}
+
+// Two nodes, each with its agent, one 8-GPU job running on each: the leader is killed; the tasks
+// run on (the same processes), the agents follow the new leader, which cancels one job (its task
+// ends) and places a new one on the freed node, where it runs.
+constexpr const char* kAgentsCluster = R"(site: test
+spines:
+  - name: spine-1
+    leaves:
+      - name: leaf-1
+        nodes:
+          - {name: node-1, gpu_model: H100, gpus: 8, cpus: 16, memory_gib: 64, nvlink_domains: [[0, 1, 2, 3, 4, 5, 6, 7]]}
+          - {name: node-2, gpu_model: H100, gpus: 8, cpus: 16, memory_gib: 64, nvlink_domains: [[0, 1, 2, 3, 4, 5, 6, 7]]}
+)";
+constexpr const char* kAgentsTenants = R"(orgs:
+  - name: org
+    tenants:
+      - name: team
+        quota:
+          H100: {guaranteed_gpus: 16}
+)";
+
+TEST(HaFailoverTest, AgentsKeepTheirTasksRunningAndFollowTheNewLeader) {
+  TempDir files;
+  write_text(files.file("cluster.yaml"), kAgentsCluster);
+  write_text(files.file("tenants.yaml"), kAgentsTenants);
+  HaPool pool(3, 2,
+              "cluster: " + files.file("cluster.yaml") + "\ntenants: " +
+                  files.file("tenants.yaml") + "\nheartbeat_timeout: 5s\ntick: 1s\n");
+  // The agents run as root, their tasks as uids of their own: the tasks write their pids in out/.
+  const std::string out = pool.dir().file("out");
+  std::filesystem::create_directories(out);
+  ::chmod(pool.dir().file("").c_str(), 0711);
+  ::chmod(out.c_str(), 0777);
+  const std::string marker = "TIDEPOOL_TEST_MARKER=" + pool.dir().file("");
+  pool.start_all();
+  auto first = pool.leader();
+  ASSERT_TRUE(first.has_value()) << pool.log_tails();
+  const std::string token = pool.admin_token();
+  ASSERT_FALSE(token.empty());
+
+  std::map<std::string, std::unique_ptr<AgentProcess>> agents;
+  for (const std::string node : {"node-1", "node-2"}) {
+    auto created =
+        pool.leader_api(token).post("/v1/tokens", R"({"role": "agent", "node": ")" + node + "\"}");
+    ASSERT_EQ(created.status, 201) << created.body.dump();
+    agents[node] = std::make_unique<AgentProcess>(pool.dir(), node, pool.urls(),
+                                                  created.body["secret"].get<std::string>());
+    agents[node]->start();
+  }
+  const auto agent_logs = [&] {
+    std::string text;
+    for (const auto& [node, agent] : agents) text += "--- agent " + node + "\n" + agent->log();
+    return text + pool.log_tails();
+  };
+  // Every node ready on the leader of the moment.
+  const auto nodes_ready = [&] {
+    int ready = 0;
+    const ApiClient::Answer nodes = pool.leader_api(token).get("/v1/nodes");
+    for (const auto& n : nodes.body["nodes"]) {
+      if (n.value("registered_ms", std::int64_t{0}) > 0 && n["state"] == "ready") ++ready;
+    }
+    return ready == 2;
+  };
+  ASSERT_TRUE(eventually(nodes_ready, 20s)) << agent_logs();
+
+  const auto submit_job = [&](const std::string& name) {
+    const std::string spec =
+        R"({"name": ")" + name + R"(", "tenant": "team", "tasks": 1, "gpus_per_task": 8,)" +
+        R"( "command": ["sh", "-c", "echo $$ >> $OUT/pid-$TIDEPOOL_JOB_ID; exec sleep 600"],)" +
+        R"( "env": {"OUT": ")" + out + R"(", "HA_TASK": ")" + name + "." + pool.dir().file("") +
+        R"(", "TIDEPOOL_TEST_MARKER": ")" + pool.dir().file("") + R"("}})";
+    auto reply = pool.leader_api(token).post("/v1/jobs", spec, "application/json", name);
+    EXPECT_EQ(reply.status, 201) << reply.body.dump();
+    return reply.body.value("id", std::int64_t{0});
+  };
+  const auto job = [&](std::int64_t id) {
+    return pool.leader_api(token).get("/v1/jobs/" + std::to_string(id)).body;
+  };
+  // The task of job `name`, as this test's PID namespace sees it (the task's own $$ is of its
+  // namespace).
+  const auto task = [&](const std::string& name) {
+    return processes_with("HA_TASK=" + name + "." + pool.dir().file(""));
+  };
+  // The pids a job's task wrote, one per start.
+  const auto pids = [&](std::int64_t id) {
+    std::vector<pid_t> found;
+    std::istringstream lines(read_text(out + "/pid-" + std::to_string(id)));
+    for (std::string line; std::getline(lines, line);) found.push_back(std::atoi(line.c_str()));
+    return found;
+  };
+  const std::int64_t kept = submit_job("kept");
+  const std::int64_t cancelled = submit_job("cancelled");
+  ASSERT_TRUE(
+      eventually([&] { return pids(kept).size() == 1 && pids(cancelled).size() == 1; }, 20s))
+      << agent_logs();
+  const nlohmann::json kept_before = job(kept);
+  ASSERT_EQ(kept_before["state"], "running") << kept_before.dump();
+  const std::set<pid_t> kept_task = task("kept");
+  ASSERT_EQ(kept_task.size(), 1U);
+
+  const auto killed_at = pool.kill(*first);
+  auto second = pool.leader();
+  ASSERT_TRUE(second.has_value()) << pool.log_tails();
+  EXPECT_NE(*second, *first);
+  pool.start(*first);  // back as a standby
+  std::printf("new leader ready %.2f s after the kill\n",
+              std::chrono::duration<double>(Clock::now() - killed_at).count());
+  ASSERT_TRUE(eventually(nodes_ready, 20s)) << agent_logs();
+
+  // The new leader stops one job: the agent of its node, now following it, ends the task.
+  ASSERT_EQ(task("cancelled").size(), 1U);
+  auto cancel = pool.leader_api(token).del("/v1/jobs/" + std::to_string(cancelled));
+  ASSERT_EQ(cancel.status, 200) << cancel.body.dump();
+  EXPECT_TRUE(eventually([&] { return task("cancelled").empty(); }, 20s))
+      << "the cancelled job's task still runs\n"
+      << agent_logs();
+  // ... and places a new one on the freed node, whose agent starts it.
+  const std::int64_t placed = submit_job("placed");
+  EXPECT_TRUE(eventually([&] { return pids(placed).size() == 1; }, 20s)) << agent_logs();
+
+  // The other job ran on through it all: the same process, started once, in the same place.
+  const nlohmann::json kept_after = job(kept);
+  EXPECT_EQ(kept_after["state"], "running") << kept_after.dump();
+  EXPECT_EQ(kept_after["starts"], kept_before["starts"]);
+  EXPECT_EQ(kept_after["placement"], kept_before["placement"]);
+  EXPECT_EQ(pids(kept).size(), 1U);
+  EXPECT_EQ(task("kept"), kept_task) << "the kept job's task is not the one that ran before";
+
+  for (auto& [node, agent] : agents) agent->terminate();
+  for (pid_t pid : processes_with(marker)) ::kill(pid, SIGKILL);
 }
 
 }  // namespace

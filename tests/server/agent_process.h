@@ -1,0 +1,67 @@
+// A real `tidepool agent` process for a test, with eight fake H100 GPUs, on 127.0.0.1: it follows
+// the servers it is given (a comma-separated list, as --server takes), keeps its state in the
+// test's folder and ends with the test (SIGKILL) unless stopped before. Header only; tests only.
+#pragma once
+
+#include <signal.h>
+#include <sys/types.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "server_process.h"
+
+namespace tidepool::test_support {
+
+class AgentProcess {
+ public:
+  AgentProcess(const TempDir& dir, std::string node, std::string servers, std::string token)
+      : dir_(dir), node_(std::move(node)), servers_(std::move(servers)), token_(std::move(token)) {}
+  ~AgentProcess() { kill_hard(); }
+  AgentProcess(const AgentProcess&) = delete;
+  AgentProcess& operator=(const AgentProcess&) = delete;
+
+  void start() {
+    log_path_ = dir_.file("agent-" + node_ + ".log");
+    std::vector<std::string> args = {tidepool_binary(),
+                                     "agent",
+                                     "--server",
+                                     servers_,
+                                     "--token",
+                                     token_,
+                                     "--node",
+                                     node_,
+                                     "--gpus",
+                                     "fake:8xH100",
+                                     "--state-dir",
+                                     dir_.file("state-" + node_),
+                                     "--checkpoint-root",
+                                     dir_.file("checkpoints"),
+                                     "--heartbeat-interval",
+                                     "200ms",
+                                     "--sample-interval",
+                                     "1s",
+                                     "--notice-timeout",
+                                     "5s",
+                                     "--grace-period",
+                                     "2s",
+                                     "--cgroups",
+                                     "none"};
+    pid_ = spawn_logged(std::move(args), log_path_);
+  }
+  void kill_hard() { signal_and_reap(pid_, SIGKILL); }
+  int terminate() { return signal_and_reap(pid_, SIGTERM); }
+  [[nodiscard]] pid_t pid() const { return pid_; }
+  [[nodiscard]] std::string log() const { return read_text(log_path_); }
+
+ private:
+  const TempDir& dir_;
+  std::string node_;
+  std::string servers_;
+  std::string token_;
+  std::string log_path_;
+  pid_t pid_ = -1;
+};
+
+}  // namespace tidepool::test_support
