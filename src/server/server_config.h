@@ -18,7 +18,9 @@
 //     lease_ttl: 3s                 #   etcd: a leader silent this long is succeeded (2s..60s)
 //     max_txn_ops: 128              #   etcd: its --max-txn-ops and --max-request-bytes (the
 //     max_request_bytes: 1572864    #   defaults are etcd's): a round's changes are one
-//                                   #   transaction, refused whole past them; raise both together
+//                                   #   transaction, so the server keeps its rounds within them
+//                                   #   (control_loop.h: max_txn_ops / 8 requests and job starts
+//                                   #   a round); raise both together for larger rounds
 //   advertise_url: https://a:8470   # the URL clients and agents reach this server at, which a
 //                                   #   standby names when it sends them to the leader (default:
 //                                   #   http[s]://<listen host, or the host name>:<port>)
