@@ -186,15 +186,14 @@ struct HistogramDelta {
   }
 };
 
-HistogramDelta histogram_delta(const Samples& before, const Samples& after,
-                               const std::string& name, const std::string& labels = "") {
+HistogramDelta histogram_delta(const Samples& before, const Samples& after, const std::string& name,
+                               const std::string& labels = "") {
   HistogramDelta d;
   const std::string prefix = name + "_bucket{" + labels + "le=\"";
   for (auto it = after.lower_bound(prefix); it != after.end() && it->first.starts_with(prefix);
        ++it) {
     const std::string le = it->first.substr(prefix.size(), it->first.size() - prefix.size() - 2);
-    const double bound =
-        le == "+Inf" ? std::numeric_limits<double>::infinity() : std::stod(le);
+    const double bound = le == "+Inf" ? std::numeric_limits<double>::infinity() : std::stod(le);
     d.buckets.emplace_back(bound, it->second - sample(before, it->first));
   }
   std::ranges::sort(d.buckets);
@@ -261,7 +260,14 @@ class Connection {
     timer_.async_wait([this, mine](error_code ec) {
       if (!ec && generation_ == mine) close();
     });
+    const bool reused = socket_.is_open();
     Answer answer = co_await exchange(head, body);
+    if (answer.status == 0 && reused && !answer_started_ && generation_ == mine) {
+      // The server closed the kept-alive connection while it was idle (it did not read the
+      // request): sent again on a new one, as HTTP clients do.
+      close();
+      answer = co_await exchange(head, body);
+    }
     ++generation_;  // a timer already due no longer closes the connection
     timer_.cancel();
     if (answer.status == 0) close();
@@ -291,8 +297,10 @@ class Connection {
     if (ec) co_return Answer{0, {}, "write: " + ec.message()};
     http::response_parser<http::string_body> parser;
     parser.body_limit(std::uint64_t{1} << 30);
+    answer_started_ = false;
     co_await http::async_read(socket_, buffer_, parser,
                               asio::redirect_error(asio::use_awaitable, ec));
+    answer_started_ = parser.got_some();
     if (ec) co_return Answer{0, {}, "read: " + ec.message()};
     http::response<http::string_body> res = parser.release();
     if (!res.keep_alive()) close();
@@ -305,6 +313,7 @@ class Connection {
   asio::ip::address local_;
   boost::beast::flat_buffer buffer_;
   std::uint64_t generation_ = 0;
+  bool answer_started_ = false;  // the last exchange read some of an answer
 };
 
 std::string request_head(const std::string& method, const std::string& target,
@@ -392,15 +401,17 @@ class Bench {
  public:
   Bench(Options options, ClusterSpec cluster) : options_(std::move(options)) {
     const auto colon = options_.server.rfind(':');
-    server_ = tcp::endpoint(asio::ip::make_address(options_.server.substr(0, colon)),
-                            static_cast<unsigned short>(std::stoi(options_.server.substr(colon + 1))));
+    server_ =
+        tcp::endpoint(asio::ip::make_address(options_.server.substr(0, colon)),
+                      static_cast<unsigned short>(std::stoi(options_.server.substr(colon + 1))));
     admin_token_ = read_text(options_.admin_token_file);
     while (!admin_token_.empty() && std::isspace(static_cast<unsigned char>(admin_token_.back()))) {
       admin_token_.pop_back();
     }
     const std::size_t count =
         options_.max_agents > 0
-            ? std::min<std::size_t>(cluster.nodes.size(), static_cast<std::size_t>(options_.max_agents))
+            ? std::min<std::size_t>(cluster.nodes.size(),
+                                    static_cast<std::size_t>(options_.max_agents))
             : cluster.nodes.size();
     period_ = std::chrono::duration_cast<Clock::duration>(
         std::chrono::duration<double>(options_.period_s));
@@ -415,8 +426,8 @@ class Bench {
       a.gpus = n.gpu_count;
       // 127.1.x.y: agents_per_address agents per address.
       const std::size_t address = i / static_cast<std::size_t>(options_.agents_per_address);
-      const auto local = asio::ip::make_address_v4(fmt::format(
-          "127.1.{}.{}", address / 250, address % 250 + 1));
+      const auto local =
+          asio::ip::make_address_v4(fmt::format("127.1.{}.{}", address / 250, address % 250 + 1));
       a.connection = std::make_unique<Connection>(io_, server_, local);
       a.timer = std::make_unique<asio::steady_timer>(io_);
       a.offset = period_ * static_cast<std::int64_t>(i) / static_cast<std::int64_t>(count);
@@ -428,15 +439,15 @@ class Bench {
   int run() {
     int status = 1;
     asio::co_spawn(io_, control(), [&](const std::exception_ptr& e) {
-          if (e) {
-            try {
-              std::rethrow_exception(e);
-            } catch (const std::exception& what) {
-              fmt::print(stderr, "scale bench: {}\n", what.what());
-            }
-          } else {
-            status = result_status_;
-          }
+      if (e) {
+        try {
+          std::rethrow_exception(e);
+        } catch (const std::exception& what) {
+          fmt::print(stderr, "scale bench: {}\n", what.what());
+        }
+      } else {
+        status = result_status_;
+      }
       // The agents end their loops; run() returns once nothing is left to do.
       stopping_ = true;
       for (Agent& a : agents_) {
@@ -471,30 +482,30 @@ class Bench {
   }
 
   [[nodiscard]] std::string registration(const Agent& a, std::size_t index) const {
-    tidepool::NodeRegistration r{.gpu_model = a.model,
-                                 .gpus = a.gpus,
-                                 .cpu_milli = 96'000,
-                                 .memory_mib = 1'048'576,
-                                 .agent_version = "scale-bench",
-                                 .hostname = a.node,
-                                 .address = fmt::format("10.{}.{}.{}", index / 65536 % 256,
-                                                        index / 256 % 256, index % 256),
-                                 .leaf = a.leaf,
-                                 .spine = a.spine,
-                                 .devices = {}};
+    tidepool::NodeRegistration r{
+        .gpu_model = a.model,
+        .gpus = a.gpus,
+        .cpu_milli = 96'000,
+        .memory_mib = 1'048'576,
+        .agent_version = "scale-bench",
+        .hostname = a.node,
+        .address = fmt::format("10.{}.{}.{}", index / 65536 % 256, index / 256 % 256, index % 256),
+        .leaf = a.leaf,
+        .spine = a.spine,
+        .devices = {}};
     for (int g = 0; g < a.gpus; ++g) {
       std::vector<int> peers;
       for (int p = 0; p < a.gpus; ++p) {
         if (p != g) peers.push_back(p);
       }
-      r.devices.push_back(tidepool::GpuDevice{
-          .index = g,
-          .uuid = fmt::format("GPU-{:08x}-{:04x}", index, g),
-          .model = a.model,
-          .memory_mib = 81'559,
-          .pci_bus_id = fmt::format("0000:{:02x}:00.0", 0x18 + g * 0x10),
-          .numa_node = g / 4,
-          .nvlink_peers = std::move(peers)});
+      r.devices.push_back(
+          tidepool::GpuDevice{.index = g,
+                              .uuid = fmt::format("GPU-{:08x}-{:04x}", index, g),
+                              .model = a.model,
+                              .memory_mib = 81'559,
+                              .pci_bus_id = fmt::format("0000:{:02x}:00.0", 0x18 + g * 0x10),
+                              .numa_node = g / 4,
+                              .nvlink_peers = std::move(peers)});
     }
     return tidepool::node_registration_to_json(r).dump();
   }
@@ -590,8 +601,8 @@ class Bench {
       const bool in_window = measuring_;
       const Clock::time_point sent = Clock::now();
       const bool late = sent - next > std::chrono::milliseconds(10);
-      Answer answer =
-          co_await a.connection->request(head, body, std::chrono::milliseconds(options_.timeout_ms));
+      Answer answer = co_await a.connection->request(
+          head, body, std::chrono::milliseconds(options_.timeout_ms));
       const Clock::time_point answered = Clock::now();
       BeatStats& stats = in_window ? window_ : outside_;
       ++stats.sent;
@@ -656,14 +667,13 @@ class Bench {
     int submitted = 0;
     for (int k = 0; submitted < count; ++k) {
       const int size = std::min(options_.array_size, count - submitted);
-      const std::string body =
-          nlohmann::json{{"name", fmt::format("{}-{}", what, k)},
-                         {"tenant", tenant},
-                         {"gpus_per_task", gpus},
-                         {"runtime_estimate", runtime},
-                         {"command", {"sleep", "infinity"}},
-                         {"array", fmt::format("0-{}", size - 1)}}
-              .dump();
+      const std::string body = nlohmann::json{{"name", fmt::format("{}-{}", what, k)},
+                                              {"tenant", tenant},
+                                              {"gpus_per_task", gpus},
+                                              {"runtime_estimate", runtime},
+                                              {"command", {"sleep", "infinity"}},
+                                              {"array", fmt::format("0-{}", size - 1)}}
+                                   .dump();
       const std::string key = fmt::format("Idempotency-Key: scale-{}-{}\r\n", what, k);
       bool done = false;
       for (int attempt = 0; attempt < 5 && !done; ++attempt) {
@@ -689,8 +699,8 @@ class Bench {
   }
 
   // Waits until `tenant` has `pending` pending and `running` running jobs (-1: any).
-  awaitable<bool> await_queue(const std::string& tenant, std::int64_t pending,
-                              std::int64_t running, std::chrono::seconds limit) {
+  awaitable<bool> await_queue(const std::string& tenant, std::int64_t pending, std::int64_t running,
+                              std::chrono::seconds limit) {
     const auto deadline = Clock::now() + limit;
     std::pair<std::int64_t, std::int64_t> seen;
     while (Clock::now() < deadline) {
@@ -719,9 +729,10 @@ class Bench {
     const bool capacity = options_.pending == "capacity";
     const std::string backlog_tenant = capacity ? "prod" : "backlog";
     epoch_ = Clock::now();
-    fmt::print("scale bench: {} agents ({} GPUs each), {} pending jobs (for {}), a beat every {} s\n",
-               n, agents_.empty() ? 0 : agents_.front().gpus, options_.jobs, options_.pending,
-               options_.period_s);
+    fmt::print(
+        "scale bench: {} agents ({} GPUs each), {} pending jobs (for {}), a beat every {} s\n", n,
+        agents_.empty() ? 0 : agents_.front().gpus, options_.jobs, options_.pending,
+        options_.period_s);
     phases_.push_back(Phase{"start", 0, rss_mib()});
 
     // 1. Agent tokens.
@@ -731,9 +742,9 @@ class Bench {
           const std::string body =
               nlohmann::json{{"role", "agent"}, {"node", agents_[i].node}}.dump();
           for (int attempt = 0; attempt < 5; ++attempt) {
-            const Answer answer = co_await c.request(
-                request_head("POST", "/v1/tokens", admin_token_, body.size()), body,
-                std::chrono::milliseconds(60'000));
+            const Answer answer =
+                co_await c.request(request_head("POST", "/v1/tokens", admin_token_, body.size()),
+                                   body, std::chrono::milliseconds(60'000));
             if (answer.status == 201 || answer.status == 200) {
               agents_[i].token =
                   nlohmann::json::parse(answer.body, nullptr, false).value("secret", "");
@@ -752,12 +763,12 @@ class Bench {
 
     // 2. Registration; each agent beats from then on.
     t = Clock::now();
-    const bool registered = co_await for_all(
-        n, std::max(options_.setup_clients, 64), [this](std::size_t i, Connection&) -> awaitable<bool> {
-          if (!co_await register_agent(i)) co_return false;
-          asio::co_spawn(io_, beat(i), asio::detached);
-          co_return true;
-        });
+    const bool registered = co_await for_all(n, std::max(options_.setup_clients, 64),
+                                             [this](std::size_t i, Connection&) -> awaitable<bool> {
+                                               if (!co_await register_agent(i)) co_return false;
+                                               asio::co_spawn(io_, beat(i), asio::detached);
+                                               co_return true;
+                                             });
     if (!registered) throw std::runtime_error("registering the agents failed");
     phase(fmt::format("{} agents registered", n), t);
     co_await sleep_for(std::chrono::duration_cast<std::chrono::milliseconds>(period_));
@@ -767,7 +778,8 @@ class Bench {
       t = Clock::now();
       if (!co_await submit_arrays("fill", "prod", static_cast<int>(n), agents_.front().gpus, "30d",
                                   nullptr) ||
-          !co_await await_queue("prod", 0, static_cast<std::int64_t>(n), std::chrono::seconds(300))) {
+          !co_await await_queue("prod", 0, static_cast<std::int64_t>(n),
+                                std::chrono::seconds(300))) {
         throw std::runtime_error("filling the pool failed");
       }
       phase(fmt::format("pool filled: {} jobs running", n), t);
@@ -785,8 +797,7 @@ class Bench {
     Samples last = co_await metrics();
     int next_mark = std::max(1, options_.jobs / 10);
     const bool submitted = co_await submit_arrays(
-        "backlog", backlog_tenant, options_.jobs, 1, "1h",
-        [&](int so_far) -> awaitable<void> {
+        "backlog", backlog_tenant, options_.jobs, 1, "1h", [&](int so_far) -> awaitable<void> {
           if (so_far < next_mark && so_far < options_.jobs) co_return;
           next_mark += std::max(1, options_.jobs / 10);
           const Samples now = co_await metrics();
@@ -815,9 +826,8 @@ class Bench {
     window_start_ = Clock::now();
     measuring_ = true;
     std::vector<double> rss_samples;
-    const auto window_end =
-        window_start_ + std::chrono::duration_cast<Clock::duration>(
-                            std::chrono::duration<double>(options_.window_s));
+    const auto window_end = window_start_ + std::chrono::duration_cast<Clock::duration>(
+                                                std::chrono::duration<double>(options_.window_s));
     while (Clock::now() < window_end) {
       co_await sleep_for(std::chrono::milliseconds(1000));
       rss_samples.push_back(rss_mib());
@@ -839,9 +849,9 @@ class Bench {
         histogram_delta(before, after, "tidepool_scheduler_pass_duration_seconds");
     const HistogramDelta commits =
         histogram_delta(before, after, "tidepool_store_commit_duration_seconds");
-    const HistogramDelta served = histogram_delta(before, after,
-                                                  "tidepool_http_request_duration_seconds",
-                                                  "route=\"/v1/nodes/{name}/heartbeat\",");
+    const HistogramDelta served =
+        histogram_delta(before, after, "tidepool_http_request_duration_seconds",
+                        "route=\"/v1/nodes/{name}/heartbeat\",");
     const auto counter = [&](const std::string& key) {
       return sample(after, key) - sample(before, key);
     };
@@ -907,26 +917,30 @@ class Bench {
       out["phases"].push_back({{"phase", p.name}, {"seconds", p.seconds}, {"rss_mib", p.rss_mib}});
     }
 
-    fmt::print("  window {:.0f} s: {} beats ({:.0f}/s), {} answered, {} refused, {} failed, {} late\n",
-               wall, window_.sent, static_cast<double>(window_.sent) / wall, window_.answered,
-               window_.refused, window_.failed, window_.late);
-    fmt::print("  heartbeat answer: p50 {:.1f} ms, p99 {:.1f} ms, max {:.1f} ms (server-side p99 "
-               "{:.1f} ms)\n",
-               window["p50_ms"].get<double>(), window["p99_ms"].get<double>(),
-               window["max_ms"].get<double>(), 1000 * served.quantile(0.99));
-    fmt::print("  pass: {:.0f} in the window, p50 {:.1f} ms, p99 {:.1f} ms, mean {:.1f} ms "
-               "(nothing pending: mean {:.1f} ms)\n",
-               passes.count, 1000 * passes.quantile(0.5), 1000 * passes.quantile(0.99),
-               1000 * passes.mean(), 1000 * idle_passes.mean());
+    fmt::print(
+        "  window {:.0f} s: {} beats ({:.0f}/s), {} answered, {} refused, {} failed, {} late\n",
+        wall, window_.sent, static_cast<double>(window_.sent) / wall, window_.answered,
+        window_.refused, window_.failed, window_.late);
+    fmt::print(
+        "  heartbeat answer: p50 {:.1f} ms, p99 {:.1f} ms, max {:.1f} ms (server-side p99 "
+        "{:.1f} ms)\n",
+        window["p50_ms"].get<double>(), window["p99_ms"].get<double>(),
+        window["max_ms"].get<double>(), 1000 * served.quantile(0.99));
+    fmt::print(
+        "  pass: {:.0f} in the window, p50 {:.1f} ms, p99 {:.1f} ms, mean {:.1f} ms "
+        "(nothing pending: mean {:.1f} ms)\n",
+        passes.count, 1000 * passes.quantile(0.5), 1000 * passes.quantile(0.99),
+        1000 * passes.mean(), 1000 * idle_passes.mean());
     fmt::print("  commit: {:.0f} ({:.1f}/s), p50 {:.1f} ms, p99 {:.1f} ms; {} failed\n",
                commits.count, commits.count / wall, 1000 * commits.quantile(0.5),
                1000 * commits.quantile(0.99), commits_failed);
-    fmt::print("  server CPU {:.0f}% of a core, RSS {:.0f} MiB (peak {:.0f} MiB); etcd CPU {:.0f}%, "
-               "bench CPU {:.0f}%\n",
-               100 * cpu / wall, server_rss, server_hwm, 100 * etcd_cpu / wall,
-               100 * self_cpu / wall);
+    fmt::print(
+        "  server CPU {:.0f}% of a core, RSS {:.0f} MiB (peak {:.0f} MiB); etcd CPU {:.0f}%, "
+        "bench CPU {:.0f}%\n",
+        100 * cpu / wall, server_rss, server_hwm, 100 * etcd_cpu / wall, 100 * self_cpu / wall);
     if (!window_.errors.empty()) {
-      for (const auto& [what, count] : window_.errors) fmt::print("  beat error: {} x{}\n", what, count);
+      for (const auto& [what, count] : window_.errors)
+        fmt::print("  beat error: {} x{}\n", what, count);
     }
     if (!options_.json_out.empty()) {
       std::ofstream file(options_.json_out, std::ios::trunc);
