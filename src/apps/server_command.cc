@@ -204,6 +204,9 @@ Result<void> run_server(const ServerFlags& flags) {
     store = std::move(*fenced);
   }
 
+  // Every node's agent keeps a connection open (it beats every 2 s, within the idle timeout):
+  // room for all of them beside the users'.
+  const std::size_t max_connections = HttpOptions{}.max_connections + setup.cluster.nodes.size();
   ServerMetrics metrics;
   metrics.set_leading(leadership ? leadership->term : 1);
   ControlLoop loop(
@@ -222,6 +225,7 @@ Result<void> run_server(const ServerFlags& flags) {
                           .max_body_bytes = std::size_t{1} << 20,
                           .threads = config->http_threads,
                           .log_dir = config->log_dir,
+                          .max_connections = max_connections,
                           .metrics_token_required = config->metrics_token_required});
   auto bound = api.bind();
   if (!bound) return std::unexpected(bound.error());
