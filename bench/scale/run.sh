@@ -22,6 +22,7 @@
 #   --array-size N     jobs per submission, a job array (default 1000)
 #   --bench-args "..." more options for tidepool_scale_bench (see its --help)
 #   --out DIR          where the JSON figures go (default build/release/bench-scale)
+#   --perf             record the server with perf over each window: ${out}/perf-N.data
 #   --keep             keep each size's folder (configs, logs, etcd data) and print where
 # Needs the release build (tidepool, tidepool_scale_bench) and etcd. Every process it starts is
 # stopped by its PID, and its temporary folders removed, when it exits.
@@ -41,6 +42,7 @@ array_size=1000
 bench_args=""
 out="${repo}/build/release/bench-scale"
 keep=0
+perf=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --sizes) sizes="$2"; shift 2 ;;
@@ -56,7 +58,8 @@ while [[ $# -gt 0 ]]; do
     --bench-args) bench_args="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --keep) keep=1; shift ;;
-    -h | --help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --perf) perf=1; shift ;;
+    -h | --help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -173,8 +176,10 @@ EOF
   fi
   port=$(head -1 "${dir}/port")
   local status=0
+  local -a perf_args=()
+  if [[ ${perf} -eq 1 ]]; then perf_args=(--perf "${out}/perf-${n}.data"); fi
   # shellcheck disable=SC2086 # bench_args are words
-  "${bench}" --server "127.0.0.1:${port}" --cluster "${dir}/cluster.yaml" \
+  "${bench}" "${perf_args[@]}" --server "127.0.0.1:${port}" --cluster "${dir}/cluster.yaml" \
     --admin-token-file "${dir}/admin.token" --server-pid "${server}" --etcd-pids "${etcd_pids}" \
     --jobs "${jobs}" --pending "${pending}" --window "${window}" --period "${period}" \
     --array-size "${array_size}" --json "${out}/scale-${n}.json" ${bench_args} || status=$?
@@ -240,7 +245,7 @@ print(f"\n== one leader on etcd (three members): heartbeats every {runs[0]['peri
       f"{runs[0]['pending_jobs']} jobs pending ({runs[0]['pending_for']})")
 print(f"{'agents':>7} {'beats/s':>8} {'failed':>7} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} "
       f"{'pass p50':>9} {'pass p99':>9} {'commit p50':>11} {'commits/s':>10} {'CPU %':>6} "
-      f"{'RSS MiB':>8} {'etcd CPU %':>10}")
+      f"{'RSS MiB':>8} {'etcd CPU %':>10} {'others %':>8}")
 held = []
 for r in runs:
     h = r["heartbeats"]
@@ -251,8 +256,10 @@ for r in runs:
           f"{h['p50_ms']:>8.1f} {h['p99_ms']:>8.1f} {h['max_ms']:>8.0f} "
           f"{r['pass_ms']['p50']:>9.1f} {r['pass_ms']['p99']:>9.1f} {r['commit_ms']['p50']:>11.1f} "
           f"{r['commit_ms']['per_second']:>10.1f} {r['server_cpu_percent']:>6.0f} "
-          f"{r['server_rss_mib']:>8.0f} {r['etcd_cpu_percent']:>10.0f}{'' if ok else '  *'}")
-print(f"(* p99 at or over {target:g} ms, or heartbeats that failed)")
+          f"{r['server_rss_mib']:>8.0f} {r['etcd_cpu_percent']:>10.0f} "
+          f"{r['other_processes_cpu_percent']:>8.0f}{'' if ok else '  *'}")
+print(f"(* p99 at or over {target:g} ms, or heartbeats that failed; CPU % of one core; others: "
+      f"what other processes of the machine ran meanwhile)")
 print(f"largest pool held (p99 < {target:g} ms, no failed beat): "
       + (f"{max(held)} agents" if held else "none of the sizes run"))
 

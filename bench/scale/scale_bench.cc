@@ -32,7 +32,9 @@
 // of connections per peer address (256) holds as it would for agents on their own machines.
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <spawn.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -113,6 +115,31 @@ double status_kib(int pid, const std::string& key) {
     if (line.starts_with(key + ":")) return std::stod(line.substr(key.size() + 1));
   }
   return 0;
+}
+
+// The machine's CPU seconds so far, busy (user, nice, system, irq, softirq, steal) and in all,
+// from the first line of /proc/stat.
+std::pair<double, double> machine_cpu_seconds() {
+  std::istringstream fields(read_text("/proc/stat"));
+  std::string cpu;
+  fields >> cpu;
+  double busy = 0;
+  double all = 0;
+  double ticks = 0;
+  for (int i = 0; i < 8 && fields >> ticks; ++i) {
+    all += ticks;
+    if (i != 3 && i != 4) busy += ticks;  // not idle, not iowait
+  }
+  const auto hz = static_cast<double>(::sysconf(_SC_CLK_TCK));
+  return {busy / hz, all / hz};
+}
+
+// The 1-minute load average.
+double load_average() {
+  std::istringstream fields(read_text("/proc/loadavg"));
+  double load = 0;
+  fields >> load;
+  return load;
 }
 
 double self_cpu_seconds() {
@@ -375,6 +402,7 @@ struct Options {
   int timeout_ms = 10'000;
   bool check_replies = false;
   std::string json_out;
+  std::string perf_out;  // perf record of the server over the window, if set
 };
 
 struct Agent {
@@ -715,6 +743,32 @@ class Bench {
     co_return false;
   }
 
+  // perf record of the server's stacks over the window (it ends with the window).
+  pid_t start_perf() const {
+    std::vector<std::string> words = {"perf",
+                                      "record",
+                                      "-q",
+                                      "-F",
+                                      "499",
+                                      "-g",
+                                      "-p",
+                                      std::to_string(options_.server_pid),
+                                      "-o",
+                                      options_.perf_out,
+                                      "--",
+                                      "sleep",
+                                      fmt::format("{:.0f}", options_.window_s)};
+    std::vector<char*> args;
+    for (std::string& word : words) args.push_back(word.data());
+    args.push_back(nullptr);
+    pid_t pid = -1;
+    if (::posix_spawnp(&pid, "perf", nullptr, nullptr, args.data(), environ) != 0) {
+      fmt::print(stderr, "perf could not be started; the window goes on without it\n");
+      return -1;
+    }
+    return pid;
+  }
+
   double rss_mib() const { return status_kib(options_.server_pid, "VmRSS") / 1024; }
 
   void phase(const std::string& name, Clock::time_point since) {
@@ -823,8 +877,12 @@ class Bench {
     std::vector<double> etcd_before;
     for (int pid : options_.etcd_pids) etcd_before.push_back(process_cpu_seconds(pid));
     const double self_before = self_cpu_seconds();
+    const auto [machine_busy_before, machine_all_before] = machine_cpu_seconds();
+    const double load_before = load_average();
     window_start_ = Clock::now();
     measuring_ = true;
+    pid_t perf = -1;
+    if (!options_.perf_out.empty()) perf = start_perf();
     std::vector<double> rss_samples;
     const auto window_end = window_start_ + std::chrono::duration_cast<Clock::duration>(
                                                 std::chrono::duration<double>(options_.window_s));
@@ -833,6 +891,10 @@ class Bench {
       rss_samples.push_back(rss_mib());
     }
     measuring_ = false;  // beats sent from now on are not counted in the window
+    if (perf > 0) {
+      int status = 0;
+      ::waitpid(perf, &status, 0);
+    }
     const double wall = ms_between(window_start_, Clock::now()) / 1000;
     const double cpu = process_cpu_seconds(options_.server_pid) - cpu_before;
     double etcd_cpu = 0;
@@ -840,6 +902,13 @@ class Bench {
       etcd_cpu += process_cpu_seconds(options_.etcd_pids[e]) - etcd_before[e];
     }
     const double self_cpu = self_cpu_seconds() - self_before;
+    const auto [machine_busy_after, machine_all_after] = machine_cpu_seconds();
+    const double load_after = load_average();
+    // Cores: the machine's CPU time over its wall time; what the others ran is what is left
+    // after the server, etcd and the bench.
+    const double cores = (machine_all_after - machine_all_before) / wall;
+    const double machine_busy = machine_busy_after - machine_busy_before;
+    const double others_cpu = std::max(0.0, machine_busy - cpu - etcd_cpu - self_cpu);
     // The answers of the window's last beats.
     co_await sleep_for(std::chrono::milliseconds(std::min(options_.timeout_ms, 3000)));
     const Samples after = co_await metrics();
@@ -904,6 +973,10 @@ class Bench {
         {"server_cpu_percent", 100 * cpu / wall},
         {"etcd_cpu_percent", 100 * etcd_cpu / wall},
         {"bench_cpu_percent", 100 * self_cpu / wall},
+        {"machine_cores", cores},
+        {"machine_busy_percent", 100 * machine_busy / wall},
+        {"other_processes_cpu_percent", 100 * others_cpu / wall},
+        {"load_average", {load_before, load_after}},
         {"server_rss_mib", server_rss},
         {"server_rss_max_in_window_mib",
          rss_samples.empty() ? server_rss : std::ranges::max(rss_samples)},
@@ -938,6 +1011,11 @@ class Bench {
         "  server CPU {:.0f}% of a core, RSS {:.0f} MiB (peak {:.0f} MiB); etcd CPU {:.0f}%, "
         "bench CPU {:.0f}%\n",
         100 * cpu / wall, server_rss, server_hwm, 100 * etcd_cpu / wall, 100 * self_cpu / wall);
+    fmt::print(
+        "  machine: {:.0f}% busy of {:.0f} cores' {:.0f}%, {:.0f}% of it other processes'; "
+        "load average {:.1f} -> {:.1f}\n",
+        100 * machine_busy / wall, cores, 100 * cores, 100 * others_cpu / wall, load_before,
+        load_after);
     if (!window_.errors.empty()) {
       for (const auto& [what, count] : window_.errors)
         fmt::print("  beat error: {} x{}\n", what, count);
@@ -1008,6 +1086,7 @@ int main(int argc, char** argv) {
   app.add_flag("--check-replies", o.check_replies,
                "Read every heartbeat reply with the agent's reader (costs the bench CPU)");
   app.add_option("--json", o.json_out, "Write the figures to this JSON file");
+  app.add_option("--perf", o.perf_out, "Record the server with perf over the window to this file");
   CLI11_PARSE(app, argc, argv);
 
   auto cluster = tidepool::load_cluster_yaml(o.cluster_file);
