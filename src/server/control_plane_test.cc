@@ -454,6 +454,42 @@ TEST_F(ControlPlaneTest, AHeartbeatAnswersTheJobsRunningOnItsNodeAsTheNodeListin
   EXPECT_EQ(beats_match_listing(kT0 + 2s), 5 * 2 + 9);
 }
 
+TEST_F(ControlPlaneTest, AHeartbeatWritesItsNodeOnlyWhenItsRecordChanges) {
+  const std::string node = "h100-a-01";
+  const Principal agent{"agent-" + node, Role::kAgent, "", node};
+  const auto beat = [&](Instant now) {
+    Batch batch;
+    EXPECT_EQ(wire(plane_->heartbeat(agent, node, NodeHeartbeat{}, now, batch)).status, 200);
+    const std::size_t written = batch.nodes.size();
+    commit(batch);
+    return written;
+  };
+  EXPECT_EQ(beat(kT0), 1U);  // registers the node
+  EXPECT_EQ(beat(kT0 + 2s), 0U);
+  EXPECT_EQ(beat(kT0 + 4s), 0U);
+  // Silent past the timeout: NotReady (written), then back (written once).
+  run([](ControlPlane&, Instant, Batch&) { return Reply{}; }, kT0 + 40s);
+  const auto state = [&]() -> nlohmann::json {
+    const nlohmann::json nodes = wire(plane_->list_nodes(kAdmin)).body["nodes"];
+    for (const auto& n : nodes) {
+      if (n["name"] == node) return n;
+    }
+    return nullptr;
+  };
+  EXPECT_EQ(state()["state"], "not_ready");
+  EXPECT_EQ(beat(kT0 + 41s), 1U);
+  EXPECT_EQ(state()["state"], "ready");
+  EXPECT_EQ(beat(kT0 + 43s), 0U);
+  // A restart counts the node as heard from when it loads, whatever beat was written last.
+  plane_ = restart(kT0 + 60s);
+  EXPECT_EQ(state()["state"], "ready");
+  EXPECT_EQ(state()["last_heartbeat_ms"], unix_ms(kT0 + 60s));
+  run([](ControlPlane&, Instant, Batch&) { return Reply{}; }, kT0 + 80s);
+  EXPECT_EQ(state()["state"], "ready");
+  run([](ControlPlane&, Instant, Batch&) { return Reply{}; }, kT0 + 91s);
+  EXPECT_EQ(state()["state"], "not_ready");
+}
+
 TEST_F(ControlPlaneTest, DrainingADrainedNodeAgainWithAnotherReasonReplacesIt) {
   const auto drain = [&](std::string reason, Instant now) {
     return run([&](ControlPlane& p, Instant now,
