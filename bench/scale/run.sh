@@ -22,6 +22,7 @@
 #   --array-size N     jobs per submission, a job array (default 1000)
 #   --bench-args "..." more options for tidepool_scale_bench (see its --help)
 #   --out DIR          where the JSON figures go (default build/release/bench-scale)
+#   --bin DIR          the tidepool programs to measure (default build/release/bin)
 #   --perf             record the server with perf over each window: ${out}/perf-N.data
 #   --keep             keep each size's folder (configs, logs, etcd data) and print where
 # Needs the release build (tidepool, tidepool_scale_bench) and etcd. Every process it starts is
@@ -43,6 +44,7 @@ bench_args=""
 out="${repo}/build/release/bench-scale"
 keep=0
 perf=0
+bin="${repo}/build/release/bin"
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --sizes) sizes="$2"; shift 2 ;;
@@ -57,13 +59,14 @@ while [[ $# -gt 0 ]]; do
     --array-size) array_size="$2"; shift 2 ;;
     --bench-args) bench_args="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
+    --bin) bin="$2"; shift 2 ;;
     --keep) keep=1; shift ;;
     --perf) perf=1; shift ;;
-    -h | --help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
-tidepool="${repo}/build/release/bin/tidepool"
+tidepool="${bin}/tidepool"
 bench="${repo}/build/release/bench/tidepool_scale_bench"
 for binary in "${tidepool}" "${bench}"; do
   [[ -x "${binary}" ]] || { echo "run.sh: ${binary} is missing; build the release preset first" >&2; exit 2; }
