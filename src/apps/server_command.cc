@@ -208,6 +208,9 @@ Result<void> run_server(const ServerFlags& flags) {
   // The loop owns the store; GET /v1/admin/backup reads it through the loop (running_backup.h),
   // and the API stops before the loop does.
   Store& durable = *store;
+  // Every node's agent keeps a connection open (it beats every 2 s, within the idle timeout):
+  // room for all of them beside the users'.
+  const std::size_t max_connections = HttpOptions{}.max_connections + setup.cluster.nodes.size();
   ServerMetrics metrics;
   metrics.set_leading(leadership ? leadership->term : 1);
   ControlLoop loop(
@@ -226,6 +229,7 @@ Result<void> run_server(const ServerFlags& flags) {
                           .max_body_bytes = std::size_t{1} << 20,
                           .threads = config->http_threads,
                           .log_dir = config->log_dir,
+                          .max_connections = max_connections,
                           .metrics_token_required = config->metrics_token_required,
                           .backup = [&loop, &durable, etcd] {
                             return back_up_running_store(loop, durable, etcd ? "etcd" : "sqlite");

@@ -213,9 +213,9 @@ Reply ControlPlane::heartbeat(const Principal& who, const std::string& node,
   auto heard = nodes_.heard_from(node, now, batch);
   if (!heard) return std::unexpected(heard.error());
   // The running jobs with a task on the node.
-  std::vector<const ServerJob*> here =
-      (*heard)->kind == NodeKind::kRented ? bursts_.heard_from(**heard, now, batch)
-                                          : std::move(state_.running_by_node()[(*heard)->id.value]);
+  std::vector<const ServerJob*> here = (*heard)->kind == NodeKind::kRented
+                                           ? bursts_.heard_from(**heard, now, batch)
+                                           : state_.running_on((*heard)->id);
   return answer(
       heartbeat_reply_to_json(nodes_.answer_heartbeat(node, here, heartbeat.gpus, now, batch)));
 }

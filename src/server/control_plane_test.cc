@@ -406,6 +406,90 @@ TEST_F(ControlPlaneTest, CancelEndsPendingAndRunningJobs) {
   EXPECT_EQ(transitions[2]["state"], "cancelled");
 }
 
+TEST_F(ControlPlaneTest, AHeartbeatAnswersTheJobsRunningOnItsNodeAsTheNodeListingDoes) {
+  // Each node's heartbeat finds its jobs from those placed on it; the listing walks every job.
+  const auto beats_match_listing = [&](Instant now) {
+    int assigned = 0;
+    const nlohmann::json nodes = wire(plane_->list_nodes(kAdmin)).body["nodes"];
+    for (const auto& node : nodes) {
+      const std::string name = node["name"];
+      std::vector<std::int64_t> listed;
+      for (const auto& j : node["jobs"]) listed.push_back(j["job"]);
+      Batch batch;
+      const Wire beat = wire(plane_->heartbeat(Principal{"agent-" + name, Role::kAgent, "", name},
+                                               name, NodeHeartbeat{}, now, batch));
+      commit(batch);
+      EXPECT_EQ(beat.status, 200) << name;
+      EXPECT_EQ(beat.body["jobs"].get<std::vector<std::int64_t>>(), listed) << name;
+      assigned += static_cast<int>(listed.size());
+    }
+    return assigned;
+  };
+  // Two-node jobs and half-node jobs: 12 nodes full, the last ones shared; two jobs wait.
+  std::vector<std::int64_t> ids;
+  for (int i = 0; i < 6; ++i)
+    ids.push_back(submit(job("two-" + std::to_string(i), 2, 8)).body["id"]);
+  for (int i = 0; i < 10; ++i)
+    ids.push_back(submit(job("half-" + std::to_string(i), 1, 4)).body["id"]);
+  EXPECT_EQ(get(ids.back()).body["state"], "pending");
+  EXPECT_EQ(beats_match_listing(kT0), 6 * 2 + 8);
+  // One ends, one is cancelled, one is requeued (and starts again): the waiting jobs take over.
+  const Wire done = run([&](ControlPlane& p, Instant now, Batch& b) {
+    return p.report_status(kAdmin, jid(ids[0]),
+                           JobStatusReport{"succeeded", 0, "", std::nullopt, std::nullopt}, now, b);
+  });
+  ASSERT_EQ(done.status, 200) << done.body.dump();
+  ASSERT_EQ(run([&](ControlPlane& p, Instant now, Batch& b) {
+              return p.cancel(kAdmin, jid(ids[6]), now, b);
+            }).status,
+            200);
+  ASSERT_EQ(run([&](ControlPlane& p, Instant now, Batch& b) {
+              return p.requeue_job(kAdmin, jid(ids[1]), now, b);
+            }).status,
+            200);
+  EXPECT_EQ(get(ids.back()).body["state"], "running");
+  EXPECT_EQ(beats_match_listing(kT0 + 1s), 5 * 2 + 9);
+  // After a restart, from the jobs restored where they run.
+  plane_ = restart(kT0 + 2s);
+  EXPECT_EQ(beats_match_listing(kT0 + 2s), 5 * 2 + 9);
+}
+
+TEST_F(ControlPlaneTest, AHeartbeatWritesItsNodeOnlyWhenItsRecordChanges) {
+  const std::string node = "h100-a-01";
+  const Principal agent{"agent-" + node, Role::kAgent, "", node};
+  const auto beat = [&](Instant now) {
+    Batch batch;
+    EXPECT_EQ(wire(plane_->heartbeat(agent, node, NodeHeartbeat{}, now, batch)).status, 200);
+    const std::size_t written = batch.nodes.size();
+    commit(batch);
+    return written;
+  };
+  EXPECT_EQ(beat(kT0), 1U);  // registers the node
+  EXPECT_EQ(beat(kT0 + 2s), 0U);
+  EXPECT_EQ(beat(kT0 + 4s), 0U);
+  // Silent past the timeout: NotReady (written), then back (written once).
+  run([](ControlPlane&, Instant, Batch&) { return Reply{}; }, kT0 + 40s);
+  const auto state = [&]() -> nlohmann::json {
+    const nlohmann::json nodes = wire(plane_->list_nodes(kAdmin)).body["nodes"];
+    for (const auto& n : nodes) {
+      if (n["name"] == node) return n;
+    }
+    return nullptr;
+  };
+  EXPECT_EQ(state()["state"], "not_ready");
+  EXPECT_EQ(beat(kT0 + 41s), 1U);
+  EXPECT_EQ(state()["state"], "ready");
+  EXPECT_EQ(beat(kT0 + 43s), 0U);
+  // A restart counts the node as heard from when it loads, whatever beat was written last.
+  plane_ = restart(kT0 + 60s);
+  EXPECT_EQ(state()["state"], "ready");
+  EXPECT_EQ(state()["last_heartbeat_ms"], unix_ms(kT0 + 60s));
+  run([](ControlPlane&, Instant, Batch&) { return Reply{}; }, kT0 + 80s);
+  EXPECT_EQ(state()["state"], "ready");
+  run([](ControlPlane&, Instant, Batch&) { return Reply{}; }, kT0 + 91s);
+  EXPECT_EQ(state()["state"], "not_ready");
+}
+
 TEST_F(ControlPlaneTest, DrainingADrainedNodeAgainWithAnotherReasonReplacesIt) {
   const auto drain = [&](std::string reason, Instant now) {
     return run([&](ControlPlane& p, Instant now,

@@ -244,6 +244,7 @@ void JobDesk::apply_pass(const PassResult& pass, Instant now, Batch& batch) {
     ServerJob& job = state_.jobs().at(s.job);
     state_.observe_queue_wait(job, now);
     job.placement = state_.to_places(s.assignments);
+    state_.note_placed(job);
     job.started_at = now;
     job.tasks_done.clear();
     job.note_ran_on();

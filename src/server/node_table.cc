@@ -205,10 +205,15 @@ Outcome<const PlaneNode*> NodeTable::heard_from(const std::string& name, Instant
     return &node;
   }
   const bool was_schedulable = schedulable(node);
-  if (node.registered_at == kNotYet) node.registered_at = now;
+  const bool first = node.registered_at == kNotYet;
+  const bool was_not_ready = node.not_ready;
+  if (first) node.registered_at = now;
   node.last_heartbeat_at = now;
   mark_ready(node, was_schedulable, now, batch);
-  record_node(batch, node);
+  // Stored only when what a restart reads from it changes. The time of the beat is not: a
+  // restart counts every node as heard from when it loads (load()), so writing it would cost a
+  // store write per beat (thousands a second in a large pool) and change nothing.
+  if (first || was_not_ready) record_node(batch, node);
   return &node;
 }
 

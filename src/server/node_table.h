@@ -79,7 +79,9 @@ class NodeTable {
   // A rented node's agent registered (burst_desk.h checks what it found).
   void register_rented(const std::string& node, const NodeRegistration& registration, Instant now);
   // An agent was heard from: a heartbeat from an agent that never registered registers its node
-  // (an older agent, or after a restart).
+  // (an older agent, or after a restart). The node goes into `batch` only when that, or its
+  // coming back from NotReady, changes its record: not the beat's time, which a restart does not
+  // read (it counts every node as heard from when it loads).
   Outcome<const PlaneNode*> heard_from(const std::string& node, Instant now, Batch& batch);
   // What the node should run (a task of each job of `here`, the running jobs with a task there),
   // and its GPUs' telemetry: alerts of idle GPUs are gpu.idle events.

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <bit>
 #include <utility>
 
 #include "core/feasibility.h"
@@ -37,6 +38,10 @@ PlaneState::PlaneState(ControlPlaneSetup setup, Scheduler scheduler,
 void PlaneState::set_live(JobId id, bool live) {
   if (live) {
     live_.insert(id);
+    // A job restored where it runs.
+    if (const auto it = jobs_.find(id); it != jobs_.end() && !it->second.placement.empty()) {
+      note_placed(it->second);
+    }
   } else {
     live_.erase(id);
   }
@@ -71,6 +76,47 @@ std::vector<std::vector<const ServerJob*>> PlaneState::running_by_node() const {
     }
   }
   return out;
+}
+
+namespace {
+
+// Whether the running job has a task on `node`.
+bool runs_on(const ServerJob& job, std::string_view node) {
+  return std::ranges::any_of(job.placement, [&](const TaskPlace& p) { return p.node == node; });
+}
+
+}  // namespace
+
+std::vector<const ServerJob*> PlaneState::running_on(NodeId node) const {
+  std::vector<const ServerJob*> out;
+  if (node.value >= placed_on_.size()) return out;
+  std::vector<JobId>& placed = placed_on_[node.value];
+  const std::string& name = setup_.cluster.nodes[node.value].name;
+  // Pruned to the jobs that run there now, each once, in id order (as running_by_node lists them).
+  std::ranges::sort(placed);
+  const auto [first, last] = std::ranges::unique(placed);
+  placed.erase(first, last);
+  std::erase_if(placed, [&](JobId id) {
+    const auto it = jobs_.find(id);
+    return it == jobs_.end() || it->second.state != JobState::kRunning || !live_.contains(id) ||
+           !runs_on(it->second, name);
+  });
+  out.reserve(placed.size());
+  for (JobId id : placed) out.push_back(&jobs_.at(id));
+  return out;
+}
+
+void PlaneState::note_placed(const ServerJob& job) {
+  for (const TaskPlace& p : job.placement) {
+    const auto id = pool_node(p.node);
+    if (!id) continue;
+    if (placed_on_.size() <= id->value) placed_on_.resize(setup_.cluster.nodes.size());
+    std::vector<JobId>& placed = placed_on_[id->value];
+    if (!placed.empty() && placed.back() == job.id) continue;  // its tasks before on this node
+    placed.push_back(job.id);
+    // A node whose agent never asks (simulate_unregistered_nodes) is pruned here now and then.
+    if (placed.size() >= 64 && std::has_single_bit(placed.size())) (void)running_on(*id);
+  }
 }
 
 std::vector<std::int64_t> PlaneState::unmet_dependencies(const ServerJob& job) const {

@@ -87,6 +87,12 @@ class PlaneState {
   // The running jobs with a task on each node of the cluster file, by NodeId, from one walk over
   // the live jobs.
   [[nodiscard]] std::vector<std::vector<const ServerJob*>> running_by_node() const;
+  // The same for one node, in id order, without that walk (a heartbeat asks it, thousands of
+  // times a second in a large pool): from the jobs placed on the node, which note_placed keeps.
+  [[nodiscard]] std::vector<const ServerJob*> running_on(NodeId node) const;
+  // The job was given its placement (a pass started it; a restart found it running): it is one
+  // that running_on may answer for its nodes. A job that later stops or moves needs no call.
+  void note_placed(const ServerJob& job);
   // The jobs of job.spec.after_ok that have not succeeded (yet), as the spec names them.
   [[nodiscard]] std::vector<std::int64_t> unmet_dependencies(const ServerJob& job) const;
   // A pending job the scheduler does not hold: on rented capacity, held, or waiting for jobs.
@@ -154,6 +160,9 @@ class PlaneState {
   std::shared_ptr<TokenTable> tokens_;
   std::map<JobId, ServerJob> jobs_;
   std::set<JobId> live_;
+  // By NodeId: jobs placed on the node since it was last pruned, some of which may have stopped
+  // or moved since (running_on checks each and drops those; mutable for that).
+  mutable std::vector<std::vector<JobId>> placed_on_;
   std::map<std::string, NodeId, std::less<>> pool_nodes_;  // the cluster file's, by name
   std::int64_t last_event_seq_ = 0;
   std::int64_t internal_errors_ = 0;
