@@ -94,8 +94,7 @@ std::vector<const ServerJob*> PlaneState::running_on(NodeId node) const {
   const std::string& name = setup_.cluster.nodes[node.value].name;
   // Pruned to the jobs that run there now, each once, in id order (as running_by_node lists them).
   std::ranges::sort(placed);
-  const auto [first, last] = std::ranges::unique(placed);
-  placed.erase(first, last);
+  placed.erase(std::unique(placed.begin(), placed.end()), placed.end());
   std::erase_if(placed, [&](JobId id) {
     const auto it = jobs_.find(id);
     return it == jobs_.end() || it->second.state != JobState::kRunning || !live_.contains(id) ||
