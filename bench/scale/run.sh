@@ -6,7 +6,8 @@
 # largest N whose heartbeat p99 stays under the target, and says what grows with what.
 #
 # Usage: bench/scale/run.sh [--sizes LIST] [--jobs J] [--pending capacity|quota] [--window S]
-#                           [--period S] [--target-ms MS] [--bisect K] [--out DIR] [--keep]
+#                           [--period S] [--target-ms MS] [--bisect K] [--out DIR] [--bin DIR]
+#                           [--perf] [--keep] [more options below]
 #   --sizes LIST       pool sizes in agents (= nodes), ascending (default 1000,2500,5000,10000)
 #   --jobs J           jobs kept pending (default 100000)
 #   --pending WHY      capacity: the pool is filled first by one 8-GPU job per node and the
@@ -62,7 +63,7 @@ while [[ $# -gt 0 ]]; do
     --bin) bin="$2"; shift 2 ;;
     --keep) keep=1; shift ;;
     --perf) perf=1; shift ;;
-    -h | --help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done

@@ -4,7 +4,8 @@
 // server's CPU and memory.
 //
 // It reads the pool's nodes from the cluster file the server was started with (config/
-// cluster_file.h, the server's own reader) and then, all on one thread with Boost.Asio coroutines:
+// cluster_file.h, the server's own reader) and then, agents and users all on one thread with
+// Boost.Asio coroutines:
 //   1. creates an agent token per node (POST /v1/tokens, --setup-clients at once);
 //   2. registers every node with its own token and its own kept-alive connection, as
 //      `tidepool agent` does (POST /v1/nodes/{name}/register: 8 devices, its leaf and spine), and
@@ -22,15 +23,15 @@
 //   5. lets --settle seconds pass, then measures for --window seconds: every heartbeat sent in
 //      the window and its answer latency (from the request's first byte written to the reply's
 //      last byte read), the delta of the server's histograms over the window (pass time, commit
-//      time, the server's own heartbeat handling time), and the CPU time of the server (and of
-//      the etcd members given by --etcd-pids) from /proc/PID/stat, and the server's VmRSS and
-//      VmHWM from /proc/PID/status.
+//      time, the server's own heartbeat handling time), a GET /healthz every 50 ms from another
+//      thread (answered by the server's I/O threads without its loop), the CPU time of the
+//      server, of the etcd members given by --etcd-pids, of the bench and of the whole machine
+//      (/proc/PID/stat, /proc/stat), and the server's VmRSS and VmHWM (/proc/PID/status).
 // Prints the figures and, with --json FILE, writes them.
 //
 // Each agent keeps one connection open, as the agent does; the agents' connections come from
 // several loopback addresses (127.1.x.y), --agents-per-address each, so that the server's limit
 // of connections per peer address (256) holds as it would for agents on their own machines.
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <spawn.h>
 #include <sys/resource.h>
@@ -475,7 +476,6 @@ struct Agent {
   std::unique_ptr<asio::steady_timer> timer;  // the next beat
   std::string running_jobs;  // "12,13": the job ids of the last reply, as the agent reports them
   Clock::duration offset{};  // where in the period its beats fall
-  bool registered = false;
 };
 
 struct Phase {
@@ -645,7 +645,6 @@ class Bench {
       const Answer answer = co_await a.connection->request(
           head, body, std::chrono::milliseconds(options_.timeout_ms));
       if (answer.status == 200 || answer.status == 201) {
-        a.registered = true;
         co_return true;
       }
       if (answer.status != 0 && answer.status != 503) {
@@ -922,8 +921,10 @@ class Bench {
                              {"pass_mean_ms", 1000 * passes.mean()},
                              {"rss_mib", rss_mib()}});
         });
+    // With quota, the backlog's first job runs on the tenant's one GPU.
+    const std::int64_t expected_pending = capacity ? options_.jobs : std::max(0, options_.jobs - 1);
     if (!submitted ||
-        !co_await await_queue(backlog_tenant, options_.jobs, -1, std::chrono::seconds(300))) {
+        !co_await await_queue(backlog_tenant, expected_pending, -1, std::chrono::seconds(300))) {
       throw std::runtime_error("submitting the backlog failed");
     }
     const double rss_after_backlog = rss_mib();
