@@ -159,6 +159,18 @@ Result<void> run_server(const ServerFlags& flags) {
   const std::string scheme = config->tls_cert.empty() ? "http" : "https";
   std::unique_ptr<EtcdElection> election;
   std::optional<Leadership> leadership;
+  // The leadership's renewals (keep_leading), joined once the run has ended, whatever ends it.
+  std::thread renewing;
+  struct Renewals {
+    ServerLife& life;
+    std::thread& thread;
+    void join() {
+      if (!thread.joinable()) return;
+      life.stop("the server stopped");  // no effect when the run has ended already
+      thread.join();
+    }
+    ~Renewals() { join(); }
+  } renewals{life, renewing};
   std::unique_ptr<Store> store;
   int port = config->port;
   if (!etcd) {
@@ -195,6 +207,9 @@ Result<void> run_server(const ServerFlags& flags) {
       spdlog::info("{}: stopped before leading", life.reason());
       return {};
     }
+    // The lease is renewed from the moment it is won, not once the state is loaded: loading a
+    // large state may take longer than the lease's TTL.
+    renewing = std::thread([&] { keep_leading(*election, life); });
     auto fenced =
         open_etcd_store(EtcdStoreOptions{.endpoints = config->store.endpoints,
                                          .prefix = config->store.prefix,
@@ -257,17 +272,14 @@ Result<void> run_server(const ServerFlags& flags) {
                     : "database " + config->database_path,
                config->policy);
   std::thread http([&api] { api.serve(); });
-  if (election) {
-    keep_leading(*election, life);
-  } else {
-    while (!life.wait_for(std::chrono::hours{1})) {
-    }
+  while (!life.wait_for(std::chrono::hours{1})) {
   }
   const std::optional<std::string> lost = life.lost();
   spdlog::info("{}: shutting down", lost ? "leadership lost: " + *lost : life.reason());
   api.stop();
   http.join();
   loop.stop();
+  renewals.join();
   if (lost) return fail("leadership", *lost);
   if (election) resign(*election);
   spdlog::info("stopped");
