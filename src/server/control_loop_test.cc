@@ -16,9 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "config/cluster_file.h"
-#include "config/tenants_file.h"
-#include "config/test_source_dir.h"
+#include "server/test_plane_setup.h"
 #include "store/memory_store.h"
 
 namespace tidepool {
@@ -79,26 +77,6 @@ class LimitedStore final : public Store {
   CommitLimits enforced_;
 };
 
-ControlPlaneSetup one_tenant_setup() {
-  ControlPlaneSetup setup;
-  auto cluster = load_cluster_yaml(test_support::test_source_dir() + "/data/clusters/example.yaml");
-  EXPECT_TRUE(cluster.has_value());
-  setup.cluster = std::move(*cluster);
-  auto tenants = read_tenants_yaml(R"(orgs:
-  - name: lab
-    tenants:
-      - name: vision
-        quota:
-          H100: {guaranteed_gpus: 128}
-)",
-                                   "tenants.yaml", setup.cluster.models);
-  EXPECT_TRUE(tenants.has_value());
-  setup.tenants = std::move(*tenants);
-  setup.scheduler = *scheduler_policy("tidepool");
-  setup.simulate_unregistered_nodes = true;  // the example's nodes take jobs without agents
-  return setup;
-}
-
 const Principal kLoopUser{"vision-token", Role::kUser, "vision", ""};
 
 JobSpec one_gpu_job(int n, std::string command = "train.sh") {
@@ -118,7 +96,7 @@ class ControlLoopLimitsTest : public ::testing::Test {
   void start(CommitLimits said, CommitLimits enforced) {
     auto store = std::make_unique<LimitedStore>(said, enforced);
     store_ = store.get();
-    loop_ = std::make_unique<ControlLoop>(std::move(store), one_tenant_setup(),
+    loop_ = std::make_unique<ControlLoop>(std::move(store), test_support::example_setup(),
                                           ControlLoop::Options{}, metrics_);
     auto started = loop_->start();
     ASSERT_TRUE(started.has_value()) << started.error().message();

@@ -15,9 +15,12 @@
 #include "config/tenants_file.h"
 #include "config/test_source_dir.h"
 #include "server/http_api.h"
+#include "server/test_plane_setup.h"
 
 namespace tidepool {
 namespace {
+
+using test_support::example_setup;
 
 using ::testing::HasSubstr;
 
@@ -75,30 +78,6 @@ struct MemoryStore {
     return s;
   }
 };
-
-ControlPlaneSetup example_setup(std::string_view policy = "tidepool") {
-  ControlPlaneSetup setup;
-  auto cluster = load_cluster_yaml(test_support::test_source_dir() + "/data/clusters/example.yaml");
-  EXPECT_TRUE(cluster.has_value());
-  setup.cluster = std::move(*cluster);
-  // vision may use every H100 (128) on its own; search has no guarantee.
-  auto tenants = read_tenants_yaml(R"(orgs:
-  - name: lab
-    tenants:
-      - name: vision
-        quota:
-          H100: {guaranteed_gpus: 128}
-        queues: [default, detection]
-      - name: search
-)",
-                                   "tenants.yaml", setup.cluster.models);
-  EXPECT_TRUE(tenants.has_value());
-  setup.tenants = std::move(*tenants);
-  setup.scheduler = *scheduler_policy(policy);
-  // Most tests drive the plane without agents; AJobWaitsForANodeWhoseAgentRegistered does not.
-  setup.simulate_unregistered_nodes = true;
-  return setup;
-}
 
 const Principal kAdmin{"admin-token", Role::kAdmin, "", ""};
 const Principal kVision{"vision-token", Role::kUser, "vision", ""};
