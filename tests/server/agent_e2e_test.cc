@@ -24,19 +24,6 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-// Two leaves, one node each: node-1 and node-2 with 8 H100.
-constexpr const char* kCluster = R"(site: test
-spines:
-  - name: spine-1
-    leaves:
-      - name: leaf-1
-        nodes:
-          - {name: node-1, gpu_model: H100, gpus: 8, cpus: 16, memory_gib: 64, nvlink_domains: [[0, 1, 2, 3, 4, 5, 6, 7]]}
-      - name: leaf-2
-        nodes:
-          - {name: node-2, gpu_model: H100, gpus: 8, cpus: 16, memory_gib: 64, nvlink_domains: [[0, 1, 2, 3, 4, 5, 6, 7]]}
-)";
-
 // "owner" is guaranteed one node, "borrower" none: it runs on idle GPUs and is preempted when
 // "owner" wants them back.
 constexpr const char* kTenants = R"(orgs:
@@ -80,7 +67,7 @@ constexpr std::string_view kRefusedServer = "http://127.0.0.1:1";
 class AgentTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    write_text(dir_.file("cluster.yaml"), kCluster);
+    write_text(dir_.file("cluster.yaml"), kTwoAgentNodes);
     write_text(dir_.file("tenants.yaml"), kTenants);
     write_text(dir_.file("train.sh"), kTrainScript);
     std::filesystem::create_directories(dir_.file("out"));

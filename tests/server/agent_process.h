@@ -14,6 +14,20 @@
 
 namespace tidepool::test_support {
 
+// A cluster file for agent tests: two leaves, one node each, node-1 and node-2 with 8 H100 (the
+// fake GPUs AgentProcess gives its agent).
+inline constexpr const char* kTwoAgentNodes = R"(site: test
+spines:
+  - name: spine-1
+    leaves:
+      - name: leaf-1
+        nodes:
+          - {name: node-1, gpu_model: H100, gpus: 8, cpus: 16, memory_gib: 64, nvlink_domains: [[0, 1, 2, 3, 4, 5, 6, 7]]}
+      - name: leaf-2
+        nodes:
+          - {name: node-2, gpu_model: H100, gpus: 8, cpus: 16, memory_gib: 64, nvlink_domains: [[0, 1, 2, 3, 4, 5, 6, 7]]}
+)";
+
 class AgentProcess {
  public:
   AgentProcess(const TempDir& dir, std::string node, std::string servers, std::string token)

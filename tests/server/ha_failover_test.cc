@@ -448,15 +448,6 @@ TEST(HaFailoverTest, APausedLeaderWritesNothingAfterItsLeaseEnded) {
 // Two nodes, each with its agent, one 8-GPU job running on each: the leader is killed; the tasks
 // run on (the same processes), the agents follow the new leader, which cancels one job (its task
 // ends) and places a new one on the freed node, where it runs.
-constexpr const char* kAgentsCluster = R"(site: test
-spines:
-  - name: spine-1
-    leaves:
-      - name: leaf-1
-        nodes:
-          - {name: node-1, gpu_model: H100, gpus: 8, cpus: 16, memory_gib: 64, nvlink_domains: [[0, 1, 2, 3, 4, 5, 6, 7]]}
-          - {name: node-2, gpu_model: H100, gpus: 8, cpus: 16, memory_gib: 64, nvlink_domains: [[0, 1, 2, 3, 4, 5, 6, 7]]}
-)";
 constexpr const char* kAgentsTenants = R"(orgs:
   - name: org
     tenants:
@@ -467,7 +458,7 @@ constexpr const char* kAgentsTenants = R"(orgs:
 
 TEST(HaFailoverTest, AgentsKeepTheirTasksRunningAndFollowTheNewLeader) {
   TempDir files;
-  write_text(files.file("cluster.yaml"), kAgentsCluster);
+  write_text(files.file("cluster.yaml"), kTwoAgentNodes);
   write_text(files.file("tenants.yaml"), kAgentsTenants);
   HaPool pool(3, 2,
               "cluster: " + files.file("cluster.yaml") + "\ntenants: " +
