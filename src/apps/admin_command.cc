@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "api/private_file.h"
+#include "apps/etcd_options.h"
 #include "core/civil_time.h"
 #include "server/server_config.h"
 #include "store/backup_file.h"
@@ -98,11 +99,9 @@ Result<NamedStore> open_named_store(const ServerConfig& config, Use use) {
       "etcd {} (prefix {})", fmt::join(config.store.endpoints, ","), config.store.prefix);
   if (use == Use::kRestore) {
     // A server that leads on the prefix writes to it: a restore must not race it.
-    EtcdElectionOptions options;
-    options.endpoints = config.store.endpoints;
-    options.prefix = config.store.prefix;
-    options.candidate = "tidepool admin restore";  // it never campaigns: it only asks
-    auto election = EtcdElection::open(std::move(options));
+    // It never campaigns: it only asks.
+    auto election =
+        EtcdElection::open(etcd_election_options(config.store, "tidepool admin restore"));
     if (!election) return std::unexpected(election.error());
     auto leader = (*election)->leader();
     if (!leader) return std::unexpected(leader.error());
@@ -112,12 +111,7 @@ Result<NamedStore> open_named_store(const ServerConfig& config, Use use) {
                                        where, **leader));
     }
   }
-  EtcdStoreOptions options;
-  options.endpoints = config.store.endpoints;
-  options.prefix = config.store.prefix;
-  options.max_txn_ops = config.store.max_txn_ops;
-  options.max_request_bytes = config.store.max_request_bytes;
-  auto store = open_etcd_store(std::move(options));
+  auto store = open_etcd_store(etcd_store_options(config.store));
   if (!store) return std::unexpected(store.error());
   return NamedStore{std::move(*store), "etcd", where,
                     RestoreLimits{.max_txn_ops = config.store.max_txn_ops,

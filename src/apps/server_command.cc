@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "apps/etcd_options.h"
 #include "apps/server_life.h"
 #include "config/cluster_file.h"
 #include "config/market_file.h"
@@ -190,11 +191,7 @@ Result<void> run_server(const ServerFlags& flags) {
     const std::string self = advertised_url(*config, scheme, port);
     standby.set_self(self);
     if (auto ok = write_port_file(flags.port_file, port); !ok) return ok;
-    auto opened = EtcdElection::open(EtcdElectionOptions{
-        .endpoints = config->store.endpoints,
-        .prefix = config->store.prefix,
-        .candidate = self,
-        .lease_ttl = std::chrono::duration_cast<std::chrono::seconds>(config->store.lease_ttl)});
+    auto opened = EtcdElection::open(etcd_election_options(config->store, self));
     if (!opened) return std::unexpected(opened.error());
     election = std::move(*opened);
     spdlog::info("tidepool server {} standing by on {}://{}:{} (etcd {}, prefix {})", self, scheme,
@@ -210,12 +207,9 @@ Result<void> run_server(const ServerFlags& flags) {
     // The lease is renewed from the moment it is won, not once the state is loaded: loading a
     // large state may take longer than the lease's TTL.
     renewing = std::thread([&] { keep_leading(*election, life); });
-    auto fenced =
-        open_etcd_store(EtcdStoreOptions{.endpoints = config->store.endpoints,
-                                         .prefix = config->store.prefix,
-                                         .max_txn_ops = config->store.max_txn_ops,
-                                         .max_request_bytes = config->store.max_request_bytes,
-                                         .guard = leadership->guard});
+    EtcdStoreOptions options = etcd_store_options(config->store);
+    options.guard = leadership->guard;
+    auto fenced = open_etcd_store(std::move(options));
     if (!fenced) return std::unexpected(fenced.error());
     store = std::move(*fenced);
   }

@@ -304,7 +304,7 @@ std::optional<Instant> ControlPlane::next_wakeup(Instant now) const {
   };
   if (auto wake = state_.scheduler().next_wakeup(unix_seconds(now)))
     sooner(instant_from_unix_seconds(*wake));
-  sooner(nodes_.next_silence());
+  sooner(nodes_.next_silence(now));
   sooner(clerk_.next_post());
   return next;
 }

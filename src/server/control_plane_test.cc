@@ -469,6 +469,52 @@ TEST_F(ControlPlaneTest, AHeartbeatWritesItsNodeOnlyWhenItsRecordChanges) {
   EXPECT_EQ(state()["state"], "not_ready");
 }
 
+// The loop wakes for the first silence: heartbeats move it later, and each node falls silent on
+// time, whichever of them was heard from last.
+TEST_F(ControlPlaneTest, TheLoopWakesForEachSilenceAsHeartbeatsMoveIt) {
+  const auto beat = [&](const std::string& node, Instant now) {
+    const Principal agent{"agent-" + node, Role::kAgent, "", node};
+    Batch batch;
+    EXPECT_EQ(wire(plane_->heartbeat(agent, node, NodeHeartbeat{}, now, batch)).status, 200);
+    commit(batch);
+  };
+  const auto state = [&](const std::string& node) -> std::string {
+    const nlohmann::json nodes = wire(plane_->list_nodes(kAdmin)).body["nodes"];
+    for (const auto& n : nodes) {
+      if (n["name"] == node) return n["state"];
+    }
+    return "";
+  };
+  const auto wakes_by = [&](Instant now, Instant by) {
+    const std::optional<Instant> wake = plane_->next_wakeup(now);
+    return wake.has_value() && *wake <= by;
+  };
+  const auto idle = [&](Instant now) {
+    run([](ControlPlane&, Instant, Batch&) { return Reply{}; }, now);
+  };
+  const std::string a = "h100-a-01";
+  const std::string b = "h100-a-02";
+  beat(a, kT0);
+  beat(b, kT0 + 10s);
+  EXPECT_TRUE(wakes_by(kT0 + 11s, kT0 + 30s + 1ms));
+  beat(a, kT0 + 29s);
+  idle(kT0 + 31s);
+  EXPECT_EQ(state(a), "ready");
+  EXPECT_EQ(state(b), "ready");
+  EXPECT_TRUE(wakes_by(kT0 + 31s, kT0 + 40s + 1ms));
+  idle(kT0 + 41s);
+  EXPECT_EQ(state(a), "ready");
+  EXPECT_EQ(state(b), "not_ready");
+  EXPECT_TRUE(wakes_by(kT0 + 41s, kT0 + 59s + 1ms));
+  beat(b, kT0 + 50s);  // back: it falls silent again later than a
+  idle(kT0 + 60s);
+  EXPECT_EQ(state(a), "not_ready");
+  EXPECT_EQ(state(b), "ready");
+  EXPECT_TRUE(wakes_by(kT0 + 60s, kT0 + 80s + 1ms));
+  idle(kT0 + 81s);
+  EXPECT_EQ(state(b), "not_ready");
+}
+
 TEST_F(ControlPlaneTest, DrainingADrainedNodeAgainWithAnotherReasonReplacesIt) {
   const auto drain = [&](std::string reason, Instant now) {
     return run([&](ControlPlane& p, Instant now,

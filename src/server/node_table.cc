@@ -305,6 +305,7 @@ NodeAssignment NodeTable::assignment_of(const ServerJob& job, const std::string&
 
 std::vector<NodeId> NodeTable::silent(Instant now) const {
   std::vector<NodeId> out;
+  if (const auto first = next_silence(now); !first || now < *first) return out;
   for (const PlaneNode* node : pool_) {
     if (node->registered_at == kNotYet || node->not_ready) continue;
     if (now - node->last_heartbeat_at > state_.setup().heartbeat_timeout) {
@@ -332,13 +333,15 @@ std::string NodeTable::mark_not_ready(NodeId id, Instant now, Batch& batch) {
   return reason;
 }
 
-std::optional<Instant> NodeTable::next_silence() const {
+std::optional<Instant> NodeTable::next_silence(Instant now) const {
+  if (silence_bound_ && now < *silence_bound_) return silence_bound_;
   std::optional<Instant> next;
   for (const auto& [name, node] : nodes_) {
     if (node.registered_at == kNotYet || node.not_ready) continue;
     const Instant at = node.last_heartbeat_at + state_.setup().heartbeat_timeout + Millis{1};
     if (!next || at < *next) next = at;
   }
+  silence_bound_ = next;
   return next;
 }
 
@@ -388,6 +391,7 @@ void NodeTable::add_rented(const std::string& name, JobId job, int task, Instant
   node.task = task;
   node.registered_at = registered_at;
   node.last_heartbeat_at = last_heartbeat_at;
+  silence_bound_.reset();  // its times come from the caller: the bound is found again
   auto it = nodes_.find(name);
   if (it == nodes_.end()) {
     nodes_.emplace(name, std::move(node));

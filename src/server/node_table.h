@@ -103,8 +103,11 @@ class NodeTable {
   // A node failed (a cluster node NotReady, or a rented node silent).
   void count_failure() { ++failures_; }
   [[nodiscard]] std::int64_t failures() const { return failures_; }
-  // The soonest time an agent heard from may fall silent.
-  [[nodiscard]] std::optional<Instant> next_silence() const;
+  // The soonest time an agent heard from may fall silent, or a time before it. It is kept, not
+  // found by a walk over every node at each call: heartbeats only move a node's silence later, and
+  // a node heard from anew falls silent a full timeout after `now`, later than any node heard from
+  // before; so the value found is a bound until `now` reaches it, and is then found again.
+  [[nodiscard]] std::optional<Instant> next_silence(Instant now) const;
 
   // --- rented nodes (burst_desk.h) ---
   // A node rented for `task` of `job`; restored (after a restart) with `registered_at` and
@@ -131,6 +134,8 @@ class NodeTable {
   std::vector<PlaneNode*> pool_;                         // the cluster nodes, by NodeId
   GpuTelemetry telemetry_;
   std::int64_t failures_ = 0;  // since the server started
+  // next_silence()'s bound, once found (none found: walked again at each call).
+  mutable std::optional<Instant> silence_bound_;
 };
 
 }  // namespace tidepool

@@ -159,7 +159,7 @@ class ConfigReader : private YamlReader {
       }
     }
     if (auto node = f->get("store")) {
-      auto store = read_store(*node);
+      auto store = read_store(*node, base_dir);
       if (!store) return std::unexpected(store.error());
       c.store = std::move(*store);
     }
@@ -187,11 +187,11 @@ class ConfigReader : private YamlReader {
   }
 
  private:
-  Result<StoreConfig> read_store(const YAML::Node& node) const {
+  Result<StoreConfig> read_store(const YAML::Node& node, const std::string& base_dir) const {
     StoreConfig store;
-    auto f =
-        fields(node, "store",
-               {"kind", "endpoints", "prefix", "lease_ttl", "max_txn_ops", "max_request_bytes"});
+    auto f = fields(
+        node, "store",
+        {"kind", "endpoints", "prefix", "lease_ttl", "max_txn_ops", "max_request_bytes", "tls"});
     if (!f) return std::unexpected(f.error());
     if (auto kind = f->get("kind")) {
       auto value = text(*kind, "store.kind");
@@ -207,7 +207,7 @@ class ConfigReader : private YamlReader {
     }
     const bool etcd = store.kind == StoreKind::kEtcd;
     for (const char* key :
-         {"endpoints", "prefix", "lease_ttl", "max_txn_ops", "max_request_bytes"}) {
+         {"endpoints", "prefix", "lease_ttl", "max_txn_ops", "max_request_bytes", "tls"}) {
       if (auto value = f->get(key); value && !etcd) {
         return error_at(*value, std::string("store.") + key, "only for kind: etcd");
       }
@@ -254,6 +254,26 @@ class ConfigReader : private YamlReader {
             fmt::format("expected whole seconds from 2s to 60s, e.g. 3s; got '{}'", *value));
       }
       store.lease_ttl = millis_from_seconds(*seconds);
+    }
+    if (auto tls = f->get("tls")) {
+      auto files = fields(*tls, "store.tls", {"ca", "cert", "key"});
+      if (!files) return std::unexpected(files.error());
+      for (auto [key, target] : {std::pair{"ca", &store.tls_ca}, std::pair{"cert", &store.tls_cert},
+                                 std::pair{"key", &store.tls_key}}) {
+        if (auto value_node = files->get(key)) {
+          auto value = text(*value_node, std::string("store.tls.") + key);
+          if (!value) return std::unexpected(value.error());
+          *target = resolve(base_dir, *value);
+        }
+      }
+      if (store.tls_ca.empty()) {
+        return error_at(*tls, "store.tls.ca",
+                        "required: the CA that signed the etcd members' certificates");
+      }
+      if (store.tls_cert.empty() != store.tls_key.empty()) {
+        return error_at(*tls, store.tls_cert.empty() ? "store.tls.cert" : "store.tls.key",
+                        "a client certificate and its key go together: give both or neither");
+      }
     }
     for (auto [key, target, least, most] :
          {std::tuple{"max_txn_ops", &store.max_txn_ops, 16, 1'000'000},

@@ -21,6 +21,9 @@
 //                                   #   transaction, so the server keeps its rounds within them
 //                                   #   (control_loop.h: max_txn_ops / 8 requests and job starts
 //                                   #   a round); raise both together for larger rounds
+//     tls: {ca: etcd-ca.crt, cert: client.crt, key: client.key}  # etcd over TLS: the CA of
+//                                   #   the members' certificates, and this server's client
+//                                   #   certificate and key if they ask for one (both or none)
 //   advertise_url: https://a:8470   # the URL clients and agents reach this server at, which a
 //                                   #   standby names when it sends them to the leader (default:
 //                                   #   http[s]://<listen host, or the host name>:<port>)
@@ -70,6 +73,10 @@ struct StoreConfig {
   Millis lease_ttl = std::chrono::seconds{3};
   std::int64_t max_txn_ops = 128;
   std::int64_t max_request_bytes = 1536 * 1024;
+  // TLS to the members (PEM files); tls_ca empty: plaintext. tls_cert and tls_key: both or none.
+  std::string tls_ca;
+  std::string tls_cert;
+  std::string tls_key;
 };
 
 struct ServerConfig {

@@ -45,12 +45,14 @@ TEST(ServerConfigTest, TheStoreIsSqliteUnlessEtcdIsNamed) {
   EXPECT_EQ(plain->store.kind, StoreKind::kSqlite);
   EXPECT_EQ(plain->advertise_url, "");
 
-  auto etcd = read_server_config(
-      std::string(kRequired) +
-          "store:\n  kind: etcd\n  endpoints: [10.0.0.1:2379, 10.0.0.2:2379]\n"
-          "  prefix: /pools/lab\n  lease_ttl: 5s\n  max_txn_ops: 10000\n"
-          "  max_request_bytes: 33554432\nadvertise_url: https://a.example:8470\n",
-      "server.yaml", "/etc/tidepool");
+  auto etcd =
+      read_server_config(std::string(kRequired) +
+                             "store:\n  kind: etcd\n  endpoints: [10.0.0.1:2379, 10.0.0.2:2379]\n"
+                             "  prefix: /pools/lab\n  lease_ttl: 5s\n  max_txn_ops: 10000\n"
+                             "  max_request_bytes: 33554432\n"
+                             "  tls: {ca: etcd/ca.crt, cert: /pki/client.crt, key: client.key}\n"
+                             "advertise_url: https://a.example:8470\n",
+                         "server.yaml", "/etc/tidepool");
   ASSERT_TRUE(etcd.has_value()) << etcd.error().message();
   EXPECT_EQ(etcd->store.kind, StoreKind::kEtcd);
   EXPECT_EQ(etcd->store.endpoints, (std::vector<std::string>{"10.0.0.1:2379", "10.0.0.2:2379"}));
@@ -59,6 +61,9 @@ TEST(ServerConfigTest, TheStoreIsSqliteUnlessEtcdIsNamed) {
   EXPECT_EQ(etcd->advertise_url, "https://a.example:8470");
   EXPECT_EQ(etcd->store.max_txn_ops, 10000);
   EXPECT_EQ(etcd->store.max_request_bytes, 33554432);
+  EXPECT_EQ(etcd->store.tls_ca, "/etc/tidepool/etcd/ca.crt");
+  EXPECT_EQ(etcd->store.tls_cert, "/pki/client.crt");
+  EXPECT_EQ(etcd->store.tls_key, "/etc/tidepool/client.key");
 
   auto defaults = read_server_config(std::string(kRequired) + "store: {kind: etcd}\n",
                                      "server.yaml", "/etc/tidepool");
@@ -66,6 +71,7 @@ TEST(ServerConfigTest, TheStoreIsSqliteUnlessEtcdIsNamed) {
   EXPECT_EQ(defaults->store.endpoints, std::vector<std::string>{"127.0.0.1:2379"});
   EXPECT_EQ(defaults->store.prefix, "/tidepool");
   EXPECT_EQ(defaults->store.lease_ttl, std::chrono::seconds{3});
+  EXPECT_EQ(defaults->store.tls_ca, "");
 }
 
 TEST(ServerConfigTest, ABadStoreIsRefusedNamingTheKey) {
@@ -83,6 +89,12 @@ TEST(ServerConfigTest, ABadStoreIsRefusedNamingTheKey) {
            std::tuple{"store: {kind: etcd, leases: 3}", "leases", ""},
            std::tuple{"store: {kind: etcd, max_txn_ops: 8}", "store.max_txn_ops", "16.."},
            std::tuple{"store: {kind: sqlite, max_txn_ops: 500}", "store.max_txn_ops", "only for"},
+           std::tuple{"store: {kind: sqlite, tls: {ca: ca.crt}}", "store.tls", "only for"},
+           std::tuple{"store: {kind: etcd, tls: {cert: c.crt, key: c.key}}", "store.tls.ca",
+                      "required"},
+           std::tuple{"store: {kind: etcd, tls: {ca: ca.crt, cert: c.crt}}", "store.tls.key",
+                      "both or neither"},
+           std::tuple{"store: {kind: etcd, tls: {ca: ca.crt, password: x}}", "password", ""},
            std::tuple{"advertise_url: a.example:8470", "advertise_url", "http://"},
        }) {
     auto bad = read_server_config(std::string(kRequired) + text + "\n", "server.yaml", "/etc");

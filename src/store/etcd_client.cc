@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iterator>
 #include <utility>
 
 namespace tidepool {
@@ -50,6 +54,42 @@ const char* status_name(grpc::StatusCode code) {
   }
 }
 
+Result<std::string> read_pem(const std::string& path, const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in.is_open()) {
+    return fail(kClientField,
+                fmt::format("cannot read the {} file {:?}: {}", what, path, std::strerror(errno)));
+  }
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (text.find("-----BEGIN ") == std::string::npos) {
+    return fail(kClientField, fmt::format("the {} file {:?} holds no PEM block", what, path));
+  }
+  return text;
+}
+
+Result<std::shared_ptr<grpc::ChannelCredentials>> credentials(const std::optional<EtcdTls>& tls) {
+  if (!tls) return grpc::InsecureChannelCredentials();
+  if (tls->ca_file.empty()) return fail(kClientField, "TLS needs the CA file (tls.ca)");
+  if (tls->cert_file.empty() != tls->key_file.empty()) {
+    return fail(kClientField,
+                "a client certificate needs its key, and a key its certificate "
+                "(tls.cert and tls.key: both or neither)");
+  }
+  grpc::SslCredentialsOptions options;
+  auto ca = read_pem(tls->ca_file, "CA");
+  if (!ca) return std::unexpected(ca.error());
+  options.pem_root_certs = std::move(*ca);
+  if (!tls->cert_file.empty()) {
+    auto cert = read_pem(tls->cert_file, "client certificate");
+    if (!cert) return std::unexpected(cert.error());
+    auto key = read_pem(tls->key_file, "client key");
+    if (!key) return std::unexpected(key.error());
+    options.pem_cert_chain = std::move(*cert);
+    options.pem_private_key = std::move(*key);
+  }
+  return grpc::SslCredentials(options);
+}
+
 }  // namespace
 
 EtcdClient::EtcdClient(std::vector<Endpoint> endpoints, std::chrono::milliseconds request_timeout,
@@ -57,18 +97,20 @@ EtcdClient::EtcdClient(std::vector<Endpoint> endpoints, std::chrono::millisecond
     : endpoints_(std::move(endpoints)), request_timeout_(request_timeout), counts_(counts) {}
 
 Result<std::unique_ptr<EtcdClient>> EtcdClient::connect(const std::vector<std::string>& endpoints,
+                                                        const std::optional<EtcdTls>& tls,
                                                         const std::string& probe_key,
                                                         std::chrono::milliseconds dial_timeout,
                                                         std::chrono::milliseconds request_timeout,
                                                         EtcdCallCounts* counts) {
   if (endpoints.empty()) return fail(kClientField, "no etcd endpoint given");
+  auto secure = credentials(tls);
+  if (!secure) return std::unexpected(secure.error());
   std::vector<Endpoint> channels;
   for (const std::string& address : endpoints) {
     grpc::ChannelArguments arguments;
     // load() reads a whole collection in one answer: no cap but protobuf's own (2 GiB).
     arguments.SetMaxReceiveMessageSize(-1);
-    auto channel =
-        grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), arguments);
+    auto channel = grpc::CreateCustomChannel(address, *secure, arguments);
     channels.push_back(Endpoint{address, etcdserverpb::KV::NewStub(channel),
                                 etcdserverpb::Lease::NewStub(channel)});
   }

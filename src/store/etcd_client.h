@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,11 +21,12 @@ namespace tidepool {
 
 class EtcdClient {
  public:
-  // Fails when no endpoint answers a Range of `probe_key` within `dial_timeout`.
+  // Fails when no endpoint answers a Range of `probe_key` within `dial_timeout`, or when a file of
+  // `tls` cannot be read (the error names it).
   [[nodiscard]] static Result<std::unique_ptr<EtcdClient>> connect(
-      const std::vector<std::string>& endpoints, const std::string& probe_key,
-      std::chrono::milliseconds dial_timeout, std::chrono::milliseconds request_timeout,
-      EtcdCallCounts* counts);
+      const std::vector<std::string>& endpoints, const std::optional<EtcdTls>& tls,
+      const std::string& probe_key, std::chrono::milliseconds dial_timeout,
+      std::chrono::milliseconds request_timeout, EtcdCallCounts* counts);
 
   // Reads; when an endpoint is unavailable (or answers too late), tries the next ones.
   [[nodiscard]] Result<etcdserverpb::RangeResponse> range(

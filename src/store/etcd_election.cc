@@ -30,7 +30,7 @@ Result<std::unique_ptr<EtcdElection>> EtcdElection::open(EtcdElectionOptions opt
   // on it after a quarter of the TTL and moves on to the next member.
   const std::chrono::milliseconds per_call = std::min<std::chrono::milliseconds>(
       options.request_timeout, std::chrono::milliseconds(options.lease_ttl) / 4);
-  auto client = EtcdClient::connect(options.endpoints, options.prefix + "/leader",
+  auto client = EtcdClient::connect(options.endpoints, options.tls, options.prefix + "/leader",
                                     options.dial_timeout, per_call, nullptr);
   if (!client) return std::unexpected(client.error());
   return std::unique_ptr<EtcdElection>(new EtcdElection(std::move(options), std::move(*client)));

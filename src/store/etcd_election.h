@@ -28,6 +28,7 @@ namespace tidepool {
 
 struct EtcdElectionOptions {
   std::vector<std::string> endpoints = {"127.0.0.1:2379"};  // as EtcdStoreOptions
+  std::optional<EtcdTls> tls;                               // as EtcdStoreOptions
   std::string prefix = "/tidepool";                         // the store's prefix
   std::string candidate;  // this server's URL, as clients reach it; not empty
   // How long the key outlives its holder's last renewal, whole seconds >= 2 (etcd's own floor is

@@ -283,7 +283,7 @@ Result<std::unique_ptr<Store>> open_etcd_store(EtcdStoreOptions options) {
   if (options.prefix.empty()) return fail("prefix", "must not be empty");
   if (options.max_txn_ops < 1) return fail("max_txn_ops", "must be at least 1");
   const etcd_keys::Layout layout(options.prefix);
-  auto client = EtcdClient::connect(options.endpoints, layout.last_event_seq(),
+  auto client = EtcdClient::connect(options.endpoints, options.tls, layout.last_event_seq(),
                                     options.dial_timeout, options.request_timeout, options.counts);
   if (!client) return std::unexpected(client.error());
   return std::make_unique<EtcdStore>(std::move(options), std::move(*client));

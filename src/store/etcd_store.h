@@ -56,10 +56,21 @@ struct EtcdGuard {
   std::int64_t mod_revision = 0;
 };
 
+// TLS to the cluster's members (etcd run with --cert-file and --key-file, and for client
+// certificates --client-cert-auth and --trusted-ca-file): PEM files, read when the store connects.
+struct EtcdTls {
+  std::string ca_file;  // the CA that signed the members' certificates; required
+  // This client's certificate and its key, for members that ask for one; both or neither.
+  std::string cert_file;
+  std::string key_file;
+};
+
 struct EtcdStoreOptions {
-  // Client URLs' host:port of the cluster's members, e.g. "127.0.0.1:2379" (no scheme: plaintext
-  // gRPC). Calls go to the first that answers; reads move on to the next when one is unavailable.
+  // Client URLs' host:port of the cluster's members, e.g. "127.0.0.1:2379" (no scheme: gRPC, over
+  // TLS when `tls` is set). Calls go to the first that answers; reads move on to the next when one
+  // is unavailable.
   std::vector<std::string> endpoints = {"127.0.0.1:2379"};
+  std::optional<EtcdTls> tls;  // absent: plaintext
   // Every key of the store starts with this; several stores may share a cluster under different
   // prefixes. Must not be empty.
   std::string prefix = "/tidepool";

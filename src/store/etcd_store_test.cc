@@ -63,8 +63,8 @@ class EtcdStoreTest : public ::testing::Test {
 
   EtcdClient& raw() {
     if (!raw_) {
-      auto client = EtcdClient::connect(cluster_->endpoints(), "/", std::chrono::seconds(5),
-                                        std::chrono::seconds(5), nullptr);
+      auto client = EtcdClient::connect(cluster_->endpoints(), std::nullopt, "/",
+                                        std::chrono::seconds(5), std::chrono::seconds(5), nullptr);
       EXPECT_TRUE(client.has_value()) << client.error().message();
       raw_ = std::move(*client);
     }
@@ -332,6 +332,58 @@ TEST(EtcdStoreClusterTest, ThreeMembersServeTheStoreWhileOneIsDown) {
   auto reopened = open_etcd_store(first_only);
   ASSERT_TRUE(reopened.has_value()) << reopened.error().message();
   EXPECT_EQ(load_or_die(**reopened), load_or_die(store));
+}
+
+// Members that serve clients over TLS only and ask for a client certificate: a store given the CA,
+// its certificate and key commits and loads; one without TLS, or without a client certificate,
+// gets no answer; files that are missing or hold no PEM block are named before anything is sent.
+TEST(EtcdStoreTlsTest, TheStoreSpeaksTlsWithAClientCertificate) {
+  auto started = EtcdTestCluster::start_tls(1);
+  ASSERT_TRUE(started.has_value()) << started.error().message();
+  EtcdTestCluster& cluster = **started;
+  ASSERT_TRUE(cluster.tls().has_value());
+  EtcdStoreOptions options;
+  options.endpoints = cluster.endpoints();
+  options.tls = cluster.tls();
+  {
+    auto opened = open_etcd_store(options);
+    ASSERT_TRUE(opened.has_value()) << opened.error().message();
+    ASSERT_TRUE((*opened)->commit(full_batch()).has_value());
+  }
+  auto reopened = open_etcd_store(options);
+  ASSERT_TRUE(reopened.has_value()) << reopened.error().message();
+  expect_full_batch(**reopened);
+
+  options.dial_timeout = std::chrono::milliseconds(500);
+  EtcdStoreOptions plaintext = options;
+  plaintext.tls.reset();
+  auto refused = open_etcd_store(plaintext);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_THAT(refused.error().reason, HasSubstr("no etcd endpoint answered"));
+
+  EtcdStoreOptions no_client_certificate = options;
+  no_client_certificate.tls->cert_file.clear();
+  no_client_certificate.tls->key_file.clear();
+  EXPECT_FALSE(open_etcd_store(no_client_certificate).has_value());
+
+  EtcdStoreOptions half = options;
+  half.tls->key_file.clear();
+  auto unpaired = open_etcd_store(half);
+  ASSERT_FALSE(unpaired.has_value());
+  EXPECT_THAT(unpaired.error().reason, HasSubstr("both or neither"));
+
+  EtcdStoreOptions missing = options;
+  missing.tls->ca_file = cluster.tls()->ca_file + ".missing";
+  auto unread = open_etcd_store(missing);
+  ASSERT_FALSE(unread.has_value());
+  EXPECT_THAT(unread.error().reason, HasSubstr("cannot read the CA file"));
+  EXPECT_THAT(unread.error().reason, HasSubstr(".missing"));
+
+  EtcdStoreOptions not_pem = options;
+  not_pem.tls->ca_file = "/dev/null";
+  auto empty = open_etcd_store(not_pem);
+  ASSERT_FALSE(empty.has_value());
+  EXPECT_THAT(empty.error().reason, HasSubstr("holds no PEM block"));
 }
 
 TEST(EtcdStoreOpenTest, AnEndpointThatDoesNotAnswerIsNamedInTheError) {

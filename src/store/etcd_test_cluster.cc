@@ -83,6 +83,17 @@ EtcdTestCluster::EtcdTestCluster(std::string binary, std::vector<Member> members
 
 Result<std::unique_ptr<EtcdTestCluster>> EtcdTestCluster::start(int members,
                                                                 std::chrono::milliseconds timeout) {
+  return start(members, timeout, false);
+}
+
+Result<std::unique_ptr<EtcdTestCluster>> EtcdTestCluster::start_tls(
+    int members, std::chrono::milliseconds timeout) {
+  return start(members, timeout, true);
+}
+
+Result<std::unique_ptr<EtcdTestCluster>> EtcdTestCluster::start(int members,
+                                                                std::chrono::milliseconds timeout,
+                                                                bool tls) {
   std::string binary = find_etcd();
   if (binary.empty()) {
     return fail(kClusterField,
@@ -99,6 +110,9 @@ Result<std::unique_ptr<EtcdTestCluster>> EtcdTestCluster::start(int members,
                           .peer_port = (*ports)[2 * static_cast<std::size_t>(i) + 1]});
   }
   std::unique_ptr<EtcdTestCluster> cluster(new EtcdTestCluster(std::move(binary), std::move(list)));
+  if (tls) {
+    if (auto made = cluster->make_certificate(); !made) return std::unexpected(made.error());
+  }
   // All members first: each waits for the others to form a quorum.
   for (Member& member : cluster->members_) {
     if (auto spawned = cluster->spawn(member, true); !spawned) {
@@ -116,6 +130,31 @@ Result<std::unique_ptr<EtcdTestCluster>> EtcdTestCluster::start(int members,
 
 EtcdTestCluster::~EtcdTestCluster() {
   for (Member& member : members_) stop(member);
+}
+
+Result<void> EtcdTestCluster::make_certificate() {
+  const EtcdTls tls{.ca_file = dir_.file("etcd.crt"),
+                    .cert_file = dir_.file("etcd.crt"),
+                    .key_file = dir_.file("etcd.key")};
+  const std::string log = dir_.file("openssl.log");
+  const std::string command = fmt::format(
+      "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 "
+      "-subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 -keyout '{}' -out '{}' > '{}' 2>&1",
+      tls.key_file, tls.cert_file, log);
+  if (std::system(command.c_str()) != 0) {
+    std::ifstream in(log);
+    const std::string said((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return fail(kClusterField,
+                "the openssl command could not make a certificate (scripts/setup "
+                "installs it): " +
+                    said);
+  }
+  tls_ = tls;
+  return {};
+}
+
+std::string EtcdTestCluster::client_url(int port) const {
+  return (tls_ ? "https://127.0.0.1:" : "http://127.0.0.1:") + std::to_string(port);
 }
 
 std::vector<std::string> EtcdTestCluster::endpoints() const {
@@ -162,12 +201,12 @@ Result<void> EtcdTestCluster::spawn(Member& member, bool fresh) {
     if (!initial_cluster.empty()) initial_cluster += ',';
     initial_cluster += other.name + "=" + url(other.peer_port);
   }
-  const std::vector<std::string> arguments = {
+  std::vector<std::string> arguments = {
       binary_,
       "--name=" + member.name,
       "--data-dir=" + dir_.file(member.name),
-      "--listen-client-urls=" + url(member.client_port),
-      "--advertise-client-urls=" + url(member.client_port),
+      "--listen-client-urls=" + client_url(member.client_port),
+      "--advertise-client-urls=" + client_url(member.client_port),
       "--listen-peer-urls=" + url(member.peer_port),
       "--initial-advertise-peer-urls=" + url(member.peer_port),
       "--initial-cluster=" + initial_cluster,
@@ -176,6 +215,11 @@ Result<void> EtcdTestCluster::spawn(Member& member, bool fresh) {
       "--logger=zap",
       "--log-outputs=stderr",
   };
+  if (tls_) {
+    arguments.insert(arguments.end(),
+                     {"--cert-file=" + tls_->cert_file, "--key-file=" + tls_->key_file,
+                      "--client-cert-auth", "--trusted-ca-file=" + tls_->ca_file});
+  }
   std::vector<char*> argv;
   for (const std::string& argument : arguments) argv.push_back(const_cast<char*>(argument.c_str()));
   argv.push_back(nullptr);
@@ -216,6 +260,7 @@ Result<void> EtcdTestCluster::wait_until_answering(Member& member,
         deadline - std::chrono::steady_clock::now());
     EtcdStoreOptions options;
     options.endpoints = {endpoint};
+    options.tls = tls_;
     options.prefix = "/tidepool-test-probe";
     options.dial_timeout = std::max(std::chrono::milliseconds(1), left);
     auto store = open_etcd_store(options);

@@ -10,10 +10,12 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
+#include "store/etcd_store.h"
 #include "store/store_test_records.h"
 
 namespace tidepool::test_support {
@@ -27,12 +29,19 @@ class EtcdTestCluster {
   // Starts the members and waits, at most `timeout`, until each answers a Range request.
   [[nodiscard]] static Result<std::unique_ptr<EtcdTestCluster>> start(
       int members = 1, std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  // The same, its members serving clients over TLS only and requiring a client certificate: one
+  // self-signed certificate for 127.0.0.1, made with the openssl command, is the members' and
+  // the clients' (tls()).
+  [[nodiscard]] static Result<std::unique_ptr<EtcdTestCluster>> start_tls(
+      int members = 1, std::chrono::milliseconds timeout = std::chrono::seconds(30));
   ~EtcdTestCluster();
   EtcdTestCluster(const EtcdTestCluster&) = delete;
   EtcdTestCluster& operator=(const EtcdTestCluster&) = delete;
 
   // "127.0.0.1:PORT" of each member's client URL, for EtcdStoreOptions::endpoints.
   [[nodiscard]] std::vector<std::string> endpoints() const;
+  // What a client needs to reach the members (absent: plaintext).
+  [[nodiscard]] const std::optional<EtcdTls>& tls() const { return tls_; }
 
   // Stops member `index` (SIGTERM, then SIGKILL if it lingers).
   [[nodiscard]] Result<void> stop_member(std::size_t index);
@@ -53,6 +62,11 @@ class EtcdTestCluster {
   };
 
   EtcdTestCluster(std::string binary, std::vector<Member> members);
+  [[nodiscard]] static Result<std::unique_ptr<EtcdTestCluster>> start(
+      int members, std::chrono::milliseconds timeout, bool tls);
+  // Makes the certificate and key that tls() names.
+  [[nodiscard]] Result<void> make_certificate();
+  [[nodiscard]] std::string client_url(int port) const;
   [[nodiscard]] Result<void> spawn(Member& member, bool fresh);
   [[nodiscard]] Result<void> wait_until_answering(Member& member,
                                                   std::chrono::steady_clock::time_point deadline);
@@ -62,6 +76,7 @@ class EtcdTestCluster {
   std::string binary_;
   TempDir dir_;
   std::vector<Member> members_;
+  std::optional<EtcdTls> tls_;
 };
 
 }  // namespace tidepool::test_support

@@ -8,7 +8,9 @@
 #            job_spec_fuzz, api_bodies_fuzz, http_response_fuzz and/or http_request_fuzz
 #            (default: all eight)
 # Environment: CXX (default clang++-14), FUZZ_DIR (default build/fuzz: binaries, corpora, logs,
-# and crash artifacts <target>-crash-*), FUZZ_JOBS (targets built and fuzzed at once, default 2).
+# and crash artifacts <target>-crash-*), FUZZ_JOBS (targets built and fuzzed at once, default 2),
+# FUZZ_OPT (optimisation and debug flags, default "-O1 -g": faster fuzzing; the tests' short run
+# takes "-O0 -gline-tables-only", half the build time, which is most of such a run).
 # Exit status: 0 if no target found a problem, 1 if one did, 2 if a build failed.
 set -uo pipefail
 
@@ -21,6 +23,7 @@ targets=("$@")
            api_bodies_fuzz http_response_fuzz http_request_fuzz)
 cxx="${CXX:-clang++-14}"
 fuzz_dir="${FUZZ_DIR:-${repo_root}/build/fuzz}"
+read -r -a opt_flags <<< "${FUZZ_OPT:--O1 -g}"
 
 if ! command -v "${cxx}" > /dev/null; then
   echo "run_fuzz.sh: ${cxx} not found; libFuzzer needs clang (set CXX)" >&2
@@ -54,7 +57,7 @@ http_sources=("${src}/server/http_server.cc" "${src}/server/http_route.cc")
 # spdlog as Debian builds it (its pkg-config flags).
 spdlog_flags=(-DSPDLOG_SHARED_LIB -DSPDLOG_COMPILED_LIB -DSPDLOG_FMT_EXTERNAL)
 flags=(
-  -std=c++2b -g -O1 -fno-omit-frame-pointer
+  -std=c++2b "${opt_flags[@]}" -fno-omit-frame-pointer
   -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
   -include "${repo_root}/tests/fuzz/expected_shim.h" -I "${src}" "${spdlog_flags[@]}"
 )
@@ -63,11 +66,14 @@ traces="${repo_root}/../shared/traces/openb"
 mkdir -p "${fuzz_dir}/obj"
 # Every source is compiled once (again only when it or a header changed since) into one archive
 # that each harness links against, two at a time; a harness pulls in only the objects it needs.
-object_flags=(-std=c++2b -g -O1 -fno-omit-frame-pointer
+object_flags=(-std=c++2b "${opt_flags[@]}" -fno-omit-frame-pointer
               -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
               -include "${repo_root}/tests/fuzz/expected_shim.h" -I "${src}" "${spdlog_flags[@]}")
 newest_header="$(find "${src}" -name '*.h' -newer "${fuzz_dir}/libfuzzdeps.a" 2> /dev/null | head -n 1)"
 [[ -f "${fuzz_dir}/libfuzzdeps.a" ]] || newest_header=yes
+# Objects of other flags are built again.
+[[ "$(cat "${fuzz_dir}/obj/flags" 2> /dev/null)" == "${opt_flags[*]}" ]] || newest_header=yes
+echo "${opt_flags[*]}" > "${fuzz_dir}/obj/flags"
 objects=()
 pids=()
 for source in "${sources[@]}" "${server_sources[@]}" "${client_sources[@]}" "${http_sources[@]}"; do
