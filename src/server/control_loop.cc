@@ -58,6 +58,7 @@ ControlLoop::ControlLoop(std::unique_ptr<Store> store, ControlPlaneSetup setup, 
     int& starts = setup_.scheduler.max_starts_per_pass;
     const int most = static_cast<int>(std::min<std::int64_t>(capacity, 1'000'000));
     if (starts == 0 || starts > most) starts = most;
+    setup_.ledger_entries_per_round = 2 * capacity;
   }
 }
 

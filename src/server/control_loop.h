@@ -14,8 +14,9 @@
 // carrying some. A server whose rounds answer one request at a time never waits.
 //
 // A store with commit limits (etcd's transaction limits, store.h's CommitLimits) bounds a round:
-// it takes at most round_capacity() commands, and its pass starts at most as many jobs (the
-// scheduler's max_starts_per_pass; the next pass is due at once). A round refused all the same
+// it takes at most round_capacity() commands, its pass starts at most as many jobs (the
+// scheduler's max_starts_per_pass; the next pass is due at once), and it stores at most twice as
+// many ledger entries (the rest in the next rounds, at once). A round refused all the same
 // as too large is run again, from the reloaded state, in two halves, down to single commands: one
 // request too large for any commit is refused alone, and the others go on.
 #pragma once
@@ -45,7 +46,8 @@ namespace tidepool {
 // The most commands a round takes, and jobs its pass starts, under a store's commit limits (0: no
 // limit): a command or a start writes a few keys (a submission three: the job, the index entry
 // of its idempotency key and its event) and some KiB, so writes / 8 and bytes / 32 KiB of each
-// fill at most 7/8 of a commit, leaving room for what a round adds besides (a node, the ledger).
+// fill at most 5/8 of a commit; a round stores at most twice as many ledger entries (one key
+// each: 2/8; a posting of more is stored over the next rounds), leaving room for the rest (a node).
 [[nodiscard]] std::int64_t round_capacity(const CommitLimits& limits);
 
 // How long a round waits for the requests it expects (see group commit above): a quarter of the

@@ -104,6 +104,7 @@ class ControlPlaneTest : public ::testing::Test {
     ControlPlaneSetup setup = example_setup();
     setup.market = market_;
     setup.admission = admission_;
+    setup.ledger_entries_per_round = ledger_entries_per_round_;
     auto plane = ControlPlane::create(std::move(setup), store_.snapshot(), now, repairs, tokens_);
     EXPECT_TRUE(plane.has_value()) << plane.error().message();
     store_.commit(repairs);
@@ -141,6 +142,7 @@ class ControlPlaneTest : public ::testing::Test {
   std::shared_ptr<TokenTable> tokens_ = std::make_shared<TokenTable>();
   std::optional<MarketSpec> market_;
   AdmissionLimits admission_;
+  std::int64_t ledger_entries_per_round_ = 0;
   std::unique_ptr<ControlPlane> plane_;
 };
 
@@ -767,6 +769,43 @@ TEST_F(MarketPlaneTest, RunningJobsAreChargedAtThePriceAndBilledByGroup) {
   ControlPlane::Figures figures = plane_->figures();
   EXPECT_EQ(figures.tenant_charges.at("vision"), static_cast<Micros>(std::llround(8 * h100 * 1e6)));
   EXPECT_TRUE(figures.price_per_gpu_hour.contains({"H100", "preemptible"}));
+}
+
+// A posting of more entries than a round may store (a store's commit limits) is stored over the
+// rounds after it, at once (the plane wants a pass), in seq order, and nothing is lost.
+TEST_F(MarketPlaneTest, APostingLargerThanARoundIsStoredOverTheNextRounds) {
+  ledger_entries_per_round_ = 2;
+  plane_ = restart(kStart);
+  const double h100 = price_of(wire(plane_->prices(kStart)), "H100", "standard");
+  for (int i = 0; i < 7; ++i) {
+    JobSpec spec = job("one-" + std::to_string(i), 1, 1);
+    spec.preemptible = false;  // the standard price
+    const std::int64_t id = submit(spec, kVision, "", kStart).body["id"];
+    ASSERT_EQ(get(id).body["state"], "running");
+  }
+  std::size_t rounds = 0;
+  std::size_t most = 0;
+  for (Instant now = kStart + 1min; rounds < 20; now += 1ms) {
+    Batch batch;
+    plane_->schedule(now, batch);
+    most = std::max(most, batch.ledger.size());
+    commit(batch);
+    ++rounds;
+    if (!plane_->wants_pass()) break;
+  }
+  EXPECT_EQ(most, 2U);
+  EXPECT_GE(rounds, 4U);  // 7 charges, 2 a round
+  EXPECT_FALSE(plane_->wants_pass());
+  EXPECT_GE(store_.ledger.size(), 7U);
+  // Every charge is there: 7 GPU-minutes at the standard price.
+  const BillQuery query{"vision", kDay, kDay + 86'400, BillGrouping::kTeam};
+  const Wire bill = wire(plane_->bill(kVision, query));
+  ASSERT_EQ(bill.status, 200) << bill.body.dump();
+  EXPECT_NEAR(bill.body["total"]["charges"].get<double>(), 7 * h100 / 60, 1e-5);
+  // And a restart from the store finds them all.
+  plane_ = restart(kStart + 1min + 1s);
+  EXPECT_NEAR(wire(plane_->bill(kVision, query)).body["total"]["charges"].get<double>(),
+              7 * h100 / 60, 1e-5);
 }
 
 TEST_F(MarketPlaneTest, LendersEarnCreditsForTheIdleGuaranteeOthersUse) {

@@ -140,13 +140,23 @@ void MarketClerk::charge_rental(ServerJob& job, Instant now, Batch& batch) {
 
 void MarketClerk::store_ledger(Batch& batch) {
   if (!market_) return;
-  for (LedgerRecord& record : market_->take_unstored(state_.scheduler().pool().models())) {
+  const std::int64_t limit = state_.setup().ledger_entries_per_round;
+  const auto held = static_cast<std::int64_t>(batch.ledger.size());
+  if (limit > 0 && held >= limit) {
+    if (market_->has_unstored()) state_.mark_dirty();
+    return;
+  }
+  const auto most = static_cast<std::size_t>(limit > 0 ? limit - held : 0);
+  for (LedgerRecord& record : market_->take_unstored(state_.scheduler().pool().models(), most)) {
     batch.ledger.push_back(std::move(record));
   }
+  if (market_->has_unstored()) state_.mark_dirty();  // the rest in the next round, at once
 }
 
 void MarketClerk::post_ledger(Instant now, Batch& batch) {
-  if (!market_ || !market_->posting_due(unix_seconds(now))) return;
+  if (!market_) return;
+  store_ledger(batch);  // what an earlier round had no room for
+  if (!market_->posting_due(unix_seconds(now))) return;
   advance(now, batch);
   if (auto ok = market_->post(unix_seconds(now)); !ok) failed(ok.error(), now, batch);
   for (JobId id : state_.live()) {

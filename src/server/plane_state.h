@@ -56,6 +56,10 @@ struct ControlPlaneSetup {
   // The internal market (server_market.h); none: no prices, charges or budgets.
   std::optional<MarketSpec> market;
   Seconds ledger_posting_interval = kDefaultLedgerPostingInterval;
+  // The most ledger entries one round stores (0: no limit), under a store's commit limits (the
+  // control loop sets it): a posting of more (one entry per running job) is stored over the rounds
+  // that follow it, at once, in seq order.
+  std::int64_t ledger_entries_per_round = 0;
   AdmissionLimits admission;
 };
 

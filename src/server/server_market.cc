@@ -137,18 +137,20 @@ Result<void> ServerMarket::post(Seconds now) {
   return {};
 }
 
-std::vector<LedgerRecord> ServerMarket::take_unstored(const GpuModelCatalog& models) {
+std::vector<LedgerRecord> ServerMarket::take_unstored(const GpuModelCatalog& models,
+                                                      std::size_t most) {
   std::vector<LedgerRecord> out;
   const auto entries = desk_.ledger().entries();
   const TenantBook& book = desk_.book();
-  for (std::size_t i = stored_; i < entries.size(); ++i) {
+  const std::size_t end = most == 0 ? entries.size() : std::min(entries.size(), stored_ + most);
+  for (std::size_t i = stored_; i < end; ++i) {
     const LedgerEntry& e = entries[i];
     out.push_back(LedgerRecord{.seq = next_seq_++,
                                .at = e.to,
                                .tenant = book.tenant_name(e.tenant),
                                .document = ledger_entry_json(e, book, models).dump()});
   }
-  stored_ = entries.size();
+  stored_ = end;
   return out;
 }
 

@@ -73,8 +73,11 @@ class ServerMarket {
     return desk_.charge_burst(job, tenant, offer, gpus, from, to, to - from);
   }
 
-  // The entries appended since the last call, as store records (tenants and models by name).
-  std::vector<LedgerRecord> take_unstored(const GpuModelCatalog& models);
+  // The entries appended since the last call, as store records (tenants and models by name): the
+  // first `most` of them (0: all); the rest are taken by the next calls.
+  std::vector<LedgerRecord> take_unstored(const GpuModelCatalog& models, std::size_t most = 0);
+  // Whether entries wait to be taken.
+  [[nodiscard]] bool has_unstored() const { return stored_ < desk_.ledger().entries().size(); }
 
   [[nodiscard]] const MarketSpec& spec() const { return spec_; }
   [[nodiscard]] std::size_t skipped() const { return skipped_; }
