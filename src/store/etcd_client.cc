@@ -6,6 +6,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <utility>
 
 namespace tidepool {
@@ -101,7 +102,7 @@ Result<std::unique_ptr<EtcdClient>> EtcdClient::connect(const std::vector<std::s
                                                         const std::string& probe_key,
                                                         std::chrono::milliseconds dial_timeout,
                                                         std::chrono::milliseconds request_timeout,
-                                                        EtcdCallCounts* counts) {
+                                                        EtcdCallCounts* counts, Member member) {
   if (endpoints.empty()) return fail(kClientField, "no etcd endpoint given");
   auto secure = credentials(tls);
   if (!secure) return std::unexpected(secure.error());
@@ -112,7 +113,8 @@ Result<std::unique_ptr<EtcdClient>> EtcdClient::connect(const std::vector<std::s
     arguments.SetMaxReceiveMessageSize(-1);
     auto channel = grpc::CreateCustomChannel(address, *secure, arguments);
     channels.push_back(Endpoint{address, etcdserverpb::KV::NewStub(channel),
-                                etcdserverpb::Lease::NewStub(channel)});
+                                etcdserverpb::Lease::NewStub(channel),
+                                etcdserverpb::Maintenance::NewStub(channel)});
   }
   std::unique_ptr<EtcdClient> client(new EtcdClient(std::move(channels), request_timeout, counts));
 
@@ -133,6 +135,12 @@ Result<std::unique_ptr<EtcdClient>> EtcdClient::connect(const std::vector<std::s
     const grpc::Status status = client->endpoints_[i].kv->Range(&context, probe, &response);
     if (status.ok()) {
       client->current_ = i;
+      if (member == Member::kRaftLeader && client->endpoints_.size() > 1) {
+        // A second at most, within the dial timeout: without an answer the first one serves.
+        const auto by =
+            std::min(deadline, std::chrono::system_clock::now() + std::chrono::seconds(1));
+        if (const auto leader = client->raft_leader(by)) client->current_ = *leader;
+      }
       return client;
     }
     reasons += fmt::format("{}KV/Range on {}: {} ({})", reasons.empty() ? "" : "; ",
@@ -141,6 +149,22 @@ Result<std::unique_ptr<EtcdClient>> EtcdClient::connect(const std::vector<std::s
   }
   return fail(kClientField, fmt::format("no etcd endpoint answered within {} ms: {}",
                                         dial_timeout.count(), reasons));
+}
+
+std::optional<std::size_t> EtcdClient::raft_leader(
+    std::chrono::system_clock::time_point deadline) const {
+  std::uint64_t leader = 0;  // as the first member that knows says
+  for (std::size_t i = 0; i < endpoints_.size(); ++i) {
+    grpc::ClientContext context;
+    context.set_deadline(deadline);
+    etcdserverpb::StatusResponse status;
+    if (!endpoints_[i].maintenance->Status(&context, etcdserverpb::StatusRequest{}, &status).ok()) {
+      continue;
+    }
+    if (leader == 0) leader = status.leader();
+    if (leader != 0 && status.header().member_id() == leader) return i;
+  }
+  return std::nullopt;
 }
 
 template <class Response, class Call>

@@ -134,29 +134,6 @@ TEST_F(EtcdElectionTest, ALeaderThatStopsRenewingIsSucceededAfterItsTtl) {
   EXPECT_FALSE(a->renew().value());
 }
 
-// The index in `endpoints` of the member that leads etcd's own raft, as every member says.
-Result<std::size_t> raft_leader(const std::vector<std::string>& endpoints) {
-  std::vector<std::uint64_t> ids;  // each member's raft id
-  std::uint64_t leader = 0;
-  for (const std::string& endpoint : endpoints) {
-    auto stub = etcdserverpb::Maintenance::NewStub(
-        grpc::CreateChannel(endpoint, grpc::InsecureChannelCredentials()));
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + 5s);
-    etcdserverpb::StatusResponse status;
-    const grpc::Status answered = stub->Status(&context, etcdserverpb::StatusRequest{}, &status);
-    if (!answered.ok()) return fail("etcd", endpoint + ": Status: " + answered.error_message());
-    if (leader != 0 && status.leader() != leader) {
-      return fail("etcd", "the members do not agree on their leader yet");
-    }
-    leader = status.leader();
-    ids.push_back(status.header().member_id());
-  }
-  const auto found = std::find(ids.begin(), ids.end(), leader);
-  if (leader == 0 || found == ids.end()) return fail("etcd", "no member leads");
-  return static_cast<std::size_t>(found - ids.begin());
-}
-
 // A member that hangs (paused: connected, silent) costs the leader no renewal: each call gives it
 // up after a quarter of the TTL and asks the next member, so the lease never goes a whole TTL
 // unrenewed, and the leadership stays. The member paused is a follower of etcd's raft (were it the
@@ -166,11 +143,7 @@ TEST(EtcdElectionClusterTest, ALeaderKeepsItsLeaseWhileTheMemberItTalksToHangs) 
   auto started = EtcdTestCluster::start(3);
   ASSERT_TRUE(started.has_value()) << started.error().message();
   EtcdTestCluster& cluster = **started;
-  Result<std::size_t> leader = raft_leader(cluster.endpoints());
-  for (int tries = 0; !leader && tries < 50; ++tries) {
-    std::this_thread::sleep_for(100ms);  // the members agree within an election timeout
-    leader = raft_leader(cluster.endpoints());
-  }
+  const Result<std::size_t> leader = cluster.raft_leader();
   ASSERT_TRUE(leader.has_value()) << leader.error().message();
   const std::size_t hanging = (*leader + 1) % 3;
   EtcdElectionOptions options;

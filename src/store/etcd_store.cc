@@ -284,7 +284,8 @@ Result<std::unique_ptr<Store>> open_etcd_store(EtcdStoreOptions options) {
   if (options.max_txn_ops < 1) return fail("max_txn_ops", "must be at least 1");
   const etcd_keys::Layout layout(options.prefix);
   auto client = EtcdClient::connect(options.endpoints, options.tls, layout.last_event_seq(),
-                                    options.dial_timeout, options.request_timeout, options.counts);
+                                    options.dial_timeout, options.request_timeout, options.counts,
+                                    EtcdClient::Member::kRaftLeader);
   if (!client) return std::unexpected(client.error());
   return std::make_unique<EtcdStore>(std::move(options), std::move(*client));
 }

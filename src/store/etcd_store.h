@@ -67,8 +67,9 @@ struct EtcdTls {
 
 struct EtcdStoreOptions {
   // Client URLs' host:port of the cluster's members, e.g. "127.0.0.1:2379" (no scheme: gRPC, over
-  // TLS when `tls` is set). Calls go to the first that answers; reads move on to the next when one
-  // is unavailable.
+  // TLS when `tls` is set). Calls go to the member that leads etcd's raft when the store opens (a
+  // follower would forward each write to it, and ask it before each read), else to the first
+  // that answers; they move on to the next when one is unavailable.
   std::vector<std::string> endpoints = {"127.0.0.1:2379"};
   std::optional<EtcdTls> tls;  // absent: plaintext
   // Every key of the store starts with this; several stores may share a cluster under different

@@ -6,7 +6,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -332,6 +334,30 @@ TEST(EtcdStoreClusterTest, ThreeMembersServeTheStoreWhileOneIsDown) {
   auto reopened = open_etcd_store(first_only);
   ASSERT_TRUE(reopened.has_value()) << reopened.error().message();
   EXPECT_EQ(load_or_die(**reopened), load_or_die(store));
+}
+
+// A client given every member talks to the one that leads etcd's raft, wherever it is in the list
+// (the store's), or to the first that answers (the election's).
+TEST(EtcdClientTest, TheStoresClientTalksToTheMemberThatLeadsEtcdsRaft) {
+  auto started = EtcdTestCluster::start(3);
+  ASSERT_TRUE(started.has_value()) << started.error().message();
+  EtcdTestCluster& cluster = **started;
+  const Result<std::size_t> leader = cluster.raft_leader();
+  ASSERT_TRUE(leader.has_value()) << leader.error().message();
+  std::vector<std::string> endpoints = cluster.endpoints();
+  const std::string leading = endpoints[*leader];
+  std::rotate(endpoints.begin(), endpoints.begin() + static_cast<std::ptrdiff_t>(*leader + 1),
+              endpoints.end());
+  ASSERT_EQ(endpoints.back(), leading);
+  auto to_leader =
+      EtcdClient::connect(endpoints, std::nullopt, "/", std::chrono::seconds(5),
+                          std::chrono::seconds(5), nullptr, EtcdClient::Member::kRaftLeader);
+  ASSERT_TRUE(to_leader.has_value()) << to_leader.error().message();
+  EXPECT_EQ((*to_leader)->endpoint(), leading);
+  auto to_first = EtcdClient::connect(endpoints, std::nullopt, "/", std::chrono::seconds(5),
+                                      std::chrono::seconds(5), nullptr);
+  ASSERT_TRUE(to_first.has_value()) << to_first.error().message();
+  EXPECT_EQ((*to_first)->endpoint(), endpoints.front());
 }
 
 // Members that serve clients over TLS only and ask for a client certificate: a store given the CA,

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <grpcpp/grpcpp.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -11,6 +12,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -20,6 +22,7 @@
 #include <thread>
 #include <utility>
 
+#include "store/etcd/etcd_rpc.grpc.pb.h"
 #include "store/etcd_store.h"
 
 namespace tidepool::test_support {
@@ -68,13 +71,16 @@ Result<std::vector<int>> free_ports(std::size_t count) {
 }
 
 #if defined(__SANITIZE_THREAD__)
-// gRPC and Abseil come from Debian's packages, built without ThreadSanitizer: it cannot see their
-// own locks and atomics, so it reports races inside them that are not there. Suppressed for those
-// libraries only; a race in Tidepool's code, the store's included, is still reported.
+// gRPC, Abseil and OpenSSL (gRPC's TLS) come from Debian's packages, built without
+// ThreadSanitizer: it cannot see their own locks and atomics, so it reports races inside them that
+// are not there. Suppressed for those libraries only; a race in Tidepool's code, the store's
+// included, is still reported.
 extern "C" const char* __tsan_default_suppressions() {
   return "race:libabsl_*\n"
          "race:libgrpc*\n"
-         "race:libgpr*\n";
+         "race:libgpr*\n"
+         "race:libssl*\n"
+         "race:libcrypto*\n";
 }
 #endif
 
@@ -151,6 +157,40 @@ Result<void> EtcdTestCluster::make_certificate() {
   }
   tls_ = tls;
   return {};
+}
+
+Result<std::size_t> EtcdTestCluster::raft_leader(std::chrono::milliseconds timeout) const {
+  if (tls_) return fail(kClusterField, "raft_leader() asks plaintext clusters only");
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::string why;
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::vector<std::uint64_t> ids;  // each member's raft id
+    std::uint64_t leader = 0;
+    why.clear();
+    for (const std::string& endpoint : endpoints()) {
+      auto stub = etcdserverpb::Maintenance::NewStub(
+          grpc::CreateChannel(endpoint, grpc::InsecureChannelCredentials()));
+      grpc::ClientContext context;
+      context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+      etcdserverpb::StatusResponse status;
+      const grpc::Status answered = stub->Status(&context, etcdserverpb::StatusRequest{}, &status);
+      if (!answered.ok()) {
+        why = endpoint + ": Status: " + answered.error_message();
+      } else if (leader != 0 && status.leader() != leader) {
+        why = "the members do not agree on their leader yet";
+      }
+      if (!why.empty()) break;
+      leader = status.leader();
+      ids.push_back(status.header().member_id());
+    }
+    const auto found = std::find(ids.begin(), ids.end(), leader);
+    if (why.empty() && leader != 0 && found != ids.end()) {
+      return static_cast<std::size_t>(found - ids.begin());
+    }
+    if (why.empty()) why = "no member leads";
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return fail(kClusterField, "no raft leader that every member names: " + why);
 }
 
 std::string EtcdTestCluster::client_url(int port) const {

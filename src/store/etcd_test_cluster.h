@@ -40,6 +40,11 @@ class EtcdTestCluster {
 
   // "127.0.0.1:PORT" of each member's client URL, for EtcdStoreOptions::endpoints.
   [[nodiscard]] std::vector<std::string> endpoints() const;
+  // The index in endpoints() of the member that leads etcd's own raft, once every member says the
+  // same (asked again for up to `timeout`: they agree within an election timeout). Plaintext
+  // clusters only.
+  [[nodiscard]] Result<std::size_t> raft_leader(
+      std::chrono::milliseconds timeout = std::chrono::seconds(5)) const;
   // What a client needs to reach the members (absent: plaintext).
   [[nodiscard]] const std::optional<EtcdTls>& tls() const { return tls_; }
 
