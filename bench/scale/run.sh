@@ -91,10 +91,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# A port free now: bound by nobody on 127.0.0.1.
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
+# shellcheck source=bench/etcd_helpers.sh
+source "${repo}/bench/etcd_helpers.sh"
 
 # run_size N: one measurement; its figures in ${out}/scale-N.json. Exit status 0 when it ran.
 run_size() {
@@ -130,29 +128,13 @@ open(f"{dir}/tenants.yaml", "w").write(f"""orgs:
           H100: {{guaranteed_gpus: 1, borrowing_limit_gpus: 0}}
 """)
 PY
-  local cluster="" endpoints="" port
-  local -a ports=()
-  for i in 0 1 2; do
-    ports+=("$(free_port)" "$(free_port)")
-  done
-  for i in 0 1 2; do
-    cluster+="${cluster:+,}m${i}=http://127.0.0.1:${ports[$((2 * i + 1))]}"
-    endpoints+="${endpoints:+, }127.0.0.1:${ports[$((2 * i))]}"
-  done
-  local etcd_pids=""
-  for i in 0 1 2; do
-    etcd --name "m${i}" --data-dir "${dir}/etcd-m${i}" \
-      --listen-client-urls "http://127.0.0.1:${ports[$((2 * i))]}" \
-      --advertise-client-urls "http://127.0.0.1:${ports[$((2 * i))]}" \
-      --listen-peer-urls "http://127.0.0.1:${ports[$((2 * i + 1))]}" \
-      --initial-advertise-peer-urls "http://127.0.0.1:${ports[$((2 * i + 1))]}" \
-      --initial-cluster "${cluster}" --initial-cluster-state new \
-      --max-txn-ops "${max_txn_ops}" --max-request-bytes "${max_request_bytes}" \
-      --quota-backend-bytes 8589934592 \
-      --auto-compaction-mode periodic --auto-compaction-retention 1h > "${dir}/etcd-m${i}.log" 2>&1 &
-    pids+=($!)
-    etcd_pids+="${etcd_pids:+,}$!"
-  done
+  start_etcd_cluster "${dir}" --max-txn-ops "${max_txn_ops}" \
+    --max-request-bytes "${max_request_bytes}" --quota-backend-bytes 8589934592 \
+    --auto-compaction-mode periodic --auto-compaction-retention 1h
+  pids+=("${etcd_pids[@]}")
+  local endpoints="${etcd_endpoints}"
+  local member_pids
+  member_pids=$(IFS=,; echo "${etcd_pids[*]}")
   cat > "${dir}/server.yaml" <<EOF
 listen: 127.0.0.1:0
 cluster: cluster.yaml
@@ -184,7 +166,7 @@ EOF
   if [[ ${perf} -eq 1 ]]; then perf_args=(--perf "${out}/perf-${n}.data"); fi
   # shellcheck disable=SC2086 # bench_args are words
   "${bench}" "${perf_args[@]}" --server "127.0.0.1:${port}" --cluster "${dir}/cluster.yaml" \
-    --admin-token-file "${dir}/admin.token" --server-pid "${server}" --etcd-pids "${etcd_pids}" \
+    --admin-token-file "${dir}/admin.token" --server-pid "${server}" --etcd-pids "${member_pids}" \
     --jobs "${jobs}" --pending "${pending}" --window "${window}" --period "${period}" \
     --array-size "${array_size}" --json "${out}/scale-${n}.json" ${bench_args} || status=$?
   if [[ ${status} -ne 0 ]]; then

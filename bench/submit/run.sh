@@ -56,26 +56,11 @@ if [[ ${with_etcd} -eq 1 ]]; then
     rm -rf "${etcd_dir}"
   }
   trap stop_etcd EXIT
-  # Free ports: six in a row from a random base, each checked.
-  base=$((20000 + RANDOM % 20000))
-  cluster=""
-  endpoints=""
-  for i in 0 1 2; do
-    cluster+="${cluster:+,}m${i}=http://127.0.0.1:$((base + 2 * i + 1))"
-    endpoints+="${endpoints:+,}127.0.0.1:$((base + 2 * i))"
-  done
-  for i in 0 1 2; do
-    etcd --name "m${i}" --data-dir "${etcd_dir}/m${i}" \
-      --listen-client-urls "http://127.0.0.1:$((base + 2 * i))" \
-      --advertise-client-urls "http://127.0.0.1:$((base + 2 * i))" \
-      --listen-peer-urls "http://127.0.0.1:$((base + 2 * i + 1))" \
-      --initial-advertise-peer-urls "http://127.0.0.1:$((base + 2 * i + 1))" \
-      --initial-cluster "${cluster}" --initial-cluster-state new \
-      --max-txn-ops 10000 --max-request-bytes 33554432 > "${etcd_dir}/m${i}.log" 2>&1 &
-    etcd_pids+=($!)
-  done
+  # shellcheck source=bench/etcd_helpers.sh
+  source "${repo}/bench/etcd_helpers.sh"
+  start_etcd_cluster "${etcd_dir}" --max-txn-ops 10000 --max-request-bytes 33554432
   "${bench}" --tidepool "${tidepool}" --clients "${clients}" --jobs "${jobs}" \
-    --cli-jobs "${cli_jobs}" --etcd "${endpoints}" --json "${out}/tidepool-etcd.json"
+    --cli-jobs "${cli_jobs}" --etcd "${etcd_endpoints}" --json "${out}/tidepool-etcd.json"
   stop_etcd
   trap - EXIT
   python3 - "${out}/tidepool.json" "${out}/tidepool-etcd.json" <<'PY'

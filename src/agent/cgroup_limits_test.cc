@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "agent/test_processes.h"
+#include "testing/temp_dir.h"
 
 extern char** environ;
 
@@ -31,25 +32,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-// A directory of its own under the system's temporary folder, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "tidepool-cgroup-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) != nullptr) path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    if (!path_.empty()) fs::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  [[nodiscard]] const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using test_support::TempDir;
 
 void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
@@ -72,8 +55,6 @@ void drop_files(const std::string& dir) {
 
 class TaskCgroupTest : public ::testing::Test {
  protected:
-  void SetUp() override { ASSERT_FALSE(temp_.path().empty()) << "mkdtemp failed"; }
-
   // A fake group "job-1" as the kernel would make it, and a TaskCgroup on it.
   Result<TaskCgroup> create(std::int64_t cpu_milli, std::int64_t memory_mib) {
     make_group(group(), kTaskFiles);
@@ -247,8 +228,6 @@ TEST_F(TaskCgroupTest, TheLastOwnerRemovesTheDirectory) {
 
 class ProbeCgroupsTest : public ::testing::Test {
  protected:
-  void SetUp() override { ASSERT_FALSE(temp_.path().empty()) << "mkdtemp failed"; }
-
   // The agent's cgroup as the kernel would show it: delegated cpu and memory, the agent in it.
   void make_service_cgroup() {
     make_group(service(), {"cgroup.controllers", "cgroup.procs", "cgroup.subtree_control"});

@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "store/test_temp_dir.h"
+#include "testing/temp_dir.h"
 
 namespace tidepool {
 namespace {

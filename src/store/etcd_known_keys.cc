@@ -17,15 +17,24 @@ bool EtcdKnownKeys::wanted(const std::string& key) const {
   return false;
 }
 
+namespace {
+
+// What is kept of a job: its tenant and idempotency key, as a stored job.
+std::string job_summary(const JobRecord& job) {
+  JobRecord summary;
+  summary.tenant = job.tenant;
+  summary.idempotency_key = job.idempotency_key;
+  return etcd_records::encode(summary);
+}
+
+}  // namespace
+
 std::string EtcdKnownKeys::kept(const std::string& key, const std::string& value) const {
   const etcd_keys::KeyRange jobs = layout_.jobs();
   if (key < jobs.begin || key >= jobs.end) return value;
   auto job = etcd_records::decode_job(0, key, value);
   if (!job) return value;  // the plan reports it
-  JobRecord summary;
-  summary.tenant = std::move(job->tenant);
-  summary.idempotency_key = std::move(job->idempotency_key);
-  return etcd_records::encode(summary);
+  return job_summary(*job);
 }
 
 void EtcdKnownKeys::keep(const std::string& key, const etcd_plan::ReadValue& value) {
@@ -63,6 +72,11 @@ void EtcdKnownKeys::restart() { forget(); }
 void EtcdKnownKeys::found(const std::string& key, const std::string& value,
                           std::int64_t mod_revision) {
   if (wanted(key)) values_[key] = etcd_plan::ReadValue{kept(key, value), mod_revision};
+}
+
+void EtcdKnownKeys::found_job(const std::string& key, const JobRecord& job,
+                              std::int64_t mod_revision) {
+  values_[key] = etcd_plan::ReadValue{job_summary(job), mod_revision};
 }
 
 void EtcdKnownKeys::committed(const etcd_plan::Plan& plan, std::int64_t revision) {

@@ -20,6 +20,7 @@
 
 #include "store/etcd_batch_plan.h"
 #include "store/etcd_keys.h"
+#include "store/store.h"
 
 namespace tidepool {
 
@@ -39,6 +40,8 @@ class EtcdKnownKeys {
   // done() is called; if the load fails before, forget().
   void restart();
   void found(const std::string& key, const std::string& value, std::int64_t mod_revision);
+  // The same for a job load() decoded already (its value is not decoded a second time).
+  void found_job(const std::string& key, const JobRecord& job, std::int64_t mod_revision);
   void done() { complete_ = true; }
   // A transaction of `plan` succeeded at `revision`: what it wrote is now known.
   void committed(const etcd_plan::Plan& plan, std::int64_t revision);

@@ -80,12 +80,12 @@ Result<Snapshot> EtcdStore::load() {
   auto jobs = read_range(layout_.jobs(), 0);
   if (!jobs) return std::unexpected(jobs.error());
   const std::int64_t revision = jobs->header().revision();
-  learn(*jobs);
   for (const mvccpb::KeyValue& kv : jobs->kvs()) {
     const auto id = etcd_keys::parse_number(etcd_keys::Layout::suffix(layout_.jobs(), kv.key()));
     if (!id) return fail(kStoreField, fmt::format("key {:?} names no job id", kv.key()));
     auto job = etcd_records::decode_job(*id, kv.key(), kv.value());
     if (!job) return std::unexpected(job.error());
+    known_.found_job(kv.key(), *job, kv.mod_revision());
     snapshot.jobs.push_back(std::move(*job));
   }
 

@@ -364,6 +364,12 @@ TEST(EtcdClientTest, TheStoresClientTalksToTheMemberThatLeadsEtcdsRaft) {
 // its certificate and key commits and loads; one without TLS, or without a client certificate,
 // gets no answer; files that are missing or hold no PEM block are named before anything is sent.
 TEST(EtcdStoreTlsTest, TheStoreSpeaksTlsWithAClientCertificate) {
+#if defined(__SANITIZE_THREAD__)
+  // gRPC's TLS runs inside Debian's gRPC and OpenSSL, built without ThreadSanitizer, which then
+  // reports races on locks it cannot see (no frame of Tidepool's in them). The release and
+  // AddressSanitizer builds run this test.
+  GTEST_SKIP() << "TLS inside uninstrumented gRPC and OpenSSL";
+#endif
   auto started = EtcdTestCluster::start_tls(1);
   ASSERT_TRUE(started.has_value()) << started.error().message();
   EtcdTestCluster& cluster = **started;

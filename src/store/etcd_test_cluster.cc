@@ -71,16 +71,13 @@ Result<std::vector<int>> free_ports(std::size_t count) {
 }
 
 #if defined(__SANITIZE_THREAD__)
-// gRPC, Abseil and OpenSSL (gRPC's TLS) come from Debian's packages, built without
-// ThreadSanitizer: it cannot see their own locks and atomics, so it reports races inside them that
-// are not there. Suppressed for those libraries only; a race in Tidepool's code, the store's
-// included, is still reported.
+// gRPC and Abseil come from Debian's packages, built without ThreadSanitizer: it cannot see their
+// own locks and atomics, so it reports races inside them that are not there. Suppressed for those
+// libraries only; a race in Tidepool's code, the store's included, is still reported.
 extern "C" const char* __tsan_default_suppressions() {
   return "race:libabsl_*\n"
          "race:libgrpc*\n"
-         "race:libgpr*\n"
-         "race:libssl*\n"
-         "race:libcrypto*\n";
+         "race:libgpr*\n";
 }
 #endif
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "store/store.h"
-#include "store/test_temp_dir.h"
+#include "testing/temp_dir.h"
 
 namespace tidepool {
 

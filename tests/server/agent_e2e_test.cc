@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <regex>
 #include <set>
@@ -95,7 +96,7 @@ class AgentTest : public ::testing::Test {
           auto nodes = admin_->get("/v1/nodes");
           int ready = 0;
           for (const auto& n : nodes.body["nodes"]) {
-            if (n.value("registered_ms", 0) > 0 && n["state"] == "ready") ++ready;
+            if (n.value("registered_ms", std::int64_t{0}) > 0 && n["state"] == "ready") ++ready;
           }
           return ready == 2;
         },

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "agent/test_processes.h"
-#include "store/test_temp_dir.h"
+#include "testing/temp_dir.h"
 
 namespace tidepool::test_support {
 

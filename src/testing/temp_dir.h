@@ -1,5 +1,5 @@
 // Tests only: a fresh folder under the system's temporary folder, removed with everything in it at
-// the end of the test. Header only.
+// the end of the test. Header only; every layer's tests may use it (src/layers.txt).
 #pragma once
 
 #include <cstdlib>
