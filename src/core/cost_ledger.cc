@@ -1,6 +1,8 @@
 #include "core/cost_ledger.h"
 
+#include <algorithm>
 #include <array>
+#include <span>
 #include <string>
 #include <utility>
 
@@ -77,7 +79,14 @@ Result<EntryKind> parse_entry_kind(std::string_view name) {
                           "'; expected charge, lending-credit, burst-charge or burst-cost");
 }
 
-Result<std::uint64_t> CostLedger::append(LedgerEntry entry) {
+std::int64_t paid_milli_seconds(const LedgerEntry& entry) {
+  return entry.folded > 0 ? entry.milli_seconds : entry.milli * (entry.to - entry.from);
+}
+
+namespace {
+
+// Why append refuses `entry`, if it does.
+Result<void> check_entry(const LedgerEntry& entry) {
   if (entry.amount <= 0) {
     return fail("amount", "must be positive, got " + std::to_string(entry.amount) + " micros");
   }
@@ -97,11 +106,53 @@ Result<std::uint64_t> CostLedger::append(LedgerEntry entry) {
   if (entry.debit == entry.credit) {
     return fail("credit", "must differ from the debit account");
   }
-  entry.seq = entries_.size() + 1;
+  return {};
+}
+
+}  // namespace
+
+Result<std::uint64_t> CostLedger::append(LedgerEntry entry) {
+  entry.seq = next_seq_;
+  return restore(std::move(entry));
+}
+
+Result<std::uint64_t> CostLedger::restore(LedgerEntry entry) {
+  if (auto ok = check_entry(entry); !ok) return std::unexpected(ok.error());
+  if (entry.seq < next_seq_) {
+    return fail("seq", "must be at least " + std::to_string(next_seq_) + ", got " +
+                           std::to_string(entry.seq));
+  }
+  next_seq_ = entry.seq + 1;
   balances_[entry.debit] -= entry.amount;
   balances_[entry.credit] += entry.amount;
   entries_.push_back(std::move(entry));
   return entries_.back().seq;
+}
+
+Result<void> CostLedger::apply(const LedgerFold& fold) {
+  const auto by_seq = [](const LedgerEntry& e, std::uint64_t seq) { return e.seq < seq; };
+  const auto first = std::lower_bound(entries_.begin(), entries_.end(), fold.first_seq, by_seq);
+  const auto last = std::lower_bound(first, entries_.end(), fold.last_seq + 1, by_seq);
+  if (fold.last_seq < fold.first_seq || first == last) {
+    return fail("fold", "the run " + std::to_string(fold.first_seq) + ".." +
+                            std::to_string(fold.last_seq) + " holds no entry");
+  }
+  std::uint64_t previous = fold.first_seq - 1;
+  for (const LedgerEntry& c : fold.carried) {
+    if (c.seq <= previous || c.seq > fold.last_seq) {
+      return fail("fold", "carried seq " + std::to_string(c.seq) +
+                              " is outside the run or does not increase");
+    }
+    previous = c.seq;
+    if (auto ok = check_entry(c); !ok) return ok;
+  }
+  const std::span<const LedgerEntry> run(first, last);
+  if (rebuild_balances(run) != rebuild_balances(fold.carried)) {
+    return fail("fold", "the carried entries would change a balance");
+  }
+  const auto at = entries_.erase(first, last);
+  entries_.insert(at, fold.carried.begin(), fold.carried.end());
+  return {};
 }
 
 Micros CostLedger::balance(Account account) const {

@@ -13,9 +13,12 @@
 // A tenant's balance is thus its credits minus its charges (negative: it has spent).
 //
 // CostLedger is a value type; it owns no threads and is not synchronised. Entries are numbered
-// from 1 in order of appending.
+// from 1 in order of appending. Closing the books (core/ledger_books.h) folds runs of old entries
+// into fewer carried ones that keep seqs of the run, so the seqs of a long-lived ledger increase
+// with gaps.
 #pragma once
 
+#include <algorithm>
 #include <compare>
 #include <cstdint>
 #include <map>
@@ -62,16 +65,49 @@ struct LedgerEntry {
   GpuModelId model;
   std::int64_t milli = 0;     // GPUs paid for (at the interval's end), milli-GPUs
   Micros price_per_hour = 0;  // the price in force (for a credit: the lender's rate)
+  // A carried entry (closing the books) stands for `folded` (>= 1) entries of the same kind,
+  // accounts, tenant, model (and job, or none): `amount` is theirs summed, [from, to] spans theirs,
+  // `milli_seconds` is the GPU use they paid for, `milli` and `price_per_hour` are 0 where they
+  // differed. 0 for an entry as posted.
+  std::int64_t folded = 0;
+  std::int64_t milli_seconds = 0;
 
   friend bool operator==(const LedgerEntry&, const LedgerEntry&) = default;
 };
 
+// The GPU use an entry pays for, in milli-GPU-seconds: milli x (to - from), or a carried entry's
+// own figure.
+[[nodiscard]] std::int64_t paid_milli_seconds(const LedgerEntry& entry);
+
+// Closing the books (core/ledger_books.h): the entries with seq in [first_seq, last_seq] are
+// replaced by `carried`, whose seqs lie in that run, increasing.
+struct LedgerFold {
+  std::uint64_t first_seq = 0;
+  std::uint64_t last_seq = 0;
+  std::vector<LedgerEntry> carried;
+
+  friend bool operator==(const LedgerFold&, const LedgerFold&) = default;
+};
+
 class CostLedger {
  public:
-  // Checks and appends `entry` (its seq is set): the amount must be positive, the accounts
-  // different, the kind's accounts as in the file comment (a tenant account is `entry.tenant`'s),
-  // to >= from. Fails, changing nothing, otherwise.
+  // Checks and appends `entry` (its seq is set to next_seq()): the amount must be positive, the
+  // accounts different, the kind's accounts as in the file comment (a tenant account is
+  // `entry.tenant`'s), to >= from. Fails, changing nothing, otherwise.
   Result<std::uint64_t> append(LedgerEntry entry);
+  // An entry of a ledger kept before (a stored one, read back in seq order), checked as append
+  // does, keeping its seq, which must be >= next_seq() (the seqs between were folded, or could
+  // not be read back).
+  Result<std::uint64_t> restore(LedgerEntry entry);
+  // The seq the next entry appended takes.
+  [[nodiscard]] std::uint64_t next_seq() const { return next_seq_; }
+  // The next entry appended takes a seq after `seq` (the last one of a ledger read back, which
+  // may have been left out).
+  void skip_through(std::uint64_t seq) { next_seq_ = std::max(next_seq_, seq + 1); }
+  // Replaces the run of `fold` by its carried entries. Fails, changing nothing, when the run is
+  // empty or holds none of the entries, a carried seq lies outside it or does not increase, a
+  // carried entry is one append refuses, or the carried entries would change a balance.
+  Result<void> apply(const LedgerFold& fold);
 
   [[nodiscard]] std::span<const LedgerEntry> entries() const { return entries_; }
   [[nodiscard]] Micros balance(Account account) const;
@@ -91,6 +127,7 @@ class CostLedger {
  private:
   std::vector<LedgerEntry> entries_;
   std::map<Account, Micros> balances_;
+  std::uint64_t next_seq_ = 1;
 };
 
 }  // namespace tidepool

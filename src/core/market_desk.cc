@@ -54,11 +54,31 @@ Result<void> MarketDesk::restore(LedgerEntry entry) {
   const std::optional<JobId> job = entry.job;
   const Micros amount = entry.amount;
   const std::int64_t day = utc_day(epoch_ + entry.from);
-  if (auto ok = ledger_.append(std::move(entry)); !ok) return std::unexpected(ok.error());
+  auto ok = entry.seq == 0 ? ledger_.append(std::move(entry)) : ledger_.restore(std::move(entry));
+  if (!ok) return std::unexpected(ok.error());
   if (job && charge) ended_runs_[*job] += amount;
   first_day_ = std::min(first_day_, day);
   absorb();
   return {};
+}
+
+std::optional<LedgerFold> MarketDesk::close_books(Seconds now, const BookTerms& terms,
+                                                  std::size_t foldable, std::size_t most,
+                                                  std::function<bool(JobId)> live) {
+  absorb();
+  auto fold = next_fold({.entries = ledger_.entries(),
+                         .foldable = foldable,
+                         .now = now,
+                         .epoch = epoch_,
+                         .most = most,
+                         .live = std::move(live)},
+                        terms);
+  if (!fold) return std::nullopt;
+  const std::size_t before = ledger_.entries().size();
+  // A fold next_fold made keeps every balance: a refusal is a bug, and changes nothing.
+  if (!ledger_.apply(*fold)) return std::nullopt;
+  absorbed_ -= before - ledger_.entries().size();  // the totals already hold the run
+  return fold;
 }
 
 Result<void> MarketDesk::advance(Seconds now, const Pool& pool) {

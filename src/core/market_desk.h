@@ -26,6 +26,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <span>
@@ -38,6 +39,7 @@
 #include "core/charge_meter.h"
 #include "core/cost_ledger.h"
 #include "core/error.h"
+#include "core/ledger_books.h"
 #include "core/ids.h"
 #include "core/money.h"
 #include "core/pool.h"
@@ -77,10 +79,18 @@ class MarketDesk {
   static Result<MarketDesk> create(MarketDeskSettings settings, const Pool& pool,
                                    const TenantBook& book, Seconds start);
 
-  // An entry posted before (a server's stored ledger, in seq order), appended again: it counts in
-  // the balances and totals, and a job's charges in its cost (its runs are over). Call before
-  // anything starts. Fails, changing nothing, for an entry the ledger refuses.
+  // An entry posted before (a server's stored ledger, in seq order), appended again with its seq
+  // (0: the next): it counts in the balances and totals, and a job's charges in its cost (its
+  // runs are over). Call before anything starts. Fails, changing nothing, for an entry the ledger
+  // refuses (CostLedger::restore).
   Result<void> restore(LedgerEntry entry);
+  // The next entry posted takes a seq after `seq` (the last of a ledger read back).
+  void skip_through(std::uint64_t seq) { ledger_.skip_through(seq); }
+  // Closing the books (core/ledger_books.h): applies the next fold due at `now` over the first
+  // `foldable` entries, within `most` carried entries (0: any number), and returns it. Totals,
+  // budgets and job costs are unchanged.
+  std::optional<LedgerFold> close_books(Seconds now, const BookTerms& terms, std::size_t foldable,
+                                        std::size_t most, std::function<bool(JobId)> live);
 
   // Accrues up to `now` with `pool` as it stood since the last call.
   Result<void> advance(Seconds now, const Pool& pool);

@@ -233,5 +233,39 @@ TEST(MarketDesk, RestoredEntriesCountInTotalsCostsAndHistory) {
   EXPECT_EQ(again.ledger().entries().size(), first.ledger().entries().size());
 }
 
+TEST(MarketDesk, ClosingTheBooksKeepsTotalsHistoryAndJobCostsAcrossARestart) {
+  Fixture f;
+  constexpr Seconds kDay = 86'400;
+  MarketDesk desk = make_desk(f, 0, 10 * kDay);
+  ASSERT_TRUE(desk.start(JobId{1}, kA, on_node(0, 2), 1000, f.pool, PriceClass::kStandard,
+                         10 * kDay));
+  for (Seconds t = 10 * kDay + 3600; t <= 13 * kDay + 7200; t += 3600) {
+    ASSERT_TRUE(desk.advance(t, f.pool));
+    ASSERT_TRUE(desk.post(t));
+  }
+  const MoneyTotals totals = desk.tenant_totals(kA);
+  const std::vector<Micros> days = desk.daily_charges(kA, 10, 4);
+  Micros charged = 0;  // what a restart counts as the job's cost: its posted charges
+  for (const LedgerEntry& e : desk.ledger().entries()) {
+    if (e.job == JobId{1}) charged += e.amount;
+  }
+  const std::size_t posted = desk.ledger().entries().size();
+  int folds = 0;
+  while (desk.close_books(13 * kDay + 7200, BookTerms{}, desk.ledger().entries().size(), 0, {})) {
+    ++folds;
+  }
+  EXPECT_EQ(folds, 3);  // days 10, 11 and 12; day 13 is open
+  EXPECT_LT(desk.ledger().entries().size(), posted / 4);
+  EXPECT_EQ(desk.tenant_totals(kA), totals);
+  EXPECT_EQ(desk.daily_charges(kA, 10, 4), days);
+  // A restart reads the folded ledger back: the same totals, history and job cost.
+  MarketDesk again = make_desk(f, 0, 14 * kDay);
+  for (const LedgerEntry& e : desk.ledger().entries()) ASSERT_TRUE(again.restore(e));
+  EXPECT_EQ(again.tenant_totals(kA), totals);
+  EXPECT_EQ(again.daily_charges(kA, 10, 4), days);
+  EXPECT_EQ(again.job_cost(JobId{1}), charged);
+  EXPECT_EQ(again.ledger().next_seq(), desk.ledger().next_seq());
+}
+
 }  // namespace
 }  // namespace tidepool
