@@ -91,14 +91,15 @@ Groups group(std::span<const LedgerEntry> run, int level, std::int64_t opening_e
   return groups;
 }
 
-// `run` replaced by `groups`, which take the last seqs of the run.
+// `run` replaced by `groups`, which take the last seqs of the run, one after another (there are
+// fewer groups than entries in the run, and so than seqs).
 LedgerFold fold_of(std::span<const LedgerEntry> run, Groups& groups) {
   LedgerFold fold{.first_seq = run.front().seq, .last_seq = run.back().seq, .carried = {}};
-  std::size_t at = run.size() - groups.size();
+  std::uint64_t seq = fold.last_seq + 1 - groups.size();
   for (auto& [key, c] : groups) {
     if (!c.same_milli) c.entry.milli = 0;
     if (!c.same_price) c.entry.price_per_hour = 0;
-    c.entry.seq = run[at++].seq;
+    c.entry.seq = seq++;
     fold.carried.push_back(std::move(c.entry));
   }
   return fold;
@@ -146,7 +147,8 @@ std::optional<LedgerFold> next_fold(const FoldRequest& request, const BookTerms&
       return g.size() < run.size() && (request.most == 0 || g.size() <= request.most);
     };
     if (level == 1 && groups.size() < run.size() && !within(groups)) {
-      groups = group(run, 2, opening_end, request);  // too many jobs for one commit: by tenant and model
+      groups =
+          group(run, 2, opening_end, request);  // too many jobs for one commit: by tenant and model
     }
     if (within(groups)) return fold_of(run, groups);
     i = j;

@@ -15,9 +15,9 @@
 // goes: a bill over part of a closed day, and by job, team or label past `job_days`.
 //
 // A fold replaces a run of consecutive entries (a day's, or every level 3 day's) by its carried
-// entries, which take the last seqs of the run (LedgerFold), so that a store deletes one range of
-// seqs and writes a few entries. Entries count on the day of their last second (entry_day), which
-// follows the posting order, so a day's entries are consecutive.
+// entries, which take the last seqs of the run's span, one after another (LedgerFold), so that a
+// store deletes one range of seqs and writes a few entries. Entries count on the day of their last
+// second (entry_day), which follows the posting order, so a day's entries are consecutive.
 //
 // Pure: values in, a fold out; the same ledger, time and terms give the same fold.
 #pragma once

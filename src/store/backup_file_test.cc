@@ -192,11 +192,21 @@ TEST(BackupFile, DuplicateOrMissingSeqsAreNamed) {
   EXPECT_THAT(error.reason, HasSubstr("event seq 2 after seq 2"));
 
   std::vector<std::string> gap = lines;
-  gap.erase(gap.begin() + 9);  // ledger seq 1
+  gap.erase(gap.begin() + 11);  // event seq 1
   error = refused(joined(gap));
-  EXPECT_EQ(error.field, "line 10");
-  EXPECT_THAT(error.reason, HasSubstr("ledger entry seq 2 after seq 0"));
+  EXPECT_EQ(error.field, "line 12");
+  EXPECT_THAT(error.reason, HasSubstr("event seq 2 after seq 0"));
   EXPECT_THAT(error.reason, HasSubstr("a line missing?"));
+
+  // A ledger's seqs may have gaps (folded runs), not repeats; a line missing is counted.
+  std::vector<std::string> repeated = lines;
+  repeated.insert(repeated.begin() + 10, lines[9]);  // ledger seq 1 twice
+  error = refused(joined(repeated));
+  EXPECT_EQ(error.field, "line 11");
+  EXPECT_THAT(error.reason, HasSubstr("ledger entry seq 1 after seq 1"));
+  std::vector<std::string> missing = lines;
+  missing.erase(missing.begin() + 9);  // ledger seq 1
+  EXPECT_THAT(refused(joined(missing)).reason, HasSubstr("ledger"));
 }
 
 TEST(BackupFile, DuplicateKeysAndOrderAreNamed) {

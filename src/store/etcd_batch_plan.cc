@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "store/etcd_records.h"
+#include "store/ledger_rules.h"
 
 namespace tidepool::etcd_plan {
 namespace {
@@ -24,12 +25,20 @@ class Overlay {
   }
   void put(const std::string& key, std::string value) { writes_[key] = std::move(value); }
   void erase(const std::string& key) { writes_[key] = std::nullopt; }
+  // Deletes the keys in [key, end) with one operation: the writes there so far are dropped (etcd
+  // refuses a transaction that puts a key it deletes).
+  void erase_range(const std::string& key, const std::string& end) {
+    writes_.erase(writes_.lower_bound(key), writes_.lower_bound(end));
+    ranges_.emplace_back(key, end);
+  }
 
   std::map<std::string, std::optional<std::string>> take_writes() { return std::move(writes_); }
+  std::vector<std::pair<std::string, std::string>> take_ranges() { return std::move(ranges_); }
 
  private:
   const ReadState& read_;
   std::map<std::string, std::optional<std::string>> writes_;
+  std::vector<std::pair<std::string, std::string>> ranges_;
 };
 
 // The last seq stored under `key` (meta keys hold decimal text; absent: 0).
@@ -54,7 +63,7 @@ std::vector<std::string> keys_to_read(const Batch& batch, const etcd_keys::Layou
     }
   }
   if (!batch.events.empty()) keys.insert(layout.last_event_seq());
-  if (!batch.ledger.empty()) keys.insert(layout.last_ledger_seq());
+  if (!batch.ledger.empty() || !batch.ledger_folds.empty()) keys.insert(layout.last_ledger_seq());
   for (const TokenRecord& token : batch.tokens) {
     keys.insert(layout.token(token.id));
     keys.insert(layout.token_hash_index(token.hash));
@@ -109,18 +118,26 @@ Result<Plan> plan(const Batch& batch, const etcd_keys::Layout& layout, const Rea
     overlay.put(layout.last_event_seq(), std::to_string(*last));
   }
 
-  if (!batch.ledger.empty()) {
+  if (!batch.ledger.empty() || !batch.ledger_folds.empty()) {
     auto last = last_seq(overlay, layout.last_ledger_seq(), field);
     if (!last) return std::unexpected(last.error());
     for (const LedgerRecord& entry : batch.ledger) {
-      if (entry.seq != *last + 1) {
-        return fail(field, fmt::format("ledger seq {} does not follow the last stored seq {}",
-                                       entry.seq, *last));
-      }
+      if (auto refused = ledger_append_refusal(entry.seq, *last)) return fail(field, *refused);
       overlay.put(layout.ledger(entry.seq), etcd_records::encode(entry));
       *last = entry.seq;
     }
-    overlay.put(layout.last_ledger_seq(), std::to_string(*last));
+    if (!batch.ledger.empty()) overlay.put(layout.last_ledger_seq(), std::to_string(*last));
+    for (const LedgerFoldRecord& fold : batch.ledger_folds) {
+      if (auto refused = ledger_fold_refusal(fold, *last)) return fail(field, *refused);
+      // The carried entries overwrite the last seqs of the run; the rest is one range.
+      const std::int64_t carried_from = fold.carried.front().seq;
+      if (fold.first_seq < carried_from) {
+        overlay.erase_range(layout.ledger(fold.first_seq), layout.ledger(carried_from));
+      }
+      for (const LedgerRecord& entry : fold.carried) {
+        overlay.put(layout.ledger(entry.seq), etcd_records::encode(entry));
+      }
+    }
   }
 
   for (const TokenRecord& token : batch.tokens) {
@@ -146,6 +163,7 @@ Result<Plan> plan(const Batch& batch, const etcd_keys::Layout& layout, const Rea
 
   Plan result;
   result.writes = overlay.take_writes();
+  result.deleted_ranges = overlay.take_ranges();
   for (const std::string& key : keys_to_read(batch, layout)) {
     const auto stored = read.find(key);
     result.unchanged[key] = stored == read.end() ? 0 : stored->second.mod_revision;

@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -33,6 +34,9 @@ struct Plan {
   // Key -> new value; nullopt: delete the key. One entry per key (etcd refuses a transaction that
   // writes a key twice).
   std::map<std::string, std::optional<std::string>> writes;
+  // [key, range_end) ranges deleted whole (a ledger fold's run), each one operation; no key of
+  // `writes` lies in one.
+  std::vector<std::pair<std::string, std::string>> deleted_ranges;
   // Each key read -> the mod_revision it must still have (0: it must still be absent).
   std::map<std::string, std::int64_t> unchanged;
 };

@@ -182,6 +182,12 @@ Result<etcdserverpb::TxnRequest> EtcdStore::transaction(const etcd_plan::Plan& p
       op.mutable_request_delete_range()->set_key(key);
     }
   }
+  for (const auto& [key, end] : plan.deleted_ranges) {
+    etcdserverpb::DeleteRangeRequest& erase =
+        *request.add_success()->mutable_request_delete_range();
+    erase.set_key(key);
+    erase.set_range_end(end);
+  }
   const auto compares = static_cast<std::int64_t>(request.compare_size());
   const auto writes = static_cast<std::int64_t>(request.success_size());
   if (std::max(compares, writes) > options_.max_txn_ops) {

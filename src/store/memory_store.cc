@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <optional>
 
+#include "store/ledger_rules.h"
+
 namespace tidepool {
 namespace {
 
@@ -18,7 +20,8 @@ constexpr const char* kField = "memory store";
 struct MemoryStore::Undo {
   std::vector<std::pair<std::int64_t, std::optional<JobRecord>>> jobs;
   std::size_t events = 0;
-  std::size_t ledger = 0;
+  std::optional<std::map<std::int64_t, LedgerRecord>> ledger;  // when the batch changes it
+  std::int64_t last_ledger_seq = 0;
   std::vector<std::pair<std::string, std::optional<TokenRecord>>> tokens;
 };
 
@@ -27,7 +30,8 @@ Result<void> MemoryStore::commit(const Batch& batch) {
   std::lock_guard lock(mutex_);
   Undo undo;
   undo.events = events_.size();
-  undo.ledger = ledger_.size();
+  if (!batch.ledger.empty() || !batch.ledger_folds.empty()) undo.ledger = ledger_;
+  undo.last_ledger_seq = last_ledger_seq_;
   auto applied = apply(batch, undo);
   if (!applied) rollback(undo);
   return applied;
@@ -67,12 +71,17 @@ Result<void> MemoryStore::apply(const Batch& batch, Undo& undo) {
   }
 
   for (const LedgerRecord& entry : batch.ledger) {
-    const auto last = static_cast<std::int64_t>(ledger_.size());
-    if (entry.seq != last + 1) {
-      return fail(kField, fmt::format("ledger seq {} does not follow the last stored seq {}",
-                                      entry.seq, last));
+    if (auto refused = ledger_append_refusal(entry.seq, last_ledger_seq_)) {
+      return fail(kField, *refused);
     }
-    ledger_.push_back(entry);
+    ledger_[entry.seq] = entry;
+    last_ledger_seq_ = entry.seq;
+  }
+
+  for (const LedgerFoldRecord& fold : batch.ledger_folds) {
+    if (auto refused = ledger_fold_refusal(fold, last_ledger_seq_)) return fail(kField, *refused);
+    ledger_.erase(ledger_.lower_bound(fold.first_seq), ledger_.upper_bound(fold.last_seq));
+    for (const LedgerRecord& entry : fold.carried) ledger_[entry.seq] = entry;
   }
 
   for (const TokenRecord& token : batch.tokens) {
@@ -98,7 +107,8 @@ void MemoryStore::rollback(const Undo& undo) {
     put_job(it->first, it->second ? &*it->second : nullptr);
   }
   events_.erase(events_.begin() + static_cast<std::ptrdiff_t>(undo.events), events_.end());
-  ledger_.erase(ledger_.begin() + static_cast<std::ptrdiff_t>(undo.ledger), ledger_.end());
+  if (undo.ledger) ledger_ = *undo.ledger;
+  last_ledger_seq_ = undo.last_ledger_seq;
   for (auto it = undo.tokens.rbegin(); it != undo.tokens.rend(); ++it) {
     put_token(it->first, it->second ? &*it->second : nullptr);
   }
@@ -138,7 +148,8 @@ Result<Snapshot> MemoryStore::load() {
   for (const auto& [key, document] : nodes_) snapshot.nodes.push_back({key, document});
   for (const auto& [key, document] : settings_) snapshot.settings.push_back({key, document});
   snapshot.last_event_seq = static_cast<std::int64_t>(events_.size());
-  snapshot.ledger = ledger_;
+  snapshot.ledger.reserve(ledger_.size());
+  for (const auto& [seq, entry] : ledger_) snapshot.ledger.push_back(entry);
   return snapshot;
 }
 

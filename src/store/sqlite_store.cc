@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "store/file_lock.h"
+#include "store/ledger_rules.h"
 
 namespace tidepool {
 namespace {
@@ -63,7 +64,7 @@ constexpr std::array kMigrations = {
       CREATE TABLE nodes (key TEXT PRIMARY KEY, document TEXT NOT NULL) STRICT;
       CREATE TABLE settings (key TEXT PRIMARY KEY, document TEXT NOT NULL) STRICT;
     )sql"},
-    // The internal market's ledger: append-only.
+    // The internal market's ledger: appended to; closing the books folds runs of it.
     Migration{2, R"sql(
       CREATE TABLE ledger (
         seq INTEGER PRIMARY KEY CHECK (seq > 0),
@@ -248,7 +249,7 @@ class SqliteStore final : public Store {
   // The statements the writer connection reuses for every commit.
   struct WriterStatements {
     Statement begin, commit, upsert_job, last_event_seq, insert_event, last_ledger_seq,
-        insert_ledger, upsert_token, upsert_node, upsert_setting;
+        insert_ledger, delete_ledger_run, upsert_token, upsert_node, upsert_setting;
   };
 
   SqliteStore(FileLock lock, std::string path, Database writer, WriterStatements statements,
@@ -359,7 +360,7 @@ Result<void> SqliteStore::apply(const Batch& batch) {
     }
   }
 
-  if (!batch.ledger.empty()) {
+  if (!batch.ledger.empty() || !batch.ledger_folds.empty()) {
     std::int64_t last = 0;
     {
       sqlite3_stmt* stmt = statements_.last_ledger_seq.get();
@@ -368,11 +369,7 @@ Result<void> SqliteStore::apply(const Batch& batch) {
       last = sqlite3_column_int64(stmt, 0);
     }
     sqlite3_stmt* ledger_stmt = statements_.insert_ledger.get();
-    for (const LedgerRecord& entry : batch.ledger) {
-      if (entry.seq != last + 1) {
-        return fail(path_, fmt::format("ledger seq {} does not follow the last stored seq {}",
-                                       entry.seq, last));
-      }
+    const auto insert = [&](const LedgerRecord& entry) -> Result<void> {
       const bool bound =
           bind_int(ledger_stmt, 1, entry.seq) && bind_int(ledger_stmt, 2, entry.at) &&
           bind_text(ledger_stmt, 3, entry.tenant) && bind_text(ledger_stmt, 4, entry.document);
@@ -380,7 +377,25 @@ Result<void> SqliteStore::apply(const Batch& batch) {
       if (auto done = run(db, ledger_stmt); !done) {
         return failed(fmt::format("writing ledger entry {}", entry.seq), done.error());
       }
+      return {};
+    };
+    for (const LedgerRecord& entry : batch.ledger) {
+      if (auto refused = ledger_append_refusal(entry.seq, last)) return fail(path_, *refused);
+      if (auto ok = insert(entry); !ok) return ok;
       last = entry.seq;
+    }
+    sqlite3_stmt* delete_stmt = statements_.delete_ledger_run.get();
+    for (const LedgerFoldRecord& fold : batch.ledger_folds) {
+      if (auto refused = ledger_fold_refusal(fold, last)) return fail(path_, *refused);
+      const std::string what =
+          fmt::format("folding ledger seqs {}..{}", fold.first_seq, fold.last_seq);
+      if (!bind_int(delete_stmt, 1, fold.first_seq) || !bind_int(delete_stmt, 2, fold.last_seq)) {
+        return write_failed(what);
+      }
+      if (auto done = run(db, delete_stmt); !done) return failed(what, done.error());
+      for (const LedgerRecord& entry : fold.carried) {
+        if (auto ok = insert(entry); !ok) return ok;
+      }
     }
   }
 
@@ -567,6 +582,7 @@ Result<std::unique_ptr<Store>> open_sqlite_store(const std::string& path) {
       {&statements.last_ledger_seq, "SELECT coalesce(max(seq), 0) FROM ledger"},
       {&statements.insert_ledger,
        "INSERT INTO ledger (seq, at, tenant, document) VALUES (?1, ?2, ?3, ?4)"},
+      {&statements.delete_ledger_run, "DELETE FROM ledger WHERE seq BETWEEN ?1 AND ?2"},
       {&statements.upsert_token,
        "INSERT INTO tokens (id, hash, role, tenant, node, description, created_ms, revoked) "
        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (id) DO UPDATE SET "

@@ -52,8 +52,9 @@ struct TokenRecord {
   friend bool operator==(const TokenRecord&, const TokenRecord&) = default;
 };
 
-// One entry of the internal market's ledger (core/cost_ledger.h), append-only; seq numbers are
-// assigned by the server, 1, 2, 3, ... without gaps, like events.
+// One entry of the internal market's ledger (core/cost_ledger.h); seq numbers are assigned by the
+// server, 1, 2, 3, ... Closing the books (core/ledger_books.h) folds runs of old entries into
+// fewer (LedgerFoldRecord), so a long-lived ledger's seqs increase with gaps.
 struct LedgerRecord {
   std::int64_t seq = 0;
   std::int64_t at = 0;   // Unix time (seconds) the entry's interval ends
@@ -61,6 +62,17 @@ struct LedgerRecord {
   std::string document;  // JSON, owned by the server
 
   friend bool operator==(const LedgerRecord&, const LedgerRecord&) = default;
+};
+
+// Closing the books: the stored ledger entries with seq in [first_seq, last_seq] are replaced by
+// `carried`, whose seqs are the last of that span, one after another: last_seq - n + 1 ..
+// last_seq for n carried entries (at least one, at most the span's length).
+struct LedgerFoldRecord {
+  std::int64_t first_seq = 0;
+  std::int64_t last_seq = 0;
+  std::vector<LedgerRecord> carried;
+
+  friend bool operator==(const LedgerFoldRecord&, const LedgerFoldRecord&) = default;
 };
 
 // A changed item of a small keyed collection (nodes, tenants, settings): its document replaces the
@@ -73,22 +85,26 @@ struct KeyedRecord {
 };
 
 // Changes applied together or not at all. Jobs and tokens are upserted by id, nodes and settings
-// by key; events and ledger entries are appended (their seq must follow the last stored one).
+// by key; events and ledger entries are appended (their seq must follow the last stored one);
+// ledger folds replace stored entries.
 //
-// The lists are applied in this order: jobs, events, ledger, tokens, nodes, settings; each record
-// by record in its order, and each record is checked against the state that the records before it
-// left:
+// The lists are applied in this order: jobs, events, ledger, ledger folds, tokens, nodes,
+// settings; each record by record in its order, and each record is checked against the state that
+// the records before it left:
 //  - a job's id is > 0 and its document is not empty;
 //  - a job's non-empty idempotency key is held by no other job of its tenant;
-//  - an event's seq, and a ledger entry's, is the last stored one + 1 (the first is 1);
+//  - an event's seq is the last stored one + 1 (the first is 1); a ledger entry's is greater than
+//    the last stored one (gaps are those of folded ledgers, restored);
+//  - a ledger fold has 1 <= first_seq <= last_seq <= the last stored ledger seq, and its carried
+//    seqs are last_seq - n + 1 .. last_seq, n >= 1, none below first_seq;
 //  - a token's hash, the empty one too, is held by no other token.
 // Nothing else is checked: other fields may hold anything, the empty string too. So a record may
 // take an idempotency key or a hash that an earlier record of the batch gave up, of two records
 // with the same id (or node or setting key) the later wins, and two jobs that swap their keys in
 // one batch are refused (the first takes a key still held). If a record breaks a rule the batch
 // is refused: nothing of it is applied, the store is as before and usable, and the error's reason
-// names the first such record ("job 6", "token tok-b", "event seq 5", "ledger seq 4"). An empty
-// batch succeeds and changes nothing.
+// names the first such record ("job 6", "token tok-b", "event seq 5", "ledger seq 4", "ledger fold
+// 3..9"). An empty batch succeeds and changes nothing.
 struct Batch {
   std::vector<JobRecord> jobs;
   std::vector<EventRecord> events;
@@ -96,10 +112,11 @@ struct Batch {
   std::vector<KeyedRecord> nodes;
   std::vector<KeyedRecord> settings;
   std::vector<LedgerRecord> ledger;
+  std::vector<LedgerFoldRecord> ledger_folds = {};
 
   [[nodiscard]] bool empty() const {
-    return jobs.empty() && events.empty() && ledger.empty() && tokens.empty() && nodes.empty() &&
-           settings.empty();
+    return jobs.empty() && events.empty() && ledger.empty() && ledger_folds.empty() &&
+           tokens.empty() && nodes.empty() && settings.empty();
   }
 };
 
@@ -112,7 +129,7 @@ struct Snapshot {
   std::vector<KeyedRecord> nodes;
   std::vector<KeyedRecord> settings;
   std::int64_t last_event_seq = 0;   // 0: no events yet
-  std::vector<LedgerRecord> ledger;  // in seq order
+  std::vector<LedgerRecord> ledger;  // in seq order (increasing, with the gaps of folds)
 
   friend bool operator==(const Snapshot&, const Snapshot&) = default;
 };
@@ -126,7 +143,8 @@ inline constexpr const char* kLeadershipLostField = "leadership";
 // A batch over them is refused whole (kBatchTooLargeField), so the server keeps its rounds within.
 struct CommitLimits {
   std::int64_t writes = 0;  // keys written: one per record, two for a job with an idempotency key
-                            // or a token (its index entry), one more per seq kept (events, ledger)
+                            // or a token (its index entry), one more per seq kept (events, ledger),
+                            // one per ledger fold and its carried entries
   std::int64_t bytes = 0;   // the encoded batch
 };
 
