@@ -128,6 +128,7 @@ Result<void> run_server(const ServerFlags& flags) {
     }
     setup.market = std::move(*market);
     setup.ledger_posting_interval = whole_seconds(config->ledger_posting_interval);
+    setup.ledger_books = config->ledger_books;
   }
 
   // Block the stop signals in every thread (before any starts); one thread waits for them.

@@ -9,6 +9,7 @@
 
 #include "core/budget.h"
 #include "core/market_desk.h"
+#include "core/tidal_window.h"
 
 namespace tidepool {
 namespace {

@@ -66,7 +66,7 @@ CostLedger posted_ledger(int days, Seconds step) {
 
 // Folds until nothing is due at `now`; returns how many folds were applied.
 int close_all(CostLedger& ledger, Seconds now, const BookTerms& terms, std::size_t most = 0,
-              std::function<bool(JobId)> live = {}) {
+              const std::function<bool(JobId)>& live = {}) {
   int folds = 0;
   while (auto fold = next_fold({.entries = ledger.entries(),
                                 .foldable = ledger.entries().size(),

@@ -237,8 +237,8 @@ TEST(MarketDesk, ClosingTheBooksKeepsTotalsHistoryAndJobCostsAcrossARestart) {
   Fixture f;
   constexpr Seconds kDay = 86'400;
   MarketDesk desk = make_desk(f, 0, 10 * kDay);
-  ASSERT_TRUE(desk.start(JobId{1}, kA, on_node(0, 2), 1000, f.pool, PriceClass::kStandard,
-                         10 * kDay));
+  ASSERT_TRUE(
+      desk.start(JobId{1}, kA, on_node(0, 2), 1000, f.pool, PriceClass::kStandard, 10 * kDay));
   for (Seconds t = 10 * kDay + 3600; t <= 13 * kDay + 7200; t += 3600) {
     ASSERT_TRUE(desk.advance(t, f.pool));
     ASSERT_TRUE(desk.post(t));

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "config/cluster_file.h"
@@ -55,8 +56,16 @@ struct MemoryStore {
 
   void commit(const Batch& b) {
     for (const LedgerRecord& l : b.ledger) {
-      EXPECT_EQ(l.seq, static_cast<std::int64_t>(ledger.size()) + 1);
+      EXPECT_GT(l.seq, ledger.empty() ? 0 : ledger.back().seq);
       ledger.push_back(l);
+    }
+    for (const LedgerFoldRecord& fold : b.ledger_folds) {
+      const auto in_run = [&](const LedgerRecord& l) {
+        return l.seq >= fold.first_seq && l.seq <= fold.last_seq;
+      };
+      const auto at = std::find_if(ledger.begin(), ledger.end(), in_run);
+      const auto end = std::find_if_not(at, ledger.end(), in_run);
+      ledger.insert(ledger.erase(at, end), fold.carried.begin(), fold.carried.end());
     }
     for (const JobRecord& j : b.jobs) jobs[j.id] = j;
     for (const TokenRecord& t : b.tokens) tokens[t.id] = t;
@@ -105,6 +114,7 @@ class ControlPlaneTest : public ::testing::Test {
     setup.market = market_;
     setup.admission = admission_;
     setup.ledger_entries_per_round = ledger_entries_per_round_;
+    setup.ledger_books = ledger_books_;
     auto plane = ControlPlane::create(std::move(setup), store_.snapshot(), now, repairs, tokens_);
     EXPECT_TRUE(plane.has_value()) << plane.error().message();
     store_.commit(repairs);
@@ -143,6 +153,7 @@ class ControlPlaneTest : public ::testing::Test {
   std::optional<MarketSpec> market_;
   AdmissionLimits admission_;
   std::int64_t ledger_entries_per_round_ = 0;
+  BookTerms ledger_books_;
   std::unique_ptr<ControlPlane> plane_;
 };
 
@@ -806,6 +817,78 @@ TEST_F(MarketPlaneTest, APostingLargerThanARoundIsStoredOverTheNextRounds) {
   plane_ = restart(kStart + 1min + 1s);
   EXPECT_NEAR(wire(plane_->bill(kVision, query)).body["total"]["charges"].get<double>(),
               7 * h100 / 60, 1e-5);
+}
+
+// Closing the books: once a day is over, its stored entries fold into one per job (days older
+// than ledger_books.job_days into one per tenant and model), in the store as in the plane; bills
+// over whole days, balances and a restart see the same money.
+TEST_F(MarketPlaneTest, ClosedDaysAreFoldedInTheStoreAndEveryBillStaysTheSame) {
+  ledger_books_ = BookTerms{.job_days = 1, .day_days = 3};
+  ledger_entries_per_round_ = 16;
+  plane_ = restart(kStart);
+  std::vector<std::int64_t> ids;
+  for (int i = 0; i < 4; ++i) {
+    JobSpec spec = job("long-" + std::to_string(i), 1, 1);
+    spec.preemptible = false;
+    ids.push_back(submit(spec, kVision, "", kStart).body["id"]);
+    ASSERT_EQ(get(ids.back()).body["state"], "running");
+  }
+  // A posting every 10 minutes of the clock for two days and a bit; two jobs end on day 0.
+  const auto bill = [&](std::int64_t day, BillGrouping by) {
+    const BillQuery query{"vision", kDay + day * 86'400, kDay + (day + 1) * 86'400, by};
+    return wire(plane_->bill(kVision, query)).body;
+  };
+  std::vector<nlohmann::json> bills;
+  std::size_t posted = 0;
+  std::size_t folds = 0;
+  for (Instant now = kStart + 10min; now <= kStart + 50h; now += 10min) {
+    if (now == kStart + 12h) {
+      for (int ended : {0, 1}) {
+        Batch batch;
+        ASSERT_EQ(
+            wire(plane_->report_status(kAdmin, jid(ids[ended]), succeeded(), now, batch)).status,
+            200);
+        commit(batch);
+      }
+    }
+    if (now == kStart + 24h) bills = {bill(0, BillGrouping::kJob), bill(0, BillGrouping::kModel)};
+    for (int round = 0; round < 10; ++round) {
+      Batch batch;
+      plane_->schedule(now, batch);
+      posted += batch.ledger.size();
+      folds += batch.ledger_folds.size();
+      EXPECT_LE(batch.ledger.size() +
+                    (batch.ledger_folds.empty() ? 0 : batch.ledger_folds[0].carried.size()),
+                16U);
+      commit(batch);
+      if (!plane_->wants_pass()) break;
+    }
+  }
+  // Day 0 and day 1 are closed: day 0's entries by tenant and model (older than a day), day 1's by
+  // job; day 2 is open.
+  EXPECT_GE(folds, 2U);
+  EXPECT_LT(store_.ledger.size(), posted / 4);
+  std::set<std::string> day0_jobs;
+  for (const LedgerRecord& r : store_.ledger) {
+    const auto doc = nlohmann::json::parse(r.document);
+    if (r.at <= kDay + 86'400 && doc.contains("folded")) day0_jobs.insert(doc["job"].dump());
+  }
+  // Day 0 keeps the two live jobs' own entries; the ended jobs' are the tenant's.
+  EXPECT_EQ(day0_jobs,
+            (std::set<std::string>{"null", std::to_string(ids[2]), std::to_string(ids[3])}));
+  const nlohmann::json by_model = bill(0, BillGrouping::kModel);
+  EXPECT_EQ(by_model["total"], bills[1]["total"]);
+  EXPECT_EQ(by_model["groups"][0]["gpu_hours"], bills[1]["groups"][0]["gpu_hours"]);
+  // By job, day 0's ended jobs are the tenant's now; the live ones keep their own lines.
+  const nlohmann::json by_job = bill(0, BillGrouping::kJob);
+  EXPECT_EQ(by_job["total"]["charges"], bills[0]["total"]["charges"]);
+  EXPECT_EQ(by_job["groups"].size(), 3U);
+  EXPECT_EQ(by_job["groups"][0]["group"], "(books closed: by model only)");
+  // A restart reads the folded ledger: the same bills and charges.
+  const auto charges = plane_->figures().tenant_charges.at("vision");
+  plane_ = restart(kStart + 50h + 1s);
+  EXPECT_EQ(bill(0, BillGrouping::kModel)["total"], bills[1]["total"]);
+  EXPECT_EQ(plane_->figures().tenant_charges.at("vision"), charges);
 }
 
 TEST_F(MarketPlaneTest, LendersEarnCreditsForTheIdleGuaranteeOthersUse) {

@@ -153,9 +153,24 @@ void MarketClerk::store_ledger(Batch& batch) {
   if (market_->has_unstored()) state_.mark_dirty();  // the rest in the next round, at once
 }
 
+void MarketClerk::close_books(Instant now, Batch& batch) {
+  if (!market_ || market_->has_unstored()) return;  // a fold takes stored entries only
+  const std::int64_t limit = state_.setup().ledger_entries_per_round;
+  const auto held = static_cast<std::int64_t>(batch.ledger.size());
+  if (limit > 0 && held >= limit) return;  // the next round looks
+  auto fold = market_->close_books(unix_seconds(now), state_.setup().ledger_books,
+                                   state_.scheduler().pool().models(),
+                                   static_cast<std::size_t>(limit > 0 ? limit - held : 0),
+                                   [this](JobId job) { return state_.live().contains(job); });
+  if (!fold) return;
+  batch.ledger_folds.push_back(std::move(*fold));
+  state_.mark_dirty();  // more may be due: the next round looks at once
+}
+
 void MarketClerk::post_ledger(Instant now, Batch& batch) {
   if (!market_) return;
   store_ledger(batch);  // what an earlier round had no room for
+  close_books(now, batch);
   if (!market_->posting_due(unix_seconds(now))) return;
   advance(now, batch);
   if (auto ok = market_->post(unix_seconds(now)); !ok) failed(ok.error(), now, batch);

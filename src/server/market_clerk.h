@@ -86,6 +86,9 @@ class MarketClerk {
  private:
   // Moves the entries not yet stored into the batch.
   void store_ledger(Batch& batch);
+  // Closing the books (core/ledger_books.h): the next fold due, if every entry is stored and the
+  // round has room for it.
+  void close_books(Instant now, Batch& batch);
   // The budget watch's events as server events and settings records; `announce` false: holds are
   // applied without budget.exhausted events (at start).
   void check_budgets(Instant now, Batch& batch, bool announce = true);

@@ -65,22 +65,24 @@ nlohmann::json PlaneViews::bill(const BillQuery& query, TenantId tenant) const {
     if (e.job) {
       if (auto it = state_.jobs().find(*e.job); it != state_.jobs().end()) job = &it->second;
     }
+    // Entries without a job: credits, and charges folded by tenant and model (closing the books).
+    const char* no_job = credit                   ? "(lending credits)"
+                         : e.folded > 0 && !e.job ? "(books closed: by model only)"
+                                                  : "(unknown job)";
     std::string key;
     switch (query.by) {
       case BillGrouping::kModel:
         key = models.name(e.model);
         break;
       case BillGrouping::kTeam:
-        key = job ? job->spec.queue : credit ? "(lending credits)" : "(unknown job)";
+        key = job ? job->spec.queue : no_job;
         break;
       case BillGrouping::kJob:
-        key = job      ? fmt::format("{} {}", job->id, job->spec.name)
-              : credit ? "(lending credits)"
-                       : "(unknown job)";
+        key = job ? fmt::format("{} {}", job->id, job->spec.name) : no_job;
         break;
       case BillGrouping::kLabel:
         if (!job) {
-          key = credit ? "(lending credits)" : "(unknown job)";
+          key = no_job;
         } else if (job->spec.labels.empty()) {
           key = "(no labels)";
         } else {
@@ -93,12 +95,12 @@ nlohmann::json PlaneViews::bill(const BillQuery& query, TenantId tenant) const {
     }
     Group& g = groups[key];
     for (Group* target : {&g, &total}) {
-      ++target->entries;
+      target->entries += std::max<std::int64_t>(1, e.folded);
       if (credit) {
         target->credits += e.amount;
       } else {
         target->charges += e.amount;
-        target->milli_seconds += e.milli * (e.to - e.from);
+        target->milli_seconds += paid_milli_seconds(e);
       }
     }
   }

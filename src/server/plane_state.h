@@ -18,6 +18,7 @@
 #include "config/cluster_file.h"
 #include "config/market_file.h"
 #include "core/error.h"
+#include "core/ledger_books.h"
 #include "core/scheduler.h"
 #include "core/tenants.h"
 #include "server/auth.h"
@@ -60,6 +61,9 @@ struct ControlPlaneSetup {
   // control loop sets it): a posting of more (one entry per running job) is stored over the rounds
   // that follow it, at once, in seq order.
   std::int64_t ledger_entries_per_round = 0;
+  // How long a closed day's ledger entries are kept by job, and as the day's own, before they are
+  // folded further (core/ledger_books.h).
+  BookTerms ledger_books;
   AdmissionLimits admission;
 };
 

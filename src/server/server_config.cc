@@ -41,6 +41,8 @@ class ConfigReader : private YamlReader {
                      "idle_gpu_window",
                      "market",
                      "ledger_posting_interval",
+                     "ledger_jobs_kept",
+                     "ledger_days_kept",
                      "admission",
                      "metrics_token_required",
                      "simulate_unregistered_nodes",
@@ -101,6 +103,26 @@ class ConfigReader : private YamlReader {
         }
         *target = millis_from_seconds(*seconds);
       }
+    }
+    for (auto [key, target] : {std::pair{"ledger_jobs_kept", &c.ledger_books.job_days},
+                               std::pair{"ledger_days_kept", &c.ledger_books.day_days}}) {
+      auto node = f->get(key);
+      if (!node) continue;
+      auto value = text(*node, key);
+      if (!value) return std::unexpected(value.error());
+      auto seconds = parse_duration(*value);
+      constexpr Seconds kDay = 86'400;
+      if (!seconds || *seconds < kDay || *seconds % kDay != 0 || *seconds > 3650 * kDay) {
+        return error_at(*node, key, "expected whole days from 1d to 3650d, e.g. 92d");
+      }
+      *target = *seconds / kDay;
+    }
+    if (auto ok = validate(c.ledger_books); !ok) {
+      const char* key = ok.error().field == "job_days" ? "ledger_jobs_kept" : "ledger_days_kept";
+      return error_at(f->get(key) ? *f->get(key) : root, key,
+                      "must be at least ledger_jobs_kept (" +
+                          std::to_string(c.ledger_books.job_days) + "d), got " +
+                          std::to_string(c.ledger_books.day_days) + "d");
     }
     if (auto node = f->get("http_threads")) {
       auto value = text(*node, "http_threads");

@@ -45,6 +45,10 @@
 //   market: market.yaml             # optional: the internal market (config/market_file.h): prices,
 //                                   #   charges, lending credits, budgets; absent: none
 //   ledger_posting_interval: 60s    # how often accrued charges are posted to the ledger (1s..1d)
+//   ledger_jobs_kept: 92d           # closing the books (core/ledger_books.h): once a UTC day is
+//                                   #   over, its entries fold into one per job; past this, one
+//                                   #   per tenant and model (a live job keeps its own)
+//   ledger_days_kept: 400d          #   past this (>= ledger_jobs_kept), into opening entries
 //   admission:                      # per tenant, unless its entry in the tenants file says
 //     max_pending_jobs: 5000        #   jobs waiting at once; past it a submission gets 429
 //     submissions_per_second: 200   #   new jobs per second on average (0: no limit) ...
@@ -60,6 +64,7 @@
 
 #include "core/error.h"
 #include "core/instant.h"
+#include "core/ledger_books.h"
 #include "core/resources.h"
 
 namespace tidepool {
@@ -103,6 +108,7 @@ struct ServerConfig {
   Millis idle_gpu_window = std::chrono::minutes{15};
   std::string market_path;  // empty: no market
   Millis ledger_posting_interval = std::chrono::minutes{1};
+  BookTerms ledger_books;  // ledger_jobs_kept, ledger_days_kept, in days
   std::int64_t max_pending_jobs = 5000;
   std::int64_t submissions_per_second = 200;
   std::int64_t submission_burst = 1000;

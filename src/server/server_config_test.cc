@@ -39,6 +39,33 @@ TEST(ServerConfigTest, AnUnknownPlacementPolicyIsRefusedWithTheKnownOnes) {
   EXPECT_THAT(bad.error().message(), HasSubstr("best-fit"));
 }
 
+TEST(ServerConfigTest, TheLedgersKeepingIsInWholeDaysWithDefaults) {
+  auto plain = read_server_config(kRequired, "server.yaml", "/etc/tidepool");
+  ASSERT_TRUE(plain.has_value()) << plain.error().message();
+  EXPECT_EQ(plain->ledger_books, (BookTerms{.job_days = 92, .day_days = 400}));
+  auto set = read_server_config(
+      std::string(kRequired) + "ledger_jobs_kept: 31d\n" + "ledger_days_kept: 366d\n",
+      "server.yaml", "/etc/tidepool");
+  ASSERT_TRUE(set.has_value()) << set.error().message();
+  EXPECT_EQ(set->ledger_books, (BookTerms{.job_days = 31, .day_days = 366}));
+}
+
+TEST(ServerConfigTest, TheLedgersKeepingOutOfRangeIsRefusedNamingTheKey) {
+  for (const auto& [lines, key, reason] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"ledger_jobs_kept: 12h\n", "ledger_jobs_kept", "whole days"},
+           {"ledger_jobs_kept: 36d1h\n", "ledger_jobs_kept", "whole days"},
+           {"ledger_days_kept: soon\n", "ledger_days_kept", "from 1d to 3650d"},
+           {"ledger_jobs_kept: 100d\nledger_days_kept: 30d\n", "ledger_days_kept",
+            "at least ledger_jobs_kept (100d), got 30d"},
+           {"ledger_days_kept: 10d\n", "ledger_days_kept", "at least ledger_jobs_kept (92d)"}}) {
+    auto bad = read_server_config(std::string(kRequired) + lines, "server.yaml", "/etc/tidepool");
+    ASSERT_FALSE(bad.has_value()) << lines;
+    EXPECT_THAT(bad.error().message(), HasSubstr(key)) << lines;
+    EXPECT_THAT(bad.error().message(), HasSubstr(reason)) << lines;
+  }
+}
+
 TEST(ServerConfigTest, TheStoreIsSqliteUnlessEtcdIsNamed) {
   auto plain = read_server_config(kRequired, "server.yaml", "/etc/tidepool");
   ASSERT_TRUE(plain.has_value()) << plain.error().message();

@@ -36,6 +36,10 @@ nlohmann::json ledger_entry_json(const LedgerEntry& entry, const TenantBook& boo
       {"to", entry.to},
       {"price_per_hour", entry.price_per_hour}};
   if (entry.credit.kind == AccountKind::kProvider) out["provider"] = entry.credit.id;
+  if (entry.folded > 0) {
+    out["folded"] = entry.folded;
+    out["milli_seconds"] = entry.milli_seconds;
+  }
   return out;
 }
 
@@ -64,6 +68,15 @@ Result<LedgerEntry> ledger_entry_from_json(const nlohmann::json& document, const
     auto value = integer_field(document, key);
     if (!value) return std::unexpected(value.error());
     *target = *value;
+  }
+  if (document.contains("folded")) {
+    for (auto [key, target] :
+         {std::pair{"folded", &entry.folded}, std::pair{"milli_seconds", &entry.milli_seconds}}) {
+      auto value = integer_field(document, key);
+      if (!value) return std::unexpected(value.error());
+      *target = *value;
+    }
+    if (entry.folded < 1) return fail("folded", "must be at least 1");
   }
   if (auto job = document.find("job"); job != document.end() && !job->is_null()) {
     if (!job->is_number_unsigned()) return fail("job", "not a job id");
@@ -122,10 +135,13 @@ Result<ServerMarket> ServerMarket::create(MarketSpec spec, Seconds posting_inter
   ServerMarket market(std::move(spec), posting_interval, std::move(*desk), now);
   // Every run stored is over: a job still running is metered again from now.
   for (const LedgerRecord& record : stored) {
-    market.next_seq_ = std::max(market.next_seq_, record.seq + 1);
     auto document = nlohmann::json::parse(record.document, nullptr, false);
     auto entry = ledger_entry_from_json(document, book, pool.models());
-    if (!entry || !market.desk_.restore(std::move(*entry))) ++market.skipped_;
+    if (entry && record.seq > 0) entry->seq = static_cast<std::uint64_t>(record.seq);
+    if (!entry || record.seq <= 0 || !market.desk_.restore(std::move(*entry))) ++market.skipped_;
+  }
+  if (!stored.empty() && stored.back().seq > 0) {
+    market.desk_.skip_through(static_cast<std::uint64_t>(stored.back().seq));
   }
   market.stored_ = market.desk_.ledger().entries().size();
   return market;
@@ -137,20 +153,42 @@ Result<void> ServerMarket::post(Seconds now) {
   return {};
 }
 
+LedgerRecord ServerMarket::record(const LedgerEntry& entry, const GpuModelCatalog& models) const {
+  const TenantBook& book = desk_.book();
+  return LedgerRecord{.seq = static_cast<std::int64_t>(entry.seq),
+                      .at = entry.to,
+                      .tenant = book.tenant_name(entry.tenant),
+                      .document = ledger_entry_json(entry, book, models).dump()};
+}
+
 std::vector<LedgerRecord> ServerMarket::take_unstored(const GpuModelCatalog& models,
                                                       std::size_t most) {
   std::vector<LedgerRecord> out;
   const auto entries = desk_.ledger().entries();
-  const TenantBook& book = desk_.book();
   const std::size_t end = most == 0 ? entries.size() : std::min(entries.size(), stored_ + most);
-  for (std::size_t i = stored_; i < end; ++i) {
-    const LedgerEntry& e = entries[i];
-    out.push_back(LedgerRecord{.seq = next_seq_++,
-                               .at = e.to,
-                               .tenant = book.tenant_name(e.tenant),
-                               .document = ledger_entry_json(e, book, models).dump()});
-  }
+  for (std::size_t i = stored_; i < end; ++i) out.push_back(record(entries[i], models));
   stored_ = end;
+  return out;
+}
+
+std::optional<LedgerFoldRecord> ServerMarket::close_books(Seconds now, const BookTerms& terms,
+                                                          const GpuModelCatalog& models,
+                                                          std::size_t most,
+                                                          std::function<bool(JobId)> live) {
+  const std::int64_t today = desk_.day(now - 1);
+  if (today == books_checked_) return std::nullopt;
+  const std::size_t before = desk_.ledger().entries().size();
+  auto fold = desk_.close_books(now, terms, stored_, most, std::move(live));
+  if (!fold) {
+    // Nothing more is due today, unless entries wait to be stored (the next call looks again).
+    if (stored_ == before) books_checked_ = today;
+    return std::nullopt;
+  }
+  stored_ -= before - desk_.ledger().entries().size();
+  LedgerFoldRecord out{.first_seq = static_cast<std::int64_t>(fold->first_seq),
+                       .last_seq = static_cast<std::int64_t>(fold->last_seq),
+                       .carried = {}};
+  for (const LedgerEntry& e : fold->carried) out.carried.push_back(record(e, models));
   return out;
 }
 

@@ -18,6 +18,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
@@ -28,6 +30,7 @@
 #include "core/burst.h"
 #include "core/cost_ledger.h"
 #include "core/error.h"
+#include "core/ledger_books.h"
 #include "core/market_desk.h"
 #include "core/pool.h"
 #include "core/tenants.h"
@@ -76,6 +79,12 @@ class ServerMarket {
   // The entries appended since the last call, as store records (tenants and models by name): the
   // first `most` of them (0: all); the rest are taken by the next calls.
   std::vector<LedgerRecord> take_unstored(const GpuModelCatalog& models, std::size_t most = 0);
+  // Closing the books (core/ledger_books.h): the next fold of stored entries due at `now`, with
+  // at most `most` carried entries (0: any number), applied to the desk's ledger and returned for
+  // the store. Looks once a day, and again after each fold until nothing more is due.
+  std::optional<LedgerFoldRecord> close_books(Seconds now, const BookTerms& terms,
+                                              const GpuModelCatalog& models, std::size_t most,
+                                              std::function<bool(JobId)> live);
   // Whether entries wait to be taken.
   [[nodiscard]] bool has_unstored() const { return stored_ < desk_.ledger().entries().size(); }
 
@@ -95,8 +104,12 @@ class ServerMarket {
   Seconds posting_interval_ = kDefaultLedgerPostingInterval;
   MarketDesk desk_;
   Seconds next_post_ = 0;
+  // The entry as stored.
+  [[nodiscard]] LedgerRecord record(const LedgerEntry& entry, const GpuModelCatalog& models) const;
+
   std::size_t stored_ = 0;  // entries already in the store (or read from it)
-  std::int64_t next_seq_ = 1;
+  std::int64_t books_checked_ =
+      std::numeric_limits<std::int64_t>::min();  // the day nothing was due
   std::size_t skipped_ = 0;
 };
 

@@ -305,7 +305,8 @@ LedgerRecord carried(std::int64_t seq, std::string tenant) {
 
 Batch fold_batch(std::int64_t first, std::int64_t last, std::vector<LedgerRecord> entries) {
   Batch batch;
-  batch.ledger_folds = {LedgerFoldRecord{.first_seq = first, .last_seq = last, .carried = entries}};
+  batch.ledger_folds = {
+      LedgerFoldRecord{.first_seq = first, .last_seq = last, .carried = std::move(entries)}};
   return batch;
 }
 
