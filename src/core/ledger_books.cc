@@ -15,6 +15,7 @@ namespace tidepool {
 namespace {
 
 constexpr std::int64_t kOpening = std::numeric_limits<std::int64_t>::min();  // level 3's "day"
+constexpr Seconds kSettled = 3600;  // the open day's entries fold once this old
 
 // What the entries folded into one carried entry share.
 struct GroupKey {
@@ -135,19 +136,31 @@ std::optional<LedgerFold> next_fold(const FoldRequest& request, const BookTerms&
   while (i < end) {
     const std::int64_t day = entry_day(entries[i], request.epoch);
     const int level = level_of(day);
-    if (level == 0) break;
-    std::size_t j = i + 1;
-    while (j < end) {
-      const std::int64_t next = entry_day(entries[j], request.epoch);
-      if (level == 3 ? level_of(next) != 3 : next != day) break;
+    std::size_t j = i;
+    if (level == 0) {
+      // The open day: its entries settled an hour ago, as level 1 (folded again with the rest).
+      while (j < end && entries[j].to <= request.now - kSettled) ++j;
+      if (j == i) break;
+    } else {
       ++j;
+      while (j < end) {
+        const std::int64_t next = entry_day(entries[j], request.epoch);
+        if (level == 3 ? level_of(next) != 3 : next != day) break;
+        ++j;
+      }
     }
     const auto run = entries.subspan(i, j - i);
-    Groups groups = group(run, level, opening_end, request);
+    // A closed day folded already has one entry per level 1 group (or coarser): nothing to do.
+    const auto carried = [](const LedgerEntry& e) { return e.folded > 0; };
+    if (level == 1 && std::all_of(run.begin(), run.end(), carried)) {
+      i = j;
+      continue;
+    }
+    Groups groups = group(run, std::max(level, 1), opening_end, request);
     const auto within = [&](const Groups& g) {
       return g.size() < run.size() && (request.most == 0 || g.size() <= request.most);
     };
-    if (level == 1 && groups.size() < run.size() && !within(groups)) {
+    if (level <= 1 && groups.size() < run.size() && !within(groups)) {
       groups =
           group(run, 2, opening_end, request);  // too many jobs for one commit: by tenant and model
     }

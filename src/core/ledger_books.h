@@ -1,18 +1,20 @@
 // Closing the books: the ledger's keeping, so that it does not grow with time without bound.
 //
 // The meter posts one entry per running job and model every posting interval (the server: every
-// minute), so a busy pool's ledger grows by millions of entries a month. Once a UTC day is over,
-// its entries are folded, in the ledger and in the store, into carried entries (LedgerEntry's
-// `folded`) that keep what every report reads:
-//   - level 1, a closed day: one entry per day, job and model (kind, accounts and tenant too);
+// minute), so a busy pool's ledger grows by millions of entries a month. Entries an hour old are
+// folded, in the ledger and in the store, into carried entries (LedgerEntry's `folded`) that keep
+// what every report reads:
+//   - level 1, the day's entries an hour old, and again once the UTC day is over: one entry per
+//     day, job and model (kind, accounts and tenant too);
 //   - level 2, a day older than `job_days`: one per day, tenant and model (a live job, one that
 //     may run again, keeps its own entries: its cost counts toward its max_cost after a restart);
 //   - level 3, a day older than `day_days`: one per tenant, model and account pair over all such
 //     days (the opening balance), so that the ledger's size is bounded by the jobs of the last
-//     `job_days` days and the tenants and models of the last `day_days`, not by the pool's age.
+//     `job_days` days (and the open day's last hour) and the tenants and models of the last
+//     `day_days`, not by the pool's age.
 // What stays exact: every balance, every tenant's totals of each UTC day (entry_day) and quarter,
 // each job's cost (level 1, and live jobs at every level), and bills over whole UTC days. What
-// goes: a bill over part of a closed day, and by job, team or label past `job_days`.
+// goes: a bill over part of a day, and by job, team or label past `job_days`.
 //
 // A fold replaces a run of consecutive entries (a day's, or every level 3 day's) by its carried
 // entries, which take the last seqs of the run's span, one after another (LedgerFold), so that a

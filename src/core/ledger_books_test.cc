@@ -127,10 +127,13 @@ TEST(LedgerBooks, AClosedDayKeepsOneEntryPerJobAndNothingAReportReads) {
   const DayFigures before(ledger, 3);
   const std::uint64_t next = ledger.next_seq();
 
-  // Day 0 is over once a second of day 1 has passed; day 1 is still open.
-  EXPECT_EQ(close_all(ledger, kDay0 + kDay, BookTerms{}), 0);
+  // While day 0 is open, its entries an hour old fold: 138 postings into one entry per job and
+  // the credits.
+  EXPECT_EQ(close_all(ledger, kDay0 + kDay, BookTerms{}), 1);
+  EXPECT_EQ(ledger.entries().size(), 3U * 144 * 4 - 138 * 4 + 4);
+  // Day 0 is over once a second of day 1 has passed; its last hour folds with the rest: 3 jobs and
+  // the credits, apart for the interval ending at midnight. Day 1 has nothing an hour old yet.
   EXPECT_EQ(close_all(ledger, kDay0 + kDay + 1, BookTerms{}), 1);
-  // Day 0: 3 jobs and the credits, apart for the interval ending at midnight.
   EXPECT_EQ(ledger.entries().size(), 3U * 144 * 4 - 144 * 4 + 8);
 
   EXPECT_EQ(close_all(ledger, kDay0 + 4 * kDay, BookTerms{}), 2);
