@@ -23,6 +23,10 @@
 //
 // History: every commit adds a revision to etcd's history, which the store never compacts; run
 // etcd with --auto-compaction-retention (or compact from the leader) so its database stays small.
+// The ledger, which grows with every posting (one entry per running job a minute), is folded
+// (closing the books, core/ledger_books.h: a LedgerFoldRecord is one DeleteRange and its carried
+// entries), so it holds about one entry per job and day for ledger_jobs_kept days; the jobs and
+// the events grow with the work submitted.
 //
 // Fencing: with `guard` set, every Txn also compares the guard key's mod_revision (the leader's
 // election key) and fails with "leadership lost" if it moved, so a deposed leader writes nothing.
