@@ -15,6 +15,7 @@
 #include <functional>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "core/cost_ledger.h"
 #include "core/ledger_books.h"
@@ -42,29 +43,21 @@ struct Options {
 };
 
 bool parse(int argc, char** argv, Options& o) {
+  const std::pair<const char*, std::int64_t*> flags[] = {{"--jobs", &o.jobs},
+                                                         {"--days", &o.days},
+                                                         {"--posting", &o.posting},
+                                                         {"--job-days", &o.job_days},
+                                                         {"--tenants", &o.tenants},
+                                                         {"--models", &o.models},
+                                                         {"--jobs-kept", &o.terms.job_days},
+                                                         {"--days-kept", &o.terms.day_days}};
   for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
     const std::int64_t value = std::strtoll(argv[i + 1], nullptr, 10);
-    if (value < 1) return false;
-    if (flag == "--jobs") {
-      o.jobs = value;
-    } else if (flag == "--days") {
-      o.days = value;
-    } else if (flag == "--posting") {
-      o.posting = value;
-    } else if (flag == "--job-days") {
-      o.job_days = value;
-    } else if (flag == "--tenants") {
-      o.tenants = value;
-    } else if (flag == "--models") {
-      o.models = value;
-    } else if (flag == "--jobs-kept") {
-      o.terms.job_days = value;
-    } else if (flag == "--days-kept") {
-      o.terms.day_days = value;
-    } else {
-      return false;
-    }
+    const auto flag = std::find_if(std::begin(flags), std::end(flags), [&](const auto& f) {
+      return std::strcmp(f.first, argv[i]) == 0;
+    });
+    if (value < 1 || flag == std::end(flags)) return false;
+    *flag->second = value;
   }
   return argc % 2 == 1 && tidepool::validate(o.terms).has_value();
 }
@@ -95,7 +88,7 @@ int main(int argc, char** argv) {
     const Seconds offset = slot * job_length / o.jobs;
     return (t - kStart + offset) / job_length * o.jobs + slot + 1;
   };
-  std::int64_t checked_hour = -1;  // as the server, the books are looked at once an hour
+  std::int64_t checked_period = -1;  // as the server: the books are looked at once an hour
   for (Seconds t = kStart; t < kStart + o.days * kDay; t += o.posting) {
     for (std::int64_t slot = 0; slot < o.jobs; ++slot) {
       const auto job = static_cast<std::uint32_t>(job_at(slot, t));
@@ -116,8 +109,8 @@ int main(int argc, char** argv) {
     }
     most_kept = std::max(most_kept, ledger.entries().size());
     const Seconds now = t + o.posting;
-    if ((now - 1) / 3600 == checked_hour) continue;
-    checked_hour = (now - 1) / 3600;
+    if ((now - 1) / tidepool::kLedgerSettled == checked_period) continue;
+    checked_period = (now - 1) / tidepool::kLedgerSettled;
     const auto start = std::chrono::steady_clock::now();
     std::set<JobId> live;
     for (std::int64_t slot = 0; slot < o.jobs; ++slot) {

@@ -7,42 +7,20 @@
 #include <string>
 #include <utility>
 
+#include "core/test_ledger.h"
 #include "core/test_pool.h"
 
 namespace tidepool {
 namespace {
 
+using test_support::charge_entry;
 using test_support::kA;
 using test_support::kB;
 using test_support::kH100;
-
-LedgerEntry charge(TenantId tenant, Micros amount, Seconds from, Seconds to) {
-  LedgerEntry e;
-  e.kind = EntryKind::kCharge;
-  e.debit = Account::tenant(tenant);
-  e.credit = Account::pool();
-  e.amount = amount;
-  e.from = from;
-  e.to = to;
-  e.job = JobId{7};
-  e.tenant = tenant;
-  e.model = kH100;
-  e.milli = 1000;
-  e.price_per_hour = 3'600'000;
-  return e;
-}
-
-LedgerEntry lending_credit(TenantId tenant, Micros amount, Seconds from, Seconds to) {
-  LedgerEntry e = charge(tenant, amount, from, to);
-  e.kind = EntryKind::kLendingCredit;
-  e.debit = Account::pool();
-  e.credit = Account::tenant(tenant);
-  e.job.reset();
-  return e;
-}
+using test_support::lending_credit_entry;
 
 LedgerEntry burst_cost(std::uint32_t provider, Micros amount, Seconds at) {
-  LedgerEntry e = charge(kA, amount, at, at);
+  LedgerEntry e = charge_entry(kA, amount, at, at);
   e.kind = EntryKind::kBurstCost;
   e.debit = Account::pool();
   e.credit = Account::provider(provider);
@@ -64,9 +42,9 @@ TEST(CostLedger, EntryKindsHaveNamesThatParseBack) {
 
 TEST(CostLedger, AppendNumbersEntriesFromOneAndMovesMoneyBothWays) {
   CostLedger ledger;
-  EXPECT_EQ(ledger.append(charge(kA, 500, 0, 300)), 1U);
-  EXPECT_EQ(ledger.append(lending_credit(kB, 400, 0, 300)), 2U);
-  LedgerEntry burst = charge(kB, 250, 300, 600);
+  EXPECT_EQ(ledger.append(charge_entry(kA, 500, 0, 300)), 1U);
+  EXPECT_EQ(ledger.append(lending_credit_entry(kB, 400, 0, 300)), 2U);
+  LedgerEntry burst = charge_entry(kB, 250, 300, 600);
   burst.kind = EntryKind::kBurstCharge;
   EXPECT_EQ(ledger.append(burst), 3U);
   EXPECT_EQ(ledger.append(burst_cost(2, 200, 600)), 4U);
@@ -84,26 +62,26 @@ TEST(CostLedger, AppendNumbersEntriesFromOneAndMovesMoneyBothWays) {
 
 TEST(CostLedger, RefusesBadEntriesNamingTheFieldAndChangesNothing) {
   CostLedger ledger;
-  ASSERT_TRUE(ledger.append(charge(kA, 100, 0, 10)).has_value());
+  ASSERT_TRUE(ledger.append(charge_entry(kA, 100, 0, 10)).has_value());
   const auto refused = [&](LedgerEntry e) {
     auto r = ledger.append(e);
     EXPECT_FALSE(r.has_value());
     return r.has_value() ? std::string() : r.error().field;
   };
-  EXPECT_EQ(refused(charge(kA, 0, 0, 10)), "amount");
-  EXPECT_EQ(refused(charge(kA, -5, 0, 10)), "amount");
-  EXPECT_EQ(refused(charge(kA, 5, 10, 9)), "to");
+  EXPECT_EQ(refused(charge_entry(kA, 0, 0, 10)), "amount");
+  EXPECT_EQ(refused(charge_entry(kA, -5, 0, 10)), "amount");
+  EXPECT_EQ(refused(charge_entry(kA, 5, 10, 9)), "to");
 
-  LedgerEntry wrong_tenant = charge(kA, 5, 0, 10);
+  LedgerEntry wrong_tenant = charge_entry(kA, 5, 0, 10);
   wrong_tenant.debit = Account::tenant(kB);  // a charge debits the entry's own tenant
   EXPECT_EQ(refused(wrong_tenant), "debit");
-  LedgerEntry to_provider = charge(kA, 5, 0, 10);
+  LedgerEntry to_provider = charge_entry(kA, 5, 0, 10);
   to_provider.credit = Account::provider(0);
   EXPECT_EQ(refused(to_provider), "credit");
-  LedgerEntry reversed = lending_credit(kA, 5, 0, 10);
+  LedgerEntry reversed = lending_credit_entry(kA, 5, 0, 10);
   std::swap(reversed.debit, reversed.credit);
   EXPECT_EQ(refused(reversed), "debit");
-  LedgerEntry credit_elsewhere = lending_credit(kA, 5, 0, 10);
+  LedgerEntry credit_elsewhere = lending_credit_entry(kA, 5, 0, 10);
   credit_elsewhere.credit = Account::tenant(kB);
   EXPECT_EQ(refused(credit_elsewhere), "credit");
   LedgerEntry cost_to_tenant = burst_cost(0, 5, 10);
@@ -116,7 +94,7 @@ TEST(CostLedger, RefusesBadEntriesNamingTheFieldAndChangesNothing) {
   EXPECT_EQ(ledger.entries().size(), 1U);
   EXPECT_EQ(ledger.balance(Account::tenant(kA)), -100);
   EXPECT_EQ(ledger.balance(Account::tenant(kB)), 0);
-  EXPECT_EQ(ledger.append(charge(kB, 1, 10, 10)), 2U);  // numbering did not skip
+  EXPECT_EQ(ledger.append(charge_entry(kB, 1, 10, 10)), 2U);  // numbering did not skip
 }
 
 TEST(CostLedger, BalancesSumToZeroAndRebuildFromTheEntries) {
@@ -125,11 +103,11 @@ TEST(CostLedger, BalancesSumToZeroAndRebuildFromTheEntries) {
     const TenantId t{static_cast<std::uint32_t>(i % 3)};
     const Micros amount = 1 + (i * 7919) % 1000;
     if (i % 4 == 3) {
-      ASSERT_TRUE(ledger.append(lending_credit(t, amount, i, i + 1)).has_value());
+      ASSERT_TRUE(ledger.append(lending_credit_entry(t, amount, i, i + 1)).has_value());
     } else if (i % 5 == 4) {
       ASSERT_TRUE(ledger.append(burst_cost(static_cast<std::uint32_t>(i % 2), amount, i)));
     } else {
-      ASSERT_TRUE(ledger.append(charge(t, amount, i, i + 1)).has_value());
+      ASSERT_TRUE(ledger.append(charge_entry(t, amount, i, i + 1)).has_value());
     }
   }
   Micros sum = 0;
@@ -141,14 +119,14 @@ TEST(CostLedger, BalancesSumToZeroAndRebuildFromTheEntries) {
 
 TEST(CostLedger, TenantTotalsCountEntriesEndingInTheWindow) {
   CostLedger ledger;
-  ASSERT_TRUE(ledger.append(charge(kA, 100, 0, 300)).has_value());
-  ASSERT_TRUE(ledger.append(charge(kA, 200, 300, 600)).has_value());
-  LedgerEntry burst = charge(kA, 40, 500, 600);
+  ASSERT_TRUE(ledger.append(charge_entry(kA, 100, 0, 300)).has_value());
+  ASSERT_TRUE(ledger.append(charge_entry(kA, 200, 300, 600)).has_value());
+  LedgerEntry burst = charge_entry(kA, 40, 500, 600);
   burst.kind = EntryKind::kBurstCharge;
   ASSERT_TRUE(ledger.append(burst).has_value());
-  ASSERT_TRUE(ledger.append(lending_credit(kA, 30, 0, 600)).has_value());
-  ASSERT_TRUE(ledger.append(charge(kB, 1000, 0, 600)).has_value());  // another tenant
-  ASSERT_TRUE(ledger.append(burst_cost(0, 35, 600)).has_value());    // the pool's, not A's
+  ASSERT_TRUE(ledger.append(lending_credit_entry(kA, 30, 0, 600)).has_value());
+  ASSERT_TRUE(ledger.append(charge_entry(kB, 1000, 0, 600)).has_value());  // another tenant
+  ASSERT_TRUE(ledger.append(burst_cost(0, 35, 600)).has_value());          // the pool's, not A's
 
   CostLedger::TenantTotals all = ledger.tenant_totals(kA, 0, 10'000);
   EXPECT_EQ(all.charges, 100 + 200 + 40);

@@ -15,7 +15,6 @@ namespace tidepool {
 namespace {
 
 constexpr std::int64_t kOpening = std::numeric_limits<std::int64_t>::min();  // level 3's "day"
-constexpr Seconds kSettled = 3600;  // the open day's entries fold once this old
 
 // What the entries folded into one carried entry share.
 struct GroupKey {
@@ -139,7 +138,7 @@ std::optional<LedgerFold> next_fold(const FoldRequest& request, const BookTerms&
     std::size_t j = i;
     if (level == 0) {
       // The open day: its entries settled an hour ago, as level 1 (folded again with the rest).
-      while (j < end && entries[j].to <= request.now - kSettled) ++j;
+      while (j < end && entries[j].to <= request.now - kLedgerSettled) ++j;
       if (j == i) break;
     } else {
       ++j;

@@ -37,6 +37,10 @@
 
 namespace tidepool {
 
+// The open day's entries fold once this old: a driver that closes the books looks again when a
+// period this long has passed (the server once an hour).
+inline constexpr Seconds kLedgerSettled = 3600;
+
 struct BookTerms {
   std::int64_t job_days = 92;   // >= 1: days a closed day keeps its entries by job
   std::int64_t day_days = 400;  // >= job_days: days a closed day keeps entries of its own

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <random>
@@ -12,6 +14,7 @@
 
 #include "core/budget.h"
 #include "core/market_desk.h"
+#include "core/test_ledger.h"
 #include "core/test_pool.h"
 
 namespace tidepool {
@@ -20,61 +23,45 @@ namespace {
 
 constexpr TenantId kA = test_support::kA;
 constexpr TenantId kB = test_support::kB;
-constexpr GpuModelId kH100 = test_support::kH100;
 constexpr GpuModelId kA100 = test_support::kA100;
+using test_support::charge_entry;
+using test_support::lending_credit_entry;
 
 constexpr Seconds kDay = 86400;
 constexpr Seconds kDay0 = 20'000 * kDay;  // a midnight, in Unix seconds
-
-LedgerEntry charge(TenantId tenant, std::uint32_t job, Micros amount, Seconds from, Seconds to) {
-  LedgerEntry e;
-  e.kind = EntryKind::kCharge;
-  e.debit = Account::tenant(tenant);
-  e.credit = Account::pool();
-  e.amount = amount;
-  e.from = from;
-  e.to = to;
-  e.job = JobId{job};
-  e.tenant = tenant;
-  e.model = kH100;
-  e.milli = 1000;
-  e.price_per_hour = 3'600'000;
-  return e;
-}
-
-LedgerEntry credit(TenantId tenant, Micros amount, Seconds from, Seconds to) {
-  LedgerEntry e = charge(tenant, 0, amount, from, to);
-  e.kind = EntryKind::kLendingCredit;
-  e.debit = Account::pool();
-  e.credit = Account::tenant(tenant);
-  e.job.reset();
-  return e;
-}
 
 // Two jobs of A and one of B posting every `step` seconds from kDay0 for `days` days, and A's
 // lending credits.
 CostLedger posted_ledger(int days, Seconds step) {
   CostLedger ledger;
   for (Seconds t = kDay0; t < kDay0 + days * kDay; t += step) {
-    EXPECT_TRUE(ledger.append(charge(kA, 1, 10, t, t + step)));
-    EXPECT_TRUE(ledger.append(charge(kA, 2, 20, t, t + step)));
-    EXPECT_TRUE(ledger.append(charge(kB, 3, 30, t, t + step)));
-    EXPECT_TRUE(ledger.append(credit(kA, 5, t, t + step)));
+    EXPECT_TRUE(ledger.append(charge_entry(kA, 10, t, t + step, JobId{1})));
+    EXPECT_TRUE(ledger.append(charge_entry(kA, 20, t, t + step, JobId{2})));
+    EXPECT_TRUE(ledger.append(charge_entry(kB, 30, t, t + step, JobId{3})));
+    EXPECT_TRUE(ledger.append(lending_credit_entry(kA, 5, t, t + step)));
   }
   return ledger;
+}
+
+// The first fold due at `now` over the first `foldable` entries (all by default), epoch 0.
+std::optional<LedgerFold> fold_due(const CostLedger& ledger, Seconds now,
+                                   const BookTerms& terms = {}, std::size_t most = 0,
+                                   const std::function<bool(JobId)>& live = {},
+                                   std::size_t foldable = SIZE_MAX) {
+  return next_fold({.entries = ledger.entries(),
+                    .foldable = std::min(foldable, ledger.entries().size()),
+                    .now = now,
+                    .epoch = 0,
+                    .most = most,
+                    .live = live},
+                   terms);
 }
 
 // Folds until nothing is due at `now`; returns how many folds were applied.
 int close_all(CostLedger& ledger, Seconds now, const BookTerms& terms, std::size_t most = 0,
               const std::function<bool(JobId)>& live = {}) {
   int folds = 0;
-  while (auto fold = next_fold({.entries = ledger.entries(),
-                                .foldable = ledger.entries().size(),
-                                .now = now,
-                                .epoch = 0,
-                                .most = most,
-                                .live = live},
-                               terms)) {
+  while (auto fold = fold_due(ledger, now, terms, most, live)) {
     EXPECT_TRUE(ledger.apply(*fold)) << "fold " << folds;
     if (++folds > 10'000) break;
   }
@@ -195,18 +182,12 @@ TEST(LedgerBooks, ACommitTooSmallForADaysJobsFoldsItByTenantAndModel) {
   CostLedger ledger;
   for (Seconds t = kDay0; t < kDay0 + kDay; t += 3600) {
     for (std::uint32_t job = 1; job <= 40; ++job) {
-      ASSERT_TRUE(ledger.append(charge(job % 2 ? kA : kB, job, 7, t, t + 1800)));
+      ASSERT_TRUE(ledger.append(charge_entry(job % 2 ? kA : kB, 7, t, t + 1800, JobId{job})));
     }
   }
   const auto balances = ledger.balances();
   // 40 jobs a day do not fit in 8 carried entries; A and B do.
-  auto fold = next_fold({.entries = ledger.entries(),
-                         .foldable = ledger.entries().size(),
-                         .now = kDay0 + 2 * kDay,
-                         .epoch = 0,
-                         .most = 8,
-                         .live = {}},
-                        BookTerms{});
+  auto fold = fold_due(ledger, kDay0 + 2 * kDay, BookTerms{}, 8);
   ASSERT_TRUE(fold);
   ASSERT_EQ(fold->carried.size(), 2U);
   EXPECT_FALSE(fold->carried[0].job);
@@ -215,28 +196,16 @@ TEST(LedgerBooks, ACommitTooSmallForADaysJobsFoldsItByTenantAndModel) {
   EXPECT_EQ(ledger.balances(), balances);
   // With room for one entry, nothing fits: the day is left as it is.
   CostLedger small;
-  ASSERT_TRUE(small.append(charge(kA, 1, 7, kDay0, kDay0 + 60)));
-  ASSERT_TRUE(small.append(charge(kB, 2, 7, kDay0, kDay0 + 60)));
-  ASSERT_TRUE(small.append(charge(kA, 1, 7, kDay0 + 60, kDay0 + 120)));
-  EXPECT_FALSE(next_fold({.entries = small.entries(),
-                          .foldable = 3,
-                          .now = kDay0 + 2 * kDay,
-                          .epoch = 0,
-                          .most = 1,
-                          .live = {}},
-                         BookTerms{}));
+  ASSERT_TRUE(small.append(charge_entry(kA, 7, kDay0, kDay0 + 60, JobId{1})));
+  ASSERT_TRUE(small.append(charge_entry(kB, 7, kDay0, kDay0 + 60, JobId{2})));
+  ASSERT_TRUE(small.append(charge_entry(kA, 7, kDay0 + 60, kDay0 + 120, JobId{1})));
+  EXPECT_FALSE(fold_due(small, kDay0 + 2 * kDay, BookTerms{}, 1));
 }
 
 TEST(LedgerBooks, OnlyTheEntriesStoredAreFolded) {
   CostLedger ledger = posted_ledger(2, 3600);
   const auto foldable = ledger.entries().size() / 4;  // part of day 0
-  auto fold = next_fold({.entries = ledger.entries(),
-                         .foldable = foldable,
-                         .now = kDay0 + 3 * kDay,
-                         .epoch = 0,
-                         .most = 0,
-                         .live = {}},
-                        BookTerms{});
+  auto fold = fold_due(ledger, kDay0 + 3 * kDay, BookTerms{}, 0, {}, foldable);
   ASSERT_TRUE(fold);
   EXPECT_EQ(fold->first_seq, 1U);
   EXPECT_EQ(fold->last_seq, foldable);
@@ -244,13 +213,7 @@ TEST(LedgerBooks, OnlyTheEntriesStoredAreFolded) {
 
 TEST(LedgerBooks, AFoldThatWouldChangeABalanceIsRefused) {
   CostLedger ledger = posted_ledger(1, 3600);
-  auto fold = next_fold({.entries = ledger.entries(),
-                         .foldable = ledger.entries().size(),
-                         .now = kDay0 + 2 * kDay,
-                         .epoch = 0,
-                         .most = 0,
-                         .live = {}},
-                        BookTerms{});
+  auto fold = fold_due(ledger, kDay0 + 2 * kDay);
   ASSERT_TRUE(fold);
   LedgerFold wrong = *fold;
   wrong.carried.front().amount += 1;
@@ -265,13 +228,13 @@ TEST(LedgerBooks, AFoldThatWouldChangeABalanceIsRefused) {
 
 TEST(LedgerBooks, ARestoredLedgerKeepsItsSeqsAndGoesOnAfterTheLast) {
   CostLedger ledger;
-  LedgerEntry e = charge(kA, 1, 5, kDay0, kDay0 + 60);
+  LedgerEntry e = charge_entry(kA, 5, kDay0, kDay0 + 60, JobId{1});
   e.seq = 7;
   EXPECT_EQ(ledger.restore(e), 7U);
   e.seq = 6;
   EXPECT_FALSE(ledger.restore(e));
   ledger.skip_through(9);
-  EXPECT_EQ(ledger.append(charge(kA, 1, 5, kDay0 + 60, kDay0 + 120)), 10U);
+  EXPECT_EQ(ledger.append(charge_entry(kA, 5, kDay0 + 60, kDay0 + 120, JobId{1})), 10U);
 }
 
 // Property: random postings (jobs starting and stopping, credits, instants at midnight), closed
@@ -293,8 +256,8 @@ TEST(LedgerBooks, FoldingAtAnyTimeKeepsEveryFigure) {
       for (int p = 0; p < postings; ++p) {
         const auto job = std::uniform_int_distribution<std::uint32_t>(1, 30)(random);
         const Seconds from = step == 0 ? to : t;
-        LedgerEntry e = p % 3 == 2 ? credit(kB, 1 + job, from, to)
-                                   : charge(job % 2 ? kA : kB, job, 1 + job, from, to);
+        LedgerEntry e = p % 3 == 2 ? lending_credit_entry(kB, 1 + job, from, to)
+                                   : charge_entry(job % 2 ? kA : kB, 1 + job, from, to, JobId{job});
         if (job % 7 == 0) e.model = kA100;
         ASSERT_TRUE(ledger.append(e));
       }

@@ -175,13 +175,13 @@ std::optional<LedgerFoldRecord> ServerMarket::close_books(Seconds now, const Boo
                                                           const GpuModelCatalog& models,
                                                           std::size_t most,
                                                           std::function<bool(JobId)> live) {
-  const std::int64_t hour = (now - 1) / 3600;  // the open day's last hour folds an hour later
-  if (hour == books_checked_) return std::nullopt;
+  const std::int64_t period = (now - 1) / kLedgerSettled;  // what settled folds a period later
+  if (period == books_checked_) return std::nullopt;
   const std::size_t before = desk_.ledger().entries().size();
   auto fold = desk_.close_books(now, terms, stored_, most, std::move(live));
   if (!fold) {
     // Nothing more is due this hour, unless entries wait to be stored (the next call looks again).
-    if (stored_ == before) books_checked_ = hour;
+    if (stored_ == before) books_checked_ = period;
     return std::nullopt;
   }
   stored_ -= before - desk_.ledger().entries().size();

@@ -81,7 +81,8 @@ class ServerMarket {
   std::vector<LedgerRecord> take_unstored(const GpuModelCatalog& models, std::size_t most = 0);
   // Closing the books (core/ledger_books.h): the next fold of stored entries due at `now`, with
   // at most `most` carried entries (0: any number), applied to the desk's ledger and returned for
-  // the store. Looks once an hour, and again after each fold until nothing more is due.
+  // the store. Looks once each kLedgerSettled (an hour), and again after each fold until nothing
+  // more is due.
   std::optional<LedgerFoldRecord> close_books(Seconds now, const BookTerms& terms,
                                               const GpuModelCatalog& models, std::size_t most,
                                               std::function<bool(JobId)> live);
