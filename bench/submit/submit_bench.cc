@@ -168,6 +168,49 @@ Server start_server(const std::string& binary, const std::string& dir) {
   throw std::runtime_error("the server did not start; see " + dir + "/server.log");
 }
 
+// The server's counters that tell how submissions were committed (from its /metrics).
+struct ServerFigures {
+  double commits = 0;
+  double commit_seconds = 0;
+  double committed_jobs = 0;
+  double passes = 0;
+  double pass_seconds = 0;
+  double cpu_seconds = 0;  // the server process's CPU time
+
+  ServerFigures operator-(const ServerFigures& before) const {
+    return {commits - before.commits,
+            commit_seconds - before.commit_seconds,
+            committed_jobs - before.committed_jobs,
+            passes - before.passes,
+            pass_seconds - before.pass_seconds,
+            cpu_seconds - before.cpu_seconds};
+  }
+};
+
+ServerFigures server_figures(const Server& server) {
+  ServerFigures figures;
+  figures.cpu_seconds = process_cpu_seconds(server.pid);
+  httplib::Client client("127.0.0.1", server.port);
+  auto res = client.Get("/metrics");
+  if (!res || res->status != 200) return figures;
+  const std::pair<const char*, double*> wanted[] = {
+      {"tidepool_store_commit_duration_seconds_count", &figures.commits},
+      {"tidepool_store_commit_duration_seconds_sum", &figures.commit_seconds},
+      {"tidepool_store_commit_jobs_sum", &figures.committed_jobs},
+      {"tidepool_scheduler_pass_duration_seconds_count", &figures.passes},
+      {"tidepool_scheduler_pass_duration_seconds_sum", &figures.pass_seconds}};
+  std::istringstream lines(res->body);
+  std::string line;
+  while (std::getline(lines, line)) {
+    for (auto [name, value] : wanted) {
+      if (line.starts_with(std::string(name) + " ")) {
+        *value = std::stod(line.substr(std::string(name).size() + 1));
+      }
+    }
+  }
+  return figures;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -260,7 +303,8 @@ int main(int argc, char** argv) {
     }
   });
 
-  // 1. The API.
+  // 1. The API (the server's figures of its submissions only, not of the backlog's).
+  const ServerFigures before_api = server_figures(server);
   std::map<std::int64_t, std::int64_t> sent_us;  // job id -> when its request was sent
   std::atomic<int> accepted{0};
   std::atomic<int> next{0};
@@ -289,6 +333,7 @@ int main(int argc, char** argv) {
   }
   for (std::thread& t : threads) t.join();
   const double api_seconds = std::chrono::duration<double>(Clock::now() - api_start).count();
+  const ServerFigures api = server_figures(server) - before_api;
   // Let the watcher see the last starts.
   for (int i = 0; i < 100; ++i) {
     {
@@ -366,29 +411,6 @@ int main(int argc, char** argv) {
     server_cpu_ms = 1000 * (process_cpu_seconds(server.pid) - server_before) / cli_jobs;
   }
 
-  // The server's own view: how many commits the submissions took, and their time.
-  std::map<std::string, double> server_figures;
-  {
-    httplib::Client client("127.0.0.1", server.port);
-    if (auto res = client.Get("/metrics"); res && res->status == 200) {
-      std::istringstream lines(res->body);
-      std::string line;
-      while (std::getline(lines, line)) {
-        for (const char* name :
-             {"tidepool_store_commit_duration_seconds_sum",
-              "tidepool_store_commit_duration_seconds_count", "tidepool_store_commit_jobs_sum",
-              "tidepool_scheduler_pass_duration_seconds_sum",
-              "tidepool_scheduler_pass_duration_seconds_count"}) {
-          if (line.starts_with(std::string(name) + " ")) {
-            server_figures[name] = std::stod(line.substr(std::string(name).size() + 1));
-          }
-        }
-      }
-    }
-  }
-  const double commits = server_figures["tidepool_store_commit_duration_seconds_count"];
-  const double passes = server_figures["tidepool_scheduler_pass_duration_seconds_count"];
-
   ::kill(server.pid, SIGTERM);
   int status = 0;
   ::waitpid(server.pid, &status, 0);
@@ -404,13 +426,13 @@ int main(int argc, char** argv) {
              api_seconds, api_rate);
   fmt::print("  submit-to-placed: p50 {:.1f} ms, p99 {:.1f} ms ({} jobs, {} never seen placed)\n",
              p50, p99, latency_ms.size(), never_placed);
-  if (commits > 0 && passes > 0) {
+  const double jobs_per_commit = api.commits > 0 ? api.committed_jobs / api.commits : 0;
+  if (api.commits > 0 && api.passes > 0) {
     fmt::print(
-        "  server: {:.0f} commits, {:.1f} jobs each, {:.2f} ms each; {:.0f} passes, {:.2f} ms "
-        "each\n",
-        commits, server_figures["tidepool_store_commit_jobs_sum"] / commits,
-        1000 * server_figures["tidepool_store_commit_duration_seconds_sum"] / commits, passes,
-        1000 * server_figures["tidepool_scheduler_pass_duration_seconds_sum"] / passes);
+        "  server, API submissions: {:.0f} commits, {:.1f} jobs each, {:.2f} ms each; {:.0f} "
+        "passes, {:.2f} ms each; {:.2f} ms CPU per job\n",
+        api.commits, jobs_per_commit, 1000 * api.commit_seconds / api.commits, api.passes,
+        1000 * api.pass_seconds / api.passes, 1000 * api.cpu_seconds / std::max(1, jobs));
   }
   if (cli_jobs > 0) {
     fmt::print("  CLI: {} of {} jobs in {:.2f} s: {:.0f} jobs/s (one process each)\n", cli_accepted,
@@ -433,9 +455,10 @@ int main(int argc, char** argv) {
                    {"placed_p50_ms", p50},
                    {"placed_p99_ms", p99},
                    {"never_placed", never_placed},
-                   {"commits", commits},
-                   {"jobs_per_commit",
-                    commits > 0 ? server_figures["tidepool_store_commit_jobs_sum"] / commits : 0},
+                   {"api_commits", api.commits},
+                   {"api_jobs_per_commit", jobs_per_commit},
+                   {"api_commit_ms", api.commits > 0 ? 1000 * api.commit_seconds / api.commits : 0},
+                   {"api_server_cpu_ms_per_job", 1000 * api.cpu_seconds / std::max(1, jobs)},
                    {"cli_jobs", cli_jobs},
                    {"cli_accepted", cli_accepted},
                    {"cli_seconds", cli_seconds},

@@ -572,6 +572,18 @@ GangResult place_gang_by_policy(const Pool& pool, const GangRequest& request,
     if (!allowed_nodes.empty()) return place_gang(pool, request, allowed_nodes);
     return place_gang(pool, request, policy, rng);
   }
+  if (request.task_count == 1 && request.task.gpu_count == 1 && allowed_nodes.empty()) {
+    // One task of one GPU: the policy's node, when it finds one, spans the least any placement
+    // can (the planner below finds one exactly when some node fits the task, and would only
+    // tie), so the planner is asked only when the policy finds none.
+    if (PlacementResult one = policy.place(pool, request.task, rng)) {
+      GangPlacement chosen;
+      chosen.assignments.push_back(*one);
+      chosen.span = gang_span(pool, chosen.assignments);
+      return chosen;
+    }
+    return place_gang(pool, request);
+  }
   GangResult planned = place_gang(pool, request, allowed_nodes);
   if (!planned) return planned;
   GangPlacement chosen;

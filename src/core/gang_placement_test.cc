@@ -522,6 +522,42 @@ TEST(GangPropertyTest, APolicyPlacesGangsNoLessCompactlyThanThePlanner) {
   }
 }
 
+// A single task of one GPU goes where the policy alone puts it (with the same draws), and fails
+// with the planner's reason where no node fits it.
+TEST(GangPropertyTest, ASingleOneGpuTaskGoesWhereThePolicyAlonePutsIt) {
+  Rng rng(20261206);
+  const TaskShape typical[] = {whole(1), whole(2), whole(4), whole(8)};
+  const WorkloadProfile profile = WorkloadProfile::from_tasks(typical);
+  for (const PolicyInfo& info : placement_policies()) {
+    auto by_gang = make_placement_policy(info.name, profile);
+    auto alone = make_placement_policy(info.name, profile);
+    ASSERT_TRUE(by_gang.has_value() && alone.has_value());
+    int placed_count = 0;
+    for (int round = 0; round < 120; ++round) {
+      const Pool pool = random_topology_pool(rng);
+      const GangRequest request{1, whole(1), {}};
+      SCOPED_TRACE(testing::Message() << info.name << " round " << round);
+      Rng gang_draws(static_cast<std::uint64_t>(round));
+      Rng alone_draws(static_cast<std::uint64_t>(round));
+      auto placed = place_gang_by_policy(pool, request, **by_gang, gang_draws);
+      PlacementResult expected = (*alone)->place(pool, request.task, alone_draws);
+      ASSERT_EQ(placed.has_value(), expected.has_value());
+      EXPECT_EQ(gang_draws.below(1'000'000), alone_draws.below(1'000'000));
+      if (!placed) {
+        auto planned = place_gang(pool, request);
+        ASSERT_FALSE(planned.has_value());
+        EXPECT_EQ(placed.error().reason, planned.error().reason);
+        continue;
+      }
+      ++placed_count;
+      ASSERT_EQ(placed->assignments.size(), 1U);
+      EXPECT_EQ(placed->assignments.front(), *expected);
+      EXPECT_EQ(placed->span, gang_span(pool, placed->assignments));
+    }
+    EXPECT_GT(placed_count, 60) << info.name;
+  }
+}
+
 // Tasks that ask for nothing still keep off cordoned (drained or down) nodes, and no node takes
 // more than kMaxTasksPerNode of them.
 TEST(GangPlacementTest, TasksThatRequestNothingKeepOffCordonedNodesAndUnderTheTaskCap) {

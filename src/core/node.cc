@@ -1,13 +1,8 @@
 #include "core/node.h"
 
 #include <algorithm>
-#include <numeric>
 
 namespace tidepool {
-
-int NodeState::running_tasks() const {
-  return std::accumulate(tasks_by_class.begin(), tasks_by_class.end(), 0);
-}
 
 NodeState empty_state(const NodeSpec& spec) {
   NodeState state;

@@ -4,6 +4,7 @@
 #include <array>
 #include <bit>
 #include <cstdint>
+#include <numeric>
 #include <string>
 
 #include "core/ids.h"
@@ -51,7 +52,9 @@ struct NodeState {
   // Drained or down (Pool::set_schedulable): takes no new task, not even one that asks for nothing.
   bool cordoned = false;
 
-  [[nodiscard]] int running_tasks() const;
+  [[nodiscard]] int running_tasks() const {
+    return std::accumulate(tasks_by_class.begin(), tasks_by_class.end(), 0);
+  }
   friend bool operator==(const NodeState&, const NodeState&) = default;
 };
 

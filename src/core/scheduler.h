@@ -391,6 +391,9 @@ class Scheduler {
   // for `e` (all of them when the index cannot tell), in view order, into `at`.
   void possible_victims(const Entry& e, bool reclaim, bool slicing, Seconds now, PassState& state,
                         std::vector<std::uint32_t>& at) const;
+  // Whether possible_victims may find any for `e`, told without the running view (a superset:
+  // false only when it would find none), so that a pass with nothing to take builds no view.
+  [[nodiscard]] bool may_find_victims(const Entry& e, bool reclaim, bool slicing) const;
   // Per tenant and model, whether the tenant borrows the model now.
   [[nodiscard]] std::vector<bool> borrowing_models() const;
   // Jobs were started or preempted in this pass: what the pass found of the running jobs is

@@ -99,6 +99,38 @@ const std::vector<Scheduler::RunningView>& Scheduler::running_view(Seconds now,
   return view;
 }
 
+bool Scheduler::may_find_victims(const Entry& e, bool reclaim, bool slicing) const {
+  if (config_.las_preemption) return true;
+  // A job of a lower class runs (each tenant's running jobs are in priority order).
+  if (config_.priority_preemption &&
+      std::any_of(tenant_running_.begin(), tenant_running_.end(), [&](const auto& of_tenant) {
+        return !of_tenant.empty() && of_tenant.begin()->first.first < e.job.priority_class;
+      })) {
+    return true;
+  }
+  // A tenant that borrows runs jobs.
+  if ((reclaim || slicing) && config_.quotas) {
+    for (std::size_t t = 0; t < tenant_running_.size(); ++t) {
+      if (tenant_running_[t].empty()) continue;
+      for (int m = 0; m < book_.model_count(); ++m) {
+        if (book_.borrowed(TenantId{static_cast<std::uint32_t>(t)},
+                           GpuModelId{static_cast<std::uint32_t>(m)}) > 0) {
+          return true;
+        }
+      }
+    }
+  }
+  // The tenant runs a job that checkpoints.
+  if (!slicing || !config_.time_slicing || lanes_.size() <= 1 ||
+      e.job.tenant.value >= tenant_running_.size()) {
+    return false;
+  }
+  const auto& own = tenant_running_[e.job.tenant.value];
+  return std::any_of(own.begin(), own.end(), [](const auto& running) {
+    return running.second->job.preemptible && running.second->job.checkpoint_interval;
+  });
+}
+
 const Scheduler::RunningIndex& Scheduler::running_index(Seconds now, PassState& state) const {
   const std::vector<RunningView>& view = running_view(now, state);
   if (state.running_index) return *state.running_index;
@@ -201,7 +233,7 @@ Scheduler::RoomCandidates& Scheduler::room_candidates(const Entry& e, bool recla
       std::make_tuple(e.job.tenant.value, e.job.priority_class, reclaim, level, slicing, e.promoted,
                       slice_class.band, slice_class.value));
   RoomCandidates& found = it->second;
-  if (!fresh) return found;
+  if (!fresh || !may_find_victims(e, reclaim, slicing)) return found;
   // Waiting jobs of one slice class may stop the same running jobs (lane_order.h). The view is
   // in candidate order, and so are the candidates.
   const std::vector<RunningView>& view = running_view(now, state);
@@ -518,7 +550,7 @@ bool Scheduler::has_slice_victim(const Entry& e, Seconds now, PassState& state) 
   const LaneOrder& order = lane_order(e);
   auto [it, fresh] = state.slice_victims.try_emplace(e.job.tenant);
   PassState::SliceVictims& found = it->second;
-  if (fresh) {
+  if (fresh && may_find_victims(e, false, true)) {
     // clearly_ahead is monotone in the running rank: the job ranked last decides.
     const std::vector<RunningView>& view = running_view(now, state);
     std::vector<std::uint32_t>& possible = state.possible_victims;

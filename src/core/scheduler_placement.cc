@@ -48,11 +48,14 @@ std::optional<PendingReason> Scheduler::try_to_place(Entry& e, const QuotaVerdic
         config_.placement == PlacementRule::kTopology && !request.task.is_fractional()) {
       // Borrowed work goes where no guaranteed work runs and the other way round, so that
       // reclaim can empty whole nodes; anywhere if that fails.
+      // (No filter when it would allow every node: the placement below is the same.)
       std::vector<std::uint8_t> allowed(static_cast<std::size_t>(pool_.node_count()));
+      bool every_node = true;
       for (std::size_t n = 0; n < allowed.size(); ++n) {
         allowed[n] = (quota.borrowed > 0 ? guaranteed_tasks_[n] : borrowed_tasks_[n]) == 0 ? 1 : 0;
+        every_node = every_node && allowed[n] != 0;
       }
-      placed = place(pool_, request, allowed);
+      if (!every_node) placed = place(pool_, request, allowed);
     }
     if (!placed) placed = place(pool_, request);
     if (placed) {

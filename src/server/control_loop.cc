@@ -260,6 +260,8 @@ void ControlLoop::round(std::vector<Pending>& work, bool pass_due) {
     plane_->schedule(now, batch);
     metrics_.count_pass(seconds_since(pass_start));
   }
+  // The events committed, logged once the round is answered (with the hooks it asked for).
+  std::optional<std::vector<EventRecord>> logged;
   if (!batch.empty()) {
     plane_->seal(batch);
     const auto commit_start = std::chrono::steady_clock::now();
@@ -273,8 +275,7 @@ void ControlLoop::round(std::vector<Pending>& work, bool pass_due) {
         if (auto id = job_id_from_wire(job.id)) listing_changed_.insert(*id);
       }
       events_->publish(batch.events);
-      log_events(batch.events);
-      run_hooks();
+      logged = std::move(batch.events);
     } else if (committed.error().field == kLeadershipLostField) {
       // Another server leads: nothing of this round was written, nor will anything later be.
       metrics_.count_commit_failure();
@@ -311,6 +312,11 @@ void ControlLoop::round(std::vector<Pending>& work, bool pass_due) {
     ++rounds_;
   }
   answer(work, replies);
+  // What the answers need not wait for: the log lines of the round's events, and the hooks.
+  if (logged) {
+    log_events(*logged);
+    run_hooks();
+  }
 }
 
 }  // namespace tidepool

@@ -3,9 +3,10 @@
 // queued command, runs them in arrival order, runs a scheduling pass if something changed (or the
 // tick or a wakeup is due), commits everything the round changed in one store transaction (group
 // commit: one durable write for many requests), publishes the round's events, and only then
-// answers. If the commit fails, every request of the round is refused as unavailable, and the
-// state is rebuilt from the store, so that nothing unacknowledged is kept and nothing acknowledged
-// is lost.
+// answers (the events' log lines and the provider hooks the round asked for come after the
+// answers, which need neither). If the commit fails, every request of the round is refused as
+// unavailable, and the state is rebuilt from the store, so that nothing unacknowledged is kept and
+// nothing acknowledged is lost.
 //
 // Group commit: clients that wait for an answer before they send again come back together after a
 // round, a little apart, while others waited for that round: the round after waits until as many

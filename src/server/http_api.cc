@@ -97,7 +97,7 @@ std::string dump(const nlohmann::json& body) {
 HttpResponse to_response(const Reply& reply) {
   HttpResponse res;
   res.status = http_status(reply);
-  res.body = dump(http_body(reply));
+  res.body = reply ? dump(reply->body) : dump(http_body(reply));  // an answer's body uncopied
   // A refusal that says when to try again says it in the header too (RFC 9110 Retry-After).
   if (!reply && reply.error().retry_after_seconds) {
     res.fields.push_back({"Retry-After", std::to_string(*reply.error().retry_after_seconds)});
@@ -471,15 +471,18 @@ void HttpApi::handle(HttpRequest& req, const HttpResponder& responder) {
   const Call call{admitted.who, req, admitted.captures, query};
   if (admitted.route->on_loop) {
     // Called on the loop thread, possibly after this front end stopped: it holds nothing of it
-    // but the metrics, which outlive both.
+    // but the metrics, which outlive both. The reply is serialized on the connection's I/O
+    // thread, not on the loop, which answers a whole round's requests at once.
     auto answer = [&metrics = metrics_, responder, name = admitted.route->name, method = req.method,
-                   start = admitted.start](const Reply& reply) {
-      HttpResponse res = to_response(reply);
-      metrics.count_request(method, name, res.status, seconds_since(start));
-      responder.send(std::move(res));
+                   start = admitted.start](Reply reply) {
+      responder.send_made([&metrics, name, method, start, reply = std::move(reply)] {
+        HttpResponse res = to_response(reply);
+        metrics.count_request(method, name, res.status, seconds_since(start));
+        return res;
+      });
     };
     LoopAnswer prepared = admitted.route->on_loop(call);
-    if (Reply* now = std::get_if<Reply>(&prepared)) return answer(*now);
+    if (Reply* now = std::get_if<Reply>(&prepared)) return answer(std::move(*now));
     return loop_.call_async(std::move(std::get<ControlLoop::Command>(prepared)), std::move(answer));
   }
   if (!admitted.route->run) return events(call, responder);

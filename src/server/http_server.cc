@@ -122,6 +122,8 @@ class SessionBase : public std::enable_shared_from_this<SessionBase> {
   virtual ~SessionBase() = default;
   // From any thread: writes the answer to the request being handled.
   virtual void deliver(HttpResponse response) = 0;
+  // From any thread: makes the answer on the session's I/O thread, then writes it.
+  virtual void deliver_made(std::function<HttpResponse()> make) = 0;
   // With no I/O thread running (the end of serve()): closes the socket.
   virtual void close_now() = 0;
 };
@@ -154,6 +156,11 @@ struct HttpResponder::State {
 void HttpResponder::send(HttpResponse response) const {
   if (state_->sent.exchange(true)) return;
   if (auto s = state_->session.lock()) s->deliver(std::move(response));
+}
+
+void HttpResponder::send_made(std::function<HttpResponse()> make) const {
+  if (state_->sent.exchange(true)) return;
+  if (auto s = state_->session.lock()) s->deliver_made(std::move(make));
 }
 
 bool HttpResponder::answered() const { return state_->sent.load(); }
@@ -262,6 +269,13 @@ class Session final : public SessionBase {
     asio::post(stream_.get_executor(), [self = shared(), response = std::move(response)]() mutable {
       self->waiting_ = nullptr;
       self->write(std::move(response));
+    });
+  }
+
+  void deliver_made(std::function<HttpResponse()> make) override {
+    asio::post(stream_.get_executor(), [self = shared(), make = std::move(make)] {
+      self->waiting_ = nullptr;
+      self->write(make());
     });
   }
 

@@ -108,6 +108,10 @@ class HttpResponder {
   struct State;
   explicit HttpResponder(std::shared_ptr<State> state) : state_(std::move(state)) {}
   void send(HttpResponse response) const;
+  // As send(make()), with make() called on the connection's I/O thread (not at all once the
+  // connection is gone): a caller that answers many requests at once leaves their serializing to
+  // the I/O threads.
+  void send_made(std::function<HttpResponse()> make) const;
   // Whether an answer was sent already.
   [[nodiscard]] bool answered() const;
 
