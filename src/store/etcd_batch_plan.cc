@@ -112,9 +112,10 @@ Result<Plan> plan(const Batch& batch, const etcd_keys::Layout& layout, const Rea
         return fail(field, fmt::format("event seq {} does not follow the last stored seq {}",
                                        event.seq, *last));
       }
-      overlay.put(layout.event(event.seq), etcd_records::encode(event));
       *last = event.seq;
     }
+    // One key for the batch's events, the last one's seq (etcd_records.h).
+    overlay.put(layout.event(*last), etcd_records::encode(batch.events));
     overlay.put(layout.last_event_seq(), std::to_string(*last));
   }
 

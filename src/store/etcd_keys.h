@@ -2,7 +2,8 @@
 // collection is one contiguous key range that a single Range request reads whole.
 //
 //   <prefix>/jobs/<id, 20 digits>          StoredJob          (zero-padded: byte order = id order)
-//   <prefix>/events/<seq, 20 digits>       StoredEvent
+//   <prefix>/events/<seq, 20 digits>       StoredEvent: the events of one commit, under the
+//                                          last one's seq
 //   <prefix>/ledger/<seq, 20 digits>       StoredLedgerEntry
 //   <prefix>/tokens/<id>                   StoredToken        (ids as given: byte order)
 //   <prefix>/nodes/<key>                   the document

@@ -25,11 +25,14 @@ std::string encode(const JobRecord& job) {
   return stored.SerializeAsString();
 }
 
-std::string encode(const EventRecord& event) {
+std::string encode(std::span<const EventRecord> run) {
   etcd_store::StoredEvent stored;
-  stored.set_at_ms(event.at_ms);
-  stored.set_kind(event.kind);
-  stored.set_document(event.document);
+  for (std::size_t i = 0; i < run.size(); ++i) {
+    etcd_store::StoredEvent& at = i == 0 ? stored : *stored.add_following();
+    at.set_at_ms(run[i].at_ms);
+    at.set_kind(run[i].kind);
+    at.set_document(run[i].document);
+  }
   return stored.SerializeAsString();
 }
 
@@ -64,13 +67,23 @@ Result<JobRecord> decode_job(std::int64_t id, std::string_view key, const std::s
                    .document = std::move(*stored.mutable_document())};
 }
 
-Result<EventRecord> decode_event(std::int64_t seq, std::string_view key, const std::string& value) {
+Result<std::vector<EventRecord>> decode_events(std::int64_t last, std::string_view key,
+                                               const std::string& value) {
   etcd_store::StoredEvent stored;
   if (!stored.ParseFromString(value)) return std::unexpected(unreadable(key));
-  return EventRecord{.seq = seq,
-                     .at_ms = stored.at_ms(),
-                     .kind = std::move(*stored.mutable_kind()),
-                     .document = std::move(*stored.mutable_document())};
+  const auto count = static_cast<std::int64_t>(stored.following_size()) + 1;
+  if (last < count) return std::unexpected(unreadable(key));  // seqs start at 1
+  std::vector<EventRecord> run;
+  run.reserve(static_cast<std::size_t>(count));
+  auto take = [&](etcd_store::StoredEvent& event) {
+    run.push_back(EventRecord{.seq = last - count + 1 + static_cast<std::int64_t>(run.size()),
+                              .at_ms = event.at_ms(),
+                              .kind = std::move(*event.mutable_kind()),
+                              .document = std::move(*event.mutable_document())});
+  };
+  take(stored);
+  for (etcd_store::StoredEvent& event : *stored.mutable_following()) take(event);
+  return run;
 }
 
 Result<TokenRecord> decode_token(std::string id, std::string_view key, const std::string& value) {

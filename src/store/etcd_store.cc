@@ -267,18 +267,23 @@ Result<std::vector<EventRecord>> EtcdStore::events_after(std::int64_t after, int
   if (limit == 0 || after == std::numeric_limits<std::int64_t>::max()) return events;
   const etcd_keys::KeyRange all = layout_.events();
   etcdserverpb::RangeRequest request;
+  // Each key holds a run of events under its last seq (etcd_records.h): the first key from seq
+  // after + 1 on holds that seq, and `limit` keys hold at least `limit` events.
   request.set_key(layout_.event(std::max<std::int64_t>(after, 0) + 1));
   request.set_range_end(all.end);
   request.set_limit(limit);
   auto response = client_->range(request);
   if (!response) return std::unexpected(response.error());
-  events.reserve(static_cast<std::size_t>(response->kvs_size()));
   for (const mvccpb::KeyValue& kv : response->kvs()) {
     const auto seq = etcd_keys::parse_number(etcd_keys::Layout::suffix(all, kv.key()));
     if (!seq) return fail(kStoreField, fmt::format("key {:?} names no event seq", kv.key()));
-    auto event = etcd_records::decode_event(*seq, kv.key(), kv.value());
-    if (!event) return std::unexpected(event.error());
-    events.push_back(std::move(*event));
+    auto run = etcd_records::decode_events(*seq, kv.key(), kv.value());
+    if (!run) return std::unexpected(run.error());
+    for (EventRecord& event : *run) {
+      if (event.seq <= after) continue;
+      if (std::cmp_greater_equal(events.size(), limit)) return events;
+      events.push_back(std::move(event));
+    }
   }
   return events;
 }

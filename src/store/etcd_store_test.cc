@@ -13,12 +13,14 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "store/etcd_client.h"
 #include "store/etcd_keys.h"
+#include "store/etcd_records.h"
 #include "store/etcd_test_cluster.h"
 #include "store/store.h"
 #include "store/store_test_records.h"
@@ -160,6 +162,34 @@ TEST_F(EtcdStoreTest, AGuardedStoreWritesOnlyWhileTheGuardKeyIsUnchanged) {
   EXPECT_EQ(after.revision, before.revision);
 }
 
+// The events of a commit share one key, under the last one's seq; keys of one event each, as
+// servers before that wrote them, are read alongside, in seq order.
+TEST_F(EtcdStoreTest, TheEventsOfACommitShareOneKey) {
+  const auto store = open(options());
+  ASSERT_NE(store, nullptr);
+  const etcd_keys::Layout layout("/tidepool");
+  // Seqs 1 and 2 one key each, as an older server stored them; then seq 3 to 7 in one commit.
+  for (std::int64_t seq : {1, 2}) {
+    const EventRecord one = events_batch(seq, seq).events.front();
+    (void)put(layout.event(seq), etcd_records::encode(std::span(&one, 1)));
+  }
+  (void)put(layout.last_event_seq(), "2");
+  ASSERT_TRUE(store->load().has_value());
+  ASSERT_TRUE(store->commit(events_batch(3, 7)).has_value());
+
+  std::vector<std::string> event_keys;
+  for (const auto& [key, value] : keyspace().kvs) {
+    if (key.starts_with(layout.events().begin)) event_keys.push_back(key);
+  }
+  EXPECT_EQ(event_keys, (std::vector{layout.event(1), layout.event(2), layout.event(7)}));
+  auto all = store->events_after(0, 100);
+  ASSERT_TRUE(all.has_value()) << all.error().message();
+  EXPECT_EQ(*all, events_batch(1, 7).events);
+  auto from_within = store->events_after(4, 2);
+  ASSERT_TRUE(from_within.has_value()) << from_within.error().message();
+  EXPECT_EQ(*from_within, events_batch(5, 6).events);
+}
+
 // Batches over etcd's default limits are refused whole, before anything is sent, with an error
 // that names the limit; batches within them are stored.
 TEST_F(EtcdStoreTest, ABatchOverEtcdsLimitsIsRefusedWithAClearError) {
@@ -174,7 +204,10 @@ TEST_F(EtcdStoreTest, ABatchOverEtcdsLimitsIsRefusedWithAClearError) {
   EXPECT_EQ(too_big.error().field, kBatchTooLargeField);
   EXPECT_THAT(too_big.error().reason, HasSubstr("--max-request-bytes"));
 
-  auto too_many = store->commit(events_batch(1, 200));
+  // (A batch's events share one key: many jobs make many writes.)
+  std::vector<JobRecord> many;
+  for (std::int64_t id = 1; id <= 200; ++id) many.push_back(job(id, "vision"));
+  auto too_many = store->commit(jobs_batch(std::move(many)));
   ASSERT_FALSE(too_many.has_value());
   EXPECT_THAT(too_many.error().reason, HasSubstr("--max-txn-ops"));
   EXPECT_EQ(keyspace().revision, before.revision);
@@ -182,11 +215,11 @@ TEST_F(EtcdStoreTest, ABatchOverEtcdsLimitsIsRefusedWithAClearError) {
   Batch large = jobs_batch({job(1, "vision")});
   large.jobs[0].document = std::string(1024 * 1024, 'y');
   ASSERT_TRUE(store->commit(large).has_value());
-  ASSERT_TRUE(store->commit(events_batch(1, 120)).has_value());
+  ASSERT_TRUE(store->commit(events_batch(1, 1000)).has_value());
   const Snapshot snapshot = load_or_die(*store);
   ASSERT_EQ(snapshot.jobs.size(), 1U);
   EXPECT_EQ(snapshot.jobs[0].document, large.jobs[0].document);
-  EXPECT_EQ(snapshot.last_event_seq, 120);
+  EXPECT_EQ(snapshot.last_event_seq, 1000);
 }
 
 // load() reads each collection with one Range, whatever the number of records.
