@@ -184,7 +184,6 @@ void ControlLoop::run_hooks() {
 void ControlLoop::run() {
   run_hooks();  // what the restart asked for (its repairs are committed)
   auto next_tick = std::chrono::steady_clock::now() + options_.tick;
-  std::vector<Pending> work;
   while (true) {
     // Only this thread changes the plane, so its next wakeup holds until the round below; it is
     // found outside the queue's lock, which the HTTP threads wait on.
@@ -194,36 +193,61 @@ void ControlLoop::run() {
       deadline =
           std::min(deadline, std::chrono::steady_clock::now() + std::max(Millis{0}, *wake - now()));
     }
+    Round r;
+    std::vector<Pending> arrived;
+    // Takes what is queued into `arrived`, up to the round's limit (the rest: the next round).
+    const auto take = [&] {
+      std::size_t room = queue_.size();
+      if (round_limit_ > 0) room = std::min(room, round_limit_ - r.work.size());
+      const auto end = queue_.begin() + static_cast<std::ptrdiff_t>(room);
+      arrived.assign(std::make_move_iterator(queue_.begin()), std::make_move_iterator(end));
+      queue_.erase(queue_.begin(), end);
+    };
+    std::size_t expected = 0;
     {
       std::unique_lock lock(mutex_);
       // The clients the last round answered will be back, behind those already waiting.
-      std::size_t expected = last_answered_ + queue_.size();
+      expected = last_answered_ + queue_.size();
       if (round_limit_ > 0) expected = std::min(expected, round_limit_);
       wake_.wait_until(lock, deadline,
                        [&] { return !queue_.empty() || stopping_ || listing_wanted_; });
-      if (expected > 1 && !queue_.empty() && queue_.size() < expected) {
-        wake_.wait_for(lock, gather_time(commit_time_),
-                       [&] { return queue_.size() >= expected || stopping_; });
-      }
-      if (round_limit_ > 0 && queue_.size() > round_limit_) {
-        const auto rest = queue_.begin() + static_cast<std::ptrdiff_t>(round_limit_);
-        work.assign(std::make_move_iterator(queue_.begin()), std::make_move_iterator(rest));
-        queue_.erase(queue_.begin(), rest);  // the next round, at once
-      } else {
-        work.swap(queue_);
-      }
-      if (work.empty() && stopping_) {
+      take();
+      if (arrived.empty() && stopping_) {
         listing_ready_.notify_all();
         return;
       }
     }
+    // While the others come, the commands that came run (group commit, above).
+    if (expected > 1 && !arrived.empty() && arrived.size() < expected) {
+      const auto until = std::chrono::steady_clock::now() + gather_time(commit_time_);
+      while (true) {
+        run_commands(r, arrived);
+        std::unique_lock lock(mutex_);
+        if (r.work.size() >= expected || stopping_ ||
+            !wake_.wait_until(lock, until, [&] { return !queue_.empty() || stopping_; })) {
+          break;
+        }
+        take();
+      }
+    }
+    run_commands(r, arrived);
     const bool tick = std::chrono::steady_clock::now() >= next_tick;
     if (tick) next_tick = std::chrono::steady_clock::now() + options_.tick;
-    last_answered_ = work.size();
-    round(work, tick || (wake && *wake <= now()));
-    work.clear();
+    last_answered_ = r.work.size();
+    finish_round(r, tick || (wake && *wake <= now()));
     publish_listing();
   }
+}
+
+void ControlLoop::run_commands(Round& r, std::vector<Pending>& arrived) {
+  if (arrived.empty()) return;
+  if (!r.now) r.now = now();
+  for (Pending& p : arrived) {
+    r.replies.push_back(deposed_ ? unavailable("this server no longer leads: " + deposed_->reason)
+                                 : p.command(*plane_, *r.now, r.batch));
+    r.work.push_back(std::move(p));
+  }
+  arrived.clear();
 }
 
 void ControlLoop::publish_listing() {
@@ -244,16 +268,20 @@ void ControlLoop::publish_listing() {
 }
 
 void ControlLoop::round(std::vector<Pending>& work, bool pass_due) {
-  const Instant now = ControlLoop::now();
-  Batch batch;
-  std::vector<Reply> replies;
-  replies.reserve(work.size());
+  Round r;
+  run_commands(r, work);
+  finish_round(r, pass_due);
+}
+
+void ControlLoop::finish_round(Round& current, bool pass_due) {
+  std::vector<Pending>& work = current.work;
+  std::vector<Reply>& replies = current.replies;
+  Batch& batch = current.batch;
+  const Instant now = current.now.value_or(ControlLoop::now());
   if (deposed_) {
-    replies.assign(work.size(), unavailable("this server no longer leads: " + deposed_->reason));
     answer(work, replies);
     return;
   }
-  for (Pending& p : work) replies.push_back(p.command(*plane_, now, batch));
   const bool pass = pass_due || plane_->wants_pass();
   if (pass) {
     const auto pass_start = std::chrono::steady_clock::now();

@@ -12,7 +12,8 @@
 // round, a little apart, while others waited for that round: the round after waits until as many
 // requests as the last one answered wait behind those, up to a quarter of the store's recent
 // commit time (gather_time()), so that one commit carries them all rather than every other round
-// carrying some. A server whose rounds answer one request at a time never waits.
+// carrying some; the commands that came run while the others come (all at the round's time, that
+// of the first). A server whose rounds answer one request at a time never waits.
 //
 // A store with commit limits (etcd's transaction limits, store.h's CommitLimits) bounds a round:
 // it takes at most round_capacity() commands, its pass starts at most as many jobs (the
@@ -111,10 +112,23 @@ class ControlLoop {
     Done done;
   };
 
+  // A round: the commands run so far, their replies and what they changed, and the time they ran
+  // at (that of the first).
+  struct Round {
+    std::vector<Pending> work;
+    std::vector<Reply> replies;
+    Batch batch;
+    std::optional<Instant> now;
+  };
+
   Result<void> load();
   void run();
   // Runs the commands; a pass too if one is due or something changed.
   void round(std::vector<Pending>& work, bool pass_due);
+  // Runs the commands `arrived` into the round (its time set by the first), then moves them in.
+  void run_commands(Round& r, std::vector<Pending>& arrived);
+  // Runs a pass if one is due or something changed, commits the round and answers it.
+  void finish_round(Round& current, bool pass_due);
   // Takes a listing snapshot if someone waits for one.
   void publish_listing();
   // Starts the provider hooks the plane asked for (after their round was committed).

@@ -10,8 +10,11 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <future>
 #include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,7 +27,8 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// The keys an etcd transaction of `batch` writes (etcd_batch_plan.cc), in the limit's terms.
+// The keys an etcd transaction of `batch` writes (etcd_batch_plan.cc), in the limit's terms (one
+// per event: more than the etcd store writes, which keeps a batch's events under one key).
 std::int64_t writes_of(const Batch& batch) {
   std::int64_t writes = 0;
   for (const JobRecord& job : batch.jobs) writes += job.idempotency_key.empty() ? 1 : 2;
@@ -186,6 +190,86 @@ TEST_F(ControlLoopLimitsTest, ARoundTooLargeIsRunAgainInHalvesAndOnlyAnOversized
   }
   EXPECT_GT(store_->refused, 0);
   EXPECT_TRUE(until_running(19)) << running() << " of 19 running";
+}
+
+// A memory store that keeps, for each commit, the names of the jobs it wrote.
+class RecordingStore final : public Store {
+ public:
+  Result<Snapshot> load() override { return inner_.load(); }
+  Result<void> commit(const Batch& batch) override {
+    std::vector<std::string> names;
+    for (const JobRecord& job : batch.jobs) {
+      names.push_back(nlohmann::json::parse(job.document).at("spec").at("name"));
+    }
+    {
+      std::lock_guard lock(mutex_);
+      commits_.push_back(std::move(names));
+    }
+    return inner_.commit(batch);
+  }
+  Result<std::vector<EventRecord>> events_after(std::int64_t after, int limit) override {
+    return inner_.events_after(after, limit);
+  }
+  // Whether one commit wrote every job named.
+  bool committed_together(const std::vector<std::string>& wanted) {
+    std::lock_guard lock(mutex_);
+    return std::ranges::any_of(commits_, [&](const std::vector<std::string>& names) {
+      return std::ranges::all_of(
+          wanted, [&](const std::string& name) { return std::ranges::count(names, name) == 1; });
+    });
+  }
+
+ private:
+  ::tidepool::MemoryStore inner_;
+  std::mutex mutex_;
+  std::vector<std::vector<std::string>> commits_;
+};
+
+// Group commit: the loop expects as many requests as its last round answered, and runs each
+// command as it comes while it waits for the others. Here the first blocks until the second is
+// queued, which happens only once the first has run: both are in one commit.
+TEST(ControlLoopGroupCommitTest, TheCommandsOfARoundRunAsTheyComeWhileTheOthersAreAwaited) {
+  auto owned = std::make_unique<RecordingStore>();
+  RecordingStore& store = *owned;
+  ServerMetrics metrics;
+  ControlLoop::Options options;
+  options.tick = std::chrono::hours(1);  // no round of its own in between
+  ControlLoop loop(std::move(owned), test_support::example_setup(), options, metrics);
+  ASSERT_TRUE(loop.start().has_value());
+  auto submit = [&](int n, std::function<void()> before = {}) {
+    auto reply = std::make_shared<std::promise<Reply>>();
+    auto answered = reply->get_future();
+    loop.call_async(
+        [n, before = std::move(before)](ControlPlane& plane, Instant now, Batch& batch) {
+          if (before) before();
+          return plane.submit(kLoopUser, one_gpu_job(n), "", now, batch);
+        },
+        [reply](Reply r) { reply->set_value(std::move(r)); });
+    return answered;
+  };
+  // A round of two (the first holds the loop until the second is queued): the next expects two.
+  std::promise<void> second_queued;
+  std::shared_future<void> queued = second_queued.get_future().share();
+  auto first = submit(1, [queued] { queued.wait(); });
+  auto second = submit(2);
+  second_queued.set_value();
+  ASSERT_TRUE(first.get().has_value());
+  ASSERT_TRUE(second.get().has_value());
+
+  std::promise<void> a_ran;
+  std::promise<void> b_queued;
+  std::shared_future<void> b_is_queued = b_queued.get_future().share();
+  auto a = submit(100, [&a_ran, b_is_queued] {
+    a_ran.set_value();
+    b_is_queued.wait();
+  });
+  a_ran.get_future().wait();  // the loop runs it before the round is whole
+  auto b = submit(101);
+  b_queued.set_value();
+  ASSERT_TRUE(a.get().has_value());
+  ASSERT_TRUE(b.get().has_value());
+  EXPECT_TRUE(store.committed_together({"job-100", "job-101"}));
+  loop.stop();
 }
 
 TEST(RoundCapacityTest, TheTighterLimitDecidesAndNoLimitMeansNone) {

@@ -142,9 +142,10 @@ inline constexpr const char* kLeadershipLostField = "leadership";
 // The most one commit may hold, where the store has limits (etcd's transaction limits); 0: none.
 // A batch over them is refused whole (kBatchTooLargeField), so the server keeps its rounds within.
 struct CommitLimits {
-  std::int64_t writes = 0;  // keys written: one per record, two for a job with an idempotency key
-                            // or a token (its index entry), one more per seq kept (events, ledger),
-                            // one per ledger fold and its carried entries
+  std::int64_t writes = 0;  // keys written: one per record (the events of a batch may share one),
+                            // two for a job with an idempotency key or a token (its index entry),
+                            // one more per seq kept (events, ledger), one per ledger fold and its
+                            // carried entries
   std::int64_t bytes = 0;   // the encoded batch
 };
 
