@@ -275,7 +275,15 @@ class Session final : public SessionBase {
   void deliver_made(std::function<HttpResponse()> make) override {
     asio::post(stream_.get_executor(), [self = shared(), make = std::move(make)] {
       self->waiting_ = nullptr;
-      self->write(make());
+      HttpResponse response;
+      try {
+        response = make();
+      } catch (const std::exception& e) {
+        spdlog::error("HTTP answer: {}", e.what());
+        self->keep_alive_ = false;
+        response = http_error(500, "internal error", "", "see the server log");
+      }
+      self->write(std::move(response));
     });
   }
 
