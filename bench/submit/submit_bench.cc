@@ -427,12 +427,14 @@ int main(int argc, char** argv) {
   fmt::print("  submit-to-placed: p50 {:.1f} ms, p99 {:.1f} ms ({} jobs, {} never seen placed)\n",
              p50, p99, latency_ms.size(), never_placed);
   const double jobs_per_commit = api.commits > 0 ? api.committed_jobs / api.commits : 0;
+  const double commit_ms = api.commits > 0 ? 1000 * api.commit_seconds / api.commits : 0;
+  const double server_cpu_ms_per_job = 1000 * api.cpu_seconds / std::max(1, jobs);
   if (api.commits > 0 && api.passes > 0) {
     fmt::print(
         "  server, API submissions: {:.0f} commits, {:.1f} jobs each, {:.2f} ms each; {:.0f} "
         "passes, {:.2f} ms each; {:.2f} ms CPU per job\n",
-        api.commits, jobs_per_commit, 1000 * api.commit_seconds / api.commits, api.passes,
-        1000 * api.pass_seconds / api.passes, 1000 * api.cpu_seconds / std::max(1, jobs));
+        api.commits, jobs_per_commit, commit_ms, api.passes, 1000 * api.pass_seconds / api.passes,
+        server_cpu_ms_per_job);
   }
   if (cli_jobs > 0) {
     fmt::print("  CLI: {} of {} jobs in {:.2f} s: {:.0f} jobs/s (one process each)\n", cli_accepted,
@@ -441,31 +443,29 @@ int main(int argc, char** argv) {
                cli_cpu_ms, server_cpu_ms);
   }
   if (!json_out.empty()) {
-    write_text(json_out,
-               nlohmann::json{
-                   {"system", "tidepool"},
-                   {"store", etcd.empty() ? "sqlite" : "etcd"},
-                   {"nodes", nodes},
-                   {"pending_backlog", pending_backlog},
-                   {"clients", clients},
-                   {"api_jobs", jobs},
-                   {"api_accepted", accepted.load()},
-                   {"api_seconds", api_seconds},
-                   {"api_jobs_per_second", api_rate},
-                   {"placed_p50_ms", p50},
-                   {"placed_p99_ms", p99},
-                   {"never_placed", never_placed},
-                   {"api_commits", api.commits},
-                   {"api_jobs_per_commit", jobs_per_commit},
-                   {"api_commit_ms", api.commits > 0 ? 1000 * api.commit_seconds / api.commits : 0},
-                   {"api_server_cpu_ms_per_job", 1000 * api.cpu_seconds / std::max(1, jobs)},
-                   {"cli_jobs", cli_jobs},
-                   {"cli_accepted", cli_accepted},
-                   {"cli_seconds", cli_seconds},
-                   {"cli_jobs_per_second", cli_rate},
-                   {"cli_cpu_ms_per_job", cli_cpu_ms},
-                   {"server_cpu_ms_per_cli_job", server_cpu_ms}}
-                   .dump(2));
+    write_text(json_out, nlohmann::json{{"system", "tidepool"},
+                                        {"store", etcd.empty() ? "sqlite" : "etcd"},
+                                        {"nodes", nodes},
+                                        {"pending_backlog", pending_backlog},
+                                        {"clients", clients},
+                                        {"api_jobs", jobs},
+                                        {"api_accepted", accepted.load()},
+                                        {"api_seconds", api_seconds},
+                                        {"api_jobs_per_second", api_rate},
+                                        {"placed_p50_ms", p50},
+                                        {"placed_p99_ms", p99},
+                                        {"never_placed", never_placed},
+                                        {"api_commits", api.commits},
+                                        {"api_jobs_per_commit", jobs_per_commit},
+                                        {"api_commit_ms", commit_ms},
+                                        {"api_server_cpu_ms_per_job", server_cpu_ms_per_job},
+                                        {"cli_jobs", cli_jobs},
+                                        {"cli_accepted", cli_accepted},
+                                        {"cli_seconds", cli_seconds},
+                                        {"cli_jobs_per_second", cli_rate},
+                                        {"cli_cpu_ms_per_job", cli_cpu_ms},
+                                        {"server_cpu_ms_per_cli_job", server_cpu_ms}}
+                             .dump(2));
   }
   return accepted == jobs && (cli_jobs == 0 || cli_accepted == cli_jobs) ? 0 : 1;
 }
