@@ -157,6 +157,38 @@ class ControlPlaneTest : public ::testing::Test {
   std::unique_ptr<ControlPlane> plane_;
 };
 
+// With no node ready, vision's pending job waits inside its unused guarantee: the figures say
+// how long it waited and how much of the guarantee is not honoured; search, with no guarantee,
+// waits too but is owed nothing; a held job counts for neither.
+TEST(ControlPlaneNodes, FiguresSayWhoWaitsSinceWhenAndWhichGuaranteesAreNotHonoured) {
+  ControlPlaneSetup setup = example_setup();
+  setup.simulate_unregistered_nodes = false;
+  Batch repairs;
+  auto made = ControlPlane::create(setup, Snapshot{}, kT0, repairs, std::make_shared<TokenTable>());
+  ASSERT_TRUE(made.has_value()) << made.error().message();
+  ControlPlane& plane = **made;
+  const auto submit = [&](const JobSpec& spec, const Principal& who, Instant now) {
+    Batch batch;
+    const Wire submitted = wire(plane.submit(who, spec, "", now, batch));
+    EXPECT_EQ(submitted.status, 201) << submitted.body.dump();
+    plane.schedule(now, batch);
+    return submitted.body.value("id", std::int64_t{0});
+  };
+  const std::int64_t held = submit(job("held", 2, 8), kVision, kT0);
+  Batch batch;
+  ASSERT_EQ(wire(plane.hold(kVision, jid(held), kT0, batch)).status, 200);
+  submit(job("first", 1, 8), kVision, kT0 + 1s);
+  submit(job("second", 2, 4), kVision, kT0 + 2s);
+  submit(job("borrower", 1, 8, "search"), kSearch, kT0 + 3s);
+
+  const ControlPlane::Figures figures = plane.figures();
+  EXPECT_EQ(figures.tenant_oldest_pending_ms.at("vision"), unix_ms(kT0 + 1s));
+  EXPECT_EQ(figures.tenant_oldest_pending_ms.at("search"), unix_ms(kT0 + 3s));
+  EXPECT_EQ(figures.guarantee_shortfall_milli.at({"vision", "H100"}), 16'000);
+  EXPECT_EQ(figures.guarantee_shortfall_milli.at({"search", "H100"}), 0);
+  EXPECT_TRUE(figures.tenant_spend_anomalies.empty());  // no market
+}
+
 TEST(ControlPlaneNodes, AJobWaitsForANodeWhoseAgentRegistered) {
   ControlPlaneSetup setup = example_setup();
   setup.simulate_unregistered_nodes = false;

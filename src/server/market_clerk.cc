@@ -250,6 +250,7 @@ void MarketClerk::check_anomalies(Instant now, Batch& batch) {
                  {"spend", whole_credits(event.anomaly.day_spend)},
                  {"trailing_average", whole_credits(event.anomaly.trailing_average)},
                  {"reason", event.reason}});
+    if (event.kind == MarketEventKind::kSpendAnomaly) ++spend_anomalies_[event.tenant_name];
   }
   if (budget_watch_.next_spend_day() != checked) {
     batch.settings.push_back(

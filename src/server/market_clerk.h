@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -83,6 +84,11 @@ class MarketClerk {
   // When the next posting is due, in milliseconds.
   [[nodiscard]] std::optional<Instant> next_post() const;
 
+  // Spend anomalies raised since the server started, by tenant.
+  [[nodiscard]] const std::map<std::string, std::int64_t>& spend_anomalies() const {
+    return spend_anomalies_;
+  }
+
  private:
   // Moves the entries not yet stored into the batch.
   void store_ledger(Batch& batch);
@@ -98,6 +104,7 @@ class MarketClerk {
   PlaneState& state_;
   std::optional<ServerMarket> market_;
   BudgetWatch budget_watch_;  // budgets and spend anomalies of the market
+  std::map<std::string, std::int64_t> spend_anomalies_;  // raised since the start, by tenant
 };
 
 }  // namespace tidepool

@@ -44,6 +44,16 @@ struct PlaneFigures {
   std::int64_t burst_rentals = 0;                  // since the server started
   std::map<std::string, QueueWaits> tenant_queue_waits;  // starts since the server started
   std::int64_t internal_errors = 0;  // internal.error events since the server started
+  // Pending jobs that may start (not held, their dependencies met): for each tenant with one, the
+  // Unix ms its longest-waiting one began to wait (submitted, or last requeued).
+  std::map<std::string, std::int64_t> tenant_oldest_pending_ms;
+  // Guarantees not honoured, by (tenant, model), in thousandths of a GPU: the part of the
+  // tenant's unused guarantee of the model that its pending jobs (those that may start, and not
+  // held back by its borrowing limit, its budget or a tidal window) ask for, counting only jobs
+  // the unused guarantee covers whole. Every tenant and model of the book is listed, 0 when
+  // none; a job that accepts several models counts under each.
+  std::map<std::pair<std::string, std::string>, std::int64_t> guarantee_shortfall_milli;
+  std::map<std::string, std::int64_t> tenant_spend_anomalies;  // raised since the server started
 };
 
 // Thousandths of a GPU as a JSON number of GPUs: whole when they are (8000: 8), else 0.5.
@@ -102,6 +112,8 @@ class PlaneViews {
   // A pending job's reason while its rented nodes come up.
   [[nodiscard]] nlohmann::json burst_pending(const ServerJob& job) const;
   void market_figures(PlaneFigures& figures) const;
+  // The figures of pending jobs: the oldest wait and the guarantees not honoured, per tenant.
+  void waiting_figures(PlaneFigures& figures) const;
 
   const PlaneState& state_;
   const JobDesk& jobs_;

@@ -224,6 +224,56 @@ nlohmann::json PlaneViews::tokens() const {
 
 // --- figures ---
 
+void PlaneViews::waiting_figures(PlaneFigures& f) const {
+  const Scheduler& scheduler = state_.scheduler();
+  const TenantBook& book = scheduler.book();
+  const GpuModelCatalog& models = book.models();
+  // (tenant, model) -> the unused guarantee, then what pending jobs ask of it.
+  std::map<std::pair<TenantId, GpuModelId>, std::int64_t> unused;
+  std::map<std::pair<TenantId, GpuModelId>, std::int64_t> asked;
+  for (int t = 0; t < book.tenant_count(); ++t) {
+    const TenantId tenant{static_cast<std::uint32_t>(t)};
+    for (int m = 0; m < models.size(); ++m) {
+      const GpuModelId model{static_cast<std::uint32_t>(m)};
+      unused[{tenant, model}] =
+          std::max<std::int64_t>(0, book.guaranteed(tenant, model) - book.usage(tenant, model));
+    }
+  }
+  for (const auto& [id, job] : state_.jobs()) {
+    if (job.state != JobState::kPending || job.burst || !job.held.empty() ||
+        !state_.unmet_dependencies(job).empty()) {
+      continue;
+    }
+    const std::int64_t since =
+        unix_ms(job.transitions.empty() ? job.submitted_at : job.transitions.back().at);
+    const auto [oldest, added] = f.tenant_oldest_pending_ms.try_emplace(job.spec.tenant, since);
+    if (!added) oldest->second = std::min(oldest->second, since);
+    const PendingReason* reason = scheduler.reason(id);
+    const PendingKind kind = reason ? reason->kind : PendingKind::kNotConsidered;
+    const std::optional<TenantId> tenant = book.find_tenant(job.spec.tenant);
+    if (kind == PendingKind::kQuota || kind == PendingKind::kBudget ||
+        kind == PendingKind::kWindow || !tenant || job.spec.gpus_per_task == 0) {
+      continue;
+    }
+    const std::int64_t milli =
+        std::int64_t{job.spec.tasks} * job.spec.gpus_per_task * job.spec.gpu_milli;
+    for (int m = 0; m < models.size(); ++m) {
+      const GpuModelId model{static_cast<std::uint32_t>(m)};
+      const bool accepted =
+          job.spec.gpu_models.empty() ||
+          std::ranges::find(job.spec.gpu_models, models.name(model)) != job.spec.gpu_models.end();
+      // Only a job that the unused guarantee covers whole: a larger one borrows for the rest.
+      if (accepted && milli <= unused[{*tenant, model}]) asked[{*tenant, model}] += milli;
+    }
+  }
+  for (const auto& [key, free] : unused) {
+    const auto it = asked.find(key);
+    f.guarantee_shortfall_milli[{book.tenant_name(key.first), models.name(key.second)}] =
+        it == asked.end() ? 0 : std::min(free, it->second);
+  }
+  f.tenant_spend_anomalies = clerk_.spend_anomalies();
+}
+
 PlaneFigures PlaneViews::figures() const {
   PlaneFigures f;
   f.tenant_queue_waits = state_.queue_waits();
@@ -256,6 +306,7 @@ PlaneFigures PlaneViews::figures() const {
     const TenantId id{static_cast<std::uint32_t>(t)};
     f.tenant_gpu_milli[book.tenant_name(id)] = scheduler.usage_milli(id);
   }
+  waiting_figures(f);
   f.last_event_seq = state_.last_event_seq();
   f.internal_errors = state_.internal_errors();
   nodes_.telemetry().write_metrics(f.gpu_metrics);

@@ -156,7 +156,23 @@ ServerMetrics::ServerMetrics()
                        .Help("Time jobs waited before they started (since their submission or "
                              "their last preemption), by tenant; percentiles by "
                              "histogram_quantile")
-                       .Register(*registry_)) {}
+                       .Register(*registry_)),
+      oldest_pending_(BuildGauge()
+                          .Name("tidepool_tenant_oldest_pending_since_seconds")
+                          .Help("Unix time at which each tenant's longest-waiting pending job "
+                                "that may start (not held, dependencies met) began to wait; "
+                                "tenants with such a job only")
+                          .Register(*registry_)),
+      guarantee_shortfall_(BuildGauge()
+                               .Name("tidepool_tenant_guarantee_shortfall_gpus")
+                               .Help("GPUs of each tenant's unused guarantee of a model that its "
+                                     "pending jobs ask for (0: the guarantee is honoured)")
+                               .Register(*registry_)),
+      spend_anomalies_(BuildCounter()
+                           .Name("tidepool_tenant_spend_anomalies_total")
+                           .Help("Spend anomalies raised for each tenant (a day's spend far above "
+                                 "its trailing average), since the server started")
+                           .Register(*registry_)) {}
 
 void ServerMetrics::count_request(const std::string& method, const std::string& route, int status,
                                   double seconds) {
@@ -242,6 +258,23 @@ void ServerMetrics::set_figures(const ControlPlane::Figures& figures) {
     tenant_gpus_.Add({{"tenant", tenant}}).Set(static_cast<double>(milli) / 1000.0);
   }
   last_event_.Set(static_cast<double>(figures.last_event_seq));
+  std::set<std::string> waiting;
+  for (const auto& [tenant, ms] : figures.tenant_oldest_pending_ms) {
+    oldest_pending_.Add({{"tenant", tenant}}).Set(static_cast<double>(ms) / 1000.0);
+    waiting.insert(tenant);
+  }
+  for (const std::string& tenant : waiting_tenants_) {
+    if (!waiting.contains(tenant))
+      oldest_pending_.Remove(&oldest_pending_.Add({{"tenant", tenant}}));
+  }
+  waiting_tenants_ = std::move(waiting);
+  for (const auto& [key, milli] : figures.guarantee_shortfall_milli) {
+    guarantee_shortfall_.Add({{"tenant", key.first}, {"model", key.second}})
+        .Set(static_cast<double>(milli) / 1000.0);
+  }
+  for (const auto& [tenant, count] : figures.tenant_spend_anomalies) {
+    raise_to(spend_anomalies_.Add({{"tenant", tenant}}), static_cast<double>(count));
+  }
   // The figures count since the control plane started; a histogram takes what is new.
   for (const auto& [tenant, waits] : figures.tenant_queue_waits) {
     QueueWaits& reported = reported_waits_[tenant];

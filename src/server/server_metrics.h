@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include "server/control_plane.h"
@@ -76,6 +77,10 @@ class ServerMetrics {
   prometheus::Gauge& leader_;
   prometheus::Counter& failovers_;
   prometheus::Family<prometheus::Histogram>& queue_waits_;
+  prometheus::Family<prometheus::Gauge>& oldest_pending_;
+  std::set<std::string> waiting_tenants_;  // those with an oldest_pending_ series now
+  prometheus::Family<prometheus::Gauge>& guarantee_shortfall_;
+  prometheus::Family<prometheus::Counter>& spend_anomalies_;
   std::map<std::string, QueueWaits> reported_waits_;  // what the histograms hold, per tenant
   // Guards gpu_metrics_: written by the loop thread, read by the /metrics handler.
   mutable std::mutex gpu_metrics_mutex_;
