@@ -53,7 +53,8 @@ struct PlaneFigures {
   // the unused guarantee covers whole. Every tenant and model of the book is listed, 0 when
   // none; a job that accepts several models counts under each.
   std::map<std::pair<std::string, std::string>, std::int64_t> guarantee_shortfall_milli;
-  std::map<std::string, std::int64_t> tenant_spend_anomalies;  // raised since the server started
+  // Spend anomalies raised since the server started; with a market, every tenant (0: none).
+  std::map<std::string, std::int64_t> tenant_spend_anomalies;
 };
 
 // Thousandths of a GPU as a JSON number of GPUs: whole when they are (8000: 8), else 0.5.

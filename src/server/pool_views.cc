@@ -271,7 +271,15 @@ void PlaneViews::waiting_figures(PlaneFigures& f) const {
     f.guarantee_shortfall_milli[{book.tenant_name(key.first), models.name(key.second)}] =
         it == asked.end() ? 0 : std::min(free, it->second);
   }
-  f.tenant_spend_anomalies = clerk_.spend_anomalies();
+  if (clerk_.market() != nullptr) {
+    // Every tenant's count, 0 until its first: a rule's increase() sees the first one.
+    for (int t = 0; t < book.tenant_count(); ++t) {
+      f.tenant_spend_anomalies[book.tenant_name(TenantId{static_cast<std::uint32_t>(t)})] = 0;
+    }
+    for (const auto& [tenant, count] : clerk_.spend_anomalies()) {
+      f.tenant_spend_anomalies[tenant] = count;
+    }
+  }
 }
 
 PlaneFigures PlaneViews::figures() const {

@@ -1,0 +1,84 @@
+// The metrics that the operators' alerts (deploy/prometheus/alerts.yml) query are those the
+// server exports: each tidepool_* name in the rules is a family of GET /metrics.
+#include "server/server_metrics.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <regex>
+#include <set>
+#include <string>
+
+#include "config/market_file.h"
+#include "config/test_source_dir.h"
+#include "server/test_plane_setup.h"
+
+namespace tidepool {
+namespace {
+
+// The tidepool_* names in `text`, a histogram's series (_bucket, _sum, _count) by its family.
+std::set<std::string> metric_names(const std::string& text) {
+  static const std::regex kName(R"(\btidepool_[a-z_]+)");
+  std::set<std::string> names;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), kName);
+       it != std::sregex_iterator(); ++it) {
+    std::string name = it->str();
+    for (const std::string suffix : {"_bucket", "_sum", "_count"}) {
+      if (name.ends_with(suffix)) name.resize(name.size() - suffix.size());
+    }
+    names.insert(name);
+  }
+  return names;
+}
+
+// A pool with a market and a budget, and a job waiting (no node is ready): every family has a
+// series.
+TEST(ServerMetricsTest, EveryMetricTheAlertsQueryIsExported) {
+  ControlPlaneSetup setup = test_support::example_setup();
+  setup.simulate_unregistered_nodes = false;
+  auto market = read_market_yaml(R"(currency: USD
+models:
+  H100: {purchase_price: 30000, power_watts: 1000, electricity_per_kwh: 0.12,
+         operations_per_year: 3000}
+  A100: {purchase_price: 15000, power_watts: 500, electricity_per_kwh: 0.12,
+         operations_per_year: 2000}
+prices: {period: 1h, utilisation_curve: [[0, 1], [1, 1]]}
+budgets:
+  vision: {quarterly: 30}
+)",
+                                 "market.yaml");
+  ASSERT_TRUE(market.has_value()) << market.error().message();
+  setup.market = std::move(*market);
+  const Instant now = instant_from_unix_seconds(1'796'083'200);  // 2026-12-01
+  Batch batch;
+  auto plane = ControlPlane::create(setup, Snapshot{}, now, batch, std::make_shared<TokenTable>());
+  ASSERT_TRUE(plane.has_value()) << plane.error().message();
+  JobSpec spec;
+  spec.name = "waits";
+  spec.tenant = "vision";
+  spec.gpu_models = {"H100"};
+  spec.command = {"train.sh"};
+  const Principal vision{"vision-token", Role::kUser, "vision", ""};
+  ASSERT_TRUE((*plane)->submit(vision, spec, "", now, batch).has_value());
+  (*plane)->schedule(now, batch);
+  ServerMetrics metrics;
+  metrics.set_figures((*plane)->figures());
+  const std::string exported = metrics.render();
+
+  std::ifstream in(test_support::test_source_dir() + "/deploy/prometheus/alerts.yml");
+  ASSERT_TRUE(in.is_open());
+  const std::string rules((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::set<std::string> queried = metric_names(rules);
+  EXPECT_GE(queried.size(), 10U);
+  for (const std::string& name : queried) {
+    EXPECT_NE(exported.find("# TYPE " + name + " "), std::string::npos)
+        << name << " is queried by an alert but not exported";
+  }
+  // The check can fail: a name the server does not export is found missing.
+  EXPECT_EQ(exported.find("# TYPE tidepool_no_such_metric "), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tidepool
