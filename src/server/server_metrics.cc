@@ -168,11 +168,12 @@ ServerMetrics::ServerMetrics()
                                .Help("GPUs of each tenant's unused guarantee of a model that its "
                                      "pending jobs ask for (0: the guarantee is honoured)")
                                .Register(*registry_)),
-      spend_anomalies_(BuildCounter()
-                           .Name("tidepool_tenant_spend_anomalies_total")
-                           .Help("Spend anomalies raised for each tenant (a day's spend far above "
-                                 "its trailing average), since the server started")
-                           .Register(*registry_)) {}
+      spend_anomalies_(
+          BuildCounter()
+              .Name("tidepool_tenant_spend_anomalies_total")
+              .Help("Spend anomalies raised for each tenant (a day's spend past twice its "
+                    "7-day average: cost.anomaly events), since the server started")
+              .Register(*registry_)) {}
 
 void ServerMetrics::count_request(const std::string& method, const std::string& route, int status,
                                   double seconds) {
