@@ -131,7 +131,9 @@ class RecordOrder {
     ledger_seq_ = entry.seq;
     return std::nullopt;
   }
+  // The first event may be past seq 1: those before were dropped (retention).
   std::optional<std::string> event(const EventRecord& event) {
+    if (event_seq_ == 0 && event.seq > 1) event_seq_ = event.seq - 1;
     return next_seq(event_seq_, event.seq, "event");
   }
 
@@ -150,8 +152,8 @@ class RecordOrder {
                                              std::string_view what) {
     if (seq != last + 1) {
       return fmt::format(
-          "{} seq {} after seq {}: seqs run 1, 2, 3, ... without a gap or a repeat{}", what, seq,
-          last, seq > last + 1 ? " (a line missing?)" : "");
+          "{} seq {} after seq {}: seqs run one after another, without a gap or a repeat{}", what,
+          seq, last, seq > last + 1 ? " (a line missing?)" : "");
     }
     last = seq;
     return std::nullopt;
@@ -539,12 +541,12 @@ Result<void> check_backup_contents(const BackupContents& contents) {
   for (const EventRecord& r : contents.events) {
     if (auto ok = check(order.event(r), fmt::format("event seq {}", r.seq)); !ok) return ok;
   }
-  const auto events = static_cast<std::int64_t>(contents.events.size());
-  if (s.last_event_seq != events) {
+  const std::int64_t last = contents.events.empty() ? 0 : contents.events.back().seq;
+  if (s.last_event_seq != last) {
     return fail("last_event_seq",
-                fmt::format("the snapshot's last event is seq {}, but the backup holds {} events "
-                            "(it must hold every event up to the last)",
-                            s.last_event_seq, events));
+                fmt::format("the snapshot's last event is seq {}, but the backup's is {} (it "
+                            "must hold every event kept, up to the last)",
+                            s.last_event_seq, last));
   }
   return {};
 }
@@ -647,10 +649,12 @@ Result<Backup> read_backup(std::string_view text) {
       if (const std::string diff = count_difference(header.counts, found); !diff.empty()) {
         return fail(at_line(1), "the header counts " + diff);
       }
-      if (header.last_event_seq != found.events) {
-        return fail(at_line(1), fmt::format("the header's last_event_seq is {}, but the file "
-                                            "holds {} events (it must hold every one)",
-                                            header.last_event_seq, found.events));
+      const std::int64_t last_event =
+          backup.contents.events.empty() ? 0 : backup.contents.events.back().seq;
+      if (header.last_event_seq != last_event) {
+        return fail(at_line(1), fmt::format("the header's last_event_seq is {}, but the file's "
+                                            "last event is seq {} (it must hold every one kept)",
+                                            header.last_event_seq, last_event));
       }
       const std::string computed = digest.hex();
       if (*sha != computed) {

@@ -81,9 +81,10 @@ struct Backup {
 };
 
 // Checks what a backup must hold: jobs with ids > 0 and a document, in ascending id order; tokens,
-// nodes and settings in ascending key order (each key once); ledger entries and events numbered
-// 1, 2, 3, ...; and as many events as last_event_seq says. The error's field names the record
-// ("job 7", "event seq 12") and its reason the rule.
+// nodes and settings in ascending key order (each key once); ledger entries in increasing seq
+// order (with the gaps of closed books); events numbered one after another from the first kept
+// (1 unless older ones were dropped: retention), the last one being last_event_seq. The error's
+// field names the record ("job 7", "event seq 12") and its reason the rule.
 [[nodiscard]] Result<void> check_backup_contents(const BackupContents& contents);
 
 // The file's text. Refuses contents that check_backup_contents() refuses, and a string that is not

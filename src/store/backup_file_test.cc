@@ -183,6 +183,21 @@ TEST(BackupFile, AnotherVersionOrFormatIsRefused) {
   EXPECT_THAT(refused("").reason, HasSubstr("empty"));
 }
 
+// A stream whose first events were dropped (retention) starts past seq 1: written and read back
+// as it is; its last seq must be the snapshot's.
+TEST(BackupFile, AStreamWhoseStartWasDroppedIsWrittenAndReadBack) {
+  BackupContents contents = sample();
+  contents.events.erase(contents.events.begin());
+  auto read = read_backup(written(contents));
+  ASSERT_TRUE(read.has_value()) << read.error().message();
+  EXPECT_EQ(read->contents.events, contents.events);
+  EXPECT_TRUE(check_backup_contents(contents).has_value());
+  contents.snapshot.last_event_seq = 4;
+  ASSERT_FALSE(check_backup_contents(contents).has_value());
+  EXPECT_THAT(check_backup_contents(contents).error().reason,
+              HasSubstr("the snapshot's last event is seq 4, but the backup's is 3"));
+}
+
 TEST(BackupFile, DuplicateOrMissingSeqsAreNamed) {
   std::vector<std::string> lines = lines_of(written());
   std::vector<std::string> twice = lines;
@@ -192,10 +207,10 @@ TEST(BackupFile, DuplicateOrMissingSeqsAreNamed) {
   EXPECT_THAT(error.reason, HasSubstr("event seq 2 after seq 2"));
 
   std::vector<std::string> gap = lines;
-  gap.erase(gap.begin() + 11);  // event seq 1
+  gap.erase(gap.begin() + 12);  // event seq 2
   error = refused(joined(gap));
-  EXPECT_EQ(error.field, "line 12");
-  EXPECT_THAT(error.reason, HasSubstr("event seq 2 after seq 0"));
+  EXPECT_EQ(error.field, "line 13");
+  EXPECT_THAT(error.reason, HasSubstr("event seq 3 after seq 1"));
   EXPECT_THAT(error.reason, HasSubstr("a line missing?"));
 
   // A ledger's seqs may have gaps (folded runs), not repeats; a line missing is counted.

@@ -62,7 +62,12 @@ std::vector<std::string> keys_to_read(const Batch& batch, const etcd_keys::Layou
       keys.insert(layout.job_key_index(job.tenant, job.idempotency_key));
     }
   }
-  if (!batch.events.empty()) keys.insert(layout.last_event_seq());
+  for (const std::int64_t id : batch.jobs_removed) {
+    if (id > 0) keys.insert(layout.job(id));
+  }
+  if (!batch.events.empty() || batch.events_dropped_through != 0) {
+    keys.insert(layout.last_event_seq());
+  }
   if (!batch.ledger.empty() || !batch.ledger_folds.empty()) keys.insert(layout.last_ledger_seq());
   for (const TokenRecord& token : batch.tokens) {
     keys.insert(layout.token(token.id));
@@ -104,19 +109,39 @@ Result<Plan> plan(const Batch& batch, const etcd_keys::Layout& layout, const Rea
     }
   }
 
-  if (!batch.events.empty()) {
-    auto last = last_seq(overlay, layout.last_event_seq(), field);
+  for (const std::int64_t id : batch.jobs_removed) {
+    if (id <= 0) return fail(field, fmt::format("removed job id {} is not positive", id));
+    const std::string key = layout.job(id);
+    const std::string* stored = overlay.get(key);
+    if (stored == nullptr) continue;
+    auto old = etcd_records::decode_job(id, key, *stored);
+    if (!old) return std::unexpected(old.error());
+    if (!old->idempotency_key.empty()) {
+      overlay.erase(layout.job_key_index(old->tenant, old->idempotency_key));
+    }
+    overlay.erase(key);
+  }
+
+  if (!batch.events.empty() || batch.events_dropped_through != 0) {
+    auto stored = last_seq(overlay, layout.last_event_seq(), field);
+    if (!stored) return std::unexpected(stored.error());
+    auto last = events_last_after_drop(*stored, batch.events_dropped_through, field);
     if (!last) return std::unexpected(last.error());
+    // Every key whose run ends at or before the seq dropped, but the last stored event's (a run
+    // that goes past it is kept whole): one range.
+    const std::int64_t through = std::min(batch.events_dropped_through, *stored - 1);
+    if (*stored > 0 && through >= 1) {
+      overlay.erase_range(layout.event(1), layout.event(through + 1));
+    }
     for (const EventRecord& event : batch.events) {
-      if (event.seq != *last + 1) {
-        return fail(field, fmt::format("event seq {} does not follow the last stored seq {}",
-                                       event.seq, *last));
-      }
+      if (auto refused = event_append_refusal(event.seq, *last)) return fail(field, *refused);
       *last = event.seq;
     }
-    // One key for the batch's events, the last one's seq (etcd_records.h).
-    overlay.put(layout.event(*last), etcd_records::encode(batch.events));
-    overlay.put(layout.last_event_seq(), std::to_string(*last));
+    if (!batch.events.empty()) {
+      // One key for the batch's events, the last one's seq (etcd_records.h).
+      overlay.put(layout.event(*last), etcd_records::encode(batch.events));
+      overlay.put(layout.last_event_seq(), std::to_string(*last));
+    }
   }
 
   if (!batch.ledger.empty() || !batch.ledger_folds.empty()) {

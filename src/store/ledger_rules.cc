@@ -4,6 +4,24 @@
 
 namespace tidepool {
 
+Result<std::int64_t> events_last_after_drop(std::int64_t last, std::int64_t dropped,
+                                            const std::string& field) {
+  if (dropped < 0) {
+    return fail(field, fmt::format("events dropped through seq {}: not a seq", dropped));
+  }
+  if (last == 0) return dropped;  // where a restored stream starts
+  if (dropped > last) {
+    return fail(field, fmt::format("events dropped through seq {}: past the last stored seq {}",
+                                   dropped, last));
+  }
+  return last;
+}
+
+std::optional<std::string> event_append_refusal(std::int64_t seq, std::int64_t last) {
+  if (seq == last + 1) return std::nullopt;
+  return fmt::format("event seq {} does not follow the last stored seq {}", seq, last);
+}
+
 std::optional<std::string> ledger_append_refusal(std::int64_t seq, std::int64_t last) {
   if (seq > last) return std::nullopt;
   return fmt::format("ledger seq {} does not follow the last stored seq {}", seq, last);

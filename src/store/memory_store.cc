@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <optional>
+#include <utility>
 
 #include "store/ledger_rules.h"
 
@@ -19,7 +20,8 @@ constexpr const char* kField = "memory store";
 // need no entry: they have no rules and are written only once everything else has passed.
 struct MemoryStore::Undo {
   std::vector<std::pair<std::int64_t, std::optional<JobRecord>>> jobs;
-  std::size_t events = 0;
+  std::int64_t last_event = 0;                                 // events after it: appended
+  std::optional<std::map<std::int64_t, EventRecord>> events;   // when the batch drops some
   std::optional<std::map<std::int64_t, LedgerRecord>> ledger;  // when the batch changes it
   std::int64_t last_ledger_seq = 0;
   std::vector<std::pair<std::string, std::optional<TokenRecord>>> tokens;
@@ -29,7 +31,8 @@ Result<void> MemoryStore::commit(const Batch& batch) {
   if (batch.empty()) return {};
   std::lock_guard lock(mutex_);
   Undo undo;
-  undo.events = events_.size();
+  undo.last_event = events_.empty() ? 0 : events_.rbegin()->first;
+  if (batch.events_dropped_through != 0) undo.events = events_;
   if (!batch.ledger.empty() || !batch.ledger_folds.empty()) undo.ledger = ledger_;
   undo.last_ledger_seq = last_ledger_seq_;
   auto applied = apply(batch, undo);
@@ -61,13 +64,26 @@ Result<void> MemoryStore::apply(const Batch& batch, Undo& undo) {
     put_job(job.id, &job);
   }
 
+  for (const std::int64_t id : batch.jobs_removed) {
+    if (id <= 0) return fail(kField, fmt::format("removed job id {} is not positive", id));
+    const auto stored = jobs_.find(id);
+    if (stored == jobs_.end()) continue;
+    undo.jobs.emplace_back(id, stored->second);
+    put_job(id, nullptr);
+  }
+
+  auto last = events_last_after_drop(events_.empty() ? 0 : events_.rbegin()->first,
+                                     batch.events_dropped_through, kField);
+  if (!last) return std::unexpected(last.error());
+  if (!events_.empty()) {
+    // Every event through the seq dropped, but the last stored one.
+    events_.erase(events_.begin(),
+                  events_.upper_bound(std::min(batch.events_dropped_through, *last - 1)));
+  }
   for (const EventRecord& event : batch.events) {
-    const auto last = static_cast<std::int64_t>(events_.size());
-    if (event.seq != last + 1) {
-      return fail(kField, fmt::format("event seq {} does not follow the last stored seq {}",
-                                      event.seq, last));
-    }
-    events_.push_back(event);
+    if (auto refused = event_append_refusal(event.seq, *last)) return fail(kField, *refused);
+    events_.emplace(event.seq, event);
+    *last = event.seq;
   }
 
   for (const LedgerRecord& entry : batch.ledger) {
@@ -106,7 +122,11 @@ void MemoryStore::rollback(const Undo& undo) {
   for (auto it = undo.jobs.rbegin(); it != undo.jobs.rend(); ++it) {
     put_job(it->first, it->second ? &*it->second : nullptr);
   }
-  events_.erase(events_.begin() + static_cast<std::ptrdiff_t>(undo.events), events_.end());
+  if (undo.events) {
+    events_ = *undo.events;
+  } else {
+    events_.erase(events_.upper_bound(undo.last_event), events_.end());
+  }
   if (undo.ledger) ledger_ = *undo.ledger;
   last_ledger_seq_ = undo.last_ledger_seq;
   for (auto it = undo.tokens.rbegin(); it != undo.tokens.rend(); ++it) {
@@ -147,7 +167,7 @@ Result<Snapshot> MemoryStore::load() {
   for (const auto& [id, token] : tokens_) snapshot.tokens.push_back(token);
   for (const auto& [key, document] : nodes_) snapshot.nodes.push_back({key, document});
   for (const auto& [key, document] : settings_) snapshot.settings.push_back({key, document});
-  snapshot.last_event_seq = static_cast<std::int64_t>(events_.size());
+  snapshot.last_event_seq = events_.empty() ? 0 : events_.rbegin()->first;
   snapshot.ledger.reserve(ledger_.size());
   for (const auto& [seq, entry] : ledger_) snapshot.ledger.push_back(entry);
   return snapshot;
@@ -158,11 +178,10 @@ Result<std::vector<EventRecord>> MemoryStore::events_after(std::int64_t after, i
   std::vector<EventRecord> events;
   if (limit == 0) return events;
   std::lock_guard lock(mutex_);
-  // Event seq s is events_[s - 1]: the first one after `after` is at index `after`.
-  const auto stored = static_cast<std::int64_t>(events_.size());
-  const std::int64_t first = std::clamp<std::int64_t>(after, 0, stored);
-  const std::int64_t end = std::min(stored, first + limit);
-  events.assign(events_.begin() + first, events_.begin() + end);
+  for (auto it = events_.upper_bound(after);
+       it != events_.end() && std::cmp_less(events.size(), limit); ++it) {
+    events.push_back(it->second);
+  }
   return events;
 }
 

@@ -43,7 +43,7 @@ class MemoryStore final : public Store {
   std::map<std::int64_t, JobRecord> jobs_;
   // (tenant, idempotency key) -> the job holding it; jobs without a key are not in it.
   std::map<std::pair<std::string, std::string>, std::int64_t> job_by_key_;
-  std::vector<EventRecord> events_;              // events_[i].seq == i + 1
+  std::map<std::int64_t, EventRecord> events_;   // by seq: consecutive, from the first kept
   std::map<std::int64_t, LedgerRecord> ledger_;  // by seq
   std::int64_t last_ledger_seq_ = 0;             // the last appended (0: none)
   std::map<std::string, TokenRecord> tokens_;

@@ -249,7 +249,8 @@ class SqliteStore final : public Store {
   // The statements the writer connection reuses for every commit.
   struct WriterStatements {
     Statement begin, commit, upsert_job, last_event_seq, insert_event, last_ledger_seq,
-        insert_ledger, delete_ledger_run, upsert_token, upsert_node, upsert_setting;
+        insert_ledger, delete_ledger_run, upsert_token, upsert_node, upsert_setting, delete_job,
+        delete_events_through;
   };
 
   SqliteStore(FileLock lock, std::string path, Database writer, WriterStatements statements,
@@ -335,20 +336,36 @@ Result<void> SqliteStore::apply(const Batch& batch) {
     }
   }
 
-  if (!batch.events.empty()) {
-    std::int64_t last = 0;
+  sqlite3_stmt* delete_job = statements_.delete_job.get();
+  for (const std::int64_t id : batch.jobs_removed) {
+    if (id <= 0) return fail(path_, fmt::format("removed job id {} is not positive", id));
+    if (!bind_int(delete_job, 1, id)) return write_failed(fmt::format("removing job {}", id));
+    if (auto done = run(db, delete_job); !done) {
+      return failed(fmt::format("removing job {}", id), done.error());
+    }
+  }
+
+  if (!batch.events.empty() || batch.events_dropped_through != 0) {
+    std::int64_t stored = 0;
     {
       sqlite3_stmt* stmt = statements_.last_event_seq.get();
       ResetOnExit reset(stmt);
       if (sqlite3_step(stmt) != SQLITE_ROW) return write_failed("reading the last event seq");
-      last = sqlite3_column_int64(stmt, 0);
+      stored = sqlite3_column_int64(stmt, 0);
+    }
+    auto last = events_last_after_drop(stored, batch.events_dropped_through, path_);
+    if (!last) return std::unexpected(last.error());
+    if (stored > 0 && batch.events_dropped_through > 0) {
+      // Every event through the seq dropped, but the last stored one.
+      const std::int64_t through = std::min(batch.events_dropped_through, stored - 1);
+      sqlite3_stmt* drop = statements_.delete_events_through.get();
+      const std::string what = fmt::format("dropping the events through seq {}", through);
+      if (!bind_int(drop, 1, through)) return write_failed(what);
+      if (auto done = run(db, drop); !done) return failed(what, done.error());
     }
     sqlite3_stmt* event_stmt = statements_.insert_event.get();
     for (const EventRecord& event : batch.events) {
-      if (event.seq != last + 1) {
-        return fail(path_, fmt::format("event seq {} does not follow the last stored seq {}",
-                                       event.seq, last));
-      }
+      if (auto refused = event_append_refusal(event.seq, *last)) return fail(path_, *refused);
       const bool bound =
           bind_int(event_stmt, 1, event.seq) && bind_int(event_stmt, 2, event.at_ms) &&
           bind_text(event_stmt, 3, event.kind) && bind_text(event_stmt, 4, event.document);
@@ -356,7 +373,7 @@ Result<void> SqliteStore::apply(const Batch& batch) {
       if (auto done = run(db, event_stmt); !done) {
         return failed(fmt::format("writing event {}", event.seq), done.error());
       }
-      last = event.seq;
+      *last = event.seq;
     }
   }
 
@@ -583,6 +600,8 @@ Result<std::unique_ptr<Store>> open_sqlite_store(const std::string& path) {
       {&statements.insert_ledger,
        "INSERT INTO ledger (seq, at, tenant, document) VALUES (?1, ?2, ?3, ?4)"},
       {&statements.delete_ledger_run, "DELETE FROM ledger WHERE seq BETWEEN ?1 AND ?2"},
+      {&statements.delete_job, "DELETE FROM jobs WHERE id = ?1"},
+      {&statements.delete_events_through, "DELETE FROM events WHERE seq <= ?1"},
       {&statements.upsert_token,
        "INSERT INTO tokens (id, hash, role, tenant, node, description, created_ms, revoked) "
        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (id) DO UPDATE SET "

@@ -86,15 +86,22 @@ struct KeyedRecord {
 
 // Changes applied together or not at all. Jobs and tokens are upserted by id, nodes and settings
 // by key; events and ledger entries are appended (their seq must follow the last stored one);
-// ledger folds replace stored entries.
+// ledger folds replace stored entries. Retention deletes: jobs by id (jobs_removed), and the
+// events up to a seq (events_dropped_through).
 //
-// The lists are applied in this order: jobs, events, ledger, ledger folds, tokens, nodes,
-// settings; each record by record in its order, and each record is checked against the state that
-// the records before it left:
+// The lists are applied in this order: jobs, jobs removed, events dropped, events, ledger,
+// ledger folds, tokens, nodes, settings; each record by record in its order, and each record is
+// checked against the state that the records before it left:
 //  - a job's id is > 0 and its document is not empty;
 //  - a job's non-empty idempotency key is held by no other job of its tenant;
-//  - an event's seq is the last stored one + 1 (the first is 1); a ledger entry's is greater than
-//    the last stored one (gaps are those of folded ledgers, restored);
+//  - a removed job's id is > 0; its idempotency key is free again (an id not stored: nothing);
+//  - events_dropped_through (0: none) is at most the last stored event seq: the events with seq
+//    up to it are deleted, but for the last stored one, which is always kept (a store may keep
+//    more of them: etcd keeps a commit's events under one key). In a store that holds no event,
+//    it says where the stream starts instead (a restore of a stream whose start was dropped): the
+//    batch's first event is then events_dropped_through + 1;
+//  - an event's seq is the last stored one + 1 (the first is 1, or as above); a ledger entry's is
+//    greater than the last stored one (gaps are those of folded ledgers, restored);
 //  - a ledger fold has 1 <= first_seq <= last_seq <= the last stored ledger seq, and its carried
 //    seqs are last_seq - n + 1 .. last_seq, n >= 1, none below first_seq;
 //  - a token's hash, the empty one too, is held by no other token.
@@ -113,10 +120,13 @@ struct Batch {
   std::vector<KeyedRecord> settings;
   std::vector<LedgerRecord> ledger;
   std::vector<LedgerFoldRecord> ledger_folds = {};
+  std::vector<std::int64_t> jobs_removed = {};  // job ids, deleted (retention)
+  std::int64_t events_dropped_through = 0;      // retention: see above; 0 deletes nothing
 
   [[nodiscard]] bool empty() const {
     return jobs.empty() && events.empty() && ledger.empty() && ledger_folds.empty() &&
-           tokens.empty() && nodes.empty() && settings.empty();
+           tokens.empty() && nodes.empty() && settings.empty() && jobs_removed.empty() &&
+           events_dropped_through == 0;
   }
 };
 
@@ -145,7 +155,8 @@ struct CommitLimits {
   std::int64_t writes = 0;  // keys written: one per record (the events of a batch may share one),
                             // two for a job with an idempotency key or a token (its index entry),
                             // one more per seq kept (events, ledger), one per ledger fold and its
-                            // carried entries
+                            // carried entries, two per removed job (itself and its index entry),
+                            // one for the events dropped
   std::int64_t bytes = 0;   // the encoded batch
 };
 

@@ -134,7 +134,8 @@ Result<std::vector<EventRecord>> events_through(Store& store, std::int64_t last_
     }
     for (EventRecord& event : *page) {
       if (event.seq > last_seq) break;
-      if (event.seq != after + 1) {
+      // The first one stored may be past seq 1: the ones before were dropped (retention).
+      if (event.seq != after + 1 && !events.empty()) {
         return fail("events", fmt::format("the store has no event seq {} (the next is {})",
                                           after + 1, event.seq));
       }
@@ -219,6 +220,8 @@ Batch restore_batch(const BackupContents& contents, RestoreCursor from, RestoreC
         batch.ledger.push_back(s.ledger[at.index]);
         break;
       default:
+        // A stream whose start was dropped says where it starts (store.h).
+        if (at.index == 0) batch.events_dropped_through = contents.events[0].seq - 1;
         batch.events.push_back(contents.events[at.index]);
         break;
     }

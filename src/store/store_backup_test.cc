@@ -170,6 +170,31 @@ TEST(StoreBackup, ABackupMissingAnEventIsRefusedBeforeAnythingIsWritten) {
   EXPECT_EQ(backup_of(store), BackupContents{});
 }
 
+// Retention dropped the first events of the source: the backup holds those kept, and the
+// restored stream starts where the source's did and goes on from its last seq.
+TEST(StoreBackup, AStreamWhoseStartWasDroppedRestoresAsItIs) {
+  const BackupContents contents = state(12);
+  ASSERT_GE(contents.events.size(), 4U);
+  MemoryStore source;
+  restored(source, contents);
+  Batch drop;
+  drop.events_dropped_through = 2;
+  ASSERT_TRUE(source.commit(drop).has_value());
+  const BackupContents kept = backup_of(source);
+  ASSERT_EQ(kept.events.front().seq, 3);
+  EXPECT_EQ(kept.events.size(), contents.events.size() - 2);
+
+  const TempDir dir;
+  auto sqlite = open_sqlite_store(dir.file("restored.db"));
+  ASSERT_TRUE(sqlite.has_value()) << sqlite.error().message();
+  restored(**sqlite, kept);
+  EXPECT_EQ(backup_of(**sqlite), kept);
+  const std::int64_t next = kept.snapshot.last_event_seq + 1;
+  Batch more;
+  more.events = {EventRecord{next, 1, "job.submitted", "{}"}};
+  EXPECT_TRUE((*sqlite)->commit(more).has_value());
+}
+
 TEST(StoreBackup, SqliteToMemoryAndBack) {
   const TempDir dir;
   const BackupContents contents = state(30);

@@ -278,6 +278,76 @@ TEST_P(EveryStoreTest, EventSeqsFollowTheLastStoredOne) {
   EXPECT_EQ(all_events(*store_), events_batch(1, 4).events);
 }
 
+// Retention: removed jobs are gone with their idempotency keys, which a new job may take; an
+// id not stored removes nothing; a non-positive one is refused.
+TEST_P(EveryStoreTest, RemovedJobsAreGoneAndFreeTheirIdempotencyKeys) {
+  commit_or_die(jobs_batch({job(1, "vision", "k"), job(2, "vision", "j")}));
+  Batch removal;
+  removal.jobs_removed = {1, 99};
+  commit_or_die(removal);
+  Snapshot snapshot = load_or_die(*store_);
+  ASSERT_EQ(snapshot.jobs.size(), 1U);
+  EXPECT_EQ(snapshot.jobs[0].id, 2);
+  commit_or_die(jobs_batch({job(3, "vision", "k")}));
+  expect_refused(jobs_batch({job(4, "vision", "j")}), "job 4");
+
+  Batch bad;
+  bad.jobs_removed = {2, 0};
+  expect_refused(bad, "removed job id 0");
+  // Upserted and removed in one batch: removed.
+  Batch both = jobs_batch({job(5, "vision", "m")});
+  both.jobs_removed = {5};
+  commit_or_die(both);
+  snapshot = load_or_die(*store_);
+  ASSERT_EQ(snapshot.jobs.size(), 2U);
+  EXPECT_EQ(snapshot.jobs[1].id, 3);
+}
+
+// Retention: the events through a seq are dropped, the last stored one always kept; the stream
+// goes on from its last seq. A store may keep more (etcd keeps a commit's events together), never
+// fewer, and never a gap.
+TEST_P(EveryStoreTest, DroppedEventsGoButTheLastStaysAndTheStreamGoesOn) {
+  for (std::int64_t first : {1, 3, 5}) commit_or_die(events_batch(first, first + 1));
+  const auto kept = [&] {
+    std::vector<std::int64_t> seqs;
+    for (const EventRecord& e : all_events(*store_)) seqs.push_back(e.seq);
+    return seqs;
+  };
+  Batch drop;
+  drop.events_dropped_through = 4;
+  commit_or_die(drop);
+  EXPECT_EQ(kept(), (std::vector<std::int64_t>{5, 6}));
+  EXPECT_EQ(load_or_die(*store_).last_event_seq, 6);
+
+  drop.events_dropped_through = 6;
+  commit_or_die(drop);
+  const std::vector<std::int64_t> left = kept();
+  ASSERT_FALSE(left.empty());
+  EXPECT_EQ(left.back(), 6);
+  EXPECT_GE(left.front(), 5);
+  for (std::size_t i = 1; i < left.size(); ++i) EXPECT_EQ(left[i], left[i - 1] + 1);
+
+  drop.events_dropped_through = 7;
+  expect_refused(drop, "events dropped through seq 7: past the last stored seq 6");
+  drop.events_dropped_through = -1;
+  expect_refused(drop, "events dropped through seq -1");
+  expect_refused(events_batch(8, 8), "event seq 8 does not follow the last stored seq 6");
+  commit_or_die(events_batch(7, 8));
+  EXPECT_EQ(kept().back(), 8);
+  EXPECT_EQ(load_or_die(*store_).last_event_seq, 8);
+}
+
+// A stream whose start was dropped, restored into a new store: its first batch says where it
+// starts, the events from there on follow as usual.
+TEST_P(EveryStoreTest, AStreamRestoredStartsAfterItsDroppedEvents) {
+  Batch start = events_batch(10, 11);
+  start.events_dropped_through = 9;
+  commit_or_die(start);
+  commit_or_die(events_batch(12, 12));
+  EXPECT_EQ(all_events(*store_), events_batch(10, 12).events);
+  EXPECT_EQ(load_or_die(*store_).last_event_seq, 12);
+}
+
 TEST_P(EveryStoreTest, LedgerSeqsIncreaseWithTheGapsOfFoldedLedgers) {
   expect_refused(appends_batch({}, {ledger_entry(0)}), "ledger seq 0");
   Batch first;
