@@ -129,6 +129,7 @@ Result<void> run_server(const ServerFlags& flags) {
     setup.market = std::move(*market);
     setup.ledger_posting_interval = whole_seconds(config->ledger_posting_interval);
     setup.ledger_books = config->ledger_books;
+    setup.finished_jobs_kept_days = config->finished_jobs_kept_days;
   }
 
   // Block the stop signals in every thread (before any starts); one thread waits for them.
@@ -227,6 +228,7 @@ Result<void> run_server(const ServerFlags& flags) {
       std::move(store), std::move(setup),
       ControlLoop::Options{
           .tick = config->tick,
+          .events_kept_for = std::chrono::days{config->events_kept_days},
           .on_leadership_lost = [&life](const Error& error) { life.lose(error.reason); }},
       metrics);
   HttpApi api(loop, metrics,

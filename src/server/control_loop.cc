@@ -181,10 +181,31 @@ void ControlLoop::run_hooks() {
   if (!calls.empty() && hooks_) hooks_->run(std::move(calls));
 }
 
+void ControlLoop::queue_retention() {
+  const auto steady = std::chrono::steady_clock::now();
+  if (steady < next_retention_) return;
+  next_retention_ = steady + std::chrono::hours(1);
+  // Jobs removed per round: those a store's commit limits allow (two writes each), else a bound
+  // on one transaction's size.
+  const std::size_t most = round_limit_ > 0 ? round_limit_ : 10'000;
+  call_async(
+      [this, most](ControlPlane& plane, Instant now, Batch& batch) -> Reply {
+        if (auto cut = events_->seq_before(now - options_.events_kept_for); !cut) {
+          spdlog::warn("retention: cannot find the events to drop: {}", cut.error().message());
+        } else if (*cut > 0) {
+          batch.events_dropped_through = *cut;
+        }
+        if (plane.remove_finished(now, most, batch)) next_retention_ = {};  // more: at once
+        return ::tidepool::answer(nullptr);
+      },
+      [](const Reply&) {});
+}
+
 void ControlLoop::run() {
   run_hooks();  // what the restart asked for (its repairs are committed)
   auto next_tick = std::chrono::steady_clock::now() + options_.tick;
   while (true) {
+    queue_retention();
     // Only this thread changes the plane, so its next wakeup holds until the round below; it is
     // found outside the queue's lock, which the HTTP threads wait on.
     const std::optional<Instant> wake = plane_->next_wakeup(now());
@@ -301,6 +322,9 @@ void ControlLoop::finish_round(Round& current, bool pass_due) {
       metrics_.count_commit(batch, seconds_since(commit_start));
       for (const JobRecord& job : batch.jobs) {
         if (auto id = job_id_from_wire(job.id)) listing_changed_.insert(*id);
+      }
+      for (const std::int64_t removed : batch.jobs_removed) {
+        if (auto id = job_id_from_wire(removed)) listing_changed_.insert(*id);
       }
       events_->publish(batch.events);
       logged = std::move(batch.events);

@@ -62,7 +62,11 @@ class ControlLoop {
 
   struct Options {
     std::chrono::milliseconds tick{1000};
-    std::size_t events_kept = 100'000;
+    std::size_t events_kept = 100'000;  // in memory, for the event stream's readers
+    // Retention, checked once an hour: events older than this are dropped from the store (the
+    // last one always kept), and jobs that ended the plane's finished_jobs_kept_days ago are
+    // removed, a round's worth at a time.
+    std::chrono::milliseconds events_kept_for = std::chrono::days{30};
     // Called once, on the loop thread, when the store refuses a commit because this server no
     // longer leads (kLeadershipLostField, a fenced etcd store): from then on every command is
     // answered unavailable and nothing is committed. It must not block; the wiring stops the
@@ -131,6 +135,8 @@ class ControlLoop {
   void finish_round(Round& current, bool pass_due);
   // Takes a listing snapshot if someone waits for one.
   void publish_listing();
+  // Queues the retention command when it is due (Options::events_kept_for).
+  void queue_retention();
   // Starts the provider hooks the plane asked for (after their round was committed).
   void run_hooks();
   // Hands a committed round's replies to their callers.
@@ -141,6 +147,9 @@ class ControlLoop {
   Options options_;
   ServerMetrics& metrics_;
   std::size_t round_limit_ = 0;  // the most commands per round (0: no limit)
+  // Loop thread: when retention is next due; the retention command sets it again (at once
+  // while more jobs are due).
+  std::chrono::steady_clock::time_point next_retention_{};
   // Loop thread: the commands the last round answered, and the store's recent commit time (a
   // moving average), for group commit.
   std::size_t last_answered_ = 0;

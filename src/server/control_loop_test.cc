@@ -272,6 +272,36 @@ TEST(ControlLoopGroupCommitTest, TheCommandsOfARoundRunAsTheyComeWhileTheOthersA
   loop.stop();
 }
 
+// Retention at start (and then hourly): the events older than events_kept_for are dropped from the
+// store; the newer ones, and the stream's seqs, go on.
+TEST(ControlLoopRetentionTest, EventsOlderThanKeptAreDroppedFromTheStore) {
+  auto owned = std::make_unique<::tidepool::MemoryStore>();
+  Store& store = *owned;
+  const std::int64_t old_ms = unix_ms(ControlLoop::now() - std::chrono::days{40});
+  for (std::int64_t seq = 1; seq <= 3; ++seq) {
+    Batch batch;
+    batch.events = {EventRecord{seq, old_ms, "job.submitted", "{}"}};
+    ASSERT_TRUE(store.commit(batch).has_value());
+  }
+  ServerMetrics metrics;
+  ControlLoop::Options options;
+  options.events_kept_for = std::chrono::days{30};
+  ControlLoop loop(std::move(owned), test_support::example_setup(), options, metrics);
+  ASSERT_TRUE(loop.start().has_value());  // commits the first admin token's events: new ones
+  // A round after the one retention ran in.
+  const Reply reply = loop.call([](ControlPlane& plane, Instant now, Batch& batch) {
+    return plane.submit(kLoopUser, one_gpu_job(1), "", now, batch);
+  });
+  ASSERT_TRUE(reply.has_value());
+  loop.stop();
+  auto events = store.events_after(0, 1000);
+  ASSERT_TRUE(events.has_value());
+  ASSERT_FALSE(events->empty());
+  EXPECT_EQ(events->front().seq, 4);
+  for (const EventRecord& e : *events) EXPECT_GT(e.at_ms, old_ms);
+  EXPECT_EQ(store.load()->last_event_seq, events->back().seq);
+}
+
 TEST(RoundCapacityTest, TheTighterLimitDecidesAndNoLimitMeansNone) {
   EXPECT_EQ(round_capacity({}), 0);
   EXPECT_EQ(round_capacity({.writes = 128}), 16);

@@ -162,6 +162,11 @@ std::shared_ptr<const JobListing> ControlPlane::update_listing(
   return views_.listing(cache, changed, version);
 }
 
+bool ControlPlane::remove_finished(Instant now, std::size_t most, Batch& batch) {
+  const Instant before = now - std::chrono::days{state_.setup().finished_jobs_kept_days};
+  return jobs_.remove_finished(before, most, batch);
+}
+
 Reply ControlPlane::why(const Principal& who, JobId id, Instant now) const {
   auto job = state_.visible_job(who, id);
   if (!job) return std::unexpected(job.error());

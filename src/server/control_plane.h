@@ -150,6 +150,12 @@ class ControlPlane {
   // or requeued outside a pass since then is seen by the next pass (the tick's at the latest).
   [[nodiscard]] std::optional<Instant> next_wakeup(Instant now) const;
 
+  // --- retention ---
+  // Removes up to `most` jobs that ended setup.finished_jobs_kept_days before `now` from the
+  // plane and (batch.jobs_removed) the store, but those a live job runs after. Whether more are
+  // due (the caller calls again at once).
+  bool remove_finished(Instant now, std::size_t most, Batch& batch);
+
   // --- figures for metrics ---
   using Figures = PlaneFigures;
   [[nodiscard]] Figures figures() const { return views_.figures(); }

@@ -68,6 +68,7 @@ struct MemoryStore {
       ledger.insert(ledger.erase(at, end), fold.carried.begin(), fold.carried.end());
     }
     for (const JobRecord& j : b.jobs) jobs[j.id] = j;
+    for (const std::int64_t id : b.jobs_removed) jobs.erase(id);
     for (const TokenRecord& t : b.tokens) tokens[t.id] = t;
     for (const KeyedRecord& n : b.nodes) nodes[n.key] = n;
     for (const KeyedRecord& s : b.settings) settings[s.key] = s;
@@ -1456,6 +1457,65 @@ TEST_F(ControlPlaneTest, AJobRecordsItsSubmitterAndHistoryIsAWindowOfTime) {
   // The submitter is kept in the store.
   plane_ = restart(at_ms(4'000'000));
   EXPECT_EQ(get(early).body["submitter"], "alice's laptop");
+}
+
+// Retention: jobs that ended finished_jobs_kept_days ago leave the plane and the store, a round's
+// worth at a time; a job a live job runs after stays, and so does a job that has not ended. An
+// idempotency key of a removed job is free again.
+TEST_F(ControlPlaneTest, JobsEndedLongAgoAreRemovedButThoseALiveJobRunsAfter) {
+  const auto end = [&](std::int64_t id, std::string state) {
+    JobStatusReport r;
+    r.state = std::move(state);
+    r.exit_code = r.state == "succeeded" ? 0 : 1;
+    return run([&](ControlPlane& p, Instant at, Batch& b) {
+      return p.report_status(kAdmin, jid(id), r, at, b);
+    });
+  };
+  const std::int64_t keyed = submit(job("keyed", 1, 8), kVision, "key-1").body["id"];
+  const std::int64_t parent = submit(job("parent", 1, 8)).body["id"];
+  const std::int64_t other = submit(job("other", 1, 8)).body["id"];
+  const std::int64_t alive = submit(job("alive", 1, 8)).body["id"];
+  ASSERT_EQ(end(keyed, "succeeded").status, 200);
+  ASSERT_EQ(end(parent, "succeeded").status, 200);
+  ASSERT_EQ(end(other, "failed").status, 200);
+  JobSpec child = job("child", 1, 8);
+  child.after_ok = {parent};
+  const std::int64_t after = submit(child).body["id"];
+  ASSERT_EQ(get(after).body["state"], "running");
+
+  const Instant kept_until = kT0 + std::chrono::days{92};
+  Batch early;
+  EXPECT_FALSE(plane_->remove_finished(kept_until, 10, early));
+  EXPECT_TRUE(early.jobs_removed.empty());
+
+  // One round's worth (here one job), then the other; `parent` stays while `child` lives.
+  Batch first;
+  EXPECT_TRUE(plane_->remove_finished(kept_until + 1ms, 1, first));
+  EXPECT_EQ(first.jobs_removed, (std::vector<std::int64_t>{keyed}));
+  commit(first);
+  Batch second;
+  EXPECT_FALSE(plane_->remove_finished(kept_until + 1ms, 1, second));
+  EXPECT_EQ(second.jobs_removed, (std::vector<std::int64_t>{other}));
+  commit(second);
+  EXPECT_EQ(get(keyed).status, 404);
+  EXPECT_EQ(get(parent).body["state"], "succeeded");
+  EXPECT_EQ(get(alive).body["state"], "running");
+  EXPECT_FALSE(store_.jobs.contains(keyed));
+  EXPECT_TRUE(store_.jobs.contains(parent));
+
+  // The key is free: a new job, not the removed one.
+  const Wire again = submit(job("keyed", 1, 8), kVision, "key-1", kept_until + 2ms);
+  ASSERT_EQ(again.status, 201) << again.body.dump();
+  EXPECT_NE(again.body["id"], keyed);
+  // Once the child ended too, the parent may go; a restart does not bring anything back.
+  ASSERT_EQ(end(after, "succeeded").status, 200);
+  Batch third;
+  EXPECT_FALSE(plane_->remove_finished(kept_until + std::chrono::days{92}, 10, third));
+  EXPECT_EQ(third.jobs_removed, (std::vector<std::int64_t>{parent, after}));
+  commit(third);
+  plane_ = restart(kept_until + std::chrono::days{92});
+  EXPECT_EQ(get(parent).status, 404);
+  EXPECT_EQ(get(alive).body["state"], "running");
 }
 
 TEST_F(ControlPlaneTest, HoldReleaseRequeueAndUpdateAsScontrolDoes) {

@@ -100,6 +100,12 @@ class JobDesk {
   // job's burst threshold (one walk over the live jobs, once per pass).
   [[nodiscard]] std::optional<Instant> next_deadline(Instant now) const;
 
+  // --- retention (job_desk_retention.cc) ---
+  // Removes up to `most` jobs that ended before `before` from the plane, naming them in
+  // batch.jobs_removed; keeps those a live job runs after (its after_ok names them) and those the
+  // round changed (in batch.jobs). Whether more are due.
+  bool remove_finished(Instant before, std::size_t most, Batch& batch);
+
   // --- figures ---
   [[nodiscard]] const std::map<std::string, std::int64_t>& requeued_by_cause() const {
     return requeued_by_cause_;

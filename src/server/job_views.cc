@@ -149,7 +149,11 @@ std::shared_ptr<const JobListing> PlaneViews::listing(
     for (const auto& [id, job] : jobs) refresh(job);
   } else {
     for (JobId id : changed) {
-      if (auto it = jobs.find(id); it != jobs.end()) refresh(it->second);
+      if (auto it = jobs.find(id); it != jobs.end()) {
+        refresh(it->second);
+      } else {
+        cache.erase(id);  // removed (retention)
+      }
     }
   }
   auto listing = std::make_shared<JobListing>();

@@ -65,6 +65,9 @@ struct ControlPlaneSetup {
   // folded further (core/ledger_books.h).
   BookTerms ledger_books;
   AdmissionLimits admission;
+  // Retention: a job that ended this many days ago leaves the server and its store (not one that
+  // a live job runs after; ControlPlane::remove_finished). The server's default: 92 days.
+  std::int64_t finished_jobs_kept_days = 92;
 };
 
 // Whether `who` holds an admin token, or kForbidden saying what it holds.

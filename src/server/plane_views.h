@@ -78,8 +78,8 @@ class PlaneViews {
   // ahead `who` may see), or where it runs, or why it ended.
   [[nodiscard]] nlohmann::json why(const Principal& who, const ServerJob& job, Instant now) const;
   // Brings `cache` (each job's listed entry, by id) up to date for the jobs in `changed` (those a
-  // committed batch wrote; all of them when `cache` is empty) and returns a snapshot of it with
-  // the pending jobs' reasons as of now, as version `version`.
+  // committed batch wrote or removed; all of them when `cache` is empty) and returns a snapshot of
+  // it with the pending jobs' reasons as of now, as version `version`.
   [[nodiscard]] std::shared_ptr<const JobListing> listing(
       std::map<JobId, std::shared_ptr<const ListedJob>>& cache, const std::set<JobId>& changed,
       std::int64_t version) const;

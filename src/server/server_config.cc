@@ -43,6 +43,8 @@ class ConfigReader : private YamlReader {
                      "ledger_posting_interval",
                      "ledger_jobs_kept",
                      "ledger_days_kept",
+                     "finished_jobs_kept",
+                     "events_kept",
                      "admission",
                      "metrics_token_required",
                      "simulate_unregistered_nodes",
@@ -105,7 +107,9 @@ class ConfigReader : private YamlReader {
       }
     }
     for (auto [key, target] : {std::pair{"ledger_jobs_kept", &c.ledger_books.job_days},
-                               std::pair{"ledger_days_kept", &c.ledger_books.day_days}}) {
+                               std::pair{"ledger_days_kept", &c.ledger_books.day_days},
+                               std::pair{"finished_jobs_kept", &c.finished_jobs_kept_days},
+                               std::pair{"events_kept", &c.events_kept_days}}) {
       auto node = f->get(key);
       if (!node) continue;
       auto value = text(*node, key);
@@ -123,6 +127,18 @@ class ConfigReader : private YamlReader {
                       "must be at least ledger_jobs_kept (" +
                           std::to_string(c.ledger_books.job_days) + "d), got " +
                           std::to_string(c.ledger_books.day_days) + "d");
+    }
+    if (!c.market_path.empty() && c.finished_jobs_kept_days < c.ledger_books.job_days) {
+      const auto node = f->get("finished_jobs_kept");
+      if (!node) {
+        c.finished_jobs_kept_days = c.ledger_books.job_days;  // the default follows the ledger
+      } else {
+        return error_at(
+            *node, "finished_jobs_kept",
+            fmt::format("must be at least ledger_jobs_kept ({}d) with a market, so that "
+                        "bills by job and team name every job the ledger keeps; got {}d",
+                        c.ledger_books.job_days, c.finished_jobs_kept_days));
+      }
     }
     if (auto node = f->get("http_threads")) {
       auto value = text(*node, "http_threads");

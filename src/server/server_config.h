@@ -49,6 +49,12 @@
 //                                   #   over, its entries fold into one per job; past this, one
 //                                   #   per tenant and model (a live job keeps its own)
 //   ledger_days_kept: 400d          #   past this (>= ledger_jobs_kept), into opening entries
+//   finished_jobs_kept: 92d         # retention: a job that ended this long ago is removed from
+//                                   #   the server and its store (not one a live job runs after;
+//                                   #   with a market at least ledger_jobs_kept, so that bills by
+//                                   #   job and team name it: the default follows it)
+//   events_kept: 30d                # retention: older events are dropped from the store (the
+//                                   #   last one is always kept)
 //   admission:                      # per tenant, unless its entry in the tenants file says
 //     max_pending_jobs: 5000        #   jobs waiting at once; past it a submission gets 429
 //     submissions_per_second: 200   #   new jobs per second on average (0: no limit) ...
@@ -109,6 +115,8 @@ struct ServerConfig {
   std::string market_path;  // empty: no market
   Millis ledger_posting_interval = std::chrono::minutes{1};
   BookTerms ledger_books;  // ledger_jobs_kept, ledger_days_kept, in days
+  std::int64_t finished_jobs_kept_days = 92;
+  std::int64_t events_kept_days = 30;
   std::int64_t max_pending_jobs = 5000;
   std::int64_t submissions_per_second = 200;
   std::int64_t submission_burst = 1000;

@@ -66,6 +66,36 @@ TEST(ServerConfigTest, TheLedgersKeepingOutOfRangeIsRefusedNamingTheKey) {
   }
 }
 
+// Retention: finished jobs and events kept, in whole days; with a market, jobs stay at least as
+// long as the ledger keeps their own entries (the default follows it, a shorter one is refused).
+TEST(ServerConfigTest, RetentionIsInWholeDaysAndJobsOutliveTheirLedgerEntries) {
+  auto plain = read_server_config(kRequired, "server.yaml", "/etc/tidepool");
+  ASSERT_TRUE(plain.has_value()) << plain.error().message();
+  EXPECT_EQ(plain->finished_jobs_kept_days, 92);
+  EXPECT_EQ(plain->events_kept_days, 30);
+  auto set =
+      read_server_config(std::string(kRequired) + "finished_jobs_kept: 7d\nevents_kept: 2d\n",
+                         "server.yaml", "/etc/tidepool");
+  ASSERT_TRUE(set.has_value()) << set.error().message();
+  EXPECT_EQ(set->finished_jobs_kept_days, 7);
+  EXPECT_EQ(set->events_kept_days, 2);
+  auto followed = read_server_config(
+      std::string(kRequired) +
+          "market: market.yaml\nledger_jobs_kept: 120d\nledger_days_kept: 400d\n",
+      "server.yaml", "/etc/tidepool");
+  ASSERT_TRUE(followed.has_value()) << followed.error().message();
+  EXPECT_EQ(followed->finished_jobs_kept_days, 120);
+  for (const auto& [lines, reason] : std::vector<std::pair<std::string, std::string>>{
+           {"events_kept: 12h\n", "events_kept"},
+           {"finished_jobs_kept: 0d\n", "finished_jobs_kept"},
+           {"market: market.yaml\nfinished_jobs_kept: 30d\n",
+            "must be at least ledger_jobs_kept (92d) with a market"}}) {
+    auto bad = read_server_config(std::string(kRequired) + lines, "server.yaml", "/etc/tidepool");
+    ASSERT_FALSE(bad.has_value()) << lines;
+    EXPECT_THAT(bad.error().message(), HasSubstr(reason)) << lines;
+  }
+}
+
 TEST(ServerConfigTest, TheStoreIsSqliteUnlessEtcdIsNamed) {
   auto plain = read_server_config(kRequired, "server.yaml", "/etc/tidepool");
   ASSERT_TRUE(plain.has_value()) << plain.error().message();
