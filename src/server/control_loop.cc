@@ -309,8 +309,10 @@ void ControlLoop::finish_round(Round& current, bool pass_due) {
     plane_->schedule(now, batch);
     metrics_.count_pass(seconds_since(pass_start));
   }
-  // The events committed, logged once the round is answered (with the hooks it asked for).
+  // The events committed, logged once the round is answered (with the hooks it asked for), and
+  // the jobs it removed.
   std::optional<std::vector<EventRecord>> logged;
+  std::vector<std::int64_t> removed;
   if (!batch.empty()) {
     plane_->seal(batch);
     const auto commit_start = std::chrono::steady_clock::now();
@@ -323,9 +325,10 @@ void ControlLoop::finish_round(Round& current, bool pass_due) {
       for (const JobRecord& job : batch.jobs) {
         if (auto id = job_id_from_wire(job.id)) listing_changed_.insert(*id);
       }
-      for (const std::int64_t removed : batch.jobs_removed) {
-        if (auto id = job_id_from_wire(removed)) listing_changed_.insert(*id);
+      for (const std::int64_t gone : batch.jobs_removed) {
+        if (auto id = job_id_from_wire(gone)) listing_changed_.insert(*id);
       }
+      removed = std::move(batch.jobs_removed);
       events_->publish(batch.events);
       logged = std::move(batch.events);
     } else if (committed.error().field == kLeadershipLostField) {
@@ -368,6 +371,10 @@ void ControlLoop::finish_round(Round& current, bool pass_due) {
   if (logged) {
     log_events(*logged);
     run_hooks();
+  }
+  if (!removed.empty()) {
+    spdlog::info("retention: {} job(s) that ended long ago removed", removed.size());
+    if (jobs_removed_) jobs_removed_(removed);
   }
 }
 

@@ -103,6 +103,10 @@ class ControlLoop {
 
   // The server's URL, handed to burst providers' hooks (call before start).
   void set_server_url(std::string url) { hooks_->set_server_url(std::move(url)); }
+  // Called on the loop thread with the ids of the jobs a committed round removed (retention),
+  // after its answers: their task logs go too (call before start). It must not block long.
+  using JobsRemoved = std::function<void(const std::vector<std::int64_t>&)>;
+  void set_jobs_removed(JobsRemoved listener) { jobs_removed_ = std::move(listener); }
 
   [[nodiscard]] bool ready() const;
   // The wall clock, in the plane's time.
@@ -155,6 +159,7 @@ class ControlLoop {
   std::size_t last_answered_ = 0;
   std::chrono::microseconds commit_time_{0};
   std::shared_ptr<TokenTable> tokens_ = std::make_shared<TokenTable>();
+  JobsRemoved jobs_removed_;
   std::optional<Error> deposed_;  // loop thread: why this server no longer leads
   std::unique_ptr<EventFeed> events_;
   std::unique_ptr<ControlPlane> plane_;  // owned by the loop thread once started

@@ -68,6 +68,7 @@ Result<std::unique_ptr<ControlPlane>> ControlPlane::create(ControlPlaneSetup set
     plane->jobs_.load(std::move(*job), now, repairs);
   }
   plane->jobs_.settle_loaded_dependents(now, repairs);
+  plane->jobs_.load_next_id(snapshot.settings);
   // Every node of the cluster file is the pool's: a refusal is a bug, and no plane is made.
   if (auto cordoned = plane->nodes_.cordon(plane->state_.scheduler()); !cordoned) {
     return std::unexpected(cordoned.error());

@@ -1518,6 +1518,24 @@ TEST_F(ControlPlaneTest, JobsEndedLongAgoAreRemovedButThoseALiveJobRunsAfter) {
   EXPECT_EQ(get(alive).body["state"], "running");
 }
 
+// The job with the highest id removed, a restart gives the next job a new id all the same.
+TEST_F(ControlPlaneTest, NoJobIdIsGivenTwiceAfterTheHighestWasRemoved) {
+  const std::int64_t first = submit(job("first", 1, 8)).body["id"];
+  ASSERT_EQ(run([&](ControlPlane& p, Instant at, Batch& b) {
+              return p.cancel(kVision, jid(first), at, b);
+            }).status,
+            200);
+  const Instant later = kT0 + std::chrono::days{93};
+  Batch removal;
+  EXPECT_FALSE(plane_->remove_finished(later, 10, removal));
+  ASSERT_EQ(removal.jobs_removed, (std::vector<std::int64_t>{first}));
+  commit(removal);
+  ASSERT_TRUE(store_.jobs.empty());
+  plane_ = restart(later);
+  const std::int64_t next = submit(job("next", 1, 8), kVision, "", later).body["id"];
+  EXPECT_EQ(next, first + 1);
+}
+
 TEST_F(ControlPlaneTest, HoldReleaseRequeueAndUpdateAsScontrolDoes) {
   const auto act = [&](auto method, const Principal& who, std::int64_t id, Instant now = kT0) {
     return run(

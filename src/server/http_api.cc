@@ -291,6 +291,14 @@ Result<int> HttpApi::bind() {
   auto logs = JobLogs::open(options_.log_dir);
   if (!logs) return std::unexpected(logs.error());
   logs_ = std::move(*logs);
+  // The task logs of the jobs that retention removed go with them.
+  loop_.set_jobs_removed([logs = logs_.get()](const std::vector<std::int64_t>& jobs) {
+    for (const std::int64_t job : jobs) {
+      if (auto removed = logs->remove(job); !removed) {
+        spdlog::warn("retention: the logs of job {} stay: {}", job, removed.error().message());
+      }
+    }
+  });
   HttpServerOptions o;
   o.host = options_.host;
   o.port = options_.port;

@@ -103,8 +103,11 @@ class JobDesk {
   // --- retention (job_desk_retention.cc) ---
   // Removes up to `most` jobs that ended before `before` from the plane, naming them in
   // batch.jobs_removed; keeps those a live job runs after (its after_ok names them) and those the
-  // round changed (in batch.jobs). Whether more are due.
+  // round changed (in batch.jobs). Whether more are due. The next job id goes into the batch's
+  // settings, so that no id is given twice when the highest stored job was removed.
   bool remove_finished(Instant before, std::size_t most, Batch& batch);
+  // After loading: the next job id as a removal stored it, if past the highest stored job's.
+  void load_next_id(const std::vector<KeyedRecord>& settings);
 
   // --- figures ---
   [[nodiscard]] const std::map<std::string, std::int64_t>& requeued_by_cause() const {

@@ -153,6 +153,27 @@ Result<std::int64_t> JobLogs::append(std::int64_t job, int task, std::int64_t ru
   return *size + static_cast<std::int64_t>(rest.size());
 }
 
+Result<std::int64_t> JobLogs::remove(std::int64_t job) {
+  if (job <= 0) return fail("job", fmt::format("{} is not a job id", job));
+  const std::lock_guard lock(append_mutex_);
+  const std::string dir = job_dir(job);
+  std::error_code error;
+  std::int64_t bytes = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    std::error_code size_error;
+    if (entry.is_regular_file(size_error)) {
+      bytes += static_cast<std::int64_t>(entry.file_size(size_error));
+    }
+  }
+  if (error && error != std::errc::no_such_file_or_directory) {
+    return fail(dir, "cannot read the folder: " + error.message());
+  }
+  std::filesystem::remove_all(dir, error);
+  if (error) return fail(dir, "cannot delete the folder: " + error.message());
+  total_bytes_ -= bytes;
+  return bytes;
+}
+
 Result<LogChunk> JobLogs::read(std::int64_t job, int task, std::int64_t run, std::int64_t offset,
                                std::int64_t limit) const {
   if (auto ok = check_log(job, task, run); !ok) return std::unexpected(ok.error());

@@ -77,6 +77,10 @@ class JobLogs {
   Result<LogChunk> read_runs(std::int64_t job, int task, std::int64_t offset,
                              std::int64_t limit) const;
 
+  // Deletes every log of job `job` (> 0; retention: the job was removed) and returns the bytes
+  // freed (0: it had none). An Error names the folder it could not delete.
+  Result<std::int64_t> remove(std::int64_t job);
+
   // The folder and the cap, as given to open().
   [[nodiscard]] const std::string& dir() const { return dir_; }
   [[nodiscard]] std::int64_t task_limit_bytes() const { return task_limit_bytes_; }

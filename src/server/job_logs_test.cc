@@ -63,6 +63,25 @@ TEST(JobLogsTest, OpenFailsClearlyWhenTheFolderCannotBeCreated) {
   EXPECT_FALSE(JobLogs::open(dir.file("x"), 0).has_value());
 }
 
+// Retention: a removed job's logs go, and the room they took under the total limit comes back.
+TEST(JobLogsTest, RemovingAJobsLogsFreesTheirRoom) {
+  TempDir dir;
+  auto opened = JobLogs::open(dir.file("logs"), 100, 10);
+  ASSERT_TRUE(opened.has_value()) << opened.error().message();
+  JobLogs& logs = **opened;
+  ASSERT_EQ(logs.append(5, 0, 1, 0, "12345"), 5);
+  ASSERT_EQ(logs.append(5, 1, 1, 0, "678"), 3);
+  ASSERT_EQ(logs.append(6, 0, 1, 0, "ab"), 2);
+  EXPECT_FALSE(logs.append(7, 0, 1, 0, "xyz").has_value());  // 11 bytes: past the total of 10
+  EXPECT_EQ(logs.remove(5), 8);
+  EXPECT_FALSE(std::filesystem::exists(dir.file("logs/5")));
+  EXPECT_EQ(read_all(logs, 5, 0), "");
+  EXPECT_EQ(read_all(logs, 6, 0), "ab");
+  EXPECT_EQ(logs.append(7, 0, 1, 0, "xyz"), 3);  // the room came back
+  EXPECT_EQ(logs.remove(99), 0);                 // none: nothing to free
+  EXPECT_FALSE(logs.remove(0).has_value());
+}
+
 TEST(JobLogsTest, AppendsInOrderToOneFilePerTask) {
   TempDir dir;
   auto logs = open_logs(dir.path());
