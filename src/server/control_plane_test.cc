@@ -711,17 +711,7 @@ TEST_F(ControlPlaneTest, TokensAreStoredHashedAndCanBeRevoked) {
 namespace tidepool {
 namespace {
 
-// A flat price: the cost base whatever the utilisation and time, prices set every hour.
-constexpr std::string_view kMarketYaml = R"(currency: USD
-models:
-  H100: {purchase_price: 30000, power_watts: 1000, electricity_per_kwh: 0.12,
-         operations_per_year: 3000}
-  A100: {purchase_price: 15000, power_watts: 500, electricity_per_kwh: 0.12,
-         operations_per_year: 2000}
-prices: {period: 1h, utilisation_curve: [[0, 1], [1, 1]]}
-budgets:
-  vision: {quarterly: 30, soft_alert: 0.5}
-)";
+constexpr std::string_view kMarketYaml = test_support::kExampleMarketYaml;
 
 class MarketPlaneTest : public ControlPlaneTest {
  protected:

@@ -38,17 +38,7 @@ std::set<std::string> metric_names(const std::string& text) {
 TEST(ServerMetricsTest, EveryMetricTheAlertsQueryIsExported) {
   ControlPlaneSetup setup = test_support::example_setup();
   setup.simulate_unregistered_nodes = false;
-  auto market = read_market_yaml(R"(currency: USD
-models:
-  H100: {purchase_price: 30000, power_watts: 1000, electricity_per_kwh: 0.12,
-         operations_per_year: 3000}
-  A100: {purchase_price: 15000, power_watts: 500, electricity_per_kwh: 0.12,
-         operations_per_year: 2000}
-prices: {period: 1h, utilisation_curve: [[0, 1], [1, 1]]}
-budgets:
-  vision: {quarterly: 30}
-)",
-                                 "market.yaml");
+  auto market = read_market_yaml(test_support::kExampleMarketYaml, "market.yaml");
   ASSERT_TRUE(market.has_value()) << market.error().message();
   setup.market = std::move(*market);
   const Instant now = instant_from_unix_seconds(1'796'083'200);  // 2026-12-01

@@ -15,6 +15,19 @@
 
 namespace tidepool::test_support {
 
+// A market for the example cluster with a flat price: the cost base whatever the utilisation and
+// time, prices set every hour; vision has a quarterly budget.
+inline constexpr std::string_view kExampleMarketYaml = R"(currency: USD
+models:
+  H100: {purchase_price: 30000, power_watts: 1000, electricity_per_kwh: 0.12,
+         operations_per_year: 3000}
+  A100: {purchase_price: 15000, power_watts: 500, electricity_per_kwh: 0.12,
+         operations_per_year: 2000}
+prices: {period: 1h, utilisation_curve: [[0, 1], [1, 1]]}
+budgets:
+  vision: {quarterly: 30, soft_alert: 0.5}
+)";
+
 inline ControlPlaneSetup example_setup(std::string_view policy = "tidepool") {
   ControlPlaneSetup setup;
   auto cluster = load_cluster_yaml(test_support::test_source_dir() + "/data/clusters/example.yaml");
