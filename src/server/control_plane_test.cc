@@ -1014,15 +1014,7 @@ TEST_F(MarketPlaneTest, DailySpendAboveTwiceTheWeeksAverageRaisesAnAnomaly) {
 
 // --- bursting ---------------------------------------------------------------------------------
 
-constexpr std::string_view kBurstYaml = R"(
-burst:
-  threshold: 10m
-  providers:
-    - name: cloud
-      hook: /opt/tidepool/rent-cloud
-      offers:
-        - {name: cloud-h100, model: H100, price_per_gpu_hour: 4, startup_delay: 5m, max_gpus: 64}
-)";
+constexpr std::string_view kBurstYaml = test_support::kExampleBurstYaml;
 
 class BurstPlaneTest : public MarketPlaneTest {
  protected:

@@ -224,6 +224,15 @@ void ServerMetrics::set_figures(const ControlPlane::Figures& figures) {
     if (value > counter.Value()) counter.Increment(value - counter.Value());
   };
   raise_to(node_failures_, static_cast<double>(figures.node_failures));
+  // Every cause and tenant from the start, at 0: a rule's rate() or increase() sees the first.
+  for (const char* cause : {"preemption", "node_failure"}) {
+    requeues_.Add({{"cause", cause}});
+    lost_work_.Add({{"cause", cause}});
+  }
+  for (const auto& [tenant, milli] : figures.tenant_gpu_milli) {
+    queue_waits_.Add({{"tenant", tenant}},
+                     Histogram::BucketBoundaries(kQueueWaitBounds.begin(), kQueueWaitBounds.end()));
+  }
   raise_to(internal_errors_, static_cast<double>(figures.internal_errors));
   for (const auto& [cause, count] : figures.requeued_by_cause) {
     raise_to(requeues_.Add({{"cause", cause}}), static_cast<double>(count));

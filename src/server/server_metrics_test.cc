@@ -1,12 +1,15 @@
-// The metrics that the operators' alerts (deploy/prometheus/alerts.yml) query are those the
-// server exports: each tidepool_* name in the rules is a family of GET /metrics.
+// The metrics that the operators' alerts (deploy/prometheus/alerts.yml) and dashboards
+// (deploy/grafana/dashboards) query are those the server exports: each tidepool_* name in the
+// rules and in the panels' queries is a family of GET /metrics.
 #include "server/server_metrics.h"
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 #include <string>
@@ -38,7 +41,9 @@ std::set<std::string> metric_names(const std::string& text) {
 TEST(ServerMetricsTest, EveryMetricTheAlertsQueryIsExported) {
   ControlPlaneSetup setup = test_support::example_setup();
   setup.simulate_unregistered_nodes = false;
-  auto market = read_market_yaml(test_support::kExampleMarketYaml, "market.yaml");
+  auto market = read_market_yaml(
+      std::string(test_support::kExampleMarketYaml) + std::string(test_support::kExampleBurstYaml),
+      "market.yaml");
   ASSERT_TRUE(market.has_value()) << market.error().message();
   setup.market = std::move(*market);
   const Instant now = instant_from_unix_seconds(1'796'083'200);  // 2026-12-01
@@ -54,17 +59,37 @@ TEST(ServerMetricsTest, EveryMetricTheAlertsQueryIsExported) {
   ASSERT_TRUE((*plane)->submit(vision, spec, "", now, batch).has_value());
   (*plane)->schedule(now, batch);
   ServerMetrics metrics;
+  metrics.count_request("GET", "/v1/jobs", 200, 0.001);
   metrics.set_figures((*plane)->figures());
   const std::string exported = metrics.render();
 
-  std::ifstream in(test_support::test_source_dir() + "/deploy/prometheus/alerts.yml");
-  ASSERT_TRUE(in.is_open());
-  const std::string rules((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const std::set<std::string> queried = metric_names(rules);
-  EXPECT_GE(queried.size(), 10U);
-  for (const std::string& name : queried) {
-    EXPECT_NE(exported.find("# TYPE " + name + " "), std::string::npos)
-        << name << " is queried by an alert but not exported";
+  // The alerts' rules, and every query of the Grafana dashboards.
+  const std::string deploy = test_support::test_source_dir() + "/deploy";
+  std::vector<std::string> files = {deploy + "/prometheus/alerts.yml"};
+  for (const auto& entry : std::filesystem::directory_iterator(deploy + "/grafana/dashboards")) {
+    if (entry.path().extension() == ".json") files.push_back(entry.path().string());
+  }
+  ASSERT_GE(files.size(), 5U);
+  for (const std::string& file : files) {
+    std::ifstream in(file);
+    ASSERT_TRUE(in.is_open()) << file;
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (file.ends_with(".json")) {
+      // The queries only: a dashboard's uid and title name Tidepool too.
+      const auto dashboard = nlohmann::json::parse(text);
+      text.clear();
+      for (const auto& panel : dashboard.at("panels")) {
+        for (const auto& target : panel.at("targets"))
+          text += target.at("expr").get<std::string>() + "\n";
+      }
+      EXPECT_FALSE(text.empty()) << file;
+    }
+    const std::set<std::string> queried = metric_names(text);
+    EXPECT_FALSE(queried.empty()) << file;
+    for (const std::string& name : queried) {
+      EXPECT_NE(exported.find("# TYPE " + name + " "), std::string::npos)
+          << name << " is queried by " << file << " but not exported";
+    }
   }
   // The check can fail: a name the server does not export is found missing.
   EXPECT_EQ(exported.find("# TYPE tidepool_no_such_metric "), std::string::npos);

@@ -28,6 +28,18 @@ budgets:
   vision: {quarterly: 30, soft_alert: 0.5}
 )";
 
+// Bursting, to follow kExampleMarketYaml: one provider (its hook a path that need not exist) with
+// one offer of H100s.
+inline constexpr std::string_view kExampleBurstYaml = R"(
+burst:
+  threshold: 10m
+  providers:
+    - name: cloud
+      hook: /opt/tidepool/rent-cloud
+      offers:
+        - {name: cloud-h100, model: H100, price_per_gpu_hour: 4, startup_delay: 5m, max_gpus: 64}
+)";
+
 inline ControlPlaneSetup example_setup(std::string_view policy = "tidepool") {
   ControlPlaneSetup setup;
   auto cluster = load_cluster_yaml(test_support::test_source_dir() + "/data/clusters/example.yaml");
