@@ -239,7 +239,8 @@ void PlaneViews::waiting_figures(PlaneFigures& f) const {
           std::max<std::int64_t>(0, book.guaranteed(tenant, model) - book.usage(tenant, model));
     }
   }
-  for (const auto& [id, job] : state_.jobs()) {
+  for (const JobId id : state_.live()) {
+    const ServerJob& job = state_.jobs().at(id);
     if (job.state != JobState::kPending || job.burst || !job.held.empty() ||
         !state_.unmet_dependencies(job).empty()) {
       continue;
