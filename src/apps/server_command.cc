@@ -130,6 +130,8 @@ Result<void> run_server(const ServerFlags& flags) {
     setup.ledger_posting_interval = whole_seconds(config->ledger_posting_interval);
     setup.ledger_books = config->ledger_books;
     setup.finished_jobs_kept_days = config->finished_jobs_kept_days;
+    setup.history_interval = config->history_interval;
+    setup.history_hours_kept = config->history_kept_days * 24;
   }
 
   // Block the stop signals in every thread (before any starts); one thread waits for them.

@@ -69,6 +69,7 @@ Result<std::unique_ptr<ControlPlane>> ControlPlane::create(ControlPlaneSetup set
   }
   plane->jobs_.settle_loaded_dependents(now, repairs);
   plane->jobs_.load_next_id(snapshot.settings);
+  plane->history_.load(snapshot.settings, now);
   // Every node of the cluster file is the pool's: a refusal is a bug, and no plane is made.
   if (auto cordoned = plane->nodes_.cordon(plane->state_.scheduler()); !cordoned) {
     return std::unexpected(cordoned.error());
@@ -287,6 +288,7 @@ void ControlPlane::schedule(Instant now, Batch& batch) {
   bursts_.rent_waiting(now, batch);
   clerk_.post_ledger(now, batch);
   jobs_wakeup_ = jobs_.next_deadline(now);
+  if (now >= history_.next_sample()) history_.record(now, views_.history_values(), batch);
 }
 
 void ControlPlane::check_liveness(Instant now, Batch& batch) {
@@ -312,7 +314,19 @@ std::optional<Instant> ControlPlane::next_wakeup(Instant now) const {
     sooner(instant_from_unix_seconds(*wake));
   sooner(nodes_.next_silence(now));
   sooner(clerk_.next_post());
+  sooner(history_.next_sample());
   return next;
+}
+
+Reply ControlPlane::history(const Principal& who, HistoryQuery query) const {
+  if (who.role != Role::kAdmin) {
+    query.visible = [tenant = who.role == Role::kUser ? who.tenant
+                                                      : std::string()](const std::string& key) {
+      const std::optional<std::string> of = history_label(key, "tenant");
+      return !of || (!tenant.empty() && *of == tenant);
+    };
+  }
+  return answer(history_.query(query));
 }
 
 Result<Scheduler> ControlPlane::rebuild_scheduler(const TenantsSpec& tenants, Instant now) const {

@@ -32,6 +32,7 @@
 #include "core/error.h"
 #include "server/auth.h"
 #include "server/burst_desk.h"
+#include "server/history.h"
 #include "server/job_desk.h"
 #include "server/job_listing.h"
 #include "server/market_clerk.h"
@@ -121,6 +122,9 @@ class ControlPlane {
   // The price in force of each GPU model (every role may read them): kNotFound when the server
   // runs without a market.
   Reply prices(Instant now);
+  // GET /v1/history: the figures over time (history.h) that `who` may see: the pool's and the
+  // prices to all, a tenant's to an admin and its users.
+  Reply history(const Principal& who, HistoryQuery query) const;
   // A tenant's charges and lending credits per group (users: their own tenant only).
   [[nodiscard]] Reply bill(const Principal& who, const BillQuery& query) const;
 
@@ -181,6 +185,7 @@ class ControlPlane {
   BurstDesk bursts_{state_, clerk_, nodes_};
   JobDesk jobs_{state_, clerk_, bursts_};
   PlaneViews views_{state_, jobs_, nodes_, bursts_, clerk_};
+  History history_{state_.setup().history_interval, state_.setup().history_hours_kept};
   std::map<std::string, TenantUpdate> tenant_overrides_;  // PUT /v1/tenants, by tenant
   std::optional<Instant> jobs_wakeup_;                    // the jobs' deadlines at the last pass
 };

@@ -1518,6 +1518,45 @@ TEST_F(ControlPlaneTest, NoJobIdIsGivenTwiceAfterTheHighestWasRemoved) {
   EXPECT_EQ(next, first + 1);
 }
 
+// The figures' history: a pass samples them (once per interval) into the store; a restart reads
+// them back; a user sees the pool's series and its own tenant's, an admin every tenant's.
+TEST_F(ControlPlaneTest, PassesSampleTheHistoryWhichUsersSeeForTheirTenant) {
+  submit(job("vision-job", 1, 8));
+  submit(job("search-job", 1, 4, "search"), kSearch, "", kT0 + 5min);  // the next sample's
+  const auto history_records = [&] {
+    return std::ranges::count_if(
+        store_.settings, [](const auto& s) { return s.first.starts_with(History::kKeyPrefix); });
+  };
+  EXPECT_EQ(history_records(), 1);
+  plane_ = restart(kT0 + 6min);
+  const HistoryQuery query{kT0 - 1h, kT0 + 1h, {}, {}, {}};
+  const auto series = [&](const Principal& who) {
+    std::set<std::string> seen;
+    const Wire answer = wire(plane_->history(who, query));
+    for (const auto& s : answer.body["series"]) {
+      seen.insert(s["name"].get<std::string>() + ":" + s["labels"].value("tenant", ""));
+    }
+    return seen;
+  };
+  const std::set<std::string> vision = series(kVision);
+  EXPECT_TRUE(vision.contains("used_milli_gpus:vision"));
+  EXPECT_TRUE(vision.contains("guaranteed_milli_gpus:vision"));
+  EXPECT_TRUE(vision.contains("allocated_milli_gpus:"));
+  EXPECT_FALSE(vision.contains("used_milli_gpus:search"));
+  EXPECT_FALSE(vision.contains("borrowed_milli_gpus:search"));
+  const std::set<std::string> admin = series(kAdmin);
+  EXPECT_TRUE(admin.contains("used_milli_gpus:search"));
+  EXPECT_TRUE(admin.contains("borrowed_milli_gpus:search"));  // no guarantee: all of it borrowed
+  const Wire all = wire(plane_->history(kAdmin, query));
+  for (const auto& s : all.body["series"]) {
+    if (s["name"] == "allocated_milli_gpus") {
+      EXPECT_EQ(s["points"],
+                nlohmann::json::parse(fmt::format("[[{}, 8000], [{}, 12000]]", unix_seconds(kT0),
+                                                  unix_seconds(kT0 + 5min))));
+    }
+  }
+}
+
 TEST_F(ControlPlaneTest, HoldReleaseRequeueAndUpdateAsScontrolDoes) {
   const auto act = [&](auto method, const Principal& who, std::int64_t id, Instant now = kT0) {
     return run(

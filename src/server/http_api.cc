@@ -17,6 +17,8 @@
 #include "api/agent_wire.h"
 #include "api/api_bodies.h"
 #include "api/job_spec.h"
+#include "config/duration_text.h"
+#include "core/budget.h"
 #include "server/http_route.h"
 #include "server/plane_state.h"
 #include "server/standby_api.h"
@@ -162,6 +164,49 @@ Result<std::int64_t> query_integer(const QueryParams& query, const std::string& 
     return fail(name, fmt::format("'{}' is not {}", text, expected));
   }
   return value;
+}
+
+// GET /v1/history's parameters: series=a,b (names; none: all), from and to (Unix seconds, or a
+// UTC day YYYY-MM-DD; to by default now, from 6 hours before to), step (a duration, 1s..30d).
+Result<HistoryQuery> history_query(const QueryParams& q, Instant now) {
+  HistoryQuery query;
+  constexpr std::int64_t kMostSeconds = std::int64_t{1} << 40;
+  const auto time = [&](const char* key, Instant fallback) -> Result<Instant> {
+    if (!q.has(key)) return fallback;
+    const std::string text = q.get(key);
+    if (text.find('-') != std::string::npos) {
+      auto day = parse_utc_date(text, key);
+      if (!day) return std::unexpected(day.error());
+      return instant_from_unix_seconds(*day);
+    }
+    auto seconds = query_integer(q, key, std::nullopt, 0, kMostSeconds,
+                                 "a Unix time in seconds or a UTC day YYYY-MM-DD");
+    if (!seconds) return std::unexpected(seconds.error());
+    return instant_from_unix_seconds(*seconds);
+  };
+  auto to = time("to", now);
+  if (!to) return std::unexpected(to.error());
+  auto from = time("from", *to - std::chrono::hours(6));
+  if (!from) return std::unexpected(from.error());
+  if (*to < *from) return fail("to", "must not be before from");
+  query.from = *from;
+  query.to = *to;
+  if (q.has("step")) {
+    auto step = parse_duration(q.get("step"), 30 * 86'400);
+    if (!step || *step < 1) {
+      return fail("step",
+                  fmt::format("'{}' is not a duration from 1s to 30d, e.g. 5m", q.get("step")));
+    }
+    query.step = millis_from_seconds(*step);
+  }
+  const std::string names = q.get("series");
+  for (std::size_t start = 0; start < names.size();) {
+    std::size_t end = names.find(',', start);
+    if (end == std::string::npos) end = names.size();
+    if (end > start) query.names.push_back(names.substr(start, end - start));
+    start = end + 1;
+  }
+  return query;
 }
 
 // ?task=N of the log routes: which task's log, task 0 when the request names none.
@@ -908,6 +953,13 @@ void HttpApi::add_routes() {
   // --- the internal market ---
   loop_json("GET", "/v1/prices", "/v1/prices", [on_loop](const Call&) -> LoopAnswer {
     return on_loop([](ControlPlane& p, Instant now, Batch&) { return p.prices(now); });
+  });
+  loop_json("GET", "/v1/history", "/v1/history", [on_loop](const Call& c) -> LoopAnswer {
+    auto query = history_query(c.query, ControlLoop::now());
+    if (!query) return bad_request("invalid request", query.error());
+    return on_loop([who = c.who, query = std::move(*query)](ControlPlane& p, Instant, Batch&) {
+      return p.history(who, query);
+    });
   });
   loop_json("GET", "/v1/bill", "/v1/bill", [on_loop](const Call& c) -> LoopAnswer {
     const QueryParams& q = c.query;

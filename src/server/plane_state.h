@@ -68,6 +68,9 @@ struct ControlPlaneSetup {
   // Retention: a job that ended this many days ago leaves the server and its store (not one that
   // a live job runs after; ControlPlane::remove_finished). The server's default: 92 days.
   std::int64_t finished_jobs_kept_days = 92;
+  // The figures' history (history.h, GET /v1/history): a sample this often, kept this long.
+  Millis history_interval = std::chrono::minutes{5};
+  std::int64_t history_hours_kept = 14 * 24;
 };
 
 // Whether `who` holds an admin token, or kForbidden saying what it holds.

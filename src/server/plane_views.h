@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "server/burst_desk.h"
+#include "server/history.h"
 #include "server/job_desk.h"
 #include "server/job_listing.h"
 #include "server/market_clerk.h"
@@ -95,6 +96,10 @@ class PlaneViews {
   [[nodiscard]] static nlohmann::json token(const TokenRecord& token);
   [[nodiscard]] nlohmann::json tokens() const;
   [[nodiscard]] PlaneFigures figures() const;
+  // One sample of the series of the figures' history (history.h): the pool's GPUs and those
+  // allocated, each tenant's guaranteed, used, borrowed and lent GPUs per model (thousandths),
+  // its pending and running jobs, and with a market the prices (micro-credits per GPU-hour).
+  [[nodiscard]] HistoryValues history_values() const;
 
   // --- the market (market_views.cc; a market there must be) ---
   // The price in force of each GPU model, per class, with its parts.

@@ -283,6 +283,66 @@ void PlaneViews::waiting_figures(PlaneFigures& f) const {
   }
 }
 
+HistoryValues PlaneViews::history_values() const {
+  HistoryValues v;
+  const Scheduler& scheduler = state_.scheduler();
+  const Pool& pool = scheduler.pool();
+  v[history_key("pool_milli_gpus")] = pool.total_gpus() * 1000;
+  v[history_key("allocated_milli_gpus")] = pool.allocated_milli_gpu();
+  const TenantBook& book = scheduler.book();
+  const GpuModelCatalog& models = book.models();
+  for (int m = 0; m < models.size(); ++m) {
+    const GpuModelId model{static_cast<std::uint32_t>(m)};
+    // What tenants borrow of the model, shared among those that lend it by what each may lend.
+    std::int64_t borrowed = 0;
+    std::int64_t lendable = 0;
+    for (int t = 0; t < book.tenant_count(); ++t) {
+      borrowed += book.borrowed(TenantId{static_cast<std::uint32_t>(t)}, model);
+      lendable += book.lendable(TenantId{static_cast<std::uint32_t>(t)}, model);
+    }
+    for (int t = 0; t < book.tenant_count(); ++t) {
+      const TenantId tenant{static_cast<std::uint32_t>(t)};
+      const std::vector<std::pair<std::string, std::string>> labels = {
+          {"tenant", book.tenant_name(tenant)}, {"model", models.name(model)}};
+      const std::int64_t may_lend = book.lendable(tenant, model);
+      const std::int64_t lent =
+          lendable == 0 ? 0 : std::min(may_lend, mul_div_round(borrowed, may_lend, lendable));
+      // Zeros are left out (a sample's absent series reads as 0): most pairs are all zero.
+      for (const auto& [name, value] :
+           {std::pair{"guaranteed_milli_gpus", book.guaranteed(tenant, model)},
+            std::pair{"used_milli_gpus", book.usage(tenant, model)},
+            std::pair{"borrowed_milli_gpus", book.borrowed(tenant, model)},
+            std::pair{"lent_milli_gpus", lent}}) {
+        if (value != 0) v[history_key(name, labels)] = value;
+      }
+    }
+  }
+  std::map<std::string, std::pair<std::int64_t, std::int64_t>> jobs;  // tenant: pending, running
+  for (const JobId id : state_.live()) {
+    const ServerJob& job = state_.jobs().at(id);
+    auto& [pending, running] = jobs[job.spec.tenant];
+    ++(job.state == JobState::kPending ? pending : running);
+  }
+  for (const auto& [tenant, counts] : jobs) {
+    if (counts.first != 0) v[history_key("pending_jobs", {{"tenant", tenant}})] = counts.first;
+    if (counts.second != 0) v[history_key("running_jobs", {{"tenant", tenant}})] = counts.second;
+  }
+  if (const ServerMarket* market = clerk_.market()) {
+    const ChargeMeter& meter = market->desk().meter();
+    const GpuModelCatalog& priced = pool.models();
+    for (int m = 0; m < priced.size(); ++m) {
+      const GpuModelId model{static_cast<std::uint32_t>(m)};
+      for (PriceClass c :
+           {PriceClass::kStandard, PriceClass::kPreemptible, PriceClass::kEmergency}) {
+        v[history_key("price_micros_per_gpu_hour", {{"model", priced.name(model)},
+                                                    {"class", std::string(price_class_name(c))}})] =
+            meter.price_per_hour(model, c);
+      }
+    }
+  }
+  return v;
+}
+
 PlaneFigures PlaneViews::figures() const {
   PlaneFigures f;
   f.tenant_queue_waits = state_.queue_waits();

@@ -45,6 +45,8 @@ class ConfigReader : private YamlReader {
                      "ledger_days_kept",
                      "finished_jobs_kept",
                      "events_kept",
+                     "history_interval",
+                     "history_kept",
                      "admission",
                      "metrics_token_required",
                      "simulate_unregistered_nodes",
@@ -92,8 +94,8 @@ class ConfigReader : private YamlReader {
          {std::tuple{"tick", &c.tick, Seconds{3600}, "1s"},
           std::tuple{"heartbeat_timeout", &c.heartbeat_timeout, Seconds{3600}, "30s"},
           std::tuple{"idle_gpu_window", &c.idle_gpu_window, Seconds{7 * 86'400}, "15m"},
-          std::tuple{"ledger_posting_interval", &c.ledger_posting_interval, Seconds{86'400},
-                     "60s"}}) {
+          std::tuple{"ledger_posting_interval", &c.ledger_posting_interval, Seconds{86'400}, "60s"},
+          std::tuple{"history_interval", &c.history_interval, Seconds{3600}, "5m"}}) {
       if (auto node = f->get(key)) {
         auto value = text(*node, key);
         if (!value) return std::unexpected(value.error());
@@ -109,7 +111,8 @@ class ConfigReader : private YamlReader {
     for (auto [key, target] : {std::pair{"ledger_jobs_kept", &c.ledger_books.job_days},
                                std::pair{"ledger_days_kept", &c.ledger_books.day_days},
                                std::pair{"finished_jobs_kept", &c.finished_jobs_kept_days},
-                               std::pair{"events_kept", &c.events_kept_days}}) {
+                               std::pair{"events_kept", &c.events_kept_days},
+                               std::pair{"history_kept", &c.history_kept_days}}) {
       auto node = f->get(key);
       if (!node) continue;
       auto value = text(*node, key);
@@ -127,6 +130,15 @@ class ConfigReader : private YamlReader {
                       "must be at least ledger_jobs_kept (" +
                           std::to_string(c.ledger_books.job_days) + "d), got " +
                           std::to_string(c.ledger_books.day_days) + "d");
+    }
+    // The history's samples are all loaded at start: at most one a minute, for at most 90 days.
+    if (c.history_interval < std::chrono::minutes(1)) {
+      return error_at(*f->get("history_interval"), "history_interval",
+                      "expected a duration from 1m to 1h, e.g. 5m");
+    }
+    if (c.history_kept_days > 90) {
+      return error_at(*f->get("history_kept"), "history_kept",
+                      "expected whole days from 1d to 90d, e.g. 14d");
     }
     if (!c.market_path.empty() && c.finished_jobs_kept_days < c.ledger_books.job_days) {
       const auto node = f->get("finished_jobs_kept");

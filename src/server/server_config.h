@@ -55,6 +55,8 @@
 //                                   #   job and team name it: the default follows it)
 //   events_kept: 30d                # retention: older events are dropped from the store (the
 //                                   #   last one is always kept)
+//   history_interval: 5m            # GET /v1/history: the figures sampled this often (1m..1h) ...
+//   history_kept: 14d               #   ... and kept this long (1d..90d), in the store
 //   admission:                      # per tenant, unless its entry in the tenants file says
 //     max_pending_jobs: 5000        #   jobs waiting at once; past it a submission gets 429
 //     submissions_per_second: 200   #   new jobs per second on average (0: no limit) ...
@@ -117,6 +119,8 @@ struct ServerConfig {
   BookTerms ledger_books;  // ledger_jobs_kept, ledger_days_kept, in days
   std::int64_t finished_jobs_kept_days = 92;
   std::int64_t events_kept_days = 30;
+  Millis history_interval = std::chrono::minutes{5};
+  std::int64_t history_kept_days = 14;
   std::int64_t max_pending_jobs = 5000;
   std::int64_t submissions_per_second = 200;
   std::int64_t submission_burst = 1000;

@@ -73,6 +73,8 @@ TEST(ServerConfigTest, RetentionIsInWholeDaysAndJobsOutliveTheirLedgerEntries) {
   ASSERT_TRUE(plain.has_value()) << plain.error().message();
   EXPECT_EQ(plain->finished_jobs_kept_days, 92);
   EXPECT_EQ(plain->events_kept_days, 30);
+  EXPECT_EQ(plain->history_interval, std::chrono::minutes(5));
+  EXPECT_EQ(plain->history_kept_days, 14);
   auto set =
       read_server_config(std::string(kRequired) + "finished_jobs_kept: 7d\nevents_kept: 2d\n",
                          "server.yaml", "/etc/tidepool");
@@ -88,6 +90,8 @@ TEST(ServerConfigTest, RetentionIsInWholeDaysAndJobsOutliveTheirLedgerEntries) {
   for (const auto& [lines, reason] : std::vector<std::pair<std::string, std::string>>{
            {"events_kept: 12h\n", "events_kept"},
            {"finished_jobs_kept: 0d\n", "finished_jobs_kept"},
+           {"history_interval: 30s\n", "from 1m to 1h"},
+           {"history_kept: 100d\n", "from 1d to 90d"},
            {"market: market.yaml\nfinished_jobs_kept: 30d\n",
             "must be at least ledger_jobs_kept (92d) with a market"}}) {
     auto bad = read_server_config(std::string(kRequired) + lines, "server.yaml", "/etc/tidepool");

@@ -129,6 +129,25 @@ TEST_F(ServerApiTest, NodesTenantsAndQueues) {
   EXPECT_GE(queues.body["queues"].size(), 8U);
 }
 
+// GET /v1/history: the server sampled its figures at start; bad parameters name the field.
+TEST_F(ServerApiTest, HistoryAnswersTheSampledSeriesAndNamesABadParameter) {
+  auto history = admin_->get("/v1/history?series=pool_milli_gpus,allocated_milli_gpus&step=10m");
+  ASSERT_EQ(history.status, 200) << history.body.dump();
+  EXPECT_EQ(history.body["step_s"], 600);
+  ASSERT_EQ(history.body["series"].size(), 2U) << history.body.dump();
+  EXPECT_EQ(history.body["series"][1]["name"], "pool_milli_gpus");
+  EXPECT_GT(history.body["series"][1]["points"][0][1].get<std::int64_t>(), 0);
+  for (const auto& [query, field] :
+       std::vector<std::pair<std::string, std::string>>{{"?step=soon", "step"},
+                                                        {"?from=yesterday", "from"},
+                                                        {"?from=20&to=10", "to"},
+                                                        {"?to=-5", "to"}}) {
+    auto bad = admin_->get("/v1/history" + query);
+    EXPECT_EQ(bad.status, 400) << query;
+    EXPECT_EQ(bad.body["field"], field) << query << " " << bad.body.dump();
+  }
+}
+
 TEST_F(ServerApiTest, BadInputGetsAFieldAndAReasonAndStoresNothing) {
   auto missing = admin_->post("/v1/jobs", R"({"name": "x"})");
   EXPECT_EQ(missing.status, 400);
