@@ -134,7 +134,12 @@ void History::record(Instant now, const HistoryValues& values, Batch& batch) {
   }
   const std::int64_t every = interval_.count();
   next_ = Instant{Millis{(at / every + 1) * every}};
-  batch.settings.push_back(KeyedRecord{record_key(hour), encode(hour, h)});
+  std::string record = encode(hour, h);
+  if (record.size() > kMostRecordBytes) {
+    ++too_large_;
+    return;
+  }
+  batch.settings.push_back(KeyedRecord{record_key(hour), std::move(record)});
 }
 
 nlohmann::json History::query(const HistoryQuery& q) const {

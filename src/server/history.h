@@ -59,10 +59,16 @@ class History {
   // window are dropped. A record that cannot be read is skipped, its hour missing.
   void load(const std::vector<KeyedRecord>& settings, Instant now);
 
+  // The most bytes an hour's record may have: one past it is not stored (the samples stay in
+  // memory until a restart), so that the history never makes a round too large to commit.
+  static constexpr std::size_t kMostRecordBytes = 512 * 1024;
+
   // When the next sample is due (the first: at once).
   [[nodiscard]] Instant next_sample() const { return next_; }
   // Adds a sample taken at `now` (if due) and writes its hour's record into batch.settings.
   void record(Instant now, const HistoryValues& values, Batch& batch);
+  // Records not stored because they were past kMostRecordBytes.
+  [[nodiscard]] std::int64_t records_too_large() const { return too_large_; }
 
   // {"from", "to", "step_s", "interval_s", "series": [{"name", "labels": {...}, "points":
   // [[unix seconds, value], ...]}]}: one point per step that holds samples, the mean of them
@@ -84,6 +90,7 @@ class History {
   Millis interval_;
   std::int64_t hours_kept_;
   Instant next_{};
+  std::int64_t too_large_ = 0;
   std::map<std::int64_t, Hour> hours_;  // by the hour's start, Unix seconds
 };
 

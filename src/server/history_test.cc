@@ -72,6 +72,20 @@ TEST(HistoryTest, SamplesWhenDueIntoOneRecordPerHourInARingOfKeys) {
   EXPECT_THAT(keys, ElementsAre("history/1", "history/2", "history/0"));
 }
 
+// An hour's record past the bound is not stored (the samples stay in memory): the history never
+// makes a round too large to commit.
+TEST(HistoryTest, ARecordTooLargeIsNotStored) {
+  History history(minutes(5), 24);
+  HistoryValues many;
+  for (int i = 0; i < 20'000; ++i)
+    many[history_key("pending_jobs", {{"tenant", std::to_string(i)}})] = i;
+  Batch batch;
+  history.record(kHour, many, batch);
+  EXPECT_TRUE(batch.settings.empty());
+  EXPECT_EQ(history.records_too_large(), 1);
+  EXPECT_EQ(history.query({kHour, kHour + hours(1), {}, {}, {}})["series"].size(), 20'000U);
+}
+
 // Points are the mean of each step's samples; a series absent from a sample counts 0 there.
 TEST(HistoryTest, APointIsTheMeanOfItsStepAndAnAbsentSeriesReadsZero) {
   History history(minutes(5), 24);
