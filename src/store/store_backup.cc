@@ -134,7 +134,14 @@ Result<std::vector<EventRecord>> events_through(Store& store, std::int64_t last_
     }
     for (EventRecord& event : *page) {
       if (event.seq > last_seq) break;
-      // The first one stored may be past seq 1: the ones before were dropped (retention).
+      // The first one stored may be past seq 1: the ones before were dropped (retention), also
+      // while they were read: then the store's first event is this one, and the backup starts
+      // here (those read so far are no longer the store's).
+      if (event.seq != after + 1 && !events.empty()) {
+        auto first = store.events_after(0, 1);
+        if (!first) return std::unexpected(first.error());
+        if (!first->empty() && first->front().seq == event.seq) events.clear();
+      }
       if (event.seq != after + 1 && !events.empty()) {
         return fail("events", fmt::format("the store has no event seq {} (the next is {})",
                                           after + 1, event.seq));

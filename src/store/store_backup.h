@@ -24,7 +24,8 @@
 namespace tidepool {
 
 // Every event stored through last_seq, read page by page, from the first one kept (those before
-// may have been dropped: retention); an error if one after it is missing.
+// may have been dropped: retention, also while they are read); an error if one after it is
+// missing.
 [[nodiscard]] Result<std::vector<EventRecord>> events_through(Store& store, std::int64_t last_seq);
 
 // load(), then events_through() its last seq.

@@ -23,6 +23,7 @@ namespace tidepool {
 namespace {
 
 using test_support::event;
+using test_support::events_batch;
 using test_support::job;
 using test_support::ledger_entry;
 using test_support::TempDir;
@@ -193,6 +194,63 @@ TEST(StoreBackup, AStreamWhoseStartWasDroppedRestoresAsItIs) {
   Batch more;
   more.events = {EventRecord{next, 1, "job.submitted", "{}"}};
   EXPECT_TRUE((*sqlite)->commit(more).has_value());
+}
+
+// Retention drops the stream's start while a backup reads it, page by page: the backup holds the
+// events kept, from the store's new first one, with no gap.
+TEST(StoreBackup, EventsDroppedWhileTheyAreReadLeaveNoGap) {
+  MemoryStore inner;
+  for (std::int64_t first = 1; first <= 1200; first += 400) {
+    Batch batch;
+    for (std::int64_t seq = first; seq < first + 400; ++seq) {
+      batch.events.push_back(EventRecord{seq, seq, "job.submitted", "{}"});
+    }
+    ASSERT_TRUE(inner.commit(batch).has_value());
+  }
+  // Drops the events through 700 before its second read.
+  class DroppingStore final : public Store {
+   public:
+    explicit DroppingStore(MemoryStore& inner) : inner_(inner) {}
+    Result<Snapshot> load() override { return inner_.load(); }
+    Result<void> commit(const Batch& batch) override { return inner_.commit(batch); }
+    Result<std::vector<EventRecord>> events_after(std::int64_t after, int limit) override {
+      if (++reads_ == 2) {
+        Batch drop;
+        drop.events_dropped_through = 700;
+        EXPECT_TRUE(inner_.commit(drop).has_value());
+      }
+      return inner_.events_after(after, limit);
+    }
+
+   private:
+    MemoryStore& inner_;
+    int reads_ = 0;
+  } store(inner);
+  auto events = events_through(store, 1200);
+  ASSERT_TRUE(events.has_value()) << events.error().message();
+  ASSERT_EQ(events->size(), 500U);
+  EXPECT_EQ(events->front().seq, 701);
+  EXPECT_EQ(events->back().seq, 1200);
+  // A gap inside what the store keeps is still an error.
+  MemoryStore gapped;
+  ASSERT_TRUE(gapped.commit(events_batch(1, 3)).has_value());
+  class GapStore final : public Store {
+   public:
+    explicit GapStore(MemoryStore& inner) : inner_(inner) {}
+    Result<Snapshot> load() override { return inner_.load(); }
+    Result<void> commit(const Batch& batch) override { return inner_.commit(batch); }
+    Result<std::vector<EventRecord>> events_after(std::int64_t after, int limit) override {
+      auto events = inner_.events_after(after, limit);
+      if (events && events->size() == 3) events->erase(events->begin() + 1);  // seq 2 missing
+      return events;
+    }
+
+   private:
+    MemoryStore& inner_;
+  } gap(gapped);
+  auto refused = events_through(gap, 3);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_THAT(refused.error().reason, HasSubstr("no event seq 2"));
 }
 
 TEST(StoreBackup, SqliteToMemoryAndBack) {
