@@ -151,25 +151,39 @@ nlohmann::json History::query(const HistoryQuery& q) const {
   const std::int64_t least = (to - from + kMostPoints - 1) / kMostPoints;
   if (step < least) step = (least + every - 1) / every * every;
   const std::set<std::string> names(q.names.begin(), q.names.end());
+  // Whether the caller wants a series, decided once per series.
+  std::map<std::string, bool, std::less<>> decided;
   const auto wanted = [&](const std::string& key) {
-    if (!names.empty() && !names.contains(key.substr(0, key.find('{')))) return false;
-    return !q.visible || q.visible(key);
+    const auto [it, added] = decided.try_emplace(key, false);
+    if (added) {
+      it->second = (names.empty() || names.contains(key.substr(0, key.find('{')))) &&
+                   (!q.visible || q.visible(key));
+    }
+    return it->second;
   };
   // Per step bucket: the samples in it, and each series' sum over them.
-  std::map<std::int64_t, std::int64_t> samples;
-  std::map<std::string, std::map<std::int64_t, std::int64_t>> sums;
+  const auto buckets = static_cast<std::size_t>((to - from) / step + 1);
+  std::vector<std::int64_t> samples(buckets, 0);
+  std::map<std::string, std::vector<std::int64_t>> sums;
+  std::vector<
+      std::pair<const std::vector<std::optional<std::int64_t>>*, std::vector<std::int64_t>*>>
+      columns;
   for (auto it = hours_.lower_bound(hour_of(from)); it != hours_.end() && it->first * 1000 < to;
        ++it) {
     const Hour& h = it->second;
+    columns.clear();
+    for (const auto& [key, column] : h.series) {
+      if (!wanted(key)) continue;
+      auto [sum, added] = sums.try_emplace(key, buckets, 0);
+      columns.emplace_back(&column, &sum->second);
+    }
     for (std::size_t i = 0; i < h.at_ms.size(); ++i) {
       const std::int64_t at = h.at_ms[i];
       if (at < from || at >= to) continue;
-      const std::int64_t bucket = (at - from) / step;
+      const auto bucket = static_cast<std::size_t>((at - from) / step);
       ++samples[bucket];
-      for (const auto& [key, column] : h.series) {
-        if (!wanted(key)) continue;
-        std::int64_t& sum = sums[key][bucket];
-        if (column[i]) sum += *column[i];
+      for (const auto& [column, sum] : columns) {
+        if ((*column)[i]) (*sum)[bucket] += *(*column)[i];
       }
     }
   }
@@ -177,13 +191,15 @@ nlohmann::json History::query(const HistoryQuery& q) const {
   for (const auto& [key, by_bucket] : sums) {
     auto [name, labels] = split_key(key);
     nlohmann::json points = nlohmann::json::array();
-    for (const auto& [bucket, count] : samples) {
-      const auto sum = by_bucket.find(bucket);
-      const std::int64_t total = sum == by_bucket.end() ? 0 : sum->second;
+    for (std::size_t bucket = 0; bucket < buckets; ++bucket) {
+      const std::int64_t count = samples[bucket];
+      if (count == 0) continue;
+      const std::int64_t total = by_bucket[bucket];
       // The mean, rounded half away from zero.
       const std::int64_t mean =
           total >= 0 ? (total + count / 2) / count : (total - count / 2) / count;
-      points.push_back(nlohmann::json::array({(from + bucket * step) / 1000, mean}));
+      points.push_back(
+          nlohmann::json::array({(from + static_cast<std::int64_t>(bucket) * step) / 1000, mean}));
     }
     series.push_back(
         {{"name", std::move(name)}, {"labels", std::move(labels)}, {"points", std::move(points)}});
