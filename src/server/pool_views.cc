@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "api/job_spec.h"
 #include "server/plane_views.h"
 
 namespace tidepool {
@@ -251,20 +252,25 @@ void PlaneViews::waiting_figures(PlaneFigures& f) const {
     if (!added) oldest->second = std::min(oldest->second, since);
     const PendingReason* reason = scheduler.reason(id);
     const PendingKind kind = reason ? reason->kind : PendingKind::kNotConsidered;
-    const std::optional<TenantId> tenant = book.find_tenant(job.spec.tenant);
     if (kind == PendingKind::kQuota || kind == PendingKind::kBudget ||
-        kind == PendingKind::kWindow || !tenant || job.spec.gpus_per_task == 0) {
+        kind == PendingKind::kWindow) {
       continue;
     }
-    const std::int64_t milli =
-        std::int64_t{job.spec.tasks} * job.spec.gpus_per_task * job.spec.gpu_milli;
+    // The job as the scheduler takes it: its GPUs, and the models its tasks accept.
+    const std::optional<TenantId> tenant = book.find_tenant(job.spec.tenant);
+    const std::optional<QueueId> queue =
+        tenant ? book.find_queue(*tenant, job.spec.queue) : std::nullopt;
+    if (!queue) continue;
+    const Result<Job> core = core_job_of(job.spec, job.id, *tenant, *queue,
+                                         unix_seconds(job.submitted_at), scheduler.pool().models());
+    if (!core) continue;
+    const std::int64_t milli = core->total_milli_gpu();
     for (int m = 0; m < models.size(); ++m) {
       const GpuModelId model{static_cast<std::uint32_t>(m)};
-      const bool accepted =
-          job.spec.gpu_models.empty() ||
-          std::ranges::find(job.spec.gpu_models, models.name(model)) != job.spec.gpu_models.end();
       // Only a job that the unused guarantee covers whole: a larger one borrows for the rest.
-      if (accepted && milli <= unused[{*tenant, model}]) asked[{*tenant, model}] += milli;
+      if (milli > 0 && core->gang.task.models.accepts(model) && milli <= unused[{*tenant, model}]) {
+        asked[{*tenant, model}] += milli;
+      }
     }
   }
   for (const auto& [key, free] : unused) {

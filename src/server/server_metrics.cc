@@ -229,10 +229,13 @@ void ServerMetrics::set_figures(const ControlPlane::Figures& figures) {
     requeues_.Add({{"cause", cause}});
     lost_work_.Add({{"cause", cause}});
   }
-  for (const auto& [tenant, milli] : figures.tenant_gpu_milli) {
-    queue_waits_.Add({{"tenant", tenant}},
-                     Histogram::BucketBoundaries(kQueueWaitBounds.begin(), kQueueWaitBounds.end()));
-  }
+  // A tenant's queue-wait histogram (made on first use).
+  const auto queue_waits_of = [this](const std::string& tenant) -> Histogram& {
+    return queue_waits_.Add(
+        {{"tenant", tenant}},
+        Histogram::BucketBoundaries(kQueueWaitBounds.begin(), kQueueWaitBounds.end()));
+  };
+  for (const auto& [tenant, milli] : figures.tenant_gpu_milli) queue_waits_of(tenant);
   raise_to(internal_errors_, static_cast<double>(figures.internal_errors));
   for (const auto& [cause, count] : figures.requeued_by_cause) {
     raise_to(requeues_.Add({{"cause", cause}}), static_cast<double>(count));
@@ -293,10 +296,7 @@ void ServerMetrics::set_figures(const ControlPlane::Figures& figures) {
     for (std::size_t b = 0; b < waits.counts.size(); ++b) {
       increments.push_back(static_cast<double>(waits.counts[b] - reported.counts[b]));
     }
-    queue_waits_
-        .Add({{"tenant", tenant}},
-             Histogram::BucketBoundaries(kQueueWaitBounds.begin(), kQueueWaitBounds.end()))
-        .ObserveMultiple(increments, waits.sum_seconds - reported.sum_seconds);
+    queue_waits_of(tenant).ObserveMultiple(increments, waits.sum_seconds - reported.sum_seconds);
     reported = waits;
   }
 }

@@ -66,21 +66,30 @@ RestoreReport restored(Store& target, const BackupContents& contents,
   return report ? std::move(*report) : RestoreReport{};
 }
 
-// A store that passes everything to another but fails its `fail_at`-th commit (1: the first).
-class FailingStore final : public Store {
+// A store that passes everything to another; the tests' stores change one call.
+class ForwardingStore : public Store {
  public:
-  FailingStore(Store& inner, int fail_at) : inner_(inner), fail_at_(fail_at) {}
+  explicit ForwardingStore(Store& inner) : inner_(inner) {}
   Result<Snapshot> load() override { return inner_.load(); }
-  Result<void> commit(const Batch& batch) override {
-    if (++commits_ == fail_at_) return fail("test store", "the disk is full");
-    return inner_.commit(batch);
-  }
+  Result<void> commit(const Batch& batch) override { return inner_.commit(batch); }
   Result<std::vector<EventRecord>> events_after(std::int64_t after, int limit) override {
     return inner_.events_after(after, limit);
   }
 
- private:
+ protected:
   Store& inner_;
+};
+
+// Fails its `fail_at`-th commit (1: the first).
+class FailingStore final : public ForwardingStore {
+ public:
+  FailingStore(Store& inner, int fail_at) : ForwardingStore(inner), fail_at_(fail_at) {}
+  Result<void> commit(const Batch& batch) override {
+    if (++commits_ == fail_at_) return fail("test store", "the disk is full");
+    return inner_.commit(batch);
+  }
+
+ private:
   int fail_at_;
   int commits_ = 0;
 };
@@ -208,11 +217,9 @@ TEST(StoreBackup, EventsDroppedWhileTheyAreReadLeaveNoGap) {
     ASSERT_TRUE(inner.commit(batch).has_value());
   }
   // Drops the events through 700 before its second read.
-  class DroppingStore final : public Store {
+  class DroppingStore final : public ForwardingStore {
    public:
-    explicit DroppingStore(MemoryStore& inner) : inner_(inner) {}
-    Result<Snapshot> load() override { return inner_.load(); }
-    Result<void> commit(const Batch& batch) override { return inner_.commit(batch); }
+    using ForwardingStore::ForwardingStore;
     Result<std::vector<EventRecord>> events_after(std::int64_t after, int limit) override {
       if (++reads_ == 2) {
         Batch drop;
@@ -223,7 +230,6 @@ TEST(StoreBackup, EventsDroppedWhileTheyAreReadLeaveNoGap) {
     }
 
    private:
-    MemoryStore& inner_;
     int reads_ = 0;
   } store(inner);
   auto events = events_through(store, 1200);
@@ -234,19 +240,14 @@ TEST(StoreBackup, EventsDroppedWhileTheyAreReadLeaveNoGap) {
   // A gap inside what the store keeps is still an error.
   MemoryStore gapped;
   ASSERT_TRUE(gapped.commit(events_batch(1, 3)).has_value());
-  class GapStore final : public Store {
+  class GapStore final : public ForwardingStore {
    public:
-    explicit GapStore(MemoryStore& inner) : inner_(inner) {}
-    Result<Snapshot> load() override { return inner_.load(); }
-    Result<void> commit(const Batch& batch) override { return inner_.commit(batch); }
+    using ForwardingStore::ForwardingStore;
     Result<std::vector<EventRecord>> events_after(std::int64_t after, int limit) override {
       auto events = inner_.events_after(after, limit);
       if (events && events->size() == 3) events->erase(events->begin() + 1);  // seq 2 missing
       return events;
     }
-
-   private:
-    MemoryStore& inner_;
   } gap(gapped);
   auto refused = events_through(gap, 3);
   ASSERT_FALSE(refused.has_value());
