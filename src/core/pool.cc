@@ -260,6 +260,17 @@ std::string describe(const TaskShape& task, const GpuModelCatalog& models) {
   return fmt::format("{}{}m CPU, {} MiB", gpus, task.milli_cpu, task.memory_mib);
 }
 
+FreeGpuCount count_free_gpus(const Pool& pool) {
+  FreeGpuCount count;
+  for (int n = 0; n < pool.node_count(); ++n) {
+    const NodeId node{static_cast<std::uint32_t>(n)};
+    const int free = pool.state(node).whole_free_gpus;
+    count.free += free;
+    if (free > 0 && free < pool.spec(node).gpu_count) count.fragmented += free;
+  }
+  return count;
+}
+
 std::string explain_unplaceable(const Pool& pool, const TaskShape& task) {
   int lack_cpu = 0, lack_memory = 0, other_model = 0, lack_gpu = 0;
   int best_whole = 0;

@@ -96,6 +96,14 @@ class Pool {
   MilliCpu allocated_cpu_ = 0;
 };
 
+// The whole GPUs free in the pool (on schedulable nodes), and of those the fragmented ones: free
+// on a node that is partly in use, so that no job wanting whole nodes can have them.
+struct FreeGpuCount {
+  std::int64_t free = 0;
+  std::int64_t fragmented = 0;
+};
+[[nodiscard]] FreeGpuCount count_free_gpus(const Pool& pool);
+
 // Why `task` fits on no node of `pool` now, with counts ("1213 nodes: 40 lack CPU, ...").
 std::string explain_unplaceable(const Pool& pool, const TaskShape& task);
 

@@ -529,6 +529,18 @@ TEST(ExplainUnplaceableTest, CpuOnlyTasksDoNotCountModels) {
       << text;
 }
 
+TEST(CountFreeGpusTest, FreeGpusOnPartlyUsedNodesAreFragmentedAndCordonedNodesHaveNone) {
+  Pool pool = single_leaf_pool(
+      {node_spec("empty", 4), node_spec("half", 4), node_spec("shared", 2), node_spec("off", 8)});
+  ASSERT_TRUE(pool.allocate(pool_task(2, 1000), {NodeId{1}, 0b0011}).has_value());
+  // A fraction makes its GPU not free: one of the node's two is left, and fragmented.
+  ASSERT_TRUE(pool.allocate(pool_task(1, 250), {NodeId{2}, 0b01}).has_value());
+  ASSERT_TRUE(pool.set_schedulable(NodeId{3}, false).has_value());
+  const FreeGpuCount count = count_free_gpus(pool);
+  EXPECT_EQ(count.free, 4 + 2 + 1);
+  EXPECT_EQ(count.fragmented, 2 + 1);
+}
+
 TEST(PoolCordon, CordonedNodeShowsNothingFreeRefusesTasksAndStillReleases) {
   Pool pool = single_leaf_pool({node_spec("a", 4), node_spec("b", 4)});
   const NodeId a{0};

@@ -186,6 +186,17 @@ Reply ControlPlane::log_access(const Principal& who, JobId id, bool write, std::
 
 Reply ControlPlane::list_nodes(const Principal& who) const { return answer(views_.nodes(who)); }
 
+Reply ControlPlane::pool_map(const Principal& who) const { return answer(views_.pool_map(who)); }
+
+Reply ControlPlane::whoami(const Principal& who) const {
+  nlohmann::json out = {{"token", who.token_id},
+                        {"role", role_name(who.role)},
+                        {"market", clerk_.market() != nullptr}};
+  if (who.role == Role::kUser) out["tenant"] = who.tenant;
+  if (who.role == Role::kAgent) out["node"] = who.node;
+  return answer(std::move(out));
+}
+
 Reply ControlPlane::set_drained(const Principal& who, const std::string& node, bool drained,
                                 const std::string& reason, Instant now, Batch& batch) {
   auto id = nodes_.set_drained(who, node, drained, reason, now, batch);

@@ -95,6 +95,10 @@ class ControlPlane {
 
   // --- nodes (node_table.h) ---
   [[nodiscard]] Reply list_nodes(const Principal& who) const;
+  // GET /v1/pool: the pool as the dashboard draws it (PlaneViews::pool_map).
+  [[nodiscard]] Reply pool_map(const Principal& who) const;
+  // GET /v1/whoami: the caller's token, role and scope, and whether the server has a market.
+  [[nodiscard]] Reply whoami(const Principal& who) const;
   Reply set_drained(const Principal& who, const std::string& node, bool drained,
                     const std::string& reason, Instant now, Batch& batch);
   Reply register_node(const Principal& who, const std::string& node,

@@ -184,6 +184,16 @@ std::vector<IdleGpuAlert> GpuTelemetry::active() const {
   return alerts;
 }
 
+std::vector<GpuTelemetry::LowUse> GpuTelemetry::low_use_now() const {
+  std::vector<LowUse> low;
+  for (const auto& [node, gpus] : nodes_) {
+    for (const auto& [index, gpu] : gpus) {
+      if (gpu.kind) low.push_back(LowUse{node, index, gpu.job});
+    }
+  }
+  return low;
+}
+
 void GpuTelemetry::write_metrics(std::string& out) const {
   // {node="..",gpu="..",model=".."}: bounded by the pool's GPUs (the job holding a GPU is in
   // GET /v1/nodes, not a label: job ids grow without bound).

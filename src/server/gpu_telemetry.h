@@ -80,6 +80,16 @@ class GpuTelemetry {
   // ordered by node, then GPU. Their reason gives the latest figures.
   [[nodiscard]] std::vector<IdleGpuAlert> active() const;
 
+  // An allocated GPU whose latest reading is below the utilisation threshold (idle or stalled),
+  // however long it has been: what the dashboard's idle GPU-hours add up. Ordered by node, then
+  // GPU.
+  struct LowUse {
+    std::string node;
+    int gpu = 0;
+    std::int64_t job = 0;
+  };
+  [[nodiscard]] std::vector<LowUse> low_use_now() const;
+
   // Appends the Prometheus text exposition format (version 0.0.4), with HELP and TYPE once per
   // family, every family even when it has no sample, series ordered by node, then GPU:
   //   tidepool_gpu_utilization_percent{node,gpu,model}           gauge

@@ -133,6 +133,30 @@ TEST(IdleGpuTest, RaisedAgainAfterTheConditionBreaksAndHoldsAgain) {
   EXPECT_THAT(metrics(telemetry), HasSubstr("tidepool_gpu_idle_alerts_total{kind=\"idle\"} 2\n"));
 }
 
+TEST(IdleGpuTest, LowUseNowNamesAllocatedGpusBelowTheThresholdAtOnce) {
+  GpuTelemetry telemetry;
+  // GPU 0 busy, 1 idle, 2 stalled (memory high), 3 idle but free: at the first reading, long
+  // before any alert's window.
+  const std::vector<GpuReading> first = {reading(0, 90), reading(1, 1), reading(2, 0, 80000),
+                                         reading(3, 0)};
+  const std::vector<std::int64_t> jobs = {7, 7, 8, 0};
+  EXPECT_THAT(telemetry.update("n1", first, jobs, after(Millis{0})), IsEmpty());
+  const std::vector<std::int64_t> job9 = {9};
+  telemetry.update("n0", std::vector<GpuReading>{reading(0, 2)}, job9, after(Millis{0}));
+  const auto low = telemetry.low_use_now();
+  ASSERT_THAT(low, SizeIs(3));
+  EXPECT_EQ(low[0].node, "n0");
+  EXPECT_EQ(low[0].job, 9);
+  EXPECT_EQ(low[1].node, "n1");
+  EXPECT_EQ(low[1].gpu, 1);
+  EXPECT_EQ(low[1].job, 7);
+  EXPECT_EQ(low[2].gpu, 2);
+  EXPECT_EQ(low[2].job, 8);
+  // Busy again: no longer counted.
+  telemetry.update("n0", std::vector<GpuReading>{reading(0, 50)}, job9, after(kBeat));
+  EXPECT_THAT(telemetry.low_use_now(), SizeIs(2));
+}
+
 TEST(IdleGpuTest, UnallocatedGpusNeverAlert) {
   GpuTelemetry telemetry;
   // GPU 0 is free (job 0); GPU 1 lies past the end of the jobs: free as well.

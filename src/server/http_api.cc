@@ -22,6 +22,7 @@
 #include "server/http_route.h"
 #include "server/plane_state.h"
 #include "server/standby_api.h"
+#include "server/web/web_assets.h"
 
 namespace tidepool {
 
@@ -265,6 +266,39 @@ Reply events_reply(const std::vector<EventRecord>& events, std::int64_t last_seq
   return answer({{"events", std::move(out)}, {"last_seq", last_seq}});
 }
 
+// The dashboard's pages may run only their own scripts and styles and talk only to this server.
+constexpr std::string_view kDashboardPolicy =
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; "
+    "frame-ancestors 'none'";
+
+// A file of the web dashboard (/ is its index.html, /ui/PATH its file PATH). Open to anyone: the
+// files hold no data, the routes that answer it need a token. Each answer is revalidated
+// (Cache-Control: no-cache) and costs nothing when unchanged (304 on its ETag).
+HttpResponse dashboard_file(const HttpRequest& req) {
+  const std::string_view path =
+      req.path == "/" ? std::string_view("index.html") : std::string_view(req.path).substr(4);
+  const WebAsset* asset = find_web_asset(path);
+  if (asset == nullptr) {
+    return http_error(404, "not found", "request",
+                      fmt::format("the dashboard has no file {}", percent_decode(req.path, false)));
+  }
+  HttpResponse res;
+  res.fields = {{"Cache-Control", "no-cache"},
+                {"ETag", std::string(asset->etag)},
+                {"Content-Security-Policy", std::string(kDashboardPolicy)},
+                {"X-Content-Type-Options", "nosniff"},
+                {"X-Frame-Options", "DENY"},
+                {"Referrer-Policy", "no-referrer"}};
+  res.content_type = asset->content_type;
+  if (req.field("If-None-Match") == asset->etag) {
+    res.status = 304;
+    return res;
+  }
+  res.body = asset->body;
+  return res;
+}
+
 bool loopback(const std::string& host) {
   return host == "localhost" || host == "::1" || host.starts_with("127.");
 }
@@ -448,6 +482,12 @@ HeadVerdict HttpApi::on_head(HttpRequest& req) {
   if (req.method == "GET" && req.path == "/healthz") {
     HttpResponse res;
     res.body = R"({"status":"ok"})";
+    return HeadVerdict::respond(std::move(res));
+  }
+  if (req.method == "GET" && (req.path == "/" || req.path.starts_with("/ui/"))) {
+    HttpResponse res = dashboard_file(req);
+    metrics_.count_request(req.method, req.path == "/" ? "/" : "/ui/{path}", res.status,
+                           seconds_since(start));
     return HeadVerdict::respond(std::move(res));
   }
   if (req.method == "GET" && req.path == "/v1/leader") {
@@ -882,6 +922,12 @@ void HttpApi::add_routes() {
   // --- nodes ---
   loop_json("GET", "/v1/nodes", "/v1/nodes", [on_loop](const Call& c) -> LoopAnswer {
     return on_loop([who = c.who](ControlPlane& p, Instant, Batch&) { return p.list_nodes(who); });
+  });
+  loop_json("GET", "/v1/pool", "/v1/pool", [on_loop](const Call& c) -> LoopAnswer {
+    return on_loop([who = c.who](ControlPlane& p, Instant, Batch&) { return p.pool_map(who); });
+  });
+  loop_json("GET", "/v1/whoami", "/v1/whoami", [on_loop](const Call& c) -> LoopAnswer {
+    return on_loop([who = c.who](ControlPlane& p, Instant, Batch&) { return p.whoami(who); });
   });
   for (const bool drain : {true, false}) {
     const std::string verb = drain ? "drain" : "undrain";

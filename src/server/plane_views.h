@@ -101,6 +101,12 @@ class PlaneViews {
   // its pending and running jobs, and with a market the prices (micro-credits per GPU-hour).
   [[nodiscard]] HistoryValues history_values() const;
 
+  // --- the web dashboard (dashboard_views.cc) ---
+  // GET /v1/pool: every node as GPU cells (per GPU index, the shares of the jobs holding it),
+  // grouped by spine and leaf, with the pool's figures; a user sees other tenants' shares
+  // without their jobs.
+  [[nodiscard]] nlohmann::json pool_map(const Principal& who) const;
+
   // --- the market (market_views.cc; a market there must be) ---
   // The price in force of each GPU model, per class, with its parts.
   [[nodiscard]] nlohmann::json prices() const;

@@ -333,6 +333,20 @@ HistoryValues PlaneViews::history_values() const {
     if (counts.first != 0) v[history_key("pending_jobs", {{"tenant", tenant}})] = counts.first;
     if (counts.second != 0) v[history_key("running_jobs", {{"tenant", tenant}})] = counts.second;
   }
+  // Allocated GPUs whose agents report them below the idle threshold now: over the samples, the
+  // GPU-hours allocated but idle.
+  const ClusterSpec& cluster = state_.setup().cluster;
+  for (const GpuTelemetry::LowUse& low : nodes_.telemetry().low_use_now()) {
+    const auto id = job_id_from_wire(low.job);
+    const auto job = id ? state_.jobs().find(*id) : state_.jobs().end();
+    const PlaneNode* node = nodes_.find(low.node);
+    if (job == state_.jobs().end() || node == nullptr) continue;
+    const std::string model = node->kind == NodeKind::kCluster
+                                  ? cluster.models.name(cluster.nodes[node->id.value].model)
+                                  : node->reported.gpu_model;
+    v[history_key("idle_milli_gpus", {{"tenant", job->second.spec.tenant}, {"model", model}})] +=
+        1000;
+  }
   if (const ServerMarket* market = clerk_.market()) {
     const ChargeMeter& meter = market->desk().meter();
     const GpuModelCatalog& priced = pool.models();

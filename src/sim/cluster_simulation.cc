@@ -191,12 +191,9 @@ void Simulation::sample(Seconds time) {
   s.allocated_milli = pool.allocated_milli_gpu();
   s.queued = sched_.pending_count();
   s.running = sched_.running_count();
-  for (int n = 0; n < pool.node_count(); ++n) {
-    const NodeId node{static_cast<std::uint32_t>(n)};
-    const int free = pool.state(node).whole_free_gpus;
-    s.free_gpus += free;
-    if (free > 0 && free < pool.spec(node).gpu_count) s.fragmented_gpus += free;
-  }
+  const FreeGpuCount free = count_free_gpus(pool);
+  s.free_gpus = free.free;
+  s.fragmented_gpus = free.fragmented;
   run_.samples.push_back(std::move(s));
 }
 

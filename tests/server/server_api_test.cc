@@ -12,6 +12,7 @@ namespace tidepool::test_support {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 const char* kJob = R"({"name": "train", "tenant": "vision", "queue": "default", "tasks": 2,
   "gpus_per_task": 8, "gpu_model": ["H100"], "runtime_estimate": "1h",
@@ -127,6 +128,109 @@ TEST_F(ServerApiTest, NodesTenantsAndQueues) {
   auto queues = admin_->get("/v1/queues");
   ASSERT_EQ(queues.status, 200);
   EXPECT_GE(queues.body["queues"].size(), 8U);
+}
+
+// The web dashboard: its files open to all with a strict content policy, revalidated by ETag;
+// the data behind it needs a token.
+TEST_F(ServerApiTest, ServesTheDashboardsFilesWithAStrictPolicy) {
+  httplib::Client browser("127.0.0.1", server_->port());
+  auto index = browser.Get("/");
+  ASSERT_TRUE(index);
+  EXPECT_EQ(index->status, 200);
+  EXPECT_THAT(index->get_header_value("Content-Type"), HasSubstr("text/html"));
+  EXPECT_THAT(index->body, HasSubstr("/ui/app.js"));
+  EXPECT_THAT(index->get_header_value("Content-Security-Policy"), HasSubstr("script-src 'self'"));
+  EXPECT_EQ(index->get_header_value("X-Content-Type-Options"), "nosniff");
+  const std::string etag = index->get_header_value("ETag");
+  ASSERT_FALSE(etag.empty());
+  auto again = browser.Get("/", httplib::Headers{{"If-None-Match", etag}});
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->status, 304);
+  EXPECT_TRUE(again->body.empty());
+
+  // Chart.js comes from Debian's package, embedded at build time.
+  auto chart = browser.Get("/ui/vendor/chart.min.js");
+  ASSERT_TRUE(chart);
+  EXPECT_EQ(chart->status, 200);
+  EXPECT_THAT(chart->get_header_value("Content-Type"), HasSubstr("text/javascript"));
+  EXPECT_GT(chart->body.size(), 100'000U);
+  for (const char* missing : {"/ui/", "/ui/nothing.js", "/ui/../CMakeLists.txt", "/index.html"}) {
+    auto refused = browser.Get(missing);
+    ASSERT_TRUE(refused) << missing;
+    EXPECT_EQ(refused->status, 404) << missing;
+  }
+  auto no_token = ApiClient(server_->port(), "").get("/v1/pool");
+  EXPECT_EQ(no_token.status, 401);
+}
+
+// GET /v1/whoami and GET /v1/pool: the map has a cell per GPU, a job's shares where its tasks
+// run, and a user sees its own tenant's jobs only.
+TEST_F(ServerApiTest, PoolMapHasACellPerGpuAndHidesOtherTenantsJobs) {
+  auto me = admin_->get("/v1/whoami");
+  ASSERT_EQ(me.status, 200) << me.body.dump();
+  EXPECT_EQ(me.body["role"], "admin");
+  EXPECT_EQ(me.body["market"], false);
+  const std::string vision = token("user", "vision");
+  ApiClient user(server_->port(), vision);
+  auto user_me = user.get("/v1/whoami");
+  EXPECT_EQ(user_me.body["role"], "user");
+  EXPECT_EQ(user_me.body["tenant"], "vision");
+
+  auto submitted = admin_->post("/v1/jobs", kJob);  // vision: 2 tasks of 8 H100
+  ASSERT_EQ(submitted.status, 201) << submitted.body.dump();
+  auto notebook = admin_->post("/v1/jobs", R"({"name": "nb", "tenant": "search", "queue": "ranking",
+    "gpus_per_task": 1, "gpu_milli": 500, "command": ["jupyter"]})");
+  ASSERT_EQ(notebook.status, 201) << notebook.body.dump();
+  ASSERT_TRUE(admin_->post("/v1/nodes/h100-b-02/drain", R"({"reason": "fan"})").status == 200);
+
+  auto map = admin_->get("/v1/pool");
+  ASSERT_EQ(map.status, 200) << map.body.dump();
+  const nlohmann::json& figures = map.body["figures"];
+  EXPECT_EQ(figures["gpus"], 176);
+  EXPECT_EQ(figures["allocated_milli"], 16 * 1000 + 500);
+  EXPECT_EQ(figures["nodes"], 23);
+  EXPECT_EQ(figures["nodes_drained"], 1);
+  EXPECT_EQ(figures["jobs_running"], 2);
+  int cells = 0;
+  int vision_cells = 0;
+  int half_cells = 0;
+  int nodes = 0;
+  for (const auto& spine : map.body["spines"]) {
+    for (const auto& leaf : spine["leaves"]) {
+      for (const auto& node : leaf["nodes"]) {
+        ++nodes;
+        ASSERT_EQ(node["cells"].size(), node["gpus"].get<std::size_t>()) << node.dump();
+        if (node["name"] == "h100-b-02") {
+          EXPECT_EQ(node["state"], "drained");
+          EXPECT_THAT(node["reason"].get<std::string>(), HasSubstr("fan"));
+        }
+        for (const auto& shares : node["cells"]) {
+          ++cells;
+          for (const auto& share : shares) {
+            const std::string tenant = map.body["tenants"][share["tenant"].get<int>()]["name"];
+            if (tenant == "vision") {
+              ++vision_cells;
+              EXPECT_EQ(share["job"], submitted.body["id"]);
+            }
+            if (share["milli"] == 500) ++half_cells;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(nodes, 23);
+  EXPECT_EQ(cells, 176);
+  EXPECT_EQ(vision_cells, 16);
+  EXPECT_EQ(half_cells, 1);
+
+  // The vision user sees its job's cells, and search's share without its job.
+  auto seen = user.get("/v1/pool");
+  ASSERT_EQ(seen.status, 200);
+  ASSERT_EQ(seen.body["tenants"].size(), 1U);
+  EXPECT_EQ(seen.body["tenants"][0]["name"], "vision");
+  const std::string text = seen.body.dump();
+  EXPECT_THAT(text, Not(HasSubstr("\"nb\"")));
+  EXPECT_THAT(text, HasSubstr(R"({"milli":500,"tenant":-1})"));
 }
 
 // GET /v1/history: the server sampled its figures at start; bad parameters name the field.
