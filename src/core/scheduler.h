@@ -314,6 +314,12 @@ class Scheduler {
   // in the order a pass considers them); nullopt unless the job is pending.
   [[nodiscard]] std::optional<LanePlace> lane_place(JobId job, Seconds now,
                                                     std::size_t max_ahead = 3) const;
+  // A rough estimate of when a pending job starts: the first predicted end of a running job (as
+  // reservations count them) by which enough GPUs of the models it accepts are free for it and
+  // for the jobs ahead of it in its lane that could take them; `now` when they are free now.
+  // Quotas, topology and other lanes are left out: it says when room is expected, not a promise.
+  // nullopt when the job is not pending, or the running jobs' ends never free enough.
+  [[nodiscard]] std::optional<Seconds> estimated_start(JobId job, Seconds now) const;
   // Pending time of all jobs per reason, up to each job's last reason change.
   [[nodiscard]] const PendingSeconds& pending_seconds_total() const { return pending_total_; }
 
@@ -438,6 +444,9 @@ class Scheduler {
   void drain_for_windows(Seconds now, PassResult& out);
   void return_loans(Seconds now, PassResult& out);
   std::optional<Reservation> reserve(const Entry& e, const GangRequest& request, Seconds now);
+  // The running jobs (end, id) by predicted end, soonest first, as reservations count on them.
+  [[nodiscard]] std::vector<std::tuple<Seconds, std::uint32_t>> running_by_predicted_end(
+      Seconds now) const;
   // Victims that make `request` fit, and its placement on the pool without them.
   std::optional<std::pair<std::vector<JobId>, GangPlacement>> make_room(
       const Entry& e, const GangRequest& request, bool reclaim, bool admit_after, std::int64_t hold,

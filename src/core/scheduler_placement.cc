@@ -88,9 +88,9 @@ std::optional<PendingReason> Scheduler::try_to_place(Entry& e, const QuotaVerdic
   return unplaceable;
 }
 
-std::optional<Scheduler::Reservation> Scheduler::reserve(const Entry& e, const GangRequest& request,
-                                                         Seconds now) {
-  // Running jobs by predicted end (a job past it is taken to end kOverrunSlack from now).
+std::vector<std::tuple<Seconds, std::uint32_t>> Scheduler::running_by_predicted_end(
+    Seconds now) const {
+  // A job past its predicted end is taken to end kOverrunSlack from now.
   std::vector<std::tuple<Seconds, std::uint32_t>> ends;
   ends.reserve(running_.size());
   for (JobId id : running_) {
@@ -98,6 +98,12 @@ std::optional<Scheduler::Reservation> Scheduler::reserve(const Entry& e, const G
     ends.emplace_back(std::max(r.predicted_end, now + kOverrunSlack), id.value);
   }
   std::sort(ends.begin(), ends.end());
+  return ends;
+}
+
+std::optional<Scheduler::Reservation> Scheduler::reserve(const Entry& e, const GangRequest& request,
+                                                         Seconds now) {
+  const std::vector<std::tuple<Seconds, std::uint32_t>> ends = running_by_predicted_end(now);
   // Running jobs end in that order in the shadow pool until the job fits there.
   Pool shadow = pool_;
   std::optional<GangPlacement> placed;

@@ -220,6 +220,28 @@ TEST(Scheduler, AJobOfAnotherModelIsNotHeldByTheQuotaReasonOfTheJobAheadOfIt) {
   EXPECT_THAT(std::string(waits->message()), Not(HasSubstr("A100")));
 }
 
+TEST(Scheduler, EstimatedStartCountsTheJobsAheadAndThePredictedEnds) {
+  Scheduler s = make_scheduler(policy("fifo-firstfit"));
+  // The pool's 32 GPUs: 16 until 1000, 16 until 3000 (their estimates, with no history).
+  ASSERT_TRUE(s.submit(make_test_job(0, kB, 16, 0, 1000, 8), 0).has_value());
+  ASSERT_TRUE(s.submit(make_test_job(1, kB, 16, 0, 3000, 8), 0).has_value());
+  ASSERT_EQ(s.pass(0).started.size(), 2U);
+  ASSERT_TRUE(s.submit(make_test_job(2, kB, 8, 10, 600, 8), 10).has_value());
+  ASSERT_TRUE(s.submit(make_test_job(3, kB, 16, 11, 600, 8), 11).has_value());
+  ASSERT_TRUE(s.submit(make_test_job(4, kB, 64, 12, 600, 8), 12).has_value());
+  (void)s.pass(20);
+  // Job 2 needs 8: the first end frees 16. Job 3 needs 16 behind job 2's 8: the second end.
+  EXPECT_EQ(s.estimated_start(JobId{2}, 20), 1000);
+  EXPECT_EQ(s.estimated_start(JobId{3}, 20), 3000);
+  // More than the pool ever frees; a running or unknown job has none.
+  EXPECT_FALSE(s.estimated_start(JobId{4}, 20).has_value());
+  EXPECT_FALSE(s.estimated_start(JobId{0}, 20).has_value());
+  EXPECT_FALSE(s.estimated_start(JobId{77}, 20).has_value());
+  // Once the first job ended, job 2's GPUs are free now.
+  ASSERT_TRUE(s.finish(JobId{0}, 900, 900).has_value());
+  EXPECT_EQ(s.estimated_start(JobId{2}, 900), 900);
+}
+
 TEST(Scheduler, APendingJobKnowsItsPlaceInItsTenantsLaneAndWhoIsAhead) {
   Scheduler s = make_scheduler(policy("tidepool"), a_and_b_book(16, 0));
   ASSERT_TRUE(s.submit(make_test_job(0, kB, 16, 0, 100000, 8), 0).has_value());

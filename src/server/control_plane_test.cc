@@ -657,6 +657,8 @@ TEST_F(ControlPlaneTest, AWaitingJobIsToldItsPlaceAndListingsShowAttainedService
   EXPECT_EQ(lane["order"], "las");
   EXPECT_EQ(lane["ahead"], nlohmann::json::array({second}));
   EXPECT_EQ(lane["attained_gpu_seconds"], 0);
+  // The pool has room for it and the job ahead now: it waits on its quota, not on GPUs.
+  EXPECT_EQ(why.body["estimated_start_ms"], unix_ms(kHourLater));
 
   // The running job attained 8 GPUs x 1 h as of the last pass; the listing and the job say so.
   EXPECT_EQ(get(first).body["attained_gpu_seconds"], 8 * 3600);
@@ -961,6 +963,15 @@ TEST_F(MarketPlaneTest, SpentBudgetHoldsNewJobsBackUntilTheQuarterEnds) {
   Wire why = wire(plane_->why(kVision, jid(second), now));
   EXPECT_EQ(why.body["state"], "pending");
   EXPECT_THAT(why.body["reason"].get<std::string>(), HasSubstr("budget exhausted"));
+  // The tenant's view shows where its budget stands; a tenant without one has none.
+  const Wire vision = wire(plane_->get_tenant(kVision, "vision"));
+  ASSERT_TRUE(vision.body.contains("budget")) << vision.body.dump();
+  EXPECT_EQ(vision.body["budget"]["state"], "exhausted");
+  EXPECT_EQ(vision.body["budget"]["budget"], 30);
+  EXPECT_GE(vision.body["budget"]["spent"].get<double>(), 30.0);
+  EXPECT_LT(vision.body["budget"]["remaining"].get<double>(), 0.0);
+  EXPECT_EQ(vision.body["budget"]["quarter"], "2026-Q4");
+  EXPECT_FALSE(wire(plane_->get_tenant(kSearch, "search")).body.contains("budget"));
   // Other tenants are not held back.
   const std::int64_t other = submit(job("s", 1, 8, "search"), kSearch, "", now).body["id"];
   EXPECT_EQ(get(other).body["state"], "running");

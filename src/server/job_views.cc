@@ -124,6 +124,9 @@ nlohmann::json PlaneViews::why(const Principal& who, const ServerJob& job, Insta
                      {"rank", place->rank},
                      {"ahead", std::move(ahead)},
                      {"ahead_hidden", hidden}};
+      if (auto start = scheduler.estimated_start(core_id, unix_seconds(now))) {
+        out["estimated_start_ms"] = *start * 1000;
+      }
     }
   } else if (job.state == JobState::kRunning) {
     std::vector<std::string> nodes;

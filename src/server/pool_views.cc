@@ -162,14 +162,29 @@ nlohmann::json PlaneViews::tenant(TenantId tenant) const {
     const QueueId id{static_cast<std::uint32_t>(q)};
     if (book.tenant_of(id) == tenant) queues.push_back(book.queue_name(id));
   }
-  return {{"name", name},
-          {"org", book.org_name(book.org_of(tenant))},
-          {"weight", book.weight(tenant)},
-          {"queues", std::move(queues)},
-          {"quota", std::move(quota)},
-          {"gpu_milli_used", scheduler.usage_milli(tenant)},
-          {"jobs_pending", pending},
-          {"jobs_running", running}};
+  nlohmann::json out = {{"name", name},
+                        {"org", book.org_name(book.org_of(tenant))},
+                        {"weight", book.weight(tenant)},
+                        {"queues", std::move(queues)},
+                        {"quota", std::move(quota)},
+                        {"gpu_milli_used", scheduler.usage_milli(tenant)},
+                        {"jobs_pending", pending},
+                        {"jobs_running", running}};
+  // With a market that gives the tenant a budget: where its spend stands this quarter.
+  if (const ServerMarket* market = clerk_.market()) {
+    const MarketDesk& desk = market->desk();
+    if (const auto status = desk.budget_status(tenant, desk.now())) {
+      out["budget"] = {{"quarter", quarter_name(desk.quarter(desk.now()))},
+                       {"state", budget_state_name(status->state)},
+                       {"budget", whole_credits(status->budget)},
+                       {"charges", whole_credits(status->charges)},
+                       {"credits", whole_credits(status->credits)},
+                       {"spent", whole_credits(status->spend)},
+                       {"remaining", whole_credits(status->remaining)},
+                       {"currency", market->spec().currency}};
+    }
+  }
+  return out;
 }
 
 nlohmann::json PlaneViews::tenants(const Principal& who) const {
