@@ -92,9 +92,12 @@ export function setLines(chart, lines, { from, to } = {}) {
   const byLabel = new Map(chart.data.datasets.map((d) => [d.label, d]));
   const next = lines.map((l) => {
     const data = l.points.map(([x, y]) => ({ x, y }));
+    // A short history (a server just started) shows its samples as dots.
+    const pointRadius = data.length < 30 ? 2.5 : 0;
     const old = byLabel.get(l.label);
     if (old) {
       old.data = data;
+      old.pointRadius = pointRadius;
       old.borderColor = l.colour;
       old.backgroundColor = l.colour;
       old.borderDash = l.dash || [];
@@ -106,6 +109,7 @@ export function setLines(chart, lines, { from, to } = {}) {
       borderColor: l.colour,
       backgroundColor: l.colour,
       borderDash: l.dash || [],
+      pointRadius,
       fill: false,
     };
   });

@@ -176,6 +176,27 @@ def views_case(tidepool, source, shots):
                     f"tr[data-model='{model}'] [data-figure=used]")
                 check(cell.text.strip().split()[0] == str(quota["used_gpus"]),
                       f"{tenant['name']} {model} used: page {cell.text!r}, API {quota['used_gpus']}")
+        # Their charts are the server's history: the last sample of each line is the API's.
+        history = api.get("/v1/history?series=guaranteed_milli_gpus,used_milli_gpus&step=5m")
+        for tenant in ("search", "ads"):
+            want = {}
+            for series in history["series"]:
+                if series["labels"].get("tenant") == tenant and series["points"]:
+                    label = series["name"].split("_")[0]
+                    at, value = series["points"][-1]
+                    want[label] = want.get(label, 0) + value / 1000
+            drawn = wait_until(f"{tenant}'s chart", lambda: driver.execute_script("""
+                const canvas = document.querySelector(`canvas[data-chart='tenant-${arguments[0]}']`);
+                const chart = canvas && Chart.getChart(canvas);
+                if (!chart) return null;
+                const out = {};
+                for (const d of chart.data.datasets) {
+                  if (d.data.length) out[d.label] = d.data[d.data.length - 1].y;
+                }
+                return Object.keys(out).length ? out : null;""", tenant))
+            for label, value in want.items():
+                check(abs(drawn.get(label, 0) - value) < 1e-6,
+                      f"{tenant}'s {label} chart ends at {drawn.get(label)}, the history at {value}")
         screenshot(driver, shots, "tenants")
 
         # Money: the prices on the page are the API's.
@@ -187,6 +208,17 @@ def views_case(tidepool, source, shots):
             check(f"{model['per_gpu_hour']['standard']:.2f}" in cell.text,
                   f"{model['model']} standard price: page {cell.text!r}, API "
                   f"{model['per_gpu_hour']['standard']}")
+        # The bill's total is the API's, and the CSV link is ready.
+        tenant = driver.find_element(By.ID, "bill-tenant").get_attribute("value")
+        link = wait_until("the CSV download", lambda: driver.find_element(
+            By.ID, "download-csv").get_attribute("download"))
+        check(link.startswith(f"bill-{tenant}-") and link.endswith(".csv"), f"CSV name {link}")
+        parts = link[:-4].split("-")
+        day_from, day_to, by = "-".join(parts[-7:-4]), "-".join(parts[-4:-1]), parts[-1]
+        bill = api.get(f"/v1/bill?tenant={tenant}&from={day_from}&to={day_to}&by={by}")
+        total = driver.find_element(By.CSS_SELECTOR, "tr.bill-total").text
+        check(f"{bill['total']['net']:.2f}" in total,
+              f"bill total: page {total!r}, API {bill['total']['net']}")
         screenshot(driver, shots, "money")
 
         # Job: its log lines arrive while it runs; cancel it.
@@ -196,6 +228,9 @@ def views_case(tidepool, source, shots):
         lines = wait_until("log lines", lambda: log.text.count("step") or None, 30)
         wait_until("more log lines (the log follows the task)",
                    lambda: log.text.count("step") > lines, 30)
+        state = driver.find_element(By.CSS_SELECTOR, ".view-head .state").get_attribute(
+            "data-state")
+        check(state == "running", f"the job's state on the page: {state}")
         screenshot(driver, shots, "job")
         driver.find_element(By.ID, "cancel-job").click()
         wait_until("the confirmation", lambda: "really" in driver.find_element(
