@@ -19,6 +19,9 @@ from selenium.webdriver.common.by import By
 
 from harness import Failure, Pool, check, chromium, console_errors, wait_until
 
+# Text that would be markup if a page did not escape it (a drain reason, a job's command).
+HOSTILE = "<img src=x class=injected><b>fan</b>"
+
 # The largest script time one pool update may take, and the first paint of the pool view (ms).
 UPDATE_BUDGET_MS = 200
 FIRST_PAINT_BUDGET_MS = 1000
@@ -68,6 +71,11 @@ def cells_by_node(driver):
               c => [c.dataset.tenant || '', c.dataset.job || '']);
         }
         return out;""")
+
+
+def check_no_markup(driver):
+    check(not driver.find_elements(By.CSS_SELECTOR, ".injected, main#view img"),
+          "text from the API became markup")
 
 
 def check_pool_view(driver, api):
@@ -136,10 +144,12 @@ def views_case(tidepool, source, shots):
             pool.start_agent(node)
         wait_until("the agents registered", lambda: sum(
             n["state"] == "ready" for n in api.get("/v1/nodes")["nodes"]) == 2, 60)
-        api.post("/v1/nodes/h100-b-01/drain", {"reason": "fan failure"})
+        # A hostile reason: the pages show it as text, never as markup.
+        api.post("/v1/nodes/h100-b-01/drain", {"reason": HOSTILE})
         talker = api.post("/v1/jobs", {
             "name": "talker", "tenant": "vision", "queue": "default", "gpus_per_task": 4,
-            "command": ["bash", "-c", "for i in $(seq 1 100000); do echo step $i; sleep 0.2; done"]})
+            "command": ["bash", "-c", "for i in $(seq 1 100000); do echo step $i; sleep 0.2; done",
+                        HOSTILE]})
         api.post("/v1/jobs", {"name": "notebook", "tenant": "search", "queue": "ranking",
                               "gpus_per_task": 1, "gpu_milli": 500,
                               "command": ["sleep", "3600"]})
@@ -155,6 +165,9 @@ def views_case(tidepool, source, shots):
         sign_in(driver, pool.base, api.token)
         wait_for_refresh(driver)
         check_pool_view(driver, api)
+        wait_until("the drain reason shown as text", lambda: HOSTILE in driver.find_element(
+            By.CSS_SELECTOR, ".node[data-node='h100-b-01']").text)
+        check_no_markup(driver)
         screenshot(driver, shots, "pool")
 
         # Queues: the waiting job with its reason, as the API gives it.
@@ -165,6 +178,7 @@ def views_case(tidepool, source, shots):
         check(row.get_attribute("data-kind") == why["kind"],
               f"kind {row.get_attribute('data-kind')} on the page, {why['kind']} in the API")
         check(why["reason"][:40] in row.text, f"the row {row.text!r} lacks {why['reason']!r}")
+        check_no_markup(driver)
         screenshot(driver, shots, "queues")
 
         # Tenants: each tenant's used GPUs as the API has them.
@@ -231,6 +245,9 @@ def views_case(tidepool, source, shots):
         state = driver.find_element(By.CSS_SELECTOR, ".view-head .state").get_attribute(
             "data-state")
         check(state == "running", f"the job's state on the page: {state}")
+        check(HOSTILE in driver.find_element(By.CSS_SELECTOR, "main#view").text,
+              "the job's command is not shown")
+        check_no_markup(driver)
         screenshot(driver, shots, "job")
         driver.find_element(By.ID, "cancel-job").click()
         wait_until("the confirmation", lambda: "really" in driver.find_element(
