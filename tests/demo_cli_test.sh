@@ -176,7 +176,7 @@ EOF
       "server: stopped" "run folder removed: $TMPDIR/tidepool-demo."
     expect_line "$work/out" '^  jobs: 9 submitted: 9 succeeded, 0 failed, 0 cancelled, 0 unfinished$'
     expect_line "$work/out" '^  preemptions: [1-9]'
-    expect_line "$work/out" '^    #[0-9]+ [a-z-]+ \(vision\): preempted \(reclaim\) for job [0-9]+$'
+    expect_line "$work/out" '^    #[0-9]+ [a-z-]+ \(vision\): preempted \(reclaim\) for job [0-9]+ of tenant [a-z]+$'
     expect_line "$work/out" '^  checkpoints: [1-9][0-9]* reported$'
     expect_line "$work/out" '^  resumed from a checkpoint: [1-9]'
     expect_line "$work/out" ' resumed on node-[1-4] from its checkpoint at step [1-9]'

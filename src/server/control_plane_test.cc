@@ -390,12 +390,19 @@ TEST_F(ControlPlaneTest, ServiceOfEndedRunsIsKeptOverRestarts) {
     ids.push_back(submit(job("s" + std::to_string(i), 1, 8, "search"), kSearch).body["id"]);
   }
   constexpr Instant kHourLater = kT0 + 1h;
-  ASSERT_EQ(submit(job("v"), kVision, "", kHourLater).status, 201);
+  const Wire taker = submit(job("v"), kVision, "", kHourLater);
+  ASSERT_EQ(taker.status, 201);
   std::optional<std::int64_t> preempted;
   for (std::int64_t id : ids) {
     if (get(id).body["state"] == "pending") preempted = id;
   }
   ASSERT_TRUE(preempted.has_value());
+  // Its transitions say who took its GPUs and why.
+  const nlohmann::json transitions = get(*preempted).body["transitions"];
+  ASSERT_GE(transitions.size(), 3U);
+  EXPECT_EQ(transitions[transitions.size() - 2]["reason"],
+            fmt::format("preempted (reclaim) for job {} of tenant vision",
+                        taker.body["id"].get<std::int64_t>()));
   EXPECT_EQ(get(*preempted).body["attained_gpu_seconds"], 8 * 3600);
   EXPECT_EQ(get(*preempted).body["ended_runs_gpu_seconds"], 8 * 3600);
   // The waiting job does not rank as new work after a restart.

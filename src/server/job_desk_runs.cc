@@ -230,7 +230,12 @@ void JobDesk::apply_pass(const PassResult& pass, Instant now, Batch& batch) {
   for (const PreemptedJob& p : pass.preempted) {
     ServerJob& job = state_.jobs().at(p.job);
     std::string reason = fmt::format("preempted ({})", preemption_cause_name(p.cause));
-    if (p.beneficiary) reason += fmt::format(" for job {}", p.beneficiary->value);
+    if (p.beneficiary) {
+      // Who took its GPUs: the job, and its tenant.
+      reason += fmt::format(" for job {}", p.beneficiary->value);
+      const auto taker = state_.jobs().find(*p.beneficiary);
+      if (taker != state_.jobs().end()) reason += " of tenant " + taker->second.spec.tenant;
+    }
     clerk_.stop(job, now, batch);
     job.attained_gpu_seconds =
         scheduler.attained_gpu_seconds(p.job, unix_seconds(now)).value_or(job.attained_gpu_seconds);
