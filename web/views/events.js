@@ -1,4 +1,5 @@
-// Events: the last hour, then followed with the long poll; newest first, filtered by kind prefix.
+// Events: the newest (up to LIMIT), then followed with the long poll; newest first, filtered by
+// kind prefix.
 import { getJSON, withQuery } from '../api.js';
 import { esc, jobLink, num, stamp, time } from '../format.js';
 
@@ -33,6 +34,7 @@ function matches(kind, wanted) {
 
 function create(root, ctx) {
   let seq = null;
+  let first = true;
   let wanted = [];
   root.innerHTML =
     '<div class="view-head"><h1>Events</h1><form id="event-filter-form" class="inline" role="search">' +
@@ -60,9 +62,15 @@ function create(root, ctx) {
   return {
     pollDelay: 0,
     async refresh(signal) {
-      const url = seq === null
-        ? withQuery('/v1/events', { since_ms: Date.now() - 3600 * 1000, timeout: '0s', limit: LIMIT })
-        : withQuery('/v1/events', { since: seq, timeout: '25s', limit: LIMIT });
+      if (seq === null) {
+        // Where the stream is now (the events from now on: none yet, and the last seq), so that
+        // the first page is the newest LIMIT, not the oldest of a busy hour.
+        const now = await getJSON(withQuery('/v1/events', { since_ms: Date.now(), timeout: '0s', limit: 1 }), signal);
+        seq = Math.max(0, Number(now.last_seq || 0) - LIMIT);
+      }
+      // The first page at once (the view renders even with nothing to show), then long polls.
+      const url = withQuery('/v1/events', { since: seq, timeout: first ? '0s' : '25s', limit: LIMIT });
+      first = false;
       const data = await getJSON(url, signal);
       const t0 = performance.now();
       const events = data.events || [];
