@@ -262,6 +262,13 @@ def views_case(tidepool, source, shots):
         show(driver, "events")
         wait_until("the cancellation among the events", lambda: driver.find_elements(
             By.CSS_SELECTOR, "tr.event[data-kind='job.cancelled']"))
+        # Every event the API has up to the newest on the page is there, newest first.
+        shown = [(int(row.get_attribute("data-seq")), row.get_attribute("data-kind"))
+                 for row in driver.find_elements(By.CSS_SELECTOR, "tr.event")]
+        check(shown == sorted(shown, reverse=True), "the events are not newest first")
+        listed = api.get("/v1/events?since=0&timeout=0s")["events"]
+        want = [(e["seq"], e["kind"]) for e in listed if e["seq"] <= shown[0][0]]
+        check(sorted(shown) == want, f"the page shows events {shown}, the API {want}")
         screenshot(driver, shots, "events")
 
         errors = console_errors(driver)
