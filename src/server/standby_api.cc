@@ -96,6 +96,14 @@ HeadVerdict StandbyApi::on_head(const HttpRequest& request) const {
   if (request.method == "GET" && request.path == "/v1/leader") {
     return HeadVerdict::respond(leader_response(leader, self));
   }
+  // A browser opening the web dashboard here is sent to the leader's: the pages talk to the
+  // server they came from.
+  if (request.method == "GET" && leader &&
+      (request.path == "/" || request.path.starts_with("/ui/"))) {
+    HttpResponse res = json_response(307, {{"leader", *leader}});
+    res.fields = {{"Location", *leader + request.target}};
+    return HeadVerdict::respond(std::move(res));
+  }
   return HeadVerdict::respond(not_the_leader_response(leader));
 }
 

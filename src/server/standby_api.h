@@ -6,6 +6,7 @@
 //   GET /readyz     503 {"status": "standby", "leader": URL-or-null}
 //   GET /v1/leader  200 {"leader": URL-or-null, "self": URL, "is_leader": false}
 //   GET /metrics    200 tidepool_leader 0 (Prometheus' text format)
+//   GET / and /ui/* 307 to the same path on the leader (the web dashboard), while one leads
 //   anything else   503 {"error": "not the leader", "field": "server", "reason": "...",
 //                        "leader": URL-or-null}, with Retry-After: 1
 //

@@ -85,6 +85,21 @@ TEST(StandbyApiTest, EveryOtherRequestIsSentToTheLeader) {
   }
 }
 
+TEST(StandbyApiTest, TheDashboardIsOpenedOnTheLeader) {
+  Standby standby("http://b:8470");
+  // No leader yet: nowhere to send it.
+  EXPECT_EQ(standby.request("GET", "/").status, 503);
+  standby.api().set_leader("http://a:8470");
+  for (const std::string target : {"/", "/ui/app.js", "/ui/views/pool.js?x=1"}) {
+    const auto res = standby.request("GET", target);
+    EXPECT_EQ(res.status, 307) << target;
+    EXPECT_NE(res.head.find("Location: http://a:8470" + target + "\r\n"), std::string::npos)
+        << res.head;
+  }
+  // The API is not redirected: clients follow "leader" themselves.
+  EXPECT_EQ(standby.request("GET", "/v1/pool").status, 503);
+}
+
 TEST(StandbyApiTest, WhileNoServerLeadsTheLeaderIsNull) {
   Standby standby("http://b:8470");
   const auto res = standby.request("GET", "/v1/jobs");
