@@ -1,0 +1,114 @@
+// NVIDIA Multi-Instance GPU (MIG): the profiles a GPU can be partitioned into, the rules of a valid
+// layout, and where a new instance goes on a set of GPUs.
+//
+// The model (NVIDIA's MIG user guide, for the 80 GB A100 and H100): a GPU has 7 compute slices
+// and 8 memory slices, numbered 0..7. An instance of a profile takes a run of memory slices that
+// starts at one of the profile's allowed positions, and some compute slices:
+//
+//   profile    compute  memory  starts        at most
+//   1g.10gb       1       1     0 1 2 3 4 5 6    7
+//   1g.20gb       1       2     0 2 4 6          4
+//   2g.20gb       2       2     0 2 4            3
+//   3g.40gb       3       4     0 4              2
+//   4g.40gb       4       4     0                1
+//   7g.80gb       7       8     0                1
+//
+// A layout is valid when each instance starts at an allowed position, no two instances share a
+// memory slice, and the compute slices taken add up to at most 7. (The "at most" column follows
+// from these rules.)
+//
+// An instance counts against quotas as the share of the GPU it makes unusable: the larger of its
+// compute share (of 7) and its memory share (of 8), in thousandths of a GPU, rounded up.
+//
+// Packing (pack_mig): among the places where the instance fits, the one that takes least from
+// what the GPU could still hold: for each profile, how many more instances of it the GPU could
+// take on its own, weighted by the profile's compute slices; ties go to a GPU already partitioned
+// (whole GPUs stay whole for large profiles), then to the lower GPU and start. first_fit_mig is
+// the baseline: the first GPU, at the lowest start, where it fits.
+//
+// Pure value types: no I/O, no randomness.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "core/error.h"
+
+namespace tidepool {
+
+enum class MigProfile : std::uint8_t { k1g10gb, k1g20gb, k2g20gb, k3g40gb, k4g40gb, k7g80gb };
+
+inline constexpr int kMigComputeSlices = 7;
+inline constexpr int kMigMemorySlices = 8;
+inline constexpr int kMigProfileCount = 6;
+
+struct MigProfileSpec {
+  MigProfile profile;
+  std::string_view name;  // "1g.10gb"
+  int compute_slices = 0;
+  int memory_slices = 0;
+  std::uint8_t starts = 0;  // bit i: the instance may start at memory slice i
+};
+
+// The table above, in the order of MigProfile (smallest first).
+[[nodiscard]] std::span<const MigProfileSpec> mig_profiles();
+[[nodiscard]] const MigProfileSpec& mig_profile_spec(MigProfile profile);
+// "1g.10gb" .. "7g.80gb"; an unknown name is an Error naming the profiles.
+[[nodiscard]] Result<MigProfile> parse_mig_profile(std::string_view name);
+// Whether the GPU model (a cluster file's model name) can be partitioned: A100 and H100.
+[[nodiscard]] bool model_supports_mig(std::string_view model);
+// What an instance counts against quotas, in thousandths of a GPU (see the file comment).
+[[nodiscard]] std::int64_t mig_gpu_milli(MigProfile profile);
+
+struct MigInstance {
+  MigProfile profile = MigProfile::k1g10gb;
+  int start = 0;  // its first memory slice
+
+  friend bool operator==(const MigInstance&, const MigInstance&) = default;
+};
+
+// One GPU's instances. Kept valid: add() refuses what would break the rules.
+class MigLayout {
+ public:
+  // Whether an instance of `profile` may start at `start` with the layout as it is.
+  [[nodiscard]] bool fits(MigProfile profile, int start) const;
+  // The lowest start where it fits, if any.
+  [[nodiscard]] std::optional<int> first_start(MigProfile profile) const;
+  // How many more instances of `profile` the GPU could take, with nothing else added.
+  [[nodiscard]] int room_for(MigProfile profile) const;
+
+  Result<void> add(MigInstance instance);
+  // Removes one instance equal to `instance`; an Error when there is none.
+  Result<void> remove(MigInstance instance);
+
+  [[nodiscard]] std::span<const MigInstance> instances() const { return instances_; }
+  [[nodiscard]] bool empty() const { return instances_.empty(); }
+  [[nodiscard]] int compute_used() const { return compute_used_; }
+  [[nodiscard]] std::uint8_t memory_used() const { return memory_used_; }
+
+ private:
+  std::vector<MigInstance> instances_;
+  int compute_used_ = 0;
+  std::uint8_t memory_used_ = 0;  // bit i: memory slice i is taken
+};
+
+// Whether `instances` make a valid layout of one GPU (the rules above), or the first broken rule.
+Result<void> check_mig_layout(std::span<const MigInstance> instances);
+
+// Where a new instance goes: GPU `gpu` of the span, at memory slice `start`.
+struct MigSlot {
+  std::size_t gpu = 0;
+  int start = 0;
+
+  friend bool operator==(const MigSlot&, const MigSlot&) = default;
+};
+
+[[nodiscard]] std::optional<MigSlot> pack_mig(std::span<const MigLayout> gpus, MigProfile profile);
+[[nodiscard]] std::optional<MigSlot> first_fit_mig(std::span<const MigLayout> gpus,
+                                                   MigProfile profile);
+
+}  // namespace tidepool
