@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
@@ -325,6 +326,10 @@ TEST(HttpServer, HandlersThatDoNotBlockRunOnTheIoThreadWhenTheirBodyIsSmall) {
   std::promise<void> release;
   std::shared_future<void> released = release.get_future().share();
   std::atomic<bool> worker_busy{false};
+  // The threads that answer later, joined before the server stops: a thread still running when
+  // the test program exits can deadlock the leak checker of the sanitizer builds.
+  std::mutex answerers_mutex;
+  std::vector<std::thread> answerers;
   HttpHooks hooks;
   hooks.on_head = [](HttpRequest& req) {
     return req.path == "/later" ? HeadVerdict::proceed_without_blocking() : HeadVerdict::proceed();
@@ -340,15 +345,33 @@ TEST(HttpServer, HandlersThatDoNotBlockRunOnTheIoThreadWhenTheirBodyIsSmall) {
     }
     // Answered later, from another thread, as a loop command would be.
     const bool busy = worker_busy;
-    std::thread([res, busy] {
+    std::lock_guard lock(answerers_mutex);
+    answerers.emplace_back([res, busy] {
       res.send(HttpResponse{
           200, "application/json", {}, nlohmann::json{{"ran_while_worker_busy", busy}}.dump()});
-    }).detach();
+    });
   };
   HttpServerOptions options = small_options();
   options.worker_threads = 1;
   options.max_inline_body_bytes = 8;
   Served served(options, hooks);
+  // However the test ends (a failed ASSERT returns early), before the server stops the worker is
+  // released (it would wait forever) and the answering threads are joined.
+  struct Releaser {
+    std::promise<void>& release;
+    std::mutex& mutex;
+    std::vector<std::thread>& threads;
+    bool done = false;
+    void now() {
+      if (!done) release.set_value();
+      done = true;
+    }
+    ~Releaser() {
+      now();
+      std::lock_guard lock(mutex);
+      for (std::thread& t : threads) t.join();
+    }
+  } releaser{release, answerers_mutex, answerers};
 
   TestSocket blocker(served.port());
   ASSERT_TRUE(blocker.send("GET /block HTTP/1.1\r\nHost: x\r\n\r\n"));
@@ -362,7 +385,7 @@ TEST(HttpServer, HandlersThatDoNotBlockRunOnTheIoThreadWhenTheirBodyIsSmall) {
   TestSocket big(served.port());
   ASSERT_TRUE(
       big.send("POST /later HTTP/1.1\r\nHost: x\r\nContent-Length: 16\r\n\r\n0123456789abcdef"));
-  release.set_value();
+  releaser.now();
   EXPECT_EQ(blocker.read_response(5s).body, "released");
   auto queued = big.read_response(5s);
   ASSERT_EQ(queued.status, 200);

@@ -1,0 +1,109 @@
+// The autoscaler of inference services: from what the replicas report, how many replicas a
+// service wants. Pure and deterministic (the caller gives the time and the figures); the
+// simulator's services and the server's use this one rule.
+//
+// The figures (Observation): every report, the service's ready replicas and one value of its
+// metric: the requests waiting (queue_per_replica) or in flight (concurrency_per_replica) summed
+// over its replicas, or its p95 latency in milliseconds (p95_latency_ms).
+//
+// The rule, at each decide(now, current):
+//   - The wanted count from a window's mean value. Queue and concurrency add up over replicas:
+//     ceil(mean / target). Latency does not: the current count scaled by mean / target (as
+//     Kubernetes' HPA scales on a per-pod metric), ceil(current x mean / target).
+//   - Stable: the mean over `stable_window` (60 s by default, Knative's). Within `tolerance` (10%)
+//     of the current count's capacity the count stays (no flapping on noise).
+//   - Panic: the mean over `panic_window` (6 s) asks for at least `panic_percent` (200%) of the
+//     current count: the service scales up to it at once, and while panicking (until a
+//     stable_window has passed without such a burst) it never scales down (Knative's KPA).
+//   - Up: at most one step per `up_period` (15 s), of at most max(4, 100% of current) replicas
+//     (HPA's default rule).
+//   - Down: the highest count wanted over the last `down_window` (300 s: KEDA's, HPA's
+//     stabilisation), so that a dip does not drop replicas a minute before the load returns; at
+//     most one step per `down_period` (60 s), of at most half the replicas. The caller drains the
+//     replicas it removes.
+//   - Always within [min_replicas, max_replicas]. No figures yet: min_replicas.
+// Each decision carries its reason with the numbers.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/error.h"
+#include "core/resources.h"
+
+namespace tidepool {
+
+enum class ScaleMetric : std::uint8_t { kP95LatencyMs, kQueuePerReplica, kConcurrencyPerReplica };
+// "p95_latency_ms", "queue_per_replica", "concurrency_per_replica"
+[[nodiscard]] std::string_view scale_metric_name(ScaleMetric metric);
+[[nodiscard]] Result<ScaleMetric> parse_scale_metric(std::string_view name);
+
+struct AutoscalerSpec {
+  int min_replicas = 1;  // >= 0
+  int max_replicas = 1;  // >= max(min_replicas, 1), at most kMaxReplicas
+  ScaleMetric metric = ScaleMetric::kQueuePerReplica;
+  // Per replica for queue and concurrency (in thousandths: 2500 is 2.5 requests), or the p95
+  // latency in milliseconds. > 0.
+  std::int64_t target = 1000;
+  Seconds stable_window = 60;  // 6 s .. 1 h
+  Seconds panic_window = 6;    // 1 s .. stable_window
+  int panic_percent = 200;     // > 100
+  int tolerance_percent = 10;  // 0 .. 50
+  Seconds up_period = 15;      // >= 1
+  Seconds down_window = 300;   // >= 0
+  Seconds down_period = 60;    // >= 1
+};
+inline constexpr int kMaxReplicas = 10'000;
+
+// The spec, or an Error naming the field at fault.
+Result<AutoscalerSpec> make_autoscaler_spec(AutoscalerSpec spec);
+
+struct Observation {
+  Seconds at = 0;
+  int ready_replicas = 0;
+  // Queue or concurrency: in thousandths of requests, summed over the replicas; latency: ms.
+  std::int64_t value = 0;
+};
+
+struct ScaleDecision {
+  int wanted = 0;
+  bool panic = false;
+  std::string reason;  // "3 -> 5: 11.2 requests waiting over 60s, 2.0 per replica wanted"
+};
+
+class Autoscaler {
+ public:
+  // `spec` must pass make_autoscaler_spec.
+  explicit Autoscaler(AutoscalerSpec spec);
+
+  // A report; reports older than the last one are ignored (a late heartbeat).
+  void observe(const Observation& observation);
+  // How many replicas the service wants now, given `current` (those placed, starting or ready).
+  // Remembers the decision: the periods and the down window count from it.
+  ScaleDecision decide(Seconds now, int current);
+
+  [[nodiscard]] const AutoscalerSpec& spec() const { return spec_; }
+
+ private:
+  struct Wanted {
+    Seconds at = 0;
+    int replicas = 0;
+  };
+  // The mean of the values observed in (now - window, now], if any.
+  [[nodiscard]] std::optional<std::int64_t> mean(Seconds now, Seconds window) const;
+  // The count the mean asks for, given `current`.
+  [[nodiscard]] int wanted_for(std::int64_t mean, int current) const;
+  [[nodiscard]] std::string describe(std::int64_t mean, Seconds window) const;
+
+  AutoscalerSpec spec_;
+  std::deque<Observation> observed_;  // the last stable_window (or down_window) of reports
+  std::deque<Wanted> wanted_;         // the stable counts of the last down_window
+  Seconds panic_until_ = -1;          // panicking while now < panic_until_
+  Seconds last_up_ = -1;
+  Seconds last_down_ = -1;
+};
+
+}  // namespace tidepool
