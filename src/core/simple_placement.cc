@@ -43,6 +43,19 @@ void take(NodeState& state, const NodeSpec& spec, const TaskShape& task, GpuSet 
 
 }  // namespace
 
+GpuSet task_gpus_on_node(const NodeSpec& spec, const NodeState& state, const TaskShape& task,
+                         NodeRule rule) {
+  if (task.is_fractional()) return GpuSet{1} << fraction_gpu(spec, state, task.milli_per_gpu, rule);
+  if (task.needs_gpu()) return lowest_whole_free(spec, state, task.gpu_count);
+  return 0;
+}
+
+BestFitKey best_fit_key(const Pool& pool, NodeId node, const NodeState& state,
+                        const TaskShape& task) {
+  return {state.whole_free_gpus - (task.is_fractional() ? 0 : task.gpu_count),
+          state.free_cpu - task.milli_cpu, pool.tie_rank(node)};
+}
+
 GangResult place_gang_by_node_rule(const Pool& pool, const GangRequest& request, NodeRule rule) {
   if (auto valid = validate_gang_request(request); !valid) {
     return std::unexpected(Unplaceable{"invalid gang: " + valid.error().message()});
@@ -53,7 +66,7 @@ GangResult place_gang_by_node_rule(const Pool& pool, const GangRequest& request,
   placement.assignments.reserve(static_cast<std::size_t>(request.task_count));
   for (int t = 0; t < request.task_count; ++t) {
     int chosen = -1;
-    std::tuple<int, MilliCpu, std::uint32_t> best{std::numeric_limits<int>::max(), 0, 0};
+    BestFitKey best{std::numeric_limits<int>::max(), 0, 0};
     for (int n = 0; n < pool.node_count(); ++n) {
       const NodeId node{static_cast<std::uint32_t>(n)};
       const NodeSpec& spec = pool.spec(node);
@@ -62,9 +75,7 @@ GangResult place_gang_by_node_rule(const Pool& pool, const GangRequest& request,
         chosen = n;
         break;
       }
-      const std::tuple<int, MilliCpu, std::uint32_t> key{
-          states[n].whole_free_gpus - (task.is_fractional() ? 0 : task.gpu_count),
-          states[n].free_cpu - task.milli_cpu, pool.tie_rank(node)};
+      const BestFitKey key = best_fit_key(pool, node, states[n], task);
       if (chosen < 0 || key < best) {
         chosen = n;
         best = key;
@@ -78,12 +89,7 @@ GangResult place_gang_by_node_rule(const Pool& pool, const GangRequest& request,
     }
     const NodeId node{static_cast<std::uint32_t>(chosen)};
     const NodeSpec& spec = pool.spec(node);
-    GpuSet gpus = 0;
-    if (task.is_fractional()) {
-      gpus = GpuSet{1} << fraction_gpu(spec, states[chosen], task.milli_per_gpu, rule);
-    } else if (task.needs_gpu()) {
-      gpus = lowest_whole_free(spec, states[chosen], task.gpu_count);
-    }
+    const GpuSet gpus = task_gpus_on_node(spec, states[chosen], task, rule);
     take(states[chosen], spec, task, gpus);
     placement.assignments.push_back({node, gpus});
   }

@@ -16,6 +16,8 @@
 // Pool::allocate accepts in order, or an Unplaceable reason with numbers. Cost: O(nodes x tasks).
 #pragma once
 
+#include <tuple>
+
 #include "core/gang_placement.h"
 #include "core/pool.h"
 
@@ -24,5 +26,17 @@ namespace tidepool {
 enum class NodeRule : std::uint8_t { kFirstFit, kBestFit };
 
 GangResult place_gang_by_node_rule(const Pool& pool, const GangRequest& request, NodeRule rule);
+
+// The GPUs `task` takes on a node (`state`: what is free there) where it fits: for a fraction the
+// GPU of least free share that holds it (best fit) or the first (first fit); otherwise the
+// lowest-index whole free GPUs; none for a CPU-only task.
+[[nodiscard]] GpuSet task_gpus_on_node(const NodeSpec& spec, const NodeState& state,
+                                       const TaskShape& task, NodeRule rule);
+
+// Best fit's order of the nodes where `task` fits, the least first: the whole free GPUs left
+// after it, then the free CPU left, then the pool's tie rank.
+using BestFitKey = std::tuple<int, MilliCpu, std::uint32_t>;
+[[nodiscard]] BestFitKey best_fit_key(const Pool& pool, NodeId node, const NodeState& state,
+                                      const TaskShape& task);
 
 }  // namespace tidepool
