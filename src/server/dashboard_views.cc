@@ -1,4 +1,6 @@
 // The views made for the web dashboard: the pool as a map of GPU cells.
+#include <map>
+#include <string_view>
 #include <utility>
 
 #include "server/plane_views.h"
@@ -66,13 +68,7 @@ nlohmann::json PlaneViews::pool_map(const Principal& who) const {
     return nlohmann::json(std::move(cells));
   };
 
-  nlohmann::json figures = {
-      {"nodes", 0}, {"nodes_ready", 0}, {"nodes_not_ready", 0}, {"nodes_drained", 0}};
-  const auto count_state = [&](const std::string& state) {
-    figures["nodes"] = figures["nodes"].get<int>() + 1;
-    nlohmann::json& counter = figures["nodes_" + state];
-    counter = counter.get<int>() + 1;
-  };
+  std::map<std::string_view, int> nodes_in = {{"ready", 0}, {"not_ready", 0}, {"drained", 0}};
 
   // Spines, then their leaves, then the nodes of each leaf in the cluster file's order.
   const auto running = state_.running_by_node();
@@ -81,10 +77,8 @@ nlohmann::json PlaneViews::pool_map(const Principal& who) const {
     const PlaneNode& node = nodes_.pool_node(NodeId{static_cast<std::uint32_t>(n)});
     const NodeSpec& spec = cluster.nodes[n];
     const std::string model = spec.gpu_count > 0 ? cluster.models.name(spec.model) : "";
-    const std::string state = node.drained                ? "drained"
-                              : !nodes_.schedulable(node) ? "not_ready"
-                                                          : "ready";
-    count_state(state);
+    const std::string_view state = node_state(node);
+    ++nodes_in[state];
     nlohmann::json entry = {{"name", spec.name},
                             {"state", state},
                             {"model", model},
@@ -121,7 +115,7 @@ nlohmann::json PlaneViews::pool_map(const Principal& who) const {
       cells.push_back(std::move(shares));
     }
     const bool up = node->registered_at != kNotYet;
-    count_state(up ? "ready" : "not_ready");
+    ++nodes_in[up ? "ready" : "not_ready"];
     nlohmann::json entry = {{"name", node->name},
                             {"state", up ? "ready" : "not_ready"},
                             {"model", model},
@@ -138,6 +132,11 @@ nlohmann::json PlaneViews::pool_map(const Principal& who) const {
   for (const JobId id : state_.live()) {
     ++(state_.jobs().at(id).state == JobState::kPending ? pending : running_jobs);
   }
+  nlohmann::json figures = {
+      {"nodes", nodes_in["ready"] + nodes_in["not_ready"] + nodes_in["drained"]},
+      {"nodes_ready", nodes_in["ready"]},
+      {"nodes_not_ready", nodes_in["not_ready"]},
+      {"nodes_drained", nodes_in["drained"]}};
   figures["gpus"] = pool.total_gpus();
   figures["allocated_milli"] = pool.allocated_milli_gpu();
   figures["free_gpus"] = free.free;

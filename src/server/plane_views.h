@@ -117,6 +117,8 @@ class PlaneViews {
   // A cluster node, with the running jobs with a task on it.
   [[nodiscard]] nlohmann::json cluster_node(const PlaneNode& node,
                                             const std::vector<const ServerJob*>& running) const;
+  // A cluster node's state as the views name it: "ready", "not_ready" or "drained".
+  [[nodiscard]] std::string_view node_state(const PlaneNode& node) const;
   // A rented node, in the shape of a cluster node's, with the rental in "rental".
   [[nodiscard]] nlohmann::json rented_node(const PlaneNode& node) const;
   // {"kind": "dependency", "reason", "after": the unmet ids}.

@@ -38,6 +38,10 @@ nlohmann::json PlaneViews::node(const std::string& name) const {
   return cluster_node(node, state_.running_by_node()[node.id.value]);
 }
 
+std::string_view PlaneViews::node_state(const PlaneNode& node) const {
+  return node.drained ? "drained" : !nodes_.schedulable(node) ? "not_ready" : "ready";
+}
+
 nlohmann::json PlaneViews::cluster_node(const PlaneNode& node,
                                         const std::vector<const ServerJob*>& running) const {
   const ClusterSpec& cluster = state_.setup().cluster;
@@ -64,12 +68,9 @@ nlohmann::json PlaneViews::cluster_node(const PlaneNode& node,
                     {"gpus", gpus},
                     {"gpu_milli", job.spec.gpu_milli}});
   }
-  const std::string state = node.drained                ? "drained"
-                            : !nodes_.schedulable(node) ? "not_ready"
-                                                        : "ready";
   nlohmann::json out = {
       {"name", spec.name},
-      {"state", state},
+      {"state", node_state(node)},
       {"gpu_model", spec.gpu_count > 0 ? cluster.models.name(spec.model) : ""},
       {"gpus", spec.gpu_count},
       {"gpu_milli_allocated", allocated_milli},
