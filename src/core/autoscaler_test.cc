@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 namespace tidepool {
 namespace {
 
@@ -96,12 +98,12 @@ TEST(AutoscalerTest, OneStepUpPerPeriodAndDownOnlyAfterTheDownWindowByHalves) {
   const ScaleDecision waits = a.decide(400, 5);
   EXPECT_EQ(waits.wanted, 5);
   EXPECT_THAT(waits.reason, HasSubstr("the last step down was 20s ago (at most one per 60s)"));
-  report(a, 434, 440, 2'000);
-  EXPECT_EQ(a.decide(440, 5).wanted, 3);
-  report(a, 494, 500, 2'000);
-  EXPECT_EQ(a.decide(500, 3).wanted, 2);
-  report(a, 554, 560, 2'000);
-  EXPECT_EQ(a.decide(560, 2).wanted, 1);
+  // Then a step a minute, each of at most half, down to the one replica the load wants.
+  for (const auto& [at, from, to] :
+       {std::tuple{440, 5, 3}, std::tuple{500, 3, 2}, std::tuple{560, 2, 1}}) {
+    report(a, at - 6, at, 2'000);
+    EXPECT_EQ(a.decide(at, from).wanted, to) << "at " << at;
+  }
 }
 
 TEST(AutoscalerTest, ABurstPanicsUpAtOnceAndNothingScalesDownWhilePanicking) {
