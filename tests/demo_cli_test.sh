@@ -171,7 +171,8 @@ EOF
     cat "$work/err" >&2
     [[ $status -eq 0 ]] || fail "tidepool demo exited with status $status"
     expect_out "$work/out" "Tidepool demo: a control plane and 4 node agents" \
-      "export TIDEPOOL_SERVER=http://127.0.0.1:" "Summary after" "(every job ended)" \
+      "export TIDEPOOL_SERVER=http://127.0.0.1:" "In a browser: http://127.0.0.1:" \
+      "Summary after" "(every job ended)" \
       "agents: node-1 stopped, node-2 stopped, node-3 stopped, node-4 stopped" \
       "server: stopped" "run folder removed: $TMPDIR/tidepool-demo."
     expect_line "$work/out" '^  jobs: 9 submitted: 9 succeeded, 0 failed, 0 cancelled, 0 unfinished$'

@@ -423,6 +423,8 @@ void DemoRun::print_intro() const {
   fmt::print("  export TIDEPOOL_SERVER={} TIDEPOOL_TOKEN=$(cat {})\n", url_,
              paths_.admin_token_file());
   fmt::print("  tidepool jobs -a    tidepool top    tidepool why JOB    tidepool logs JOB\n");
+  fmt::print("In a browser: {}/ (the web dashboard; sign in with the token in {})\n", url_,
+             paths_.admin_token_file());
   fmt::print("Ctrl-C stops everything: the agents first, then the server.\n\n");
   std::fflush(stdout);
 }
