@@ -147,10 +147,11 @@ ScaleDecision Autoscaler::decide(Seconds now, int current) {
   while (!wanted_.empty() && wanted_.front().at <= now - spec_.down_window) wanted_.pop_front();
 
   // Panic: a burst over the short window.
-  const int burst = wanted_for(mean(now, spec_.panic_window).value_or(0), current);
+  const std::int64_t burst_mean = mean(now, spec_.panic_window).value_or(0);
+  const int burst = wanted_for(burst_mean, current);
   if (current > 0 && std::int64_t{burst} * 100 >= std::int64_t{spec_.panic_percent} * current) {
     panic_until_ = now + spec_.stable_window;
-    why = describe(*mean(now, spec_.panic_window), spec_.panic_window) + " (a burst: panic)";
+    why = describe(burst_mean, spec_.panic_window) + " (a burst: panic)";
   }
   const bool panic = now < panic_until_;
 

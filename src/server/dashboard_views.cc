@@ -127,22 +127,22 @@ nlohmann::json PlaneViews::pool_map(const Principal& who) const {
 
   const Pool& pool = scheduler.pool();
   const FreeGpuCount free = count_free_gpus(pool);
-  int pending = 0;
-  int running_jobs = 0;
-  for (const JobId id : state_.live()) {
-    ++(state_.jobs().at(id).state == JobState::kPending ? pending : running_jobs);
+  LiveJobs jobs;
+  for (const auto& [of, in_queue] : live_jobs()) {
+    jobs.pending += in_queue.pending;
+    jobs.running += in_queue.running;
   }
   nlohmann::json figures = {
+      {"gpus", pool.total_gpus()},
+      {"allocated_milli", pool.allocated_milli_gpu()},
+      {"free_gpus", free.free},
+      {"fragmented_gpus", free.fragmented},
       {"nodes", nodes_in["ready"] + nodes_in["not_ready"] + nodes_in["drained"]},
       {"nodes_ready", nodes_in["ready"]},
       {"nodes_not_ready", nodes_in["not_ready"]},
-      {"nodes_drained", nodes_in["drained"]}};
-  figures["gpus"] = pool.total_gpus();
-  figures["allocated_milli"] = pool.allocated_milli_gpu();
-  figures["free_gpus"] = free.free;
-  figures["fragmented_gpus"] = free.fragmented;
-  figures["jobs_pending"] = pending;
-  figures["jobs_running"] = running_jobs;
+      {"nodes_drained", nodes_in["drained"]},
+      {"jobs_pending", jobs.pending},
+      {"jobs_running", jobs.running}};
   return {{"figures", std::move(figures)},
           {"tenants", std::move(tenants)},
           {"spines", std::move(spines)},

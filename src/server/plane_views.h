@@ -117,6 +117,14 @@ class PlaneViews {
   // A cluster node, with the running jobs with a task on it.
   [[nodiscard]] nlohmann::json cluster_node(const PlaneNode& node,
                                             const std::vector<const ServerJob*>& running) const;
+  // The live jobs of a tenant's queue: waiting and running.
+  struct LiveJobs {
+    int pending = 0;
+    int running = 0;
+  };
+  // The live jobs per (tenant, queue), as GET /v1/queues, /v1/tenants, /v1/pool and the history
+  // count them.
+  [[nodiscard]] std::map<std::pair<std::string, std::string>, LiveJobs> live_jobs() const;
   // A cluster node's state as the views name it: "ready", "not_ready" or "drained".
   [[nodiscard]] std::string_view node_state(const PlaneNode& node) const;
   // A rented node, in the shape of a cluster node's, with the rental in "rental".

@@ -153,10 +153,10 @@ nlohmann::json PlaneViews::tenant(TenantId tenant) const {
   const std::string& name = book.tenant_name(tenant);
   int pending = 0;
   int running = 0;
-  for (JobId id : state_.live()) {
-    const ServerJob& job = state_.jobs().at(id);
-    if (job.spec.tenant != name) continue;
-    (job.state == JobState::kRunning ? running : pending) += 1;
+  for (const auto& [of, jobs] : live_jobs()) {
+    if (of.first != name) continue;
+    pending += jobs.pending;
+    running += jobs.running;
   }
   nlohmann::json queues = nlohmann::json::array();
   for (int q = 0; q < book.queue_count(); ++q) {
@@ -199,14 +199,19 @@ nlohmann::json PlaneViews::tenants(const Principal& who) const {
   return {{"tenants", std::move(out)}};
 }
 
-nlohmann::json PlaneViews::queues(const Principal& who) const {
-  const TenantBook& book = state_.scheduler().book();
-  std::map<std::pair<std::string, std::string>, std::pair<int, int>> counts;
+std::map<std::pair<std::string, std::string>, PlaneViews::LiveJobs> PlaneViews::live_jobs() const {
+  std::map<std::pair<std::string, std::string>, LiveJobs> counts;
   for (JobId id : state_.live()) {
     const ServerJob& job = state_.jobs().at(id);
-    auto& [pending, running] = counts[{job.spec.tenant, job.spec.queue}];
-    (job.state == JobState::kRunning ? running : pending) += 1;
+    LiveJobs& of_queue = counts[{job.spec.tenant, job.spec.queue}];
+    ++(job.state == JobState::kRunning ? of_queue.running : of_queue.pending);
   }
+  return counts;
+}
+
+nlohmann::json PlaneViews::queues(const Principal& who) const {
+  const TenantBook& book = state_.scheduler().book();
+  std::map<std::pair<std::string, std::string>, LiveJobs> counts = live_jobs();
   nlohmann::json out = nlohmann::json::array();
   for (int q = 0; q < book.queue_count(); ++q) {
     const QueueId id{static_cast<std::uint32_t>(q)};
@@ -339,15 +344,10 @@ HistoryValues PlaneViews::history_values() const {
       }
     }
   }
-  std::map<std::string, std::pair<std::int64_t, std::int64_t>> jobs;  // tenant: pending, running
-  for (const JobId id : state_.live()) {
-    const ServerJob& job = state_.jobs().at(id);
-    auto& [pending, running] = jobs[job.spec.tenant];
-    ++(job.state == JobState::kPending ? pending : running);
-  }
-  for (const auto& [tenant, counts] : jobs) {
-    if (counts.first != 0) v[history_key("pending_jobs", {{"tenant", tenant}})] = counts.first;
-    if (counts.second != 0) v[history_key("running_jobs", {{"tenant", tenant}})] = counts.second;
+  for (const auto& [of, jobs] : live_jobs()) {
+    // Summed over the tenant's queues (a sample's absent series reads as 0).
+    if (jobs.pending != 0) v[history_key("pending_jobs", {{"tenant", of.first}})] += jobs.pending;
+    if (jobs.running != 0) v[history_key("running_jobs", {{"tenant", of.first}})] += jobs.running;
   }
   // Allocated GPUs whose agents report them below the idle threshold now: over the samples, the
   // GPU-hours allocated but idle.
