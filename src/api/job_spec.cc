@@ -19,6 +19,7 @@
 
 #include "api/body_fields.h"
 #include "core/money.h"
+#include "core/split_text.h"
 
 namespace tidepool {
 namespace {
@@ -644,11 +645,7 @@ Result<std::vector<std::int64_t>> parse_array_indexes(std::string_view text) {
     return n;
   };
   std::vector<std::int64_t> indexes;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    std::size_t comma = text.find(',', start);
-    if (comma == std::string_view::npos) comma = text.size();
-    const std::string_view item = text.substr(start, comma - start);
+  for (const std::string_view item : split_text(text, ',')) {
     const std::size_t dash = item.find('-');
     const auto from = number(item.substr(0, dash));
     const auto to = dash == std::string_view::npos ? from : number(item.substr(dash + 1));
@@ -660,7 +657,6 @@ Result<std::vector<std::int64_t>> parse_array_indexes(std::string_view text) {
       return bad(fmt::format("an array has at most {} jobs", kMaxArrayJobs));
     }
     for (std::int64_t i = *from; i <= *to; ++i) indexes.push_back(i);
-    start = comma + 1;
   }
   std::ranges::sort(indexes);
   if (auto twice = std::ranges::adjacent_find(indexes); twice != indexes.end()) {

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "core/split_text.h"
+
 namespace tidepool {
 namespace {
 
@@ -55,9 +57,8 @@ Result<std::vector<std::string>> parse_server_list(std::string_view text,
                                                    const std::string& field) {
   std::vector<std::string> servers;
   const bool several = text.find(',') != std::string_view::npos;
-  for (std::size_t start = 0;;) {
-    const std::size_t comma = std::min(text.find(',', start), text.size());
-    const std::string_view entry = strip_blanks(text.substr(start, comma - start));
+  for (const std::string_view part : split_text(text, ',')) {
+    const std::string_view entry = strip_blanks(part);
     if (entry.empty() && several) {
       return fail(field, fmt::format("'{}' has an empty entry; give URLs separated by commas, "
                                      "e.g. http://a:8470,http://b:8470",
@@ -71,8 +72,6 @@ Result<std::vector<std::string>> parse_server_list(std::string_view text,
                                      "needs only its few servers' URLs",
                                      kMaxServers));
     }
-    if (comma == text.size()) break;
-    start = comma + 1;
   }
   return servers;
 }

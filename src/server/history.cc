@@ -4,6 +4,8 @@
 #include <set>
 #include <utility>
 
+#include "core/split_text.h"
+
 namespace tidepool {
 namespace {
 
@@ -20,15 +22,10 @@ std::pair<std::string, nlohmann::json> split_key(const std::string& key) {
   if (brace == std::string::npos || key.back() != '}') return {key, nlohmann::json::object()};
   nlohmann::json labels = nlohmann::json::object();
   const std::string inner = key.substr(brace + 1, key.size() - brace - 2);
-  std::size_t start = 0;
-  while (start < inner.size()) {
-    std::size_t end = inner.find(',', start);
-    if (end == std::string::npos) end = inner.size();
-    const std::string pair = inner.substr(start, end - start);
-    if (const std::size_t eq = pair.find('='); eq != std::string::npos) {
-      labels[pair.substr(0, eq)] = pair.substr(eq + 1);
+  for (const std::string_view pair : split_text(inner, ',')) {
+    if (const std::size_t eq = pair.find('='); eq != std::string_view::npos) {
+      labels[std::string(pair.substr(0, eq))] = pair.substr(eq + 1);
     }
-    start = end + 1;
   }
   return {key.substr(0, brace), std::move(labels)};
 }

@@ -19,6 +19,7 @@
 #include "api/job_spec.h"
 #include "config/duration_text.h"
 #include "core/budget.h"
+#include "core/split_text.h"
 #include "server/http_route.h"
 #include "server/plane_state.h"
 #include "server/standby_api.h"
@@ -201,11 +202,8 @@ Result<HistoryQuery> history_query(const QueryParams& q, Instant now) {
     query.step = millis_from_seconds(*step);
   }
   const std::string names = q.get("series");
-  for (std::size_t start = 0; start < names.size();) {
-    std::size_t end = names.find(',', start);
-    if (end == std::string::npos) end = names.size();
-    if (end > start) query.names.push_back(names.substr(start, end - start));
-    start = end + 1;
+  for (const std::string_view name : split_text(names, ',')) {
+    if (!name.empty()) query.names.emplace_back(name);
   }
   return query;
 }

@@ -15,6 +15,7 @@
 #include "config/market_file.h"
 #include "core/gpu_cost.h"
 #include "core/money.h"
+#include "core/split_text.h"
 #include "report/csv_field.h"
 #include "report/text_table.h"
 
@@ -60,10 +61,7 @@ Result<TcoFormat> parse_format(const std::string& name) {
 
 Result<std::vector<Ppm>> parse_utilisations(const std::string& text) {
   std::vector<Ppm> shares;
-  std::size_t begin = 0;
-  while (begin <= text.size()) {
-    const std::size_t end = std::min(text.find(',', begin), text.size());
-    const std::string item = text.substr(begin, end - begin);
+  for (const std::string_view item : split_text(text, ',')) {
     const auto share = parse_ppm(item, "--utilisation");
     if (!share || *share <= 0 || *share > kPpmOne) {
       return fail("--utilisation",
@@ -72,7 +70,6 @@ Result<std::vector<Ppm>> parse_utilisations(const std::string& text) {
                               item));
     }
     shares.push_back(*share);
-    begin = end + 1;
   }
   return shares;
 }

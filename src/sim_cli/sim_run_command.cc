@@ -20,6 +20,7 @@
 #include "core/duration_format.h"
 #include "core/policies/placement_policy.h"
 #include "core/scheduler.h"
+#include "core/split_text.h"
 #include "core/tidal_window.h"
 #include "report/text_table.h"
 #include "sim/cluster_simulation.h"
@@ -93,10 +94,8 @@ Result<std::vector<std::string>> parse_policies(const std::string& text) {
     for (std::string_view name : known) policies.emplace_back(name);
     return policies;
   }
-  std::size_t begin = 0;
-  while (begin <= text.size()) {
-    const std::size_t end = std::min(text.find(',', begin), text.size());
-    const std::string name = text.substr(begin, end - begin);
+  for (const std::string_view part : split_text(text, ',')) {
+    const std::string name(part);
     if (std::find(known.begin(), known.end(), name) == known.end()) {
       return fail("--policy", fmt::format("unknown policy '{}'; known: {} (or all, or several "
                                           "joined by commas)",
@@ -106,7 +105,6 @@ Result<std::vector<std::string>> parse_policies(const std::string& text) {
       return fail("--policy", fmt::format("policy '{}' is given twice", name));
     }
     policies.push_back(name);
-    begin = end + 1;
   }
   return policies;
 }
