@@ -1,11 +1,8 @@
 // Small helpers over Chart.js 3 (the global `Chart`): line and bar charts updated in place.
+import { pad } from './format.js';
 
 function available() {
   return typeof window !== 'undefined' && typeof window.Chart === 'function';
-}
-
-function pad(n) {
-  return String(n).padStart(2, '0');
 }
 
 // Unix seconds as local "HH:MM", or "MM-DD HH:MM" when `withDay`.

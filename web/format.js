@@ -100,7 +100,8 @@ export function ago(ms, now = Date.now()) {
   return `${duration((now - ms) / 1000)} ago`;
 }
 
-function pad(n, w = 2) {
+// A number with leading zeros to `w` digits: pad(7) is "07".
+export function pad(n, w = 2) {
   return String(n).padStart(w, '0');
 }
 
