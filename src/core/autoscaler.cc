@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
+
+#include "core/queueing_model.h"
 
 namespace tidepool {
 
@@ -75,6 +78,12 @@ Result<AutoscalerSpec> make_autoscaler_spec(AutoscalerSpec spec) {
   if (spec.down_window < 0 || spec.down_window > 86'400) {
     return fail("down_window", fmt::format("{}s is outside 0s..1d", spec.down_window));
   }
+  if (spec.slots_per_replica < 1 || spec.slots_per_replica > 1024) {
+    return fail("slots_per_replica", fmt::format("{} is outside 1..1024", spec.slots_per_replica));
+  }
+  if (spec.lead < 0 || spec.lead > 3600) {
+    return fail("lead", fmt::format("{}s is outside 0s..1h", spec.lead));
+  }
   return spec;
 }
 
@@ -83,6 +92,69 @@ Autoscaler::Autoscaler(AutoscalerSpec spec) : spec_(spec) {}
 void Autoscaler::observe(const Observation& observation) {
   if (!observed_.empty() && observation.at < observed_.back().at) return;
   observed_.push_back(observation);
+}
+
+std::optional<Autoscaler::Demand> Autoscaler::model_demand(Seconds now, Seconds window,
+                                                           bool trend) const {
+  // The reports of the window, all with the load's figures, or no model.
+  double n = 0, sum_t = 0, sum_rate = 0, sum_service = 0, sum_tt = 0, sum_t_rate = 0;
+  for (auto it = observed_.rbegin(); it != observed_.rend() && it->at > now - window; ++it) {
+    if (it->at > now) continue;
+    if (!it->arrivals_milli_rps || !it->service_us || *it->service_us <= 0) return std::nullopt;
+    const double t = static_cast<double>(it->at - now);
+    const double rate = static_cast<double>(*it->arrivals_milli_rps) / 1000.0;
+    n += 1;
+    sum_t += t;
+    sum_tt += t * t;
+    sum_rate += rate;
+    sum_t_rate += t * rate;
+    sum_service += static_cast<double>(*it->service_us) / 1e6;
+  }
+  if (n == 0) return std::nullopt;
+  const double rate = sum_rate / n;
+  const double service = sum_service / n;
+  double planned = rate;
+  std::string rising;
+  const double spread = sum_tt - sum_t * sum_t / n;
+  if (trend && n >= 2 && spread > 0) {
+    const double slope = (sum_t_rate - sum_t * sum_rate / n) / spread;
+    const Seconds ahead = window / 2 + spec_.up_period + spec_.lead;
+    if (slope > 0) {
+      planned = rate + slope * static_cast<double>(ahead);
+      rising =
+          fmt::format(", rising {:.2f}/s per s: {:.1f}/s planned {}s ahead", slope, planned, ahead);
+    }
+  }
+  const auto replicas =
+      replicas_for_p95(planned, service, spec_.target, spec_.max_replicas, spec_.slots_per_replica);
+  const std::string load = fmt::format("{:.1f} requests/s over {}s{}, {:.0f} ms to serve one", rate,
+                                       window, rising, service * 1000);
+  if (!replicas) {
+    return Demand{spec_.max_replicas,
+                  fmt::format("{}: even {} replicas miss the p95 target of {} ms", load,
+                              spec_.max_replicas, spec_.target)};
+  }
+  return Demand{*replicas, fmt::format("{}: {} replicas meet the p95 target of {} ms", load,
+                                       *replicas, spec_.target)};
+}
+
+std::optional<Autoscaler::Demand> Autoscaler::demand(Seconds now, Seconds window, int current,
+                                                     bool trend, bool tolerant) const {
+  if (spec_.metric == ScaleMetric::kP95LatencyMs) {
+    if (auto modelled = model_demand(now, window, trend)) return modelled;
+  }
+  const auto window_mean = mean(now, window);
+  if (!window_mean) return std::nullopt;
+  int wanted = wanted_for(*window_mean, current);
+  // Within the tolerance of what the current count handles, it stays.
+  const std::int64_t capacity = spec_.metric == ScaleMetric::kP95LatencyMs
+                                    ? spec_.target
+                                    : std::int64_t{current} * spec_.target;
+  if (tolerant && current > 0 &&
+      std::abs(*window_mean - capacity) * 100 <= std::int64_t{spec_.tolerance_percent} * capacity) {
+    wanted = current;
+  }
+  return Demand{wanted, describe(*window_mean, window)};
 }
 
 std::optional<std::int64_t> Autoscaler::mean(Seconds now, Seconds window) const {
@@ -126,32 +198,26 @@ ScaleDecision Autoscaler::decide(Seconds now, int current) {
   const Seconds kept = std::max(spec_.stable_window, spec_.panic_window);
   while (!observed_.empty() && observed_.front().at <= now - kept) observed_.pop_front();
   const auto bounded = [&](int n) { return std::clamp(n, spec_.min_replicas, spec_.max_replicas); };
-  const auto stable_mean = mean(now, spec_.stable_window);
-  if (!stable_mean) {
+  const auto stable_demand =
+      demand(now, spec_.stable_window, current, /*trend=*/true, /*tolerant=*/true);
+  if (!stable_demand) {
     const int wanted = bounded(current);
     return {wanted, false,
             fmt::format("{} -> {}: no figures from the replicas in the last {}s", current, wanted,
                         spec_.stable_window)};
   }
-  // Stable: what the window's mean asks for, unless it is within the tolerance of now.
-  int stable = wanted_for(*stable_mean, current);
-  const std::int64_t capacity = spec_.metric == ScaleMetric::kP95LatencyMs
-                                    ? spec_.target
-                                    : std::int64_t{current} * spec_.target;
-  if (current > 0 &&
-      std::abs(*stable_mean - capacity) * 100 <= std::int64_t{spec_.tolerance_percent} * capacity) {
-    stable = current;
-  }
-  std::string why = describe(*stable_mean, spec_.stable_window);
+  const int stable = stable_demand->replicas;
+  std::string why = stable_demand->why;
   wanted_.push_back({now, stable});
   while (!wanted_.empty() && wanted_.front().at <= now - spec_.down_window) wanted_.pop_front();
 
   // Panic: a burst over the short window.
-  const std::int64_t burst_mean = mean(now, spec_.panic_window).value_or(0);
-  const int burst = wanted_for(burst_mean, current);
+  const auto burst_demand =
+      demand(now, spec_.panic_window, current, /*trend=*/false, /*tolerant=*/false);
+  const int burst = burst_demand ? burst_demand->replicas : 0;
   if (current > 0 && std::int64_t{burst} * 100 >= std::int64_t{spec_.panic_percent} * current) {
     panic_until_ = now + spec_.stable_window;
-    why = describe(burst_mean, spec_.panic_window) + " (a burst: panic)";
+    why = burst_demand->why + " (a burst: panic)";
   }
   const bool panic = now < panic_until_;
 

@@ -10,6 +10,15 @@
 //   - The wanted count from a window's mean value. Queue and concurrency add up over replicas:
 //     ceil(mean / target). Latency does not: the current count scaled by mean / target (as
 //     Kubernetes' HPA scales on a per-pod metric), ceil(current x mean / target).
+//   - Latency with the load's figures (every report of the window gives the request rate and
+//     the mean service time): the queueing model (core/queueing_model.h, M/M/c with c = replicas
+//     x slots_per_replica) gives the fewest replicas whose p95 meets the target at the planned
+//     rate. The rate does not depend on the replicas, so this does not oscillate as the ratio
+//     rule can on a latency curve that is flat until saturation. The planned rate is the
+//     window's mean rate plus its rise (least squares, never negative) over the time until a
+//     replica asked for now serves and the next step may be taken: half the window (the mean's
+//     lag on a ramp) + up_period + lead (the replicas' start-up). No tolerance here: the model's
+//     count is what meets the target.
 //   - Stable: the mean over `stable_window` (60 s by default, Knative's). Within `tolerance` (10%)
 //     of the current count's capacity the count stays (no flapping on noise).
 //   - Panic: the mean over `panic_window` (6 s) asks for at least `panic_percent` (200%) of the
@@ -55,6 +64,10 @@ struct AutoscalerSpec {
   Seconds up_period = 15;      // >= 1
   Seconds down_window = 300;   // >= 0
   Seconds down_period = 60;    // >= 1
+  // Latency with the load's figures (see the file comment): requests one replica serves at once
+  // (1..1024), and the seconds a replica takes from placement to serving (0..1 h).
+  int slots_per_replica = 1;
+  Seconds lead = 0;
 };
 inline constexpr int kMaxReplicas = 10'000;
 
@@ -66,6 +79,10 @@ struct Observation {
   int ready_replicas = 0;
   // Queue or concurrency: in thousandths of requests, summed over the replicas; latency: ms.
   std::int64_t value = 0;
+  // The load, for latency (both or neither): requests arriving per second at the service, in
+  // thousandths, and the mean time a replica takes to serve one, without its wait, in us (> 0).
+  std::optional<std::int64_t> arrivals_milli_rps;
+  std::optional<std::int64_t> service_us;
 };
 
 struct ScaleDecision {
@@ -92,6 +109,17 @@ class Autoscaler {
     Seconds at = 0;
     int replicas = 0;
   };
+  // What a window's reports ask for: a count and its reason; nullopt without reports.
+  struct Demand {
+    int replicas = 0;
+    std::string why;
+  };
+  // The count the reports in (now - window, now] ask for, given `current`: by the queueing model
+  // when they carry the load (planning `ahead` seconds along the trend when `trend`), else by
+  // the ratio of the mean value to the target (within the tolerance when `tolerant`).
+  [[nodiscard]] std::optional<Demand> demand(Seconds now, Seconds window, int current, bool trend,
+                                             bool tolerant) const;
+  [[nodiscard]] std::optional<Demand> model_demand(Seconds now, Seconds window, bool trend) const;
   // The mean of the values observed in (now - window, now], if any.
   [[nodiscard]] std::optional<std::int64_t> mean(Seconds now, Seconds window) const;
   // The count the mean asks for, given `current`.

@@ -5,6 +5,8 @@
 
 #include <tuple>
 
+#include "core/queueing_model.h"
+
 namespace tidepool {
 namespace {
 
@@ -21,9 +23,17 @@ AutoscalerSpec queue_spec() {
   return *made;
 }
 
+Observation observation(Seconds at, int ready, std::int64_t value) {
+  Observation o;
+  o.at = at;
+  o.ready_replicas = ready;
+  o.value = value;
+  return o;
+}
+
 // The same value reported every 2 s over (from, to].
 void report(Autoscaler& a, Seconds from, Seconds to, std::int64_t value, int ready = 1) {
-  for (Seconds t = from + 2; t <= to; t += 2) a.observe({t, ready, value});
+  for (Seconds t = from + 2; t <= to; t += 2) a.observe(observation(t, ready, value));
 }
 
 TEST(AutoscalerSpecTest, EachBadFieldIsNamed) {
@@ -68,7 +78,7 @@ TEST(AutoscalerTest, ScalesToTheLoadAndHoldsWithinTheTolerance) {
   report(b, 0, 60, 10'500);
   EXPECT_EQ(b.decide(60, 5).wanted, 5);
   // A late report (older than the last) is ignored.
-  b.observe({30, 5, 90'000});
+  b.observe(observation(30, 5, 90'000));
   EXPECT_EQ(b.decide(61, 5).wanted, 5);
 }
 
@@ -142,6 +152,75 @@ TEST(AutoscalerTest, LatencyScalesTheCurrentCountByItsRatioToTheTarget) {
   Autoscaler bounded(spec);
   report(bounded, 0, 60, 300);
   EXPECT_EQ(bounded.decide(60, 2).wanted, 3);
+}
+
+AutoscalerSpec model_spec() {
+  AutoscalerSpec spec;
+  spec.min_replicas = 1;
+  spec.max_replicas = 50;
+  spec.metric = ScaleMetric::kP95LatencyMs;
+  spec.target = 400;
+  spec.slots_per_replica = 2;
+  spec.lead = 30;
+  auto made = make_autoscaler_spec(spec);
+  EXPECT_TRUE(made.has_value());
+  return *made;
+}
+
+// Reports every 2 s over (from, to] with the load: `rate(t)` requests/s, 100 ms to serve one.
+template <class Rate>
+void report_load(Autoscaler& a, Seconds from, Seconds to, Rate rate) {
+  for (Seconds t = from + 2; t <= to; t += 2) {
+    Observation o = observation(t, 1, 999);
+    o.arrivals_milli_rps = static_cast<std::int64_t>(rate(t) * 1000);
+    o.service_us = 100'000;
+    a.observe(o);
+  }
+}
+
+TEST(AutoscalerTest, LatencyWithTheLoadAsksTheQueueingModelForTheCount) {
+  Autoscaler a(model_spec());
+  report_load(a, 0, 60, [](Seconds) { return 80.0; });
+  const ScaleDecision d = a.decide(60, 3);
+  // The model's count at a steady 80/s, whatever latency the replicas reported (999 ms).
+  EXPECT_EQ(d.wanted, replicas_for_p95(80, 0.1, 400, 50, 2));
+  EXPECT_THAT(d.reason, HasSubstr("80.0 requests/s over 60s, 100 ms to serve one"));
+  EXPECT_THAT(d.reason, ::testing::Not(HasSubstr("rising")));
+  // Neither the count of replicas nor the latency changes the answer: no oscillation.
+  Autoscaler b(model_spec());
+  report_load(b, 0, 60, [](Seconds) { return 80.0; });
+  // (down by at most half of the replicas in one step)
+  EXPECT_EQ(b.decide(60, 9).wanted, std::max(*replicas_for_p95(80, 0.1, 400, 50, 2), 9 - 4));
+}
+
+TEST(AutoscalerTest, ARisingLoadIsPlannedAheadByTheReplicasLeadAndTheNextStep) {
+  AutoscalerSpec spec = model_spec();
+  spec.panic_percent = 10'000;  // no panic here
+  Autoscaler rising(spec);
+  // 1 request/s more every second: 62/s to 120/s over the window.
+  report_load(rising, 0, 60, [](Seconds t) { return 60.0 + static_cast<double>(t); });
+  const ScaleDecision d = rising.decide(60, 10);
+  // Planned at 91 (the mean of 62..120) + 1 x (30 + 15 + 30) = 166 requests/s.
+  EXPECT_EQ(d.wanted, replicas_for_p95(166, 0.1, 400, 50, 2));
+  EXPECT_THAT(d.reason, HasSubstr("planned 75s ahead"));
+  EXPECT_GT(d.wanted, *replicas_for_p95(90, 0.1, 400, 50, 2));
+  // Reports without the load's figures fall back to the latency ratio.
+  Autoscaler ratio(spec);
+  report(ratio, 0, 60, 800);
+  EXPECT_EQ(ratio.decide(60, 3).wanted, 6);
+}
+
+TEST(AutoscalerTest, AServiceTimeOverTheTargetAsksForTheMostReplicas) {
+  Autoscaler a(model_spec());
+  for (Seconds t = 2; t <= 60; t += 2) {
+    Observation o = observation(t, 1, 0);
+    o.arrivals_milli_rps = 5'000;
+    o.service_us = 900'000;  // a request alone takes longer than the 400 ms target
+    a.observe(o);
+  }
+  const ScaleDecision d = a.decide(60, 50);
+  EXPECT_EQ(d.wanted, 50);
+  EXPECT_THAT(d.reason, HasSubstr("even 50 replicas miss the p95 target of 400 ms"));
 }
 
 }  // namespace

@@ -123,6 +123,16 @@ Result<void> validate_job(const Job& job) {
                                                   estimate, *job.caps.max_runtime));
     }
   }
+  if (job.replica_of) {
+    if (job.gang.task_count != 1) {
+      return fail("task_count",
+                  fmt::format("a service's replica is one task, got {}", job.gang.task_count));
+    }
+    if (job.replica_of->spread.max_per_node < 0) {
+      return fail("max_per_node", fmt::format("must not be negative (0: no limit), got {}",
+                                              job.replica_of->spread.max_per_node));
+    }
+  }
   return {};
 }
 

@@ -21,6 +21,7 @@
 #include "core/error.h"
 #include "core/gang_placement.h"
 #include "core/ids.h"
+#include "core/replica_spread.h"
 #include "core/resources.h"
 
 namespace tidepool {
@@ -43,6 +44,13 @@ struct JobCaps {
   std::optional<Seconds> max_runtime;    // the job is stopped after running this long
 };
 
+// A replica of an inference service: a job of one task that the scheduler places on its own with
+// the service's spread rule (core/replica_spread.h), away from the service's other replicas.
+struct ReplicaOf {
+  std::uint32_t service = 0;  // the service's id, shared by its replicas
+  ReplicaSpread spread;
+};
+
 struct Job {
   JobId id;
   TenantId tenant;
@@ -56,6 +64,7 @@ struct Job {
   std::optional<Seconds> deadline;             // after submit_time when present
   GangRequest gang;                            // task count, each task's shape, topology
   JobCaps caps;
+  std::optional<ReplicaOf> replica_of;  // a service's replica: one task, placed with its spread
 
   // The whole gang's GPUs in milli-GPUs: task_count x gpu_count x milli_per_gpu.
   [[nodiscard]] std::int64_t total_milli_gpu() const {

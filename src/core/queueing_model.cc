@@ -53,13 +53,26 @@ std::optional<std::int64_t> response_percentile_ms(double arrivals_per_second,
 }
 
 std::optional<int> replicas_for_p95(double arrivals_per_second, double mean_service_s,
-                                    std::int64_t target_ms, int max_replicas) {
-  // The p95 falls as replicas are added: the first that meets the target.
-  for (int c = 1; c <= max_replicas; ++c) {
-    const auto p95 = response_percentile_ms(arrivals_per_second, mean_service_s, c);
-    if (p95 && *p95 <= target_ms) return c;
+                                    std::int64_t target_ms, int max_replicas,
+                                    int slots_per_replica) {
+  if (max_replicas < 1 || slots_per_replica < 1 || !(mean_service_s > 0) ||
+      !(arrivals_per_second >= 0)) {
+    return std::nullopt;
   }
-  return std::nullopt;
+  const auto meets = [&](int replicas) {
+    const auto p95 =
+        response_percentile_ms(arrivals_per_second, mean_service_s, replicas * slots_per_replica);
+    return p95 && *p95 <= target_ms;
+  };
+  if (!meets(max_replicas)) return std::nullopt;
+  // The p95 never rises as replicas are added: bisect for the first count that meets the target.
+  int lo = 0;  // fails (or is no count)
+  int hi = max_replicas;
+  while (hi - lo > 1) {
+    const int mid = lo + (hi - lo) / 2;
+    (meets(mid) ? hi : lo) = mid;
+  }
+  return hi;
 }
 
 }  // namespace tidepool

@@ -32,8 +32,11 @@ namespace tidepool {
                                                                  int replicas, int percentile = 95);
 
 // The fewest replicas (1..max_replicas) whose p95 response is at most `target_ms` at that rate,
-// or nullopt when even max_replicas cannot (a service time over the target, say).
+// each replica serving up to `slots_per_replica` requests at once (c = replicas x slots servers),
+// or nullopt when even max_replicas cannot (a service time over the target, say). Bisection:
+// O(log max_replicas) percentiles.
 [[nodiscard]] std::optional<int> replicas_for_p95(double arrivals_per_second, double mean_service_s,
-                                                  std::int64_t target_ms, int max_replicas);
+                                                  std::int64_t target_ms, int max_replicas,
+                                                  int slots_per_replica = 1);
 
 }  // namespace tidepool

@@ -48,5 +48,22 @@ TEST(QueueingModelTest, MoreReplicasNeverSlowItDownAndTheFewestMeetingTheTargetI
   EXPECT_FALSE(replicas_for_p95(80, 0.1, 250, 1000).has_value());
 }
 
+// Replicas that each serve several requests at once are that many servers of the queue: the count
+// found is the first whose servers meet the target, the same as a linear search finds.
+TEST(QueueingModel, ReplicasWithSeveralSlotsAreFoundByBisectionAsByALinearSearch) {
+  for (const int slots : {1, 2, 4, 8}) {
+    for (const double rate : {0.0, 3.0, 40.0, 250.0, 900.0}) {
+      std::optional<int> linear;
+      for (int c = 1; c <= 200 && !linear; ++c) {
+        const auto p95 = response_percentile_ms(rate, 0.08, c * slots);
+        if (p95 && *p95 <= 300) linear = c;
+      }
+      EXPECT_EQ(replicas_for_p95(rate, 0.08, 300, 200, slots), linear) << slots << " " << rate;
+    }
+  }
+  EXPECT_FALSE(replicas_for_p95(10, 0.08, 300, 0).has_value());
+  EXPECT_FALSE(replicas_for_p95(10, 0.08, 300, 5, 0).has_value());
+}
+
 }  // namespace
 }  // namespace tidepool

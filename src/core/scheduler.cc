@@ -592,8 +592,9 @@ void Scheduler::count_tasks(const Entry& e, int sign) {
   for (const Assignment& a : e.assignments) counts[a.node.value] += sign;
 }
 
-GangResult Scheduler::place(const Pool& pool, const GangRequest& request,
+GangResult Scheduler::place(const Pool& pool, const Job& job, const GangRequest& request,
                             std::span<const std::uint8_t> allowed_nodes) const {
+  if (job.replica_of) return place_replica_of_service(pool, job, request);
   switch (config_.placement) {
     case PlacementRule::kFirstFit:
       return place_gang_by_node_rule(pool, request, NodeRule::kFirstFit);
@@ -610,6 +611,31 @@ GangResult Scheduler::place(const Pool& pool, const GangRequest& request,
       return place_gang(pool, request, allowed_nodes);
   }
   return place_gang(pool, request);
+}
+
+GangResult Scheduler::place_replica_of_service(const Pool& pool, const Job& job,
+                                               const GangRequest& request) const {
+  std::vector<NodeId> replicas;
+  for (const JobId id : running_) {
+    const Entry& r = entry(id);
+    if (r.job.replica_of && r.job.replica_of->service == job.replica_of->service &&
+        r.job.tenant == job.tenant) {
+      for (const Assignment& a : r.assignments) replicas.push_back(a.node);
+    }
+  }
+  const auto assignment = place_replica(pool, request.task, replicas, job.replica_of->spread);
+  if (!assignment) {
+    return std::unexpected(
+        Unplaceable{fmt::format("no node has room for the replica{}",
+                                job.replica_of->spread.max_per_node > 0
+                                    ? fmt::format(" with fewer than {} of the service's replicas",
+                                                  job.replica_of->spread.max_per_node)
+                                    : "")});
+  }
+  GangPlacement placement;
+  placement.assignments = {*assignment};
+  placement.span = gang_span(pool, placement.assignments);
+  return placement;
 }
 
 void Scheduler::start(Entry& e, const GangPlacement& placement, Seconds now,

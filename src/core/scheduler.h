@@ -428,8 +428,12 @@ class Scheduler {
   [[nodiscard]] Seconds lost_if_preempted(const Entry& e, Seconds now) const;
   // Where the policy's rule places `request` on `pool`: with `allowed_nodes` (kTopology, whole
   // GPUs), only on the nodes flagged there.
-  [[nodiscard]] GangResult place(const Pool& pool, const GangRequest& request,
+  // Where `job` would run on `pool` as `request` asks: a service's replica with its spread rule
+  // (away from the service's running replicas), any other job with the configured placement.
+  [[nodiscard]] GangResult place(const Pool& pool, const Job& job, const GangRequest& request,
                                  std::span<const std::uint8_t> allowed_nodes = {}) const;
+  [[nodiscard]] GangResult place_replica_of_service(const Pool& pool, const Job& job,
+                                                    const GangRequest& request) const;
   void start(Entry& e, const GangPlacement& placement, Seconds now, StartAdmission admission,
              std::int64_t borrowed, bool backfilled, PassResult& out);
   // The job's bookkeeping as running at `assignments` since `since` (resources and charges taken).

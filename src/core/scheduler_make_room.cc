@@ -471,7 +471,7 @@ std::optional<std::pair<std::vector<JobId>, GangPlacement>> Scheduler::victims_u
     if (hold > 0 && count_whole_free_gpus(t.pool, ModelSet::any()) - whole_gpus(e.milli) < hold) {
       return std::nullopt;
     }
-    auto placed = place(t.pool, admitted_request);
+    auto placed = place(t.pool, e.job, admitted_request);
     if (!placed) return std::nullopt;
     return std::move(*placed);
   };

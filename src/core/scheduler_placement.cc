@@ -55,9 +55,9 @@ std::optional<PendingReason> Scheduler::try_to_place(Entry& e, const QuotaVerdic
         allowed[n] = (quota.borrowed > 0 ? guaranteed_tasks_[n] : borrowed_tasks_[n]) == 0 ? 1 : 0;
         every_node = every_node && allowed[n] != 0;
       }
-      if (!every_node) placed = place(pool_, request, allowed);
+      if (!every_node) placed = place(pool_, e.job, request, allowed);
     }
-    if (!placed) placed = place(pool_, request);
+    if (!placed) placed = place(pool_, e.job, request);
     if (placed) {
       bool backfilled = false;
       if (state.reservation) {
@@ -83,7 +83,8 @@ std::optional<PendingReason> Scheduler::try_to_place(Entry& e, const QuotaVerdic
     }
     unplaceable = make_reason(free >= gpus ? PendingKind::kTopology : PendingKind::kCapacity,
                               placed.error().reason);
-    state.unplaceable.emplace(shape_key, *unplaceable);
+    // A replica's spread limit binds it alone, not the other jobs of its shape.
+    if (!e.job.replica_of) state.unplaceable.emplace(shape_key, *unplaceable);
   }
   return unplaceable;
 }
@@ -113,7 +114,7 @@ std::optional<Scheduler::Reservation> Scheduler::reserve(const Entry& e, const G
     for (const Assignment& a : r.assignments) (void)shadow.release(r.job.gang.task, a);
     start = std::get<0>(ends[i]);
     if (!may_fit(shadow, request)) continue;
-    if (auto p = place(shadow, request)) placed = std::move(*p);
+    if (auto p = place(shadow, e.job, request)) placed = std::move(*p);
   }
   if (!placed) return std::nullopt;
   for (const Assignment& a : placed->assignments) (void)shadow.allocate(request.task, a);

@@ -71,6 +71,37 @@ TEST(SchedulerPolicy, KnowsFourPoliciesAndRefusesOthersWithTheList) {
   EXPECT_THAT(bad.error().reason, HasSubstr("fifo-firstfit"));
 }
 
+// A service's replicas go to a node without one while any has room (spread: node), whichever
+// policy runs; another service's replicas do not count; a job of the same shape that is no
+// replica packs as the policy does.
+TEST(Scheduler, AServicesReplicasSpreadOverNodesUnderEveryPolicy) {
+  for (std::string_view name : scheduler_policy_names()) {
+    Scheduler s = make_scheduler(policy(name));
+    std::uint32_t id = 0;
+    const auto replica = [&](std::uint32_t service, int max_per_node) {
+      Job job = make_test_job(id++, kA, 1, 0);
+      job.job_class = JobClass::kInference;
+      job.replica_of = ReplicaOf{service, {SpreadLevel::kNode, max_per_node}};
+      EXPECT_TRUE(s.submit(job, 0).has_value());
+    };
+    for (int i = 0; i < 4; ++i) replica(7, 0);
+    replica(8, 0);
+    const PassResult first = s.pass(0);
+    ASSERT_EQ(first.started.size(), 5U) << name;
+    std::set<std::uint32_t> nodes;
+    for (std::size_t i = 0; i < 4; ++i) nodes.insert(first.started[i].assignments[0].node.value);
+    EXPECT_EQ(nodes.size(), 4U) << name << ": four replicas of service 7 on four nodes";
+    // A fifth replica of service 7 with at most one per node has nowhere to go.
+    replica(7, 1);
+    const PassResult second = s.pass(1);
+    EXPECT_TRUE(second.started.empty()) << name;
+    const PendingReason* why = s.reason(JobId{id - 1});
+    ASSERT_NE(why, nullptr) << name;
+    EXPECT_THAT(std::string(why->message()), HasSubstr("fewer than 1 of the service's replicas"))
+        << name;
+  }
+}
+
 TEST(Scheduler, BorrowsIdleCapacityAndReclaimsItWithinOnePass) {
   Scheduler s = make_scheduler(policy("tidepool"));
   for (std::uint32_t i = 0; i < 4; ++i) {
