@@ -5,8 +5,8 @@
 # Usage: tests/fuzz/run_fuzz.sh [SECONDS] [TARGET...]
 #   SECONDS  fuzzing time per target (default 30)
 #   TARGET   cluster_yaml_fuzz, openb_csv_fuzz, sim_inputs_fuzz, market_yaml_fuzz,
-#            job_spec_fuzz, api_bodies_fuzz, http_response_fuzz and/or http_request_fuzz
-#            (default: all eight)
+#            job_spec_fuzz, api_bodies_fuzz, http_response_fuzz, http_request_fuzz and/or
+#            replica_metrics_fuzz (default: all nine)
 # Environment: CXX (default clang++-14), FUZZ_DIR (default build/fuzz: binaries, corpora, logs,
 # and crash artifacts <target>-crash-*), FUZZ_JOBS (targets built and fuzzed at once, default 2),
 # FUZZ_OPT (optimisation and debug flags, default "-O1 -g": faster fuzzing; the tests' short run
@@ -20,7 +20,7 @@ shift || true
 targets=("$@")
 [[ ${#targets[@]} -eq 0 ]] &&
   targets=(cluster_yaml_fuzz openb_csv_fuzz sim_inputs_fuzz market_yaml_fuzz job_spec_fuzz
-           api_bodies_fuzz http_response_fuzz http_request_fuzz)
+           api_bodies_fuzz http_response_fuzz http_request_fuzz replica_metrics_fuzz)
 cxx="${CXX:-clang++-14}"
 fuzz_dir="${FUZZ_DIR:-${repo_root}/build/fuzz}"
 read -r -a opt_flags <<< "${FUZZ_OPT:--O1 -g}"
@@ -54,6 +54,8 @@ server_sources=(
 client_sources=("${src}/api/http_response.cc")
 # The server's HTTP front end (Boost.Beast, header only) and its target grammar.
 http_sources=("${src}/server/http_server.cc" "${src}/server/http_route.cc")
+# The agent's reader of a replica's Prometheus metrics.
+agent_sources=("${src}/agent/replica_metrics.cc")
 # spdlog as Debian builds it (its pkg-config flags).
 spdlog_flags=(-DSPDLOG_SHARED_LIB -DSPDLOG_COMPILED_LIB -DSPDLOG_FMT_EXTERNAL)
 flags=(
@@ -76,7 +78,8 @@ newest_header="$(find "${src}" -name '*.h' -newer "${fuzz_dir}/libfuzzdeps.a" 2>
 echo "${opt_flags[*]}" > "${fuzz_dir}/obj/flags"
 objects=()
 pids=()
-for source in "${sources[@]}" "${server_sources[@]}" "${client_sources[@]}" "${http_sources[@]}"; do
+for source in "${sources[@]}" "${server_sources[@]}" "${client_sources[@]}" "${http_sources[@]}" \
+              "${agent_sources[@]}"; do
   object="${fuzz_dir}/obj/$(basename "$(dirname "${source}")")_$(basename "${source}" .cc).o"
   objects+=("${object}")
   [[ -z "${newest_header}" && "${object}" -nt "${source}" ]] && continue
@@ -113,7 +116,7 @@ fuzz_target() {
   # Seed corpus: the example cluster file, the first lines of the openb lists where present, for
   # sim_inputs_fuzz a Philly trace head, the example tenants file and two windows, and for the
   # body targets the example job specs in data/examples (api_bodies_fuzz: and one body of each
-  # other kind).
+  # other kind); for replica_metrics_fuzz a vLLM and a Triton scrape and one of escapes.
   corpus="${fuzz_dir}/corpus/${target}"
   mkdir -p "${corpus}"
   case "${target}" in
@@ -194,6 +197,23 @@ fuzz_target() {
       printf 'GET /a HTTP/1.1\r\n\r\nGET /b HTTP/1.0\r\nConnection: keep-alive\r\n\r\n' \
         > "${corpus}/pipelined"
       dict="${repo_root}/tests/fuzz/http_request.dict"
+      ;;
+    replica_metrics_fuzz)
+      printf '%s\n' '# HELP vllm:num_requests_running Requests in model execution batches.' \
+        '# TYPE vllm:num_requests_running gauge' \
+        'vllm:num_requests_running{model_name="m"} 8.0' \
+        '# TYPE vllm:e2e_request_latency_seconds histogram' \
+        'vllm:e2e_request_latency_seconds_sum{model_name="m"} 150.5' \
+        'vllm:e2e_request_latency_seconds_bucket{le="0.5",model_name="m"} 40.0' \
+        'vllm:e2e_request_latency_seconds_bucket{le="+Inf",model_name="m"} 150.0' \
+        'vllm:e2e_request_latency_seconds_count{model_name="m"} 150.0' > "${corpus}/vllm"
+      printf '%s\n' '# TYPE nv_inference_request_success counter' \
+        'nv_inference_request_success{model="resnet",version="1"} 1600' \
+        'nv_inference_request_duration_us{model="resnet",version="1"} 8000000' \
+        'nv_inference_pending_request_count{model="resnet",version="1"} 4' > "${corpus}/triton"
+      printf '%s\n' 'esc{path="C:\\DIR",error="a\nb \"q\""} +Inf 1395066363000' 'x NaN' \
+        > "${corpus}/escapes"
+      dict="${repo_root}/tests/fuzz/replica_metrics.dict"
       ;;
     *) dict="" ;;
   esac
