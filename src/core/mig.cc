@@ -4,7 +4,7 @@
 
 #include <algorithm>
 #include <string>
-#include <tuple>
+#include <utility>
 
 namespace tidepool {
 
@@ -28,13 +28,84 @@ bool allowed_start(const MigProfileSpec& spec, int start) {
   return start >= 0 && start < kMigMemorySlices && ((spec.starts >> start) & 1U) != 0;
 }
 
-// The room left on a GPU, weighted by the profiles' compute slices: what packing keeps high.
-int weighted_room(const MigLayout& layout) {
-  int room = 0;
-  for (const MigProfileSpec& spec : kProfiles) {
-    room += spec.compute_slices * layout.room_for(spec.profile);
+// The halves of the memory slices. A 3g.40gb takes a whole half; a 4g.40gb only the low one.
+constexpr std::uint8_t kLowHalf = 0b0000'1111;
+constexpr std::uint8_t kHighHalf = 0b1111'0000;
+// Slices 6-7: a 1g.20gb's place, no 2g.20gb's; a 1g.10gb at 6 leaves 7 to no profile.
+constexpr int kLastPair = 6;
+
+// The other memory slice of the pair (0-1, 2-3, 4-5, 6-7) that `slice` is in.
+int pair_mate(int slice) { return slice ^ 1; }
+
+bool slice_taken(const MigLayout& layout, int slice) {
+  return ((layout.memory_used() >> slice) & 1U) != 0;
+}
+
+// What an instance at one start costs the rest of its GPU, compared member by member: the least
+// is the start packing takes.
+struct StartCost {
+  // A 1g.10gb at 6: slice 7 then serves no profile until it leaves.
+  bool strands_slice_7 = false;
+  // The first instance in a half: packing fills a half already in use before breaking a whole one.
+  bool opens_a_half = false;
+  // Opening the half this profile should leave: the low one for a 3g.40gb (a 4g.40gb can take no
+  // other) and a 1g.20gb (slices 6-7 suit it and no 2g.20gb); the high one for a 2g.20gb (it holds
+  // one, then only 6-7) and a 1g.10gb (it leaves the high half no pair a 2g.20gb can use).
+  bool opens_the_wrong_half = false;
+  // A 1g.20gb below 6 takes a pair a 2g.20gb could use.
+  bool takes_a_pair_from_2g = false;
+  // A 1g.10gb in a pair of free slices, when it could complete a pair begun.
+  bool splits_a_free_pair = false;
+  int start = 0;
+
+  friend auto operator<=>(const StartCost&, const StartCost&) = default;
+};
+
+StartCost start_cost(const MigLayout& layout, MigProfile profile, int start) {
+  const bool high = start >= kMigMemorySlices / 2;
+  const bool opens = (layout.memory_used() & (high ? kHighHalf : kLowHalf)) == 0;
+  const bool high_first = profile == MigProfile::k3g40gb || profile == MigProfile::k1g20gb;
+  const bool one_slice = profile == MigProfile::k1g10gb;
+  return StartCost{
+      .strands_slice_7 = one_slice && start == kLastPair,
+      .opens_a_half = opens,
+      .opens_the_wrong_half = opens && high != high_first,
+      .takes_a_pair_from_2g = profile == MigProfile::k1g20gb && start != kLastPair,
+      .splits_a_free_pair = one_slice && !slice_taken(layout, pair_mate(start)),
+      .start = start,
+  };
+}
+
+// Where an instance goes on one GPU (see StartCost), if it fits.
+std::optional<int> packing_start(const MigLayout& layout, MigProfile profile) {
+  std::optional<StartCost> best;
+  for (int start = 0; start < kMigMemorySlices; ++start) {
+    if (!layout.fits(profile, start)) continue;
+    const StartCost cost = start_cost(layout, profile, start);
+    if (!best || cost < *best) best = cost;
+  }
+  if (!best) return std::nullopt;
+  return best->start;
+}
+
+// How many more instances of each profile a GPU could take on its own, the largest profile first.
+using MigRoom = std::array<int, kMigProfileCount>;
+
+MigRoom room_largest_first(const MigLayout& layout) {
+  MigRoom room{};
+  for (std::size_t i = 0; i < room.size(); ++i) {
+    room[i] = layout.room_for(kProfiles[kProfiles.size() - 1 - i].profile);
   }
   return room;
+}
+
+MigRoom room_lost(const MigLayout& layout, MigInstance instance) {
+  MigLayout after = layout;
+  (void)after.add(instance);  // the caller checked that it fits
+  MigRoom lost = room_largest_first(layout);
+  const MigRoom left = room_largest_first(after);
+  for (std::size_t i = 0; i < lost.size(); ++i) lost[i] -= left[i];
+  return lost;
 }
 
 }  // namespace
@@ -152,27 +223,17 @@ std::optional<MigSlot> first_fit_mig(std::span<const MigLayout> gpus, MigProfile
 }
 
 std::optional<MigSlot> pack_mig(std::span<const MigLayout> gpus, MigProfile profile) {
-  // (room lost, whole GPU broken, gpu, start): the least is best.
-  std::optional<std::tuple<int, bool, std::size_t, int>> best;
-  bool whole_seen = false;
+  // The other GPUs keep their room: the pool loses what the chosen one does. Strictly less wins,
+  // so ties go to the lower GPU.
+  std::optional<std::pair<MigRoom, MigSlot>> best;
   for (std::size_t g = 0; g < gpus.size(); ++g) {
-    const MigLayout& gpu = gpus[g];
-    // Whole GPUs are all alike, and the first wins their ties: it stands for the others.
-    if (gpu.empty()) {
-      if (whole_seen) continue;
-      whole_seen = true;
-    }
-    const int before = weighted_room(gpu);
-    for (int start = 0; start < kMigMemorySlices; ++start) {
-      if (!gpu.fits(profile, start)) continue;
-      MigLayout after = gpu;
-      (void)after.add(MigInstance{profile, start});  // fits: cannot fail
-      const std::tuple candidate{before - weighted_room(after), gpu.empty(), g, start};
-      if (!best || candidate < *best) best = candidate;
-    }
+    const std::optional<int> start = packing_start(gpus[g], profile);
+    if (!start) continue;
+    const MigRoom lost = room_lost(gpus[g], MigInstance{profile, *start});
+    if (!best || lost < best->first) best = {lost, MigSlot{g, *start}};
   }
   if (!best) return std::nullopt;
-  return MigSlot{std::get<2>(*best), std::get<3>(*best)};
+  return best->second;
 }
 
 }  // namespace tidepool

@@ -20,11 +20,26 @@
 // An instance counts against quotas as the share of the GPU it makes unusable: the larger of its
 // compute share (of 7) and its memory share (of 8), in thousandths of a GPU, rounded up.
 //
-// Packing (pack_mig): among the places where the instance fits, the one that takes least from
-// what the GPU could still hold: for each profile, how many more instances of it the GPU could
-// take on its own, weighted by the profile's compute slices; ties go to a GPU already partitioned
-// (whole GPUs stay whole for large profiles), then to the lower GPU and start. first_fit_mig is
-// the baseline: the first GPU, at the lowest start, where it fits.
+// Packing (pack_mig) chooses the start on each GPU, then the GPU.
+//  - The start keeps halves whole. The memory slices split into halves, 0-3 and 4-7: a 3g.40gb
+//    takes a whole half, a 4g.40gb the low one. A 1g.10gb takes slice 6 only when nothing else
+//    fits (slice 7 then serves no profile). An instance goes into a half already in use when it
+//    fits there. A whole half is opened high for a 3g.40gb and a 1g.20gb (the low half is the only
+//    place of a 4g.40gb), low for a 2g.20gb and a 1g.10gb (the high half holds one 2g.20gb, then
+//    slices 6-7, where no 2g.20gb goes). Then a 1g.20gb takes slices 6-7 before a pair a 2g.20gb
+//    could use, a 1g.10gb completes a pair already begun, and the lowest start wins.
+//  - The GPU is the one where the instance, at its start, takes least from what the pool could
+//    still hold: for each profile, how many more instances of it each GPU could take on its own,
+//    compared from the largest profile down (so a whole GPU is broken only when no partitioned one
+//    fits it). Ties go to the lower GPU.
+// first_fit_mig is the baseline: the first GPU, at the lowest start, where it fits. Both refuse
+// only when no GPU has room.
+//
+// Neither places more on every stream of requests. Until the first refusal, packing places at
+// least as much as first fit on every stream of arrivals alone on one or two GPUs; on more GPUs a
+// stream built for it makes it refuse first (mig_test.cc), random ones rarely do
+// (mig_property_test.cc). With departures first fit wins some streams: an instance leaving can turn
+// first fit's place for another into the better one.
 //
 // Pure value types: no I/O, no randomness.
 #pragma once

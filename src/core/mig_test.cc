@@ -3,9 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <optional>
+#include <span>
 #include <vector>
-
-#include "core/rng.h"
 
 namespace tidepool {
 namespace {
@@ -74,15 +74,43 @@ TEST(MigLayoutTest, ValidLayoutsAreAcceptedAndEachBrokenRuleIsNamed) {
   EXPECT_EQ(layout.memory_used(), 0);
 }
 
-TEST(MigPackTest, SmallInstancesShareAGpuAndLeaveWholeOnesWhole) {
+TEST(MigPackTest, TheStartOnAGpuKeepsItsHalvesWhole) {
+  // A 3g.40gb and a 1g.20gb open the high half, leaving the low one to a 4g.40gb; a 2g.20gb and a
+  // 1g.10gb open the low one. First fit takes the lowest start.
+  const std::vector<MigLayout> whole(1);
+  EXPECT_EQ(pack_mig(whole, P::k3g40gb), (MigSlot{0, 4}));
+  EXPECT_EQ(first_fit_mig(whole, P::k3g40gb), (MigSlot{0, 0}));
+  EXPECT_EQ(pack_mig(whole, P::k1g20gb), (MigSlot{0, 6}));
+  EXPECT_EQ(pack_mig(whole, P::k2g20gb), (MigSlot{0, 0}));
+  EXPECT_EQ(pack_mig(whole, P::k1g10gb), (MigSlot{0, 0}));
+
+  // What comes next goes into the half already in use; first fit breaks the low one.
+  std::vector<MigLayout> gpus(1);
+  ASSERT_TRUE(gpus[0].add({P::k1g20gb, 6}).has_value());
+  EXPECT_EQ(pack_mig(gpus, P::k1g20gb), (MigSlot{0, 4}));
+  EXPECT_EQ(first_fit_mig(gpus, P::k1g20gb), (MigSlot{0, 0}));
+  EXPECT_EQ(pack_mig(gpus, P::k2g20gb), (MigSlot{0, 4}));
+  // A 1g.10gb completes a pair begun.
+  ASSERT_TRUE(gpus[0].add({P::k1g10gb, 5}).has_value());
+  EXPECT_EQ(pack_mig(gpus, P::k1g10gb), (MigSlot{0, 4}));
+  // A 1g.10gb takes slice 6 only when nothing else fits: slice 7 would then serve no profile.
+  std::vector<MigLayout> beside(1);
+  ASSERT_TRUE(beside[0].add({P::k2g20gb, 4}).has_value());
+  EXPECT_EQ(pack_mig(beside, P::k1g10gb), (MigSlot{0, 0}));
+}
+
+TEST(MigPackTest, TheGpuIsTheOneWhereThePoolLosesLeast) {
+  // A 3g.40gb goes beside another, leaving the whole GPU whole.
   std::vector<MigLayout> gpus(2);
-  // First fit takes the first memory slice; packing the last a 1g.10gb may have, where it blocks
-  // no 2g, 4g or 3g at 0.
-  EXPECT_EQ(first_fit_mig(gpus, P::k1g10gb), (MigSlot{0, 0}));
-  ASSERT_EQ(pack_mig(gpus, P::k1g10gb), (MigSlot{0, 6}));
-  ASSERT_TRUE(gpus[0].add({P::k1g10gb, 6}).has_value());
-  // A 3g.40gb goes beside it, at 0, leaving GPU 1 whole for a 7g.80gb.
-  EXPECT_EQ(pack_mig(gpus, P::k3g40gb), (MigSlot{0, 0}));
+  ASSERT_TRUE(gpus[1].add({P::k3g40gb, 4}).has_value());
+  EXPECT_EQ(pack_mig(gpus, P::k3g40gb), (MigSlot{1, 0}));
+  EXPECT_EQ(first_fit_mig(gpus, P::k3g40gb), (MigSlot{0, 0}));
+  // A 1g.10gb takes a place of a 3g.40gb rather than the pool's only place for a 4g.40gb.
+  std::vector<MigLayout> partitioned(2);
+  ASSERT_TRUE(partitioned[0].add({P::k3g40gb, 4}).has_value());
+  ASSERT_TRUE(partitioned[1].add({P::k4g40gb, 0}).has_value());
+  EXPECT_EQ(pack_mig(partitioned, P::k1g10gb), (MigSlot{1, 4}));
+  EXPECT_EQ(first_fit_mig(partitioned, P::k1g10gb), (MigSlot{0, 0}));
   // Nothing fits: none.
   std::vector<MigLayout> full(1);
   ASSERT_TRUE(full[0].add({P::k7g80gb, 0}).has_value());
@@ -90,80 +118,49 @@ TEST(MigPackTest, SmallInstancesShareAGpuAndLeaveWholeOnesWhole) {
   EXPECT_FALSE(first_fit_mig(full, P::k1g10gb).has_value());
 }
 
-// A random stream of arrivals (profiles, small ones more often, as inference replicas come) and
-// departures (of an earlier arrival, when it was placed) on a pool of GPUs.
-struct MigEvent {
-  bool arrival = true;
-  MigProfile profile = P::k1g10gb;
-  std::size_t arrival_index = 0;  // departures: which arrival leaves
-};
+using MigPlacer = std::optional<MigSlot> (*)(std::span<const MigLayout>, MigProfile);
 
-std::vector<MigEvent> random_stream(Rng& rng, int events, int departure_percent) {
-  constexpr std::array<P, 10> kDraws = {P::k1g10gb, P::k1g10gb, P::k1g10gb, P::k1g20gb, P::k1g20gb,
-                                        P::k2g20gb, P::k2g20gb, P::k3g40gb, P::k4g40gb, P::k7g80gb};
-  std::vector<MigEvent> stream;
-  std::size_t arrivals = 0;
-  for (int i = 0; i < events; ++i) {
-    if (arrivals > 0 && static_cast<int>(rng.below(100)) < departure_percent) {
-      stream.push_back({false, P::k1g10gb, static_cast<std::size_t>(rng.below(arrivals))});
-    } else {
-      stream.push_back({true, kDraws[rng.below(kDraws.size())], arrivals++});
-    }
-  }
-  return stream;
-}
-
-// Plays the stream with a placement rule until the first arrival finds no room; answers the
-// compute slices placed by then, checking every layout after every event.
-template <class Place>
-int play(const std::vector<MigEvent>& stream, std::size_t gpu_count, Place place) {
+// The compute slices `place` puts on `gpu_count` whole GPUs, request by request, until it first
+// refuses one.
+int slices_until_refusal(std::span<const P> requests, std::size_t gpu_count, MigPlacer place) {
   std::vector<MigLayout> gpus(gpu_count);
-  std::map<std::size_t, std::pair<std::size_t, MigInstance>> placed;  // arrival -> where
   int slices = 0;
-  for (const MigEvent& e : stream) {
-    if (e.arrival) {
-      const auto slot = place(gpus, e.profile);
-      if (!slot) break;
-      const MigInstance instance{e.profile, slot->start};
-      EXPECT_TRUE(gpus[slot->gpu].fits(e.profile, slot->start));
-      EXPECT_TRUE(gpus[slot->gpu].add(instance).has_value());
-      placed[e.arrival_index] = {slot->gpu, instance};
-      slices += mig_profile_spec(e.profile).compute_slices;
-    } else if (auto it = placed.find(e.arrival_index); it != placed.end()) {
-      EXPECT_TRUE(gpus[it->second.first].remove(it->second.second).has_value());
-      placed.erase(it);
-    }
-    for (const MigLayout& gpu : gpus) {
-      EXPECT_TRUE(check_mig_layout(gpu.instances()).has_value());
-    }
+  for (const P profile : requests) {
+    const auto slot = place(gpus, profile);
+    if (!slot) break;
+    EXPECT_TRUE(gpus[slot->gpu].add({profile, slot->start}).has_value());
+    slices += mig_profile_spec(profile).compute_slices;
   }
   return slices;
 }
 
-// Over random streams (no departures, and 15% and 30% of events departures), packing places more
-// slices than first fit before the pool first refuses one. Not on every stream: an online rule
-// cannot know what comes; measured here, it places more on about a third of them and fewer on
-// about an eighth.
-TEST(MigPackTest, NoStreamEverMakesAnInvalidLayoutAndPackingPlacesMoreThanFirstFit) {
-  for (const int departures : {0, 15, 30}) {
-    int pack_total = 0;
-    int first_fit_total = 0;
-    int fewer = 0;
-    int more = 0;
-    for (std::uint64_t seed = 1; seed <= 100; ++seed) {
-      Rng rng(seed * 101 + static_cast<std::uint64_t>(departures));
-      const auto stream = random_stream(rng, 300, departures);
-      const int packed = play(stream, 8, [](auto& g, P p) { return pack_mig(g, p); });
-      const int first = play(stream, 8, [](auto& g, P p) { return first_fit_mig(g, p); });
-      pack_total += packed;
-      first_fit_total += first;
-      fewer += packed < first ? 1 : 0;
-      more += packed > first ? 1 : 0;
-    }
-    EXPECT_GT(pack_total, first_fit_total) << departures << "% departures";
-    EXPECT_GT(more, 2 * fewer) << departures << "% departures: more on " << more
-                               << " streams, fewer on " << fewer;
+// Why no test claims that packing places at least as much as first fit on every stream.
+TEST(MigPackTest, SomeStreamsFavourFirstFit) {
+  // Arrivals alone, on eight GPUs of which five are taken whole. Packing fits the first 2g.20gb
+  // beside its 3g.40gb and 1g.20gb; first fit, whose 1g.20gb took slices 4-5, opens another GPU for
+  // it. The pools differ from there on, and packing's last 3g.40gb finds no whole half.
+  const std::vector<P> arrivals = {P::k7g80gb, P::k7g80gb, P::k7g80gb, P::k7g80gb, P::k7g80gb,
+                                   P::k3g40gb, P::k1g20gb, P::k2g20gb, P::k4g40gb, P::k1g10gb,
+                                   P::k2g20gb, P::k3g40gb, P::k3g40gb};
+  EXPECT_EQ(slices_until_refusal(arrivals, 8, pack_mig), 51);
+  EXPECT_EQ(slices_until_refusal(arrivals, 8, first_fit_mig), 54);
+
+  // A departure, on one GPU: packing puts a 1g.20gb at 6 and so a 3g.40gb at 0; once the
+  // 1g.20gb leaves, first fit's 3g.40gb (at 4, above its 1g.20gb) leaves room for a 4g.40gb.
+  const auto place = [](std::vector<MigLayout>& gpus, P profile, MigPlacer placer) {
+    const auto slot = placer(gpus, profile);
+    return slot.has_value() && gpus[slot->gpu].add({profile, slot->start}).has_value();
+  };
+  std::vector<MigLayout> packed(1);
+  std::vector<MigLayout> first(1);
+  for (const P profile : {P::k1g20gb, P::k3g40gb}) {
+    ASSERT_TRUE(place(packed, profile, pack_mig));
+    ASSERT_TRUE(place(first, profile, first_fit_mig));
   }
+  ASSERT_TRUE(packed[0].remove({P::k1g20gb, 6}).has_value());
+  ASSERT_TRUE(first[0].remove({P::k1g20gb, 0}).has_value());
+  EXPECT_FALSE(pack_mig(packed, P::k4g40gb).has_value());
+  EXPECT_EQ(first_fit_mig(first, P::k4g40gb), (MigSlot{0, 0}));
 }
 
 }  // namespace
