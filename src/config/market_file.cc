@@ -42,7 +42,6 @@ class MarketReader : private YamlReader {
 
  private:
   // The scalar text of a number, or "expected a number, got <kind>".
-  Result<std::string> number_text(const YAML::Node& node, const std::string& path) const;
   Result<Micros> money(const YAML::Node& node, const std::string& path) const;
   Result<Ppm> ppm(const YAML::Node& node, const std::string& path) const;
   Result<std::int64_t> watts(const YAML::Node& node, const std::string& path) const;
@@ -50,7 +49,6 @@ class MarketReader : private YamlReader {
   Result<int> months_of_years(const YAML::Node& node, const std::string& path) const;
   Result<int> months(const YAML::Node& node, const std::string& path) const;
   Result<Seconds> period(const YAML::Node& node, const std::string& path) const;
-  Result<Seconds> clock(const YAML::Node& node, const std::string& path, bool closing) const;
 
   // Reads `key` of the map `fields` (read from `map` at `path`) with `parse` into `target` and
   // notes where it was under the core's name `core_field`; a missing key is left alone, or fails
@@ -76,14 +74,6 @@ class MarketReader : private YamlReader {
   Result<BurstOfferSpec> read_offer(const YAML::Node& node, const std::string& path,
                                     const std::string& provider) const;
 };
-
-Result<std::string> MarketReader::number_text(const YAML::Node& node,
-                                              const std::string& path) const {
-  if (!node.IsScalar()) {
-    return error_at(node, path, "expected a number, got " + yaml_node_kind(node));
-  }
-  return node.Scalar();
-}
 
 Result<Micros> MarketReader::money(const YAML::Node& node, const std::string& path) const {
   auto text = number_text(node, path);
@@ -156,28 +146,6 @@ Result<Seconds> MarketReader::period(const YAML::Node& node, const std::string& 
     return error_at(node, path, "must be 1 second to 1 day, got '" + *text + "'");
   }
   return *seconds;
-}
-
-Result<Seconds> MarketReader::clock(const YAML::Node& node, const std::string& path,
-                                    bool closing) const {
-  const std::string range = closing ? "00:00..24:00" : "00:00..23:59";
-  const auto bad = [&] {
-    return error_at(
-        node, path,
-        fmt::format("expected a time of day HH:MM ({}), got {}", range, yaml_node_kind(node)));
-  };
-  if (!node.IsScalar()) return bad();
-  const std::string_view text = node.Scalar();
-  const auto colon = text.find(':');
-  if (colon == std::string_view::npos || colon == 0 || colon > 2 || text.size() != colon + 3) {
-    return bad();
-  }
-  const auto hours = parse_decimal(text.substr(0, colon), 0);
-  const auto minutes = parse_decimal(text.substr(colon + 1), 0);
-  if (!hours || !minutes || *minutes > 59 || *hours > 24) return bad();
-  const Seconds seconds = *hours * 3600 + *minutes * 60;
-  if (seconds > (closing ? kSecondsPerDay : kSecondsPerDay - 1)) return bad();
-  return seconds;
 }
 
 template <class Parse, class Target>
@@ -316,7 +284,7 @@ Result<void> MarketReader::read_bands(const YAML::Node& node, const std::string&
       if (!value) return std::unexpected(value.error());
       const bool closing = std::string_view(key) == "to";
       const std::string where = at + "." + key;
-      auto seconds = clock(*value, where, closing);
+      auto seconds = time_of_day(*value, where, closing);
       if (!seconds) return std::unexpected(seconds.error());
       (closing ? band.closes : band.opens) = *seconds;
       places[core + (closing ? ".closes" : ".opens")] = {*value, where};

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "core/decimal_text.h"
+#include "core/tidal_window.h"
 
 namespace tidepool {
 namespace {
@@ -192,6 +193,35 @@ Result<std::string> YamlReader::unique_name(
                     std::string(what) + " '" + *name + "' is already defined at " + it->second);
   }
   return name;
+}
+
+Result<std::string> YamlReader::number_text(const YAML::Node& node, const std::string& path) const {
+  if (!node.IsScalar()) {
+    return error_at(node, path, "expected a number, got " + yaml_node_kind(node));
+  }
+  return node.Scalar();
+}
+
+Result<Seconds> YamlReader::time_of_day(const YAML::Node& node, const std::string& path,
+                                        bool closing) const {
+  const std::string range = closing ? "00:00..24:00" : "00:00..23:59";
+  const auto bad = [&] {
+    return error_at(
+        node, path,
+        fmt::format("expected a time of day HH:MM ({}), got {}", range, yaml_node_kind(node)));
+  };
+  if (!node.IsScalar()) return bad();
+  const std::string_view text = node.Scalar();
+  const auto colon = text.find(':');
+  if (colon == std::string_view::npos || colon == 0 || colon > 2 || text.size() != colon + 3) {
+    return bad();
+  }
+  const auto hours = parse_decimal(text.substr(0, colon), 0);
+  const auto minutes = parse_decimal(text.substr(colon + 1), 0);
+  if (!hours || !minutes || *minutes > 59 || *hours > 24) return bad();
+  const Seconds seconds = *hours * 3600 + *minutes * 60;
+  if (seconds > (closing ? kSecondsPerDay : kSecondsPerDay - 1)) return bad();
+  return seconds;
 }
 
 }  // namespace tidepool

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/resources.h"
 
 namespace tidepool {
 
@@ -113,6 +114,10 @@ class YamlReader {
   Result<YAML::Node> sequence(const YAML::Node& node, const std::string& path) const;
   // A non-empty scalar (a name).
   Result<std::string> text(const YAML::Node& node, const std::string& path) const;
+  // A scalar's text, to be read as a number ("expected a number, got ..." otherwise).
+  Result<std::string> number_text(const YAML::Node& node, const std::string& path) const;
+  // A time of day "HH:MM" in seconds: 00:00..23:59, or 00:00..24:00 when `closing` (an end).
+  Result<Seconds> time_of_day(const YAML::Node& node, const std::string& path, bool closing) const;
   // The required `name` of the map at `path` (a text()), which must be new to `seen` (name -> path
   // of the map that defined it) and is added to it; a repeat fails with "<what> '<name>' is
   // already defined at <path>".

@@ -97,7 +97,8 @@ void Autoscaler::observe(const Observation& observation) {
 std::optional<Autoscaler::Demand> Autoscaler::model_demand(Seconds now, Seconds window,
                                                            bool trend) const {
   // The reports of the window, all with the load's figures, or no model.
-  double n = 0, sum_t = 0, sum_rate = 0, sum_service = 0, sum_tt = 0, sum_t_rate = 0;
+  double n = 0, sum_t = 0, sum_rate = 0, sum_service = 0, sum_tt = 0, sum_t_rate = 0,
+         sum_rate_rate = 0;
   for (auto it = observed_.rbegin(); it != observed_.rend() && it->at > now - window; ++it) {
     if (it->at > now) continue;
     if (!it->arrivals_milli_rps || !it->service_us || *it->service_us <= 0) return std::nullopt;
@@ -108,6 +109,7 @@ std::optional<Autoscaler::Demand> Autoscaler::model_demand(Seconds now, Seconds 
     sum_tt += t * t;
     sum_rate += rate;
     sum_t_rate += t * rate;
+    sum_rate_rate += rate * rate;
     sum_service += static_cast<double>(*it->service_us) / 1e6;
   }
   if (n == 0) return std::nullopt;
@@ -116,8 +118,14 @@ std::optional<Autoscaler::Demand> Autoscaler::model_demand(Seconds now, Seconds 
   double planned = rate;
   std::string rising;
   const double spread = sum_tt - sum_t * sum_t / n;
-  if (trend && n >= 2 && spread > 0) {
-    const double slope = (sum_t_rate - sum_t * sum_rate / n) / spread;
+  if (trend && n >= 3 && spread > 0) {
+    // The rise counts only where the reports show one: the slope less twice its standard error
+    // (noise alone then rarely plans ahead, and the down window would keep what it planned).
+    const double covariance = sum_t_rate - sum_t * sum_rate / n;
+    const double fitted = covariance / spread;
+    const double residual =
+        std::max(0.0, sum_rate_rate - sum_rate * sum_rate / n - fitted * covariance);
+    const double slope = fitted - 2 * std::sqrt(residual / (n - 2) / spread);
     const Seconds ahead = window / 2 + spec_.up_period + spec_.lead;
     if (slope > 0) {
       planned = rate + slope * static_cast<double>(ahead);

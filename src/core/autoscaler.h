@@ -15,7 +15,8 @@
 //     x slots_per_replica) gives the fewest replicas whose p95 meets the target at the planned
 //     rate. The rate does not depend on the replicas, so this does not oscillate as the ratio
 //     rule can on a latency curve that is flat until saturation. The planned rate is the
-//     window's mean rate plus its rise (least squares, never negative) over the time until a
+//     window's mean rate plus its rise (the least-squares slope less twice its standard error,
+//     so that noise does not count as a rise; never negative) over the time until a
 //     replica asked for now serves and the next step may be taken: half the window (the mean's
 //     lag on a ramp) + up_period + lead (the replicas' start-up). No tolerance here: the model's
 //     count is what meets the target.

@@ -6,12 +6,16 @@ namespace tidepool {
 
 namespace {
 
+// About 11.6 days: a p95 beyond it is no steady state anyone waits for.
+constexpr double kLongestResponseS = 1e6;
+
 // P(T > t) of the model (see the header), for utilisation < 1.
 double response_tail(double lambda, double mu, int c, double wait_chance, double t) {
   const double theta = c * mu - lambda;
   const double served = std::exp(-mu * t);
   double waited = 0;
-  if (std::abs(theta - mu) < 1e-12 * mu) {
+  // Near theta = mu the general form cancels to noise: the limit's form is exact to ~1e-6 there.
+  if (std::abs(theta - mu) < 1e-6 * mu) {
     waited = (1 + mu * t) * served;
   } else {
     waited = (theta * served - mu * std::exp(-theta * t)) / (theta - mu);
@@ -42,8 +46,14 @@ std::optional<std::int64_t> response_percentile_ms(double arrivals_per_second,
   const double wait_chance = erlang_c(replicas, load);
   const double beyond = 1 - percentile / 100.0;
   // The tail falls from 1 at t = 0: double the upper end until it is below, then bisect to 1 ms.
+  // A tail still above at kLongestResponseS (near saturation, where the wait is unbounded for
+  // any purpose) counts as not keeping up.
+  const auto above = [&](double t) {
+    return !(response_tail(arrivals_per_second, mu, replicas, wait_chance, t) <= beyond);
+  };
   double hi = mean_service_s;
-  while (response_tail(arrivals_per_second, mu, replicas, wait_chance, hi) > beyond) hi *= 2;
+  while (hi < kLongestResponseS && above(hi)) hi *= 2;
+  if (above(hi)) return std::nullopt;
   double lo = 0;
   while (hi - lo > 0.0005) {
     const double mid = (lo + hi) / 2;

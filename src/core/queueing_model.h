@@ -26,7 +26,8 @@ namespace tidepool {
 
 // The `percentile` (1..99) response time in milliseconds of `replicas` replicas serving
 // `arrivals_per_second` requests of mean service `mean_service_s` seconds; nullopt when they
-// cannot keep up (utilisation >= 1) or an argument is out of range.
+// cannot keep up (utilisation >= 1, or so near it that the p95 passes 10^6 s) or an argument is
+// out of range.
 [[nodiscard]] std::optional<std::int64_t> response_percentile_ms(double arrivals_per_second,
                                                                  double mean_service_s,
                                                                  int replicas, int percentile = 95);

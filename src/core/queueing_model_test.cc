@@ -48,6 +48,20 @@ TEST(QueueingModelTest, MoreReplicasNeverSlowItDownAndTheFewestMeetingTheTargetI
   EXPECT_FALSE(replicas_for_p95(80, 0.1, 250, 1000).has_value());
 }
 
+// At the edge of saturation the answer is a figure or "cannot keep up", always, and at once.
+TEST(QueueingModel, NearSaturationItAnswersInBoundedTime) {
+  for (const int servers : {1, 8, 64, 512}) {
+    for (const double gap : {1e-3, 1e-6, 1e-9, 1e-12, 1e-15}) {
+      const double rate = servers * 10.0 * (1 - gap);  // 100 ms each: 10/s per server
+      const auto p95 = response_percentile_ms(rate, 0.1, servers);
+      if (p95) {
+        EXPECT_GT(*p95, 100) << servers << " " << gap;
+      }
+    }
+  }
+  EXPECT_FALSE(response_percentile_ms(80 * (1 - 1e-15), 0.1, 8).has_value());
+}
+
 // Replicas that each serve several requests at once are that many servers of the queue: the count
 // found is the first whose servers meet the target, the same as a linear search finds.
 TEST(QueueingModel, ReplicasWithSeveralSlotsAreFoundByBisectionAsByALinearSearch) {

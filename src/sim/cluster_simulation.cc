@@ -12,6 +12,7 @@
 #include "core/efficiency_model.h"
 #include "core/rng.h"
 #include "core/runtime_predictor.h"
+#include "core/service_replicas.h"
 #include "core/tidal_window.h"
 #include "sim/replay_simulation.h"
 
@@ -40,7 +41,9 @@ enum ClusterEventKind : int {
   kLoanStart = 1,
   kArrival = 2,
   kWakeup = 3,
-  kBurstFinish = 4
+  kBurstFinish = 4,
+  kReplicaStop = 5,  // a drained replica stops
+  kServiceTick = 6
 };
 
 // A spot job interrupted this often runs out its last segment uninterrupted (bounds the model).
@@ -49,7 +52,7 @@ constexpr int kMaxSpotInterruptions = 100;
 struct ClusterEvent {
   Seconds time = 0;
   int kind = kWakeup;
-  std::uint32_t index = 0;       // job id, or loan index
+  std::uint32_t index = 0;       // job id, loan index or service index
   std::uint32_t generation = 0;  // finishes: the job's segment it ends
 
   friend auto operator<=>(const ClusterEvent&, const ClusterEvent&) = default;
@@ -74,6 +77,17 @@ struct JobTrack {
   Seconds burst_from = 0;
   Seconds rented_seconds = 0;
   int interruptions = 0;
+  std::optional<std::uint32_t> service;  // a replica of this service: runs until stopped
+  std::optional<Seconds> draining_until;
+};
+
+// A service as the simulation runs it.
+struct ServiceRun {
+  Autoscaler scaler;
+  Rng rng;
+  std::vector<std::uint32_t> replicas;  // job ids, live and draining
+  std::vector<std::uint32_t> all;       // every replica it ever had
+  SimServiceResult result;
 };
 
 // Work done in `wall` seconds at the placement's slowdown (inverse of scale_runtime), floored.
@@ -110,6 +124,19 @@ class Simulation {
   // The simulated rental of `job` on `offer` from now: start-up delays, spot interruptions.
   void rent(std::uint32_t job, std::size_t offer, Seconds now);
   void finish_burst(std::uint32_t job, Seconds now);
+  // A service's tick: the replicas report, the autoscaler decides, the plan is carried out.
+  // True when replicas were submitted or stopped (a pass is due).
+  Result<bool> service_tick(std::uint32_t service, Seconds now);
+  Result<void> submit_replica(std::uint32_t service, Seconds now);
+  // Stops a replica now: withdrawn if pending, finished if placed; out of its service's list.
+  Result<void> stop_replica(std::uint32_t job, Seconds now);
+  [[nodiscard]] ReplicaPhase replica_phase(std::uint32_t job, Seconds now) const;
+  // Running jobs of the training class, per tenant.
+  void count_training(const Job& job, int sign) {
+    if (job.job_class == JobClass::kTraining) {
+      training_milli_[job.tenant.value] += sign * job.total_milli_gpu();
+    }
+  }
   // Runs a market hook and keeps its first error.
   void market_hook(Result<void> result) {
     if (!result && market_status_) market_status_ = std::unexpected(result.error());
@@ -137,6 +164,9 @@ class Simulation {
   Result<void> market_status_;                           // the first error of the market's hooks
   PredictorErrors errors_;
   TenantMeanBaseline baseline_;
+  std::vector<ServiceRun> services_;
+  std::vector<std::int64_t> training_milli_;   // per tenant
+  std::vector<long double> training_outside_;  // per tenant, milli-GPU-seconds
 };
 
 Result<void> Simulation::submit_loan(std::size_t k, Seconds now) {
@@ -177,6 +207,17 @@ void Simulation::integrate(Seconds from, Seconds to) {
       class_milli_seconds_[c] +=
           static_cast<long double>(sched_.class_usage_milli(static_cast<JobClass>(c))) *
           static_cast<long double>(h_to - from);
+    }
+    // Windows open and close at events (the scheduler wakes for them): one test per interval.
+    const bool in_window =
+        std::any_of(config_.windows.begin(), config_.windows.end(),
+                    [&](const TidalWindow& w) { return window_open(w, from, config_.day_offset); });
+    const Seconds m_from = std::max(from, settings_.measure_from);
+    if (!in_window && h_to > m_from) {
+      for (std::size_t t = 0; t < training_milli_.size(); ++t) {
+        training_outside_[t] +=
+            static_cast<long double>(training_milli_[t]) * static_cast<long double>(h_to - m_from);
+      }
     }
   }
 }
@@ -235,6 +276,7 @@ void Simulation::apply(const PassResult& pass, Seconds now) {
     track.progress += std::min(remaining, ideal_work(p.kept_seconds, track.efficiency));
     stop_segment(track, result, now);
     if (market_) market_hook(market_->stop(p.job, now));
+    count_training(workload_[p.job.value].job, -1);
     ++result.preemptions;
     result.lost_gpu_seconds += p.lost_gpu_seconds;
     track.pending_since = now;
@@ -259,6 +301,7 @@ void Simulation::apply(const PassResult& pass, Seconds now) {
     }
     track.running = true;
     track.segment_start = now;
+    count_training(sj.job, +1);
     if (market_) {
       market_hook(market_->start(sj.job, s.assignments, sched_.pool(),
                                  track.loan ? PriceClass::kEmergency : price_class_of(sj.job),
@@ -276,6 +319,7 @@ void Simulation::apply(const PassResult& pass, Seconds now) {
     result.nodes = s.span.nodes;
     result.leaves = s.span.leaves;
     result.slowdown = track.efficiency.slowdown();
+    if (track.service) continue;  // a replica runs until its service stops it
     const Seconds remaining = std::max<Seconds>(0, sj.duration - track.progress);
     Seconds wall = scale_runtime(remaining, track.efficiency);
     if (sj.job.caps.max_runtime)
@@ -425,6 +469,31 @@ Result<ClusterSimRun> Simulation::run() {
   wanted_.assign(static_cast<std::size_t>(tenants), 0);
   received_.assign(static_cast<std::size_t>(tenants), 0);
   class_milli_seconds_.assign(4, 0);
+  training_milli_.assign(static_cast<std::size_t>(tenants), 0);
+  training_outside_.assign(static_cast<std::size_t>(tenants), 0);
+  for (std::size_t k = 0; k < settings_.services.size(); ++k) {
+    SimServiceSpec& spec = settings_.services[k];
+    const std::string field = "service " + spec.name;
+    if (spec.tenant.value >= static_cast<std::uint32_t>(tenants)) {
+      return fail(field, "names an unknown tenant");
+    }
+    if (spec.tick <= 0 || spec.start < 0 || spec.end <= spec.start || !(spec.service_s > 0) ||
+        spec.slots < 1 || spec.startup < 0 || spec.drain < 0) {
+      return fail(field,
+                  "needs a positive tick, service time and slots, a start before its end, "
+                  "and no negative start-up or drain");
+    }
+    spec.scaler.slots_per_replica = spec.slots;
+    spec.scaler.lead = std::min<Seconds>(spec.startup, 3600);
+    auto scaler = make_autoscaler_spec(spec.scaler);
+    if (!scaler) return fail(field + " " + scaler.error().field, scaler.error().reason);
+    ServiceRun service{
+        Autoscaler(*scaler), Rng(spec.seed ^ (0xa24baed4963ee407ULL * (k + 1))), {}, {}, {}};
+    service.result.name = spec.name;
+    service.result.target_ms = spec.scaler.target;
+    services_.push_back(std::move(service));
+    events_.push({spec.start, kServiceTick, static_cast<std::uint32_t>(k), 0});
+  }
   for (int t = 0; t < tenants; ++t) {
     run_.tenant_names.push_back(sched_.book().tenant_name(TenantId{static_cast<std::uint32_t>(t)}));
   }
@@ -483,6 +552,7 @@ Result<ClusterSimRun> Simulation::run() {
             market_hook(market_->stop(sj.job.id, t));
           }
           stop_segment(track, result, t);
+          count_training(sj.job, -1);
           result.end = t;
           const bool trace_job = e.index < trace_jobs_;
           if (auto ok = sched_.finish(
@@ -526,6 +596,18 @@ Result<ClusterSimRun> Simulation::run() {
           finish_burst(e.index, t);
           outside_event = true;
           break;
+        case kReplicaStop:
+          if (tracks_[e.index].draining_until == t) {
+            if (auto ok = stop_replica(e.index, t); !ok) return std::unexpected(ok.error());
+            outside_event = true;
+          }
+          break;
+        case kServiceTick: {
+          auto changed = service_tick(e.index, t);
+          if (!changed) return std::unexpected(changed.error());
+          outside_event = outside_event || *changed;
+          break;
+        }
       }
     }
     // Only finishes that were superseded (their jobs were preempted since): nothing changed, and
@@ -575,6 +657,18 @@ Result<ClusterSimRun> Simulation::run() {
   }
   sample(now);
   summarise(now);
+  run_.replica_jobs.assign(
+      workload_.begin() + static_cast<std::ptrdiff_t>(trace_jobs_ + loans_.size()),
+      workload_.end());
+  for (ServiceRun& service : services_) {
+    for (const std::uint32_t id : service.all) {
+      service.result.replica_hours += static_cast<double>(tracks_[id].ran) / 3600.0;
+      service.result.gpu_hours += static_cast<double>(tracks_[id].ran) *
+                                  static_cast<double>(workload_[id].job.total_milli_gpu()) /
+                                  (kMilliPerGpu * 3600.0);
+    }
+    run_.services.push_back(std::move(service.result));
+  }
   if (market_) {
     market_hook(market_->advance(now, sched_.pool(), sched_));
     if (!market_status_) return fail("market", market_status_.error().message());
@@ -583,6 +677,137 @@ Result<ClusterSimRun> Simulation::run() {
     run_.cost = std::move(*cost);
   }
   return std::move(run_);
+}
+
+ReplicaPhase Simulation::replica_phase(std::uint32_t job, Seconds now) const {
+  const JobTrack& track = tracks_[job];
+  if (track.draining_until) return ReplicaPhase::kDraining;
+  if (!track.running) return ReplicaPhase::kPending;
+  const Seconds startup = settings_.services[*track.service].startup;
+  return now >= track.segment_start + startup ? ReplicaPhase::kReady : ReplicaPhase::kStarting;
+}
+
+Result<void> Simulation::submit_replica(std::uint32_t k, Seconds now) {
+  const SimServiceSpec& spec = settings_.services[k];
+  ServiceRun& service = services_[k];
+  SimJob sj;
+  sj.name = fmt::format("{}-{}", spec.name, service.all.size() + 1);
+  Job& job = sj.job;
+  job.id = JobId{static_cast<std::uint32_t>(workload_.size())};
+  job.tenant = spec.tenant;
+  job.queue = spec.queue;
+  job.job_class = JobClass::kInference;
+  job.priority_class = spec.priority;
+  job.preemptible = false;
+  job.submit_time = now;
+  job.gang.task_count = 1;
+  job.gang.task = spec.replica;
+  job.gang.topology = {TopologyLevel::kNode, TopologyStrength::kPreferred};
+  job.replica_of = ReplicaOf{k, spec.spread};
+  if (auto ok = sched_.submit(job, now); !ok)
+    return fail("service " + spec.name, ok.error().message());
+  const std::uint32_t id = job.id.value;
+  pending_milli_[job.tenant.value] += job.total_milli_gpu();
+  workload_.push_back(std::move(sj));
+  JobTrack track;
+  track.service = k;
+  track.pending_since = now;
+  tracks_.push_back(std::move(track));
+  SimJobResult result;
+  result.id = JobId{id};
+  result.predicted_runtime = sched_.prediction(JobId{id})->runtime;
+  run_.jobs.push_back(std::move(result));
+  service.replicas.push_back(id);
+  service.all.push_back(id);
+  return {};
+}
+
+Result<void> Simulation::stop_replica(std::uint32_t i, Seconds now) {
+  JobTrack& track = tracks_[i];
+  const SimJob& sj = workload_[i];
+  SimJobResult& result = run_.jobs[i];
+  if (track.running) {
+    if (market_) {
+      market_->add_useful(sj.job.total_milli_gpu(), now - track.segment_start);
+      market_hook(market_->stop(sj.job.id, now));
+    }
+    stop_segment(track, result, now);
+    if (auto ok = sched_.finish(sj.job.id, now, std::nullopt); !ok) {
+      return fail("service replica " + sj.name, ok.error().message());
+    }
+  } else {
+    if (auto ok = sched_.withdraw(sj.job.id, now); !ok) {
+      return fail("service replica " + sj.name, ok.error().message());
+    }
+    result.queue_seconds += now - track.pending_since;
+    pending_milli_[sj.job.tenant.value] -= sj.job.total_milli_gpu();
+  }
+  result.end = now;
+  track.draining_until.reset();
+  std::vector<std::uint32_t>& replicas = services_[*track.service].replicas;
+  replicas.erase(std::remove(replicas.begin(), replicas.end(), i), replicas.end());
+  return {};
+}
+
+Result<bool> Simulation::service_tick(std::uint32_t k, Seconds now) {
+  const SimServiceSpec& spec = settings_.services[k];
+  ServiceRun& service = services_[k];
+  if (now >= spec.end) {
+    const std::vector<std::uint32_t> replicas = service.replicas;
+    for (const std::uint32_t id : replicas) {
+      if (auto ok = stop_replica(id, now); !ok) return std::unexpected(ok.error());
+    }
+    return !replicas.empty();
+  }
+  std::vector<ReplicaView> views;
+  int ready = 0;
+  int held = 0;
+  for (const std::uint32_t id : service.replicas) {
+    const ReplicaPhase phase = replica_phase(id, now);
+    views.push_back({id, phase, workload_[id].job.submit_time});
+    ready += phase == ReplicaPhase::kReady ? 1 : 0;
+    held += tracks_[id].running ? 1 : 0;
+  }
+  const double rate = rate_at(spec.rate, now);
+  const Seconds length = std::min(spec.tick, spec.end - now);
+  ServiceTick tick;
+  tick.time = now;
+  tick.rate = rate;
+  tick.ready = ready;
+  tick.p95_ms = service_p95_ms(spec, rate, ready);
+  tick.oracle = oracle_replicas(spec, rate);
+  SimServiceResult& result = service.result;
+  result.seconds += length;
+  if (!tick.p95_ms || *tick.p95_ms > spec.scaler.target) result.seconds_above_target += length;
+  result.oracle_replica_hours += static_cast<double>(tick.oracle * length) / 3600.0;
+  result.max_replicas_held = std::max(result.max_replicas_held, held);
+
+  service.scaler.observe(observe_service(spec, now, rate, ready, service.rng));
+  const int live = live_replicas(views);
+  const ScaleDecision decision = service.scaler.decide(now, live);
+  tick.wanted = decision.wanted;
+  if (decision.wanted != live) {
+    ++result.decisions;
+    result.last_reason = decision.reason;
+  }
+  const ReplicaPlan plan = plan_replicas(views, decision.wanted);
+  for (int n = 0; n < plan.add; ++n) {
+    if (auto ok = submit_replica(k, now); !ok) return std::unexpected(ok.error());
+  }
+  for (const auto* ids : {&plan.withdraw, &plan.stop}) {
+    for (const std::uint32_t id : *ids) {
+      if (auto ok = stop_replica(id, now); !ok) return std::unexpected(ok.error());
+    }
+  }
+  for (const std::uint32_t id : plan.drain) {
+    tracks_[id].draining_until = now + spec.drain;
+    events_.push({now + spec.drain, kReplicaStop, id, 0});
+  }
+  tick.live = live_replicas(views) + plan.add -
+              static_cast<int>(plan.withdraw.size() + plan.stop.size() + plan.drain.size());
+  result.ticks.push_back(tick);
+  events_.push({now + length, kServiceTick, k, 0});
+  return plan.add > 0 || !plan.withdraw.empty() || !plan.stop.empty();
 }
 
 void Simulation::summarise(Seconds end) {
@@ -666,6 +891,10 @@ void Simulation::summarise(Seconds end) {
   s.predictor_median_abs_error_s = errors_.median_abs_error();
   s.baseline_median_abs_error_s = errors_.baseline_median_abs_error();
   s.pending_seconds = sched_.pending_seconds_total();
+  for (const long double milli_seconds : training_outside_) {
+    s.tenant_training_gpu_hours_outside_windows.push_back(
+        static_cast<double>(milli_seconds / (kMilliPerGpu * 3600.0L)));
+  }
   s.class_gpu_hours_in_horizon.assign(4, 0.0);
   for (int c = 0; c < 4; ++c) {
     s.class_gpu_hours_in_horizon[c] =

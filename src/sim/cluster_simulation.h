@@ -17,6 +17,10 @@
 //     sees the same jobs.
 //   - Samples every `sample_interval` seconds show the state after every event before that time.
 //   - The run ends when no event is left. Jobs still pending then never fit (counted apart).
+//   - Services (sim/service_model.h) tick every `tick` seconds over their [start, end): their
+//     replicas report, the core autoscaler decides, and replicas are submitted (one task, placed
+//     with the service's spread), withdrawn, stopped or drained as core/service_replicas.h plans.
+//     Replicas run until stopped; at a service's end all its replicas stop.
 //   - With a market, the meter is advanced to each event's time before anything changes; useful
 //     work is what a job keeps (its trace duration when it finishes, work up to its stop when a
 //     cap stops it), in GPU-seconds at ideal placement: time lost to preemption and slow
@@ -35,6 +39,7 @@
 #include "core/pool.h"
 #include "core/scheduler.h"
 #include "core/tenants.h"
+#include "sim/service_model.h"
 #include "sim/sim_market.h"
 
 namespace tidepool {
@@ -64,10 +69,14 @@ struct ClusterSimSettings {
   // Training GPU-hours are also totalled over [0, horizon) (0: up to the last submit time), to
   // compare runs with and without other work in the pool.
   Seconds horizon = 0;
+  // Training GPU-hours outside windows are totalled over [measure_from, horizon).
+  Seconds measure_from = 0;
   // The internal market (sim/sim_market.h): when set, every job is charged at the price in force
   // (loan jobs at the emergency class), lenders are credited, budgets hold tenants back, and the
   // run's cost figures are reported.
   std::optional<SimMarketSettings> market;
+  // Inference services beside the workload; their replicas get job ids after it (and the loans).
+  std::vector<SimServiceSpec> services;
 };
 
 // What happened to one job.
@@ -149,6 +158,8 @@ struct SimSummary {
   // Per job class: GPU-hours allocated in [0, horizon), and the most a job of the class waited
   // while a tidal window for it was open (seconds; -1 when no such job).
   std::vector<double> class_gpu_hours_in_horizon;  // indexed by JobClass
+  // Per tenant (book order): training GPU-hours in [0, horizon) while no tidal window was open.
+  std::vector<double> tenant_training_gpu_hours_outside_windows;
   Seconds inference_max_wait_in_window_s = -1;
   std::vector<SimLoanResult> loans;
 };
@@ -159,6 +170,8 @@ struct ClusterSimRun {
   std::vector<SimJobResult> jobs;  // by job id
   std::vector<SimSample> samples;
   std::vector<std::string> tenant_names;
+  std::vector<SimServiceResult> services;  // in the order of the settings' services
+  std::vector<SimJob> replica_jobs;        // the services' replicas, by id after the loans' jobs
 };
 
 // Runs `workload` (plus `loans`) on `pool` under `config`. Fails on a workload that is not

@@ -115,6 +115,62 @@ TEST(ClusterSimulation, SameInputSameRun) {
   EXPECT_EQ(a.summary.finished, 40);
 }
 
+// A service of tenant A on the two nodes: its rate steps from 20/s to 100/s for two hours and
+// back. The replicas follow: the count meets the p95 target but for the minutes a step up takes
+// (start-up included), spread one per node first, and drained back down after the step.
+TEST(ClusterSimulation, AServicesReplicasFollowItsRate) {
+  SimServiceSpec service;
+  service.name = "chat";
+  service.tenant = TenantId{0};
+  service.queue = QueueId{0};
+  service.replica = *make_task_shape(1, 1000, 1000, 1024);
+  service.slots = 2;
+  service.service_s = 0.1;
+  service.startup = 30;
+  service.drain = 10;
+  service.scaler.metric = ScaleMetric::kP95LatencyMs;
+  service.scaler.target = 500;
+  service.scaler.min_replicas = 1;
+  service.scaler.max_replicas = 16;
+  service.rate.trough = service.rate.peak = 20;
+  service.rate.bursts = {{3600, 7200, 5.0}};
+  service.start = 0;
+  service.end = 4 * 3600;
+  ClusterSimSettings settings;
+  settings.services = {service};
+  const std::vector<SimJob> none;
+  auto result = run_cluster_simulation(two_nodes(), two_tenants(), *scheduler_policy("tidepool"),
+                                       none, {}, settings);
+  ASSERT_TRUE(result.has_value()) << result.error().message();
+  ASSERT_EQ(result->services.size(), 1U);
+  const SimServiceResult& s = result->services[0];
+  EXPECT_EQ(s.seconds, 4 * 3600);
+  // Above the target only while the step up is answered: at most a few minutes of 4 h.
+  EXPECT_GT(s.seconds_above_target, 0);
+  EXPECT_LT(s.seconds_above_target, 300);
+  const int low = oracle_replicas(service, 20);
+  const int high = oracle_replicas(service, 100);
+  ASSERT_LT(low, high);
+  EXPECT_EQ(s.max_replicas_held, std::max(high, s.max_replicas_held));
+  EXPECT_GE(s.max_replicas_held, high);
+  // The oracle's replica-hours, and the autoscaler's within a fifth of them.
+  EXPECT_NEAR(s.oracle_replica_hours, 2.0 * low + 2.0 * high, 1e-9);
+  EXPECT_LT(s.replica_hours, 1.2 * s.oracle_replica_hours);
+  // Before the step, and again an hour after it, the count is the oracle's.
+  for (const ServiceTick& t : s.ticks) {
+    if (t.time == 3500 || t.time == 4 * 3600 - 100) {
+      EXPECT_EQ(t.live, low) << t.time;
+    }
+    if (t.time == 3 * 3600) {
+      EXPECT_EQ(t.live, high) << t.time;
+    }
+  }
+  // Every replica stopped at the end; the replicas are in the run's jobs, named by the service.
+  ASSERT_FALSE(result->replica_jobs.empty());
+  EXPECT_EQ(result->replica_jobs.front().name, "chat-1");
+  for (const SimJobResult& job : result->jobs) EXPECT_TRUE(job.end.has_value());
+}
+
 TEST(ClusterSimulation, RefusesAWorkloadNotIndexedById) {
   std::vector<SimJob> jobs = {eight_gpus(5, TenantId{0}, 0, 10)};
   auto config = scheduler_policy("tidepool");

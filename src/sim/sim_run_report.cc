@@ -36,6 +36,17 @@ Json optional_json(const std::optional<Seconds>& value) {
 
 }  // namespace
 
+void write_services_csv(std::ostream& out, const ClusterSimRun& run) {
+  out << "service,time_s,rate_rps,ready,live,wanted,oracle,p95_ms\n";
+  for (const SimServiceResult& service : run.services) {
+    for (const ServiceTick& t : service.ticks) {
+      out << fmt::format("{},{},{:.3f},{},{},{},{},{}\n", csv_field(service.name), t.time, t.rate,
+                         t.ready, t.live, t.wanted, t.oracle,
+                         t.p95_ms ? std::to_string(*t.p95_ms) : std::string());
+    }
+  }
+}
+
 void write_jobs_csv(std::ostream& out, const ClusterSimRun& run, std::span<const SimJob> workload,
                     std::span<const SimLoan> loans) {
   out << "job,name,tenant,class,gpus,submit_s,start_s,end_s,queue_s,preemptions,lost_gpu_seconds,"
@@ -58,6 +69,13 @@ void write_jobs_csv(std::ostream& out, const ClusterSimRun& run, std::span<const
       tenant = loans[k].tenant;
       milli = std::int64_t{loans[k].gpus} * kMilliPerGpu;
       submit = loans[k].start;
+    } else if (const std::size_t replica = k - loans.size(); replica < run.replica_jobs.size()) {
+      const SimJob& job = run.replica_jobs[replica];
+      name = job.name;
+      tenant = job.job.tenant;
+      job_class = job.job.job_class;
+      milli = job.job.total_milli_gpu();
+      submit = job.job.submit_time;
     }
     out << fmt::format(
         "{},{},{},{},{},{},{},{},{},{},{},{},{},{:.4f},{:.4f},{:.4f},{},{}\n", r.id.value,
@@ -152,6 +170,32 @@ std::string summary_json_text(const ClusterSimRun& run, std::string_view policy)
                          {"end_s", loan.end},
                          {"held_after_end_gpus", gpus_value(loan.held_after_end_milli)}});
   }
+  Json services = Json::array();
+  for (const SimServiceResult& service : run.services) {
+    const double hours = static_cast<double>(service.seconds) / 3600.0;
+    services.push_back(Json{
+        {"name", service.name},
+        {"p95_target_ms", service.target_ms},
+        {"hours", hours},
+        {"above_target_share", service.seconds > 0
+                                   ? static_cast<double>(service.seconds_above_target) /
+                                         static_cast<double>(service.seconds)
+                                   : 0.0},
+        {"replica_hours", service.replica_hours},
+        {"gpu_hours", service.gpu_hours},
+        {"oracle_replica_hours", service.oracle_replica_hours},
+        {"replica_hours_over_oracle", service.oracle_replica_hours > 0
+                                          ? service.replica_hours / service.oracle_replica_hours
+                                          : 0.0},
+        {"max_replicas_held", service.max_replicas_held},
+        {"scale_decisions", service.decisions},
+        {"last_decision", service.last_reason}});
+  }
+  Json training_outside = Json::object();
+  for (std::size_t t = 0;
+       t < s.tenant_training_gpu_hours_outside_windows.size() && t < run.tenant_names.size(); ++t) {
+    training_outside[run.tenant_names[t]] = s.tenant_training_gpu_hours_outside_windows[t];
+  }
   Json tenant_ratios = Json::object();
   for (std::size_t t = 0; t < s.tenant_guarantee_ratio.size() && t < run.tenant_names.size(); ++t) {
     tenant_ratios[run.tenant_names[t]] = s.tenant_guarantee_ratio[t];
@@ -196,6 +240,8 @@ std::string summary_json_text(const ClusterSimRun& run, std::string_view policy)
                                              ? Json(nullptr)
                                              : Json(s.inference_max_wait_in_window_s)},
       {"loans", loans},
+      {"tenant_training_gpu_hours_outside_windows", training_outside},
+      {"services", services},
       {"cost", cost_json(run)},
   };
   return summary.dump(2) + '\n';
@@ -230,6 +276,13 @@ Result<std::string> write_sim_run_report(const std::string& dir, std::string_vie
   if (run.cost) {
     if (auto ok =
             write(folder / "costs.csv", [&](std::ostream& out) { write_costs_csv(out, run); });
+        !ok) {
+      return std::unexpected(ok.error());
+    }
+  }
+  if (!run.services.empty()) {
+    if (auto ok = write(folder / "services.csv",
+                        [&](std::ostream& out) { write_services_csv(out, run); });
         !ok) {
       return std::unexpected(ok.error());
     }

@@ -10,6 +10,7 @@
 //                  SimJobResult::comm_share. The job of loan k (0-based; its id is
 //                  workload size + k, as the simulator numbers them) is named "loan-<k+1>", as the
 //                  simulator names it, of class training, submitted at the loan's start.
+//                  The services' replicas follow, named "<service>-<n>".
 //   timeline.csv   one row per sample: time_s, gpus_<tenant> (allocated GPUs, one column per
 //                  tenant in book order), allocated_gpus, queued, running, free_gpus,
 //                  fragmented_gpus, fragmentation (= fragmented_gpus / free_gpus, 0 when none
@@ -17,11 +18,17 @@
 //   costs.csv      with a market only: one row per tenant (book order): tenant, charges,
 //                  lending_credits, net (credits - charges), budget_alerts, budget_exhaustions,
 //                  budget_held_h, spend_anomalies; money with 2 decimals.
+//   services.csv   with services only: one row per service tick: service, time_s, rate_rps (the
+//                  true rate, 3 decimals), ready, live (not draining), wanted (the autoscaler's),
+//                  oracle (the fewest replicas meeting the target at that rate), p95_ms (empty:
+//                  overloaded or none ready).
 //   summary.json   the SimSummary figures under their own names, pending_seconds keyed by
 //                  pending_kind_name, tenant_guarantee_ratio keyed by tenant name,
 //                  class_gpu_hours_in_horizon keyed by job_class_name,
 //                  inference_max_wait_in_window_s null when no such job (-1), the loans with
-//                  served_after_s null when never served, the policy's name, and "cost": null
+//                  served_after_s null when never served, training GPU-hours outside windows
+//                  keyed by tenant, the services' figures (share of the time above the p95
+//                  target, replica-hours against the oracle's), the policy's name, and "cost": null
 //                  without a market, else the SimCost figures (money as text with 2 decimals,
 //                  GPU-hours as numbers) with per-tenant charges and credits.
 //
@@ -45,6 +52,7 @@ void write_jobs_csv(std::ostream& out, const ClusterSimRun& run, std::span<const
                     std::span<const SimLoan> loans);
 void write_timeline_csv(std::ostream& out, const ClusterSimRun& run);
 void write_costs_csv(std::ostream& out, const ClusterSimRun& run);
+void write_services_csv(std::ostream& out, const ClusterSimRun& run);
 // summary.json's text (indented, ending with a newline).
 std::string summary_json_text(const ClusterSimRun& run, std::string_view policy);
 

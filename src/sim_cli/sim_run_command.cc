@@ -27,6 +27,7 @@
 #include "sim/inference_generator.h"
 #include "sim/philly_trace.h"
 #include "sim/philly_workload.h"
+#include "sim/services_file.h"
 #include "sim/sim_run_report.h"
 #include "sim_cli/pool_source.h"
 #include "sim_cli/trace_source.h"
@@ -48,6 +49,9 @@ struct RunOptions {
   std::vector<std::string> windows;
   std::string inference;
   std::string inference_tenant = "inference";
+  std::string services;
+  std::string services_from;
+  std::string until;
   std::vector<std::string> loans;
   std::int64_t limit_jobs = 0;
   Seconds horizon = 0;
@@ -186,6 +190,41 @@ void add_cost_rows(TextTable& table, std::span<const ClusterSimRun> runs,
 }
 
 // Per tenant: charges / lending credits under each policy.
+// Per service: its latency against the target, its replica-hours against the oracle's; per tenant:
+// the training GPU-hours outside windows with the services against `without` them.
+void print_services(std::string_view policy, const ClusterSimRun& run,
+                    const ClusterSimRun& without) {
+  std::cout << fmt::format("\nServices under {} (p95 from the M/M/c model of each tick)\n", policy);
+  std::cout << fmt::format("{:<16} {:>10} {:>12} {:>14} {:>16} {:>10} {:>10} {:>12}\n", "service",
+                           "target ms", "above (%)", "replica-h", "oracle replica-h", "x oracle",
+                           "GPU-h", "most held");
+  for (const SimServiceResult& s : run.services) {
+    const double above = s.seconds > 0 ? 100.0 * static_cast<double>(s.seconds_above_target) /
+                                             static_cast<double>(s.seconds)
+                                       : 0.0;
+    const double ratio = s.oracle_replica_hours > 0 ? s.replica_hours / s.oracle_replica_hours : 0;
+    std::cout << fmt::format(
+        "{:<16} {:>10} {:>12.3f} {:>14.1f} {:>16.1f} {:>10.3f} {:>10.1f} {:>12}\n", s.name,
+        s.target_ms, above, s.replica_hours, s.oracle_replica_hours, ratio, s.gpu_hours,
+        s.max_replicas_held);
+  }
+  std::cout << "\nTraining GPU-hours outside tidal windows, with the services and without\n";
+  std::cout << fmt::format("{:<16} {:>14} {:>14} {:>10}\n", "tenant", "with", "without", "kept");
+  const auto& with_hours = run.summary.tenant_training_gpu_hours_outside_windows;
+  const auto& without_hours = without.summary.tenant_training_gpu_hours_outside_windows;
+  double with_total = 0;
+  double without_total = 0;
+  for (std::size_t t = 0; t < with_hours.size() && t < without_hours.size(); ++t) {
+    with_total += with_hours[t];
+    without_total += without_hours[t];
+    if (without_hours[t] <= 0) continue;
+    std::cout << fmt::format("{:<16} {:>14.1f} {:>14.1f} {:>10.3f}\n", run.tenant_names[t],
+                             with_hours[t], without_hours[t], with_hours[t] / without_hours[t]);
+  }
+  std::cout << fmt::format("{:<16} {:>14.1f} {:>14.1f} {:>10.3f}\n", "all", with_total,
+                           without_total, without_total > 0 ? with_total / without_total : 0.0);
+}
+
 void print_tenant_costs(std::span<const std::string> policies, std::span<const ClusterSimRun> runs,
                         const std::string& currency) {
   if (runs.empty() || !runs.front().cost) return;
@@ -375,14 +414,24 @@ Result<void> run_sim_run(const RunOptions& options) {
   if (!cluster) return std::unexpected(cluster.error());
   auto spec = load_tenants_yaml(options.tenants, cluster->models);
   if (!spec) return std::unexpected(spec.error());
-  if (inference) {
+  std::vector<ServiceEntry> services;
+  if (!options.services.empty()) {
+    auto loaded = load_services_yaml(options.services, cluster->models);
+    if (!loaded) return fail("--services", loaded.error().message());
+    services = std::move(*loaded);
+  }
+  // The tenants of generated work, added to the first org when the tenants file lacks them.
+  std::vector<std::string> added_tenants;
+  if (inference) added_tenants.push_back(options.inference_tenant);
+  for (const ServiceEntry& service : services) added_tenants.push_back(service.tenant);
+  for (const std::string& name : added_tenants) {
     bool known = false;
     for (const OrgSpec& org : spec->orgs) {
-      for (const TenantSpec& t : org.tenants) known = known || t.name == options.inference_tenant;
+      for (const TenantSpec& t : org.tenants) known = known || t.name == name;
     }
     if (!known) {
       TenantSpec tenant;
-      tenant.name = options.inference_tenant;
+      tenant.name = name;
       spec->orgs.front().tenants.push_back(std::move(tenant));
     }
   }
@@ -401,6 +450,24 @@ Result<void> run_sim_run(const RunOptions& options) {
   if (options.limit_jobs > 0 && static_cast<std::size_t>(options.limit_jobs) < workload->size()) {
     workload->resize(static_cast<std::size_t>(options.limit_jobs));
   }
+  // Times from the trace's first submit (sim time 0).
+  const auto trace_time = [](const std::string& text, const char* flag) -> Result<Seconds> {
+    if (text.empty()) return Seconds{0};
+    auto seconds = parse_duration(text, kMaxLoanSeconds);
+    if (!seconds) return fail(flag, seconds.error().reason);
+    return *seconds;
+  };
+  auto until = trace_time(options.until, "--until");
+  if (!until) return std::unexpected(until.error());
+  if (*until > 0) {
+    // The jobs are in submit order: keep those submitted before `until`.
+    const auto first_after =
+        std::find_if(workload->begin(), workload->end(),
+                     [&](const SimJob& job) { return job.job.submit_time >= *until; });
+    workload->erase(first_after, workload->end());
+  }
+  auto services_from = trace_time(options.services_from, "--services-from");
+  if (!services_from) return std::unexpected(services_from.error());
   const std::size_t trace_jobs = workload->size();
   const Seconds last_submit = workload->empty() ? 0 : workload->back().job.submit_time;
   const Seconds day_offset =
@@ -451,6 +518,29 @@ Result<void> run_sim_run(const RunOptions& options) {
   ClusterSimSettings settings;
   settings.seed = options.seed;
   settings.horizon = options.horizon;
+  const Seconds services_end = options.horizon > 0 ? options.horizon
+                               : *until > 0        ? *until
+                                                   : std::max<Seconds>(last_submit, 1);
+  if (!services.empty()) {
+    if (*services_from >= services_end) {
+      return fail("--services-from",
+                  fmt::format("{} is not before the services' end {} (--horizon, --until or the "
+                              "last submit)",
+                              format_duration(*services_from), format_duration(services_end)));
+    }
+    settings.measure_from = *services_from;
+    if (settings.horizon == 0) settings.horizon = services_end;
+  }
+  for (std::size_t k = 0; k < services.size(); ++k) {
+    SimServiceSpec service = services[k].spec;
+    service.tenant = *book->find_tenant(services[k].tenant);
+    service.queue = book->queues_of(service.tenant).front();
+    service.rate.day_offset = day_offset;
+    service.start = *services_from;
+    service.end = services_end;
+    service.seed = options.seed + k;
+    settings.services.push_back(std::move(service));
+  }
   std::string currency = "credits";
   // Burst thresholds to run (nullopt: no bursting); one entry without --burst-sweep.
   std::vector<std::optional<Seconds>> thresholds = {std::nullopt};
@@ -553,6 +643,17 @@ Result<void> run_sim_run(const RunOptions& options) {
       if (!folder) return std::unexpected(folder.error());
       std::cerr << fmt::format("policy {}: {} jobs in {:.1f} s\n", folder_name, run->jobs.size(),
                                run->summary.wall_seconds);
+      if (!settings.services.empty()) {
+        ClusterSimSettings without = settings;
+        without.services.clear();
+        auto baseline = run_cluster_simulation(*pool, *book, *config, *workload, loans, without);
+        if (!baseline) {
+          return fail(
+              fmt::format("policy {} without services: {}", folder_name, baseline.error().field),
+              baseline.error().reason);
+        }
+        print_services(folder_name, *run, *baseline);
+      }
       folders.push_back(folder_name);
       if (sweep) {
         swept.push_back(std::move(*run));
@@ -615,6 +716,18 @@ void add_sim_run_command(CLI::App& sim, int* exit_code) {
   command->add_option("--inference", options->inference,
                       "run a diurnal inference service beside the trace: peak[:trough] GPUs "
                       "(trough default peak/8), day 08:00-24:00, 10-minute steps");
+  command
+      ->add_option("--services", options->services,
+                   "inference services to run beside the trace (YAML: replicas, p95 target, "
+                   "autoscaling, request rate); over [0, --horizon) or to the last submit. "
+                   "Writes services.csv and compares training with a run without them")
+      ->check(CLI::ExistingFile);
+  command->add_option("--services-from", options->services_from,
+                      "start the services this long after the trace's first submit (e.g. 30d; "
+                      "training outside windows is compared from then on)");
+  command->add_option("--until", options->until,
+                      "only the jobs submitted within this long of the trace's first submit "
+                      "(e.g. 37d)");
   command
       ->add_option("--inference-tenant", options->inference_tenant,
                    "tenant of the inference service (added to the first org if the tenants file "
