@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "api/job_spec.h"
+#include "config/duration_text.h"
 
 namespace tidepool::body_fields {
 namespace {
@@ -183,6 +184,28 @@ Result<void> check_map(const Json& value, const std::string& path, std::size_t m
     return fail(path, fmt::format("has {} {}; at most {}", value.size(), what, max_entries));
   }
   return {};
+}
+
+Result<std::int64_t> read_duration_in(const Json& value, const std::string& path, std::int64_t min,
+                                      std::int64_t max) {
+  std::int64_t seconds = 0;
+  if (value.is_string()) {
+    auto parsed = parse_duration(value.get_ref<const std::string&>(), max);
+    if (!parsed) return fail(path, parsed.error().reason);
+    seconds = *parsed;
+  } else if (value.is_number()) {
+    auto parsed = read_integer(value, path, 0, max);
+    if (!parsed) return parsed;
+    seconds = *parsed;
+  } else {
+    return fail(path,
+                "expected a duration such as \"30m\" or whole seconds, got " + describe(value));
+  }
+  if (seconds < min) {
+    return fail(path, min == 1 ? std::string("must be longer than 0s")
+                               : fmt::format("must be at least {}s", min));
+  }
+  return seconds;
 }
 
 }  // namespace tidepool::body_fields

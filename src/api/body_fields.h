@@ -66,6 +66,11 @@ Result<std::string> read_name(const Json& value, const std::string& path);
 Result<std::string> read_word(const Json& value, const std::string& path,
                               std::initializer_list<std::string_view> words);
 
+// A duration in [min, max] seconds: a string as parse_duration reads it ("30m", "1h30m") or whole
+// seconds as an integer.
+Result<std::int64_t> read_duration_in(const Json& value, const std::string& path, std::int64_t min,
+                                      std::int64_t max);
+
 // A list (JSON array) of at most `max_items` items; `what` names the items ("command words").
 Result<void> check_list(const Json& value, const std::string& path, std::size_t max_items,
                         std::string_view what);
@@ -97,6 +102,13 @@ Result<void> read_optional(const Json& object, const std::string& path, std::str
 inline auto integer_in(std::int64_t min, std::int64_t max) {
   return [min, max](const Json& value, const std::string& path) {
     return read_integer(value, path, min, max);
+  };
+}
+
+// A reader for read_optional: read_duration_in with the bounds given.
+inline auto duration_in(std::int64_t min, std::int64_t max) {
+  return [min, max](const Json& value, const std::string& path) {
+    return read_duration_in(value, path, min, max);
   };
 }
 

@@ -338,21 +338,7 @@ Result<Micros> read_money(const Json& value, const std::string& path) {
 }
 
 Result<Seconds> read_duration(const Json& value, const std::string& path) {
-  Seconds seconds = 0;
-  if (value.is_string()) {
-    auto parsed = parse_duration(value.get_ref<const std::string&>());
-    if (!parsed) return fail(path, parsed.error().reason);
-    seconds = *parsed;
-  } else if (value.is_number()) {
-    auto parsed = body_fields::read_integer(value, path, 0, kMaxDuration);
-    if (!parsed) return parsed;
-    seconds = *parsed;
-  } else {
-    return fail(path,
-                "expected a duration such as \"30m\" or whole seconds, got " + describe(value));
-  }
-  if (seconds == 0) return fail(path, "must be longer than 0s");
-  return seconds;
+  return body_fields::read_duration_in(value, path, 1, kMaxDuration);
 }
 
 Result<JobClass> read_job_class(const Json& value, const std::string& path) {
@@ -492,6 +478,50 @@ Result<std::map<std::string, std::string>> read_labels(const Json& value, const 
                          });
 }
 
+// `kind` and, for a service, its block and what a service's spec may not hold.
+Result<void> read_service_kind(const Json& value, JobSpec& spec) {
+  std::string kind = "job";
+  if (auto ok =
+          body_fields::read_optional(value, "", "kind", kind,
+                                     [](const Json& v, const std::string& p) {
+                                       return body_fields::read_word(v, p, {"job", "service"});
+                                     });
+      !ok) {
+    return ok;
+  }
+  const Json* block = body_fields::member(value, "service");
+  if (kind == "job") {
+    if (block != nullptr) return fail("service", "only with kind: service");
+    return {};
+  }
+  if (block == nullptr) {
+    return fail("service",
+                "missing: a service needs its block (replicas and target), e.g. "
+                "service: {max_replicas: 4, target: {p95_latency_ms: 500}}");
+  }
+  auto service = read_service_spec(*block, "service");
+  if (!service) return std::unexpected(service.error());
+  spec.service = std::move(*service);
+  const bool classed = body_fields::member(value, "class") != nullptr;
+  if (classed && spec.job_class != JobClass::kInference) {
+    return fail("class", fmt::format("a service is of class inference, not {}",
+                                     job_class_name(spec.job_class)));
+  }
+  spec.job_class = JobClass::kInference;
+  if (spec.tasks != 1) {
+    return fail("tasks", fmt::format("a service's replica is one task, got {}; scale with "
+                                     "service.max_replicas",
+                                     spec.tasks));
+  }
+  for (auto [key, given] :
+       {std::pair{"array", !spec.array.empty()}, std::pair{"after_ok", !spec.after_ok.empty()},
+        std::pair{"max_runtime", spec.max_runtime.has_value()},
+        std::pair{"runtime_estimate", spec.runtime_estimate.has_value()}}) {
+    if (given) return fail(key, "not for a service, which runs until it is cancelled");
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<std::vector<std::string>> read_job_command(const Json& value, const std::string& path) {
@@ -523,7 +553,7 @@ bool operator==(const JobSpec& a, const JobSpec& b) {
                     s.gpu_milli, s.gpu_models, s.cpu_milli_per_task, s.memory_mib_per_task,
                     s.topology.level, s.topology.strength, s.runtime_estimate, s.max_runtime,
                     s.max_cost, s.preemptible, s.checkpoint_interval, s.command, s.working_dir,
-                    s.env, s.labels, s.after_ok, s.array);
+                    s.env, s.labels, s.after_ok, s.array, s.service);
   };
   return fields(a) == fields(b);
 }
@@ -575,7 +605,9 @@ Result<JobSpec> job_spec_from_json(const nlohmann::json& value) {
                                            "env",
                                            "labels",
                                            "after_ok",
-                                           "array"},
+                                           "array",
+                                           "kind",
+                                           "service"},
                                           false);
       !keys) {
     return std::unexpected(keys.error());
@@ -619,6 +651,7 @@ Result<JobSpec> job_spec_from_json(const nlohmann::json& value) {
       !read) {
     return std::unexpected(read.error());
   }
+  if (auto ok = read_service_kind(value, spec); !ok) return std::unexpected(ok.error());
   if (spec.gpu_milli < 1000 && (spec.tasks != 1 || spec.gpus_per_task != 1)) {
     return fail("gpu_milli", fmt::format("a share of a GPU ({}) needs tasks: 1 and gpus_per_task: "
                                          "1, got tasks: {} and gpus_per_task: {}",
@@ -714,6 +747,10 @@ nlohmann::json job_spec_to_json(const JobSpec& spec) {
   };
   if (!spec.after_ok.empty()) out["after_ok"] = spec.after_ok;
   if (!spec.array.empty()) out["array"] = spec.array;
+  if (spec.service) {
+    out["kind"] = "service";
+    out["service"] = service_spec_to_json(*spec.service);
+  }
   return out;
 }
 

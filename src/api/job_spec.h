@@ -38,6 +38,10 @@
 //   after_ok: [41, 42]         # job ids: it starts only once each of them has succeeded, and is
 //                              #   cancelled if one fails or is cancelled (Slurm's afterok); at
 //                              #   most 100, no repeats; each must exist when it is submitted
+//   kind: job                  # job (default) or service: an inference service whose replicas
+//                              #   are this spec's one task, with a `service` block
+//                              #   (api/service_spec.h: replicas, target, autoscaling, spread,
+//                              #   metrics)
 //
 // Numbers are JSON integers (YAML: plain integers); 1.5, 4.0 or "4" are refused where an integer is
 // expected, and an integer or true is refused where a string is expected (quote it in YAML). A
@@ -58,6 +62,7 @@
 #include <string_view>
 #include <vector>
 
+#include "api/service_spec.h"
 #include "config/duration_text.h"
 #include "core/duration_format.h"
 #include "core/error.h"
@@ -110,6 +115,7 @@ struct JobSpec {
   std::map<std::string, std::string> labels;
   std::vector<std::int64_t> after_ok;  // job ids, in the order given
   std::string array;                   // the indexes of a job array as written; empty: one job
+  std::optional<ServiceSpec> service;  // kind: service
 
   // Field by field. (Not defaulted: TopologyRequirement has no operator==.)
   friend bool operator==(const JobSpec&, const JobSpec&);

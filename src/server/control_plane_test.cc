@@ -268,6 +268,17 @@ TEST_F(ControlPlaneTest, AJobThatCouldNeverRunIsRefusedAtSubmitWithTheCeiling) {
   EXPECT_EQ(submit(job("full", 16, 8)).status, 201);
 }
 
+TEST_F(ControlPlaneTest, AServiceIsRefusedWithWhereToRunItAndNothingIsKept) {
+  JobSpec service = job("chat", 1, 1);
+  service.job_class = JobClass::kInference;
+  service.service = ServiceSpec{};
+  Wire reply = submit(service);
+  EXPECT_EQ(reply.status, 400) << reply.body.dump();
+  EXPECT_EQ(reply.body["field"], "kind");
+  EXPECT_THAT(reply.body["reason"].get<std::string>(), HasSubstr("tidepool sim run --services"));
+  EXPECT_EQ(wire(plane_->list_jobs(kAdmin, JobFilter{})).body["jobs"].size(), 0U);
+}
+
 TEST_F(ControlPlaneTest, SubmittedJobIsStoredAndPlacedInTheSameRound) {
   Wire reply = submit(job("train", 2, 8));
   ASSERT_EQ(reply.status, 201) << reply.body.dump();

@@ -79,6 +79,15 @@ Outcome<const ServerJob*> JobDesk::admit(const Principal& who, JobSpec spec,
   if (auto runnable = check_runnable(job.spec); !runnable) {
     return refuse(Refusal::kInvalid, "invalid job spec", runnable.error());
   }
+  // The server does not yet keep a service's replicas (the simulator does: `tidepool sim run
+  // --services`); a service accepted here would run as one task and never scale.
+  if (job.spec.service) {
+    return refuse(Refusal::kInvalid, "not supported",
+                  Error{"kind",
+                        "this server does not run services yet (their replicas, "
+                        "autoscaling and metrics); submit a replica as a job of class "
+                        "inference, or try the service in `tidepool sim run --services`"});
+  }
   // A job that could never run is refused now rather than left to wait forever.
   if (auto ever = check_can_ever_start(*core, scheduler.pool(),
                                        scheduler.config().quotas ? &scheduler.book() : nullptr);

@@ -1,4 +1,4 @@
-// libFuzzer target: the reader of a replica's Prometheus metrics (agent/replica_metrics.h) on
+// libFuzzer target: the reader of a replica's Prometheus metrics (api/replica_metrics.h) on
 // arbitrary bytes, as a replica's endpoint or metrics file could hold them. It must return an
 // exposition or an Error, never throw or crash; an error names a line within the input (or none)
 // and is short printable text; an exposition keeps within the caps, holds valid names and UTF-8
@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "agent/replica_metrics.h"
+#include "api/replica_metrics.h"
 
 namespace {
 

@@ -48,14 +48,12 @@ sources=(
 # The request body readers, added for the targets that test them.
 server_sources=(
   "${src}/api/agent_wire.cc" "${src}/api/api_bodies.cc" "${src}/api/body_fields.cc"
-  "${src}/api/job_spec.cc"
+  "${src}/api/job_spec.cc" "${src}/api/replica_metrics.cc" "${src}/api/service_spec.cc"
 )
 # The CLI's HTTP response reader.
 client_sources=("${src}/api/http_response.cc")
 # The server's HTTP front end (Boost.Beast, header only) and its target grammar.
 http_sources=("${src}/server/http_server.cc" "${src}/server/http_route.cc")
-# The agent's reader of a replica's Prometheus metrics.
-agent_sources=("${src}/agent/replica_metrics.cc")
 # spdlog as Debian builds it (its pkg-config flags).
 spdlog_flags=(-DSPDLOG_SHARED_LIB -DSPDLOG_COMPILED_LIB -DSPDLOG_FMT_EXTERNAL)
 flags=(
@@ -78,8 +76,7 @@ newest_header="$(find "${src}" -name '*.h' -newer "${fuzz_dir}/libfuzzdeps.a" 2>
 echo "${opt_flags[*]}" > "${fuzz_dir}/obj/flags"
 objects=()
 pids=()
-for source in "${sources[@]}" "${server_sources[@]}" "${client_sources[@]}" "${http_sources[@]}" \
-              "${agent_sources[@]}"; do
+for source in "${sources[@]}" "${server_sources[@]}" "${client_sources[@]}" "${http_sources[@]}"; do
   object="${fuzz_dir}/obj/$(basename "$(dirname "${source}")")_$(basename "${source}" .cc).o"
   objects+=("${object}")
   [[ -z "${newest_header}" && "${object}" -nt "${source}" ]] && continue

@@ -1,4 +1,4 @@
-#include "agent/replica_metrics.h"
+#include "api/replica_metrics.h"
 
 #include <fmt/format.h>
 

@@ -1,6 +1,8 @@
 // What an inference replica says about its load, read from its Prometheus metrics: the requests
 // waiting and in flight, the request rate, and the mean and p95 latency over the last interval,
 // as integers the heartbeat carries and the autoscaler (core/autoscaler.h) reads.
+// Part of the wire (api): the agent scrapes with it, and the server checks a service's metric
+// names with the same table when the service is submitted.
 //
 // Two ways in, one format. The agent scrapes the replica's endpoint (`metrics_port` in the
 // service's template, path /metrics), or, for a replica that serves no HTTP, reads a file the
