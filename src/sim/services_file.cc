@@ -4,12 +4,13 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <limits>
+#include <tuple>
 #include <unordered_map>
 
 #include "config/csv.h"
 #include "config/duration_text.h"
 #include "config/yaml_reader.h"
+#include "core/job.h"
 
 namespace tidepool {
 namespace {
@@ -18,6 +19,7 @@ namespace {
 constexpr std::int64_t kMaxRateMilli = std::int64_t{1'000'000'000};
 constexpr std::int64_t kMaxFactorMilli = 1'000'000;  // a burst multiplies by at most 1000
 constexpr Seconds kMaxServiceTime = 3600;
+constexpr std::uintmax_t kMaxRateTraceBytes = std::uintmax_t{64} << 20;
 
 class ServicesReader : private YamlReader {
  public:
@@ -345,6 +347,14 @@ class ServicesReader : private YamlReader {
   // "seconds,requests_per_second" lines, by time; a first line that is not numbers is a header.
   Result<std::vector<std::pair<Seconds, double>>> read_rate_trace(const std::string& file) const {
     const std::filesystem::path path = std::filesystem::path(folder_) / file;  // absolute: itself
+    // A regular file of bounded size: a device or a pipe named here must not stall the run.
+    std::error_code error;
+    if (!std::filesystem::is_regular_file(path, error)) {
+      return fail(path.string(), "is not a readable regular file");
+    }
+    if (std::filesystem::file_size(path, error) > kMaxRateTraceBytes || error) {
+      return fail(path.string(), fmt::format("is larger than {} MiB", kMaxRateTraceBytes >> 20));
+    }
     auto content = read_file_text(path.string());
     if (!content) return std::unexpected(content.error());
     std::vector<std::pair<Seconds, double>> points;

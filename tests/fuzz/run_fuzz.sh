@@ -43,7 +43,7 @@ sources=(
   "${src}/config/csv.cc" "${src}/sim/openb_trace.cc"
   "${src}/config/cluster_file.cc" "${src}/sim/philly_trace.cc" "${src}/config/tenants_file.cc"
   "${src}/config/yaml_reader.cc" "${src}/config/duration_text.cc" "${src}/config/market_file.cc"
-  "${src}/config/quoted_text.cc"
+  "${src}/config/quoted_text.cc" "${src}/sim/services_file.cc" "${src}/sim/service_model.cc"
 )
 # The request body readers, added for the targets that test them.
 server_sources=(
@@ -111,7 +111,8 @@ fuzz_target() {
   fi
 
   # Seed corpus: the example cluster file, the first lines of the openb lists where present, for
-  # sim_inputs_fuzz a Philly trace head, the example tenants file and two windows, and for the
+  # sim_inputs_fuzz a Philly trace head, the example tenants file, two windows and the example
+  # services file, and for the
   # body targets the example job specs in data/examples (api_bodies_fuzz: and one body of each
   # other kind); for replica_metrics_fuzz a vLLM and a Triton scrape and one of escapes.
   corpus="${fuzz_dir}/corpus/${target}"
@@ -133,7 +134,8 @@ fuzz_target() {
       dict="${repo_root}/tests/fuzz/openb_csv.dict"
       ;;
     sim_inputs_fuzz)
-      # The first byte picks the parser (b % 3): '0' Philly trace, '1' tenants file, '2' window.
+      # The first byte picks the parser (b % 4): '0' Philly trace, '1' tenants file, '2' window,
+      # '3' services file.
       philly="${repo_root}/data/philly/philly-2017-09-10-first-2000.csv"
       [[ -f "${philly}" ]] && { printf '0'; head -n 20 "${philly}"; } > "${corpus}/philly.csv"
       for tenants in "${repo_root}"/data/tenants/*.yaml; do
@@ -142,6 +144,7 @@ fuzz_target() {
       done
       printf '2inference:08:00-24:00:64' > "${corpus}/window-inference"
       printf '2training:22:30-6:00:1' > "${corpus}/window-wrap"
+      { printf '3'; cat "${repo_root}/data/examples/services.yaml"; } > "${corpus}/services"
       dict="${repo_root}/tests/fuzz/sim_inputs.dict"
       ;;
     job_spec_fuzz | api_bodies_fuzz)

@@ -1,10 +1,13 @@
-// libFuzzer target: three more input parsers, chosen by the first input byte (b % 3) and given the
+// libFuzzer target: four more input parsers, chosen by the first input byte (b % 4) and given the
 // rest: 0 the Philly trace reader (sim/philly_trace.h) from a std::istringstream, 1 the tenants
 // file reader (config/tenants_file.h) with a catalog that already knows H100 and P100, 2 the tidal
-// window text form (core/tidal_window.h). They must return a value or an Error, never throw or
-// crash (an exception is not caught here: it aborts the run). A TenantsSpec that reads must be
-// accepted by TenantBook::create with the same catalog, and a window that parses must describe
-// itself and pass make_tidal_window, as their headers promise. Built and run by run_fuzz.sh.
+// window text form (core/tidal_window.h), 3 the services file (sim/services_file.h; a rate trace
+// it names is looked for in a folder that does not exist). A service that reads must have a valid
+// autoscaler spec and a rate that is a number at any time. They must return a value or an Error,
+// never throw or crash (an exception is not caught here: it aborts the run). A TenantsSpec that
+// reads must be accepted by TenantBook::create with the same catalog, and a window that parses must
+// describe itself and pass make_tidal_window, as their headers promise. Built and run by
+// run_fuzz.sh.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +21,7 @@
 #include "core/tenants.h"
 #include "core/tidal_window.h"
 #include "sim/philly_trace.h"
+#include "sim/services_file.h"
 
 namespace {
 
@@ -66,20 +70,41 @@ void fuzz_window(std::string_view text) {
   if (!tidepool::make_tidal_window(*window)) __builtin_trap();  // a parsed window is valid
 }
 
+void fuzz_services(std::string_view text) {
+  tidepool::GpuModelCatalog models;
+  if (!models.intern("P100")) std::abort();
+  auto services =
+      tidepool::parse_services_yaml(text, "fuzz.yaml", "/nonexistent-fuzz-folder", models);
+  if (!services) {
+    if (services.error().message().empty()) std::abort();
+    return;
+  }
+  for (const tidepool::ServiceEntry& service : *services) {
+    if (!tidepool::make_autoscaler_spec(service.spec.scaler)) __builtin_trap();
+    for (const tidepool::Seconds t : {tidepool::Seconds{0}, tidepool::Seconds{86'399}}) {
+      const double rate = tidepool::rate_at(service.spec.rate, t);
+      if (!(rate >= 0)) __builtin_trap();
+    }
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
   const std::string_view rest(reinterpret_cast<const char*>(data) + 1, size - 1);
-  switch (data[0] % 3) {
+  switch (data[0] % 4) {
     case 0:
       fuzz_philly(rest);
       break;
     case 1:
       fuzz_tenants(rest);
       break;
-    default:
+    case 2:
       fuzz_window(rest);
+      break;
+    default:
+      fuzz_services(rest);
       break;
   }
   return 0;
