@@ -52,7 +52,7 @@ Result<void> read_target(const Json& value, const std::string& path, AutoscalerS
                 "concurrency_per_replica");
   }
   const auto entry = value.begin();
-  const std::string key = entry.key();
+  const std::string& key = entry.key();
   const Json& target = entry.value();
   auto metric = parse_scale_metric(key);
   if (!metric) return fail(path, metric.error().reason);
