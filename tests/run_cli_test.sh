@@ -3,7 +3,7 @@
 # 2,000 jobs of the trace) and the 512-GPU Philly cluster shape.
 #
 # Usage: run_cli_test.sh TIDEPOOL_BINARY SOURCE_DIR CASE
-#   CASE is one of: outputs, determinism, compare, inference-loan, market, bad-input.
+#   CASE is one of: outputs, determinism, compare, inference-loan, market, services, bad-input.
 set -euo pipefail
 
 # shellcheck source=cli_test_helpers.sh
@@ -159,8 +159,41 @@ PY
       --tenants "$tenants" --policy tidepool --out "$work/x" \
       --market "$source_dir/data/market/example.yaml" --burst-sweep off,soon
     ;;
+  services)
+    # The example services over the excerpt's last two days (its busiest), a window by day.
+    run_sim "$work/sv" --policy tidepool --services "$source_dir/data/examples/services.yaml" \
+      --services-from 19d --until 21d --window inference:06:00-24:00:48
+    grep -q "^Services under tidepool" "$work/sv.stdout" || fail "no services table"
+    grep -q "^Training GPU-hours outside tidal windows" "$work/sv.stdout" ||
+      fail "no training comparison"
+    python3 - "$work/sv/tidepool" <<'PY'
+import csv, json, sys
+folder = sys.argv[1]
+summary = json.load(open(f"{folder}/summary.json"))
+services = {s["name"]: s for s in summary["services"]}
+assert set(services) == {"chat", "embed"}, services.keys()
+for name, s in services.items():
+    assert abs(s["hours"] - 48) < 1e-9, (name, s["hours"])
+    assert s["above_target_share"] < 0.01, (name, s["above_target_share"])
+    assert 1.0 <= s["replica_hours_over_oracle"] < 1.3, (name, s["replica_hours_over_oracle"])
+rows = list(csv.DictReader(open(f"{folder}/services.csv")))
+assert len(rows) == 2 * 48 * 360, len(rows)
+# Within the example's replica range (2..64) at every tick.
+assert all(2 <= int(r["wanted"]) <= 64 and 2 <= int(r["live"]) <= 64 for r in rows)
+replicas = [r for r in csv.DictReader(open(f"{folder}/jobs.csv")) if r["name"].startswith("chat-")]
+assert replicas and all(r["class"] == "inference" for r in replicas), len(replicas)
+assert summary["tenant_training_gpu_hours_outside_windows"], summary.keys()
+PY
+    ;;
   bad-input)
     common=(sim run --cluster "$cluster" --jobs "$jobs" --tenants "$tenants" --out "$work/x")
+    printf 'services:\n  - {name: a, tenant: t, replica: {service_time: 1s}, rate: {trough: 1, peak: 2}}\n' \
+      >"$work/services.yaml"
+    expect_error "--services" "services[0]" "target" -- "${common[@]}" --policy tidepool \
+      --services "$work/services.yaml"
+    expect_error "--services-from" -- "${common[@]}" --policy tidepool \
+      --services "$source_dir/data/examples/services.yaml" --services-from 30d --until 21d
+    expect_error "--until" -- "${common[@]}" --policy tidepool --until soon
     expect_error "--policy" "unknown policy 'nope'" "fifo-firstfit" "tidepool" -- \
       "${common[@]}" --policy fifo-firstfit,nope
     expect_error "--jobs" "missing.csv" -- sim run --cluster "$cluster" --jobs "$work/missing.csv" \

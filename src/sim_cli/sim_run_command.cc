@@ -719,8 +719,9 @@ void add_sim_run_command(CLI::App& sim, int* exit_code) {
   command
       ->add_option("--services", options->services,
                    "inference services to run beside the trace (YAML: replicas, p95 target, "
-                   "autoscaling, request rate); over [0, --horizon) or to the last submit. "
-                   "Writes services.csv and compares training with a run without them")
+                   "autoscaling, request rate), from --services-from to --horizon, --until or "
+                   "the last submit. Writes services.csv and compares training with a run "
+                   "without them")
       ->check(CLI::ExistingFile);
   command->add_option("--services-from", options->services_from,
                       "start the services this long after the trace's first submit (e.g. 30d; "
