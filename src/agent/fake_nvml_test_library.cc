@@ -11,7 +11,19 @@
 //
 // Two extra functions let a test that opens the same library look inside and inject a failure:
 // tidepool_fake_nvml_init_count() and tidepool_fake_nvml_set_temperature_result(result).
+//
+// MIG: both GPUs start with MIG disabled and no MIG devices. A test configures them through
+//   tidepool_fake_nvml_set_mig_mode(gpu, result, mode)  what nvmlDeviceGetMigMode answers
+//   tidepool_fake_nvml_set_max_mig_devices(gpu, count)  nvmlDeviceGetMaxMigDeviceCount (default 7)
+//   tidepool_fake_nvml_add_mig_device(gpu, index, profile, start, memory_mib)
+//       MIG device `index` (0..7) named "<GPU name> MIG <profile>", UUID
+//       "MIG-fake-<gpu>-<index>", on GPU instance id 10 + index placed at memory slice `start`
+//   tidepool_fake_nvml_reset_mig()  back to the start
+// MIG device handles answer nvmlDeviceGetName, _GetUUID and _GetMemoryInfo. Built with
+// TIDEPOOL_FAKE_NVML_WITHOUT_MIG (the fake_nvml_without_mig library), it lacks the MIG functions
+// of NVML, as drivers before R450 do; the configuration functions are still there.
 #include <cstring>
+#include <string>
 #include <type_traits>
 
 #include "agent/nvml_api.h"
@@ -37,11 +49,20 @@ struct nvmlDevice_st {
   int link_peer;  // index of the GPU the active links lead to
 };
 
+constexpr unsigned int kGpus = 2;
+constexpr unsigned int kMigSlots = 8;
+
+struct nvmlGpuInstance_st {
+  unsigned int gpu;
+  unsigned int id;
+  unsigned int start;
+};
+
 namespace {
 
 constexpr unsigned long long kMib = 1024 * 1024;
 
-nvmlDevice_st devices[2] = {
+nvmlDevice_st devices[kGpus] = {
     {"NVIDIA H100 80GB HBM3",
      "GPU-0b8d0c3e-1f2a-4d5e-9a7b-000000000001",
      "00000000:1B:00.0",
@@ -74,13 +95,40 @@ nvmlDevice_st devices[2] = {
 int init_count = 0;
 nvmlReturn_t temperature_result = NVML_SUCCESS;
 
-// The device behind `handle`, or nullptr when NVML is not initialized or the handle is not ours.
+struct MigState {
+  nvmlReturn_t mode_result = NVML_SUCCESS;
+  unsigned int mode = NVML_DEVICE_MIG_DISABLE;
+  unsigned int max_devices = 7;
+  bool present[kMigSlots] = {};
+  std::string names[kMigSlots];
+  std::string uuids[kMigSlots];
+  nvmlDevice_st devices[kMigSlots] = {};
+  nvmlGpuInstance_st instances[kMigSlots] = {};
+};
+MigState mig[kGpus];
+
+// The device behind `handle` (a GPU or a MIG device), or nullptr when NVML is not initialized or
+// the handle is not ours.
 nvmlDevice_st* device_of(nvmlDevice_t handle) {
   if (init_count == 0) return nullptr;
   for (nvmlDevice_st& device : devices) {
     if (handle == &device) return &device;
   }
+  for (MigState& state : mig) {
+    for (unsigned int i = 0; i < kMigSlots; ++i) {
+      if (state.present[i] && handle == &state.devices[i]) return &state.devices[i];
+    }
+  }
   return nullptr;
+}
+
+// The index of GPU `handle` (not a MIG device), or -1.
+[[maybe_unused]] int gpu_of(nvmlDevice_t handle) {
+  if (init_count == 0) return -1;
+  for (unsigned int g = 0; g < kGpus; ++g) {
+    if (handle == &devices[g]) return static_cast<int>(g);
+  }
+  return -1;
 }
 
 nvmlReturn_t bad_handle() {
@@ -145,7 +193,7 @@ nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int* count) {
 
 nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t* device) {
   if (init_count == 0) return NVML_ERROR_UNINITIALIZED;
-  if (index >= 2) return NVML_ERROR_INVALID_ARGUMENT;
+  if (index >= kGpus) return NVML_ERROR_INVALID_ARGUMENT;
   *device = &devices[index];
   return NVML_SUCCESS;
 }
@@ -241,6 +289,104 @@ int tidepool_fake_nvml_init_count() { return init_count; }
 
 void tidepool_fake_nvml_set_temperature_result(nvmlReturn_t result) { temperature_result = result; }
 
+void tidepool_fake_nvml_set_mig_mode(unsigned int gpu, nvmlReturn_t result, unsigned int mode) {
+  if (gpu >= kGpus) return;
+  mig[gpu].mode_result = result;
+  mig[gpu].mode = mode;
+}
+
+void tidepool_fake_nvml_set_max_mig_devices(unsigned int gpu, unsigned int count) {
+  if (gpu < kGpus) mig[gpu].max_devices = count;
+}
+
+void tidepool_fake_nvml_add_mig_device(unsigned int gpu, unsigned int index, const char* profile,
+                                       unsigned int start, unsigned long long memory_mib) {
+  if (gpu >= kGpus || index >= kMigSlots) return;
+  MigState& state = mig[gpu];
+  state.present[index] = true;
+  state.names[index] = std::string(devices[gpu].name) + " MIG " + profile;
+  state.uuids[index] = "MIG-fake-" + std::to_string(gpu) + "-" + std::to_string(index);
+  nvmlDevice_st& device = state.devices[index];
+  device = devices[gpu];
+  device.name = state.names[index].c_str();
+  device.uuid = state.uuids[index].c_str();
+  device.memory_total = memory_mib * kMib;
+  device.memory_used = 0;
+  state.instances[index] = nvmlGpuInstance_st{gpu, 10 + index, start};
+}
+
+void tidepool_fake_nvml_reset_mig() {
+  for (MigState& state : mig) state = MigState{};
+}
+
+#ifndef TIDEPOOL_FAKE_NVML_WITHOUT_MIG
+
+nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t handle, unsigned int* current_mode,
+                                  unsigned int* pending_mode) {
+  const int gpu = gpu_of(handle);
+  if (gpu < 0) return bad_handle();
+  if (mig[gpu].mode_result != NVML_SUCCESS) return mig[gpu].mode_result;
+  *current_mode = mig[gpu].mode;
+  *pending_mode = mig[gpu].mode;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t handle, unsigned int* count) {
+  const int gpu = gpu_of(handle);
+  if (gpu < 0) return bad_handle();
+  *count = mig[gpu].mode == NVML_DEVICE_MIG_ENABLE ? mig[gpu].max_devices : 0;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t handle, unsigned int index,
+                                                 nvmlDevice_t* mig_device) {
+  const int gpu = gpu_of(handle);
+  if (gpu < 0) return bad_handle();
+  if (index >= mig[gpu].max_devices) return NVML_ERROR_INVALID_ARGUMENT;
+  if (index >= kMigSlots || !mig[gpu].present[index]) return NVML_ERROR_NOT_FOUND;
+  *mig_device = &mig[gpu].devices[index];
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t handle, unsigned int* id) {
+  if (device_of(handle) == nullptr) return bad_handle();
+  for (MigState& state : mig) {
+    for (unsigned int i = 0; i < kMigSlots; ++i) {
+      if (state.present[i] && handle == &state.devices[i]) {
+        *id = state.instances[i].id;
+        return NVML_SUCCESS;
+      }
+    }
+  }
+  return NVML_ERROR_INVALID_ARGUMENT;  // a GPU, not a MIG device
+}
+
+nvmlReturn_t nvmlDeviceGetGpuInstanceById(nvmlDevice_t handle, unsigned int id,
+                                          nvmlGpuInstance_t* gpu_instance) {
+  const int gpu = gpu_of(handle);
+  if (gpu < 0) return bad_handle();
+  for (unsigned int i = 0; i < kMigSlots; ++i) {
+    if (mig[gpu].present[i] && mig[gpu].instances[i].id == id) {
+      *gpu_instance = &mig[gpu].instances[i];
+      return NVML_SUCCESS;
+    }
+  }
+  return NVML_ERROR_NOT_FOUND;
+}
+
+nvmlReturn_t nvmlGpuInstanceGetInfo(nvmlGpuInstance_t gpu_instance, nvmlGpuInstanceInfo_t* info) {
+  if (init_count == 0) return NVML_ERROR_UNINITIALIZED;
+  if (gpu_instance == nullptr || info == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  *info = nvmlGpuInstanceInfo_t{};
+  info->device = &devices[gpu_instance->gpu];
+  info->id = gpu_instance->id;
+  info->placement.start = gpu_instance->start;
+  info->placement.size = 1;
+  return NVML_SUCCESS;
+}
+
+#endif  // TIDEPOOL_FAKE_NVML_WITHOUT_MIG
+
 }  // extern "C"
 
 // The functions above have the types that NvmlBackend casts their symbols to.
@@ -265,3 +411,14 @@ static_assert(
 static_assert(std::is_same_v<decltype(&nvmlDeviceGetNvLinkState), nvmlDeviceGetNvLinkState_fn>);
 static_assert(std::is_same_v<decltype(&nvmlDeviceGetNvLinkRemotePciInfo_v2),
                              nvmlDeviceGetNvLinkRemotePciInfo_v2_fn>);
+#ifndef TIDEPOOL_FAKE_NVML_WITHOUT_MIG
+static_assert(std::is_same_v<decltype(&nvmlDeviceGetMigMode), nvmlDeviceGetMigMode_fn>);
+static_assert(
+    std::is_same_v<decltype(&nvmlDeviceGetMaxMigDeviceCount), nvmlDeviceGetMaxMigDeviceCount_fn>);
+static_assert(std::is_same_v<decltype(&nvmlDeviceGetMigDeviceHandleByIndex),
+                             nvmlDeviceGetMigDeviceHandleByIndex_fn>);
+static_assert(std::is_same_v<decltype(&nvmlDeviceGetGpuInstanceId), nvmlDeviceGetGpuInstanceId_fn>);
+static_assert(
+    std::is_same_v<decltype(&nvmlDeviceGetGpuInstanceById), nvmlDeviceGetGpuInstanceById_fn>);
+static_assert(std::is_same_v<decltype(&nvmlGpuInstanceGetInfo), nvmlGpuInstanceGetInfo_fn>);
+#endif

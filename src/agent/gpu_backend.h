@@ -11,8 +11,23 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/mig.h"
 
 namespace tidepool {
+
+// One MIG instance of a partitioned GPU, as discovered: what a task is given when it runs on a
+// slice of a GPU rather than a whole one.
+struct MigDevice {
+  std::string uuid;  // "MIG-..." as NVML and CUDA_VISIBLE_DEVICES name the instance
+  MigProfile profile = MigProfile::k1g10gb;  // the core's profile: "1g.10gb" .. "7g.80gb"
+  int start = 0;                             // its first memory slice, 0..7 (core/mig.h)
+  std::int64_t memory_mib = 0;               // the instance's own device memory
+
+  // The instance as the core's layout rules see it.
+  [[nodiscard]] MigInstance instance() const { return MigInstance{profile, start}; }
+
+  friend bool operator==(const MigDevice&, const MigDevice&) = default;
+};
 
 // One GPU as discovered. Figures that do not change while the machine runs.
 struct GpuInfo {
@@ -27,6 +42,12 @@ struct GpuInfo {
   // Indices of the GPUs this one reaches over NVLink (directly or through NVSwitches), ascending,
   // without itself; empty when it has no NVLink.
   std::vector<int> nvlink_peers;
+  // Whether the GPU is in MIG mode. Then `mig` lists its instances (none yet is possible: MIG on,
+  // nothing created), in the backend's order, and make a layout that check_mig_layout accepts: a
+  // backend reports an Error rather than a layout the core refuses. A GPU in MIG mode runs no task
+  // as a whole GPU.
+  bool mig_enabled = false;
+  std::vector<MigDevice> mig;
 
   friend bool operator==(const GpuInfo&, const GpuInfo&) = default;
 };
@@ -62,6 +83,8 @@ class GpuBackend {
 //                          (loaded and initialized here, so a missing driver is reported now)
 //   "fake:8xH100"          fake GPUs, <count>x<model>; a comma-separated list mixes models
 //   "fake:4xA100,4xH100"   (fake_gpu_backend.h lists the models and their figures)
+//   "fake:2xA100[3g.40gb+2g.20gb],2xH100"
+//                          an entry's GPUs in MIG mode, partitioned into the profiles in brackets
 // `node_seed` (the host name, say) makes fake UUIDs differ between nodes; nvml ignores it.
 // Errors name the field "--gpus" and say what is accepted.
 Result<std::unique_ptr<GpuBackend>> make_gpu_backend(std::string_view spec,

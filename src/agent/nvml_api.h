@@ -16,12 +16,16 @@ inline constexpr nvmlReturn_t NVML_SUCCESS = 0;
 inline constexpr nvmlReturn_t NVML_ERROR_UNINITIALIZED = 1;
 inline constexpr nvmlReturn_t NVML_ERROR_INVALID_ARGUMENT = 2;
 inline constexpr nvmlReturn_t NVML_ERROR_NOT_SUPPORTED = 3;
+inline constexpr nvmlReturn_t NVML_ERROR_NOT_FOUND = 6;
 inline constexpr nvmlReturn_t NVML_ERROR_INSUFFICIENT_SIZE = 7;
 inline constexpr nvmlReturn_t NVML_ERROR_UNKNOWN = 999;
 
 // A GPU, as NVML hands it out; opaque.
 struct nvmlDevice_st;
 using nvmlDevice_t = nvmlDevice_st*;
+// A GPU instance of a GPU in MIG mode (the memory slices a MIG device lives on); opaque.
+struct nvmlGpuInstance_st;
+using nvmlGpuInstance_t = nvmlGpuInstance_st*;
 
 // nvmlEnableState_t
 inline constexpr int NVML_FEATURE_DISABLED = 0;
@@ -34,6 +38,10 @@ inline constexpr int NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1;
 // nvmlEccCounterType_t: volatile counts restart when the driver loads, aggregate ones never.
 inline constexpr int NVML_VOLATILE_ECC = 0;
 inline constexpr int NVML_AGGREGATE_ECC = 1;
+
+// MIG modes (nvmlDeviceGetMigMode)
+inline constexpr unsigned int NVML_DEVICE_MIG_DISABLE = 0;
+inline constexpr unsigned int NVML_DEVICE_MIG_ENABLE = 1;
 
 // Buffer sizes large enough for nvmlDeviceGetName and nvmlDeviceGetUUID (the _V2_ sizes of
 // nvml.h), and the most NVLink links a GPU has.
@@ -67,6 +75,21 @@ struct nvmlPciInfo_t {
   char busId[32];
 };
 
+// Where a GPU instance sits: its first memory slice and how many it takes.
+struct nvmlGpuInstancePlacement_t {
+  unsigned int start;
+  unsigned int size;
+};
+
+// A GPU instance (nvmlGpuInstanceGetInfo): the parent GPU, the instance's id on it, its profile id
+// (NVML's numbering, not a name) and its placement.
+struct nvmlGpuInstanceInfo_t {
+  nvmlDevice_t device;
+  unsigned int id;
+  unsigned int profileId;
+  nvmlGpuInstancePlacement_t placement;
+};
+
 // The functions, as pointer types named after their symbols.
 using nvmlInit_v2_fn = nvmlReturn_t (*)();
 using nvmlShutdown_fn = nvmlReturn_t (*)();
@@ -97,5 +120,25 @@ using nvmlDeviceGetNvLinkState_fn = nvmlReturn_t (*)(nvmlDevice_t device, unsign
 using nvmlDeviceGetNvLinkRemotePciInfo_v2_fn = nvmlReturn_t (*)(nvmlDevice_t device,
                                                                 unsigned int link,
                                                                 nvmlPciInfo_t* pci);
+
+// MIG (drivers from R450 on; older ones lack the symbols). The mode in force and the one that
+// applies after the next GPU reset: NVML_DEVICE_MIG_ENABLE or _DISABLE.
+using nvmlDeviceGetMigMode_fn = nvmlReturn_t (*)(nvmlDevice_t device, unsigned int* current_mode,
+                                                 unsigned int* pending_mode);
+// How many MIG devices the GPU could have: the bound of nvmlDeviceGetMigDeviceHandleByIndex.
+using nvmlDeviceGetMaxMigDeviceCount_fn = nvmlReturn_t (*)(nvmlDevice_t device,
+                                                           unsigned int* count);
+// MIG device `index` of the GPU; NVML_ERROR_NOT_FOUND when that index holds none. A MIG device
+// handle answers nvmlDeviceGetName, _GetUUID and _GetMemoryInfo like a GPU's.
+using nvmlDeviceGetMigDeviceHandleByIndex_fn = nvmlReturn_t (*)(nvmlDevice_t device,
+                                                                unsigned int index,
+                                                                nvmlDevice_t* mig_device);
+// The id of the GPU instance a MIG device belongs to.
+using nvmlDeviceGetGpuInstanceId_fn = nvmlReturn_t (*)(nvmlDevice_t mig_device, unsigned int* id);
+// The GPU instance `id` of a (parent) GPU.
+using nvmlDeviceGetGpuInstanceById_fn = nvmlReturn_t (*)(nvmlDevice_t device, unsigned int id,
+                                                         nvmlGpuInstance_t* gpu_instance);
+using nvmlGpuInstanceGetInfo_fn = nvmlReturn_t (*)(nvmlGpuInstance_t gpu_instance,
+                                                   nvmlGpuInstanceInfo_t* info);
 
 }  // namespace tidepool::nvml

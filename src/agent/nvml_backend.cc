@@ -10,12 +10,14 @@
 #include <fstream>
 #include <utility>
 
+#include "core/mig.h"
 #include "core/resources.h"
 
 namespace tidepool {
 namespace {
 
 using nvml::NVML_ERROR_INVALID_ARGUMENT;
+using nvml::NVML_ERROR_NOT_FOUND;
 using nvml::NVML_ERROR_NOT_SUPPORTED;
 using nvml::NVML_SUCCESS;
 using nvml::nvmlReturn_t;
@@ -25,6 +27,10 @@ template <std::size_t N>
 std::string text(const char (&buffer)[N]) {
   return std::string(buffer, ::strnlen(buffer, N));
 }
+
+// The most MIG device indices asked about on one GPU, whatever nvmlDeviceGetMaxMigDeviceCount
+// says: an A100 or H100 has at most 7 GPU instances of up to 7 compute instances each.
+constexpr unsigned int kMaxMigDeviceIndices = 64;
 
 }  // namespace
 
@@ -63,6 +69,26 @@ Result<void> NvmlBackend::load_functions() {
     return fail("--gpus", fmt::format("the NVML library {} lacks {}; the NVIDIA driver is too old "
                                       "or this is not NVML",
                                       library_, missing));
+  }
+  // MIG: optional, and used only when all are there.
+  bool mig = true;
+  auto optional = [&]<class Fn>(Fn& slot, const char* symbol) {
+    slot = reinterpret_cast<Fn>(::dlsym(library_handle_, symbol));
+    mig = mig && slot != nullptr;
+  };
+  optional(nvml_.get_mig_mode, "nvmlDeviceGetMigMode");
+  optional(nvml_.get_max_mig_devices, "nvmlDeviceGetMaxMigDeviceCount");
+  optional(nvml_.get_mig_device, "nvmlDeviceGetMigDeviceHandleByIndex");
+  optional(nvml_.get_gpu_instance_id, "nvmlDeviceGetGpuInstanceId");
+  optional(nvml_.get_gpu_instance, "nvmlDeviceGetGpuInstanceById");
+  optional(nvml_.get_gpu_instance_info, "nvmlGpuInstanceGetInfo");
+  if (!mig) {
+    nvml_.get_mig_mode = nullptr;
+    nvml_.get_max_mig_devices = nullptr;
+    nvml_.get_mig_device = nullptr;
+    nvml_.get_gpu_instance_id = nullptr;
+    nvml_.get_gpu_instance = nullptr;
+    nvml_.get_gpu_instance_info = nullptr;
   }
   return {};
 }
@@ -148,6 +174,88 @@ Result<std::vector<std::string>> NvmlBackend::nvlink_remotes(int index) const {
   return remotes;
 }
 
+Result<void> NvmlBackend::read_mig(int index, GpuInfo& gpu) const {
+  if (nvml_.get_mig_mode == nullptr) return {};  // a driver without MIG
+  const nvml::nvmlDevice_t device = devices_[index];
+  unsigned int current = nvml::NVML_DEVICE_MIG_DISABLE;
+  unsigned int pending = nvml::NVML_DEVICE_MIG_DISABLE;
+  const nvmlReturn_t mode = nvml_.get_mig_mode(device, &current, &pending);
+  if (mode == NVML_ERROR_NOT_SUPPORTED) return {};
+  if (mode != NVML_SUCCESS)
+    return std::unexpected(call_failed("nvmlDeviceGetMigMode", mode, index));
+  if (current != nvml::NVML_DEVICE_MIG_ENABLE) return {};
+  gpu.mig_enabled = true;
+  unsigned int count = 0;
+  if (const auto result = nvml_.get_max_mig_devices(device, &count); result != NVML_SUCCESS) {
+    return std::unexpected(call_failed("nvmlDeviceGetMaxMigDeviceCount", result, index));
+  }
+  count = std::min(count, kMaxMigDeviceIndices);
+  auto refused = [&](unsigned int mig_index, const std::string& reason) -> Result<void> {
+    return fail("nvml",
+                fmt::format("GPU {} ({}): MIG device {}: {}", index, gpu.uuid, mig_index, reason));
+  };
+  std::vector<MigInstance> instances;
+  for (unsigned int mig_index = 0; mig_index < count; ++mig_index) {
+    nvml::nvmlDevice_t handle = nullptr;
+    const nvmlReturn_t found = nvml_.get_mig_device(device, mig_index, &handle);
+    if (found == NVML_ERROR_NOT_FOUND) continue;
+    if (found != NVML_SUCCESS) {
+      return std::unexpected(call_failed("nvmlDeviceGetMigDeviceHandleByIndex", found, index));
+    }
+    MigDevice mig;
+    char name[nvml::NVML_DEVICE_NAME_V2_BUFFER_SIZE] = {};
+    if (const auto result = nvml_.get_name(handle, name, sizeof name); result != NVML_SUCCESS) {
+      return std::unexpected(call_failed("nvmlDeviceGetName (MIG device)", result, index));
+    }
+    // "NVIDIA H100 80GB HBM3 MIG 1g.10gb": the profile is the last word.
+    const std::string device_name = text(name);
+    const std::string_view profile_name =
+        std::string_view(device_name).substr(device_name.rfind(' ') + 1);
+    auto profile = parse_mig_profile(profile_name);
+    if (!profile) {
+      return refused(mig_index, fmt::format("\"{}\" is no MIG profile Tidepool knows ({})",
+                                            device_name, profile.error().reason));
+    }
+    mig.profile = *profile;
+    char uuid[nvml::NVML_DEVICE_UUID_V2_BUFFER_SIZE] = {};
+    if (const auto result = nvml_.get_uuid(handle, uuid, sizeof uuid); result != NVML_SUCCESS) {
+      return std::unexpected(call_failed("nvmlDeviceGetUUID (MIG device)", result, index));
+    }
+    mig.uuid = text(uuid);
+    nvml::nvmlMemory_t memory{};
+    if (const auto result = nvml_.get_memory(handle, &memory); result != NVML_SUCCESS) {
+      return std::unexpected(call_failed("nvmlDeviceGetMemoryInfo (MIG device)", result, index));
+    }
+    mig.memory_mib = static_cast<std::int64_t>(memory.total / kBytesPerMib);
+    unsigned int instance_id = 0;
+    if (const auto result = nvml_.get_gpu_instance_id(handle, &instance_id);
+        result != NVML_SUCCESS) {
+      return std::unexpected(call_failed("nvmlDeviceGetGpuInstanceId", result, index));
+    }
+    nvml::nvmlGpuInstance_t instance = nullptr;
+    if (const auto result = nvml_.get_gpu_instance(device, instance_id, &instance);
+        result != NVML_SUCCESS) {
+      return std::unexpected(call_failed("nvmlDeviceGetGpuInstanceById", result, index));
+    }
+    nvml::nvmlGpuInstanceInfo_t info{};
+    if (const auto result = nvml_.get_gpu_instance_info(instance, &info); result != NVML_SUCCESS) {
+      return std::unexpected(call_failed("nvmlGpuInstanceGetInfo", result, index));
+    }
+    if (info.placement.start >= static_cast<unsigned int>(kMigMemorySlices)) {
+      return refused(mig_index, fmt::format("its GPU instance starts at memory slice {}, not 0..{}",
+                                            info.placement.start, kMigMemorySlices - 1));
+    }
+    mig.start = static_cast<int>(info.placement.start);
+    instances.push_back(mig.instance());
+    gpu.mig.push_back(std::move(mig));
+  }
+  if (auto checked = check_mig_layout(instances); !checked) {
+    return fail("nvml", fmt::format("GPU {} ({}): its MIG layout is not one Tidepool accepts: {}",
+                                    index, gpu.uuid, checked.error().message()));
+  }
+  return {};
+}
+
 Result<std::vector<GpuInfo>> NvmlBackend::discover() {
   if (auto opened = open(); !opened) return std::unexpected(opened.error());
   std::vector<GpuInfo> gpus;
@@ -178,6 +286,7 @@ Result<std::vector<GpuInfo>> NvmlBackend::discover() {
     }
     gpu.pci_bus_id = sysfs_pci_bus_id(text(pci.busId));
     gpu.numa_node = read_numa_node(gpu.pci_bus_id);
+    if (auto mig = read_mig(index, gpu); !mig) return std::unexpected(mig.error());
     auto links = nvlink_remotes(index);
     if (!links) return std::unexpected(links.error());
     bus_ids.push_back(gpu.pci_bus_id);

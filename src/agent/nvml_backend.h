@@ -7,6 +7,14 @@
 // active links lead (nvlink_peers below). Calls that a GPU does not support (NVML's NOT_SUPPORTED:
 // ECC on a GPU without it, power on some boards) give 0, or no NVLink; any other failed call is an
 // Error naming the function, the GPU and NVML's reason.
+//
+// MIG: the MIG functions are optional (drivers before R450 lack them). Without them, or where a GPU
+// answers NOT_SUPPORTED, the GPU is reported without MIG. A GPU in MIG mode lists its MIG devices
+// (nvmlDeviceGetMigDeviceHandleByIndex over 0 .. nvmlDeviceGetMaxMigDeviceCount - 1, skipping the
+// empty indices): the UUID, the memory, the profile from the last word of the device's name
+// ("NVIDIA H100 80GB HBM3 MIG 1g.10gb") and the start of its GPU instance's placement. A profile
+// the core does not know (a 40 GB A100's "1g.5gb", a compute instance's "1c.7g.80gb") or a layout
+// check_mig_layout refuses is an Error naming the GPU and why, never a layout used as it is.
 #pragma once
 
 #include <string>
@@ -61,6 +69,13 @@ class NvmlBackend final : public GpuBackend {
     nvml::nvmlDeviceGetTotalEccErrors_fn get_ecc_errors = nullptr;
     nvml::nvmlDeviceGetNvLinkState_fn get_nvlink_state = nullptr;
     nvml::nvmlDeviceGetNvLinkRemotePciInfo_v2_fn get_nvlink_remote_pci = nullptr;
+    // Optional: all set, or all nullptr when the library lacks any of them.
+    nvml::nvmlDeviceGetMigMode_fn get_mig_mode = nullptr;
+    nvml::nvmlDeviceGetMaxMigDeviceCount_fn get_max_mig_devices = nullptr;
+    nvml::nvmlDeviceGetMigDeviceHandleByIndex_fn get_mig_device = nullptr;
+    nvml::nvmlDeviceGetGpuInstanceId_fn get_gpu_instance_id = nullptr;
+    nvml::nvmlDeviceGetGpuInstanceById_fn get_gpu_instance = nullptr;
+    nvml::nvmlGpuInstanceGetInfo_fn get_gpu_instance_info = nullptr;
   };
 
   Result<void> load_functions();
@@ -70,6 +85,8 @@ class NvmlBackend final : public GpuBackend {
   [[nodiscard]] int read_numa_node(const std::string& pci_bus_id) const;
   // The bus ids (sysfs form) that the active NVLinks of GPU `index` lead to.
   Result<std::vector<std::string>> nvlink_remotes(int index) const;
+  // Fills gpu.mig_enabled and gpu.mig for GPU `index` (see the file comment).
+  Result<void> read_mig(int index, GpuInfo& gpu) const;
 
   std::string library_;
   std::string sysfs_pci_devices_;

@@ -15,6 +15,9 @@
 #ifndef TIDEPOOL_FAKE_NVML_PATH
 #error "TIDEPOOL_FAKE_NVML_PATH must name the fake NVML library (see src/agent/CMakeLists.txt)"
 #endif
+#ifndef TIDEPOOL_FAKE_NVML_WITHOUT_MIG_PATH
+#error "TIDEPOOL_FAKE_NVML_WITHOUT_MIG_PATH must name the fake NVML without MIG functions"
+#endif
 
 namespace tidepool {
 namespace {
@@ -25,22 +28,35 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
 constexpr const char* kFakeNvml = TIDEPOOL_FAKE_NVML_PATH;
+constexpr const char* kFakeNvmlWithoutMig = TIDEPOOL_FAKE_NVML_WITHOUT_MIG_PATH;
 
 // The test's own handle on the fake NVML: dlopen of the same path gives the library the backend
 // loads, so the test can read its state and inject failures.
 class FakeNvml {
  public:
-  FakeNvml() : handle_(::dlopen(kFakeNvml, RTLD_NOW | RTLD_LOCAL)) {
+  explicit FakeNvml(const char* path = kFakeNvml) : handle_(::dlopen(path, RTLD_NOW | RTLD_LOCAL)) {
     EXPECT_NE(handle_, nullptr) << ::dlerror();
     if (handle_ == nullptr) return;
     init_count_ = reinterpret_cast<int (*)()>(::dlsym(handle_, "tidepool_fake_nvml_init_count"));
     set_temperature_result_ = reinterpret_cast<void (*)(int)>(
         ::dlsym(handle_, "tidepool_fake_nvml_set_temperature_result"));
+    set_mig_mode_ = reinterpret_cast<void (*)(unsigned int, int, unsigned int)>(
+        ::dlsym(handle_, "tidepool_fake_nvml_set_mig_mode"));
+    set_max_mig_devices_ = reinterpret_cast<void (*)(unsigned int, unsigned int)>(
+        ::dlsym(handle_, "tidepool_fake_nvml_set_max_mig_devices"));
+    add_mig_device_ =
+        reinterpret_cast<AddMigDevice>(::dlsym(handle_, "tidepool_fake_nvml_add_mig_device"));
+    reset_mig_ = reinterpret_cast<void (*)()>(::dlsym(handle_, "tidepool_fake_nvml_reset_mig"));
     EXPECT_NE(init_count_, nullptr);
     EXPECT_NE(set_temperature_result_, nullptr);
+    EXPECT_NE(set_mig_mode_, nullptr);
+    EXPECT_NE(set_max_mig_devices_, nullptr);
+    EXPECT_NE(add_mig_device_, nullptr);
+    EXPECT_NE(reset_mig_, nullptr);
   }
   ~FakeNvml() {
     if (set_temperature_result_ != nullptr) set_temperature_result_(nvml::NVML_SUCCESS);
+    if (reset_mig_ != nullptr) reset_mig_();
     if (handle_ != nullptr) ::dlclose(handle_);
   }
   FakeNvml(const FakeNvml&) = delete;
@@ -51,11 +67,32 @@ class FakeNvml {
   void set_temperature_result(int result) {
     if (set_temperature_result_ != nullptr) set_temperature_result_(result);
   }
+  // What nvmlDeviceGetMigMode answers for `gpu`: `result`, and `mode` when that is success.
+  void set_mig_mode(unsigned int gpu, int result, unsigned int mode) {
+    if (set_mig_mode_ != nullptr) set_mig_mode_(gpu, result, mode);
+  }
+  void enable_mig(unsigned int gpu) {
+    set_mig_mode(gpu, nvml::NVML_SUCCESS, nvml::NVML_DEVICE_MIG_ENABLE);
+  }
+  void set_max_mig_devices(unsigned int gpu, unsigned int count) {
+    if (set_max_mig_devices_ != nullptr) set_max_mig_devices_(gpu, count);
+  }
+  // MIG device `index` of `gpu`, UUID "MIG-fake-<gpu>-<index>".
+  void add_mig_device(unsigned int gpu, unsigned int index, const char* profile, unsigned int start,
+                      unsigned long long memory_mib) {
+    if (add_mig_device_ != nullptr) add_mig_device_(gpu, index, profile, start, memory_mib);
+  }
 
  private:
+  using AddMigDevice = void (*)(unsigned int, unsigned int, const char*, unsigned int,
+                                unsigned long long);
   void* handle_ = nullptr;
   int (*init_count_)() = nullptr;
   void (*set_temperature_result_)(int) = nullptr;
+  void (*set_mig_mode_)(unsigned int, int, unsigned int) = nullptr;
+  void (*set_max_mig_devices_)(unsigned int, unsigned int) = nullptr;
+  AddMigDevice add_mig_device_ = nullptr;
+  void (*reset_mig_)() = nullptr;
 };
 
 // A stand-in for /sys/bus/pci/devices in a fresh temporary folder, removed at the end.
@@ -210,6 +247,116 @@ TEST(NvmlBackend, NamesTheFunctionsALibraryLacks) {
               AllOf(HasSubstr("the NVML library libm.so.6 lacks nvmlInit_v2, nvmlShutdown, "),
                     HasSubstr("nvmlDeviceGetNvLinkRemotePciInfo_v2"),
                     HasSubstr("the NVIDIA driver is too old")));
+}
+
+TEST(NvmlMig, GpusWithoutMigModeHaveNoInstances) {
+  FakeNvml fake_nvml;
+  fake_nvml.set_mig_mode(1, nvml::NVML_ERROR_NOT_SUPPORTED, 0);  // a GPU without MIG
+  NvmlBackend backend(kFakeNvml);
+  auto gpus = backend.discover();
+  ASSERT_TRUE(gpus.has_value()) << gpus.error().message();
+  ASSERT_EQ(gpus->size(), 2U);
+  for (const GpuInfo& gpu : *gpus) {
+    EXPECT_FALSE(gpu.mig_enabled) << gpu.index;
+    EXPECT_THAT(gpu.mig, IsEmpty()) << gpu.index;
+  }
+}
+
+TEST(NvmlMig, ListsTheInstancesOfAGpuInMigMode) {
+  FakeNvml fake_nvml;
+  fake_nvml.enable_mig(0);
+  // Index 1 holds no MIG device (NOT_FOUND, skipped); the order is NVML's, not the starts'.
+  fake_nvml.add_mig_device(0, 0, "3g.40gb", 4, 40192);
+  fake_nvml.add_mig_device(0, 2, "2g.20gb", 0, 19968);
+  fake_nvml.add_mig_device(0, 3, "1g.10gb", 2, 9856);
+  fake_nvml.enable_mig(1);  // MIG on, nothing created yet
+  NvmlBackend backend(kFakeNvml);
+  auto gpus = backend.discover();
+  ASSERT_TRUE(gpus.has_value()) << gpus.error().message();
+  const GpuInfo& first = gpus->at(0);
+  EXPECT_TRUE(first.mig_enabled);
+  EXPECT_EQ(first.uuid, "GPU-0b8d0c3e-1f2a-4d5e-9a7b-000000000001");
+  EXPECT_EQ(first.memory_mib, 81559);
+  EXPECT_THAT(first.mig, ElementsAre(MigDevice{"MIG-fake-0-0", MigProfile::k3g40gb, 4, 40192},
+                                     MigDevice{"MIG-fake-0-2", MigProfile::k2g20gb, 0, 19968},
+                                     MigDevice{"MIG-fake-0-3", MigProfile::k1g10gb, 2, 9856}));
+  const GpuInfo& second = gpus->at(1);
+  EXPECT_TRUE(second.mig_enabled);
+  EXPECT_THAT(second.mig, IsEmpty());
+}
+
+TEST(NvmlMig, BoundsTheMigDeviceIndicesItAsksAbout) {
+  FakeNvml fake_nvml;
+  fake_nvml.enable_mig(0);
+  fake_nvml.set_max_mig_devices(0, 0xffffffffU);  // an odd count: asked about, not believed
+  fake_nvml.add_mig_device(0, 5, "7g.80gb", 0, 80384);
+  NvmlBackend backend(kFakeNvml);
+  auto gpus = backend.discover();
+  ASSERT_TRUE(gpus.has_value()) << gpus.error().message();
+  EXPECT_THAT(gpus->at(0).mig,
+              ElementsAre(MigDevice{"MIG-fake-0-5", MigProfile::k7g80gb, 0, 80384}));
+}
+
+TEST(NvmlMig, ADriverWithoutMigFunctionsReportsGpusWithoutMig) {
+  FakeNvml fake_nvml(kFakeNvmlWithoutMig);
+  fake_nvml.enable_mig(0);
+  fake_nvml.add_mig_device(0, 0, "7g.80gb", 0, 80384);
+  NvmlBackend backend(kFakeNvmlWithoutMig);
+  auto gpus = backend.discover();
+  ASSERT_TRUE(gpus.has_value()) << gpus.error().message();
+  ASSERT_EQ(gpus->size(), 2U);
+  EXPECT_FALSE(gpus->at(0).mig_enabled);
+  EXPECT_THAT(gpus->at(0).mig, IsEmpty());
+  EXPECT_EQ(gpus->at(0).uuid, "GPU-0b8d0c3e-1f2a-4d5e-9a7b-000000000001");
+}
+
+TEST(NvmlMig, ALayoutTheCoreRefusesIsAnErrorNamingTheGpu) {
+  FakeNvml fake_nvml;
+  fake_nvml.enable_mig(1);
+  fake_nvml.add_mig_device(1, 0, "3g.40gb", 0, 40192);
+  fake_nvml.add_mig_device(1, 1, "2g.20gb", 2, 19968);  // inside the 3g.40gb's slices 0-3
+  NvmlBackend backend(kFakeNvml);
+  auto gpus = backend.discover();
+  ASSERT_FALSE(gpus.has_value());
+  EXPECT_EQ(gpus.error().field, "nvml");
+  EXPECT_THAT(gpus.error().reason,
+              AllOf(HasSubstr("GPU 1 (GPU-0b8d0c3e-1f2a-4d5e-9a7b-000000000002)"),
+                    HasSubstr("MIG layout is not one Tidepool accepts"),
+                    HasSubstr("a 2g.20gb instance at memory slice 2 overlaps another instance")));
+}
+
+TEST(NvmlMig, AProfileTheCoreDoesNotKnowIsAnError) {
+  FakeNvml fake_nvml;
+  fake_nvml.enable_mig(0);
+  fake_nvml.add_mig_device(0, 0, "1g.5gb", 0, 4864);  // a 40 GB A100's profile
+  NvmlBackend backend(kFakeNvml);
+  auto gpus = backend.discover();
+  ASSERT_FALSE(gpus.has_value());
+  EXPECT_THAT(gpus.error().reason,
+              AllOf(HasSubstr("GPU 0 (GPU-0b8d0c3e-1f2a-4d5e-9a7b-000000000001): MIG device 0"),
+                    HasSubstr("\"NVIDIA H100 80GB HBM3 MIG 1g.5gb\" is no MIG profile")));
+}
+
+TEST(NvmlMig, AStartOutsideTheMemorySlicesIsAnError) {
+  FakeNvml fake_nvml;
+  fake_nvml.enable_mig(0);
+  fake_nvml.add_mig_device(0, 0, "1g.10gb", 0xfffffff0U, 9856);
+  NvmlBackend backend(kFakeNvml);
+  auto gpus = backend.discover();
+  ASSERT_FALSE(gpus.has_value());
+  EXPECT_THAT(gpus.error().reason,
+              HasSubstr("MIG device 0: its GPU instance starts at memory slice 4294967280, not "
+                        "0..7"));
+}
+
+TEST(NvmlMig, AFailedMigModeCallIsAnError) {
+  FakeNvml fake_nvml;
+  fake_nvml.set_mig_mode(0, nvml::NVML_ERROR_UNKNOWN, 0);
+  NvmlBackend backend(kFakeNvml);
+  auto gpus = backend.discover();
+  ASSERT_FALSE(gpus.has_value());
+  EXPECT_EQ(gpus.error().reason,
+            "nvmlDeviceGetMigMode failed for GPU 0: Unknown Error (NVML error 999)");
 }
 
 TEST(NvmlPciBusIds, AreWrittenAsSysfsNamesDevices) {
