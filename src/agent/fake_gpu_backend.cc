@@ -7,6 +7,7 @@
 #include <cassert>
 #include <charconv>
 #include <map>
+#include <optional>
 #include <utility>
 
 #include "core/resources.h"
@@ -39,9 +40,54 @@ std::string known_models() {
 struct Entry {
   int count = 0;
   const FakeGpuModel* model = nullptr;
+  bool mig_enabled = false;
+  std::vector<MigInstance> mig;
 };
 
-// One "<count>x<model>" of the list.
+std::string profile_list(std::span<const MigInstance> instances) {
+  std::string names;
+  for (const MigInstance& instance : instances) {
+    if (!names.empty()) names += '+';
+    names += mig_profile_spec(instance.profile).name;
+  }
+  return names;
+}
+
+// The "<profile>+<profile>..." of `entry`, placed in that order on one empty GPU.
+Result<std::vector<MigInstance>> parse_partition(std::string_view partition,
+                                                 std::string_view entry) {
+  if (partition.empty()) return std::vector<MigInstance>{};
+  MigLayout layout;
+  std::string_view rest = partition;
+  for (;;) {
+    const auto plus = rest.find('+');
+    const std::string_view name = rest.substr(0, plus);
+    auto profile = parse_mig_profile(name);
+    if (!profile) {
+      return fail("--gpus", fmt::format("\"{}\": {}; separate the profiles of a GPU with '+', "
+                                        "such as fake:2xA100[3g.40gb+2g.20gb+1g.10gb]",
+                                        entry, profile.error().reason));
+    }
+    const std::optional<MigSlot> slot = pack_mig(std::span(&layout, 1), *profile);
+    if (!slot) {
+      return fail("--gpus", fmt::format("\"{}\": a {} instance does not fit on a GPU that "
+                                        "already holds {}",
+                                        entry, name, profile_list(layout.instances())));
+    }
+    if (auto added = layout.add(MigInstance{*profile, slot->start}); !added) {
+      return fail("--gpus", fmt::format("\"{}\": {}", entry, added.error().reason));
+    }
+    if (plus == std::string_view::npos) break;
+    rest.remove_prefix(plus + 1);
+  }
+  std::vector<MigInstance> instances(layout.instances().begin(), layout.instances().end());
+  if (auto checked = check_mig_layout(instances); !checked) {
+    return fail("--gpus", fmt::format("\"{}\": {}", entry, checked.error().reason));
+  }
+  return instances;
+}
+
+// One "<count>x<model>" or "<count>x<model>[<partition>]" of the list.
 Result<Entry> parse_entry(std::string_view entry, std::string_view list) {
   if (entry.empty()) {
     return fail("--gpus", fmt::format("\"fake:{}\" has an empty entry; write <count>x<model>, {}",
@@ -62,11 +108,32 @@ Result<Entry> parse_entry(std::string_view entry, std::string_view list) {
   if (parsed.count < 1) {
     return fail("--gpus", fmt::format("\"{}\": the count of GPUs must be at least 1", entry));
   }
-  const std::string_view name = entry.substr(digits + 1);
+  std::string_view name = entry.substr(digits + 1);
+  std::string_view partition;
+  if (const auto open = name.find('['); open != std::string_view::npos) {
+    if (!name.ends_with(']')) {
+      return fail("--gpus", fmt::format("\"{}\": a partition is written [<profile>+<profile>...] "
+                                        "after the model, such as 2xA100[3g.40gb+2g.20gb]",
+                                        entry));
+    }
+    partition = name.substr(open + 1, name.size() - open - 2);
+    name = name.substr(0, open);
+    parsed.mig_enabled = true;
+  }
   parsed.model = find_fake_gpu_model(name);
   if (parsed.model == nullptr) {
     return fail("--gpus", fmt::format("\"{}\": unknown fake GPU model \"{}\"; known models: {}",
                                       entry, name, known_models()));
+  }
+  if (parsed.mig_enabled) {
+    if (!model_supports_mig(name)) {
+      return fail("--gpus", fmt::format("\"{}\": {} GPUs have no MIG partitions; A100 and H100 "
+                                        "have",
+                                        entry, name));
+    }
+    auto instances = parse_partition(partition, entry);
+    if (!instances) return std::unexpected(instances.error());
+    parsed.mig = std::move(*instances);
   }
   return parsed;
 }
@@ -80,13 +147,13 @@ const FakeGpuModel* find_fake_gpu_model(std::string_view name) {
   return found == kModels.end() ? nullptr : &*found;
 }
 
-Result<std::vector<FakeGpuModel>> parse_fake_gpus(std::string_view list) {
+Result<std::vector<FakeGpu>> parse_fake_gpus(std::string_view list) {
   if (list.empty()) {
     return fail("--gpus", fmt::format("\"fake:\" needs a list of <count>x<model>, {}; known "
                                       "models: {}",
                                       kListExample, known_models()));
   }
-  std::vector<FakeGpuModel> gpus;
+  std::vector<FakeGpu> gpus;
   std::string_view rest = list;
   for (;;) {
     const auto comma = rest.find(',');
@@ -96,21 +163,21 @@ Result<std::vector<FakeGpuModel>> parse_fake_gpus(std::string_view list) {
       return fail("--gpus", fmt::format("\"fake:{}\" has more than {} GPUs, the most a node has",
                                         list, kMaxGpusPerNode));
     }
-    gpus.insert(gpus.end(), entry->count, *entry->model);
+    gpus.insert(gpus.end(), entry->count, FakeGpu{*entry->model, entry->mig_enabled, entry->mig});
     if (comma == std::string_view::npos) break;
     rest.remove_prefix(comma + 1);
   }
   return gpus;
 }
 
-FakeGpuBackend::FakeGpuBackend(std::vector<FakeGpuModel> gpus, std::string node_seed)
+FakeGpuBackend::FakeGpuBackend(std::vector<FakeGpu> gpus, std::string node_seed)
     : models_(std::move(gpus)), loads_(models_.size()) {
   const int count = static_cast<int>(models_.size());
   // The GPUs of each NVLink model, in index order; std::map for an order that does not depend on
   // hashing.
   std::map<std::string_view, std::vector<int>> nvlink_models;
   for (int index = 0; index < count; ++index) {
-    const FakeGpuModel& model = models_[index];
+    const FakeGpuModel& model = models_[index].model;
     GpuInfo gpu;
     gpu.index = index;
     gpu.uuid = fmt::format("GPU-fake-{}-{}", node_seed, index);
@@ -119,6 +186,13 @@ FakeGpuBackend::FakeGpuBackend(std::vector<FakeGpuModel> gpus, std::string node_
     gpu.pci_bus_id = fmt::format("{:04x}:{:02x}:00.0", index / kHgxBoardGpus,
                                  0x18 + 0x20 * (index % kHgxBoardGpus));
     gpu.numa_node = index * 2 / count;
+    gpu.mig_enabled = models_[index].mig_enabled;
+    for (std::size_t k = 0; k < models_[index].mig.size(); ++k) {
+      const MigInstance& instance = models_[index].mig[k];
+      gpu.mig.push_back(MigDevice{
+          fmt::format("MIG-fake-{}-{}-{}", node_seed, index, k), instance.profile, instance.start,
+          model.memory_mib * mig_profile_spec(instance.profile).memory_slices / kMigMemorySlices});
+    }
     gpus_.push_back(std::move(gpu));
     if (model.nvlink) nvlink_models[model.name].push_back(index);
   }
@@ -136,11 +210,15 @@ FakeGpuBackend::FakeGpuBackend(std::vector<FakeGpuModel> gpus, std::string node_
 
 std::string FakeGpuBackend::name() const {
   std::string list;
+  auto same = [](const FakeGpu& a, const FakeGpu& b) {
+    return a.model.name == b.model.name && a.mig_enabled == b.mig_enabled && a.mig == b.mig;
+  };
   for (std::size_t start = 0; start < models_.size();) {
     std::size_t end = start + 1;
-    while (end < models_.size() && models_[end].name == models_[start].name) ++end;
+    while (end < models_.size() && same(models_[end], models_[start])) ++end;
     if (!list.empty()) list += ',';
-    list += fmt::format("{}x{}", end - start, models_[start].name);
+    list += fmt::format("{}x{}", end - start, models_[start].model.name);
+    if (models_[start].mig_enabled) list += "[" + profile_list(models_[start].mig) + "]";
     start = end;
   }
   return "fake:" + list;
@@ -152,7 +230,7 @@ Result<std::vector<GpuSample>> FakeGpuBackend::sample() {
   std::vector<GpuSample> samples;
   samples.reserve(models_.size());
   for (std::size_t index = 0; index < models_.size(); ++index) {
-    const FakeGpuModel& model = models_[index];
+    const FakeGpuModel& model = models_[index].model;
     const Load& load = loads_[index];
     const int busy = load.utilization_percent;
     GpuSample sample;
@@ -173,8 +251,9 @@ void FakeGpuBackend::set_load(int index, int utilization_percent, std::int64_t m
   const bool known = index >= 0 && index < static_cast<int>(models_.size());
   assert(known && "set_load: not a GPU of this backend");
   if (!known) return;
-  loads_[index] = Load{std::clamp(utilization_percent, 0, 100),
-                       std::clamp<std::int64_t>(memory_used_mib, 0, models_[index].memory_mib)};
+  loads_[index] =
+      Load{std::clamp(utilization_percent, 0, 100),
+           std::clamp<std::int64_t>(memory_used_mib, 0, models_[index].model.memory_mib)};
 }
 
 }  // namespace tidepool

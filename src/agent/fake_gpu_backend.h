@@ -9,6 +9,11 @@
 //   NVLink      GPUs of an NVLink model (H100, A100) form NVLink domains of 8, as HGX boards do:
 //               the first 8 GPUs of that model on the node, then the next 8; other models have
 //               none
+//   MIG         GPUs of an entry with a partition ("2xA100[3g.40gb+2g.20gb]") are in MIG mode with
+//               one instance per listed profile, in the order listed: instance k of GPU i has
+//               uuid "MIG-fake-<node seed>-<i>-<k>", its profile, the start pack_mig
+//               (core/mig.h) chose for it when the instances were placed in that order on the
+//               empty GPU, and the model's memory times its memory slices / 8 (rounded down)
 // Samples are idle until set_load gives a GPU a load; power and temperature then scale linearly
 // from the model's idle figure (0 %) to its maximum (100 %).
 #pragma once
@@ -21,6 +26,7 @@
 
 #include "agent/gpu_backend.h"
 #include "core/error.h"
+#include "core/mig.h"
 
 namespace tidepool {
 
@@ -49,18 +55,30 @@ std::span<const FakeGpuModel> fake_gpu_models();
 // The model called `name` (exact spelling), or nullptr.
 const FakeGpuModel* find_fake_gpu_model(std::string_view name);
 
+// One fake GPU: its model and, in MIG mode, its instances (profiles and starts; see above).
+struct FakeGpu {
+  FakeGpuModel model;
+  bool mig_enabled = false;
+  std::vector<MigInstance> mig;  // in the order the list gave the profiles
+};
+
 // The GPUs of a list such as "8xH100" or "4xA100,4xH100" (the part of --gpus after "fake:"), one
 // entry per GPU in index order: <count>x<model>, count 1.. and at most kMaxGpusPerNode GPUs in
-// all. Errors name the field "--gpus".
-Result<std::vector<FakeGpuModel>> parse_fake_gpus(std::string_view list);
+// all. An entry of a MIG model (A100, H100; model_supports_mig) may partition its GPUs:
+// <count>x<model>[<profile>+<profile>...], such as "2xA100[3g.40gb+2g.20gb+1g.10gb]", each GPU
+// in MIG mode with those instances; "[]" is MIG mode with no instance yet. Errors name the field
+// "--gpus": an unknown profile, a model without MIG, or instances that do not fit on one GPU
+// (pack_mig finds no place for one of them, in the order given).
+Result<std::vector<FakeGpu>> parse_fake_gpus(std::string_view list);
 
 class FakeGpuBackend final : public GpuBackend {
  public:
   // One GPU per entry of `gpus`, in index order (see parse_fake_gpus). `node_seed` (e.g. the host
   // name) makes the UUIDs of one node differ from another's.
-  FakeGpuBackend(std::vector<FakeGpuModel> gpus, std::string node_seed);
+  FakeGpuBackend(std::vector<FakeGpu> gpus, std::string node_seed);
 
-  // "fake:" and the list, consecutive GPUs of one model counted together: "fake:4xA100,4xH100".
+  // "fake:" and the list, consecutive GPUs of one model and partition counted together:
+  // "fake:4xA100,4xH100", "fake:2xA100[3g.40gb+2g.20gb],2xA100".
   [[nodiscard]] std::string name() const override;
   // Never fails.
   Result<std::vector<GpuInfo>> discover() override;
@@ -78,7 +96,7 @@ class FakeGpuBackend final : public GpuBackend {
     std::int64_t memory_used_mib = 0;
   };
 
-  std::vector<FakeGpuModel> models_;
+  std::vector<FakeGpu> models_;
   std::vector<GpuInfo> gpus_;
   std::vector<Load> loads_;
 };

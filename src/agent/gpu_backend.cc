@@ -25,7 +25,8 @@ Result<std::unique_ptr<GpuBackend>> make_gpu_backend(std::string_view spec,
   }
   const std::string accepted =
       "use \"nvml\" for the GPUs of this machine, or fake:<count>x<model>[,...] for fake GPUs, "
-      "such as fake:8xH100 or fake:4xA100,4xH100";
+      "such as fake:8xH100 or fake:4xA100,4xH100; fake:2xA100[3g.40gb+2g.20gb],2xH100 partitions "
+      "the A100s into MIG instances";
   if (spec.empty()) return fail("--gpus", "no GPU backend given; " + accepted);
   return fail("--gpus", fmt::format("\"{}\" is not a GPU backend; {}", spec, accepted));
 }

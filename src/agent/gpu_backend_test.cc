@@ -21,7 +21,7 @@ using ::testing::IsEmpty;
 FakeGpuBackend fake(std::string_view list, std::string seed = "node-a") {
   auto gpus = parse_fake_gpus(list);
   EXPECT_TRUE(gpus.has_value()) << list << ": " << (gpus ? "" : gpus.error().message());
-  return FakeGpuBackend(gpus ? *gpus : std::vector<FakeGpuModel>{}, std::move(seed));
+  return FakeGpuBackend(gpus ? *gpus : std::vector<FakeGpu>{}, std::move(seed));
 }
 
 std::vector<GpuInfo> discover(GpuBackend& backend) {
@@ -94,6 +94,90 @@ TEST(GpuBackendSpec, ExplainsEveryBadSpec) {
       {"fake:8xB200", {"\"8xB200\": unknown fake GPU model \"B200\"", known}},
       {"fake:8xh100", {"unknown fake GPU model \"h100\"", known}},
       {"fake:8x", {"\"8x\": unknown fake GPU model \"\"", known}},
+  };
+  for (const auto& c : cases) {
+    auto backend = make_gpu_backend(c.spec);
+    ASSERT_FALSE(backend.has_value()) << c.spec;
+    EXPECT_EQ(backend.error().field, "--gpus") << c.spec;
+    for (const std::string& text : c.says) {
+      EXPECT_THAT(backend.error().reason, HasSubstr(text)) << c.spec;
+    }
+  }
+}
+
+TEST(GpuBackendSpec, PartitionsTheGpusOfAnEntryIntoMigInstances) {
+  auto backend = make_gpu_backend("fake:2xA100[3g.40gb+2g.20gb+1g.10gb],2xH100", "host-1");
+  ASSERT_TRUE(backend.has_value()) << backend.error().message();
+  EXPECT_EQ((*backend)->name(), "fake:2xA100[3g.40gb+2g.20gb+1g.10gb],2xH100");
+  const auto gpus = discover(**backend);
+  ASSERT_EQ(gpus.size(), 4U);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_TRUE(gpus[i].mig_enabled) << i;
+    EXPECT_EQ(gpus[i].memory_mib, 81920);
+    const std::string prefix = "MIG-fake-host-1-" + std::to_string(i) + "-";
+    // pack_mig: the 3g.40gb opens the high half, the 2g.20gb the low one, the 1g.10gb goes next
+    // to it; listed in the order given.
+    EXPECT_THAT(gpus[i].mig, ElementsAre(MigDevice{prefix + "0", MigProfile::k3g40gb, 4, 40960},
+                                         MigDevice{prefix + "1", MigProfile::k2g20gb, 0, 20480},
+                                         MigDevice{prefix + "2", MigProfile::k1g10gb, 2, 10240}));
+  }
+  for (int i = 2; i < 4; ++i) {
+    EXPECT_FALSE(gpus[i].mig_enabled) << i;
+    EXPECT_THAT(gpus[i].mig, IsEmpty()) << i;
+  }
+}
+
+TEST(GpuBackendSpec, MigLayoutsFollowTheCoresRules) {
+  // Seven 1g.10gb fill the compute slices; "[]" is MIG mode with no instance yet.
+  FakeGpuBackend backend =
+      fake("1xH100[1g.10gb+1g.10gb+1g.10gb+1g.10gb+1g.10gb+1g.10gb+1g.10gb],1xH100[]");
+  const auto gpus = discover(backend);
+  ASSERT_EQ(gpus.size(), 2U);
+  std::vector<MigInstance> instances;
+  for (const MigDevice& device : gpus[0].mig) instances.push_back(device.instance());
+  EXPECT_EQ(instances.size(), 7U);
+  EXPECT_TRUE(check_mig_layout(instances).has_value());
+  EXPECT_EQ(gpus[0].mig[0].memory_mib, 81559 / 8);
+  EXPECT_TRUE(gpus[1].mig_enabled);
+  EXPECT_THAT(gpus[1].mig, IsEmpty());
+  EXPECT_EQ(backend.name(),
+            "fake:1xH100[1g.10gb+1g.10gb+1g.10gb+1g.10gb+1g.10gb+1g.10gb+1g.10gb],"
+            "1xH100[]");
+
+  // The order given is the order placed: a 1g.10gb first takes slice 0, so a 4g.40gb has no room.
+  EXPECT_FALSE(make_gpu_backend("fake:1xA100[1g.10gb+4g.40gb]").has_value());
+  FakeGpuBackend big_first = fake("1xA100[4g.40gb+1g.10gb]");
+  EXPECT_THAT(discover(big_first).at(0).mig,
+              ElementsAre(MigDevice{"MIG-fake-node-a-0-0", MigProfile::k4g40gb, 0, 40960},
+                          MigDevice{"MIG-fake-node-a-0-1", MigProfile::k1g10gb, 4, 10240}));
+
+  // Consecutive GPUs count together only with the same partition.
+  EXPECT_EQ(fake("1xA100[1g.10gb],1xA100[1g.10gb],1xA100,1xA100[]").name(),
+            "fake:2xA100[1g.10gb],1xA100,1xA100[]");
+  // The same seed gives the same MIG UUIDs; another seed other ones.
+  EXPECT_EQ(discover(big_first), discover(big_first));
+  FakeGpuBackend other = fake("1xA100[4g.40gb+1g.10gb]", "node-b");
+  EXPECT_EQ(discover(other).at(0).mig.at(1).uuid, "MIG-fake-node-b-0-1");
+}
+
+TEST(GpuBackendSpec, ExplainsEveryBadPartition) {
+  const struct {
+    std::string spec;
+    std::vector<std::string> says;
+  } cases[] = {
+      {"fake:1xA100[7g.80gb+1g.10gb]",
+       {"\"1xA100[7g.80gb+1g.10gb]\": a 1g.10gb instance does not fit on a GPU that already "
+        "holds 7g.80gb"}},
+      {"fake:2xH100[4g.40gb+4g.40gb]", {"a 4g.40gb instance does not fit", "holds 4g.40gb"}},
+      {"fake:1xH100[1g.10gb+1g.10gb+1g.10gb+1g.10gb+1g.10gb+1g.10gb+1g.10gb+1g.10gb]",
+       {"a 1g.10gb instance does not fit"}},
+      {"fake:1xH100[1g.5gb]", {"\"1xH100[1g.5gb]\": '1g.5gb' is not a MIG profile", "7g.80gb"}},
+      {"fake:1xH100[1g.10gb++1g.10gb]", {"'' is not a MIG profile", "with '+'"}},
+      {"fake:1xA100[1g.10gb,1g.10gb]", {"\"1xA100[1g.10gb\": a partition is written"}},
+      {"fake:1xA100[1g.10gb", {"a partition is written [<profile>+<profile>...]"}},
+      {"fake:2xT4[1g.10gb]", {"\"2xT4[1g.10gb]\": T4 GPUs have no MIG partitions"}},
+      {"fake:2xL40S[]", {"L40S GPUs have no MIG partitions"}},
+      {"fake:2xB200[1g.10gb]", {"unknown fake GPU model \"B200\""}},
   };
   for (const auto& c : cases) {
     auto backend = make_gpu_backend(c.spec);
