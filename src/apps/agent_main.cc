@@ -253,8 +253,9 @@ int main(int argc, char** argv) {
   cmd->add_option("--leaf", flags->leaf, "The leaf switch this node hangs off (checked)");
   cmd->add_option("--spine", flags->spine, "The spine above that leaf (checked)");
   cmd->add_option("--gpus", flags->gpus,
-                  "GPU backend: nvml (the NVIDIA driver), or fake GPUs such as fake:8xH100 or "
-                  "fake:4xA100,4xH100")
+                  "GPU backend: nvml (the NVIDIA driver), or fake GPUs such as fake:8xH100, "
+                  "fake:4xA100,4xH100 or, with MIG partitions, "
+                  "fake:2xA100[3g.40gb+2g.20gb+1g.10gb],2xH100")
       ->capture_default_str();
   cmd->add_option("--state-dir", flags->state_dir,
                   "Folder of the tasks' run folders, logs and the agent's state")
