@@ -22,6 +22,7 @@
 // MIG device handles answer nvmlDeviceGetName, _GetUUID and _GetMemoryInfo. Built with
 // TIDEPOOL_FAKE_NVML_WITHOUT_MIG (the fake_nvml_without_mig library), it lacks the MIG functions
 // of NVML, as drivers before R450 do; the configuration functions are still there.
+#include <array>
 #include <cstring>
 #include <string>
 #include <type_traits>
@@ -99,11 +100,11 @@ struct MigState {
   nvmlReturn_t mode_result = NVML_SUCCESS;
   unsigned int mode = NVML_DEVICE_MIG_DISABLE;
   unsigned int max_devices = 7;
-  bool present[kMigSlots] = {};
-  std::string names[kMigSlots];
-  std::string uuids[kMigSlots];
-  nvmlDevice_st devices[kMigSlots] = {};
-  nvmlGpuInstance_st instances[kMigSlots] = {};
+  std::array<bool, kMigSlots> present{};
+  std::array<std::string, kMigSlots> names;
+  std::array<std::string, kMigSlots> uuids;
+  std::array<nvmlDevice_st, kMigSlots> devices{};
+  std::array<nvmlGpuInstance_st, kMigSlots> instances{};
 };
 MigState mig[kGpus];
 
