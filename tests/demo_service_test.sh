@@ -63,7 +63,8 @@ start_replica() {
   pids+=("$replica_pid")
   replica_port=""
   for _ in $(seq 1 100); do
-    replica_port=$(head -n 1 "$work/$name.out" 2>/dev/null)  # the file may not be there yet
+    # The file may not be there yet (the background shell opens it): not a failure under set -e.
+    replica_port=$(head -n 1 "$work/$name.out" 2>/dev/null || true)
     [[ $replica_port =~ ^[0-9]+$ ]] && return 0
     kill -0 "$replica_pid" 2>/dev/null || { show_logs; fail "replica $name exited at start"; }
     sleep 0.1
@@ -111,6 +112,7 @@ EOF
 
 # metric FILE NAME: the sum of the samples of NAME (any labels) in the exposition in FILE.
 metric() {
+  [[ -f $1 ]] || { echo 0; return 0; }  # no exposition: none of it (the check then says so)
   awk -v name="$2" '$1 == name || index($1, name "{") == 1 { sum += $NF } END { print sum + 0 }' \
     "$1"
 }
