@@ -161,7 +161,7 @@ PY
     ;;
   services)
     # The example services over the excerpt's last two days (its busiest), a window by day.
-    run_sim "$work/sv" --policy tidepool --services "$source_dir/data/examples/services.yaml" \
+    run_sim "$work/sv" --policy tidepool --services "$source_dir/data/services/example.yaml" \
       --services-from 19d --until 21d --window inference:06:00-24:00:48
     grep -q "^Services under tidepool" "$work/sv.stdout" || fail "no services table"
     grep -q "^Training GPU-hours outside tidal windows" "$work/sv.stdout" ||
@@ -192,7 +192,7 @@ PY
     expect_error "--services" "services[0]" "target" -- "${common[@]}" --policy tidepool \
       --services "$work/services.yaml"
     expect_error "--services-from" -- "${common[@]}" --policy tidepool \
-      --services "$source_dir/data/examples/services.yaml" --services-from 30d --until 21d
+      --services "$source_dir/data/services/example.yaml" --services-from 30d --until 21d
     expect_error "--until" -- "${common[@]}" --policy tidepool --until soon
     expect_error "--policy" "unknown policy 'nope'" "fifo-firstfit" "tidepool" -- \
       "${common[@]}" --policy fifo-firstfit,nope

@@ -21,7 +21,7 @@ Result<std::vector<ServiceEntry>> parse(const std::string& text) {
 
 TEST(ServicesFile, TheShippedExampleReadsWithItsFigures) {
   auto services =
-      load_services_yaml(test_support::test_source_dir() + "/data/examples/services.yaml", p100());
+      load_services_yaml(test_support::test_source_dir() + "/data/services/example.yaml", p100());
   ASSERT_TRUE(services.has_value()) << services.error().message();
   ASSERT_EQ(services->size(), 2U);
   const SimServiceSpec& chat = (*services)[0].spec;

@@ -144,7 +144,7 @@ fuzz_target() {
       done
       printf '2inference:08:00-24:00:64' > "${corpus}/window-inference"
       printf '2training:22:30-6:00:1' > "${corpus}/window-wrap"
-      { printf '3'; cat "${repo_root}/data/examples/services.yaml"; } > "${corpus}/services"
+      { printf '3'; cat "${repo_root}/data/services/example.yaml"; } > "${corpus}/services"
       dict="${repo_root}/tests/fuzz/sim_inputs.dict"
       ;;
     job_spec_fuzz | api_bodies_fuzz)
