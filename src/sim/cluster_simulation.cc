@@ -472,19 +472,17 @@ Result<ClusterSimRun> Simulation::run() {
   training_milli_.assign(static_cast<std::size_t>(tenants), 0);
   training_outside_.assign(static_cast<std::size_t>(tenants), 0);
   for (std::size_t k = 0; k < settings_.services.size(); ++k) {
-    SimServiceSpec& spec = settings_.services[k];
+    const SimServiceSpec& spec = settings_.services[k];
     const std::string field = "service " + spec.name;
     if (spec.tenant.value >= static_cast<std::uint32_t>(tenants)) {
       return fail(field, "names an unknown tenant");
     }
     if (spec.tick <= 0 || spec.start < 0 || spec.end <= spec.start || !(spec.service_s > 0) ||
-        spec.slots < 1 || spec.startup < 0 || spec.drain < 0) {
+        spec.drain < 0) {
       return fail(field,
-                  "needs a positive tick, service time and slots, a start before its end, "
-                  "and no negative start-up or drain");
+                  "needs a positive tick and service time, a start before its end, and no "
+                  "negative drain");
     }
-    spec.scaler.slots_per_replica = spec.slots;
-    spec.scaler.lead = std::min<Seconds>(spec.startup, 3600);
     auto scaler = make_autoscaler_spec(spec.scaler);
     if (!scaler) return fail(field + " " + scaler.error().field, scaler.error().reason);
     ServiceRun service{
@@ -683,7 +681,7 @@ ReplicaPhase Simulation::replica_phase(std::uint32_t job, Seconds now) const {
   const JobTrack& track = tracks_[job];
   if (track.draining_until) return ReplicaPhase::kDraining;
   if (!track.running) return ReplicaPhase::kPending;
-  const Seconds startup = settings_.services[*track.service].startup;
+  const Seconds startup = settings_.services[*track.service].scaler.lead;
   return now >= track.segment_start + startup ? ReplicaPhase::kReady : ReplicaPhase::kStarting;
 }
 
@@ -803,7 +801,7 @@ Result<bool> Simulation::service_tick(std::uint32_t k, Seconds now) {
     tracks_[id].draining_until = now + spec.drain;
     events_.push({now + spec.drain, kReplicaStop, id, 0});
   }
-  tick.live = live_replicas(views) + plan.add -
+  tick.live = live + plan.add -
               static_cast<int>(plan.withdraw.size() + plan.stop.size() + plan.drain.size());
   result.ticks.push_back(tick);
   events_.push({now + length, kServiceTick, k, 0});

@@ -124,9 +124,9 @@ TEST(ClusterSimulation, AServicesReplicasFollowItsRate) {
   service.tenant = TenantId{0};
   service.queue = QueueId{0};
   service.replica = *make_task_shape(1, 1000, 1000, 1024);
-  service.slots = 2;
+  service.scaler.slots_per_replica = 2;
   service.service_s = 0.1;
-  service.startup = 30;
+  service.scaler.lead = 30;
   service.drain = 10;
   service.scaler.metric = ScaleMetric::kP95LatencyMs;
   service.scaler.target = 500;

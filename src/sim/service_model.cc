@@ -59,12 +59,12 @@ double rate_at(const RateCurve& curve, Seconds t) {
 
 std::optional<std::int64_t> service_p95_ms(const SimServiceSpec& spec, double rate, int ready) {
   if (ready <= 0) return std::nullopt;
-  return response_percentile_ms(rate, spec.service_s, ready * spec.slots);
+  return response_percentile_ms(rate, spec.service_s, ready * spec.scaler.slots_per_replica);
 }
 
 int oracle_replicas(const SimServiceSpec& spec, double rate) {
   const auto needed = replicas_for_p95(rate, spec.service_s, spec.scaler.target,
-                                       spec.scaler.max_replicas, spec.slots);
+                                       spec.scaler.max_replicas, spec.scaler.slots_per_replica);
   return std::max(spec.scaler.min_replicas, needed.value_or(spec.scaler.max_replicas));
 }
 

@@ -5,7 +5,8 @@
 // (core/service_replicas.h) what to add or drain, the scheduler places each replica with the
 // service's spread (core/replica_spread.h).
 //
-// The latency model: each replica serves up to `slots` requests at once, each taking an
+// The latency model: each replica serves up to `slots` (scaler.slots_per_replica) requests at
+// once, each taking an
 // exponential time of mean `service_s`; requests wait in one queue for the first free slot of a
 // ready replica. That is an M/M/c queue with c = ready replicas x slots (core/queueing_model.h),
 // taken in its steady state at each tick's rate. No ready replica, or more arriving than the
@@ -66,12 +67,12 @@ struct SimServiceSpec {
   QueueId queue;
   TaskShape replica;  // one replica's GPUs (or fraction), CPU, memory and accepted models
   int priority = 1000;
-  int slots = 1;           // requests a replica serves at once
   double service_s = 0.1;  // mean time to serve one request, > 0
-  Seconds startup = 60;    // from placement to serving
   Seconds drain = 30;      // from the drain to the stop (its requests answered)
   Seconds tick = 10;       // how often the replicas report and the autoscaler decides
-  AutoscalerSpec scaler;   // min/max replicas, the p95 target, windows (slots and lead set)
+  // Min/max replicas, the p95 target and windows; slots_per_replica: the requests a replica
+  // serves at once; lead: its start-up, from placement to serving.
+  AutoscalerSpec scaler;
   ReplicaSpread spread;
   RateCurve rate;
   Seconds start = 0;  // the service runs over [start, end)
@@ -102,6 +103,16 @@ struct SimServiceResult {
   int decisions = 0;  // ticks whose decision changed the count
   std::string last_reason;
   std::vector<ServiceTick> ticks;
+
+  // The share of the time measured above the target (0 with none measured).
+  [[nodiscard]] double above_target_share() const {
+    return seconds > 0 ? static_cast<double>(seconds_above_target) / static_cast<double>(seconds)
+                       : 0.0;
+  }
+  // Replica-hours over the oracle's (0 without an oracle's).
+  [[nodiscard]] double replica_hours_over_oracle() const {
+    return oracle_replica_hours > 0 ? replica_hours / oracle_replica_hours : 0.0;
+  }
 };
 
 // The p95 in ms of `ready` replicas at `rate` (nullopt: overloaded or none ready).

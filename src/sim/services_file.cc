@@ -233,7 +233,8 @@ class ServicesReader : private YamlReader {
     auto shape = make_task_shape(gpus, gpu_milli, cpu_milli, memory_mib, accepted);
     if (!shape) return error_at(node, path, shape.error().message());
     spec.replica = *shape;
-    if (auto ok = optional(*f, path, "slots", spec.slots, number(1, 1024)); !ok) {
+    if (auto ok = optional(*f, path, "slots", spec.scaler.slots_per_replica, number(1, 1024));
+        !ok) {
       return std::unexpected(ok.error());
     }
     auto service_node = required(*f, node, path, "service_time");
@@ -249,7 +250,8 @@ class ServicesReader : private YamlReader {
     const auto span = [this](const YAML::Node& n, const std::string& p) {
       return duration(n, p, 0, 3600);
     };
-    if (auto ok = optional(*f, path, "startup", spec.startup, span); !ok) {
+    spec.scaler.lead = 60;
+    if (auto ok = optional(*f, path, "startup", spec.scaler.lead, span); !ok) {
       return std::unexpected(ok.error());
     }
     return optional(*f, path, "drain", spec.drain, span);

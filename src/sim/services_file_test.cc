@@ -27,9 +27,9 @@ TEST(ServicesFile, TheShippedExampleReadsWithItsFigures) {
   const SimServiceSpec& chat = (*services)[0].spec;
   EXPECT_EQ(chat.name, "chat");
   EXPECT_EQ((*services)[0].tenant, "inference");
-  EXPECT_EQ(chat.slots, 4);
+  EXPECT_EQ(chat.scaler.slots_per_replica, 4);
   EXPECT_DOUBLE_EQ(chat.service_s, 0.25);
-  EXPECT_EQ(chat.startup, 90);
+  EXPECT_EQ(chat.scaler.lead, 90);
   EXPECT_EQ(chat.scaler.target, 1000);
   EXPECT_EQ(chat.scaler.max_replicas, 64);
   EXPECT_DOUBLE_EQ(chat.rate.peak / chat.rate.trough, 8.0);
@@ -52,7 +52,8 @@ TEST(ServicesFile, DefaultsFillWhatIsNotGiven) {
   ASSERT_TRUE(services.has_value()) << services.error().message();
   const SimServiceSpec& a = (*services)[0].spec;
   EXPECT_EQ(a.replica.gpu_count, 1);
-  EXPECT_EQ(a.slots, 1);
+  EXPECT_EQ(a.scaler.slots_per_replica, 1);
+  EXPECT_EQ(a.scaler.lead, 60);
   EXPECT_EQ(a.scaler.min_replicas, 1);
   EXPECT_EQ(a.scaler.max_replicas, 16);
   EXPECT_EQ(a.tick, 10);

@@ -173,23 +173,17 @@ std::string summary_json_text(const ClusterSimRun& run, std::string_view policy)
   Json services = Json::array();
   for (const SimServiceResult& service : run.services) {
     const double hours = static_cast<double>(service.seconds) / 3600.0;
-    services.push_back(Json{
-        {"name", service.name},
-        {"p95_target_ms", service.target_ms},
-        {"hours", hours},
-        {"above_target_share", service.seconds > 0
-                                   ? static_cast<double>(service.seconds_above_target) /
-                                         static_cast<double>(service.seconds)
-                                   : 0.0},
-        {"replica_hours", service.replica_hours},
-        {"gpu_hours", service.gpu_hours},
-        {"oracle_replica_hours", service.oracle_replica_hours},
-        {"replica_hours_over_oracle", service.oracle_replica_hours > 0
-                                          ? service.replica_hours / service.oracle_replica_hours
-                                          : 0.0},
-        {"max_replicas_held", service.max_replicas_held},
-        {"scale_decisions", service.decisions},
-        {"last_decision", service.last_reason}});
+    services.push_back(Json{{"name", service.name},
+                            {"p95_target_ms", service.target_ms},
+                            {"hours", hours},
+                            {"above_target_share", service.above_target_share()},
+                            {"replica_hours", service.replica_hours},
+                            {"gpu_hours", service.gpu_hours},
+                            {"oracle_replica_hours", service.oracle_replica_hours},
+                            {"replica_hours_over_oracle", service.replica_hours_over_oracle()},
+                            {"max_replicas_held", service.max_replicas_held},
+                            {"scale_decisions", service.decisions},
+                            {"last_decision", service.last_reason}});
   }
   Json training_outside = Json::object();
   for (std::size_t t = 0;

@@ -189,7 +189,6 @@ void add_cost_rows(TextTable& table, std::span<const ClusterSimRun> runs,
   row("ledger balanced", [](C c) { return std::string(c.ledger_balanced ? "yes" : "NO"); });
 }
 
-// Per tenant: charges / lending credits under each policy.
 // Per service: its latency against the target, its replica-hours against the oracle's; per tenant:
 // the training GPU-hours outside windows with the services against `without` them.
 void print_services(std::string_view policy, const ClusterSimRun& run,
@@ -199,14 +198,10 @@ void print_services(std::string_view policy, const ClusterSimRun& run,
                            "target ms", "above (%)", "replica-h", "oracle replica-h", "x oracle",
                            "GPU-h", "most held");
   for (const SimServiceResult& s : run.services) {
-    const double above = s.seconds > 0 ? 100.0 * static_cast<double>(s.seconds_above_target) /
-                                             static_cast<double>(s.seconds)
-                                       : 0.0;
-    const double ratio = s.oracle_replica_hours > 0 ? s.replica_hours / s.oracle_replica_hours : 0;
     std::cout << fmt::format(
         "{:<16} {:>10} {:>12.3f} {:>14.1f} {:>16.1f} {:>10.3f} {:>10.1f} {:>12}\n", s.name,
-        s.target_ms, above, s.replica_hours, s.oracle_replica_hours, ratio, s.gpu_hours,
-        s.max_replicas_held);
+        s.target_ms, 100.0 * s.above_target_share(), s.replica_hours, s.oracle_replica_hours,
+        s.replica_hours_over_oracle(), s.gpu_hours, s.max_replicas_held);
   }
   std::cout << "\nTraining GPU-hours outside tidal windows, with the services and without\n";
   std::cout << fmt::format("{:<16} {:>14} {:>14} {:>10}\n", "tenant", "with", "without", "kept");
@@ -225,6 +220,7 @@ void print_services(std::string_view policy, const ClusterSimRun& run,
                            without_total, without_total > 0 ? with_total / without_total : 0.0);
 }
 
+// Per tenant: charges / lending credits under each policy.
 void print_tenant_costs(std::span<const std::string> policies, std::span<const ClusterSimRun> runs,
                         const std::string& currency) {
   if (runs.empty() || !runs.front().cost) return;
