@@ -9,7 +9,6 @@
 #include <unordered_map>
 #include <utility>
 
-#include "config/duration_text.h"
 #include "config/yaml_reader.h"
 #include "core/tidal_window.h"
 
@@ -138,12 +137,10 @@ Result<int> MarketReader::months(const YAML::Node& node, const std::string& path
 }
 
 Result<Seconds> MarketReader::period(const YAML::Node& node, const std::string& path) const {
-  auto text = number_text(node, path);
-  if (!text) return std::unexpected(text.error());
-  const auto seconds = parse_duration(*text, kMaxDurationInFile);
-  if (!seconds) return error_at(node, path, seconds.error().reason);
+  const auto seconds = duration(node, path);
+  if (!seconds) return seconds;
   if (*seconds < 1 || *seconds > kSecondsPerDay) {
-    return error_at(node, path, "must be 1 second to 1 day, got '" + *text + "'");
+    return error_at(node, path, "must be 1 second to 1 day, got '" + node.Scalar() + "'");
   }
   return *seconds;
 }
@@ -353,11 +350,7 @@ Result<Budget> MarketReader::read_budget(const Entry& entry) const {
 }
 
 Result<Seconds> MarketReader::duration(const YAML::Node& node, const std::string& path) const {
-  auto text = number_text(node, path);
-  if (!text) return std::unexpected(text.error());
-  const auto seconds = parse_duration(*text, kMaxDurationInFile);
-  if (!seconds) return error_at(node, path, seconds.error().reason);
-  return *seconds;
+  return YamlReader::duration(node, path, kMaxDurationInFile);
 }
 
 Result<BurstOfferSpec> MarketReader::read_offer(const YAML::Node& node, const std::string& path,

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <utility>
 
+#include "config/duration_text.h"
 #include "core/decimal_text.h"
 #include "core/tidal_window.h"
 
@@ -200,6 +201,15 @@ Result<std::string> YamlReader::number_text(const YAML::Node& node, const std::s
     return error_at(node, path, "expected a number, got " + yaml_node_kind(node));
   }
   return node.Scalar();
+}
+
+Result<Seconds> YamlReader::duration(const YAML::Node& node, const std::string& path,
+                                     Seconds max) const {
+  auto text = number_text(node, path);
+  if (!text) return std::unexpected(text.error());
+  const auto seconds = parse_duration(*text, max);
+  if (!seconds) return error_at(node, path, seconds.error().reason);
+  return *seconds;
 }
 
 Result<Seconds> YamlReader::time_of_day(const YAML::Node& node, const std::string& path,

@@ -116,6 +116,8 @@ class YamlReader {
   Result<std::string> text(const YAML::Node& node, const std::string& path) const;
   // A scalar's text, to be read as a number ("expected a number, got ..." otherwise).
   Result<std::string> number_text(const YAML::Node& node, const std::string& path) const;
+  // A duration as parse_duration reads it ("90s", "15m", "1h30m"), at most `max` seconds.
+  Result<Seconds> duration(const YAML::Node& node, const std::string& path, Seconds max) const;
   // A time of day "HH:MM" in seconds: 00:00..23:59, or 00:00..24:00 when `closing` (an end).
   Result<Seconds> time_of_day(const YAML::Node& node, const std::string& path, bool closing) const;
   // The required `name` of the map at `path` (a text()), which must be new to `seen` (name -> path

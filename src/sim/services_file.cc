@@ -77,12 +77,10 @@ class ServicesReader : private YamlReader {
   }
   Result<Seconds> duration(const YAML::Node& node, const std::string& path, Seconds lo,
                            Seconds hi) const {
-    auto text = number_text(node, path);
-    if (!text) return std::unexpected(text.error());
-    const auto seconds = parse_duration(*text, hi);
-    if (!seconds) return error_at(node, path, seconds.error().reason);
+    const auto seconds = YamlReader::duration(node, path, hi);
+    if (!seconds) return seconds;
     if (*seconds < lo) {
-      return error_at(node, path, fmt::format("must be at least {}s, got '{}'", lo, *text));
+      return error_at(node, path, fmt::format("must be at least {}s, got '{}'", lo, node.Scalar()));
     }
     return *seconds;
   }
