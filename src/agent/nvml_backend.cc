@@ -142,6 +142,28 @@ Error NvmlBackend::call_failed(std::string_view function, nvmlReturn_t result, i
                                    reason != nullptr ? reason : "unknown error", result)};
 }
 
+Result<NvmlBackend::DeviceIdentity> NvmlBackend::identity(nvml::nvmlDevice_t device, int index,
+                                                          std::string_view suffix) const {
+  DeviceIdentity identity;
+  char name[nvml::NVML_DEVICE_NAME_V2_BUFFER_SIZE] = {};
+  if (const auto result = nvml_.get_name(device, name, sizeof name); result != NVML_SUCCESS) {
+    return std::unexpected(call_failed(fmt::format("nvmlDeviceGetName{}", suffix), result, index));
+  }
+  identity.name = text(name);
+  char uuid[nvml::NVML_DEVICE_UUID_V2_BUFFER_SIZE] = {};
+  if (const auto result = nvml_.get_uuid(device, uuid, sizeof uuid); result != NVML_SUCCESS) {
+    return std::unexpected(call_failed(fmt::format("nvmlDeviceGetUUID{}", suffix), result, index));
+  }
+  identity.uuid = text(uuid);
+  nvml::nvmlMemory_t memory{};
+  if (const auto result = nvml_.get_memory(device, &memory); result != NVML_SUCCESS) {
+    return std::unexpected(
+        call_failed(fmt::format("nvmlDeviceGetMemoryInfo{}", suffix), result, index));
+  }
+  identity.memory_mib = static_cast<std::int64_t>(memory.total / kBytesPerMib);
+  return identity;
+}
+
 int NvmlBackend::read_numa_node(const std::string& pci_bus_id) const {
   if (pci_bus_id.empty() || pci_bus_id.find('/') != std::string::npos) return -1;
   std::ifstream file(sysfs_pci_devices_ + "/" + pci_bus_id + "/numa_node");
@@ -202,13 +224,13 @@ Result<void> NvmlBackend::read_mig(int index, GpuInfo& gpu) const {
     if (found != NVML_SUCCESS) {
       return std::unexpected(call_failed("nvmlDeviceGetMigDeviceHandleByIndex", found, index));
     }
+    auto identified = identity(handle, index, " (MIG device)");
+    if (!identified) return std::unexpected(identified.error());
     MigDevice mig;
-    char name[nvml::NVML_DEVICE_NAME_V2_BUFFER_SIZE] = {};
-    if (const auto result = nvml_.get_name(handle, name, sizeof name); result != NVML_SUCCESS) {
-      return std::unexpected(call_failed("nvmlDeviceGetName (MIG device)", result, index));
-    }
+    mig.uuid = identified->uuid;
+    mig.memory_mib = identified->memory_mib;
     // "NVIDIA H100 80GB HBM3 MIG 1g.10gb": the profile is the last word.
-    const std::string device_name = text(name);
+    const std::string& device_name = identified->name;
     const std::string_view profile_name =
         std::string_view(device_name).substr(device_name.rfind(' ') + 1);
     auto profile = parse_mig_profile(profile_name);
@@ -217,16 +239,6 @@ Result<void> NvmlBackend::read_mig(int index, GpuInfo& gpu) const {
                                             device_name, profile.error().reason));
     }
     mig.profile = *profile;
-    char uuid[nvml::NVML_DEVICE_UUID_V2_BUFFER_SIZE] = {};
-    if (const auto result = nvml_.get_uuid(handle, uuid, sizeof uuid); result != NVML_SUCCESS) {
-      return std::unexpected(call_failed("nvmlDeviceGetUUID (MIG device)", result, index));
-    }
-    mig.uuid = text(uuid);
-    nvml::nvmlMemory_t memory{};
-    if (const auto result = nvml_.get_memory(handle, &memory); result != NVML_SUCCESS) {
-      return std::unexpected(call_failed("nvmlDeviceGetMemoryInfo (MIG device)", result, index));
-    }
-    mig.memory_mib = static_cast<std::int64_t>(memory.total / kBytesPerMib);
     unsigned int instance_id = 0;
     if (const auto result = nvml_.get_gpu_instance_id(handle, &instance_id);
         result != NVML_SUCCESS) {
@@ -265,21 +277,11 @@ Result<std::vector<GpuInfo>> NvmlBackend::discover() {
     const nvml::nvmlDevice_t device = devices_[index];
     GpuInfo gpu;
     gpu.index = index;
-    char name[nvml::NVML_DEVICE_NAME_V2_BUFFER_SIZE] = {};
-    if (const auto result = nvml_.get_name(device, name, sizeof name); result != NVML_SUCCESS) {
-      return std::unexpected(call_failed("nvmlDeviceGetName", result, index));
-    }
-    gpu.model = text(name);
-    char uuid[nvml::NVML_DEVICE_UUID_V2_BUFFER_SIZE] = {};
-    if (const auto result = nvml_.get_uuid(device, uuid, sizeof uuid); result != NVML_SUCCESS) {
-      return std::unexpected(call_failed("nvmlDeviceGetUUID", result, index));
-    }
-    gpu.uuid = text(uuid);
-    nvml::nvmlMemory_t memory{};
-    if (const auto result = nvml_.get_memory(device, &memory); result != NVML_SUCCESS) {
-      return std::unexpected(call_failed("nvmlDeviceGetMemoryInfo", result, index));
-    }
-    gpu.memory_mib = static_cast<std::int64_t>(memory.total / kBytesPerMib);
+    auto identified = identity(device, index, "");
+    if (!identified) return std::unexpected(identified.error());
+    gpu.model = std::move(identified->name);
+    gpu.uuid = std::move(identified->uuid);
+    gpu.memory_mib = identified->memory_mib;
     nvml::nvmlPciInfo_t pci{};
     if (const auto result = nvml_.get_pci(device, &pci); result != NVML_SUCCESS) {
       return std::unexpected(call_failed("nvmlDeviceGetPciInfo_v3", result, index));

@@ -83,6 +83,15 @@ class NvmlBackend final : public GpuBackend {
   [[nodiscard]] Error call_failed(std::string_view function, nvml::nvmlReturn_t result,
                                   int index) const;
   [[nodiscard]] int read_numa_node(const std::string& pci_bus_id) const;
+  // A device's name, UUID and total memory, whether a GPU or one of its MIG devices; `suffix`
+  // follows the names of the calls in errors (" (MIG device)"), `index` is the GPU's.
+  struct DeviceIdentity {
+    std::string name;
+    std::string uuid;
+    std::int64_t memory_mib = 0;
+  };
+  Result<DeviceIdentity> identity(nvml::nvmlDevice_t device, int index,
+                                  std::string_view suffix) const;
   // The bus ids (sysfs form) that the active NVLinks of GPU `index` lead to.
   Result<std::vector<std::string>> nvlink_remotes(int index) const;
   // Fills gpu.mig_enabled and gpu.mig for GPU `index` (see the file comment).

@@ -12,6 +12,8 @@
 #include <unordered_set>
 #include <utility>
 
+#include "config/quoted_text.h"
+
 namespace tidepool {
 namespace {
 
@@ -67,41 +69,6 @@ std::string excerpt(std::string_view text) {
   return out;
 }
 
-bool is_utf8(std::string_view text) {
-  for (std::size_t i = 0; i < text.size();) {
-    const auto lead = static_cast<unsigned char>(text[i]);
-    if (lead < 0x80) {
-      ++i;
-      continue;
-    }
-    // The continuation bytes a lead byte takes, and the range of the first one (which rules
-    // out overlong forms, surrogates and code points past U+10FFFF).
-    std::size_t extra = 0;
-    unsigned char low = 0x80;
-    unsigned char high = 0xbf;
-    if (lead >= 0xc2 && lead <= 0xdf) {
-      extra = 1;
-    } else if (lead >= 0xe0 && lead <= 0xef) {
-      extra = 2;
-      if (lead == 0xe0) low = 0xa0;
-      if (lead == 0xed) high = 0x9f;
-    } else if (lead >= 0xf0 && lead <= 0xf4) {
-      extra = 3;
-      if (lead == 0xf0) low = 0x90;
-      if (lead == 0xf4) high = 0x8f;
-    } else {
-      return false;
-    }
-    if (text.size() - i <= extra) return false;
-    for (std::size_t k = 1; k <= extra; ++k) {
-      const auto next = static_cast<unsigned char>(text[i + k]);
-      if (next < (k == 1 ? low : 0x80) || next > (k == 1 ? high : 0xbf)) return false;
-    }
-    i += extra + 1;
-  }
-  return true;
-}
-
 // A leading '+' dropped (Go's parsers take one; std::from_chars does not), unless a sign follows.
 std::optional<std::string_view> without_plus(std::string_view text) {
   if (!text.starts_with('+')) return text;
@@ -139,7 +106,7 @@ Result<std::string> read_label_value(std::string_view& rest, std::string_view la
   for (std::size_t i = 0; i < rest.size(); ++i) {
     if (rest[i] == '"') {
       rest.remove_prefix(i + 1);
-      if (!is_utf8(value))
+      if (!valid_utf8(value))
         return fail("", fmt::format("label {} is not valid UTF-8", excerpt(label)));
       return value;
     }
@@ -350,7 +317,7 @@ class ExpositionReader {
       return fail("", fmt::format("a second HELP line for {}", excerpt(name)));
     }
     std::string help = unescape_help(text);
-    if (!is_utf8(help)) {
+    if (!valid_utf8(help)) {
       return fail("", fmt::format("the HELP text of {} is not UTF-8", excerpt(name)));
     }
     exposition_.help.emplace(std::string(name), std::move(help));
