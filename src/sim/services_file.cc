@@ -118,6 +118,7 @@ class ServicesReader : private YamlReader {
     if (auto ok = read_replica(*replica_node, path + ".replica", spec); !ok) {
       return std::unexpected(ok.error());
     }
+    spec.scaler.max_replicas = 16;  // the default, also when only min is given
     if (auto replicas = f->get("replicas")) {
       auto r = fields(*replicas, path + ".replicas", {"min", "max"});
       if (!r) return std::unexpected(r.error());
@@ -130,8 +131,6 @@ class ServicesReader : private YamlReader {
       if (auto ok = optional(*r, path + ".replicas", "max", spec.scaler.max_replicas, count); !ok) {
         return std::unexpected(ok.error());
       }
-    } else {
-      spec.scaler.max_replicas = 16;
     }
     auto target_node = required(*f, node, path, "target");
     if (!target_node) return std::unexpected(target_node.error());

@@ -54,6 +54,18 @@ TEST(ServicesFile, DefaultsFillWhatIsNotGiven) {
   EXPECT_EQ(a.replica.gpu_count, 1);
   EXPECT_EQ(a.scaler.slots_per_replica, 1);
   EXPECT_EQ(a.scaler.lead, 60);
+  // A minimum alone keeps the default maximum.
+  auto min_only = parse(R"(services:
+  - name: a
+    tenant: t
+    replica: {service_time: 100ms}
+    replicas: {min: 3}
+    target: {p95_latency_ms: 500}
+    rate: {trough: 1, peak: 2}
+)");
+  ASSERT_TRUE(min_only.has_value()) << min_only.error().message();
+  EXPECT_EQ((*min_only)[0].spec.scaler.min_replicas, 3);
+  EXPECT_EQ((*min_only)[0].spec.scaler.max_replicas, 16);
   EXPECT_EQ(a.scaler.min_replicas, 1);
   EXPECT_EQ(a.scaler.max_replicas, 16);
   EXPECT_EQ(a.tick, 10);
