@@ -137,7 +137,7 @@ Result<int> MarketReader::months(const YAML::Node& node, const std::string& path
 }
 
 Result<Seconds> MarketReader::period(const YAML::Node& node, const std::string& path) const {
-  const auto seconds = duration(node, path);
+  auto seconds = duration(node, path);
   if (!seconds) return seconds;
   if (*seconds < 1 || *seconds > kSecondsPerDay) {
     return error_at(node, path, "must be 1 second to 1 day, got '" + node.Scalar() + "'");

@@ -77,7 +77,7 @@ class ServicesReader : private YamlReader {
   }
   Result<Seconds> duration(const YAML::Node& node, const std::string& path, Seconds lo,
                            Seconds hi) const {
-    const auto seconds = YamlReader::duration(node, path, hi);
+    auto seconds = YamlReader::duration(node, path, hi);
     if (!seconds) return seconds;
     if (*seconds < lo) {
       return error_at(node, path, fmt::format("must be at least {}s, got '{}'", lo, node.Scalar()));
