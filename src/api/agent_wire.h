@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "api/replica_metrics.h"
 #include "core/error.h"
 
 namespace tidepool {
@@ -113,10 +114,28 @@ struct GpuReading {
 // 0..16; at most 16 GPUs, each index once, figures >= 0 and below 2^63, utilization 0..100,
 // temperature -273..1000; a GPU's keys all optional too). to_json writes running_jobs and gpus
 // (empty lists too), every key of each GPU, and healthy_gpus when it is set.
+// What the agent read from one of its service replicas (the task of a job with a `replica` in its
+// assignment) at its latest scrape: the job, its run, and the figures (api/replica_metrics.h), each
+// absent when the replica did not say it:
+//   {"job": 31, "run": 1, "requests_waiting_milli": 2000, "requests_in_flight_milli": 4000,
+//    "requests_per_s_milli": 12500, "mean_latency_ms": 180, "p95_latency_ms": 420,
+//    "mean_queue_time_ms": 20, "mean_concurrency_milli": 3900}
+// job >= 1, run >= 0, each figure 0..10^15. Nothing of a failed scrape is sent (the agent logs
+// why): a replica's bytes never leave its node but as these integers.
+struct ReplicaReport {
+  std::int64_t job = 0;
+  std::int64_t run = 0;
+  ReplicaFigures figures;
+
+  friend bool operator==(const ReplicaReport&, const ReplicaReport&) = default;
+};
+inline constexpr std::int64_t kMaxReplicaFigure = 1'000'000'000'000'000;
+
 struct NodeHeartbeat {
   std::vector<std::int64_t> running_jobs;  // the jobs with a live task on the node
   std::optional<int> healthy_gpus;
   std::vector<GpuReading> gpus;
+  std::vector<ReplicaReport> replicas;  // at most kMaxHeartbeatJobs
 
   friend bool operator==(const NodeHeartbeat&, const NodeHeartbeat&) = default;
 };
@@ -124,6 +143,24 @@ nlohmann::json node_heartbeat_to_json(const NodeHeartbeat& heartbeat);
 Result<NodeHeartbeat> node_heartbeat_from_json(const nlohmann::json& value);
 
 // --- the heartbeat's reply: what the node should run ---
+
+// A service replica's side of an assignment (api/service_spec.h): where the agent reads its
+// figures and which metrics say what.
+//   {"service": 7, "port": 8001, "metrics_file": "", "metrics_preset": "vllm",
+//    "metric_names": {"requests_running": "my_running"}}
+// service >= 1; port 0..65535, the replica's port on its node (TIDEPOOL_PORT in its env), scraped
+// at http://127.0.0.1:<port>/metrics when metrics_file is empty (0: nothing to scrape);
+// metrics_file an absolute path (at most 4 KiB) the replica writes; metrics_preset and
+// metric_names as replica_metric_names takes them (at most 32 names).
+struct ReplicaAssignment {
+  std::int64_t service = 0;
+  int port = 0;
+  std::string metrics_file;
+  std::string metrics_preset = "vllm";
+  std::map<std::string, std::string, std::less<>> metric_names;
+
+  friend bool operator==(const ReplicaAssignment&, const ReplicaAssignment&) = default;
+};
 
 // One of a job's tasks on the node.
 struct AssignedTask {
@@ -166,6 +203,7 @@ struct NodeAssignment {
   bool checkpoints = false;  // the job declared a checkpoint interval: it answers a notice
   std::string resume_from;   // the last reported checkpoint; empty on a first run
   std::optional<std::int64_t> checkpoint_step;  // its step (the agent does not use it)
+  std::optional<ReplicaAssignment> replica;     // a service's replica: its figures to read
 
   friend bool operator==(const NodeAssignment&, const NodeAssignment&) = default;
 };

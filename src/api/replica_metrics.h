@@ -163,6 +163,8 @@ struct ReplicaFigures {
   // interval). An estimate (a long request counts in the interval it ends in); for a replica
   // without an in-flight gauge, such as Triton's.
   std::optional<std::int64_t> mean_concurrency_milli;
+
+  friend bool operator==(const ReplicaFigures&, const ReplicaFigures&) = default;
 };
 
 // The figures of one scrape alone: the gauges (the first scrape of a replica has nothing to
