@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <limits>
+#include <map>
+#include <optional>
 #include <set>
 #include <string_view>
 #include <utility>
@@ -22,12 +25,17 @@ using body_fields::index_path;
 using body_fields::integer_in;
 using body_fields::Json;
 using body_fields::key_path;
+using body_fields::kMaxShortText;
 using body_fields::member;
 using body_fields::read_optional;
 using body_fields::short_text;
 
 constexpr std::int64_t kNoLimit = std::numeric_limits<std::int64_t>::max();
 constexpr int kMaxTaskIndex = 99'999;
+// The bounds of a replica's side of an assignment (agent_wire.h: ReplicaAssignment).
+constexpr std::size_t kMaxMetricsFileBytes = 4096;
+constexpr std::size_t kMaxMetricsPreset = 64;
+constexpr std::size_t kMaxMetricNames = 32;
 
 auto long_text() { return body_fields::text_in(body_fields::kMaxTextBytes); }
 
@@ -155,6 +163,75 @@ Result<std::vector<GpuReading>> read_gpu_readings(const Json& value, const std::
   return out;
 }
 
+// The figures of a replica's report, each with its key on the wire.
+constexpr std::array<std::pair<std::string_view, std::optional<std::int64_t> ReplicaFigures::*>, 7>
+    kReplicaFigureKeys{{
+        {"requests_waiting_milli", &ReplicaFigures::requests_waiting_milli},
+        {"requests_in_flight_milli", &ReplicaFigures::requests_in_flight_milli},
+        {"requests_per_s_milli", &ReplicaFigures::requests_per_s_milli},
+        {"mean_latency_ms", &ReplicaFigures::mean_latency_ms},
+        {"p95_latency_ms", &ReplicaFigures::p95_latency_ms},
+        {"mean_queue_time_ms", &ReplicaFigures::mean_queue_time_ms},
+        {"mean_concurrency_milli", &ReplicaFigures::mean_concurrency_milli},
+    }};
+
+Result<ReplicaReport> read_replica_report(const Json& value, const std::string& path) {
+  if (auto ok = check_keys(value, path, "a map of job, run and a replica's figures",
+                           {"job", "run", "requests_waiting_milli", "requests_in_flight_milli",
+                            "requests_per_s_milli", "mean_latency_ms", "p95_latency_ms",
+                            "mean_queue_time_ms", "mean_concurrency_milli"},
+                           false);
+      !ok) {
+    return std::unexpected(ok.error());
+  }
+  auto job = body_fields::required(value, path, "job");
+  if (!job) return std::unexpected(job.error());
+  ReplicaReport report;
+  if (auto ok = first_failure({
+          read_optional(value, path, "job", report.job, integer_in(1, kNoLimit)),
+          read_optional(value, path, "run", report.run, integer_in(0, kNoLimit)),
+      });
+      !ok) {
+    return std::unexpected(ok.error());
+  }
+  for (const auto& [key, figure] : kReplicaFigureKeys) {
+    if (auto ok = read_optional(value, path, key, report.figures.*figure,
+                                integer_in(0, kMaxReplicaFigure));
+        !ok) {
+      return std::unexpected(ok.error());
+    }
+  }
+  return report;
+}
+
+// At most kMaxHeartbeatJobs reports, each (job, run) once.
+Result<std::vector<ReplicaReport>> read_replica_reports(const Json& value,
+                                                        const std::string& path) {
+  if (auto ok = body_fields::check_list(value, path, kMaxHeartbeatJobs, "replicas"); !ok) {
+    return std::unexpected(ok.error());
+  }
+  std::vector<ReplicaReport> out;
+  std::set<std::pair<std::int64_t, std::int64_t>> seen;
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    auto report = read_replica_report(value[i], index_path(path, i));
+    if (!report) return std::unexpected(report.error());
+    if (!seen.emplace(report->job, report->run).second) {
+      return fail(index_path(path, i), fmt::format("the replica of job {} run {} is listed twice",
+                                                   report->job, report->run));
+    }
+    out.push_back(std::move(*report));
+  }
+  return out;
+}
+
+nlohmann::json replica_report_to_json(const ReplicaReport& report) {
+  nlohmann::json out = {{"job", report.job}, {"run", report.run}};
+  for (const auto& [key, figure] : kReplicaFigureKeys) {
+    if (const auto& given = report.figures.*figure) out[std::string(key)] = *given;
+  }
+  return out;
+}
+
 // The keys of a map the agent reads from the server: unknown ones are ignored (agent_wire.h).
 Result<void> check_reply_map(const Json& value, const std::string& path) {
   if (value.is_object()) return {};
@@ -191,6 +268,64 @@ Result<std::vector<AssignedTask>> read_assigned_tasks(const Json& value, const s
     tasks.push_back(std::move(*task));
   }
   return tasks;
+}
+
+// A replica's metrics file: empty (none), or an absolute path.
+Result<std::string> read_metrics_file(const Json& value, const std::string& path) {
+  auto text = body_fields::read_text(value, path, kMaxMetricsFileBytes);
+  if (!text) return text;
+  if (!text->empty() && !text->starts_with('/')) {
+    return fail(path, fmt::format("{} is not an absolute path (one starting with /)",
+                                  body_fields::quote(*text)));
+  }
+  return text;
+}
+
+// Overrides of a preset's metric names: at most kMaxMetricNames short texts, keyed by short texts.
+Result<std::map<std::string, std::string, std::less<>>> read_metric_names(const Json& value,
+                                                                          const std::string& path) {
+  if (auto ok = body_fields::check_map(value, path, kMaxMetricNames, "metric names"); !ok) {
+    return std::unexpected(ok.error());
+  }
+  std::map<std::string, std::string, std::less<>> names;
+  for (const auto& [key, name] : value.items()) {
+    const std::string name_path = key_path(path, key);
+    if (auto checked = body_fields::read_short_text(Json(key), name_path, kMaxShortText);
+        !checked) {
+      return fail(name_path, "the key: " + checked.error().reason);
+    }
+    auto text = body_fields::read_short_text(name, name_path, kMaxShortText);
+    if (!text) return std::unexpected(text.error());
+    names.emplace(key, std::move(*text));
+  }
+  return names;
+}
+
+Result<ReplicaAssignment> read_replica_assignment(const Json& value, const std::string& path) {
+  if (auto ok = check_reply_map(value, path); !ok) {
+    return std::unexpected(ok.error());
+  }
+  ReplicaAssignment replica;
+  if (auto ok = first_failure({
+          read_optional(value, path, "service", replica.service, integer_in(1, kNoLimit)),
+          read_optional(value, path, "port", replica.port, integer_in(0, 65'535)),
+          read_optional(value, path, "metrics_file", replica.metrics_file, read_metrics_file),
+          read_optional(value, path, "metrics_preset", replica.metrics_preset,
+                        body_fields::short_text_in(kMaxMetricsPreset)),
+          read_optional(value, path, "metric_names", replica.metric_names, read_metric_names),
+      });
+      !ok) {
+    return std::unexpected(ok.error());
+  }
+  return replica;
+}
+
+nlohmann::json replica_assignment_to_json(const ReplicaAssignment& replica) {
+  return {{"service", replica.service},
+          {"port", replica.port},
+          {"metrics_file", replica.metrics_file},
+          {"metrics_preset", replica.metrics_preset},
+          {"metric_names", replica.metric_names}};
 }
 
 }  // namespace
@@ -253,8 +388,8 @@ nlohmann::json node_registration_to_json(const NodeRegistration& r) {
 // --- heartbeat ---
 
 Result<NodeHeartbeat> node_heartbeat_from_json(const nlohmann::json& value) {
-  if (auto ok = check_keys(value, "", "a map of running_jobs, healthy_gpus and gpus",
-                           {"running_jobs", "healthy_gpus", "gpus"}, true);
+  if (auto ok = check_keys(value, "", "a map of running_jobs, healthy_gpus, gpus and replicas",
+                           {"running_jobs", "healthy_gpus", "gpus", "replicas"}, true);
       !ok) {
     return std::unexpected(ok.error());
   }
@@ -264,6 +399,7 @@ Result<NodeHeartbeat> node_heartbeat_from_json(const nlohmann::json& value) {
           read_optional(value, "", "healthy_gpus", heartbeat.healthy_gpus,
                         integer_in(0, kMaxGpusPerNode)),
           read_optional(value, "", "gpus", heartbeat.gpus, read_gpu_readings),
+          read_optional(value, "", "replicas", heartbeat.replicas, read_replica_reports),
       });
       !ok) {
     return std::unexpected(ok.error());
@@ -284,7 +420,11 @@ nlohmann::json node_heartbeat_to_json(const NodeHeartbeat& heartbeat) {
                     {"throttle_reasons", r.throttle_reasons},
                     {"ecc_errors_uncorrected", r.ecc_errors_uncorrected}});
   }
-  nlohmann::json out = {{"running_jobs", heartbeat.running_jobs}, {"gpus", std::move(gpus)}};
+  nlohmann::json replicas = nlohmann::json::array();
+  for (const ReplicaReport& r : heartbeat.replicas) replicas.push_back(replica_report_to_json(r));
+  nlohmann::json out = {{"running_jobs", heartbeat.running_jobs},
+                        {"gpus", std::move(gpus)},
+                        {"replicas", std::move(replicas)}};
   if (heartbeat.healthy_gpus) out["healthy_gpus"] = *heartbeat.healthy_gpus;
   return out;
 }
@@ -320,6 +460,7 @@ Result<NodeAssignment> node_assignment_from_json(const nlohmann::json& value,
           read_optional(value, path, "checkpoints", a.checkpoints, body_fields::read_bool),
           read_optional(value, path, "resume_from", a.resume_from, long_text()),
           read_optional(value, path, "checkpoint_step", a.checkpoint_step, integer_in(0, kNoLimit)),
+          read_optional(value, path, "replica", a.replica, read_replica_assignment),
       });
       !ok) {
     return std::unexpected(ok.error());
@@ -337,25 +478,27 @@ Result<NodeAssignment> node_assignment_from_json(const nlohmann::json& value,
 nlohmann::json node_assignment_to_json(const NodeAssignment& a) {
   nlohmann::json tasks = nlohmann::json::array();
   for (const AssignedTask& t : a.tasks) tasks.push_back({{"index", t.index}, {"gpus", t.gpus}});
-  return {{"job", a.job},
-          {"run", a.run},
-          {"name", a.name},
-          {"tenant", a.tenant},
-          {"world_size", a.world_size},
-          {"tasks", std::move(tasks)},
-          {"master_addr", a.master_addr},
-          {"master_port", a.master_port},
-          {"command", a.command},
-          {"env", a.env},
-          {"working_dir", a.working_dir},
-          {"cpu_milli_per_task", a.cpu_milli_per_task},
-          {"memory_mib_per_task", a.memory_mib_per_task},
-          {"gpu_milli", a.gpu_milli},
-          {"preemptible", a.preemptible},
-          {"checkpoints", a.checkpoints},
-          {"resume_from", a.resume_from},
-          {"checkpoint_step",
-           a.checkpoint_step ? nlohmann::json(*a.checkpoint_step) : nlohmann::json(nullptr)}};
+  nlohmann::json out = {{"job", a.job},
+                        {"run", a.run},
+                        {"name", a.name},
+                        {"tenant", a.tenant},
+                        {"world_size", a.world_size},
+                        {"tasks", std::move(tasks)},
+                        {"master_addr", a.master_addr},
+                        {"master_port", a.master_port},
+                        {"command", a.command},
+                        {"env", a.env},
+                        {"working_dir", a.working_dir},
+                        {"cpu_milli_per_task", a.cpu_milli_per_task},
+                        {"memory_mib_per_task", a.memory_mib_per_task},
+                        {"gpu_milli", a.gpu_milli},
+                        {"preemptible", a.preemptible},
+                        {"checkpoints", a.checkpoints},
+                        {"resume_from", a.resume_from},
+                        {"checkpoint_step", a.checkpoint_step ? nlohmann::json(*a.checkpoint_step)
+                                                              : nlohmann::json(nullptr)}};
+  if (a.replica) out["replica"] = replica_assignment_to_json(*a.replica);
+  return out;
 }
 
 Result<HeartbeatReply> heartbeat_reply_from_json(const nlohmann::json& value) {

@@ -109,19 +109,22 @@ struct GpuReading {
 //   {"running_jobs": [12, 13], "healthy_gpus": 8,
 //    "gpus": [{"index": 0, "model": "H100", "utilization_percent": 93, "memory_used_mib": 61000,
 //              "memory_total_mib": 81559, "power_milliwatts": 612000, "temperature_celsius": 71,
-//              "throttle_reasons": 0, "ecc_errors_uncorrected": 0}]}
+//              "throttle_reasons": 0, "ecc_errors_uncorrected": 0}],
+//    "replicas": [<ReplicaReport>, ...]}
 // every field optional (job ids > 0, each at most once, at most 4096 of them; healthy_gpus
 // 0..16; at most 16 GPUs, each index once, figures >= 0 and below 2^63, utilization 0..100,
-// temperature -273..1000; a GPU's keys all optional too). to_json writes running_jobs and gpus
-// (empty lists too), every key of each GPU, and healthy_gpus when it is set.
+// temperature -273..1000; a GPU's keys all optional too; at most 4096 replicas, each (job, run)
+// once). to_json writes running_jobs, gpus and replicas (empty lists too), every key of each GPU,
+// a replica's job, run and the figures it has, and healthy_gpus when it is set.
 // What the agent read from one of its service replicas (the task of a job with a `replica` in its
 // assignment) at its latest scrape: the job, its run, and the figures (api/replica_metrics.h), each
 // absent when the replica did not say it:
 //   {"job": 31, "run": 1, "requests_waiting_milli": 2000, "requests_in_flight_milli": 4000,
 //    "requests_per_s_milli": 12500, "mean_latency_ms": 180, "p95_latency_ms": 420,
 //    "mean_queue_time_ms": 20, "mean_concurrency_milli": 3900}
-// job >= 1, run >= 0, each figure 0..10^15. Nothing of a failed scrape is sent (the agent logs
-// why): a replica's bytes never leave its node but as these integers.
+// job (required) >= 1, run >= 0, each figure 0..10^15; unknown keys are errors. Nothing of a failed
+// scrape is sent (the agent logs why): a replica's bytes never leave its node but as these
+// integers.
 struct ReplicaReport {
   std::int64_t job = 0;
   std::int64_t run = 0;
@@ -182,8 +185,8 @@ struct AssignedTask {
 // 1..100000; tasks at most 256, each index in 0..world_size - 1 and listed once, at most 16 GPUs
 // each; master_port 0..65535; env at most 256 entries, keys variable names, values and
 // working_dir and resume_from at most 4 KiB; cpu_milli_per_task 0..10^9; memory_mib_per_task
-// 0..2^30; gpu_milli 1..1000; checkpoint_step >= 0 or null. to_json writes every key
-// (checkpoint_step null when unknown).
+// 0..2^30; gpu_milli 1..1000; checkpoint_step >= 0 or null; replica a ReplicaAssignment or null.
+// to_json writes every key (checkpoint_step null when unknown), but replica only when it is set.
 struct NodeAssignment {
   std::int64_t job = 0;
   std::int64_t run = 0;  // the job's start count: a new run of the job is a new assignment

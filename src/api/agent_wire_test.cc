@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "api/body_fields.h"
 #include "api/job_spec.h"
 #include "api/test_assignments.h"
 #include "api/test_bodies.h"
@@ -72,7 +73,7 @@ NodeRegistration h100_node() {
 }
 
 NodeHeartbeat busy_heartbeat() {
-  NodeHeartbeat beat{.running_jobs = {12, 13}, .healthy_gpus = 8, .gpus = {}};
+  NodeHeartbeat beat{.running_jobs = {12, 13}, .healthy_gpus = 8, .gpus = {}, .replicas = {}};
   for (int g = 0; g < 8; ++g) {
     beat.gpus.push_back(GpuReading{.index = g,
                                    .model = "H100",
@@ -88,6 +89,35 @@ NodeHeartbeat busy_heartbeat() {
 }
 
 using test_support::gang_task_1;
+
+// Figures with only `figure` given.
+ReplicaFigures only(std::optional<std::int64_t> ReplicaFigures::*figure, std::int64_t value) {
+  ReplicaFigures figures;
+  figures.*figure = value;
+  return figures;
+}
+
+// What an agent read from a vLLM replica at its second scrape: every figure.
+ReplicaReport busy_replica() {
+  return ReplicaReport{.job = 31,
+                       .run = 1,
+                       .figures = {.requests_waiting_milli = 2000,
+                                   .requests_in_flight_milli = 4000,
+                                   .requests_per_s_milli = 12'500,
+                                   .mean_latency_ms = 180,
+                                   .p95_latency_ms = 420,
+                                   .mean_queue_time_ms = 20,
+                                   .mean_concurrency_milli = 3900}};
+}
+
+// The replica of service 7 on its node, with a preset name overridden.
+ReplicaAssignment vllm_replica() {
+  return ReplicaAssignment{.service = 7,
+                           .port = 8001,
+                           .metrics_file = "",
+                           .metrics_preset = "vllm",
+                           .metric_names = {{"requests_running", "my_running"}}};
+}
 
 // --- round trips ---
 
@@ -118,7 +148,7 @@ TEST(AgentWireTest, HeartbeatRoundTrips) {
   expect_round_trip(busy_heartbeat(), node_heartbeat_to_json, node_heartbeat_from_json);
   expect_round_trip(NodeHeartbeat{}, node_heartbeat_to_json, node_heartbeat_from_json);
 
-  NodeHeartbeat edges{.running_jobs = {kBig, 1}, .healthy_gpus = 16, .gpus = {}};
+  NodeHeartbeat edges{.running_jobs = {kBig, 1}, .healthy_gpus = 16, .gpus = {}, .replicas = {}};
   for (int g = 0; g < 16; ++g) {
     edges.gpus.push_back(GpuReading{.index = 15 - g,
                                     .model = g % 2 == 0 ? "" : "NVIDIA A100-SXM4-40GB",
@@ -129,6 +159,36 @@ TEST(AgentWireTest, HeartbeatRoundTrips) {
                                     .temperature_celsius = g % 2 == 0 ? -273 : 1000,
                                     .throttle_reasons = static_cast<std::uint64_t>(kBig),
                                     .ecc_errors_uncorrected = static_cast<std::uint64_t>(kBig)});
+  }
+  expect_round_trip(edges, node_heartbeat_to_json, node_heartbeat_from_json);
+}
+
+TEST(AgentWireTest, HeartbeatWithReplicasRoundTrips) {
+  NodeHeartbeat beat = busy_heartbeat();
+  beat.replicas.push_back(busy_replica());
+  // A first scrape: the gauges alone; a failed one: nothing but the replica.
+  beat.replicas.push_back(ReplicaReport{
+      .job = 32, .run = 0, .figures = only(&ReplicaFigures::requests_in_flight_milli, 1)});
+  beat.replicas.back().figures.requests_waiting_milli = 0;
+  beat.replicas.push_back(ReplicaReport{.job = 33, .run = 4, .figures = {}});
+  // The same job in another run is another replica.
+  beat.replicas.push_back(ReplicaReport{.job = 31, .run = 2, .figures = {}});
+  expect_round_trip(beat, node_heartbeat_to_json, node_heartbeat_from_json);
+
+  NodeHeartbeat edges{};
+  ReplicaReport top{.job = kBig, .run = kBig, .figures = {}};
+  top.figures = {.requests_waiting_milli = kMaxReplicaFigure,
+                 .requests_in_flight_milli = kMaxReplicaFigure,
+                 .requests_per_s_milli = kMaxReplicaFigure,
+                 .mean_latency_ms = kMaxReplicaFigure,
+                 .p95_latency_ms = kMaxReplicaFigure,
+                 .mean_queue_time_ms = kMaxReplicaFigure,
+                 .mean_concurrency_milli = kMaxReplicaFigure};
+  edges.replicas.push_back(top);
+  for (std::size_t i = 1; i < kMaxHeartbeatJobs; ++i) {
+    edges.replicas.push_back(ReplicaReport{.job = static_cast<std::int64_t>(i),
+                                           .run = 0,
+                                           .figures = only(&ReplicaFigures::mean_latency_ms, 0)});
   }
   expect_round_trip(edges, node_heartbeat_to_json, node_heartbeat_from_json);
 }
@@ -153,7 +213,8 @@ TEST(AgentWireTest, AssignmentAndHeartbeatReplyRoundTrip) {
                        .preemptible = false,
                        .checkpoints = false,
                        .resume_from = std::string(4096, 'r'),
-                       .checkpoint_step = std::nullopt};
+                       .checkpoint_step = std::nullopt,
+                       .replica = std::nullopt};
   edges.tasks.push_back(AssignedTask{.index = 99'999, .gpus = {}});
   for (int i = 0; i < 255; ++i) edges.tasks.push_back(AssignedTask{.index = i, .gpus = {i % 16}});
   for (int i = 0; i < 256; ++i) edges.env["V_" + std::to_string(i)] = std::string(i, 'v');
@@ -169,6 +230,35 @@ TEST(AgentWireTest, AssignmentAndHeartbeatReplyRoundTrip) {
                              .rejected = {}};
   expect_round_trip(reply, heartbeat_reply_to_json, heartbeat_reply_from_json);
   expect_round_trip(HeartbeatReply{}, heartbeat_reply_to_json, heartbeat_reply_from_json);
+}
+
+TEST(AgentWireTest, ReplicaAssignmentRoundTrips) {
+  NodeAssignment served = gang_task_1();
+  served.world_size = 1;
+  served.tasks = {AssignedTask{.index = 0, .gpus = {3}}};
+  served.replica = vllm_replica();
+  expect_round_trip(served, node_assignment_to_json, read_assignment);
+
+  // A replica that writes its figures to a file, with names of its own.
+  served.replica = ReplicaAssignment{.service = kBig,
+                                     .port = 0,
+                                     .metrics_file = "/" + std::string(4095, 'm'),
+                                     .metrics_preset = std::string(64, 'p'),
+                                     .metric_names = {}};
+  for (int i = 0; i < 32; ++i) {
+    served.replica->metric_names["key_" + std::to_string(i)] = std::string(256, 'n');
+  }
+  expect_round_trip(served, node_assignment_to_json, read_assignment);
+  served.replica = ReplicaAssignment{
+      .service = 1, .port = 65'535, .metrics_file = "", .metrics_preset = "", .metric_names = {}};
+  expect_round_trip(served, node_assignment_to_json, read_assignment);
+
+  const HeartbeatReply reply{.node = "gpu-a1",
+                             .jobs = {12},
+                             .assignments = {served},
+                             .heartbeat_timeout_ms = std::nullopt,
+                             .rejected = {}};
+  expect_round_trip(reply, heartbeat_reply_to_json, heartbeat_reply_from_json);
 }
 
 TEST(AgentWireTest, ReportsRoundTrip) {
@@ -256,7 +346,8 @@ TEST(AgentWireGoldenTest, Heartbeat) {
     "running_jobs": [12, 13], "healthy_gpus": 1,
     "gpus": [{"index": 0, "model": "H100", "utilization_percent": 93, "memory_used_mib": 61000,
               "memory_total_mib": 81559, "power_milliwatts": 612000, "temperature_celsius": 71,
-              "throttle_reasons": 4, "ecc_errors_uncorrected": 0}]})");
+              "throttle_reasons": 4, "ecc_errors_uncorrected": 0}],
+    "replicas": []})");
   const NodeHeartbeat sent{.running_jobs = {12, 13},
                            .healthy_gpus = 1,
                            .gpus = {GpuReading{.index = 0,
@@ -267,15 +358,38 @@ TEST(AgentWireGoldenTest, Heartbeat) {
                                                .power_milliwatts = 612'000,
                                                .temperature_celsius = 71,
                                                .throttle_reasons = 4,
-                                               .ecc_errors_uncorrected = 0}}};
+                                               .ecc_errors_uncorrected = 0}},
+                           .replicas = {}};
   EXPECT_EQ(node_heartbeat_to_json(sent), golden);
   auto read = node_heartbeat_from_json(golden);
   ASSERT_TRUE(read.has_value()) << read.error().message();
   EXPECT_EQ(*read, sent);
   // Before its first GPU sample an agent sends no GPUs.
-  EXPECT_EQ(
-      node_heartbeat_to_json(NodeHeartbeat{.running_jobs = {}, .healthy_gpus = 0, .gpus = {}}),
-      json(R"({"running_jobs": [], "healthy_gpus": 0, "gpus": []})"));
+  EXPECT_EQ(node_heartbeat_to_json(
+                NodeHeartbeat{.running_jobs = {}, .healthy_gpus = 0, .gpus = {}, .replicas = {}}),
+            json(R"({"running_jobs": [], "healthy_gpus": 0, "gpus": [], "replicas": []})"));
+}
+
+TEST(AgentWireGoldenTest, HeartbeatReplicas) {
+  const Json golden = json(R"({
+    "running_jobs": [31, 32], "gpus": [],
+    "replicas": [{"job": 31, "run": 1, "requests_waiting_milli": 2000,
+                  "requests_in_flight_milli": 4000, "requests_per_s_milli": 12500,
+                  "mean_latency_ms": 180, "p95_latency_ms": 420, "mean_queue_time_ms": 20,
+                  "mean_concurrency_milli": 3900},
+                 {"job": 32, "run": 0, "requests_waiting_milli": 0}]})");
+  const NodeHeartbeat sent{
+      .running_jobs = {31, 32},
+      .healthy_gpus = std::nullopt,
+      .gpus = {},
+      .replicas = {
+          busy_replica(),
+          ReplicaReport{
+              .job = 32, .run = 0, .figures = only(&ReplicaFigures::requests_waiting_milli, 0)}}};
+  EXPECT_EQ(node_heartbeat_to_json(sent), golden);
+  auto read = node_heartbeat_from_json(golden);
+  ASSERT_TRUE(read.has_value()) << read.error().message();
+  EXPECT_EQ(*read, sent);
 }
 
 TEST(AgentWireGoldenTest, HeartbeatReply) {
@@ -305,6 +419,33 @@ TEST(AgentWireGoldenTest, HeartbeatReply) {
   fresh.resume_from.clear();
   EXPECT_EQ(node_assignment_to_json(fresh)["checkpoint_step"], Json(nullptr));
   EXPECT_EQ(node_assignment_to_json(fresh)["resume_from"], "");
+  // A job that is no service's replica has no "replica".
+  EXPECT_FALSE(node_assignment_to_json(fresh).contains("replica"));
+}
+
+TEST(AgentWireGoldenTest, ReplicaAssignment) {
+  NodeAssignment served = gang_task_1();
+  served.replica = vllm_replica();
+  const Json written = node_assignment_to_json(served);
+  EXPECT_EQ(written["replica"], json(R"({"service": 7, "port": 8001, "metrics_file": "",
+      "metrics_preset": "vllm", "metric_names": {"requests_running": "my_running"}})"));
+  Json sent = node_assignment_to_json(gang_task_1());
+  sent["replica"] = json(R"({"service": 7, "port": 8001, "metrics_preset": "vllm",
+                             "metric_names": {"requests_running": "my_running"}})");
+  auto read = read_assignment(sent);
+  ASSERT_TRUE(read.has_value()) << read.error().message();
+  EXPECT_EQ(*read, served);
+  // Only the service is needed; a null replica is none.
+  sent["replica"] = json(R"({"service": 7})");
+  read = read_assignment(sent);
+  ASSERT_TRUE(read.has_value()) << read.error().message();
+  EXPECT_EQ(read->replica, (ReplicaAssignment{.service = 7,
+                                              .port = 0,
+                                              .metrics_file = "",
+                                              .metrics_preset = "vllm",
+                                              .metric_names = {}}));
+  sent["replica"] = nullptr;
+  EXPECT_EQ(read_assignment(sent).value(), gang_task_1());
 }
 
 TEST(AgentWireGoldenTest, Reports) {
@@ -473,6 +614,36 @@ TEST(NodeHeartbeatTest, NamesTheGpuFigureThatIsWrong) {
   EXPECT_EQ(refused(read, R"({"gpus": [7]})").field, "gpus[0]");
 }
 
+TEST(NodeHeartbeatTest, NamesTheReplicaFieldThatIsWrong) {
+  const auto read = node_heartbeat_from_json;
+  EXPECT_EQ(refused(read, R"({"replicas": {"job": 1}})").field, "replicas");
+  EXPECT_EQ(refused(read, R"({"replicas": [7]})").field, "replicas[0]");
+  EXPECT_EQ(refused(read, R"({"replicas": [{"run": 1}]})").field, "replicas[0].job");
+  EXPECT_EQ(refused(read, R"({"replicas": [{"run": 1}]})").reason, "the key is missing");
+  EXPECT_EQ(refused(read, R"({"replicas": [{"job": 1}, {"job": 0}]})").field, "replicas[1].job");
+  EXPECT_EQ(refused(read, R"({"replicas": [{"job": 1, "run": -1}]})").field, "replicas[0].run");
+  EXPECT_EQ(refused(read, R"({"replicas": [{"job": 1, "run": 2}, {"job": 1, "run": 2}]})").reason,
+            "the replica of job 1 run 2 is listed twice");
+  EXPECT_EQ(refused(read, R"({"replicas": [{"job": 1, "p95_latency_ms": -1}]})").field,
+            "replicas[0].p95_latency_ms");
+  EXPECT_EQ(refused(read, R"({"replicas": [{"job": 1, "mean_latency_ms": 1.5}]})").field,
+            "replicas[0].mean_latency_ms");
+  EXPECT_EQ(refused(read, R"({"replicas": [{"job": 1, "requests_per_s_milli": "3"}]})").field,
+            "replicas[0].requests_per_s_milli");
+  EXPECT_EQ(
+      refused(read, R"({"replicas": [{"job": 1, "requests_waiting_milli": 1000000000000000001}]})")
+          .field,
+      "replicas[0].requests_waiting_milli");
+  // Unknown keys of an entry are errors, as in the agent's other requests.
+  EXPECT_EQ(refused(read, R"({"replicas": [{"job": 1, "tokens_per_s": 5}]})").field,
+            "replicas[0].tokens_per_s");
+  // null is no replicas; at most kMaxHeartbeatJobs of them.
+  EXPECT_TRUE(read(json(R"({"replicas": null})"))->replicas.empty());
+  Json many = Json::array();
+  for (std::size_t i = 1; i <= kMaxHeartbeatJobs + 1; ++i) many.push_back({{"job", i}});
+  EXPECT_EQ(read(Json{{"replicas", many}}).error().reason, "has 4097 replicas; at most 4096");
+}
+
 TEST(NodeAssignmentTest, NamesTheFieldThatIsWrong) {
   const auto error_field = [](const Json& assignment) {
     auto read = read_assignment(assignment);
@@ -524,6 +695,43 @@ TEST(NodeAssignmentTest, NamesTheFieldThatIsWrong) {
   EXPECT_EQ(error_field(with("resume_from", false)), "assignments[0].resume_from");
   EXPECT_EQ(error_field(with("checkpoint_step", -1)), "assignments[0].checkpoint_step");
   EXPECT_EQ(error_field("not an object"), "assignments[0]");
+
+  // The replica's side, when there is one.
+  const Json replica = {{"service", 7}, {"port", 8001}};
+  auto replica_with = [&](std::string_view key, Json value) {
+    Json r = replica;
+    r[std::string(key)] = std::move(value);
+    return with("replica", r);
+  };
+  EXPECT_EQ(error_field(with("replica", replica)), "accepted");
+  EXPECT_EQ(error_field(with("replica", 7)), "assignments[0].replica");
+  EXPECT_EQ(error_field(replica_with("service", 0)), "assignments[0].replica.service");
+  EXPECT_EQ(error_field(replica_with("service", "7")), "assignments[0].replica.service");
+  EXPECT_EQ(error_field(replica_with("port", 65'536)), "assignments[0].replica.port");
+  EXPECT_EQ(error_field(replica_with("port", -1)), "assignments[0].replica.port");
+  EXPECT_EQ(error_field(replica_with("metrics_file", "m.prom")),
+            "assignments[0].replica.metrics_file");
+  EXPECT_THAT(read_assignment(replica_with("metrics_file", "m.prom")).error().reason,
+              HasSubstr("not an absolute path"));
+  EXPECT_EQ(error_field(replica_with("metrics_file", "/" + std::string(4096, 'm'))),
+            "assignments[0].replica.metrics_file");
+  EXPECT_EQ(error_field(replica_with("metrics_file", 3)), "assignments[0].replica.metrics_file");
+  EXPECT_EQ(error_field(replica_with("metrics_preset", std::string(65, 'p'))),
+            "assignments[0].replica.metrics_preset");
+  EXPECT_EQ(error_field(replica_with("metric_names", Json::array())),
+            "assignments[0].replica.metric_names");
+  EXPECT_EQ(error_field(replica_with("metric_names", Json{{"requests_running", 5}})),
+            "assignments[0].replica.metric_names.requests_running");
+  EXPECT_EQ(error_field(replica_with("metric_names", Json{{"k", std::string(257, 'n')}})),
+            "assignments[0].replica.metric_names.k");
+  EXPECT_EQ(error_field(replica_with("metric_names", Json{{std::string(257, 'k'), "n"}})),
+            body_fields::key_path("assignments[0].replica.metric_names", std::string(257, 'k')));
+  Json names = Json::object();
+  for (int i = 0; i < 33; ++i) names["key_" + std::to_string(i)] = "n";
+  EXPECT_EQ(error_field(replica_with("metric_names", names)),
+            "assignments[0].replica.metric_names");
+  // A newer server's keys in the replica are ignored too.
+  EXPECT_EQ(error_field(replica_with("scrape_path", "/stats")), "accepted");
 
   // What the agent does not know is left alone, so that a newer server may add fields.
   EXPECT_EQ(error_field(with("priority_class", "gold")), "accepted");
@@ -595,6 +803,11 @@ TEST(AgentWireTest, NoReaderThrowsOnAnyShape) {
   std::vector<Json> shapes = test_support::odd_json_shapes();
   shapes.push_back(Json({{"assignments", {Json::binary({}), {{"job", Json::binary({})}}}}}));
   shapes.push_back(Json({{"gpus", {{{"index", Json::binary({})}}}}}));
+  shapes.push_back(Json({{"replicas", {{{"job", Json::binary({})}}}}}));
+  shapes.push_back(
+      Json({{"assignments",
+             {{{"job", 1}, {"command", {"x"}}, {"replica", {{"metric_names", Json::binary({})}}}},
+              {{"job", 2}, {"command", {"x"}}, {"replica", Json::binary({})}}}}}));
   for (const Json& shape : shapes) {
     EXPECT_NO_THROW({
       (void)job_status_report_from_json(shape);

@@ -25,7 +25,8 @@ inline NodeAssignment gang_task_1() {
                         .preemptible = true,
                         .checkpoints = true,
                         .resume_from = "/ckpt/12/step-40",
-                        .checkpoint_step = 40};
+                        .checkpoint_step = 40,
+                        .replica = std::nullopt};
 }
 
 }  // namespace tidepool::test_support

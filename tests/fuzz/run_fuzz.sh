@@ -166,10 +166,17 @@ fuzz_target() {
         printf '0{"gpu_model": "H100", "gpus": 8, "cpu_milli": 96000, "memory_mib": 1048576}' \
           > "${corpus}/register"
         printf '1running_jobs: [12, 13]\nhealthy_gpus: 8\n' > "${corpus}/heartbeat"
+        printf '0{"running_jobs": [31], "replicas": [{%s, %s}]}' \
+          '"job": 31, "run": 1, "requests_waiting_milli": 2000, "requests_per_s_milli": 12500' \
+          '"mean_latency_ms": 180, "p95_latency_ms": 420, "mean_concurrency_milli": 3900' \
+          > "${corpus}/heartbeat-replicas"
         printf '0{"node": "gpu-a1", "jobs": [12], "assignments": [{%s, %s}]}' \
           '"job": 12, "run": 2, "world_size": 2, "tasks": [{"index": 1, "gpus": [4, 5]}]' \
           '"command": ["python", "train.py"], "env": {"EPOCHS": "3"}, "checkpoint_step": null' \
           > "${corpus}/heartbeat-reply"
+        printf '0{"assignments": [{%s, %s}]}' '"job": 31, "run": 1, "command": ["serve"]' \
+          '"replica": {"service": 7, "port": 8001, "metric_names": {"requests_running": "r"}}' \
+          > "${corpus}/heartbeat-reply-replica"
         printf '0{"job": 12, "task": 0, "run": 2, "size": 1049600}' > "${corpus}/log-append"
         printf '0{"reason": "maintenance"}' > "${corpus}/drain"
       fi
