@@ -78,9 +78,10 @@ struct Agent::LocalTask {
   std::optional<TaskExit> exit;
   bool group_gone = false;
   bool reported = false;
-  std::int64_t log_shipped = 0;      // bytes of the local log (this run's) the server has
-  std::int64_t checkpoint_read = 0;  // bytes of checkpoint_file forwarded
-  GroupUsage usage;                  // for fake GPUs' load
+  std::optional<ReplicaAssignment> replica;  // a service's replica: its figures are read
+  std::int64_t log_shipped = 0;              // bytes of the local log (this run's) the server has
+  std::int64_t checkpoint_read = 0;          // bytes of checkpoint_file forwarded
+  GroupUsage usage;                          // for fake GPUs' load
 
   [[nodiscard]] pid_t leader() const { return process ? process->pid() : adopted_pid; }
   [[nodiscard]] bool finished() const { return group_gone && (reported || stop.has_value()); }
@@ -92,7 +93,8 @@ Agent::Agent(AgentOptions options, AgentClient client, std::unique_ptr<GpuBacken
       client_(std::move(client)),
       gpus_(std::move(gpus)),
       cgroups_(std::move(cgroups)),
-      uids_(options_.task_uids.value_or(UidRange{})) {}
+      uids_(options_.task_uids.value_or(UidRange{})),
+      replicas_(fetch_replica_metrics, [this](const std::string& line) { log(line); }) {}
 
 Agent::~Agent() = default;
 
@@ -305,14 +307,29 @@ std::int64_t Agent::next_wake_ms(std::int64_t now_ms) const {
   return next;
 }
 
+void Agent::scrape_replicas(std::int64_t now_ms) {
+  std::set<std::pair<std::int64_t, std::int64_t>> live;
+  for (const auto& [key, task] : tasks_) {
+    if (task.group_gone || task.stop || task.exit || !task.replica) continue;
+    // A replica is one task; another task of the same run would read the same figures.
+    if (!live.emplace(task.job, task.run).second) continue;
+    replicas_.scrape(task.job, task.run, *task.replica, task.uid, now_ms);
+  }
+  for (const auto& [job, run] : replicas_.known()) {
+    if (!live.contains({job, run})) replicas_.forget(job, run);
+  }
+}
+
 void Agent::heartbeat(std::int64_t now_ms) {
   std::set<std::int64_t> jobs;
   for (const auto& [key, task] : tasks_) {
     if (!task.group_gone && !task.stop) jobs.insert(task.job);
   }
+  scrape_replicas(now_ms);
   const NodeHeartbeat beat{.running_jobs = {jobs.begin(), jobs.end()},
                            .healthy_gpus = static_cast<int>(gpu_info_.size()),
-                           .gpus = samples_};
+                           .gpus = samples_,
+                           .replicas = replicas_.reports()};
   auto reply = client_.post(fmt::format("/v1/nodes/{}/heartbeat", options_.node),
                             node_heartbeat_to_json(beat));
   if (!reply) {
@@ -386,7 +403,13 @@ void Agent::reconcile(const std::vector<NodeAssignment>& assignments, std::int64
       wanted.emplace(TaskKey{a.job, a.run, t.index}, std::pair{a, t});
   }
   for (auto& [key, task] : tasks_) {
-    if (!wanted.contains(key) && !task.stop && !task.group_gone) begin_stop(task, now_ms);
+    const auto assigned = wanted.find(key);
+    if (assigned == wanted.end()) {
+      if (!task.stop && !task.group_gone) begin_stop(task, now_ms);
+    } else {
+      // Also for a task taken back after a restart, whose assignment tasks.json does not keep.
+      task.replica = assigned->second.first.replica;
+    }
   }
   waiting_.clear();
   for (auto& [key, entry] : wanted) {
@@ -442,6 +465,7 @@ void Agent::start_task(const TaskKey& key, const NodeAssignment& assignment,
   task.gpus = assigned.gpus;
   task.checkpoints = assignment.checkpoints;
   task.tenant = assignment.tenant;
+  task.replica = assignment.replica;
   const std::string job_runs = fmt::format("{}/runs/{}", options_.state_dir, assignment.job);
   const std::string run_folder = fmt::format("{}/run-{}", job_runs, assignment.run);
   task.run_dir = fmt::format("{}/task-{}", run_folder, assigned.index);

@@ -15,6 +15,12 @@
 //     the task runs (every log_ship_ms) and when it ends;
 //   - the checkpoints a task reports with `tidepool checkpoint` (a line appended to its
 //     TIDEPOOL_CHECKPOINT_REPORT file) are forwarded to the server with the agent's token.
+// A task whose assignment carries a `replica` is an inference service's replica: just before each
+// heartbeat the agent reads its Prometheus metrics (its file, or http://127.0.0.1:<port>/metrics
+// within 500 ms) and sends the figures they give (requests waiting and in flight, the request
+// rate, latencies; replica_scraper.h) in the heartbeat's `replicas`. A replica that cannot be read
+// is sent without figures and the agent log says why, once per reason; its bytes never leave the
+// node.
 // The tasks it runs are written to <state-dir>/tasks.json, so that an agent that restarts takes
 // back those still running (and stops them when the server no longer assigns them).
 //
@@ -52,6 +58,7 @@
 #include "agent/assignment.h"
 #include "agent/cgroup_limits.h"
 #include "agent/gpu_backend.h"
+#include "agent/replica_scraper.h"
 #include "agent/stop_sequence.h"
 #include "agent/task_process.h"
 #include "agent/task_uids.h"
@@ -106,6 +113,8 @@ class Agent {
 
   Result<void> register_node();
   void heartbeat(std::int64_t now_ms);
+  // Reads the figures of the running service replicas for the heartbeat (replica_scraper.h).
+  void scrape_replicas(std::int64_t now_ms);
   void fail_rejected(const std::vector<RejectedAssignment>& rejected);
   // Whether tasks of different tenants may run here at once.
   [[nodiscard]] bool isolates_tenants() const;
@@ -146,6 +155,7 @@ class Agent {
   std::set<TaskKey> done_;  // ended here while the server may still list them
   TaskUids uids_;
   std::map<std::int64_t, int> uids_to_clear_;  // released uids whose processes are being killed
+  ReplicaScraper replicas_;                    // the figures of the service replicas here
   std::set<std::pair<std::int64_t, std::int64_t>> rejected_;  // (job, run) reported as failed
   std::set<std::string> rejected_logged_;                     // unreadable ones, logged once
   std::set<TaskKey> told_waiting_;  // waiting for another tenant's tasks to end, logged once
