@@ -67,6 +67,7 @@ Result<std::unique_ptr<ControlPlane>> ControlPlane::create(ControlPlaneSetup set
     if (!job) return std::unexpected(job.error());
     plane->jobs_.load(std::move(*job), now, repairs);
   }
+  for (const auto& [id, job] : plane->state_.jobs()) plane->services_.adopt(job);
   plane->jobs_.settle_loaded_dependents(now, repairs);
   plane->jobs_.load_next_id(snapshot.settings);
   plane->history_.load(snapshot.settings, now);
@@ -94,6 +95,7 @@ Reply ControlPlane::submit(const Principal& who, JobSpec spec, const std::string
                            Instant now, Batch& batch) {
   auto submitted = jobs_.submit(who, std::move(spec), idempotency_key, now, batch);
   if (!submitted) return std::unexpected(submitted.error());
+  if (submitted->created) services_.adopt(*submitted->job);
   nlohmann::json body = views_.submitted(*submitted->job);
   return submitted->created ? created(std::move(body)) : answer(std::move(body));
 }
@@ -101,6 +103,7 @@ Reply ControlPlane::submit(const Principal& who, JobSpec spec, const std::string
 Reply ControlPlane::cancel(const Principal& who, JobId id, Instant now, Batch& batch) {
   auto job = jobs_.cancel(who, id, now, batch);
   if (!job) return std::unexpected(job.error());
+  if (services_.is_service(id)) services_.ended(**job, now, batch);
   return answer(server_job_to_json(**job));
 }
 
@@ -150,7 +153,34 @@ Reply ControlPlane::update_job(const Principal& who, JobId id, const JobUpdate& 
 Reply ControlPlane::get_job(const Principal& who, JobId id) const {
   auto job = state_.visible_job(who, id);
   if (!job) return std::unexpected(job.error());
-  return answer(views_.job(**job));
+  nlohmann::json body = views_.job(**job);
+  // A service: its replicas and the autoscaler's last decision, as of the last pass.
+  if (services_.is_service(id)) body["service_status"] = services_.view(**job, state_.last_pass());
+  return answer(std::move(body));
+}
+
+Reply ControlPlane::list_services(const Principal& who, Instant now) const {
+  nlohmann::json services = nlohmann::json::array();
+  for (const auto& [id, job] : state_.jobs()) {
+    if (services_.is_service(id) && state_.may_see(who, job)) {
+      services.push_back(services_.view(job, now));
+    }
+  }
+  return answer({{"services", std::move(services)}});
+}
+
+Reply ControlPlane::get_service(const Principal& who, JobId id, Instant now) const {
+  auto job = state_.visible_job(who, id);
+  if (!job) return std::unexpected(job.error());
+  if (!(*job)->spec.service) {
+    return refuse(Refusal::kNotFound,
+                  Error{"id", fmt::format("job {} is not a service (kind: job)", id)});
+  }
+  if (!services_.is_service(id)) {
+    return refuse(Refusal::kNotFound, Error{"id", fmt::format("service {} has ended: {}", id,
+                                                              job_state_name((*job)->state))});
+  }
+  return answer(services_.view(**job, now));
 }
 
 Reply ControlPlane::list_jobs(const Principal& who, const JobFilter& filter) const {
@@ -234,8 +264,18 @@ Reply ControlPlane::heartbeat(const Principal& who, const std::string& node,
   std::vector<const ServerJob*> here = (*heard)->kind == NodeKind::kRented
                                            ? bursts_.heard_from(**heard, now, batch)
                                            : state_.running_on((*heard)->id);
-  return answer(
-      heartbeat_reply_to_json(nodes_.answer_heartbeat(node, here, heartbeat.gpus, now, batch)));
+  services_.note_figures(node, heartbeat.replicas, now);
+  HeartbeatReply reply = nodes_.answer_heartbeat(node, here, heartbeat.gpus, now, batch);
+  for (NodeAssignment& assignment : reply.assignments) {
+    const auto id = job_id_from_wire(assignment.job);
+    auto it = id ? state_.jobs().find(*id) : state_.jobs().end();
+    if (it == state_.jobs().end()) continue;
+    assignment.replica = services_.replica_assignment(it->second, now, batch);
+    if (assignment.replica && it->second.replica_port > 0) {
+      assignment.env["TIDEPOOL_PORT"] = fmt::format("{}", it->second.replica_port);
+    }
+  }
+  return answer(heartbeat_reply_to_json(reply));
 }
 
 // --- the internal market ---
@@ -293,8 +333,11 @@ void ControlPlane::schedule(Instant now, Batch& batch) {
     state_.emit(batch, now, "burst.lost", {{"job", lost.job}, {"reason", lost.reason}});
     jobs_.requeue_from_burst(lost, now, batch);
   }
+  // The services first, so that the replicas they add are placed by this pass.
+  services_.tick(now, batch);
   state_.passed(now);
   jobs_.apply_pass(state_.scheduler().pass(unix_seconds(now)), now, batch);
+  services_.placed(now, batch);
   if (state_.scheduler().cut_short()) state_.mark_dirty();  // the rest in the next round
   bursts_.rent_waiting(now, batch);
   clerk_.post_ledger(now, batch);
@@ -326,6 +369,7 @@ std::optional<Instant> ControlPlane::next_wakeup(Instant now) const {
   sooner(nodes_.next_silence(now));
   sooner(clerk_.next_post());
   sooner(history_.next_sample());
+  sooner(services_.next_wakeup(now));
   return next;
 }
 

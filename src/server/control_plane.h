@@ -40,6 +40,7 @@
 #include "server/plane_state.h"
 #include "server/plane_views.h"
 #include "server/reply.h"
+#include "server/service_desk.h"
 #include "store/store.h"
 
 namespace tidepool {
@@ -87,6 +88,11 @@ class ControlPlane {
       std::map<JobId, std::shared_ptr<const ListedJob>>& cache, const std::set<JobId>& changed,
       std::int64_t version) const;
   [[nodiscard]] Reply why(const Principal& who, JobId id, Instant now) const;
+  // --- services (service_desk.h) ---
+  // GET /v1/services: the running services `who` may see, each as ServiceDesk::view shows it.
+  [[nodiscard]] Reply list_services(const Principal& who, Instant now) const;
+  // GET /v1/services/{id}: one service (kNotFound for a job that is not a service).
+  [[nodiscard]] Reply get_service(const Principal& who, JobId id, Instant now) const;
   // Whether `who` may read (write false) or append to (write true) job `id`'s task logs: done
   // with {"job", "tasks"}, or the refusal (JobDesk::log_access).
   [[nodiscard]] Reply log_access(const Principal& who, JobId id, bool write,
@@ -188,6 +194,7 @@ class ControlPlane {
   NodeTable nodes_{state_, clerk_};
   BurstDesk bursts_{state_, clerk_, nodes_};
   JobDesk jobs_{state_, clerk_, bursts_};
+  ServiceDesk services_{state_, jobs_, nodes_};
   PlaneViews views_{state_, jobs_, nodes_, bursts_, clerk_};
   History history_{state_.setup().history_interval, state_.setup().history_hours_kept};
   std::map<std::string, TenantUpdate> tenant_overrides_;  // PUT /v1/tenants, by tenant

@@ -268,15 +268,202 @@ TEST_F(ControlPlaneTest, AJobThatCouldNeverRunIsRefusedAtSubmitWithTheCeiling) {
   EXPECT_EQ(submit(job("full", 16, 8)).status, 201);
 }
 
-TEST_F(ControlPlaneTest, AServiceIsRefusedWithWhereToRunItAndNothingIsKept) {
-  JobSpec service = job("chat", 1, 1);
-  service.job_class = JobClass::kInference;
-  service.service = ServiceSpec{};
-  Wire reply = submit(service);
-  EXPECT_EQ(reply.status, 400) << reply.body.dump();
-  EXPECT_EQ(reply.body["field"], "kind");
-  EXPECT_THAT(reply.body["reason"].get<std::string>(), HasSubstr("tidepool sim run --services"));
-  EXPECT_EQ(wire(plane_->list_jobs(kAdmin, JobFilter{})).body["jobs"].size(), 0U);
+// A service of one-GPU replicas on the queue target: 2 requests waiting per replica, from 2 to 6
+// replicas, spread over nodes, ready 20 s after they start, drained for 30 s.
+JobSpec chat_service() {
+  JobSpec spec = job("chat", 1, 1);
+  spec.job_class = JobClass::kInference;
+  ServiceSpec service;
+  service.scaler.min_replicas = 2;
+  service.scaler.max_replicas = 6;
+  service.scaler.metric = ScaleMetric::kQueuePerReplica;
+  service.scaler.target = 2000;
+  service.scaler.lead = 20;
+  service.drain = 30;
+  service.metrics_port = 8000;
+  spec.service = service;
+  return spec;
+}
+
+class ControlPlaneServiceTest : public ControlPlaneTest {
+ protected:
+  // A round of the loop at `now` with no command.
+  void round(Instant now) {
+    Batch batch;
+    plane_->schedule(now, batch);
+    commit(batch);
+  }
+  Wire service(std::int64_t id, Instant now, const Principal& who = kAdmin) {
+    return wire(plane_->get_service(who, jid(id), now));
+  }
+  // The agent of each replica's node reports `waiting` requests queued at the replica.
+  void report_waiting(const nlohmann::json& view, std::int64_t waiting_milli, Instant now) {
+    for (const auto& replica : view["replicas"]) {
+      const std::string node = replica["node"];
+      if (node.empty()) continue;
+      const std::int64_t id = replica["job"];
+      ReplicaFigures figures;
+      figures.requests_waiting_milli = waiting_milli;
+      NodeHeartbeat beat;
+      beat.replicas.push_back(
+          {.job = id, .run = get(id).body["starts"].get<std::int64_t>(), .figures = figures});
+      Batch batch;
+      EXPECT_EQ(wire(plane_->heartbeat(Principal{"agent-" + node, Role::kAgent, "", node}, node,
+                                       beat, now, batch))
+                    .status,
+                200);
+      commit(batch);
+    }
+  }
+  static std::map<std::string, int> phases(const nlohmann::json& view) {
+    std::map<std::string, int> out;
+    for (const auto& replica : view["replicas"]) ++out[replica["phase"].get<std::string>()];
+    return out;
+  }
+};
+
+TEST_F(ControlPlaneServiceTest, AServiceRunsItsMinimumOfReplicasOnDistinctNodesWithPorts) {
+  Wire submitted = submit(chat_service());
+  ASSERT_EQ(submitted.status, 201) << submitted.body.dump();
+  const std::int64_t id = submitted.body["id"];
+  EXPECT_EQ(get(id).body["state"], "running");
+  EXPECT_TRUE(get(id).body["placement"].empty());
+  // The round placed two replicas, on two nodes, each on the service's port of its node.
+  Wire view = service(id, kT0);
+  ASSERT_EQ(view.status, 200) << view.body.dump();
+  ASSERT_EQ(view.body["replicas"].size(), 2U) << view.body.dump();
+  std::set<std::string> nodes;
+  for (const auto& replica : view.body["replicas"]) {
+    nodes.insert(replica["node"].get<std::string>());
+    EXPECT_EQ(replica["phase"], "starting");
+    EXPECT_EQ(replica["port"], 8000);
+    const Wire job = get(replica["job"]);
+    EXPECT_EQ(job.body["state"], "running");
+    EXPECT_EQ(job.body["replica_of"], id);
+    EXPECT_EQ(job.body["spec"]["env"]["TIDEPOOL_SERVICE"], std::to_string(id));
+  }
+  EXPECT_EQ(nodes.size(), 2U);
+  EXPECT_TRUE(view.body["endpoints"].empty());  // none serves yet
+  // Past their start-up they are ready, and endpoints.
+  round(kT0 + 21s);
+  view = service(id, kT0 + 21s);
+  EXPECT_EQ(phases(view.body)["ready"], 2) << view.body.dump();
+  ASSERT_EQ(view.body["endpoints"].size(), 2U);
+  EXPECT_THAT(view.body["endpoints"][0]["url"].get<std::string>(), HasSubstr(":8000"));
+  // The job shows the same, and the listing of services has it; another tenant sees none.
+  EXPECT_EQ(get(id).body["service_status"]["replicas"].size(), 2U);
+  EXPECT_EQ(wire(plane_->list_services(kVision, kT0 + 21s)).body["services"].size(), 1U);
+  EXPECT_TRUE(wire(plane_->list_services(kSearch, kT0 + 21s)).body["services"].empty());
+  EXPECT_EQ(service(id, kT0 + 21s, kSearch).status, 404);
+}
+
+TEST_F(ControlPlaneServiceTest, ItScalesUpOnItsReplicasFiguresAndDrainsOnTheWayDown) {
+  const std::int64_t id = submit(chat_service()).body["id"];
+  round(kT0 + 21s);
+  // 10 requests waiting at each of the 2 replicas: 20 in all, 10 replicas' worth at 2 each, so
+  // the autoscaler goes to its maximum of 6.
+  Instant now = kT0 + 21s;
+  for (int i = 0; i < 5; ++i) {
+    now += 2s;
+    report_waiting(service(id, now).body, 10'000, now);
+    round(now);
+  }
+  Wire view = service(id, now);
+  EXPECT_EQ(view.body["replicas"].size(), 6U) << view.body.dump();
+  EXPECT_EQ(view.body["decision"]["wanted"], 6);
+  EXPECT_THAT(view.body["decision"]["reason"].get<std::string>(), HasSubstr("-> 6"));
+  std::set<std::string> nodes;
+  for (const auto& replica : view.body["replicas"]) nodes.insert(replica["node"]);
+  EXPECT_EQ(nodes.size(), 6U);  // spread: one per node
+  // The load goes: after the down window (5 minutes), replicas drain, newest first; a draining
+  // replica is no endpoint and stops once its drain is over.
+  std::optional<std::int64_t> draining;
+  for (int i = 0; i < 300 && !draining; ++i) {
+    now += 2s;
+    report_waiting(service(id, now).body, 0, now);
+    round(now);
+    const Wire after = service(id, now);
+    for (const auto& replica : after.body["replicas"]) {
+      if (replica["phase"] == "draining") draining = replica["job"].get<std::int64_t>();
+    }
+  }
+  ASSERT_TRUE(draining.has_value());
+  EXPECT_GE(now - (kT0 + 31s), 300s);  // not before the down window has passed
+  view = service(id, now);
+  for (const auto& endpoint : view.body["endpoints"]) EXPECT_NE(endpoint["job"], *draining);
+  EXPECT_EQ(get(*draining).body["state"], "running");  // still answering what it holds
+  report_waiting(view.body, 0, now + 20s);             // the agents still heartbeat
+  round(now + 20s);
+  EXPECT_EQ(get(*draining).body["state"], "running");
+  round(now + 31s);
+  EXPECT_EQ(get(*draining).body["state"], "cancelled");
+  EXPECT_THAT(get(*draining).body["message"].get<std::string>(), HasSubstr("drained"));
+}
+
+TEST_F(ControlPlaneServiceTest, AReplicaThatEndsIsReplacedAndCancellingTheServiceEndsAll) {
+  const std::int64_t id = submit(chat_service()).body["id"];
+  const std::int64_t first = service(id, kT0).body["replicas"][0]["job"];
+  // A user cancels a replica (as a node failure or a crash would end it): the next round adds one.
+  EXPECT_EQ(run([&](ControlPlane& p, Instant now, Batch& b) {
+              return p.cancel(kVision, jid(first), now, b);
+            }).status,
+            200);
+  round(kT0 + 1s);
+  Wire view = service(id, kT0 + 1s);
+  ASSERT_EQ(view.body["replicas"].size(), 2U);
+  for (const auto& replica : view.body["replicas"]) EXPECT_NE(replica["job"], first);
+  // A service cannot be requeued; cancelling it cancels its replicas.
+  EXPECT_EQ(run([&](ControlPlane& p, Instant now, Batch& b) {
+              return p.requeue_job(kVision, jid(id), now, b);
+            }).status,
+            409);
+  EXPECT_EQ(run([&](ControlPlane& p, Instant now,
+                    Batch& b) { return p.cancel(kVision, jid(id), now, b); },
+                kT0 + 2s)
+                .body["state"],
+            "cancelled");
+  for (const auto& replica : view.body["replicas"]) {
+    EXPECT_EQ(get(replica["job"]).body["state"], "cancelled");
+  }
+  EXPECT_EQ(service(id, kT0 + 3s).status, 404);
+  round(kT0 + 5s);
+  EXPECT_TRUE(wire(plane_->list_services(kAdmin, kT0 + 5s)).body["services"].empty());
+}
+
+TEST_F(ControlPlaneServiceTest, AServiceAndItsReplicasComeBackAfterARestart) {
+  const std::int64_t id = submit(chat_service()).body["id"];
+  round(kT0 + 21s);
+  const nlohmann::json before = service(id, kT0 + 21s).body["replicas"];
+  plane_ = restart(kT0 + 22s);
+  round(kT0 + 23s);
+  const nlohmann::json after = service(id, kT0 + 23s).body["replicas"];
+  ASSERT_EQ(after.size(), before.size());
+  for (std::size_t i = 0; i < after.size(); ++i) {
+    EXPECT_EQ(after[i]["job"], before[i]["job"]);
+    EXPECT_EQ(after[i]["node"], before[i]["node"]);
+    EXPECT_EQ(after[i]["port"], before[i]["port"]);
+  }
+}
+
+TEST_F(ControlPlaneServiceTest, FiguresFromAnotherNodesAgentDoNotCount) {
+  const std::int64_t id = submit(chat_service()).body["id"];
+  round(kT0 + 21s);
+  const nlohmann::json replica = service(id, kT0 + 21s).body["replicas"][0];
+  const std::string other = replica["node"] == "h100-a-01" ? "h100-a-02" : "h100-a-01";
+  ReplicaFigures figures;
+  figures.requests_waiting_milli = 1'000'000;
+  NodeHeartbeat beat;
+  beat.replicas.push_back(
+      {.job = replica["job"].get<std::int64_t>(), .run = 1, .figures = figures});
+  Batch batch;
+  ASSERT_EQ(wire(plane_->heartbeat(Principal{"agent-" + other, Role::kAgent, "", other}, other,
+                                   beat, kT0 + 22s, batch))
+                .status,
+            200);
+  commit(batch);
+  round(kT0 + 22s);
+  EXPECT_EQ(service(id, kT0 + 22s).body["replicas"][0]["figures"], nullptr);
+  EXPECT_EQ(service(id, kT0 + 22s).body["replicas"].size(), 2U);
 }
 
 TEST_F(ControlPlaneTest, SubmittedJobIsStoredAndPlacedInTheSameRound) {

@@ -975,6 +975,17 @@ void HttpApi::add_routes() {
       return p.put_tenant(who, name, update, now, b);
     });
   });
+  loop_json("GET", "/v1/services", "/v1/services", [on_loop](const Call& c) -> LoopAnswer {
+    return on_loop(
+        [who = c.who](ControlPlane& p, Instant now, Batch&) { return p.list_services(who, now); });
+  });
+  loop_json("GET", "/v1/services/{}", "/v1/services/{id}", [on_loop](const Call& c) -> LoopAnswer {
+    auto id = path_id(c.captures[0]);
+    if (!id) return no_such_job(c.captures[0]);
+    return on_loop([who = c.who, id = *id](ControlPlane& p, Instant now, Batch&) {
+      return p.get_service(who, id, now);
+    });
+  });
   loop_json("GET", "/v1/queues", "/v1/queues", [on_loop](const Call& c) -> LoopAnswer {
     return on_loop([who = c.who](ControlPlane& p, Instant, Batch&) { return p.list_queues(who); });
   });

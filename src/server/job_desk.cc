@@ -57,7 +57,8 @@ Outcome<JobDesk::Submitted> JobDesk::submit(const Principal& who, JobSpec spec,
 
 Outcome<const ServerJob*> JobDesk::admit(const Principal& who, JobSpec spec,
                                          const std::string& idempotency_key, Instant now,
-                                         Batch& batch, std::int64_t admitted, ArrayPlace array) {
+                                         Batch& batch, std::int64_t admitted, ArrayPlace array,
+                                         JobId replica_of) {
   // Ids are never used again: the last one, 2^32-1, is the last job.
   if (next_job_id_ == JobId{std::numeric_limits<std::uint32_t>::max()}) {
     return refuse(Refusal::kUnavailable,
@@ -66,6 +67,7 @@ Outcome<const ServerJob*> JobDesk::admit(const Principal& who, JobSpec spec,
   ServerJob job;
   job.array_job = array.job;
   job.array_index = array.index;
+  job.replica_of = replica_of;
   job.id = next_job_id_;
   job.spec = std::move(spec);
   job.idempotency_key = idempotency_key;
@@ -78,15 +80,6 @@ Outcome<const ServerJob*> JobDesk::admit(const Principal& who, JobSpec spec,
   if (!core) return refuse(Refusal::kInvalid, "invalid job", core.error());
   if (auto runnable = check_runnable(job.spec); !runnable) {
     return refuse(Refusal::kInvalid, "invalid job spec", runnable.error());
-  }
-  // The server does not yet keep a service's replicas (the simulator does: `tidepool sim run
-  // --services`); a service accepted here would run as one task and never scale.
-  if (job.spec.service) {
-    return refuse(Refusal::kInvalid, "not supported",
-                  Error{"kind",
-                        "this server does not run services yet (their replicas, "
-                        "autoscaling and metrics); submit a replica as a job of class "
-                        "inference, or try the service in `tidepool sim run --services`"});
   }
   // A job that could never run is refused now rather than left to wait forever.
   if (auto ever = check_can_ever_start(*core, scheduler.pool(),
@@ -101,8 +94,13 @@ Outcome<const ServerJob*> JobDesk::admit(const Principal& who, JobSpec spec,
       return std::unexpected(ok.error());
     }
   }
-  // A job that waits for others is queued once they have succeeded (settle_dependents).
-  if (state_.unmet_dependencies(job).empty()) {
+  // A service runs from now: its replicas are jobs of their own that the service desk submits
+  // (service_desk.h); the service itself is never queued, placed or live.
+  if (job.spec.service) {
+    job.move_to(JobState::kRunning, now, "service started: its replicas are scheduled as jobs");
+    job.started_at = now;
+  } else if (state_.unmet_dependencies(job).empty()) {
+    // A job that waits for others is queued once they have succeeded (settle_dependents).
     if (auto ok = scheduler.submit(*core, unix_seconds(now)); !ok) {
       return refuse(Refusal::kInvalid, "invalid job",
                     Error{spec_field(ok.error().field), ok.error().reason});
@@ -110,11 +108,23 @@ Outcome<const ServerJob*> JobDesk::admit(const Principal& who, JobSpec spec,
   }
   ++next_job_id_.value;
   if (!idempotency_key.empty()) idempotency_[{job.spec.tenant, idempotency_key}] = job.id;
-  add_live(job);
+  if (!job.spec.service) add_live(job);
   state_.mark_dirty();
   state_.record_job(batch, job, now, "job.submitted");
   const JobId id = job.id;
   return &state_.jobs().emplace(id, std::move(job)).first->second;
+}
+
+Outcome<const ServerJob*> JobDesk::submit_replica(const ServerJob& service, Instant now,
+                                                  Batch& batch) {
+  JobSpec spec = service.spec;
+  spec.service.reset();
+  spec.env["TIDEPOOL_SERVICE"] = fmt::format("{}", service.id);
+  const Principal submitter{.token_id = service.submitter_token,
+                            .role = Role::kUser,
+                            .tenant = service.spec.tenant,
+                            .node = {}};
+  return admit(submitter, std::move(spec), "", now, batch, 0, {}, service.id);
 }
 
 Outcome<void> JobDesk::check_admission(const std::string& tenant, TenantId id, Instant now,

@@ -56,6 +56,11 @@ class JobDesk {
   // idempotency key and spec; kConflict for the same key with another spec.
   Outcome<Submitted> submit(const Principal& who, JobSpec spec, const std::string& idempotency_key,
                             Instant now, Batch& batch);
+  // A new replica of `service` (a running service job; service_desk.h): a job of one task with
+  // the service's template, class inference, submitted for the service's submitter and outside
+  // the admission limits (the service was admitted). Its env gains TIDEPOOL_SERVICE (the
+  // service's id); its port (TIDEPOOL_PORT) comes when it starts (ServiceDesk::ensure_port).
+  Outcome<const ServerJob*> submit_replica(const ServerJob& service, Instant now, Batch& batch);
   Outcome<const ServerJob*> cancel(const Principal& who, JobId id, Instant now, Batch& batch);
   Outcome<const ServerJob*> report_status(const Principal& who, JobId id,
                                           const JobStatusReport& report, Instant now, Batch& batch);
@@ -127,7 +132,8 @@ class JobDesk {
   // array's first job takes the whole array's), 0 none.
   Outcome<const ServerJob*> admit(const Principal& who, JobSpec spec,
                                   const std::string& idempotency_key, Instant now, Batch& batch,
-                                  std::int64_t admitted, ArrayPlace array);
+                                  std::int64_t admitted, ArrayPlace array,
+                                  JobId replica_of = JobId{});
   // One job per index of spec.array, ids in a row; refused whole when its first job is
   // (job_desk_arrays.cc).
   Outcome<const ServerJob*> submit_array(const Principal& who, const JobSpec& spec,

@@ -76,6 +76,11 @@ Outcome<const ServerJob*> JobDesk::requeue(const Principal& who, JobId id, Insta
   if (!found) return std::unexpected(found.error());
   ServerJob& job = **found;
   if (job.state != JobState::kRunning || job.burst) return not_in_state(job, "running", "requeued");
+  if (job.spec.service) {
+    return conflict("id", fmt::format("job {} is a service: its replicas are jobs of their own, "
+                                      "each of which may be requeued",
+                                      job.id));
+  }
   requeue_run(job, false, "requeued by " + by_whom(who), now, batch);
   return &job;
 }

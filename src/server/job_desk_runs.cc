@@ -24,7 +24,8 @@ void JobDesk::load(ServerJob loaded, Instant now, Batch& repairs) {
   }
   const JobId id = loaded.id;
   ServerJob& job = state_.jobs().emplace(id, std::move(loaded)).first->second;
-  if (is_final(job.state)) return;
+  // A service is not live: the service desk takes it back (ControlPlane::create).
+  if (is_final(job.state) || job.spec.service) return;
   add_live(job);
   if (auto restored = restore(state_.scheduler(), job, now); !restored) {
     drop_live(id);
@@ -109,7 +110,7 @@ void JobDesk::end_job(ServerJob& job, JobState state, std::string reason, Instan
     // On rented capacity, outside the scheduler: the rental ends with the job.
     bursts_.release(job, fmt::format("job {} {}: {}", job.id, job_state_name(state), reason), true,
                     now, batch);
-  } else if (job.state == JobState::kRunning) {
+  } else if (job.state == JobState::kRunning && !job.spec.service) {
     clerk_.stop(job, now, batch);
     std::optional<Seconds> observed;
     if (state == JobState::kSucceeded) observed = whole_seconds(now - job.started_at);

@@ -298,7 +298,8 @@ NodeAssignment NodeTable::assignment_of(const ServerJob& job, const std::string&
                         .preemptible = spec.preemptible,
                         .checkpoints = spec.checkpoint_interval.has_value(),
                         .resume_from = job.checkpoint_path,
-                        .checkpoint_step = job.checkpoint_step};
+                        .checkpoint_step = job.checkpoint_step,
+                        .replica = std::nullopt};  // ControlPlane::heartbeat adds it
 }
 
 // --- liveness ---

@@ -133,6 +133,7 @@ bool PlaneState::outside_scheduler(const ServerJob& job) const {
 }
 
 bool PlaneState::in_scheduler(const ServerJob& job) const {
+  if (job.spec.service) return false;  // its replicas are, each a job of its own
   if (job.state == JobState::kRunning) return !job.burst;
   return job.state == JobState::kPending && !outside_scheduler(job);
 }
@@ -170,6 +171,15 @@ Result<Job> PlaneState::to_core_job(const ServerJob& server_job, const TenantBoo
   auto job = core_job_of(spec, server_job.id, *tenant, *queue,
                          unix_seconds(server_job.submitted_at), models);
   if (!job) return job;
+  if (server_job.replica_of != JobId{}) {
+    // A service's replica: placed with the service's spread rule, away from its other replicas.
+    auto service = jobs_.find(server_job.replica_of);
+    if (service == jobs_.end() || !service->second.spec.service) {
+      return fail("replica_of", fmt::format("job {} is not a service", server_job.replica_of));
+    }
+    job->replica_of = ReplicaOf{.service = server_job.replica_of.value,
+                                .spread = service->second.spec.service->spread};
+  }
   const bool some_node_holds_it = std::ranges::any_of(
       setup_.cluster.nodes,
       [&](const NodeSpec& node) { return fits(node, empty_state(node), job->gang.task); });

@@ -109,6 +109,11 @@ nlohmann::json server_job_to_json(const ServerJob& job) {
   if (job.attained_gpu_seconds != 0) out["ended_runs_gpu_seconds"] = job.attained_gpu_seconds;
   if (job.faults != 0) out["faults"] = job.faults;
   if (job.bursts != 0) out["bursts"] = job.bursts;
+  if (job.replica_of != JobId{}) {
+    out["replica_of"] = job.replica_of;
+    out["replica_port"] = job.replica_port;
+    if (job.draining_since != kNotYet) out["draining_ms"] = unix_ms(job.draining_since);
+  }
   if (job.burst) {
     const BurstRun& b = *job.burst;
     out["burst"] = {{"offer", b.offer},
@@ -186,6 +191,7 @@ Result<ServerJob> server_job_from_json(const nlohmann::json& value) {
     return Millis{*ms};
   };
   std::int64_t array_job = 0;
+  std::int64_t replica_of = 0;
   const auto text = [](const nlohmann::json& v, const std::string& path) {
     return body_fields::read_text(v, path, std::numeric_limits<std::size_t>::max());
   };
@@ -212,11 +218,16 @@ Result<ServerJob> server_job_from_json(const nlohmann::json& value) {
            body_fields::read_optional(value, "", "ended_runs_gpu_seconds", job.attained_gpu_seconds,
                                       body_fields::integer_in(0, kMaxAttainedGpuSeconds)),
            body_fields::read_optional(value, "", "faults", job.faults, count),
-           body_fields::read_optional(value, "", "bursts", job.bursts, count)});
+           body_fields::read_optional(value, "", "bursts", job.bursts, count),
+           body_fields::read_optional(value, "", "replica_of", replica_of, job_number),
+           body_fields::read_optional(value, "", "replica_port", job.replica_port,
+                                      body_fields::integer_in(0, 65'535)),
+           body_fields::read_optional(value, "", "draining_ms", job.draining_since, unix_time)});
       !ok) {
     return std::unexpected(ok.error());
   }
   job.array_job = JobId{static_cast<std::uint32_t>(array_job)};
+  job.replica_of = JobId{static_cast<std::uint32_t>(replica_of)};
   if (auto it = value.find("burst"); it != value.end() && !it->is_null()) {
     if (!it->is_object()) return fail("burst", "expected an object");
     BurstRun b;

@@ -121,6 +121,11 @@ struct ServerJob {
   std::int64_t faults = 0;        // runs ended by a node failure
   std::optional<BurstRun> burst;  // on rented capacity (coming up, or running there)
   int bursts = 0;                 // times it was sent to rented capacity
+  // A replica of a service (service_desk.h): the service's job id (JobId{}: not a replica), the
+  // port it serves on (its TIDEPOOL_PORT; 0: none), and since when it drains (kNotYet: it serves).
+  JobId replica_of;
+  int replica_port = 0;
+  Instant draining_since = kNotYet;
 
   // Records a move to `state` at `at` for `reason`.
   void move_to(JobState state, Instant at, std::string reason);
