@@ -20,9 +20,11 @@ using AddCommands = void (*)(CLI::App&, int*);
 
 // Every group of commands, in the order --help lists them.
 constexpr AddCommands kCommandGroups[] = {
-    tidepool::add_job_commands,   tidepool::add_job_control_commands, tidepool::add_pool_commands,
-    tidepool::add_token_commands, tidepool::add_event_commands,       tidepool::add_market_commands,
-    tidepool::add_admin_commands, tidepool::add_demo_command,
+    tidepool::add_job_commands,    tidepool::add_job_control_commands,
+    tidepool::add_pool_commands,   tidepool::add_service_commands,
+    tidepool::add_token_commands,  tidepool::add_event_commands,
+    tidepool::add_market_commands, tidepool::add_admin_commands,
+    tidepool::add_demo_command,
 };
 
 std::unique_ptr<CLI::App> top_level() {

@@ -16,6 +16,7 @@
 //   tidepool queues                    pending and running jobs per team queue
 //   tidepool tenants [NAME]            quotas and usage per GPU model
 //   tidepool top                       a refreshing view of the pool
+//   tidepool services [ID]             inference services: replicas, target, last decision
 //   tidepool token create|list|revoke  (admin) manage API tokens
 //   tidepool events [--watch]          the pool's events, from a time on or as they happen
 //   tidepool price                     the internal market's price of a GPU-hour per model
@@ -38,6 +39,7 @@ namespace tidepool {
 void add_job_commands(CLI::App& app, int* exit_code);
 void add_job_control_commands(CLI::App& app, int* exit_code);  // client_control_commands.cc
 void add_pool_commands(CLI::App& app, int* exit_code);
+void add_service_commands(CLI::App& app, int* exit_code);  // client_service_commands.cc
 void add_token_commands(CLI::App& app, int* exit_code);
 void add_market_commands(CLI::App& app, int* exit_code);  // client_market_commands.cc
 void add_event_commands(CLI::App& app, int* exit_code);   // client_event_commands.cc

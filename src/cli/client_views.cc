@@ -5,12 +5,14 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <vector>
 
 #include "cli/listing.h"
 #include "cli/output_format.h"
+#include "core/decimal_text.h"
 #include "core/duration_format.h"
 #include "report/text_table.h"
 
@@ -125,7 +127,187 @@ std::string shape_text(const Json& spec) {
   return out;
 }
 
+// --- services ---
+
+std::optional<std::int64_t> maybe_number(const Json& object, const char* key) {
+  if (!object.is_object()) return std::nullopt;
+  auto it = object.find(key);
+  if (it == object.end() || !it->is_number()) return std::nullopt;
+  return it->get<std::int64_t>();
+}
+
+// Thousandths with one decimal, rounded half away from zero: 2000 -> "2.0", 1250 -> "1.3".
+std::string tenths_text(std::int64_t milli) {
+  const std::int64_t tenths = milli >= 0 ? (milli + 50) / 100 : -((50 - milli) / 100);
+  std::string text = format_decimal(tenths, 1);
+  return text.find('.') == std::string::npos ? text + ".0" : text;
+}
+
+// Thousandths as written, with at least one decimal: 2000 -> "2.0", 2250 -> "2.25".
+std::string milli_text(std::int64_t milli) {
+  std::string text = format_decimal(milli, 3);
+  return text.find('.') == std::string::npos ? text + ".0" : text;
+}
+
+// "p95 500ms", "queue 2.0/replica", "concurrency 4.0/replica".
+std::string target_text(const Json& service) {
+  const Json target = service.value("target", Json::object());
+  if (!target.is_object()) return "-";
+  const std::string metric = text_of(target, "metric");
+  const std::int64_t value = number_of(target, "value");
+  if (metric == "p95_latency_ms") return fmt::format("p95 {}ms", value);
+  if (metric == "queue_per_replica") return fmt::format("queue {}/replica", milli_text(value));
+  if (metric == "concurrency_per_replica") {
+    return fmt::format("concurrency {}/replica", milli_text(value));
+  }
+  return metric.empty() ? "-" : fmt::format("{} {}", metric, value);
+}
+
+std::int64_t replicas_in_phase(const Json& service, std::string_view phase) {
+  return std::ranges::count_if(array_of(service, "replicas"),
+                               [&](const Json& r) { return text_of(r, "phase") == phase; });
+}
+
+// "2/3": ready replicas of the autoscaler's count ("-" before its first decision).
+std::string ready_of_wanted(const Json& service) {
+  const auto wanted = maybe_number(service, "wanted");
+  return fmt::format("{}/{}", replicas_in_phase(service, "ready"),
+                     wanted ? std::to_string(*wanted) : "-");
+}
+
+// "1 starting, 2 ready", in the order a replica goes through its phases; "-": none.
+std::string phases_text(const Json& service) {
+  std::vector<std::string> parts;
+  for (const char* phase : {"pending", "starting", "ready", "draining"}) {
+    if (const std::int64_t n = replicas_in_phase(service, phase); n > 0) {
+      parts.push_back(fmt::format("{} {}", n, phase));
+    }
+  }
+  return parts.empty() ? "-" : fmt::format("{}", fmt::join(parts, ", "));
+}
+
+// `text` cut to `width` characters (0: whole) with "..." at the end: at the end of a word when one
+// ends in the last third, never inside a UTF-8 sequence.
+std::string cut_to_width(const std::string& text, std::size_t width) {
+  if (width == 0 || text.size() <= width) return text;
+  std::size_t end = width > 3 ? width - 3 : 0;
+  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+  if (text[end] != ' ') {
+    const std::size_t space = text.rfind(' ', end);
+    if (space != std::string::npos && space * 3 >= end * 2) end = space;
+  }
+  while (end > 0 && (text[end - 1] == ' ' || text[end - 1] == ',' || text[end - 1] == ':')) --end;
+  return text.substr(0, end) + "...";
+}
+
+std::string since_text(std::int64_t at_ms, std::int64_t now_ms) {
+  if (at_ms <= 0) return "-";
+  return format_duration_about(std::max<std::int64_t>(0, now_ms - at_ms) / 1000) + " ago";
+}
+
+// The replicas of a service's view, with a line that counts them, for `tidepool job ID`.
+std::string replicas_section(const Json& service) {
+  const Json& replicas = array_of(service, "replicas");
+  const auto wanted = maybe_number(service, "wanted");
+  std::string head = fmt::format("Replicas: {} ready", replicas_in_phase(service, "ready"));
+  if (wanted) head += fmt::format(" of {} wanted", *wanted);
+  head += fmt::format(" (min {}, max {})", number_of(service, "min_replicas"),
+                      number_of(service, "max_replicas"));
+  if (replicas.empty()) return head + "; none live\n";
+  return head + "\n" + indented(replicas_table(replicas), "  ");
+}
+
 }  // namespace
+
+std::string replicas_table(const Json& replicas) {
+  TextTable table({"JOB", "PHASE", "NODE", "PORT", "RPS", "P95 MS", "WAITING", "IN FLIGHT"});
+  for (const Json& r : replicas) {
+    const Json figures = r.value("figures", Json(nullptr));
+    const auto tenths = [&](const char* key) {
+      const auto value = maybe_number(figures, key);
+      return value ? tenths_text(*value) : std::string("-");
+    };
+    const auto p95 = maybe_number(figures, "p95_latency_ms");
+    const std::string node = text_of(r, "node");
+    const std::int64_t port = number_of(r, "port");
+    table.add_row({text_of(r, "job"), text_of(r, "phase"), node.empty() ? "-" : node,
+                   port > 0 ? std::to_string(port) : "-", tenths("requests_per_s_milli"),
+                   p95 ? std::to_string(*p95) : "-", tenths("requests_waiting_milli"),
+                   tenths("requests_in_flight_milli")});
+  }
+  return table_text(table);
+}
+
+Listing services_listing(const Json& services, std::int64_t now_ms, std::size_t decision_width) {
+  Listing listing{
+      .kind = "service",
+      .columns = {"ID", "NAME", "TENANT", "READY/WANTED", "MIN-MAX", "TARGET", "LAST-DECISION"},
+      .wide_columns = {"STATE", "SPREAD", "PHASES", "ENDPOINTS", "DECIDED"},
+      .rows = {}};
+  for (const Json& s : services) {
+    const Json decision = s.value("decision", Json(nullptr));
+    const bool decided = decision.is_object();
+    const std::string reason = decided ? text_of(decision, "reason") : "";
+    const std::string id = text_of(s, "service");
+    listing.rows.push_back(
+        {.cells = {id, text_of(s, "name"), text_of(s, "tenant"), ready_of_wanted(s),
+                   fmt::format("{}-{}", number_of(s, "min_replicas"), number_of(s, "max_replicas")),
+                   target_text(s), reason.empty() ? "-" : cut_to_width(reason, decision_width)},
+         .wide = {text_of(s, "state"), text_of(s, "spread"), phases_text(s),
+                  std::to_string(array_of(s, "endpoints").size()),
+                  decided ? since_text(number_of(decision, "at_ms"), now_ms) : "-"},
+         .name = id});
+  }
+  return listing;
+}
+
+std::string render_service_details(const Json& service, std::int64_t now_ms) {
+  std::string out =
+      fmt::format("Service {}: {}\n", text_of(service, "service"), text_of(service, "name"));
+  const auto line = [&out](std::string_view label, const std::string& value) {
+    out += fmt::format("  {:<10}{}\n", fmt::format("{}:", label), value);
+  };
+  line("State", text_of(service, "state"));
+  line("Tenant", text_of(service, "tenant"));
+  const auto wanted = maybe_number(service, "wanted");
+  const std::string phases = phases_text(service);
+  line("Replicas",
+       fmt::format("{} ready{} (min {}, max {}); {}", replicas_in_phase(service, "ready"),
+                   wanted ? fmt::format(" of {} wanted", *wanted) : ", no decision yet",
+                   number_of(service, "min_replicas"), number_of(service, "max_replicas"),
+                   phases == "-" ? "none live" : phases));
+  line("Target", target_text(service));
+  const std::int64_t per_node = number_of(service, "max_per_node");
+  const std::string spread = text_of(service, "spread");
+  line("Spread", fmt::format("over {}{}", spread == "leaf" ? "leaves" : spread + "s",
+                             per_node > 0 ? fmt::format(", at most {} per node", per_node) : ""));
+
+  const Json& replicas = array_of(service, "replicas");
+  out += replicas.empty() ? "\nReplicas: none live\n"
+                          : "\nReplicas:\n" + indented(replicas_table(replicas), "  ");
+
+  const Json& endpoints = array_of(service, "endpoints");
+  if (endpoints.empty()) {
+    out += "\nEndpoints: none (no replica is ready and serving on a port)\n";
+  } else {
+    TextTable table({"JOB", "NODE", "URL"});
+    for (const Json& e : endpoints) {
+      table.add_row({text_of(e, "job"), text_of(e, "node"), text_of(e, "url")});
+    }
+    out += "\nEndpoints:\n" + indented(table_text(table), "  ");
+  }
+
+  const Json decision = service.value("decision", Json(nullptr));
+  if (!decision.is_object()) {
+    out += "\nLast decision: none yet (the autoscaler decides at the next scheduling round)\n";
+  } else {
+    out += fmt::format("\nLast decision: {} replica(s){}, {}\n", number_of(decision, "wanted"),
+                       decision.value("panic", false) ? " in panic mode" : "",
+                       ago(number_of(decision, "at_ms"), now_ms));
+    out += "  " + text_of(decision, "reason") + "\n";
+  }
+  return out;
+}
 
 namespace {
 
@@ -255,8 +437,11 @@ std::string render_job_details(const Json& job, std::int64_t now_ms) {
   out += "\nTransitions:\n" + indented(table_text(transitions), "  ");
 
   const Json& placement = array_of(job, "placement");
+  const auto status = job.find("service_status");
+  const bool service = status != job.end() && status->is_object();
   if (placement.empty()) {
-    out += "\nPlacement: none (not running)\n";
+    out += service ? "\nPlacement: none (a service: its replicas are placed, below)\n"
+                   : "\nPlacement: none (not running)\n";
   } else {
     TextTable places({"TASK", "NODE", "GPUS"});
     int task = 0;
@@ -266,6 +451,7 @@ std::string render_job_details(const Json& job, std::int64_t now_ms) {
     }
     out += "\nPlacement:\n" + indented(table_text(places), "  ");
   }
+  if (service) out += "\n" + replicas_section(*status);
   return out;
 }
 

@@ -23,7 +23,8 @@ namespace tidepool {
 Listing jobs_listing(const nlohmann::json& jobs,
                      const std::map<std::int64_t, std::string>& pending_kinds, std::int64_t now_ms);
 
-// `tidepool job ID`: the spec in a few lines, the times, the transitions and the placement.
+// `tidepool job ID`: the spec in a few lines, the times, the transitions and the placement; for a
+// service's job (its `service_status`, as render_service_details reads it) then its replicas.
 std::string render_job_details(const nlohmann::json& job, std::int64_t now_ms);
 
 // `tidepool why ID`: the state with its reason; for a pending job, how long it has waited and the
@@ -44,6 +45,27 @@ Listing queues_listing(const nlohmann::json& queues);
 // one row with MODEL "-").
 // Wide column: QUEUES; -o name: tenant/NAME (once per tenant).
 Listing tenants_listing(const nlohmann::json& tenants);
+
+// `tidepool services`: one row per service of the array `services` (GET /v1/services; each as
+// server/service_desk.h's ServiceDesk::view writes it): ID NAME TENANT READY/WANTED (ready
+// replicas / the autoscaler's count, "-" before its first decision) MIN-MAX TARGET ("p95 500ms",
+// "queue 2.0/replica", "concurrency 4.0/replica") LAST-DECISION (its reason, cut to
+// `decision_width` characters with "..."; 0: whole).
+// Wide columns: STATE SPREAD PHASES ("1 starting, 2 ready") ENDPOINTS DECIDED (the decision's
+// age as of `now_ms`); -o name: service/ID.
+inline constexpr std::size_t kDecisionWidth = 60;
+Listing services_listing(const nlohmann::json& services, std::int64_t now_ms,
+                         std::size_t decision_width = kDecisionWidth);
+
+// `tidepool services ID`: the service in a few lines (state, tenant, replicas ready of wanted
+// within min-max, target, spread), its replicas (replicas_table), its endpoints and the last
+// decision with its reason and age as of `now_ms`.
+std::string render_service_details(const nlohmann::json& service, std::int64_t now_ms);
+
+// A service's replicas, from the view's `replicas` array: JOB PHASE NODE PORT RPS P95 MS WAITING
+// IN FLIGHT, figures in natural units (thousandths of a request with one decimal, milliseconds
+// whole); "-" for a figure not reported, a node not yet placed on, a port not yet given.
+std::string replicas_table(const nlohmann::json& replicas);
 
 // `tidepool token list`: ID ROLE TENANT NODE CREATED STATE DESCRIPTION.
 // -o name: token/ID.

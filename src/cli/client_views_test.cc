@@ -173,6 +173,177 @@ TEST(RenderJobDetailsTest, PendingHasNoPlacement) {
   EXPECT_THAT(text, Not(HasSubstr("Started:")));
 }
 
+// A service as GET /v1/services/{id} shows it: a ready replica with every figure, a starting one
+// with some, a pending one not yet on a node.
+Json service_view() {
+  return {{"service", 7},
+          {"name", "chat"},
+          {"tenant", "vision"},
+          {"state", "running"},
+          {"min_replicas", 2},
+          {"max_replicas", 6},
+          {"target", {{"metric", "queue_per_replica"}, {"value", 2000}}},
+          {"spread", "node"},
+          {"max_per_node", 0},
+          {"wanted", 3},
+          {"decision",
+           {{"wanted", 3},
+            {"panic", false},
+            {"reason", "5 -> 3: 0.0 requests waiting over 60s, target 2.0 per replica"},
+            {"at_ms", kNow - 90'000}}},
+          {"replicas", Json::array({{{"job", 8},
+                                     {"phase", "ready"},
+                                     {"node", "h100-a-01"},
+                                     {"port", 8000},
+                                     {"since_ms", kNow - 600'000},
+                                     {"figures",
+                                      {{"requests_waiting_milli", 1250},
+                                       {"requests_in_flight_milli", 4000},
+                                       {"requests_per_s_milli", 12'345},
+                                       {"mean_latency_ms", 180},
+                                       {"p95_latency_ms", 420}}}},
+                                    {{"job", 9},
+                                     {"phase", "starting"},
+                                     {"node", "h100-a-02"},
+                                     {"port", 8001},
+                                     {"since_ms", kNow - 20'000},
+                                     {"figures", {{"p95_latency_ms", 95}}}},
+                                    {{"job", 10},
+                                     {"phase", "pending"},
+                                     {"node", ""},
+                                     {"port", 0},
+                                     {"since_ms", kNow - 5'000},
+                                     {"figures", nullptr}}})},
+          {"endpoints",
+           Json::array({{{"job", 8}, {"node", "h100-a-01"}, {"url", "http://10.0.0.5:8000"}}})}};
+}
+
+// The cells of a table's line, split on runs of two or more spaces.
+std::vector<std::string> cells_of(const std::string& line) {
+  std::vector<std::string> cells;
+  std::size_t start = line.find_first_not_of(' ');
+  while (start != std::string::npos) {
+    std::size_t end = line.find("  ", start);
+    cells.push_back(line.substr(start, end == std::string::npos ? end : end - start));
+    start = end == std::string::npos ? end : line.find_first_not_of(' ', end);
+  }
+  return cells;
+}
+
+TEST(ServicesListingTest, ReadyOfWantedTargetAndDecision) {
+  Json p95 = service_view();
+  p95["service"] = 11;
+  p95["name"] = "embed";
+  p95["target"] = {{"metric", "p95_latency_ms"}, {"value", 500}};
+  p95["wanted"] = nullptr;
+  p95["decision"] = nullptr;
+  p95["replicas"] = Json::array();
+  p95["endpoints"] = Json::array();
+  Json concurrency = service_view();
+  concurrency["service"] = 12;
+  concurrency["target"] = {{"metric", "concurrency_per_replica"}, {"value", 2250}};
+  const Listing listing = services_listing(Json::array({service_view(), p95, concurrency}), kNow);
+  const auto lines = lines_of(render_listing(listing, OutputFormat::kTable));
+  ASSERT_EQ(lines.size(), 5U);
+  EXPECT_EQ(cells_of(lines[0]), (std::vector<std::string>{"ID", "NAME", "TENANT", "READY/WANTED",
+                                                          "MIN-MAX", "TARGET", "LAST-DECISION"}));
+  EXPECT_EQ(cells_of(lines[2]),
+            (std::vector<std::string>{"7", "chat", "vision", "1/3", "2-6", "queue 2.0/replica",
+                                      "5 -> 3: 0.0 requests waiting over 60s, target 2.0 per..."}));
+  EXPECT_EQ(cells_of(lines[3]),
+            (std::vector<std::string>{"11", "embed", "vision", "0/-", "2-6", "p95 500ms", "-"}));
+  EXPECT_THAT(lines[4], HasSubstr("concurrency 2.25/replica"));
+  EXPECT_EQ(render_listing(listing, OutputFormat::kName), "service/7\nservice/11\nservice/12\n");
+  const auto wide = lines_of(render_listing(listing, OutputFormat::kWide, false));
+  ASSERT_EQ(wide.size(), 3U);
+  EXPECT_THAT(wide[0], HasSubstr("running  node  1 pending, 1 starting, 1 ready  1  1m30s ago"));
+  const auto no_replicas = cells_of(wide[1]);
+  ASSERT_GE(no_replicas.size(), 5U);
+  EXPECT_EQ(std::vector<std::string>(no_replicas.end() - 5, no_replicas.end()),
+            (std::vector<std::string>{"running", "node", "-", "0", "-"}));
+}
+
+TEST(ServicesListingTest, CsvKeepsTheWholeReason) {
+  const Listing listing = services_listing(Json::array({service_view()}), kNow, 0);
+  const auto csv = lines_of(render_listing(listing, OutputFormat::kCsv));
+  ASSERT_EQ(csv.size(), 2U);
+  EXPECT_EQ(csv[0],
+            "ID,NAME,TENANT,READY/WANTED,MIN-MAX,TARGET,LAST-DECISION,STATE,SPREAD,PHASES,"
+            "ENDPOINTS,DECIDED");
+  EXPECT_THAT(csv[1], HasSubstr(",\"5 -> 3: 0.0 requests waiting over 60s, target 2.0 per "
+                                "replica\",running,node,"));
+}
+
+TEST(ReplicasTableTest, FiguresInNaturalUnitsAndDashesForWhatIsAbsent) {
+  const auto lines = lines_of(replicas_table(service_view()["replicas"]));
+  ASSERT_EQ(lines.size(), 5U);
+  EXPECT_EQ(cells_of(lines[0]), (std::vector<std::string>{"JOB", "PHASE", "NODE", "PORT", "RPS",
+                                                          "P95 MS", "WAITING", "IN FLIGHT"}));
+  EXPECT_EQ(cells_of(lines[2]), (std::vector<std::string>{"8", "ready", "h100-a-01", "8000", "12.3",
+                                                          "420", "1.3", "4.0"}));
+  // Some figures: the others are dashes.
+  EXPECT_EQ(cells_of(lines[3]),
+            (std::vector<std::string>{"9", "starting", "h100-a-02", "8001", "-", "95", "-", "-"}));
+  // Pending: no node, no port, no figures.
+  EXPECT_EQ(cells_of(lines[4]),
+            (std::vector<std::string>{"10", "pending", "-", "-", "-", "-", "-", "-"}));
+}
+
+TEST(RenderServiceDetailsTest, HeaderReplicasEndpointsAndDecision) {
+  Json view = service_view();
+  view["max_per_node"] = 2;
+  const std::string text = render_service_details(view, kNow);
+  EXPECT_THAT(text, HasSubstr("Service 7: chat\n"));
+  EXPECT_THAT(text, HasSubstr("  State:    running\n"));
+  EXPECT_THAT(text, HasSubstr("  Tenant:   vision\n"));
+  EXPECT_THAT(text, HasSubstr("  Replicas: 1 ready of 3 wanted (min 2, max 6); 1 pending, 1 "
+                              "starting, 1 ready\n"));
+  EXPECT_THAT(text, HasSubstr("  Target:   queue 2.0/replica\n"));
+  EXPECT_THAT(text, HasSubstr("  Spread:   over nodes, at most 2 per node\n"));
+  EXPECT_THAT(text, HasSubstr("\nReplicas:\n  JOB"));
+  EXPECT_THAT(text, HasSubstr("h100-a-01"));
+  EXPECT_THAT(text, HasSubstr("\nEndpoints:\n"));
+  EXPECT_THAT(text, HasSubstr("http://10.0.0.5:8000"));
+  EXPECT_THAT(text, HasSubstr("\nLast decision: 3 replica(s), "));
+  EXPECT_THAT(text, HasSubstr("(1m30s ago)\n  5 -> 3: 0.0 requests waiting over 60s, target 2.0 "
+                              "per replica\n"));
+}
+
+TEST(RenderServiceDetailsTest, BeforeAnyDecisionOrReplica) {
+  Json view = service_view();
+  view["wanted"] = nullptr;
+  view["decision"] = nullptr;
+  view["replicas"] = Json::array();
+  view["endpoints"] = Json::array();
+  view["spread"] = "leaf";
+  view["target"] = {{"metric", "p95_latency_ms"}, {"value", 500}};
+  const std::string text = render_service_details(view, kNow);
+  EXPECT_THAT(text, HasSubstr("  Replicas: 0 ready, no decision yet (min 2, max 6); none live\n"));
+  EXPECT_THAT(text, HasSubstr("  Target:   p95 500ms\n"));
+  EXPECT_THAT(text, HasSubstr("  Spread:   over leaves\n"));
+  EXPECT_THAT(text, HasSubstr("\nReplicas: none live\n"));
+  EXPECT_THAT(text, HasSubstr("\nEndpoints: none"));
+  EXPECT_THAT(text, HasSubstr("\nLast decision: none yet"));
+}
+
+TEST(RenderJobDetailsTest, AServiceShowsItsReplicas) {
+  Json service = job(7, "running", "vision", Json::array());
+  service["service_status"] = service_view();
+  const std::string text = render_job_details(service, kNow);
+  EXPECT_THAT(text, HasSubstr("Placement: none (a service: its replicas are placed, below)"));
+  EXPECT_THAT(text, HasSubstr("\nReplicas: 1 ready of 3 wanted (min 2, max 6)\n  JOB"));
+  const auto lines = lines_of(text);
+  const auto pending = std::ranges::find_if(lines, [](const std::string& line) {
+    return line.find("pending") != std::string::npos && line.starts_with("  10");
+  });
+  ASSERT_NE(pending, lines.end()) << text;
+  EXPECT_EQ(cells_of(*pending),
+            (std::vector<std::string>{"10", "pending", "-", "-", "-", "-", "-", "-"}));
+  // Any other job: no replicas.
+  EXPECT_THAT(render_job_details(job(2, "pending", "vision", Json::array()), kNow),
+              Not(HasSubstr("Replicas")));
+}
+
 TEST(RenderWhyTest, PendingWithWaitedTimes) {
   const Json why = {{"id", 5},
                     {"state", "pending"},
