@@ -519,6 +519,16 @@ Result<void> read_service_kind(const Json& value, JobSpec& spec) {
         std::pair{"runtime_estimate", spec.runtime_estimate.has_value()}}) {
     if (given) return fail(key, "not for a service, which runs until it is cancelled");
   }
+  // Figures for a model the service does not accept would never be used: a typo.
+  if (!spec.gpu_models.empty()) {
+    for (const auto& [model, figures] : spec.service->models) {
+      if (std::ranges::find(spec.gpu_models, model) == spec.gpu_models.end()) {
+        return fail("service.models." + model,
+                    fmt::format("'{}' is not one of the service's gpu_model ({})", model,
+                                fmt::join(spec.gpu_models, ", ")));
+      }
+    }
+  }
   return {};
 }
 

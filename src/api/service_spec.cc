@@ -96,6 +96,37 @@ Result<void> read_metrics(const Json& value, const std::string& path, ServiceSpe
   return {};
 }
 
+Result<void> read_models(const Json& value, const std::string& path, ServiceSpec& spec) {
+  if (auto map = body_fields::check_map(value, path, kMaxServiceModels, "GPU models"); !map) {
+    return map;
+  }
+  for (const auto& [name, figures] : value.items()) {
+    const std::string model_path = key_path(path, name);
+    if (name.empty() || name.size() > 64) {
+      return fail(model_path, "a GPU model's name has 1 to 64 characters");
+    }
+    if (auto keys =
+            body_fields::check_keys(figures, model_path, "a map of throughput and p95_latency_ms",
+                                    {"throughput", "p95_latency_ms"}, false);
+        !keys) {
+      return keys;
+    }
+    for (const char* key : {"throughput", "p95_latency_ms"}) {
+      if (body_fields::member(figures, key) == nullptr) {
+        return fail(key_path(model_path, key), "required");
+      }
+    }
+    auto throughput = read_requests(figures["throughput"], key_path(model_path, "throughput"));
+    if (!throughput) return std::unexpected(throughput.error());
+    auto p95 = body_fields::read_integer(figures["p95_latency_ms"],
+                                         key_path(model_path, "p95_latency_ms"), 1, 1'000'000'000);
+    if (!p95) return std::unexpected(p95.error());
+    spec.models[name] =
+        ModelThroughput{.throughput_milli_rps = *throughput, .p95_latency_ms = *p95};
+  }
+  return {};
+}
+
 }  // namespace
 
 bool operator==(const ServiceSpec& a, const ServiceSpec& b) {
@@ -105,7 +136,7 @@ bool operator==(const ServiceSpec& a, const ServiceSpec& b) {
                     c.panic_window, c.panic_percent, c.tolerance_percent, c.up_period,
                     c.down_window, c.down_period, c.slots_per_replica, c.lead, s.drain,
                     s.spread.level, s.spread.max_per_node, s.metrics_port, s.metrics_file,
-                    s.metrics_preset, s.metric_names);
+                    s.metrics_preset, s.metric_names, s.models);
   };
   return fields(a) == fields(b);
 }
@@ -116,7 +147,7 @@ Result<ServiceSpec> read_service_spec(const Json& value, const std::string& path
           {"min_replicas", "max_replicas", "target", "stable_window", "panic_window",
            "panic_percent", "tolerance_percent", "up_period", "down_window", "down_period",
            "slots_per_replica", "startup", "drain", "spread", "max_per_node", "metrics_port",
-           "metrics_file", "metrics"},
+           "metrics_file", "metrics", "models"},
           false);
       !keys) {
     return std::unexpected(keys.error());
@@ -168,6 +199,11 @@ Result<ServiceSpec> read_service_spec(const Json& value, const std::string& path
       return std::unexpected(ok.error());
     }
   }
+  if (const Json* models = body_fields::member(value, "models")) {
+    if (auto ok = read_models(*models, key_path(path, "models"), spec); !ok) {
+      return std::unexpected(ok.error());
+    }
+  }
   auto checked = make_autoscaler_spec(s);
   if (!checked) return fail(key_path(path, checked.error().field), checked.error().reason);
   return spec;
@@ -175,6 +211,12 @@ Result<ServiceSpec> read_service_spec(const Json& value, const std::string& path
 
 Json service_spec_to_json(const ServiceSpec& spec) {
   const AutoscalerSpec& s = spec.scaler;
+  Json models = Json::object();
+  for (const auto& [name, m] : spec.models) {
+    models[name] = {{"throughput", fmt::format("{}.{:03}", m.throughput_milli_rps / 1000,
+                                               m.throughput_milli_rps % 1000)},
+                    {"p95_latency_ms", m.p95_latency_ms}};
+  }
   const Json target = s.metric == ScaleMetric::kP95LatencyMs
                           ? Json(s.target)
                           : Json(fmt::format("{}.{:03}", s.target / 1000, s.target % 1000));
@@ -197,6 +239,7 @@ Json service_spec_to_json(const ServiceSpec& spec) {
       {"metrics_port", spec.metrics_port ? Json(*spec.metrics_port) : Json(nullptr)},
       {"metrics_file", spec.metrics_file.empty() ? Json(nullptr) : Json(spec.metrics_file)},
       {"metrics", Json{{"preset", spec.metrics_preset}, {"names", spec.metric_names}}},
+      {"models", models},
   };
 }
 

@@ -30,10 +30,16 @@
 //     metrics_file: /srv/m.prom  # or a file the replica writes (an absolute path); neither: the
 //                                #   replicas report nothing and the service stays at min_replicas
 //     metrics: {preset: vllm, names: {requests_running: my_running}}   # api/replica_metrics.h
+//     models:                    # what one replica does on each model of its gpu_model, for
+//       H100: {throughput: 40, p95_latency_ms: 120}   # the cost-first choice of the model of
+//       A100: {throughput: 15, p95_latency_ms: 260}   # each new replica (core/cost_first.h):
+//                                #   requests per second (up to 3 decimals, > 0) and the p95
+//                                #   at that rate (1..10^9 ms); at most 16 models
 //
 // Errors name the key path ("service.target", "service.metrics.names.latency_sum").
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -47,6 +53,15 @@
 
 namespace tidepool {
 
+// What one replica of the service does on a GPU model (declared in its spec).
+struct ModelThroughput {
+  std::int64_t throughput_milli_rps = 0;  // requests per second, in thousandths; > 0
+  std::int64_t p95_latency_ms = 0;        // at that rate; > 0
+
+  friend bool operator==(const ModelThroughput&, const ModelThroughput&) = default;
+};
+inline constexpr std::size_t kMaxServiceModels = 16;
+
 struct ServiceSpec {
   AutoscalerSpec scaler;  // min/max replicas, the target, windows, slots, lead (= startup)
   Seconds drain = 30;
@@ -55,6 +70,7 @@ struct ServiceSpec {
   std::string metrics_file;  // empty: none
   std::string metrics_preset = "vllm";
   std::map<std::string, std::string, std::less<>> metric_names;  // overrides of the preset
+  std::map<std::string, ModelThroughput, std::less<>> models;    // by GPU model name
 
   friend bool operator==(const ServiceSpec&, const ServiceSpec&);
 };

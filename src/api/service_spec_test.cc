@@ -30,6 +30,9 @@ service:
   max_per_node: 2
   metrics_port: 8000
   metrics: {preset: triton, names: {requests_waiting: my_queue}}
+  models:
+    H100: {throughput: 40.5, p95_latency_ms: 120}
+    A100: {throughput: "15", p95_latency_ms: 260}
 )";
 
 TEST(ServiceSpecTest, AServiceReadsWithItsBlockAndRoundTrips) {
@@ -50,6 +53,9 @@ TEST(ServiceSpecTest, AServiceReadsWithItsBlockAndRoundTrips) {
   EXPECT_EQ(s.metrics_port, 8000);
   EXPECT_EQ(s.metrics_preset, "triton");
   EXPECT_EQ(s.metric_names.at("requests_waiting"), "my_queue");
+  EXPECT_EQ(s.models.at("H100"),
+            (ModelThroughput{.throughput_milli_rps = 40'500, .p95_latency_ms = 120}));
+  EXPECT_EQ(s.models.at("A100").throughput_milli_rps, 15'000);
   auto back = job_spec_from_json(job_spec_to_json(*spec));
   ASSERT_TRUE(back.has_value()) << back.error().message();
   EXPECT_EQ(*back, *spec);
@@ -110,6 +116,18 @@ TEST(ServiceSpecTest, EachMistakeNamesItsField) {
               HasSubstr("service.metrics"));
   EXPECT_EQ(field("kind: service\nservice: {replicas: 3, target: {p95_latency_ms: 1}}\n"),
             "service.replicas");
+  // The models' figures: each with both figures, for a model the service accepts.
+  const std::string models =
+      "kind: service\ngpu_model: [H100, A100]\nservice: {target: "
+      "{p95_latency_ms: 100}, models: ";
+  EXPECT_EQ(field(models + "{H100: {throughput: 40, p95_latency_ms: 80}}}\n"), "(accepted)");
+  EXPECT_EQ(field(models + "{H100: {throughput: 40}}}\n"), "service.models.H100.p95_latency_ms");
+  EXPECT_EQ(field(models + "{H100: {throughput: 0, p95_latency_ms: 8}}}\n"),
+            "service.models.H100.throughput");
+  EXPECT_EQ(field(models + "{H100: {throughput: 4, p95_latency_ms: 8, x: 1}}}\n"),
+            "service.models.H100.x");
+  EXPECT_EQ(field(models + "{L4: {throughput: 4, p95_latency_ms: 8}}}\n"), "service.models.L4");
+  EXPECT_EQ(field(models + "[H100]}\n"), "service.models");
 }
 
 }  // namespace

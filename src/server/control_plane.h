@@ -194,7 +194,7 @@ class ControlPlane {
   NodeTable nodes_{state_, clerk_};
   BurstDesk bursts_{state_, clerk_, nodes_};
   JobDesk jobs_{state_, clerk_, bursts_};
-  ServiceDesk services_{state_, jobs_, nodes_};
+  ServiceDesk services_{state_, jobs_, nodes_, clerk_};
   PlaneViews views_{state_, jobs_, nodes_, bursts_, clerk_};
   History history_{state_.setup().history_interval, state_.setup().history_hours_kept};
   std::map<std::string, TenantUpdate> tenant_overrides_;  // PUT /v1/tenants, by tenant

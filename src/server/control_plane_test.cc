@@ -445,6 +445,39 @@ TEST_F(ControlPlaneServiceTest, AServiceAndItsReplicasComeBackAfterARestart) {
   }
 }
 
+TEST_F(ControlPlaneServiceTest, ReplicasGoCostFirstToTheCheapestModelThatMeetsTheTarget) {
+  JobSpec spec = chat_service();
+  spec.gpu_models = {"H100", "A100"};
+  spec.service->scaler.metric = ScaleMetric::kP95LatencyMs;
+  spec.service->scaler.target = 500;
+  // Without a market every GPU-hour costs the same: the H100's 40 requests a second cost least.
+  spec.service->models = {{"H100", {.throughput_milli_rps = 40'000, .p95_latency_ms = 120}},
+                          {"A100", {.throughput_milli_rps = 15'000, .p95_latency_ms = 150}}};
+  const std::int64_t id = submit(spec).body["id"];
+  Wire view = service(id, kT0);
+  ASSERT_EQ(view.body["replicas"].size(), 2U) << view.body.dump();
+  EXPECT_EQ(view.body["model_choice"]["model"], "H100") << view.body.dump();
+  EXPECT_THAT(view.body["model_choice"]["reason"].get<std::string>(), HasSubstr("H100"));
+  for (const auto& replica : view.body["replicas"]) {
+    EXPECT_EQ(get(replica["job"]).body["spec"]["gpu_model"], nlohmann::json::array({"H100"}));
+    EXPECT_THAT(replica["node"].get<std::string>(), HasSubstr("h100"));
+  }
+  // An H100 replica that misses the target is not a choice: the A100 is.
+  spec.name = "slow";
+  spec.service->models.at("H100").p95_latency_ms = 600;
+  const std::int64_t slow = submit(spec).body["id"];
+  view = service(slow, kT0);
+  EXPECT_EQ(view.body["model_choice"]["model"], "A100") << view.body.dump();
+  // With no model meeting it, a replica may take any of the service's models.
+  spec.name = "none";
+  spec.service->models.at("A100").p95_latency_ms = 700;
+  const std::int64_t none = submit(spec).body["id"];
+  view = service(none, kT0);
+  EXPECT_EQ(view.body["model_choice"]["model"], "") << view.body.dump();
+  ASSERT_FALSE(view.body["replicas"].empty());
+  EXPECT_EQ(get(view.body["replicas"][0]["job"]).body["spec"]["gpu_model"].size(), 2U);
+}
+
 TEST_F(ControlPlaneServiceTest, FiguresFromAnotherNodesAgentDoNotCount) {
   const std::int64_t id = submit(chat_service()).body["id"];
   round(kT0 + 21s);

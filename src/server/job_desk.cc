@@ -115,10 +115,12 @@ Outcome<const ServerJob*> JobDesk::admit(const Principal& who, JobSpec spec,
   return &state_.jobs().emplace(id, std::move(job)).first->second;
 }
 
-Outcome<const ServerJob*> JobDesk::submit_replica(const ServerJob& service, Instant now,
+Outcome<const ServerJob*> JobDesk::submit_replica(const ServerJob& service,
+                                                  const std::string& model, Instant now,
                                                   Batch& batch) {
   JobSpec spec = service.spec;
   spec.service.reset();
+  if (!model.empty()) spec.gpu_models = {model};
   spec.env["TIDEPOOL_SERVICE"] = fmt::format("{}", service.id);
   const Principal submitter{.token_id = service.submitter_token,
                             .role = Role::kUser,

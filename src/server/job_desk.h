@@ -60,7 +60,9 @@ class JobDesk {
   // the service's template, class inference, submitted for the service's submitter and outside
   // the admission limits (the service was admitted). Its env gains TIDEPOOL_SERVICE (the
   // service's id); its port (TIDEPOOL_PORT) comes when it starts (ServiceDesk::ensure_port).
-  Outcome<const ServerJob*> submit_replica(const ServerJob& service, Instant now, Batch& batch);
+  // A `model` (not empty) is the one GPU model it may take (the service's cost-first choice).
+  Outcome<const ServerJob*> submit_replica(const ServerJob& service, const std::string& model,
+                                           Instant now, Batch& batch);
   Outcome<const ServerJob*> cancel(const Principal& who, JobId id, Instant now, Batch& batch);
   Outcome<const ServerJob*> report_status(const Principal& who, JobId id,
                                           const JobStatusReport& report, Instant now, Batch& batch);

@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 #include <utility>
+
+#include "core/cost_first.h"
 
 namespace tidepool {
 
@@ -39,7 +42,8 @@ void ServiceDesk::adopt(const ServerJob& service) {
   if (!service.spec.service || is_final(service.state)) return;
   services_.try_emplace(service.id, Service{.scaler = Autoscaler(spec_of(service).scaler),
                                             .decision = std::nullopt,
-                                            .decided_at = kNotYet});
+                                            .decided_at = kNotYet,
+                                            .model_choice = std::nullopt});
 }
 
 std::map<JobId, std::vector<JobId>> ServiceDesk::replicas_by_service() const {
@@ -182,7 +186,7 @@ void ServiceDesk::tick(Instant now, Batch& batch) {
     const ReplicaPlan plan = plan_replicas(views, decision.wanted);
     service.decision = std::move(decision);
     service.decided_at = now;
-    apply(job, std::move(replicas), plan, now, batch);
+    apply(job, service, std::move(replicas), plan, now, batch);
   }
 }
 
@@ -198,10 +202,56 @@ void ServiceDesk::placed(Instant now, Batch& batch) {
   for (JobId id : replicas) ensure_port(state_.jobs().at(id), now, batch);
 }
 
-void ServiceDesk::apply(ServerJob& service, std::vector<JobId> replicas, const ReplicaPlan& plan,
-                        Instant now, Batch& batch) {
+std::optional<ServiceDesk::ModelChoice> ServiceDesk::choose_model(const ServerJob& service) const {
+  const ServiceSpec& spec = spec_of(service);
+  if (spec.models.empty()) return std::nullopt;
+  const Pool& pool = state_.scheduler().pool();
+  auto core = state_.to_core_job(service, state_.scheduler().book());
+  if (!core) return ModelChoice{.model = "", .reason = core.error().message()};
+  const TaskShape& shape = core->gang.task;
+  const std::int64_t milli_gpus =
+      std::int64_t{service.spec.gpus_per_task} *
+      (service.spec.gpus_per_task == 1 ? std::int64_t{service.spec.gpu_milli} : 1000);
+  const ServerMarket* market = clerk_.market();
+  std::vector<ModelOffer> offers;
+  for (const auto& [name, figures] : spec.models) {
+    const auto model = pool.models().find(name);
+    if (!model || !shape.models.accepts(*model)) continue;
+    bool room = false;
+    for (int n = 0; n < pool.node_count() && !room; ++n) {
+      const NodeId node{static_cast<std::uint32_t>(n)};
+      room = pool.spec(node).model == *model && fits(pool.spec(node), pool.state(node), shape);
+    }
+    offers.push_back({.model = *model,
+                      .name = name,
+                      .replica_milli_gpus = std::max<std::int64_t>(milli_gpus, 1),
+                      .throughput_milli_rps = figures.throughput_milli_rps,
+                      .p95_latency_ms = figures.p95_latency_ms,
+                      .price_per_gpu_hour =
+                          market != nullptr ? market->desk().meter().price(*model).standard_per_hour
+                                            : Micros{kMicrosPerUnit},
+                      .has_room = room});
+  }
+  const std::int64_t target = spec.scaler.metric == ScaleMetric::kP95LatencyMs
+                                  ? spec.scaler.target
+                                  : std::numeric_limits<std::int64_t>::max();
+  std::string refused;
+  auto choice = cheapest_model(offers, target, &refused);
+  if (!choice) {
+    return ModelChoice{.model = "",
+                       .reason = "no declared model has room and meets the target (" + refused +
+                                 "): any of the service's models"};
+  }
+  return ModelChoice{.model = pool.models().name(choice->model), .reason = choice->reason};
+}
+
+void ServiceDesk::apply(ServerJob& service, Service& kept, std::vector<JobId> replicas,
+                        const ReplicaPlan& plan, Instant now, Batch& batch) {
   for (int i = 0; i < plan.add; ++i) {
-    auto added = jobs_.submit_replica(service, now, batch);
+    std::optional<ModelChoice> choice = choose_model(service);
+    auto added = jobs_.submit_replica(
+        service, choice && !choice->model.empty() ? choice->model : std::string(), now, batch);
+    if (choice) kept.model_choice = std::move(choice);
     if (!added) {
       state_.emit(batch, now, "service.error",
                   {{"job", service.id},
@@ -335,6 +385,11 @@ nlohmann::json ServiceDesk::view(const ServerJob& service, Instant now) const {
                 {"reason", d.reason},
                 {"at_ms", unix_ms(it->second.decided_at)}};
   }
+  nlohmann::json model_choice = nullptr;
+  if (auto it = services_.find(service.id); it != services_.end() && it->second.model_choice) {
+    model_choice = {{"model", it->second.model_choice->model},
+                    {"reason", it->second.model_choice->reason}};
+  }
   const AutoscalerSpec& scaler = spec.scaler;
   return {{"service", service.id},
           {"name", service.spec.name},
@@ -348,7 +403,8 @@ nlohmann::json ServiceDesk::view(const ServerJob& service, Instant now) const {
           {"wanted", decision.is_null() ? nlohmann::json(nullptr) : decision["wanted"]},
           {"decision", decision},
           {"replicas", std::move(replicas)},
-          {"endpoints", std::move(endpoints)}};
+          {"endpoints", std::move(endpoints)},
+          {"model_choice", model_choice}};
 }
 
 }  // namespace tidepool

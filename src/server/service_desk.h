@@ -26,6 +26,14 @@
 //                            rate and mean latency, the load for the queueing model: the rates
 //                            summed and the rate-weighted mean service time (latency less the
 //                            time queued).
+//
+// Cost-first: a service that declares what a replica does on some of its GPU models
+// (service.models: throughput and p95) gets each new replica on the model with the lowest price
+// per thousand requests that meets its p95 target (any rate, for another target) and has a node
+// with room for it now (core/cost_first.h; the market's standard price per GPU-hour in force, or
+// one price for all without a market). The replica's spec then names that model alone; with no
+// such model the replica may take any of the service's models, as the scheduler finds. The last
+// choice and its reason are in the view.
 #pragma once
 
 #include <chrono>
@@ -40,6 +48,7 @@
 #include "core/autoscaler.h"
 #include "core/service_replicas.h"
 #include "server/job_desk.h"
+#include "server/market_clerk.h"
 #include "server/node_table.h"
 #include "server/plane_state.h"
 
@@ -50,8 +59,8 @@ inline constexpr Millis kFreshFigures = std::chrono::seconds{10};
 
 class ServiceDesk {
  public:
-  ServiceDesk(PlaneState& state, JobDesk& jobs, const NodeTable& nodes)
-      : state_(state), jobs_(jobs), nodes_(nodes) {}
+  ServiceDesk(PlaneState& state, JobDesk& jobs, const NodeTable& nodes, const MarketClerk& clerk)
+      : state_(state), jobs_(jobs), nodes_(nodes), clerk_(clerk) {}
 
   // A running service job (new, or loaded after a restart) is kept from now.
   void adopt(const ServerJob& service);
@@ -82,7 +91,8 @@ class ServiceDesk {
   // The service as the API shows it: {"service": 7, "name", "tenant", "state", "min_replicas",
   // "max_replicas", "target": {"metric", "value"}, "spread", "wanted", "decision": {"wanted",
   // "panic", "reason", "at_ms"} (null before the first), "replicas": [{"job", "phase", "node",
-  // "port", "since_ms", "figures": {...} | null}], "endpoints": [{"job", "node", "url"}]}.
+  // "port", "since_ms", "figures": {...} | null}], "endpoints": [{"job", "node", "url"}],
+  // "model_choice": {"model", "reason"} | null}.
   // The endpoints are the ready replicas with a port: where to send requests.
   [[nodiscard]] nlohmann::json view(const ServerJob& service, Instant now) const;
 
@@ -96,11 +106,21 @@ class ServiceDesk {
     Instant at;
     ReplicaFigures figures;
   };
+  // A cost-first choice of a replica's model: the model ("" when none was chosen) and why.
+  struct ModelChoice {
+    std::string model;
+    std::string reason;
+  };
   struct Service {
     Autoscaler scaler;
     std::optional<ScaleDecision> decision;
     Instant decided_at;
+    std::optional<ModelChoice> model_choice;  // the last one
   };
+
+  // The model of the next replica of a service that declares models' figures (file comment);
+  // nullopt for one that declares none.
+  [[nodiscard]] std::optional<ModelChoice> choose_model(const ServerJob& service) const;
 
   // The live replicas of every service, by service, in id order.
   [[nodiscard]] std::map<JobId, std::vector<JobId>> replicas_by_service() const;
@@ -116,12 +136,13 @@ class ServiceDesk {
   // collide, a replica alone on its node serves on metrics_port itself, and the port its agent
   // scrapes is the server's, never one of another service's replicas.
   void ensure_port(ServerJob& replica, Instant now, Batch& batch);
-  void apply(ServerJob& service, std::vector<JobId> replicas, const ReplicaPlan& plan, Instant now,
-             Batch& batch);
+  void apply(ServerJob& service, Service& kept, std::vector<JobId> replicas,
+             const ReplicaPlan& plan, Instant now, Batch& batch);
 
   PlaneState& state_;
   JobDesk& jobs_;
   const NodeTable& nodes_;
+  const MarketClerk& clerk_;
   std::map<JobId, Service> services_;
   std::map<JobId, Reported> figures_;  // by replica
 };
