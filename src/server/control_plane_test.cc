@@ -478,6 +478,63 @@ TEST_F(ControlPlaneServiceTest, ReplicasGoCostFirstToTheCheapestModelThatMeetsTh
   EXPECT_EQ(get(view.body["replicas"][0]["job"]).body["spec"]["gpu_model"].size(), 2U);
 }
 
+TEST_F(ControlPlaneServiceTest, ReplicasOnNodesThatShareAnAddressGetDifferentPorts) {
+  // Every H100 node's agent runs on one machine (as in `tidepool demo`): they share its ports.
+  const Wire nodes = wire(plane_->list_nodes(kAdmin));
+  for (const auto& node : nodes.body["nodes"]) {
+    const std::string name = node["name"];
+    if (name.find("h100") == std::string::npos) continue;
+    NodeRegistration registration;
+    registration.address = "10.0.0.9";
+    Batch batch;
+    ASSERT_EQ(wire(plane_->register_node(Principal{"agent-" + name, Role::kAgent, "", name}, name,
+                                         registration, kT0, batch))
+                  .status,
+              200);
+    commit(batch);
+  }
+  JobSpec spec = chat_service();
+  spec.service->scaler.min_replicas = 3;
+  const std::int64_t id = submit(spec).body["id"];
+  round(kT0 + 21s);
+  const Wire view = service(id, kT0 + 21s);
+  std::set<int> ports;
+  for (const auto& replica : view.body["replicas"]) ports.insert(replica["port"].get<int>());
+  EXPECT_EQ(ports, (std::set<int>{8000, 8001, 8002})) << view.body.dump();
+  ASSERT_EQ(view.body["endpoints"].size(), 3U);
+  EXPECT_THAT(view.body["endpoints"][0]["url"].get<std::string>(), HasSubstr("10.0.0.9:800"));
+}
+
+TEST_F(ControlPlaneServiceTest, AReplicaThatFailsIsReplacedAfterABackOffThatGrows) {
+  const std::int64_t id = submit(chat_service()).body["id"];
+  const auto fail_one = [&](Instant now) {
+    const std::int64_t replica = service(id, now).body["replicas"][0]["job"];
+    Batch batch;
+    JobStatusReport failed{"failed", 1, "no such model", std::nullopt, std::nullopt};
+    EXPECT_EQ(wire(plane_->report_status(kAdmin, jid(replica), failed, now, batch)).status, 200);
+    commit(batch);
+    return replica;
+  };
+  const auto live = [&](Instant now) {
+    round(now);
+    return service(id, now).body["replicas"].size();
+  };
+  fail_one(kT0 + 1s);
+  EXPECT_EQ(live(kT0 + 1s), 1U);      // not replaced at once
+  EXPECT_EQ(live(kT0 + 2500ms), 1U);  // the first wait: 2 s
+  EXPECT_EQ(live(kT0 + 3s), 2U);
+  fail_one(kT0 + 4s);
+  EXPECT_EQ(live(kT0 + 4s), 1U);
+  EXPECT_EQ(live(kT0 + 7s), 1U);  // the second: 4 s
+  EXPECT_EQ(live(kT0 + 8s), 2U);
+  // A replica started since the last failure and ready ends the back-off: the next failure waits
+  // 2 s again.
+  EXPECT_EQ(live(kT0 + 30s), 2U);
+  fail_one(kT0 + 31s);
+  EXPECT_EQ(live(kT0 + 31s), 1U);
+  EXPECT_EQ(live(kT0 + 33s), 2U);
+}
+
 TEST_F(ControlPlaneServiceTest, FiguresFromAnotherNodesAgentDoNotCount) {
   const std::int64_t id = submit(chat_service()).body["id"];
   round(kT0 + 21s);

@@ -38,12 +38,46 @@ std::string node_of(const ServerJob& replica) {
 
 }  // namespace
 
+std::string ServiceDesk::address_of(const std::string& node) const {
+  if (const PlaneNode* placed = nodes_.find(node);
+      placed != nullptr && !placed->reported.address.empty()) {
+    return placed->reported.address;
+  }
+  return node;
+}
+
+void ServiceDesk::note_failures(const ServerJob& service, Service& kept,
+                                const std::vector<JobId>& live, Instant now, Batch& batch) {
+  for (JobId id : kept.seen) {
+    if (std::ranges::find(live, id) != live.end()) continue;
+    const ServerJob& gone = state_.jobs().at(id);
+    if (gone.state != JobState::kFailed) continue;
+    ++kept.failures;
+    kept.failed_at = now;
+    const Millis wait = std::min<Millis>(
+        kMaxReplicaBackoff, std::chrono::seconds{std::int64_t{1} << std::min(kept.failures, 16)});
+    kept.retry_at = now + wait;
+    state_.emit(batch, now, "service.backoff",
+                {{"job", service.id},
+                 {"replica", id},
+                 {"failures", kept.failures},
+                 {"reason", fmt::format("replica {} failed ({}); {} in a row: the next replica in "
+                                        "{} s",
+                                        id, gone.message, kept.failures, wait.count() / 1000)}});
+  }
+  kept.seen = live;
+}
+
 void ServiceDesk::adopt(const ServerJob& service) {
   if (!service.spec.service || is_final(service.state)) return;
   services_.try_emplace(service.id, Service{.scaler = Autoscaler(spec_of(service).scaler),
                                             .decision = std::nullopt,
                                             .decided_at = kNotYet,
-                                            .model_choice = std::nullopt});
+                                            .model_choice = std::nullopt,
+                                            .seen = {},
+                                            .failures = 0,
+                                            .retry_at = kNotYet,
+                                            .failed_at = kNotYet});
 }
 
 std::map<JobId, std::vector<JobId>> ServiceDesk::replicas_by_service() const {
@@ -165,6 +199,7 @@ void ServiceDesk::tick(Instant now, Batch& batch) {
       }
       replicas.push_back(r);
     }
+    note_failures(job, service, replicas, now, batch);
     if (auto observation = observe(job, replicas, now)) service.scaler.observe(*observation);
     std::vector<ReplicaView> views;
     for (JobId r : replicas) {
@@ -172,6 +207,10 @@ void ServiceDesk::tick(Instant now, Batch& batch) {
       views.push_back({.id = r.value,
                        .phase = phase_of(replica, now),
                        .since = unix_seconds(replica.submitted_at)});
+      // A replica that started after the last failure and is ready ends the back-off.
+      if (views.back().phase == ReplicaPhase::kReady && replica.started_at > service.failed_at) {
+        service.failures = 0;
+      }
     }
     const int current = live_replicas(views);
     ScaleDecision decision = service.scaler.decide(unix_seconds(now), current);
@@ -247,7 +286,9 @@ std::optional<ServiceDesk::ModelChoice> ServiceDesk::choose_model(const ServerJo
 
 void ServiceDesk::apply(ServerJob& service, Service& kept, std::vector<JobId> replicas,
                         const ReplicaPlan& plan, Instant now, Batch& batch) {
-  for (int i = 0; i < plan.add; ++i) {
+  // After a failed replica, none is added before the back-off's time.
+  const int add = kept.failures > 0 && now < kept.retry_at ? 0 : plan.add;
+  for (int i = 0; i < add; ++i) {
     std::optional<ModelChoice> choice = choose_model(service);
     auto added = jobs_.submit_replica(
         service, choice && !choice->model.empty() ? choice->model : std::string(), now, batch);
@@ -260,6 +301,7 @@ void ServiceDesk::apply(ServerJob& service, Service& kept, std::vector<JobId> re
       break;
     }
     replicas.push_back((*added)->id);
+    kept.seen.push_back((*added)->id);
   }
   const auto end = [&](std::uint32_t id, const char* why) {
     ServerJob& replica = state_.jobs().at(JobId{id});
@@ -282,17 +324,14 @@ void ServiceDesk::ensure_port(ServerJob& replica, Instant now, Batch& batch) {
   if (service == state_.jobs().end() || !service->second.spec.service) return;
   const std::optional<int> first = spec_of(service->second).metrics_port;
   if (!first) return;
-  const std::string node = node_of(replica);
+  const std::string address = address_of(node_of(replica));
   std::set<int> taken;
-  const auto note = [&](const ServerJob& other) {
-    if (other.id != replica.id && other.replica_of != JobId{} && node_of(other) == node) {
+  for (JobId id : state_.live()) {
+    const ServerJob& other = state_.jobs().at(id);
+    if (other.id != replica.id && other.replica_of != JobId{} &&
+        other.state == JobState::kRunning && address_of(node_of(other)) == address) {
       taken.insert(other.replica_port);
     }
-  };
-  if (const auto id = state_.pool_node(node)) {
-    for (const ServerJob* other : state_.running_on(*id)) note(*other);
-  } else {
-    for (JobId other : state_.live()) note(state_.jobs().at(other));  // a rented node
   }
   int port = *first;
   while (taken.contains(port) && port < 65'535) ++port;
@@ -367,11 +406,7 @@ nlohmann::json ServiceDesk::view(const ServerJob& service, Instant now) const {
           unix_ms(replica.state == JobState::kRunning ? replica.started_at : replica.submitted_at)},
          {"figures", figures != nullptr ? figures_json(*figures) : nlohmann::json(nullptr)}});
     if (phase == ReplicaPhase::kReady && replica.replica_port > 0) {
-      std::string address = node;
-      if (const PlaneNode* placed = nodes_.find(node);
-          placed != nullptr && !placed->reported.address.empty()) {
-        address = placed->reported.address;
-      }
+      const std::string address = address_of(node);
       endpoints.push_back({{"job", id},
                            {"node", node},
                            {"url", fmt::format("http://{}:{}", address, replica.replica_port)}});

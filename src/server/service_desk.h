@@ -54,6 +54,9 @@
 
 namespace tidepool {
 
+// The longest wait before a failed replica is replaced (ServiceDesk::note_failures).
+inline constexpr Millis kMaxReplicaBackoff = std::chrono::minutes{5};
+
 // How old a replica's figures may be and still count (a few agent heartbeats).
 inline constexpr Millis kFreshFigures = std::chrono::seconds{10};
 
@@ -116,7 +119,19 @@ class ServiceDesk {
     std::optional<ScaleDecision> decision;
     Instant decided_at;
     std::optional<ModelChoice> model_choice;  // the last one
+    // Back-off: the live replicas at the last round, the replicas that failed in a row since one
+    // was last ready, and when the next replica may be submitted after such a failure.
+    std::vector<JobId> seen;
+    int failures = 0;
+    Instant retry_at = kNotYet;
+    Instant failed_at = kNotYet;  // the last failure
   };
+  // Notes the replicas that ended failed since the last round (`live`: the live ones now):
+  // after each, the next replica waits 2^failures seconds (at most kMaxReplicaBackoff), so that a
+  // replica that cannot start is not replaced every round; a replica that started after the last
+  // failure and became ready ends the back-off.
+  void note_failures(const ServerJob& service, Service& kept, const std::vector<JobId>& live,
+                     Instant now, Batch& batch);
 
   // The model of the next replica of a service that declares models' figures (file comment);
   // nullopt for one that declares none.
@@ -124,6 +139,8 @@ class ServiceDesk {
 
   // The live replicas of every service, by service, in id order.
   [[nodiscard]] std::map<JobId, std::vector<JobId>> replicas_by_service() const;
+  // Where a node's replicas are reached: its agent's registered address, or its name.
+  [[nodiscard]] std::string address_of(const std::string& node) const;
   [[nodiscard]] ReplicaPhase phase_of(const ServerJob& replica, Instant now) const;
   // The figures of `replica` for its current run, if fresh.
   [[nodiscard]] const ReplicaFigures* fresh_figures(const ServerJob& replica, Instant now) const;
@@ -132,9 +149,10 @@ class ServiceDesk {
                                                    const std::vector<JobId>& replicas,
                                                    Instant now) const;
   // Gives a running replica of a service with a metrics_port the lowest port from it that no
-  // other running replica (of any service) has on the same node: replicas sharing a node do not
-  // collide, a replica alone on its node serves on metrics_port itself, and the port its agent
-  // scrapes is the server's, never one of another service's replicas.
+  // other running replica (of any service) has at the same address (its node's registered
+  // address, or its name: nodes that share a machine share its ports): replicas sharing a
+  // machine do not collide, a replica alone there serves on metrics_port itself, and the port
+  // its agent scrapes is the server's, never one of another service's replicas.
   void ensure_port(ServerJob& replica, Instant now, Batch& batch);
   void apply(ServerJob& service, Service& kept, std::vector<JobId> replicas,
              const ReplicaPlan& plan, Instant now, Batch& batch);

@@ -43,6 +43,8 @@ class Replica:
         self.successes = 0
         self.bucket_counts = [0] * (len(BUCKETS) + 1)  # per bucket and +Inf; summed when written
         self.latency_sum_s = 0.0
+        # The time past a request's own service time: the wait its load added (vLLM's queue time).
+        self.queue_sum_s = 0.0
         self.recent_s = []  # latencies since the last log line
         self.last_busy = time.monotonic()
         self.draining = False
@@ -63,6 +65,7 @@ class Replica:
             self.in_flight -= 1
             self.successes += 1
             self.latency_sum_s += latency_s
+            self.queue_sum_s += max(0.0, latency_s - self.service_time_s)
             self.bucket_counts[bisect.bisect_left(BUCKETS, latency_s)] += 1  # le: <= bound
             self.recent_s.append(latency_s)
             self.last_busy = time.monotonic()
@@ -71,6 +74,7 @@ class Replica:
         """The metrics in the Prometheus text exposition format 0.0.4, with vLLM's names."""
         with self.lock:
             n, total, lat_sum = self.in_flight, self.successes, self.latency_sum_s
+            queue_sum = self.queue_sum_s
             cumulative = list(itertools.accumulate(self.bucket_counts))
         m, e2e = 'model_name="demo"', "vllm:e2e_request_latency_seconds"  # vLLM labels by model
         lines = family("vllm:num_requests_running", "gauge", "Requests being processed.")
@@ -84,6 +88,11 @@ class Replica:
             lines.append(f'{e2e}_bucket{{le="{bound}",{m}}} {count}')
         lines.append(f"{e2e}_sum{{{m}}} {lat_sum!r}")
         lines.append(f"{e2e}_count{{{m}}} {total}")
+        queue = "vllm:request_queue_time_seconds"
+        lines += family(queue, "histogram", "Time requests waited past their service time.")
+        lines.append(f'{queue}_bucket{{le="+Inf",{m}}} {total}')
+        lines.append(f"{queue}_sum{{{m}}} {queue_sum!r}")
+        lines.append(f"{queue}_count{{{m}}} {total}")
         return "\n".join(lines) + "\n"  # the format wants the last line ended too
 
     def take_recent(self):
