@@ -14,10 +14,9 @@ usage: service_e2e_test.py TIDEPOOL SOURCE_DIR [NODES]
     request fail over the whole run.
 Prints "service_e2e: step up reached N replicas in X s (bound Y s); failed requests F; drained K".
 
-NODES (default 1, with 4 GPUs; more: 2 GPUs each): the pool's nodes, one agent each, all with
---address 127.0.0.1. The server gives a replica a port unique among the replicas of its node, but
-fake nodes on one machine share its ports: replicas on two of them are given the same port and the
-second cannot listen. Hence one node by default, whose replicas get ports of their own.
+NODES (default 4, with 2 GPUs each; 1: one node of 4 GPUs): the pool's nodes, one agent each,
+all with --address 127.0.0.1: the nodes share one machine's ports, which the server's port per
+replica (unique among the replicas at one address) keeps apart, and the replicas spread over them.
 
 Every wait polls with a deadline; every process started here is stopped by its PID at the end.
 """
@@ -376,7 +375,7 @@ def main(argv):
         print(__doc__, file=sys.stderr)
         return 2
     try:
-        return run(argv[0], argv[1], int(argv[2]) if len(argv) == 3 else 1)
+        return run(argv[0], argv[1], int(argv[2]) if len(argv) == 3 else 4)
     except Failure as failure:
         print(f"FAIL: {failure}", file=sys.stderr)
         return 1
