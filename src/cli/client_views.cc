@@ -602,7 +602,7 @@ Listing tokens_listing(const Json& tokens) {
                   .wide_columns = {},
                   .rows = {}};
   for (const Json& t : tokens) {
-    const auto dash = [](std::string s) { return s.empty() ? std::string("-") : s; };
+    const auto dash = [](const std::string& s) { return s.empty() ? std::string("-") : s; };
     listing.rows.push_back(
         {.cells = {text_of(t, "id"), text_of(t, "role"), dash(text_of(t, "tenant")),
                    dash(text_of(t, "node")), format_local_time(number_of(t, "created_ms")),
