@@ -256,11 +256,16 @@ std::optional<ServiceDesk::ModelChoice> ServiceDesk::choose_model(const ServerJo
   for (const auto& [name, figures] : spec.models) {
     const auto model = pool.models().find(name);
     if (!model || !shape.models.accepts(*model)) continue;
-    bool room = false;
-    for (int n = 0; n < pool.node_count() && !room; ++n) {
+    // Room: the tenant's quota admits one more replica of the model now, and a node holds it.
+    const Scheduler& scheduler = state_.scheduler();
+    bool room = !scheduler.config().quotas ||
+                scheduler.book().admit(core->tenant, *model, milli_gpus).admitted();
+    bool placed = false;
+    for (int n = 0; n < pool.node_count() && room && !placed; ++n) {
       const NodeId node{static_cast<std::uint32_t>(n)};
-      room = pool.spec(node).model == *model && fits(pool.spec(node), pool.state(node), shape);
+      placed = pool.spec(node).model == *model && fits(pool.spec(node), pool.state(node), shape);
     }
+    room = room && placed;
     offers.push_back({.model = *model,
                       .name = name,
                       .replica_milli_gpus = std::max<std::int64_t>(milli_gpus, 1),

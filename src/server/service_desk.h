@@ -29,11 +29,11 @@
 //
 // Cost-first: a service that declares what a replica does on some of its GPU models
 // (service.models: throughput and p95) gets each new replica on the model with the lowest price
-// per thousand requests that meets its p95 target (any rate, for another target) and has a node
-// with room for it now (core/cost_first.h; the market's standard price per GPU-hour in force, or
-// one price for all without a market). The replica's spec then names that model alone; with no
-// such model the replica may take any of the service's models, as the scheduler finds. The last
-// choice and its reason are in the view.
+// per thousand requests that meets its p95 target (any rate, for another target) and has room for
+// it now: its tenant's quota admits it and a node holds it (core/cost_first.h; the market's
+// standard price per GPU-hour in force, or one price for all without a market). The replica's
+// spec then names that model alone; with no such model the replica may take any of the service's
+// models, as the scheduler finds. The last choice and its reason are in the view.
 #pragma once
 
 #include <chrono>
