@@ -68,6 +68,7 @@ struct DemoFlags {
   std::string refresh = "2s";
   bool keep = false;
   bool dry_run = false;
+  bool service = false;
   std::string jobs;
 };
 
@@ -76,6 +77,7 @@ struct DemoSettings {
   std::string demo_dir;
   std::string workload_source;  // workload.txt, or the folder when it has none
   std::vector<DemoSubmission> workload;
+  std::optional<DemoSubmission> service;  // --service
   std::optional<std::int64_t> duration_ms;
   std::int64_t speed_milli = 1000;
   std::int64_t refresh_ms = 2000;
@@ -129,6 +131,12 @@ Result<DemoSettings> settle(const DemoFlags& flags) {
   s.workload = std::move(*workload);
   for (const DemoSubmission& submission : s.workload) {
     if (auto misfit = demo_misfit(submission, s.pool)) return std::unexpected(*misfit);
+  }
+  if (flags.service) {
+    auto service = load_demo_service(s.demo_dir, s.speed_milli);
+    if (!service) return std::unexpected(service.error());
+    if (auto misfit = demo_misfit(*service, s.pool)) return std::unexpected(*misfit);
+    s.service = std::move(*service);
   }
   return s;
 }
@@ -199,11 +207,26 @@ void print_dry_run(const DemoSettings& s, const Result<std::string>& server_prog
                                : fmt::format("{}x{}", spec.tasks, spec.gpus_per_task),
                spec.preemptible ? "yes" : "no", shell_line(spec.command));
   }
+  if (s.service) {
+    const JobSpec& spec = s.service->spec;
+    fmt::print(
+        "\n--service: it would also submit the inference service {} (tenant {}, {}..{} "
+        "replicas) from\n{} once every agent has registered, and once a replica serves, "
+        "start\n  {}\n      output to {}\n",
+        spec.name, spec.tenant, spec.service->scaler.min_replicas,
+        spec.service->scaler.max_replicas, s.service->file,
+        shell_line(demo_load_generator_command(
+            "python3", s.demo_dir, "http://127.0.0.1:PORT/v1/services/ID", paths.admin_token_file(),
+            demo_load_steps(s.speed_milli))),
+        paths.load_generator_log());
+  }
   fmt::print(
-      "\nIt would end when every job has ended ({}), then stop the agents, any job process "
+      "\nIt would end when every job has ended{} ({}), then stop {}the agents, any job process "
       "they left, and the server.\n",
+      s.service ? " and the load generator has finished" : "",
       s.duration_ms ? fmt::format("or after --duration {}", format_seconds(*s.duration_ms) + "s")
-                    : std::string("at most 10 minutes"));
+                    : std::string("at most 10 minutes"),
+      s.service ? "the load generator, " : "");
 }
 
 Result<void> write_text(const std::string& path, const std::string& text) {
@@ -221,6 +244,13 @@ std::string trimmed(std::string text) {
   return text.substr(start);
 }
 
+// A service, or one of its replicas, in GET /v1/jobs: they run until the service is cancelled.
+bool is_service_or_replica(const nlohmann::json& job) {
+  if (job.contains("replica_of")) return true;
+  auto spec = job.find("spec");
+  return spec != job.end() && spec->is_object() && spec->value("kind", std::string()) == "service";
+}
+
 // Why the demo ended, and what it saw last.
 struct DemoOutcome {
   std::string ended_because;
@@ -228,6 +258,7 @@ struct DemoOutcome {
   bool interrupted = false;
   std::int64_t elapsed_ms = 0;
   nlohmann::json jobs = nlohmann::json::array();
+  std::string service_summary;  // --service: the summary's lines for the service
 };
 
 class DemoRun {
@@ -253,6 +284,13 @@ class DemoRun {
   Result<void> fetch_events(std::vector<std::string>& lines);
   // Fetches nodes and jobs and prints a frame with `lines`; false when the server did not answer.
   bool refresh(std::int64_t elapsed_ms, std::vector<std::string>& lines, const std::string& note);
+  // --service: submits the service; then, once it has an endpoint, starts the load generator.
+  void submit_service(std::vector<std::string>& lines);
+  void start_load_when_serving(std::vector<std::string>& lines);
+  // GET /v1/services/{id}; notes the most replicas ready and wanted. Null when it failed.
+  nlohmann::json fetch_service_view();
+  [[nodiscard]] bool load_finished();
+  void stop_load();
 
   DemoSettings s_;
   std::string server_program_;
@@ -267,6 +305,12 @@ class DemoRun {
   std::int64_t start_wall_ms_ = 0;
   int submitted_ = 0;
   nlohmann::json last_jobs_ = nlohmann::json::array();
+  // --service
+  std::optional<std::int64_t> service_id_;
+  std::optional<DemoChild> load_;
+  std::string python_;
+  int max_ready_ = 0;
+  int max_wanted_ = 0;
 };
 
 Error DemoRun::died(DemoChild& child) const {
@@ -419,6 +463,13 @@ void DemoRun::print_intro() const {
   for (const DemoSubmission& sub : s_.workload) last_at = std::max(last_at, sub.at_ms);
   fmt::print("  workload    {} jobs from {}, submitted over {} s\n", s_.workload.size(),
              s_.workload_source, format_seconds(last_at));
+  if (s_.service) {
+    fmt::print(
+        "  service     {} from {}, submitted now; once a replica serves, load_generator.py "
+        "--steps {}, log {}\n",
+        s_.service->spec.name, s_.service->file, demo_load_steps(s_.speed_milli),
+        paths_.load_generator_log());
+  }
   fmt::print("From another terminal:\n");
   fmt::print("  export TIDEPOOL_SERVER={} TIDEPOOL_TOKEN=$(cat {})\n", url_,
              paths_.admin_token_file());
@@ -477,9 +528,73 @@ bool DemoRun::refresh(std::int64_t elapsed_ms, std::vector<std::string>& lines,
                   .note = note,
                   .events = std::move(lines)};
   lines.clear();
-  fmt::print("{}", render_demo_frame(nodes->at("nodes"), last_jobs_, frame));
+  std::string out = render_demo_frame(nodes->at("nodes"), last_jobs_, frame);
+  if (service_id_) {
+    const nlohmann::json view = fetch_service_view();
+    if (!view.is_null()) {
+      const std::string load_line =
+          load_ ? last_line_starting(tail_of_file(load_->log_path(), 5), "t ") : std::string();
+      out += render_demo_service(view, load_ ? load_line : "(waiting for a replica to serve)");
+    }
+  }
+  fmt::print("{}", out);
   std::fflush(stdout);
   return true;
+}
+
+void DemoRun::submit_service(std::vector<std::string>& lines) {
+  nlohmann::json body = job_spec_to_json(s_.service->spec);
+  body["env"][kDemoRunEnv] = paths_.run_dir;
+  auto reply = client_->post("/v1/jobs", body);
+  if (!reply) {
+    lines.push_back(
+        fmt::format("error: submitting {}: {}", s_.service->file, reply.error().message()));
+    return;
+  }
+  service_id_ = reply->value("id", std::int64_t{0});
+  lines.push_back(fmt::format("service {} submitted (#{})", s_.service->spec.name, *service_id_));
+}
+
+nlohmann::json DemoRun::fetch_service_view() {
+  auto view = client_->get(fmt::format("/v1/services/{}", *service_id_));
+  if (!view) return nullptr;
+  max_ready_ = std::max(max_ready_, ready_replicas(*view));
+  if (auto wanted = view->find("wanted"); wanted != view->end() && wanted->is_number()) {
+    max_wanted_ = std::max(max_wanted_, wanted->get<int>());
+  }
+  return std::move(*view);
+}
+
+void DemoRun::start_load_when_serving(std::vector<std::string>& lines) {
+  if (!service_id_ || load_ || python_.empty()) return;
+  const nlohmann::json view = fetch_service_view();
+  if (view.is_null() || !view.contains("endpoints") || view["endpoints"].empty()) return;
+  const std::string steps = demo_load_steps(s_.speed_milli);
+  auto load = DemoChild::start(
+      "load generator",
+      demo_load_generator_command(python_, s_.demo_dir,
+                                  fmt::format("{}/v1/services/{}", url_, *service_id_),
+                                  paths_.admin_token_file(), steps),
+      paths_.load_generator_log());
+  if (!load) {
+    lines.push_back("error: starting the load generator: " + load.error().message());
+    python_.clear();  // no second try
+    return;
+  }
+  load_.emplace(std::move(*load));
+  lines.push_back(fmt::format("load generator started (pid {}): --steps {} (requests/s:seconds)",
+                              load_->pid(), steps));
+}
+
+bool DemoRun::load_finished() { return !s_.service || (load_ && !load_->running()); }
+
+void DemoRun::stop_load() {
+  if (!load_) return;
+  // SIGTERM ends its schedule; the requests in flight finish, then it prints its summary.
+  for (const StopOutcome& stop : stop_children({&*load_}, kStopGrace, [] { return false; })) {
+    fmt::print("  load generator: {}\n", stop.how);
+  }
+  std::fflush(stdout);
 }
 
 DemoOutcome DemoRun::run_workload() {
@@ -496,6 +611,15 @@ DemoOutcome DemoRun::run_workload() {
   };
   std::size_t next = 0;
   std::int64_t next_refresh_ms = s_.refresh_ms;
+  std::int64_t next_service_poll_ms = 0;
+  if (s_.service) {
+    if (auto python = locate_program("python3"); python) {
+      python_ = *python;
+    } else {
+      lines.push_back("error: no load generator: " + python.error().reason);
+    }
+    submit_service(lines);
+  }
   while (true) {
     if (auto ok = check_alive(); !ok) {
       out.interrupted = demo_signals.load() > 0;
@@ -507,18 +631,26 @@ DemoOutcome DemoRun::run_workload() {
     while (next < s_.workload.size() && s_.workload[next].at_ms <= elapsed()) {
       submit(s_.workload[next++], lines);
     }
+    if (service_id_ && !load_ && elapsed() >= next_service_poll_ms) {
+      start_load_when_serving(lines);
+      next_service_poll_ms = elapsed() + 500;
+    }
     if (elapsed() >= next_refresh_ms) {
       const bool fresh = refresh(elapsed(), lines, "");
       next_refresh_ms = elapsed() + s_.refresh_ms;
+      // The service and its replicas run until cancelled: with --service the demo waits for
+      // the load generator's schedule instead.
       const bool all_ended =
           fresh && next == s_.workload.size() &&
           std::cmp_greater_equal(last_jobs_.size(), submitted_) &&
           std::ranges::all_of(last_jobs_, [](const nlohmann::json& job) {
+            if (is_service_or_replica(job)) return true;
             const std::string state = job.value("state", std::string());
             return state == "succeeded" || state == "failed" || state == "cancelled";
           });
-      if (all_ended) {
-        out.ended_because = "every job ended";
+      if (all_ended && load_finished()) {
+        out.ended_because =
+            s_.service ? "every job ended and the load generator finished" : "every job ended";
         break;
       }
     }
@@ -532,14 +664,29 @@ DemoOutcome DemoRun::run_workload() {
   }
   out.elapsed_ms = elapsed();
   // The last events, unless the frame that saw every job end just showed them.
-  if (out.ended_because != "every job ended" && server_ && server_->running()) {
+  if (!out.ended_because.starts_with("every job ended") && server_ && server_->running()) {
     refresh(out.elapsed_ms, lines, "(final)");
   }
   out.jobs = last_jobs_;
+  if (s_.service) {
+    // The summary's job counts are the workload's; the service has lines of its own.
+    out.jobs = nlohmann::json::array();
+    for (const nlohmann::json& job : last_jobs_) {
+      if (!is_service_or_replica(job)) out.jobs.push_back(job);
+    }
+    if (load_ && load_->running()) {
+      fmt::print("\nStopping the load generator (SIGTERM: no new requests)...\n");
+      stop_load();
+    }
+    out.service_summary = render_demo_service_summary(
+        s_.service->spec.name, max_ready_, max_wanted_,
+        load_ ? last_line_starting(tail_of_file(load_->log_path(), 5), "sent ") : std::string());
+  }
   return out;
 }
 
 void DemoRun::shutdown() {
+  if (load_ && load_->running()) stop_load();
   const int baseline = demo_signals.load();
   const auto hurry = [baseline] { return demo_signals.load() > baseline; };
   if (!agents_.empty()) {
@@ -617,8 +764,10 @@ int run_demo(const DemoFlags& flags) {
   run.print_intro();
   const DemoOutcome outcome = run.run_workload();
   run.shutdown();
-  fmt::print("\n{}", render_demo_summary(outcome.jobs, run.tally(), outcome.elapsed_ms,
-                                         outcome.ended_because));
+  fmt::print(
+      "\n{}{}",
+      render_demo_summary(outcome.jobs, run.tally(), outcome.elapsed_ms, outcome.ended_because),
+      outcome.service_summary);
   std::fflush(stdout);
   if (outcome.failed) return 1;
   return outcome.interrupted ? 130 : 0;
@@ -648,6 +797,11 @@ void add_demo_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--jobs", flags->jobs,
                   "Demo folder: job specs, their scripts and workload.txt (default: the shipped "
                   "data/examples/demo)");
+  cmd->add_flag("--service", flags->service,
+                "Also run the demo folder's inference service (service.yaml) under a load that "
+                "steps up and back down (load_generator.py: 5/s for 20 s, 40/s for 60 s, 5/s "
+                "for 60 s, divided by --speed), and show its replicas following it; the demo "
+                "then lasts until the load ends (about 2.5 minutes)");
   cmd->add_flag("--dry-run", flags->dry_run,
                 "Print the files it would write and the commands it would start; start nothing");
   cmd->footer(
@@ -661,6 +815,7 @@ void add_demo_command(CLI::App& app, int* exit_code) {
       "Examples:\n"
       "  tidepool demo\n"
       "  tidepool demo --nodes 6 --speed 2 --keep\n"
+      "  tidepool demo --service\n"
       "  tidepool demo --dry-run");
   cmd->callback([flags, exit_code] { *exit_code = run_demo(*flags); });
 }

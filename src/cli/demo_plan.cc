@@ -213,6 +213,8 @@ std::vector<std::string> demo_agent_command(const std::string& program, const De
           node.spine,
           "--gpus",
           fmt::format("fake:{}x{}", pool.gpus.count, pool.gpus.model),
+          "--address",
+          "127.0.0.1",
           "--state-dir",
           paths.agent_state_dir(node.name),
           "--checkpoint-root",
@@ -322,6 +324,38 @@ Result<std::vector<DemoSubmission>> load_demo_workload(const std::string& demo_d
     out.push_back(DemoSubmission{at * 1'000'000 / speed_milli, file, std::move(*spec)});
   }
   return out;
+}
+
+Result<DemoSubmission> load_demo_service(const std::string& demo_dir, std::int64_t speed_milli) {
+  const std::string file = demo_dir + "/" + kDemoServiceFile;
+  auto text = read_file_text(file);
+  if (!text) return std::unexpected(text.error());
+  const std::string step_seconds = format_seconds(1'000'000 / speed_milli);
+  auto spec = parse_job_spec(substitute_demo_placeholders(*text, demo_dir, step_seconds),
+                             BodyFormat::kYaml);
+  if (!spec) return fail(file + ": " + spec.error().field, spec.error().reason);
+  if (!spec->service) return fail(file, "is not an inference service (kind: service)");
+  return DemoSubmission{0, file, std::move(*spec)};
+}
+
+std::string demo_load_steps(std::int64_t speed_milli) {
+  std::vector<std::string> steps;
+  for (const auto& [rate, seconds] : {std::pair{5, 20}, std::pair{40, 60}, std::pair{5, 60}}) {
+    const std::int64_t ms = std::max<std::int64_t>(1000, seconds * 1'000'000 / speed_milli);
+    steps.push_back(fmt::format("{}:{}", rate, format_seconds(ms)));
+  }
+  return fmt::format("{}", fmt::join(steps, ","));
+}
+
+std::vector<std::string> demo_load_generator_command(const std::string& python,
+                                                     const std::string& demo_dir,
+                                                     const std::string& service_url,
+                                                     const std::string& token_file,
+                                                     const std::string& steps) {
+  return {python,         demo_dir + "/" + kDemoLoadGenerator,
+          "--service",    service_url,
+          "--token-file", token_file,
+          "--steps",      steps};
 }
 
 std::optional<Error> demo_misfit(const DemoSubmission& submission, const DemoPool& pool) {

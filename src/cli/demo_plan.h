@@ -93,6 +93,7 @@ struct DemoPaths {
   [[nodiscard]] std::string admin_token_file() const { return file("admin.token"); }
   [[nodiscard]] std::string server_log() const { return file("server.log"); }
   [[nodiscard]] std::string checkpoint_root() const { return file("checkpoints"); }
+  [[nodiscard]] std::string load_generator_log() const { return file("load_generator.log"); }
   [[nodiscard]] std::string agent_state_dir(const std::string& node) const;
   [[nodiscard]] std::string agent_log(const std::string& node) const;
 };
@@ -100,7 +101,9 @@ struct DemoPaths {
 // argv of the server: PROGRAM server --config ... --port-file ...
 std::vector<std::string> demo_server_command(const std::string& program, const DemoPaths& paths);
 
-// argv of one node's agent: fake GPUs, its own state folder, the shared checkpoint root, a
+// argv of one node's agent: fake GPUs, address 127.0.0.1 (the nodes share this machine: a
+// service's endpoints must be reachable here; the server gives replicas at one address ports of
+// their own), its own state folder, the shared checkpoint root, a
 // heartbeat every second, 5 s for a job to checkpoint on notice and 3 s from SIGTERM to SIGKILL
 // (so that stopping an agent, which stops its tasks first, takes less than the demo's 10 s), no
 // cgroup limits (the demo changes nothing of the machine) and --stop-tasks-on-exit.
@@ -133,6 +136,28 @@ Result<std::vector<std::pair<std::int64_t, std::string>>> parse_workload(std::st
 // substituted and parsed. Errors name the file and the spec field. Reads files.
 Result<std::vector<DemoSubmission>> load_demo_workload(const std::string& demo_dir,
                                                        std::int64_t speed_milli);
+
+// --service: the demo's inference service, service.yaml of the demo folder (read, substituted
+// and parsed like the workload; at_ms 0: submitted once every agent has registered), and the load
+// the demo puts on it with load_generator.py of that folder.
+inline constexpr const char* kDemoServiceFile = "service.yaml";
+inline constexpr const char* kDemoLoadGenerator = "load_generator.py";
+
+// Reads `demo_dir`/service.yaml; an error when it is missing or is not a kind: service spec.
+Result<DemoSubmission> load_demo_service(const std::string& demo_dir, std::int64_t speed_milli);
+
+// The load's steps for load_generator.py --steps: 5 requests/s for 20 s (one replica), 40/s for
+// 60 s (about three), 5/s for 60 s (back down to one), the seconds divided by the speed (at least
+// 1 s each): "5:20,40:60,5:60" at speed 1. The service's own windows do not scale with the speed.
+std::string demo_load_steps(std::int64_t speed_milli);
+
+// argv of the load generator: PYTHON DEMO_DIR/load_generator.py --service SERVICE_URL
+// --token-file FILE --steps STEPS; `service_url` is that of GET /v1/services/{id}.
+std::vector<std::string> demo_load_generator_command(const std::string& python,
+                                                     const std::string& demo_dir,
+                                                     const std::string& service_url,
+                                                     const std::string& token_file,
+                                                     const std::string& steps);
 
 // Why a submission can never run on `pool` (a task needs more GPUs than a node has, or the job
 // more than the pool), or nullopt.

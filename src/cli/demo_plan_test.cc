@@ -91,6 +91,33 @@ TEST(DemoPlan, AgentsShareTheCheckpointRoot) {
   EXPECT_THAT(line_a, HasSubstr("--checkpoint-root /tmp/run/checkpoints "));
   EXPECT_THAT(shell_line(b), HasSubstr("--checkpoint-root /tmp/run/checkpoints "));
   EXPECT_THAT(shell_line(b), HasSubstr("--state-dir /tmp/run/agents/node-2 "));
+  // The nodes share this machine: a service's endpoints must be reachable at 127.0.0.1.
+  EXPECT_THAT(line_a, HasSubstr(" --address 127.0.0.1 "));
+}
+
+TEST(DemoPlan, LoadStepsUpAndBackDownScaledBySpeed) {
+  EXPECT_EQ(demo_load_steps(1000), "5:20,40:60,5:60");
+  EXPECT_EQ(demo_load_steps(2000), "5:10,40:30,5:30");
+  EXPECT_EQ(demo_load_steps(500), "5:40,40:120,5:120");
+  EXPECT_EQ(demo_load_steps(20'000), "5:1,40:3,5:3");  // never under 1 s a step
+}
+
+TEST(DemoPlan, LoadGeneratorFollowsTheService) {
+  const DemoPaths paths{"/tmp/run"};
+  EXPECT_EQ(paths.load_generator_log(), "/tmp/run/load_generator.log");
+  const auto argv = demo_load_generator_command("/usr/bin/python3", "/d/demo",
+                                                "http://127.0.0.1:8470/v1/services/7",
+                                                paths.admin_token_file(), demo_load_steps(1000));
+  EXPECT_EQ(shell_line(argv),
+            "/usr/bin/python3 /d/demo/load_generator.py --service "
+            "http://127.0.0.1:8470/v1/services/7 --token-file /tmp/run/admin.token --steps "
+            "5:20,40:60,5:60");
+}
+
+TEST(DemoPlan, ServiceNeedsItsSpec) {
+  auto missing = load_demo_service("/nonexistent/demo", 1000);
+  ASSERT_FALSE(missing);
+  EXPECT_THAT(missing.error().message(), HasSubstr("/nonexistent/demo/service.yaml"));
 }
 
 TEST(DemoPlan, QuotesShellWords) {
@@ -163,6 +190,28 @@ TEST(DemoPlan, ShippedWorkloadLoads) {
     EXPECT_EQ(sub.spec.env.at("STEP_SECONDS"), "0.5") << sub.file;
   }
   EXPECT_EQ(workload->back().at_ms, 10'000);  // finetune at 20 s, twice as fast
+}
+
+// --service: the shipped service.yaml is a service, not in the workload, that fits the default
+// pool, and runs service_replica.py of the demo folder.
+TEST(DemoPlan, ShippedServiceLoads) {
+  const char* root = std::getenv("TIDEPOOL_SOURCE_DIR");
+  if (root == nullptr) GTEST_SKIP() << "TIDEPOOL_SOURCE_DIR is not set";
+  const std::string dir = std::string(root) + "/data/examples/demo";
+  auto service = load_demo_service(dir, 1000);
+  ASSERT_TRUE(service) << service.error().message();
+  EXPECT_EQ(service->file, dir + "/service.yaml");
+  EXPECT_EQ(service->at_ms, 0);
+  ASSERT_TRUE(service->spec.service);
+  EXPECT_EQ(service->spec.name, "chat");
+  ASSERT_FALSE(service->spec.command.empty());
+  EXPECT_EQ(service->spec.command.back(), dir);  // ${DEMO_DIR}, sh's $0
+  auto pool = make_demo_pool(4, DemoGpus{8, "H100"});
+  ASSERT_TRUE(pool);
+  EXPECT_FALSE(demo_misfit(*service, *pool));
+  auto workload = load_demo_workload(dir, 1000);
+  ASSERT_TRUE(workload);
+  for (const DemoSubmission& sub : *workload) EXPECT_NE(sub.file, service->file);
 }
 
 }  // namespace

@@ -251,4 +251,63 @@ std::string render_demo_summary(const nlohmann::json& jobs, const DemoTally& tal
   return out;
 }
 
+int ready_replicas(const nlohmann::json& view) {
+  int ready = 0;
+  if (auto it = view.find("replicas"); it != view.end() && it->is_array()) {
+    for (const nlohmann::json& replica : *it) ready += string_member(replica, "phase") == "ready";
+  }
+  return ready;
+}
+
+std::string render_demo_service(const nlohmann::json& view, const std::string& load_line) {
+  std::map<std::string, int> phases;
+  if (auto it = view.find("replicas"); it != view.end() && it->is_array()) {
+    for (const nlohmann::json& replica : *it) ++phases[string_member(replica, "phase")];
+  }
+  auto wanted = view.find("wanted");
+  std::string out = fmt::format(
+      "  service {}: {} ready / {} wanted", string_member(view, "name"), phases["ready"],
+      wanted != view.end() && wanted->is_number() ? std::to_string(wanted->get<std::int64_t>())
+                                                  : std::string("?"));
+  if (auto target = view.find("target"); target != view.end() && target->is_object()) {
+    const std::string metric = string_member(*target, "metric");
+    auto value = target->find("value");
+    const std::string amount = value == target->end() ? std::string("?") : value->dump();
+    out += metric == "p95_latency_ms" ? fmt::format(" (p95 target {} ms)", amount)
+                                      : fmt::format(" (target {} {})", metric, amount);
+  }
+  for (const char* phase : {"pending", "starting", "draining"}) {
+    if (phases[phase] > 0) out += fmt::format(", {} {}", phases[phase], phase);
+  }
+  std::string reason;
+  if (auto decision = view.find("decision"); decision != view.end() && decision->is_object()) {
+    reason = string_member(*decision, "reason");
+  }
+  out += fmt::format(" \u2014 last decision: {}\n", reason.empty() ? "none yet" : reason);
+  if (!load_line.empty()) out += fmt::format("  load: {}\n", load_line);
+  return out;
+}
+
+std::string last_line_starting(const std::string& text, const std::string& prefix) {
+  std::string found;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string_view line(text.data() + start, end - start);
+    if (line.starts_with(prefix)) found = std::string(line);
+    start = end + 1;
+  }
+  return found;
+}
+
+std::string render_demo_service_summary(const std::string& name, int max_ready, int max_wanted,
+                                        const std::string& load_summary) {
+  return fmt::format(
+      "  service {}: at most {} replica(s) ready at once ({} wanted at most)\n  load generator: "
+      "{}\n",
+      name, max_ready, max_wanted,
+      load_summary.empty() ? "no summary (it did not finish)" : load_summary);
+}
+
 }  // namespace tidepool

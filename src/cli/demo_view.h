@@ -68,4 +68,23 @@ std::string render_demo_frame(const nlohmann::json& nodes, const nlohmann::json&
 std::string render_demo_summary(const nlohmann::json& jobs, const DemoTally& tally,
                                 std::int64_t elapsed_ms, const std::string& ended_because);
 
+// --service: the block of the view for the demo's inference service, from GET /v1/services/{id}
+// ({"name", "target": {"metric", "value"}, "wanted", "decision": {"reason"}, "replicas":
+// [{"phase"}], "endpoints"}), then the load generator's latest per-second line when not empty:
+//   service chat: 3 ready / 3 wanted (p95 target 500 ms), 1 starting — last decision: <reason>
+//   load: t  42.0s rate 40/s targets 3 used 3 in_flight 2 ok 40 failed 0 p95_ms 212
+std::string render_demo_service(const nlohmann::json& view, const std::string& load_line);
+
+// The replicas of a service view in phase "ready".
+int ready_replicas(const nlohmann::json& view);
+
+// The last line of `text` that starts with `prefix` (without its newline), or empty: the load
+// generator's latest per-second line ("t ") or its summary ("sent ") from its log.
+std::string last_line_starting(const std::string& text, const std::string& prefix);
+
+// The summary's lines for the service: the most replicas it had ready (and wanted) at once, and
+// the load generator's summary ("sent N ok N failed N p95_ms X"), or that it gave none.
+std::string render_demo_service_summary(const std::string& name, int max_ready, int max_wanted,
+                                        const std::string& load_summary);
+
 }  // namespace tidepool

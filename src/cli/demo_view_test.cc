@@ -136,5 +136,60 @@ TEST(DemoView, SummarizesTheRun) {
   EXPECT_THAT(out, HasSubstr("  lost work: 12 GPU-seconds"));  // 1.5 s x 8 GPUs
 }
 
+Json demo_service_view() {
+  return Json::parse(R"({
+    "service": 12, "name": "chat", "tenant": "ads", "state": "running",
+    "min_replicas": 1, "max_replicas": 4,
+    "target": {"metric": "p95_latency_ms", "value": 500},
+    "wanted": 3,
+    "decision": {"wanted": 3, "panic": false, "reason": "p95 812 ms over 500 ms: 1 -> 3",
+                 "at_ms": 1700000000000},
+    "replicas": [{"job": 13, "phase": "ready"}, {"job": 14, "phase": "ready"},
+                 {"job": 15, "phase": "starting"}, {"job": 16, "phase": "draining"}],
+    "endpoints": [{"job": 13, "url": "http://127.0.0.1:18000"},
+                  {"job": 14, "url": "http://127.0.0.1:18001"}]
+  })");
+}
+
+TEST(DemoView, ShowsTheService) {
+  const Json view = demo_service_view();
+  EXPECT_EQ(ready_replicas(view), 2);
+  const std::string out =
+      render_demo_service(view,
+                          "t  42.0s rate 40/s targets 2 used 2 in_flight 3 ok 40 failed 0 "
+                          "p95_ms 212");
+  EXPECT_EQ(out,
+            "  service chat: 2 ready / 3 wanted (p95 target 500 ms), 1 starting, 1 draining "
+            "\u2014 last decision: p95 812 ms over 500 ms: 1 -> 3\n"
+            "  load: t  42.0s rate 40/s targets 2 used 2 in_flight 3 ok 40 failed 0 p95_ms 212\n");
+}
+
+TEST(DemoView, ShowsAServiceBeforeItsFirstDecision) {
+  Json view = demo_service_view();
+  view["wanted"] = nullptr;
+  view["decision"] = nullptr;
+  view["replicas"] = Json::array({{{"job", 13}, {"phase", "pending"}}});
+  EXPECT_EQ(render_demo_service(view, ""),
+            "  service chat: 0 ready / ? wanted (p95 target 500 ms), 1 pending \u2014 last "
+            "decision: none yet\n");
+  EXPECT_EQ(ready_replicas(Json::object()), 0);
+}
+
+TEST(DemoView, ReadsTheLoadGeneratorsLog) {
+  const std::string log =
+      "t   1.0s rate 5/s targets 1 used 1 in_flight 0 ok 5 failed 0 p95_ms 110\n"
+      "--service: timed out; keeping the previous endpoints\n"
+      "t   2.0s rate 5/s targets 1 used 1 in_flight 1 ok 4 failed 0 p95_ms 120\n"
+      "sent 700 ok 700 failed 0 p95_ms 230\n";
+  EXPECT_EQ(last_line_starting(log, "t "),
+            "t   2.0s rate 5/s targets 1 used 1 in_flight 1 ok 4 failed 0 p95_ms 120");
+  EXPECT_EQ(last_line_starting(log, "sent "), "sent 700 ok 700 failed 0 p95_ms 230");
+  EXPECT_EQ(last_line_starting("t 1", "sent "), "");
+  EXPECT_EQ(render_demo_service_summary("chat", 3, 4, "sent 700 ok 700 failed 0 p95_ms 230"),
+            "  service chat: at most 3 replica(s) ready at once (4 wanted at most)\n"
+            "  load generator: sent 700 ok 700 failed 0 p95_ms 230\n");
+  EXPECT_THAT(render_demo_service_summary("chat", 1, 1, ""), HasSubstr("no summary"));
+}
+
 }  // namespace
 }  // namespace tidepool
