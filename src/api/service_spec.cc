@@ -186,7 +186,7 @@ Result<ServiceSpec> read_service_spec(const Json& value, const std::string& path
     return std::unexpected(read.error());
   }
   spec.spread.level = *parse_spread_level(spread);
-  s.max_replicas = max_replicas.value_or(std::max(s.min_replicas, 1));
+  s.max_replicas = max_replicas.value_or(default_max_replicas(s.min_replicas));
   if (!spec.metrics_file.empty() && spec.metrics_file.front() != '/') {
     return fail(key_path(path, "metrics_file"),
                 fmt::format("{} is not an absolute path", body_fields::quote(spec.metrics_file)));

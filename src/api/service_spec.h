@@ -10,7 +10,8 @@
 //                                #   max_runtime: a service runs until it is cancelled)
 //   service:
 //     min_replicas: 1            # 0..10000 (default 1)
-//     max_replicas: 8            # min_replicas (and 1)..10000 (default: min_replicas, at least 1)
+//     max_replicas: 8            # min_replicas (and 1)..10000 (default 16, or min_replicas if
+//                                #   more: core/autoscaler.h's default_max_replicas)
 //     target: {p95_latency_ms: 500}   # exactly one of p95_latency_ms (1..10^9),
 //                                     #   queue_per_replica or concurrency_per_replica (requests,
 //                                     #   up to 3 decimals, as a number or a string)

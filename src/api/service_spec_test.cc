@@ -65,7 +65,7 @@ TEST(ServiceSpecTest, AServiceReadsWithItsBlockAndRoundTrips) {
       "2.5}, down_window: 0}\n");
   ASSERT_TRUE(queue.has_value()) << queue.error().message();
   EXPECT_EQ(queue->service->scaler.target, 2500);
-  EXPECT_EQ(queue->service->scaler.max_replicas, 1);
+  EXPECT_EQ(queue->service->scaler.max_replicas, kDefaultMaxReplicas);
   EXPECT_EQ(*job_spec_from_json(job_spec_to_json(*queue)), *queue);
   // A plain job has no service block, and its JSON no kind.
   auto job = yaml("name: a\ntenant: t\n");

@@ -71,6 +71,13 @@ struct AutoscalerSpec {
   Seconds lead = 0;
 };
 inline constexpr int kMaxReplicas = 10'000;
+// A service that gives no max_replicas may grow to 16 replicas, or to its min_replicas if more: a
+// target alone then scales (a default of min_replicas would never move), and a careless one stays
+// bounded. The services' readers (the spec's, the simulator's file) both take it from here.
+inline constexpr int kDefaultMaxReplicas = 16;
+[[nodiscard]] constexpr int default_max_replicas(int min_replicas) {
+  return min_replicas > kDefaultMaxReplicas ? min_replicas : kDefaultMaxReplicas;
+}
 
 // The spec, or an Error naming the field at fault.
 Result<AutoscalerSpec> make_autoscaler_spec(AutoscalerSpec spec);

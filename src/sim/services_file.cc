@@ -118,7 +118,7 @@ class ServicesReader : private YamlReader {
     if (auto ok = read_replica(*replica_node, path + ".replica", spec); !ok) {
       return std::unexpected(ok.error());
     }
-    spec.scaler.max_replicas = 16;  // the default, also when only min is given
+    std::optional<int> max_replicas;
     if (auto replicas = f->get("replicas")) {
       auto r = fields(*replicas, path + ".replicas", {"min", "max"});
       if (!r) return std::unexpected(r.error());
@@ -128,10 +128,12 @@ class ServicesReader : private YamlReader {
       if (auto ok = optional(*r, path + ".replicas", "min", spec.scaler.min_replicas, count); !ok) {
         return std::unexpected(ok.error());
       }
-      if (auto ok = optional(*r, path + ".replicas", "max", spec.scaler.max_replicas, count); !ok) {
+      if (auto ok = optional(*r, path + ".replicas", "max", max_replicas, count); !ok) {
         return std::unexpected(ok.error());
       }
     }
+    spec.scaler.max_replicas =
+        max_replicas.value_or(default_max_replicas(spec.scaler.min_replicas));
     auto target_node = required(*f, node, path, "target");
     if (!target_node) return std::unexpected(target_node.error());
     auto target = fields(*target_node, path + ".target", {"p95_latency_ms"});

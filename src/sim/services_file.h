@@ -15,7 +15,7 @@
 //         service_time: 200ms      # mean time to serve one request (required)
 //         startup: 60s             # from placement to serving (default 60s)
 //         drain: 30s               # from a drain to the stop (default 30s)
-//       replicas: {min: 2, max: 64}          # default 1 and 16
+//       replicas: {min: 2, max: 64}          # default 1 and 16 (or min if more)
 //       target: {p95_latency_ms: 800}        # required
 //       scale: {tick: 10s, stable_window: 60s, panic_window: 6s, panic_percent: 200,
 //               up_period: 15s, down_window: 5m, down_period: 1m}   # the autoscaler's defaults
