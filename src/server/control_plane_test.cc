@@ -530,6 +530,13 @@ TEST_F(ControlPlaneServiceTest, AReplicaThatFailsIsReplacedAfterABackOffThatGrow
   fail_one(kT0 + 31s);
   EXPECT_EQ(live(kT0 + 31s), 1U);
   EXPECT_EQ(live(kT0 + 33s), 2U);
+  // One decision to scale (to 2, at the start); the rounds waiting out a back-off add none.
+  EXPECT_EQ(std::ranges::count_if(store_.events,
+                                  [](const EventRecord& e) { return e.kind == "service.scaled"; }),
+            1);
+  EXPECT_EQ(std::ranges::count_if(store_.events,
+                                  [](const EventRecord& e) { return e.kind == "service.backoff"; }),
+            3);
 }
 
 TEST_F(ControlPlaneServiceTest, FiguresFromAnotherNodesAgentDoNotCount) {

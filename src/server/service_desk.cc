@@ -214,7 +214,10 @@ void ServiceDesk::tick(Instant now, Batch& batch) {
     }
     const int current = live_replicas(views);
     ScaleDecision decision = service.scaler.decide(unix_seconds(now), current);
-    if (decision.wanted != current) {
+    // An event when the count wanted changes (not every round that a replica is still missing,
+    // as while a failed one's back-off runs).
+    const int before = service.decision ? service.decision->wanted : current;
+    if (decision.wanted != before) {
       state_.emit(batch, now, "service.scaled",
                   {{"job", id},
                    {"from", current},
