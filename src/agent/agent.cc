@@ -131,13 +131,19 @@ Result<void> Agent::register_node() {
       .devices = {}};
   for (const GpuInfo& g : gpu_info_) {
     gpu_names_.push_back(fake ? std::to_string(g.index) : g.uuid);
+    std::vector<MigSlice> mig;
+    for (const MigDevice& m : g.mig) {
+      mig.push_back(MigSlice{
+          .uuid = m.uuid, .profile = m.profile, .start = m.start, .memory_mib = m.memory_mib});
+    }
     registration.devices.push_back(GpuDevice{.index = g.index,
                                              .uuid = g.uuid,
                                              .model = g.model,
                                              .memory_mib = g.memory_mib,
                                              .pci_bus_id = g.pci_bus_id,
                                              .numa_node = g.numa_node,
-                                             .nvlink_peers = g.nvlink_peers});
+                                             .nvlink_peers = g.nvlink_peers,
+                                             .mig = std::move(mig)});
   }
   const nlohmann::json body = node_registration_to_json(registration);
   for (int attempt = 0;; ++attempt) {

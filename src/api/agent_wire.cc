@@ -72,13 +72,54 @@ Result<std::vector<int>> read_gpu_indices(const Json& value, const std::string& 
   return out;
 }
 
+// A GPU's MIG instances: at most 7, each with its uuid, profile, start and memory, together a
+// valid layout.
+Result<std::vector<MigSlice>> read_mig_slices(const Json& value, const std::string& path) {
+  if (auto ok = body_fields::check_list(value, path, kMigComputeSlices, "MIG instances"); !ok) {
+    return std::unexpected(ok.error());
+  }
+  std::vector<MigSlice> out;
+  std::vector<MigInstance> layout;
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    const std::string at = index_path(path, i);
+    if (auto ok = check_keys(value[i], at, "a map of uuid, profile, start and memory_mib",
+                             {"uuid", "profile", "start", "memory_mib"}, false);
+        !ok) {
+      return std::unexpected(ok.error());
+    }
+    for (const char* key : {"uuid", "profile", "start", "memory_mib"}) {
+      if (auto present = body_fields::required(value[i], at, key); !present) {
+        return std::unexpected(present.error());
+      }
+    }
+    MigSlice slice;
+    std::string profile;
+    if (auto ok = first_failure({
+            read_optional(value[i], at, "uuid", slice.uuid, short_text()),
+            read_optional(value[i], at, "profile", profile, short_text()),
+            read_optional(value[i], at, "start", slice.start, integer_in(0, kMigMemorySlices - 1)),
+            read_optional(value[i], at, "memory_mib", slice.memory_mib, integer_in(0, kNoLimit)),
+        });
+        !ok) {
+      return std::unexpected(ok.error());
+    }
+    auto parsed = parse_mig_profile(profile);
+    if (!parsed) return fail(key_path(at, "profile"), parsed.error().reason);
+    slice.profile = *parsed;
+    layout.push_back(MigInstance{.profile = slice.profile, .start = slice.start});
+    out.push_back(std::move(slice));
+  }
+  if (auto valid = check_mig_layout(layout); !valid) return fail(path, valid.error().reason);
+  return out;
+}
+
 Result<GpuDevice> read_gpu_device(const Json& value, const std::string& path) {
-  if (auto ok = check_keys(
-          value, path,
-          "a map of index, uuid, model, memory_mib, pci_bus_id, numa_node and "
-          "nvlink_peers",
-          {"index", "uuid", "model", "memory_mib", "pci_bus_id", "numa_node", "nvlink_peers"},
-          false);
+  if (auto ok = check_keys(value, path,
+                           "a map of index, uuid, model, memory_mib, pci_bus_id, numa_node, "
+                           "nvlink_peers and mig",
+                           {"index", "uuid", "model", "memory_mib", "pci_bus_id", "numa_node",
+                            "nvlink_peers", "mig"},
+                           false);
       !ok) {
     return std::unexpected(ok.error());
   }
@@ -91,6 +132,7 @@ Result<GpuDevice> read_gpu_device(const Json& value, const std::string& path) {
           read_optional(value, path, "pci_bus_id", device.pci_bus_id, short_text()),
           read_optional(value, path, "numa_node", device.numa_node, integer_in(-1, 1023)),
           read_optional(value, path, "nvlink_peers", device.nvlink_peers, read_gpu_indices),
+          read_optional(value, path, "mig", device.mig, read_mig_slices),
       });
       !ok) {
     return std::unexpected(ok.error());
@@ -305,6 +347,11 @@ Result<ReplicaAssignment> read_replica_assignment(const Json& value, const std::
   if (auto ok = check_reply_map(value, path); !ok) {
     return std::unexpected(ok.error());
   }
+  // The service is required: without it the replica would be written back as service 0, which
+  // no reader takes.
+  if (auto service = body_fields::required(value, path, "service"); !service) {
+    return std::unexpected(service.error());
+  }
   ReplicaAssignment replica;
   if (auto ok = first_failure({
           read_optional(value, path, "service", replica.service, integer_in(1, kNoLimit)),
@@ -364,13 +411,24 @@ Result<NodeRegistration> node_registration_from_json(const nlohmann::json& value
 nlohmann::json node_registration_to_json(const NodeRegistration& r) {
   nlohmann::json devices = nlohmann::json::array();
   for (const GpuDevice& d : r.devices) {
-    devices.push_back({{"index", d.index},
-                       {"uuid", d.uuid},
-                       {"model", d.model},
-                       {"memory_mib", d.memory_mib},
-                       {"pci_bus_id", d.pci_bus_id},
-                       {"numa_node", d.numa_node},
-                       {"nvlink_peers", d.nvlink_peers}});
+    nlohmann::json device = {{"index", d.index},
+                             {"uuid", d.uuid},
+                             {"model", d.model},
+                             {"memory_mib", d.memory_mib},
+                             {"pci_bus_id", d.pci_bus_id},
+                             {"numa_node", d.numa_node},
+                             {"nvlink_peers", d.nvlink_peers}};
+    if (!d.mig.empty()) {
+      nlohmann::json slices = nlohmann::json::array();
+      for (const MigSlice& m : d.mig) {
+        slices.push_back({{"uuid", m.uuid},
+                          {"profile", std::string(mig_profile_spec(m.profile).name)},
+                          {"start", m.start},
+                          {"memory_mib", m.memory_mib}});
+      }
+      device["mig"] = std::move(slices);
+    }
+    devices.push_back(std::move(device));
   }
   nlohmann::json out = {{"gpu_model", r.gpu_model},
                         {"agent_version", r.agent_version},

@@ -34,6 +34,7 @@
 
 #include "api/replica_metrics.h"
 #include "core/error.h"
+#include "core/mig.h"
 
 namespace tidepool {
 
@@ -44,6 +45,18 @@ inline constexpr std::size_t kMaxHeartbeatJobs = 4096;  // job ids of a heartbea
 
 // --- registration ---
 
+// A MIG instance of a GPU in MIG mode, as the agent discovered it (agent/gpu_backend.h:
+// MigDevice): its UUID (what CUDA_VISIBLE_DEVICES names), its profile and first memory slice
+// (core/mig.h) and its own memory.
+struct MigSlice {
+  std::string uuid;  // "MIG-..."
+  MigProfile profile = MigProfile::k1g10gb;
+  int start = 0;  // 0..7
+  std::int64_t memory_mib = 0;
+
+  friend bool operator==(const MigSlice&, const MigSlice&) = default;
+};
+
 // One GPU as the agent discovered it (agent/gpu_backend.h: GpuInfo).
 struct GpuDevice {
   int index = 0;                  // 0..15, the backend's order
@@ -53,6 +66,7 @@ struct GpuDevice {
   std::string pci_bus_id;         // "0000:1b:00.0"
   int numa_node = -1;             // -1..1023; -1: unknown
   std::vector<int> nvlink_peers;  // GPU indices 0..15 it reaches over NVLink
+  std::vector<MigSlice> mig;      // in MIG mode: its instances (a valid layout); else empty
 
   friend bool operator==(const GpuDevice&, const GpuDevice&) = default;
 };
@@ -63,13 +77,18 @@ struct GpuDevice {
 //    "leaf": "leaf-1", "spine": "spine-0",
 //    "devices": [{"index": 0, "uuid": "GPU-...", "model": "NVIDIA H100 80GB HBM3",
 //                 "memory_mib": 81559, "pci_bus_id": "0000:1b:00.0", "numa_node": 0,
-//                 "nvlink_peers": [1, 2, 3]}]}
+//                 "nvlink_peers": [1, 2, 3],
+//                 "mig": [{"uuid": "MIG-...", "profile": "3g.40gb", "start": 4,
+//                          "memory_mib": 40192}]}]}
 // every field optional (gpus 0..16, cpu_milli and memory_mib >= 0, strings at most 256
 // characters; devices at most 16, index and peers 0..15, numa_node -1..1023; a device's keys all
 // optional too). address is what the tasks of a gang on other nodes use to reach this one
-// (MASTER_ADDR). to_json writes every string and every device key (empty strings too), and gpus,
-// cpu_milli and memory_mib when they are set; the server also stores this document as the node's
-// "reported" registration and shows it in the node's "agent".
+// (MASTER_ADDR). A device's mig lists its MIG instances when the GPU is in MIG mode (at most 7:
+// uuid, profile "1g.10gb" .. "7g.80gb", start 0..7 and memory_mib >= 0, each required), which
+// together must make a valid layout (core/mig.h). to_json writes every string and every device
+// key (empty strings too) but mig, which only a GPU in MIG mode has, and gpus, cpu_milli and
+// memory_mib when they are set; the server also stores this document as the node's "reported"
+// registration and shows it in the node's "agent".
 struct NodeRegistration {
   std::string gpu_model;
   std::optional<int> gpus;

@@ -67,7 +67,8 @@ NodeRegistration h100_node() {
                   .memory_mib = 81'559,
                   .pci_bus_id = "0000:1b:00." + std::to_string(g),
                   .numa_node = g / 4,
-                  .nvlink_peers = peers});
+                  .nvlink_peers = peers,
+                  .mig = {}});
   }
   return r;
 }
@@ -139,9 +140,43 @@ TEST(AgentWireTest, RegistrationRoundTrips) {
                                 .memory_mib = kBig,
                                 .pci_bus_id = "",
                                 .numa_node = 1023,
-                                .nvlink_peers = {0, 15}};
+                                .nvlink_peers = {0, 15},
+                                .mig = {}};
   edges.devices[14].numa_node = -1;
+  // A GPU in MIG mode: a 4g.40gb, a 2g.20gb and a 1g.10gb instance.
+  edges.devices[3].mig = {
+      MigSlice{.uuid = "MIG-a", .profile = MigProfile::k4g40gb, .start = 0, .memory_mib = 40'192},
+      MigSlice{.uuid = "MIG-b", .profile = MigProfile::k2g20gb, .start = 4, .memory_mib = 19'968},
+      MigSlice{.uuid = "MIG-c", .profile = MigProfile::k1g10gb, .start = 6, .memory_mib = 9'728}};
   expect_round_trip(edges, node_registration_to_json, node_registration_from_json);
+}
+
+TEST(AgentWireTest, AGpusMigInstancesAreReadWhenTheyMakeAValidLayout) {
+  const auto field = [](const std::string& mig) {
+    auto read =
+        node_registration_from_json(json(R"({"devices": [{"index": 0, "mig": )" + mig + "}]}"));
+    return read ? std::string("(accepted)") : read.error().field;
+  };
+  const std::string slice = R"({"uuid": "MIG-1", "profile": "3g.40gb", "start": 4, )"
+                            R"("memory_mib": 40192})";
+  EXPECT_EQ(field("[" + slice + "]"), "(accepted)");
+  EXPECT_EQ(field("[]"), "(accepted)");
+  // Two instances on the same memory slices are no layout.
+  EXPECT_EQ(field("[" + slice + ", " + slice + "]"), "devices[0].mig");
+  EXPECT_EQ(field(R"([{"uuid": "M", "profile": "5g.50gb", "start": 0, "memory_mib": 1}])"),
+            "devices[0].mig[0].profile");
+  EXPECT_EQ(field(R"([{"uuid": "M", "profile": "1g.10gb", "start": 8, "memory_mib": 1}])"),
+            "devices[0].mig[0].start");
+  EXPECT_EQ(field(R"([{"uuid": "M", "profile": "1g.10gb", "memory_mib": 1}])"),
+            "devices[0].mig[0].start");
+  EXPECT_EQ(field(R"([{"uuid": "M", "profile": "1g.10gb", "start": 0, "memory_mib": 1, "x": 1}])"),
+            "devices[0].mig[0].x");
+  std::string eight = "[";
+  for (int i = 0; i < 8; ++i) {
+    eight += std::string(i == 0 ? "" : ", ") + R"({"uuid": "M", "profile": "1g.10gb", "start": )" +
+             std::to_string(i) + R"(, "memory_mib": 1})";
+  }
+  EXPECT_EQ(field(eight + "]"), "devices[0].mig");
 }
 
 TEST(AgentWireTest, HeartbeatRoundTrips) {
@@ -327,14 +362,16 @@ TEST(AgentWireGoldenTest, Registration) {
                                                     .memory_mib = 81'559,
                                                     .pci_bus_id = "",
                                                     .numa_node = -1,
-                                                    .nvlink_peers = {1}},
+                                                    .nvlink_peers = {1},
+                                                    .mig = {}},
                                           GpuDevice{.index = 1,
                                                     .uuid = "1",
                                                     .model = "H100",
                                                     .memory_mib = 81'559,
                                                     .pci_bus_id = "",
                                                     .numa_node = -1,
-                                                    .nvlink_peers = {0}}}};
+                                                    .nvlink_peers = {0},
+                                                    .mig = {}}}};
   EXPECT_EQ(node_registration_to_json(sent), golden);
   auto read = node_registration_from_json(golden);
   ASSERT_TRUE(read.has_value()) << read.error().message();
@@ -706,6 +743,8 @@ TEST(NodeAssignmentTest, NamesTheFieldThatIsWrong) {
   EXPECT_EQ(error_field(with("replica", replica)), "accepted");
   EXPECT_EQ(error_field(with("replica", 7)), "assignments[0].replica");
   EXPECT_EQ(error_field(replica_with("service", 0)), "assignments[0].replica.service");
+  // Without its service (which a fuzzer found: it was written back as service 0).
+  EXPECT_EQ(error_field(with("replica", {{"port", 8001}})), "assignments[0].replica.service");
   EXPECT_EQ(error_field(replica_with("service", "7")), "assignments[0].replica.service");
   EXPECT_EQ(error_field(replica_with("port", 65'536)), "assignments[0].replica.port");
   EXPECT_EQ(error_field(replica_with("port", -1)), "assignments[0].replica.port");
