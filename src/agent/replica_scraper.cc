@@ -14,26 +14,12 @@
 #include <cerrno>
 #include <string_view>
 
+#include "agent/owned_fd.h"
 #include "agent/system_reason.h"
 #include "api/http_response.h"
 
 namespace tidepool {
 namespace {
-
-// A descriptor closed when it goes out of scope.
-class Descriptor {
- public:
-  explicit Descriptor(int fd) : fd_(fd) {}
-  ~Descriptor() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Descriptor(const Descriptor&) = delete;
-  Descriptor& operator=(const Descriptor&) = delete;
-  [[nodiscard]] int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 // Milliseconds left until `deadline`, at least 0.
 int left_ms(std::chrono::steady_clock::time_point deadline) {
@@ -77,7 +63,7 @@ Result<std::string> read_replica_metrics_file(const std::string& path, int owner
   if (!path.starts_with('/')) return refuse("not an absolute path");
   // O_PATH opens nothing: a device is not opened (which may do something) nor a FIFO waited on
   // before the checks below; O_NOFOLLOW: a link in the last component is itself what is checked.
-  const Descriptor where(::open(path.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+  const OwnedFd where(::open(path.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
   if (where.get() < 0) return refuse(system_reason(errno));
   struct stat info {};
   if (::fstat(where.get(), &info) != 0) return refuse(system_reason(errno));
@@ -92,8 +78,8 @@ Result<std::string> read_replica_metrics_file(const std::string& path, int owner
                               kMaxExpositionBytes >> 20));
   }
   // The very file checked, opened for reading through its descriptor.
-  const Descriptor file(::open(fmt::format("/proc/self/fd/{}", where.get()).c_str(),
-                               O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  const OwnedFd file(::open(fmt::format("/proc/self/fd/{}", where.get()).c_str(),
+                            O_RDONLY | O_NONBLOCK | O_CLOEXEC));
   if (file.get() < 0) return refuse("cannot be reopened to read: " + system_reason(errno));
   std::string text(static_cast<std::size_t>(info.st_size) + 1, '\0');
   std::size_t got = 0;
@@ -120,7 +106,7 @@ Result<std::string> get_replica_metrics(int port, std::chrono::milliseconds time
   };
   if (port < 1 || port > 65'535) return refuse("not a port");
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  const Descriptor socket(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  const OwnedFd socket(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (socket.get() < 0) return refuse(system_reason(errno));
   sockaddr_in address{};
   address.sin_family = AF_INET;

@@ -19,6 +19,7 @@
 #include <cerrno>
 #include <string_view>
 
+#include "agent/owned_fd.h"
 #include "agent/system_reason.h"
 
 namespace tidepool {
@@ -38,22 +39,6 @@ std::string signal_name(int sig) {
   if (sig >= SIGRTMIN && sig <= SIGRTMAX) return fmt::format("SIGRTMIN+{}", sig - SIGRTMIN);
   return "unknown signal";
 }
-
-// A file descriptor of the agent, closed at the end of the scope.
-class OwnedFd {
- public:
-  explicit OwnedFd(int fd) : fd_(fd) {}
-  ~OwnedFd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  OwnedFd(const OwnedFd&) = delete;
-  OwnedFd& operator=(const OwnedFd&) = delete;
-
-  [[nodiscard]] int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 // open() with O_CLOEXEC, moved to a number of 3 or more: when the agent runs with 0, 1 or 2
 // closed, the file could otherwise get one of them and be overwritten by the child's own dup2s

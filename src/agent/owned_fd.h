@@ -1,0 +1,24 @@
+// A file descriptor of the agent, closed when it goes out of scope (task processes, a replica's
+// metrics file or socket).
+#pragma once
+
+#include <unistd.h>
+
+namespace tidepool {
+
+class OwnedFd {
+ public:
+  explicit OwnedFd(int fd) : fd_(fd) {}
+  ~OwnedFd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  OwnedFd(const OwnedFd&) = delete;
+  OwnedFd& operator=(const OwnedFd&) = delete;
+
+  [[nodiscard]] int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+}  // namespace tidepool
