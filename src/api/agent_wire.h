@@ -66,7 +66,7 @@ struct GpuDevice {
   std::string pci_bus_id;         // "0000:1b:00.0"
   int numa_node = -1;             // -1..1023; -1: unknown
   std::vector<int> nvlink_peers;  // GPU indices 0..15 it reaches over NVLink
-  std::vector<MigSlice> mig;      // in MIG mode: its instances (a valid layout); else empty
+  std::vector<MigSlice> mig{};    // in MIG mode: its instances (a valid layout); else empty
 
   friend bool operator==(const GpuDevice&, const GpuDevice&) = default;
 };

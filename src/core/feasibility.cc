@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <limits>
 #include <optional>
 #include <string>
@@ -20,12 +21,27 @@ struct NodeFit {
   std::string_view short_of;  // the core field of the resource that binds: "gpu_count", ...
 };
 
+// The node's GPUs that could ever hold an instance of `profile`: those partitioned on demand, and
+// those partitioned with such an instance.
+std::int64_t gpus_for_mig(const NodeSpec& node, MigProfile profile) {
+  std::int64_t gpus = std::popcount(node.mig_on_demand);
+  for (const NodeSpec::MigPartition& partition : node.mig_partitions) {
+    gpus += std::ranges::any_of(partition.instances,
+                                [&](const MigInstance& i) { return i.profile == profile; })
+                ? 1
+                : 0;
+  }
+  return gpus;
+}
+
 NodeFit tasks_on(const NodeSpec& node, const TaskShape& task) {
   NodeFit fit{kUnbounded, {}};
   const auto bound = [&](std::int64_t n, std::string_view field) {
     if (n < fit.tasks) fit = NodeFit{n, field};
   };
-  if (task.needs_gpu()) {
+  if (task.mig) {
+    bound(gpus_for_mig(node, *task.mig), "mig_profile");
+  } else if (task.needs_gpu()) {
     bound(task.is_fractional() ? std::int64_t{node.gpu_count} * (kMilliPerGpu / task.milli_per_gpu)
                                : node.gpu_count / task.gpu_count,
           "gpu_count");
@@ -44,7 +60,9 @@ struct ModelRoom {
 };
 
 std::string what_a_task_asks(const TaskShape& task) {
-  std::string text = task.needs_gpu() ? gpus_text(task.total_milli_gpu()) : "no GPU";
+  std::string text = task.mig ? fmt::format("a MIG {} instance", mig_profile_spec(*task.mig).name)
+                     : task.needs_gpu() ? gpus_text(task.total_milli_gpu())
+                                        : "no GPU";
   if (task.milli_cpu > 0) text += fmt::format(", {} CPU milli", task.milli_cpu);
   if (task.memory_mib > 0) text += fmt::format(", {} MiB", task.memory_mib);
   return text;

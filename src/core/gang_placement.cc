@@ -10,6 +10,7 @@
 #include <tuple>
 #include <utility>
 
+#include "core/mig_placement.h"
 #include "core/policies/node_choice.h"
 
 namespace tidepool {
@@ -516,13 +517,14 @@ Result<void> validate_gang_request(const GangRequest& request) {
     return fail("task_count", fmt::format("a task with a GPU fraction runs alone, got a gang of {}",
                                           request.task_count));
   }
-  return {};
+  return check_mig_task(task, request.task_count);
 }
 
 GangResult place_gang(const Pool& pool, const GangRequest& request) {
   if (auto valid = validate_gang_request(request); !valid) {
     return std::unexpected(Unplaceable{"invalid gang: " + valid.error().message()});
   }
+  if (request.task.mig) return place_mig_gang(pool, request, {});
   if (request.task.is_fractional()) {
     return std::unexpected(
         Unplaceable{"a task with a GPU fraction is placed by a placement policy"});
@@ -535,6 +537,7 @@ GangResult place_gang(const Pool& pool, const GangRequest& request,
   if (auto valid = validate_gang_request(request); !valid) {
     return std::unexpected(Unplaceable{"invalid gang: " + valid.error().message()});
   }
+  if (request.task.mig) return place_mig_gang(pool, request, allowed_nodes);
   if (request.task.is_fractional()) {
     return std::unexpected(
         Unplaceable{"a task with a GPU fraction is placed by a placement policy"});
@@ -551,7 +554,7 @@ GangResult place_gang(const Pool& pool, const GangRequest& request,
   if (auto valid = validate_gang_request(request); !valid) {
     return std::unexpected(Unplaceable{"invalid gang: " + valid.error().message()});
   }
-  if (!request.task.is_fractional()) return place_gang(pool, request);
+  if (!request.task.is_fractional()) return place_gang(pool, request);  // MIG tasks too
   PlacementResult one = fraction_policy.place(pool, request.task, rng);
   if (!one) return std::unexpected(std::move(one.error()));
   GangPlacement placement;
@@ -568,6 +571,7 @@ GangResult place_gang_by_policy(const Pool& pool, const GangRequest& request,
 GangResult place_gang_by_policy(const Pool& pool, const GangRequest& request,
                                 std::span<const std::uint8_t> allowed_nodes,
                                 PlacementPolicy& policy, Rng& rng) {
+  if (request.task.mig) return place_gang(pool, request, allowed_nodes);
   if (request.task.is_fractional()) {
     if (!allowed_nodes.empty()) return place_gang(pool, request, allowed_nodes);
     return place_gang(pool, request, policy, rng);

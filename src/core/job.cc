@@ -37,6 +37,7 @@ Result<void> validate_gang(const GangRequest& gang) {
     return fail("task_count", fmt::format("a task with a GPU fraction runs alone, got a gang of {}",
                                           gang.task_count));
   }
+  if (auto mig = check_mig_task(task, gang.task_count); !mig) return mig;
   if (task.milli_cpu < 0) {
     return fail("cpu_milli", fmt::format("must not be negative, got {}", task.milli_cpu));
   }

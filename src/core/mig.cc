@@ -24,6 +24,11 @@ std::uint8_t memory_mask(const MigProfileSpec& spec, int start) {
   return static_cast<std::uint8_t>(((1U << spec.memory_slices) - 1U) << start);
 }
 
+// The bit of an instance in a fixed layout's offer.
+std::uint64_t offer_bit(MigProfile profile, int start) {
+  return std::uint64_t{1} << (static_cast<int>(profile) * kMigMemorySlices + start);
+}
+
 bool allowed_start(const MigProfileSpec& spec, int start) {
   return start >= 0 && start < kMigMemorySlices && ((spec.starts >> start) & 1U) != 0;
 }
@@ -89,8 +94,6 @@ std::optional<int> packing_start(const MigLayout& layout, MigProfile profile) {
 }
 
 // How many more instances of each profile a GPU could take on its own, the largest profile first.
-using MigRoom = std::array<int, kMigProfileCount>;
-
 MigRoom room_largest_first(const MigLayout& layout) {
   MigRoom room{};
   for (std::size_t i = 0; i < room.size(); ++i) {
@@ -137,9 +140,27 @@ std::int64_t mig_gpu_milli(MigProfile profile) {
                   share(spec.memory_slices, kMigMemorySlices));
 }
 
+Result<MigLayout> MigLayout::partitioned(std::span<const MigInstance> offered) {
+  if (auto valid = check_mig_layout(offered); !valid) return std::unexpected(valid.error());
+  if (offered.empty()) return fail("instances", "a GPU in MIG mode offers at least one instance");
+  MigLayout layout;
+  for (const MigInstance& instance : offered) {
+    layout.offered_ |= offer_bit(instance.profile, instance.start);
+  }
+  return layout;
+}
+
+std::int64_t MigLayout::used_milli() const {
+  std::int64_t milli = 0;
+  for (const MigInstance& instance : instances_) milli += mig_gpu_milli(instance.profile);
+  return milli;
+}
+
 bool MigLayout::fits(MigProfile profile, int start) const {
   const MigProfileSpec& spec = mig_profile_spec(profile);
-  return allowed_start(spec, start) && compute_used_ + spec.compute_slices <= kMigComputeSlices &&
+  return allowed_start(spec, start) &&
+         (offered_ == 0 || (offered_ & offer_bit(profile, start)) != 0) &&
+         compute_used_ + spec.compute_slices <= kMigComputeSlices &&
          (memory_used_ & memory_mask(spec, start)) == 0;
 }
 
@@ -160,6 +181,7 @@ int MigLayout::room_for(MigProfile profile) const {
   for (int start = 0; start < kMigMemorySlices; ++start) {
     const std::uint8_t mask = memory_mask(spec, start);
     if (!allowed_start(spec, start) || (memory & mask) != 0 ||
+        (offered_ != 0 && (offered_ & offer_bit(profile, start)) == 0) ||
         compute + spec.compute_slices > kMigComputeSlices) {
       continue;
     }
@@ -174,6 +196,10 @@ Result<void> MigLayout::add(MigInstance instance) {
   const MigProfileSpec& spec = mig_profile_spec(instance.profile);
   if (!allowed_start(spec, instance.start)) {
     return fail("start", fmt::format("a {} instance cannot start at memory slice {}", spec.name,
+                                     instance.start));
+  }
+  if (offered_ != 0 && (offered_ & offer_bit(instance.profile, instance.start)) == 0) {
+    return fail("start", fmt::format("the GPU has no {} instance at memory slice {}", spec.name,
                                      instance.start));
   }
   if ((memory_used_ & memory_mask(spec, instance.start)) != 0) {
@@ -222,15 +248,20 @@ std::optional<MigSlot> first_fit_mig(std::span<const MigLayout> gpus, MigProfile
   return std::nullopt;
 }
 
+std::optional<MigChoice> mig_choice(const MigLayout& gpu, MigProfile profile) {
+  const std::optional<int> start = packing_start(gpu, profile);
+  if (!start) return std::nullopt;
+  return MigChoice{room_lost(gpu, MigInstance{profile, *start}), *start};
+}
+
 std::optional<MigSlot> pack_mig(std::span<const MigLayout> gpus, MigProfile profile) {
   // The other GPUs keep their room: the pool loses what the chosen one does. Strictly less wins,
   // so ties go to the lower GPU.
   std::optional<std::pair<MigRoom, MigSlot>> best;
   for (std::size_t g = 0; g < gpus.size(); ++g) {
-    const std::optional<int> start = packing_start(gpus[g], profile);
-    if (!start) continue;
-    const MigRoom lost = room_lost(gpus[g], MigInstance{profile, *start});
-    if (!best || lost < best->first) best = {lost, MigSlot{g, *start}};
+    const std::optional<MigChoice> choice = mig_choice(gpus[g], profile);
+    if (!choice) continue;
+    if (!best || choice->lost < best->first) best = {choice->lost, MigSlot{g, choice->start}};
   }
   if (!best) return std::nullopt;
   return best->second;

@@ -87,8 +87,16 @@ struct MigInstance {
 };
 
 // One GPU's instances. Kept valid: add() refuses what would break the rules.
+//
+// A layout is open (any instance the rules allow may be added: a GPU partitioned on demand) or
+// fixed (partitioned() below: only the instances that exist on the GPU may be used, as a node's
+// agent reports them; nothing else is created).
 class MigLayout {
  public:
+  MigLayout() = default;
+  // A fixed layout offering exactly `offered` (a valid layout, else the broken rule), none in use.
+  static Result<MigLayout> partitioned(std::span<const MigInstance> offered);
+
   // Whether an instance of `profile` may start at `start` with the layout as it is.
   [[nodiscard]] bool fits(MigProfile profile, int start) const;
   // The lowest start where it fits, if any.
@@ -104,9 +112,14 @@ class MigLayout {
   [[nodiscard]] bool empty() const { return instances_.empty(); }
   [[nodiscard]] int compute_used() const { return compute_used_; }
   [[nodiscard]] std::uint8_t memory_used() const { return memory_used_; }
+  // A fixed layout's instances, as bits profile * 8 + start; 0 for an open layout.
+  [[nodiscard]] std::uint64_t offered() const { return offered_; }
+  // What the instances in use count against quotas (mig_gpu_milli of each).
+  [[nodiscard]] std::int64_t used_milli() const;
 
  private:
   std::vector<MigInstance> instances_;
+  std::uint64_t offered_ = 0;
   int compute_used_ = 0;
   std::uint8_t memory_used_ = 0;  // bit i: memory slice i is taken
 };
@@ -123,6 +136,17 @@ struct MigSlot {
 };
 
 [[nodiscard]] std::optional<MigSlot> pack_mig(std::span<const MigLayout> gpus, MigProfile profile);
+
+// pack_mig's measure of one GPU: the start it takes there and what the GPU loses by it (for each
+// profile from the largest down, how many fewer instances of it the GPU could take). Less lost is
+// better, compared in that order; a pool of many nodes compares its GPUs by it
+// (core/mig_placement.h).
+using MigRoom = std::array<int, kMigProfileCount>;
+struct MigChoice {
+  MigRoom lost{};
+  int start = 0;
+};
+[[nodiscard]] std::optional<MigChoice> mig_choice(const MigLayout& gpu, MigProfile profile);
 [[nodiscard]] std::optional<MigSlot> first_fit_mig(std::span<const MigLayout> gpus,
                                                    MigProfile profile);
 

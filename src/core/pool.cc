@@ -3,9 +3,63 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <unordered_set>
 
 namespace tidepool {
+
+namespace {
+
+// A node's MIG declarations: on GPUs it has, of a model that supports MIG, each GPU on demand or
+// partitioned (not both, not twice), each partition a valid layout.
+Result<void> check_mig_spec(const NodeSpec& node, const GpuModelCatalog& models) {
+  if (node.mig_on_demand == 0 && node.mig_partitions.empty()) return {};
+  if (node.gpu_count == 0 || !model_supports_mig(models.name(node.model))) {
+    return fail("mig", fmt::format("{} GPUs cannot be partitioned into MIG instances",
+                                   node.gpu_count == 0 ? "no" : models.name(node.model)));
+  }
+  if ((std::uint64_t{node.mig_on_demand} >> node.gpu_count) != 0) {
+    return fail("mig_on_demand", fmt::format("names a GPU past the node's {}", node.gpu_count));
+  }
+  GpuSet partitioned = 0;
+  for (const NodeSpec::MigPartition& partition : node.mig_partitions) {
+    if (partition.gpu < 0 || partition.gpu >= node.gpu_count) {
+      return fail("mig_partitions",
+                  fmt::format("GPU {} is not one of the node's {}", partition.gpu, node.gpu_count));
+    }
+    const GpuSet bit = GpuSet{1} << partition.gpu;
+    if (((partitioned | node.mig_on_demand) & bit) != 0) {
+      return fail("mig_partitions", fmt::format("GPU {} is declared twice", partition.gpu));
+    }
+    partitioned |= bit;
+    if (auto layout = MigLayout::partitioned(partition.instances); !layout) {
+      return fail(fmt::format("mig_partitions (GPU {})", partition.gpu), layout.error().message());
+    }
+  }
+  return {};
+}
+
+// A GPU's MIG figures agree: in MIG mode exactly when it is partitioned or holds an instance, then
+// showing nothing free to other tasks, its instances a valid layout.
+Result<void> check_mig_gpu(const MigLayout* layout, const NodeState& state, int gpu) {
+  const bool in_mig_mode = gpu_set_contains(state.mig_gpus, gpu);
+  if (layout == nullptr) {
+    if (in_mig_mode) return fail("mig", "in MIG mode without a layout");
+    return {};
+  }
+  if (in_mig_mode != (!layout->empty() || layout->offered() != 0)) {
+    return fail("mig", in_mig_mode ? "in MIG mode without instances" : "holds instances unshown");
+  }
+  if (in_mig_mode && state.free_milli[gpu] != 0) {
+    return fail("mig", "in MIG mode, yet shows a share free to other tasks");
+  }
+  if (auto valid = check_mig_layout(layout->instances()); !valid) {
+    return fail("mig", valid.error().message());
+  }
+  return {};
+}
+
+}  // namespace
 
 Result<Pool> Pool::create(GpuModelCatalog models, Topology topology, std::vector<NodeSpec> nodes) {
   Pool pool;
@@ -41,6 +95,7 @@ Result<Pool> Pool::create(GpuModelCatalog models, Topology topology, std::vector
     if (node.gpu_count > 0 && (!in_range || seen != (std::uint32_t{1} << (highest + 1)) - 1)) {
       return fail(where, "NVLink domains must be numbered 0, 1, ... without gaps");
     }
+    if (auto mig = check_mig_spec(node, models); !mig) return fail(where, mig.error().message());
   }
   for (const LeafSpec& leaf : topology.leaves) {
     if (leaf.spine.value >= topology.spines.size()) {
@@ -55,6 +110,22 @@ Result<Pool> Pool::create(GpuModelCatalog models, Topology topology, std::vector
     pool.states_.push_back(empty_state(spec));
     pool.total_gpus_ += spec.gpu_count;
     pool.capacity_cpu_ += spec.milli_cpu;
+  }
+  pool.mig_first_.assign(pool.specs_.size(), -1);
+  for (std::size_t i = 0; i < pool.specs_.size(); ++i) {
+    const NodeSpec& spec = pool.specs_[i];
+    if (spec.mig_on_demand == 0 && spec.mig_partitions.empty()) continue;
+    pool.mig_first_[i] = static_cast<std::int32_t>(pool.mig_layouts_.size());
+    pool.mig_layouts_.resize(pool.mig_layouts_.size() + static_cast<std::size_t>(spec.gpu_count));
+    NodeState& state = pool.states_[i];
+    for (const NodeSpec::MigPartition& partition : spec.mig_partitions) {
+      pool.mig_layouts_[static_cast<std::size_t>(pool.mig_first_[i] + partition.gpu)] =
+          *MigLayout::partitioned(partition.instances);  // checked above
+      state.mig_gpus |= GpuSet{1} << partition.gpu;
+      state.free_milli[partition.gpu] = 0;
+    }
+    refresh_summary(state, spec.gpu_count);
+    pool.refresh_mig_fits(NodeId{static_cast<std::uint32_t>(i)}, state);
   }
   pool.versions_.assign(pool.specs_.size(), 0);
   pool.tie_ranks_.resize(pool.specs_.size());
@@ -96,6 +167,76 @@ Result<void> Pool::check_assignment(const TaskShape& task, const Assignment& whe
     return fail("gpu model", fmt::format("{} has {} GPUs, which the task does not accept",
                                          spec.name, models_.name(spec.model)));
   }
+  if (!task.mig && where.mig_start != -1) {
+    return fail("mig_start", "only a task asking for a MIG instance has one");
+  }
+  if (task.mig && (where.mig_start < 0 || where.mig_start >= kMigMemorySlices)) {
+    return fail("mig_start", fmt::format("a MIG instance starts at memory slice 0..{}, got {}",
+                                         kMigMemorySlices - 1, where.mig_start));
+  }
+  return {};
+}
+
+const MigLayout* Pool::mig_layout(NodeId node, int gpu) const {
+  if (node.value >= mig_first_.size() || mig_first_[node.value] < 0 || gpu < 0 ||
+      gpu >= specs_[node.value].gpu_count) {
+    return nullptr;
+  }
+  const MigLayout& layout = mig_layouts_[static_cast<std::size_t>(mig_first_[node.value] + gpu)];
+  // Partitioned (it offers instances) or on demand; another GPU of the node takes no instance.
+  if (layout.offered() == 0 && !gpu_set_contains(specs_[node.value].mig_on_demand, gpu)) {
+    return nullptr;
+  }
+  return &layout;
+}
+
+bool Pool::mig_open(NodeId node, const NodeState& state, int gpu) const {
+  return mig_layout(node, gpu) != nullptr &&
+         (gpu_set_contains(state.mig_gpus, gpu) || state.free_milli[gpu] == kMilliPerGpu);
+}
+
+bool Pool::mig_usable(NodeId node, int gpu) const {
+  return node.value < specs_.size() && schedulable(node) &&
+         mig_open(node, states_[node.value], gpu);
+}
+
+void Pool::refresh_mig_fits(NodeId node, NodeState& state) const {
+  state.mig_fits = 0;
+  if (mig_first_[node.value] < 0 || state.cordoned) return;
+  for (int g = 0; g < specs_[node.value].gpu_count; ++g) {
+    if (!mig_open(node, state, g)) continue;
+    const MigLayout& layout = *mig_layout(node, g);
+    for (const MigProfileSpec& profile : mig_profiles()) {
+      if (layout.first_start(profile.profile)) {
+        state.mig_fits = static_cast<std::uint8_t>(state.mig_fits |
+                                                   (1U << static_cast<unsigned>(profile.profile)));
+      }
+    }
+  }
+}
+
+Result<void> Pool::check_mig_assignment(const TaskShape& task, const Assignment& where,
+                                        const NodeState& state, bool releasing) const {
+  const NodeSpec& spec = specs_[where.node.value];
+  const int gpu = std::countr_zero(where.gpus);
+  const MigLayout* layout = mig_layout(where.node, gpu);
+  const MigInstance instance{*task.mig, where.mig_start};
+  const std::string_view name = mig_profile_spec(*task.mig).name;
+  if (releasing) {
+    if (layout == nullptr ||
+        std::ranges::find(layout->instances(), instance) == layout->instances().end()) {
+      return fail("release", fmt::format("GPU {} of {} holds no {} instance at memory slice {}",
+                                         gpu, spec.name, name, where.mig_start));
+    }
+    return {};
+  }
+  if (layout == nullptr) {
+    return fail("gpus", fmt::format("GPU {} of {} cannot hold MIG instances", gpu, spec.name));
+  }
+  if (!mig_open(where.node, state, gpu) || !layout->fits(*task.mig, where.mig_start)) {
+    return fail("gpus", fmt::format("GPU {} of {} has no room for a {} instance at memory slice {}",
+                                    gpu, spec.name, name, where.mig_start));
+  }
   return {};
 }
 
@@ -107,6 +248,7 @@ NodeState shown_cordoned(NodeState state, int gpu_count) {
   state.free_memory = 0;
   state.free_milli.fill(0);
   state.cordoned = true;
+  state.mig_fits = 0;
   refresh_summary(state, gpu_count);
   return state;
 }
@@ -156,7 +298,10 @@ Result<void> Pool::allocate(const TaskShape& task, const Assignment& where) {
     return fail("memory", fmt::format("{} has {} MiB free, the task needs {} MiB", spec.name,
                                       state.free_memory, task.memory_mib));
   }
-  for (int g = 0; g < spec.gpu_count; ++g) {
+  if (task.mig) {
+    if (auto ok = check_mig_assignment(task, where, state, false); !ok) return ok;
+  }
+  for (int g = 0; g < spec.gpu_count && !task.mig; ++g) {
     if (gpu_set_contains(where.gpus, g) && state.free_milli[g] < task.milli_per_gpu) {
       return fail("gpus", fmt::format("GPU {} of {} has {}m free, the task needs {}m", g, spec.name,
                                       state.free_milli[g], task.milli_per_gpu));
@@ -175,7 +320,10 @@ Result<void> Pool::release(const TaskShape& task, const Assignment& where) {
       state.tasks_by_class[task_class(task)] == 0) {
     return fail("release", fmt::format("{} does not hold this task", spec.name));
   }
-  for (int g = 0; g < spec.gpu_count; ++g) {
+  if (task.mig) {
+    if (auto ok = check_mig_assignment(task, where, state, true); !ok) return ok;
+  }
+  for (int g = 0; g < spec.gpu_count && !task.mig; ++g) {
     if (gpu_set_contains(where.gpus, g) &&
         state.free_milli[g] + task.milli_per_gpu > kMilliPerGpu) {
       return fail("release", fmt::format("GPU {} of {} does not hold this task", g, spec.name));
@@ -191,10 +339,15 @@ void Pool::apply(const TaskShape& task, const Assignment& where, int sign) {
   NodeState& state = cordoned != cordoned_.end() ? cordoned->second : states_[where.node.value];
   state.free_cpu += sign * task.milli_cpu;
   state.free_memory += sign * task.memory_mib;
-  for (int g = 0; g < spec.gpu_count; ++g) {
-    if (gpu_set_contains(where.gpus, g)) state.free_milli[g] += sign * task.milli_per_gpu;
+  if (task.mig) {
+    apply_mig(where, MigInstance{*task.mig, where.mig_start}, sign, state);
+  } else {
+    for (int g = 0; g < spec.gpu_count; ++g) {
+      if (gpu_set_contains(where.gpus, g)) state.free_milli[g] += sign * task.milli_per_gpu;
+    }
   }
   refresh_summary(state, spec.gpu_count);
+  refresh_mig_fits(where.node, state);
   auto& running = state.tasks_by_class[task_class(task)];
   running = static_cast<std::uint16_t>(sign < 0 ? running + 1 : running - 1);
   if (cordoned != cordoned_.end()) {
@@ -203,6 +356,20 @@ void Pool::apply(const TaskShape& task, const Assignment& where, int sign) {
   allocated_milli_gpu_ -= sign * task.total_milli_gpu();
   allocated_cpu_ -= sign * task.milli_cpu;
   ++versions_[where.node.value];
+}
+
+void Pool::apply_mig(const Assignment& where, MigInstance instance, int sign, NodeState& state) {
+  const int gpu = std::countr_zero(where.gpus);
+  MigLayout& layout = mig_layouts_[static_cast<std::size_t>(mig_first_[where.node.value] + gpu)];
+  (void)(sign < 0 ? layout.add(instance) : layout.remove(instance));  // checked by the caller
+  const GpuSet bit = GpuSet{1} << gpu;
+  if (!layout.empty() || layout.offered() != 0) {
+    state.mig_gpus |= bit;
+    state.free_milli[gpu] = 0;
+  } else {  // an on-demand GPU whole again
+    state.mig_gpus &= ~bit;
+    state.free_milli[gpu] = kMilliPerGpu;
+  }
 }
 
 Result<void> Pool::check_invariants() const {
@@ -230,13 +397,19 @@ Result<void> Pool::check_invariants() const {
         return fail(spec.name,
                     fmt::format("GPU {} has {}m free, outside 0..{}m", g, free, capacity));
       }
-      allocated_gpu += capacity - free;
+      const MigLayout* layout = mig_layout(NodeId{static_cast<std::uint32_t>(i)}, g);
+      if (auto mig = check_mig_gpu(layout, state, g); !mig) {
+        return fail(spec.name, fmt::format("GPU {}: {}", g, mig.error().message()));
+      }
+      allocated_gpu += gpu_set_contains(state.mig_gpus, g) ? layout->used_milli() : capacity - free;
     }
     NodeState expected = state;
     refresh_summary(expected, spec.gpu_count);
+    refresh_mig_fits(NodeId{static_cast<std::uint32_t>(i)}, expected);
     if (expected.whole_free_gpus != state.whole_free_gpus ||
         expected.max_free_milli != state.max_free_milli ||
-        expected.total_free_milli != state.total_free_milli) {
+        expected.total_free_milli != state.total_free_milli ||
+        expected.mig_fits != state.mig_fits) {
       return fail(spec.name, "cached GPU summary disagrees with the per-GPU figures");
     }
     allocated_cpu += spec.milli_cpu - state.free_cpu;
@@ -253,6 +426,11 @@ Result<void> Pool::check_invariants() const {
 }
 
 std::string describe(const TaskShape& task, const GpuModelCatalog& models) {
+  if (task.mig) {
+    return fmt::format("MIG {} ({}m of a GPU, {}), {}m CPU, {} MiB",
+                       mig_profile_spec(*task.mig).name, task.milli_per_gpu,
+                       describe(task.models, models), task.milli_cpu, task.memory_mib);
+  }
   std::string gpus = task.needs_gpu()
                          ? fmt::format("{} GPU x {}m ({}), ", task.gpu_count, task.milli_per_gpu,
                                        describe(task.models, models))
@@ -291,7 +469,10 @@ std::string explain_unplaceable(const Pool& pool, const TaskShape& task) {
     }
   }
   std::string gpu_detail;
-  if (lack_gpu > 0) {
+  if (lack_gpu > 0 && task.mig) {
+    gpu_detail = fmt::format(" (no GPU of theirs in or open to MIG has room for a {} instance)",
+                             mig_profile_spec(*task.mig).name);
+  } else if (lack_gpu > 0) {
     gpu_detail = task.is_fractional()
                      ? fmt::format(" (largest free share on one GPU: {}m)", best_share)
                      : fmt::format(" (most whole GPUs free on one node: {})", best_whole);

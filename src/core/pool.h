@@ -11,16 +11,19 @@
 
 #include "core/error.h"
 #include "core/gpu_model.h"
+#include "core/mig.h"
 #include "core/node.h"
 #include "core/task.h"
 #include "core/topology.h"
 
 namespace tidepool {
 
-// Where one task runs: a node and the GPUs it holds there (empty for CPU-only tasks).
+// Where one task runs: a node and the GPUs it holds there (empty for CPU-only tasks); for a task
+// on a MIG instance, its one GPU and the instance's first memory slice there.
 struct Assignment {
   NodeId node;
   GpuSet gpus = 0;
+  int mig_start = -1;  // 0..7 for a MIG instance, else -1
 
   friend bool operator==(const Assignment&, const Assignment&) = default;
 };
@@ -28,7 +31,8 @@ struct Assignment {
 class Pool {
  public:
   // Validates the node list (unique names, GPU counts within bounds, known models and leaves,
-  // NVLink domains numbered densely) and builds an empty pool.
+  // NVLink domains numbered densely, MIG only on GPUs of a model that supports it, in valid
+  // layouts) and builds an empty pool.
   static Result<Pool> create(GpuModelCatalog models, Topology topology,
                              std::vector<NodeSpec> nodes);
 
@@ -55,8 +59,16 @@ class Pool {
   [[nodiscard]] MilliCpu capacity_milli_cpu() const { return capacity_cpu_; }
   [[nodiscard]] MilliCpu allocated_milli_cpu() const { return allocated_cpu_; }
 
+  // A GPU's MIG instances in use (with, for a partitioned GPU, those it offers), or nullptr when
+  // the GPU cannot hold MIG instances (NodeSpec::mig_on_demand, mig_partitions).
+  [[nodiscard]] const MigLayout* mig_layout(NodeId node, int gpu) const;
+  // Whether a task may take a MIG instance of the GPU now: the node is schedulable and the GPU is
+  // in MIG mode, or partitioned on demand and wholly free.
+  [[nodiscard]] bool mig_usable(NodeId node, int gpu) const;
+
   // Places `task` on `where`. Fails, changing nothing, if the node lacks CPU or memory, the GPU
-  // model is not accepted, the GPU set does not match the task, or a GPU lacks the share.
+  // model is not accepted, the GPU set does not match the task, or a GPU lacks the share (for a
+  // MIG task: the GPU cannot take the instance at where.mig_start).
   Result<void> allocate(const TaskShape& task, const Assignment& where);
 
   // Returns what `task` held on `where`. Fails, changing nothing, if that would free more than
@@ -82,6 +94,15 @@ class Pool {
   void apply(const TaskShape& task, const Assignment& where, int sign);
   // What is really free on the node (its shown state unless cordoned).
   [[nodiscard]] const NodeState& actual(NodeId node) const;
+  // Whether GPU `gpu` of `state` may take a MIG instance (see mig_usable), its layout aside.
+  [[nodiscard]] bool mig_open(NodeId node, const NodeState& state, int gpu) const;
+  // Recomputes state.mig_fits from the node's layouts.
+  void refresh_mig_fits(NodeId node, NodeState& state) const;
+  // Adds (sign < 0) or removes the instance on the assigned GPU, and shows the GPU in MIG mode
+  // while it holds one (a partitioned GPU always).
+  void apply_mig(const Assignment& where, MigInstance instance, int sign, NodeState& state);
+  Result<void> check_mig_assignment(const TaskShape& task, const Assignment& where,
+                                    const NodeState& state, bool releasing) const;
 
   GpuModelCatalog models_;
   Topology topology_;
@@ -90,6 +111,10 @@ class Pool {
   std::map<std::uint32_t, NodeState> cordoned_;  // the actual state of each cordoned node
   std::vector<std::uint32_t> versions_;
   std::vector<std::uint32_t> tie_ranks_;
+  // Per node, where its GPU 0's layout is in mig_layouts_ (one per GPU of the node), or -1 when no
+  // GPU of it can hold MIG instances.
+  std::vector<std::int32_t> mig_first_;
+  std::vector<MigLayout> mig_layouts_;
   std::int64_t total_gpus_ = 0;
   std::int64_t allocated_milli_gpu_ = 0;
   MilliCpu capacity_cpu_ = 0;

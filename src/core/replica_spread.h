@@ -6,7 +6,8 @@
 // of the service's replicas (0: no limit), those with the fewest of them in the spread domain
 // (the node itself for kNode, its leaf for kLeaf); among those, best fit (the fewest whole GPUs
 // left after it, then the least CPU, then the pool's tie rank), so that replicas pack onto
-// partly used nodes rather than opening whole ones. Hence, with kNode, no node gets a second
+// partly used nodes rather than opening whole ones (for a MIG instance: the packing of
+// core/mig_placement.h, then the tie rank). Hence, with kNode, no node gets a second
 // replica while a node without one has room, and with kLeaf no leaf while another leaf without
 // one has room.
 //

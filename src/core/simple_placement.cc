@@ -6,6 +6,8 @@
 #include <tuple>
 #include <vector>
 
+#include "core/mig_placement.h"
+
 namespace tidepool {
 namespace {
 
@@ -59,6 +61,10 @@ BestFitKey best_fit_key(const Pool& pool, NodeId node, const NodeState& state,
 GangResult place_gang_by_node_rule(const Pool& pool, const GangRequest& request, NodeRule rule) {
   if (auto valid = validate_gang_request(request); !valid) {
     return std::unexpected(Unplaceable{"invalid gang: " + valid.error().message()});
+  }
+  if (request.task.mig) {
+    return place_mig_gang(pool, request, {},
+                          rule == NodeRule::kFirstFit ? MigRule::kFirstFit : MigRule::kPack);
   }
   const TaskShape& task = request.task;
   std::vector<NodeState> states(pool.states().begin(), pool.states().end());

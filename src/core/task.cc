@@ -38,6 +38,29 @@ Result<TaskShape> make_task_shape(std::int64_t gpu_count, std::int64_t milli_per
   return shape;
 }
 
+Result<TaskShape> make_mig_task_shape(MigProfile profile, std::int64_t milli_cpu,
+                                      std::int64_t memory_mib, ModelSet models) {
+  auto task = make_task_shape(1, mig_gpu_milli(profile), milli_cpu, memory_mib, models);
+  if (task) task->mig = profile;
+  return task;
+}
+
+Result<void> check_mig_task(const TaskShape& task, std::int64_t task_count) {
+  if (!task.mig) return {};
+  if (task.gpu_count != 1 || task.milli_per_gpu != mig_gpu_milli(*task.mig)) {
+    return fail("mig_profile", "a task on a " + std::string(mig_profile_spec(*task.mig).name) +
+                                   " instance has one GPU of " +
+                                   std::to_string(mig_gpu_milli(*task.mig)) + " milli-GPU, got " +
+                                   std::to_string(task.gpu_count) + " x " +
+                                   std::to_string(task.milli_per_gpu));
+  }
+  if (task_count != 1) {
+    return fail("task_count",
+                "a task on a MIG instance runs alone, got a gang of " + std::to_string(task_count));
+  }
+  return {};
+}
+
 std::size_t TaskShapeHash::operator()(const TaskShape& t) const noexcept {
   std::uint64_t h = 0xcbf29ce484222325ULL;
   auto mix = [&h](std::uint64_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
@@ -46,6 +69,7 @@ std::size_t TaskShapeHash::operator()(const TaskShape& t) const noexcept {
   mix(static_cast<std::uint64_t>(t.milli_cpu));
   mix(static_cast<std::uint64_t>(t.memory_mib));
   mix(t.models.bits() ^ (t.models.is_any() ? 0x5555ULL : 0));
+  mix(t.mig ? static_cast<std::uint64_t>(*t.mig) + 1 : 0);
   return h;
 }
 
