@@ -7,10 +7,13 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "config/yaml_reader.h"
+#include "core/mig.h"
 
 namespace tidepool {
 namespace {
@@ -48,6 +51,9 @@ class ClusterReader : private YamlReader {
   Result<void> read_leaf(const YAML::Node& leaf, const std::string& path, LeafId id);
   Result<void> read_nodes(const YAML::Node& entry, const std::string& path, LeafId leaf);
   Result<void> read_domains(const YAML::Node& domains, const std::string& path, NodeSpec& node);
+  Result<void> read_mig(const YAML::Node& mig, const std::string& path, NodeSpec& node);
+  Result<std::vector<MigInstance>> read_mig_layout(const YAML::Node& list,
+                                                   const std::string& path) const;
 
   ClusterSpec spec_;
   std::unordered_map<std::string, std::string> spine_paths_, leaf_paths_, node_paths_;
@@ -182,7 +188,7 @@ Result<void> ClusterReader::read_nodes(const YAML::Node& entry, const std::strin
                                        LeafId leaf) {
   auto f = fields(entry, path,
                   {"name", "count", "gpu_model", "gpus", "cpu_millicores", "cpus", "memory_mib",
-                   "memory_gib", "nvlink_domains"});
+                   "memory_gib", "nvlink_domains", "mig"});
   if (!f) return std::unexpected(f.error());
   NodeSpec node;
   node.leaf = leaf;
@@ -234,6 +240,9 @@ Result<void> ClusterReader::read_nodes(const YAML::Node& entry, const std::strin
   if (auto domains = f->get("nvlink_domains")) {
     if (auto ok = read_domains(*domains, path + ".nvlink_domains", node); !ok) return ok;
   }
+  if (auto mig = f->get("mig")) {
+    if (auto ok = read_mig(*mig, path + ".mig", node); !ok) return ok;
+  }
 
   const int width = std::max<int>(2, static_cast<int>(std::to_string(copies).size()));
   for (std::int64_t i = 1; i <= copies; ++i) {
@@ -278,6 +287,83 @@ Result<void> ClusterReader::read_domains(const YAML::Node& domains, const std::s
     return error_at(domains, path, "GPUs " + missing + " are in no domain; list each GPU once");
   }
   return {};
+}
+
+Result<void> ClusterReader::read_mig(const YAML::Node& mig, const std::string& path,
+                                     NodeSpec& node) {
+  if (node.gpu_count == 0 || !model_supports_mig(spec_.models.name(node.model))) {
+    return error_at(mig, path,
+                    fmt::format("{} GPUs cannot be partitioned into MIG instances (A100 and H100 "
+                                "can)",
+                                node.gpu_count == 0 ? "no" : spec_.models.name(node.model)));
+  }
+  if (mig.IsScalar()) {
+    if (mig.Scalar() != "on_demand") {
+      return error_at(mig, path,
+                      fmt::format("'{}' is not on_demand or a map of GPUs to their instances",
+                                  mig.Scalar()));
+    }
+    node.mig_on_demand = static_cast<GpuSet>((std::uint64_t{1} << node.gpu_count) - 1);
+    return {};
+  }
+  auto gpus = entries(mig, path);
+  if (!gpus) return std::unexpected(gpus.error());
+  for (const Entry& entry : *gpus) {
+    const std::string gpu_path = path + "." + entry.name;
+    auto layout = read_mig_layout(entry.value, gpu_path);
+    if (!layout) return std::unexpected(layout.error());
+    std::vector<int> indexes;
+    if (entry.name == "all") {
+      for (int g = 0; g < node.gpu_count; ++g) indexes.push_back(g);
+    } else {
+      auto gpu = number(entry.key, gpu_path, 0, node.gpu_count - 1);
+      if (!gpu) return std::unexpected(gpu.error());
+      indexes.push_back(static_cast<int>(*gpu));
+    }
+    for (const int g : indexes) {
+      if (std::ranges::any_of(node.mig_partitions,
+                              [&](const NodeSpec::MigPartition& p) { return p.gpu == g; })) {
+        return error_at(entry.key, gpu_path, fmt::format("GPU {} is partitioned twice", g));
+      }
+      node.mig_partitions.push_back({g, *layout});
+    }
+  }
+  return {};
+}
+
+Result<std::vector<MigInstance>> ClusterReader::read_mig_layout(const YAML::Node& list,
+                                                                const std::string& path) const {
+  if (auto ok = sequence(list, path); !ok) return std::unexpected(ok.error());
+  if (list.size() == 0) return error_at(list, path, "a partitioned GPU lists its instances");
+  MigLayout layout;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string item_path = fmt::format("{}[{}]", path, i);
+    auto item = text(list[i], item_path);
+    if (!item) return std::unexpected(item.error());
+    // "3g.40gb" (placed as packing places it) or "3g.40gb@4" (at memory slice 4).
+    const std::size_t at = item->find('@');
+    auto profile = parse_mig_profile(item->substr(0, at));
+    if (!profile) return error_at(list[i], item_path, profile.error().reason);
+    std::optional<int> start;
+    if (at != std::string::npos) {
+      const std::string digits = item->substr(at + 1);
+      if (digits.size() != 1 || digits[0] < '0' || digits[0] > '7') {
+        return error_at(list[i], item_path,
+                        fmt::format("'{}': the start after @ is a memory slice 0..7", *item));
+      }
+      start = digits[0] - '0';
+    } else if (auto slot = pack_mig(std::span(&layout, 1), *profile)) {
+      start = slot->start;
+    }
+    if (!start) {
+      return error_at(list[i], item_path,
+                      fmt::format("no room for a {} instance beside the ones before it", *item));
+    }
+    if (auto added = layout.add({*profile, *start}); !added) {
+      return error_at(list[i], item_path, added.error().reason);
+    }
+  }
+  return std::vector<MigInstance>(layout.instances().begin(), layout.instances().end());
 }
 
 }  // namespace

@@ -173,6 +173,32 @@ TEST(ClusterFileTest, RejectsMissingAndConflictingFields) {
   EXPECT_THAT(error.field, EndsWith(" spines[0].leaves[0].nodes"));
 }
 
+TEST(ClusterFileTest, ReadsMigOnDemandAndPartitionedGpus) {
+  auto spec = read_cluster_yaml(
+      one_leaf("          - {name: od, gpus: 4, gpu_model: A100, cpus: 8, memory_gib: 64, "
+               "mig: on_demand}\n"
+               "          - {name: parts, gpus: 4, gpu_model: H100, cpus: 8, memory_gib: 64, "
+               "mig: {0: [3g.40gb, 3g.40gb], 2: [1g.10gb@6, 2g.20gb]}}\n"),
+      "test.yaml");
+  ASSERT_TRUE(spec.has_value()) << spec.error().message();
+  EXPECT_EQ(find_node(*spec, "od")->mig_on_demand, GpuSet{0b1111});
+  const NodeSpec& parts = *find_node(*spec, "parts");
+  EXPECT_EQ(parts.mig_on_demand, GpuSet{0});
+  ASSERT_EQ(parts.mig_partitions.size(), 2U);
+  EXPECT_EQ(parts.mig_partitions[0].gpu, 0);
+  // Without a start, packing places them: the high half first for a 3g.40gb.
+  EXPECT_EQ(parts.mig_partitions[0].instances,
+            (std::vector<MigInstance>{{MigProfile::k3g40gb, 4}, {MigProfile::k3g40gb, 0}}));
+  EXPECT_EQ(parts.mig_partitions[1].gpu, 2);
+  EXPECT_EQ(parts.mig_partitions[1].instances[0], (MigInstance{MigProfile::k1g10gb, 6}));
+  // What reads is what the pool takes.
+  auto pool = Pool::create(std::move(spec->models), std::move(spec->topology),
+                           std::move(spec->nodes));
+  ASSERT_TRUE(pool.has_value()) << pool.error().message();
+  EXPECT_EQ(pool->state(NodeId{1}).mig_gpus, GpuSet{0b0101});
+  EXPECT_EQ(pool->state(NodeId{1}).whole_free_gpus, 2);
+}
+
 TEST(ClusterFileTest, RejectsBadValues) {
   struct Case {
     std::string node;
@@ -207,6 +233,25 @@ TEST(ClusterFileTest, RejectsBadValues) {
       {"{name: a, gpus: 0, cpus: 1, memory_mib: 1, nvlink_domains: [[0]]}",
        "nodes[0].nvlink_domains[0][0]", "the node has no GPUs"},
       {"[name, a]", "nodes[0]", "expected a map, got a list"},
+      {"{name: a, gpus: 2, gpu_model: T4, cpus: 1, memory_mib: 1, mig: on_demand}",
+       "nodes[0].mig", "T4 GPUs cannot be partitioned"},
+      {"{name: a, gpus: 2, gpu_model: A100, cpus: 1, memory_mib: 1, mig: sometimes}",
+       "nodes[0].mig", "'sometimes' is not on_demand"},
+      {"{name: a, gpus: 2, gpu_model: A100, cpus: 1, memory_mib: 1, mig: {2: [7g.80gb]}}",
+       "nodes[0].mig.2", "must be 0..1, got 2"},
+      {"{name: a, gpus: 2, gpu_model: A100, cpus: 1, memory_mib: 1, mig: {0: [5g.50gb]}}",
+       "nodes[0].mig.0[0]", "not a MIG profile"},
+      {"{name: a, gpus: 2, gpu_model: A100, cpus: 1, memory_mib: 1, mig: {0: [4g.40gb, 4g.40gb]}}",
+       "nodes[0].mig.0[1]", "no room for a 4g.40gb"},
+      {"{name: a, gpus: 2, gpu_model: A100, cpus: 1, memory_mib: 1, mig: {0: [3g.40gb@2]}}",
+       "nodes[0].mig.0[0]", "cannot start at memory slice 2"},
+      {"{name: a, gpus: 2, gpu_model: A100, cpus: 1, memory_mib: 1, mig: {0: [1g.10gb@9]}}",
+       "nodes[0].mig.0[0]", "a memory slice 0..7"},
+      {"{name: a, gpus: 2, gpu_model: A100, cpus: 1, memory_mib: 1, mig: {0: []}}",
+       "nodes[0].mig.0", "lists its instances"},
+      {"{name: a, gpus: 2, gpu_model: A100, cpus: 1, memory_mib: 1, "
+       "mig: {all: [7g.80gb], 1: [7g.80gb]}}",
+       "nodes[0].mig.1", "GPU 1 is partitioned twice"},
   };
   for (const Case& c : cases) {
     const Error error = cluster_error(one_leaf("          - " + c.node + "\n"));
