@@ -375,6 +375,51 @@ Result<std::vector<std::string>> read_gpu_models(const Json& value, const std::s
   return models;
 }
 
+// "1g.10gb" .. "7g.80gb" (core/mig.h).
+Result<MigProfile> read_mig_profile(const Json& value, const std::string& path) {
+  std::vector<std::string_view> names;
+  for (const MigProfileSpec& profile : mig_profiles()) names.push_back(profile.name);
+  if (value.is_string()) {
+    if (auto profile = parse_mig_profile(value.get_ref<const std::string&>())) return profile;
+  }
+  return fail(path, fmt::format("{} is not a MIG profile; one of {}",
+                                value.is_string() ? quote(value.get_ref<const std::string&>())
+                                                  : describe(value),
+                                fmt::join(names, ", ")));
+}
+
+// What a task on one MIG instance may not ask for besides (the file comment); `gpu_milli_given`:
+// whether the body gave gpu_milli.
+Result<void> check_mig_spec(const JobSpec& spec, bool gpu_milli_given) {
+  if (!spec.mig_profile) return {};
+  const std::string_view profile = mig_profile_spec(*spec.mig_profile).name;
+  if (spec.tasks != 1) {
+    return fail("tasks", fmt::format("mig_profile asks for one MIG instance ({}) for one task, got "
+                                     "tasks: {}",
+                                     profile, spec.tasks));
+  }
+  if (spec.gpus_per_task != 1) {
+    return fail("gpus_per_task",
+                fmt::format("mig_profile asks for one MIG instance ({}) of one GPU, got "
+                            "gpus_per_task: {}",
+                            profile, spec.gpus_per_task));
+  }
+  if (gpu_milli_given) {
+    return fail("gpu_milli", fmt::format("mig_profile asks for one MIG instance ({}); gpu_milli "
+                                         "does not apply",
+                                         profile));
+  }
+  for (std::size_t i = 0; i < spec.gpu_models.size(); ++i) {
+    if (!model_supports_mig(spec.gpu_models[i])) {
+      return fail(index_path("gpu_model", i),
+                  fmt::format("{} cannot be partitioned into MIG instances (mig_profile {}); "
+                              "list only models that can, or leave gpu_model out",
+                              quote(spec.gpu_models[i]), profile));
+    }
+  }
+  return {};
+}
+
 Result<std::vector<std::int64_t>> read_dependencies(const Json& value, const std::string& path) {
   if (auto list = body_fields::check_list(value, path, kMaxDependencies, "job ids"); !list) {
     return std::unexpected(list.error());
@@ -560,10 +605,11 @@ Result<std::map<std::string, std::string>> read_job_env(const Json& value,
 bool operator==(const JobSpec& a, const JobSpec& b) {
   const auto fields = [](const JobSpec& s) {
     return std::tie(s.name, s.tenant, s.queue, s.job_class, s.priority, s.tasks, s.gpus_per_task,
-                    s.gpu_milli, s.gpu_models, s.cpu_milli_per_task, s.memory_mib_per_task,
-                    s.topology.level, s.topology.strength, s.runtime_estimate, s.max_runtime,
-                    s.max_cost, s.preemptible, s.checkpoint_interval, s.command, s.working_dir,
-                    s.env, s.labels, s.after_ok, s.array, s.service);
+                    s.gpu_milli, s.mig_profile, s.gpu_models, s.cpu_milli_per_task,
+                    s.memory_mib_per_task, s.topology.level, s.topology.strength,
+                    s.runtime_estimate, s.max_runtime, s.max_cost, s.preemptible,
+                    s.checkpoint_interval, s.command, s.working_dir, s.env, s.labels, s.after_ok,
+                    s.array, s.service);
   };
   return fields(a) == fields(b);
 }
@@ -601,6 +647,7 @@ Result<JobSpec> job_spec_from_json(const nlohmann::json& value) {
                                            "tasks",
                                            "gpus_per_task",
                                            "gpu_milli",
+                                           "mig_profile",
                                            "gpu_model",
                                            "cpu_milli_per_task",
                                            "memory_mib_per_task",
@@ -640,6 +687,7 @@ Result<JobSpec> job_spec_from_json(const nlohmann::json& value) {
           read_optional(value, "", "gpus_per_task", spec.gpus_per_task,
                         integer_in(0, kMaxGpusPerNode)),
           read_optional(value, "", "gpu_milli", spec.gpu_milli, integer_in(1, 1000)),
+          read_optional(value, "", "mig_profile", spec.mig_profile, read_mig_profile),
           read_optional(value, "", "gpu_model", spec.gpu_models, read_gpu_models),
           read_optional(value, "", "cpu_milli_per_task", spec.cpu_milli_per_task,
                         integer_in(0, kMaxCpuMilliPerTask)),
@@ -662,6 +710,9 @@ Result<JobSpec> job_spec_from_json(const nlohmann::json& value) {
     return std::unexpected(read.error());
   }
   if (auto ok = read_service_kind(value, spec); !ok) return std::unexpected(ok.error());
+  if (auto ok = check_mig_spec(spec, member(value, "gpu_milli") != nullptr); !ok) {
+    return std::unexpected(ok.error());
+  }
   if (spec.gpu_milli < 1000 && (spec.tasks != 1 || spec.gpus_per_task != 1)) {
     return fail("gpu_milli", fmt::format("a share of a GPU ({}) needs tasks: 1 and gpus_per_task: "
                                          "1, got tasks: {} and gpus_per_task: {}",
@@ -738,7 +789,6 @@ nlohmann::json job_spec_to_json(const JobSpec& spec) {
       {"priority", spec.priority},
       {"tasks", spec.tasks},
       {"gpus_per_task", spec.gpus_per_task},
-      {"gpu_milli", spec.gpu_milli},
       {"gpu_model", spec.gpu_models},
       {"cpu_milli_per_task", spec.cpu_milli_per_task},
       {"memory_mib_per_task", spec.memory_mib_per_task},
@@ -755,6 +805,11 @@ nlohmann::json job_spec_to_json(const JobSpec& spec) {
       {"env", spec.env},
       {"labels", spec.labels},
   };
+  if (spec.mig_profile) {
+    out["mig_profile"] = mig_profile_spec(*spec.mig_profile).name;
+  } else {
+    out["gpu_milli"] = spec.gpu_milli;
+  }
   if (!spec.after_ok.empty()) out["after_ok"] = spec.after_ok;
   if (!spec.array.empty()) out["array"] = spec.array;
   if (spec.service) {
@@ -820,8 +875,15 @@ Result<Job> core_job_of(const JobSpec& spec, JobId id, TenantId tenant, QueueId 
     }
     accepted.add(*model);
   }
-  auto task = make_task_shape(spec.gpus_per_task, spec.gpus_per_task == 0 ? 0 : spec.gpu_milli,
-                              spec.cpu_milli_per_task, spec.memory_mib_per_task, accepted);
+  if (auto mig = check_mig_spec(spec, spec.mig_profile && spec.gpu_milli != 1000); !mig) {
+    return std::unexpected(mig.error());
+  }
+  auto task =
+      spec.mig_profile
+          ? make_mig_task_shape(*spec.mig_profile, spec.cpu_milli_per_task,
+                                spec.memory_mib_per_task, accepted)
+          : make_task_shape(spec.gpus_per_task, spec.gpus_per_task == 0 ? 0 : spec.gpu_milli,
+                            spec.cpu_milli_per_task, spec.memory_mib_per_task, accepted);
   if (!task) return fail(spec_field(task.error().field), task.error().reason);
   Job job;
   job.id = id;

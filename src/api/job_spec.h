@@ -13,6 +13,11 @@
 //   gpus_per_task: 8           # 0..16 (default 1)
 //   gpu_milli: 1000            # share of each GPU, 1..1000 (default 1000); < 1000 only with
 //                              #   tasks: 1 and gpus_per_task: 1
+//   mig_profile: 3g.40gb       # optional: the task takes one MIG instance of one GPU
+//                              #   (core/mig.h: 1g.10gb, 1g.20gb, 2g.20gb, 3g.40gb, 4g.40gb,
+//                              #   7g.80gb); only with tasks: 1 and gpus_per_task: 1, without
+//                              #   gpu_milli, and gpu_model only of models that can be
+//                              #   partitioned (A100, H100)
 //   gpu_model: [H100, A100]    # accepted models (a list of names, or one name; no repeats; at
 //                              #   most 64); default any
 //   cpu_milli_per_task: 8000   # 0..10^9 (default 0)
@@ -70,6 +75,7 @@
 #include "core/gpu_model.h"
 #include "core/ids.h"
 #include "core/job.h"
+#include "core/mig.h"
 #include "core/money.h"
 #include "core/resources.h"
 
@@ -99,8 +105,9 @@ struct JobSpec {
   int priority = 0;
   int tasks = 1;
   int gpus_per_task = 1;
-  int gpu_milli = 1000;
-  std::vector<std::string> gpu_models;  // empty: any
+  int gpu_milli = 1000;                   // left at 1000 with mig_profile
+  std::optional<MigProfile> mig_profile;  // one MIG instance of one GPU rather than gpu_milli
+  std::vector<std::string> gpu_models;    // empty: any
   std::int64_t cpu_milli_per_task = 0;
   std::int64_t memory_mib_per_task = 0;
   TopologyRequirement topology;
@@ -148,8 +155,9 @@ Result<void> check_runnable(const JobSpec& spec);
 Result<JobSpec> parse_job_spec(std::string_view body, BodyFormat format);
 
 // The spec as JSON, every field written (durations as strings such as "1h30m", absent ones as
-// null); reading it back with job_spec_from_json gives an equal spec, for any spec that
-// job_spec_from_json returned.
+// null), except after_ok, array, kind and service only when given, and mig_profile in place of
+// gpu_milli for a MIG task; reading it back with job_spec_from_json gives an equal spec, for any
+// spec that job_spec_from_json returned.
 nlohmann::json job_spec_to_json(const JobSpec& spec);
 
 // The spec's name of a field the core names ("task_count" -> "tasks", "gpu_count" ->

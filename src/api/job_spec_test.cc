@@ -254,6 +254,109 @@ TEST(JobSpecTest, FractionalGpusOnlyForOneTaskOfOneGpu) {
   EXPECT_TRUE(json_spec({{"gpus_per_task", 0}}).has_value());  // a CPU-only job
 }
 
+TEST(JobSpecTest, MigProfileAsksForOneInstanceOfOneGpu) {
+  auto spec =
+      parse_job_spec("name: nb\ntenant: vision\nmig_profile: 3g.40gb\ngpu_model: [A100, H100]\n",
+                     BodyFormat::kYaml);
+  ASSERT_TRUE(spec.has_value()) << spec.error().message();
+  EXPECT_EQ(spec->mig_profile, MigProfile::k3g40gb);
+  EXPECT_EQ(spec->gpu_milli, 1000);
+  EXPECT_FALSE(json_spec(Json::object()).value().mig_profile.has_value());
+  for (const char* name : {"1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"}) {
+    auto named = json_spec({{"mig_profile", name}});
+    ASSERT_TRUE(named.has_value()) << name;
+    EXPECT_EQ(mig_profile_spec(*named->mig_profile).name, name);
+  }
+  // Written out with the same fields: gpus_per_task: 1, a model that can be partitioned.
+  EXPECT_TRUE(json_spec({{"mig_profile", "1g.10gb"}, {"gpus_per_task", 1}, {"gpu_model", "H100"}})
+                  .has_value());
+  EXPECT_TRUE(json_spec({{"mig_profile", "1g.10gb"}, {"gpu_milli", nullptr}}).has_value());
+}
+
+TEST(JobSpecTest, MigProfileRefusalsNameTheirField) {
+  const auto error = [](const Json& extra) {
+    auto spec = json_spec(extra);
+    EXPECT_FALSE(spec.has_value()) << extra.dump();
+    return spec ? Error{} : spec.error();
+  };
+  for (const Json& profile : {Json("3g.41gb"), Json("3G.40GB"), Json(""), Json(3), Json(true)}) {
+    const Error unknown = error({{"mig_profile", profile}});
+    EXPECT_EQ(unknown.field, "mig_profile");
+    EXPECT_THAT(unknown.reason, HasSubstr("is not a MIG profile; one of 1g.10gb, 1g.20gb, "
+                                          "2g.20gb, 3g.40gb, 4g.40gb, 7g.80gb"));
+  }
+  const Error tasks = error({{"mig_profile", "3g.40gb"}, {"tasks", 2}});
+  EXPECT_EQ(tasks.field, "tasks");
+  EXPECT_THAT(tasks.reason, HasSubstr("one MIG instance (3g.40gb) for one task, got tasks: 2"));
+  for (int gpus : {0, 2}) {
+    const Error per_task = error({{"mig_profile", "3g.40gb"}, {"gpus_per_task", gpus}});
+    EXPECT_EQ(per_task.field, "gpus_per_task");
+    EXPECT_THAT(per_task.reason,
+                HasSubstr("of one GPU, got gpus_per_task: " + std::to_string(gpus)));
+  }
+  for (int milli : {500, 1000}) {
+    const Error share = error({{"mig_profile", "1g.10gb"}, {"gpu_milli", milli}});
+    EXPECT_EQ(share.field, "gpu_milli");
+    EXPECT_EQ(share.reason,
+              "mig_profile asks for one MIG instance (1g.10gb); gpu_milli does not "
+              "apply");
+  }
+  const Error model = error({{"mig_profile", "1g.10gb"}, {"gpu_model", {"H100", "V100"}}});
+  EXPECT_EQ(model.field, "gpu_model[1]");
+  EXPECT_THAT(model.reason, HasSubstr("'V100' cannot be partitioned into MIG instances"));
+  EXPECT_EQ(error({{"mig_profile", "1g.10gb"}, {"gpu_model", "L4"}}).field, "gpu_model[0]");
+}
+
+TEST(JobSpecTest, AServiceMayRunItsReplicasOnMigInstances) {
+  auto spec = parse_job_spec(
+      "name: chat\ntenant: web\nkind: service\nmig_profile: 2g.20gb\ngpu_model: H100\n"
+      "service: {max_replicas: 4, target: {p95_latency_ms: 500}}\n",
+      BodyFormat::kYaml);
+  ASSERT_TRUE(spec.has_value()) << spec.error().message();
+  ASSERT_TRUE(spec->service.has_value());
+  EXPECT_EQ(spec->mig_profile, MigProfile::k2g20gb);
+  auto back = job_spec_from_json(job_spec_to_json(*spec));
+  ASSERT_TRUE(back.has_value()) << back.error().message();
+  EXPECT_EQ(*back, *spec);
+}
+
+TEST(JobSpecTest, CoreJobOfAMigSpecTakesOneInstance) {
+  GpuModelCatalog models;
+  ASSERT_TRUE(models.intern("A100").has_value());
+  ASSERT_TRUE(models.intern("V100").has_value());
+  auto spec = json_spec({{"mig_profile", "3g.40gb"},
+                         {"gpu_model", "A100"},
+                         {"cpu_milli_per_task", 4000},
+                         {"memory_mib_per_task", 1024}});
+  ASSERT_TRUE(spec.has_value()) << spec.error().message();
+  auto job = core_job_of(*spec, JobId{1}, TenantId{0}, QueueId{0}, 0, models);
+  ASSERT_TRUE(job.has_value()) << job.error().message();
+  const TaskShape& task = job->gang.task;
+  EXPECT_EQ(task.mig, MigProfile::k3g40gb);
+  EXPECT_EQ(task.gpu_count, 1);
+  EXPECT_EQ(task.milli_per_gpu, mig_gpu_milli(MigProfile::k3g40gb));
+  EXPECT_EQ(task.milli_cpu, 4000);
+  EXPECT_EQ(task.memory_mib, 1024);
+  EXPECT_EQ(job->gang.task_count, 1);
+  // A spec built in code is checked the same way.
+  JobSpec gang = *spec;
+  gang.tasks = 2;
+  auto refused = core_job_of(gang, JobId{1}, TenantId{0}, QueueId{0}, 0, models);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().field, "tasks");
+  JobSpec v100 = *spec;
+  v100.gpu_models = {"V100"};
+  refused = core_job_of(v100, JobId{1}, TenantId{0}, QueueId{0}, 0, models);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().field, "gpu_model[0]");
+  // Without mig_profile the task is a share of a GPU as before.
+  spec->mig_profile.reset();
+  job = core_job_of(*spec, JobId{1}, TenantId{0}, QueueId{0}, 0, models);
+  ASSERT_TRUE(job.has_value()) << job.error().message();
+  EXPECT_FALSE(job->gang.task.mig.has_value());
+  EXPECT_EQ(job->gang.task.milli_per_gpu, 1000);
+}
+
 TEST(JobSpecTest, MaxCostIsExactMoneyAndRoundTrips) {
   for (const char* text : {"max_cost: 250", "max_cost: 12.5", "max_cost: '0.000125'"}) {
     auto spec = parse_job_spec(std::string("name: a\ntenant: vision\n") + text, BodyFormat::kYaml);
@@ -530,7 +633,9 @@ TEST(JobSpecTest, SpecsRoundTripThroughJson) {
                         {"gpu_milli", 1},
                         {"topology", {{"within", "nvlink"}}}});
   ASSERT_TRUE(odd.has_value());
-  for (const JobSpec& spec : {*full, *minimal, *odd}) {
+  auto mig = json_spec({{"mig_profile", "4g.40gb"}, {"gpu_model", {"H100", "A100"}}});
+  ASSERT_TRUE(mig.has_value());
+  for (const JobSpec& spec : {*full, *minimal, *odd, *mig}) {
     const Json json = job_spec_to_json(spec);
     EXPECT_EQ(json.size(), 21U);
     auto back = job_spec_from_json(json);
@@ -546,6 +651,10 @@ TEST(JobSpecTest, SpecsRoundTripThroughJson) {
   EXPECT_EQ(json["topology"], Json({{"within", "leaf"}, {"mode", "required"}}));
   EXPECT_TRUE(job_spec_to_json(*minimal)["max_runtime"].is_null());
   EXPECT_EQ(job_spec_to_json(*odd)["runtime_estimate"], "1d2h3m4s");
+  // mig_profile only when set, in place of gpu_milli.
+  EXPECT_FALSE(json.contains("mig_profile"));
+  EXPECT_EQ(job_spec_to_json(*mig)["mig_profile"], "4g.40gb");
+  EXPECT_FALSE(job_spec_to_json(*mig).contains("gpu_milli"));
 }
 
 TEST(JobSpecTest, EqualityComparesEveryField) {
@@ -557,6 +666,9 @@ TEST(JobSpecTest, EqualityComparesEveryField) {
   EXPECT_NE(other, *spec);
   other = *spec;
   other.labels["x"] = "y";
+  EXPECT_NE(other, *spec);
+  other = *spec;
+  other.mig_profile = MigProfile::k1g10gb;
   EXPECT_NE(other, *spec);
 }
 

@@ -115,6 +115,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   (void)failed(drain_request_from_json(*value));
   if (auto spec = job_spec_from_json(*value); !failed(spec)) {
     check(spec->gpu_milli == 1000 || (spec->tasks == 1 && spec->gpus_per_task == 1), "gpu_milli");
+    check(!spec->mig_profile || (spec->tasks == 1 && spec->gpus_per_task == 1), "mig_profile");
     check(check_name(spec->name).has_value(), "name");
     check(spec->after_ok.size() <= kMaxDependencies, "after_ok");
     if (!spec->array.empty()) {

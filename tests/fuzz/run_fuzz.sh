@@ -192,6 +192,8 @@ fuzz_target() {
       for spec in "${examples}"/*.json; do
         [[ -f "${spec}" ]] && { printf '0'; cat "${spec}"; } > "${corpus}/$(basename "${spec}")"
       done
+      printf '1name: nb\ntenant: vision\nmig_profile: 3g.40gb\ngpu_model: [A100, H100]\n' \
+        > "${corpus}/mig-spec"
       if [[ "${target}" == api_bodies_fuzz ]]; then
         printf '0{"state": "failed", "exit_code": 1, "message": "oom"}' > "${corpus}/status"
         printf '0{"step": 1200, "note": "epoch 3"}' > "${corpus}/checkpoint"
