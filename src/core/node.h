@@ -76,7 +76,7 @@ struct NodeState {
   friend bool operator==(const NodeState&, const NodeState&) = default;
 };
 
-// An empty node of this spec.
+// An empty node of this spec (its partitioned GPUs in MIG mode, offering their instances).
 NodeState empty_state(const NodeSpec& spec);
 
 // Recomputes the cached summary fields from free_milli.

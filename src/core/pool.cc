@@ -117,15 +117,10 @@ Result<Pool> Pool::create(GpuModelCatalog models, Topology topology, std::vector
     if (spec.mig_on_demand == 0 && spec.mig_partitions.empty()) continue;
     pool.mig_first_[i] = static_cast<std::int32_t>(pool.mig_layouts_.size());
     pool.mig_layouts_.resize(pool.mig_layouts_.size() + static_cast<std::size_t>(spec.gpu_count));
-    NodeState& state = pool.states_[i];
     for (const NodeSpec::MigPartition& partition : spec.mig_partitions) {
       pool.mig_layouts_[static_cast<std::size_t>(pool.mig_first_[i] + partition.gpu)] =
           *MigLayout::partitioned(partition.instances);  // checked above
-      state.mig_gpus |= GpuSet{1} << partition.gpu;
-      state.free_milli[partition.gpu] = 0;
     }
-    refresh_summary(state, spec.gpu_count);
-    pool.refresh_mig_fits(NodeId{static_cast<std::uint32_t>(i)}, state);
   }
   pool.versions_.assign(pool.specs_.size(), 0);
   pool.tie_ranks_.resize(pool.specs_.size());

@@ -183,15 +183,26 @@ class ServicesReader : private YamlReader {
   Result<void> read_replica(const YAML::Node& node, const std::string& path,
                             SimServiceSpec& spec) const {
     auto f = fields(node, path,
-                    {"gpus", "gpu_milli", "gpu_models", "cpu_milli", "memory_mib", "slots",
-                     "service_time", "startup", "drain"});
+                    {"gpus", "gpu_milli", "mig_profile", "gpu_models", "cpu_milli",
+                     "memory_mib", "slots", "service_time", "startup", "drain"});
     if (!f) return std::unexpected(f.error());
     std::int64_t gpus = 1;
     std::int64_t gpu_milli = kMilliPerGpu;
     std::int64_t cpu_milli = 4000;
     std::int64_t memory_mib = 16384;
-    if (f->get("gpus") && f->get("gpu_milli")) {
-      return error_at(node, path, "give gpus (whole GPUs) or gpu_milli (a fraction), not both");
+    if ((f->get("gpus") ? 1 : 0) + (f->get("gpu_milli") ? 1 : 0) + (f->get("mig_profile") ? 1 : 0) >
+        1) {
+      return error_at(node, path,
+                      "give gpus (whole GPUs), gpu_milli (a fraction) or mig_profile (a MIG "
+                      "instance), one of them");
+    }
+    std::optional<MigProfile> mig;
+    if (auto profile_node = f->get("mig_profile")) {
+      auto name = text(*profile_node, path + ".mig_profile");
+      if (!name) return std::unexpected(name.error());
+      auto profile = parse_mig_profile(*name);
+      if (!profile) return error_at(*profile_node, path + ".mig_profile", profile.error().reason);
+      mig = *profile;
     }
     const auto number = [this](std::int64_t lo, std::int64_t hi) {
       return
@@ -229,7 +240,8 @@ class ServicesReader : private YamlReader {
       }
       if (accepted.is_none()) return error_at(*listed, path + ".gpu_models", "is empty");
     }
-    auto shape = make_task_shape(gpus, gpu_milli, cpu_milli, memory_mib, accepted);
+    auto shape = mig ? make_mig_task_shape(*mig, cpu_milli, memory_mib, accepted)
+                     : make_task_shape(gpus, gpu_milli, cpu_milli, memory_mib, accepted);
     if (!shape) return error_at(node, path, shape.error().message());
     spec.replica = *shape;
     if (auto ok = optional(*f, path, "slots", spec.scaler.slots_per_replica, number(1, 1024));

@@ -7,7 +7,8 @@
 //       tenant: inference          # a tenant of the tenants file (added if it has none of that
 //       name) replica:
 //         gpus: 1                  # whole GPUs per replica (default 1), or
-//         gpu_milli: 500           #   a fraction of one GPU in thousandths (1..999)
+//         gpu_milli: 500           #   a fraction of one GPU in thousandths (1..999), or
+//         mig_profile: 3g.40gb     #   a MIG instance (on a cluster node with mig: on_demand)
 //         gpu_models: [V100]       # the models it may run on (default: any)
 //         cpu_milli: 4000          # default 4000
 //         memory_mib: 16384        # default 16384

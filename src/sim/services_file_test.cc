@@ -74,6 +74,20 @@ TEST(ServicesFile, DefaultsFillWhatIsNotGiven) {
   EXPECT_EQ(a.rate.peak_at, 14 * 3600);
 }
 
+TEST(ServicesFile, AReplicaMayAskForAMigInstance) {
+  auto services = parse(R"(services:
+  - name: a
+    tenant: t
+    replica: {service_time: 100ms, mig_profile: 2g.20gb}
+    target: {p95_latency_ms: 500}
+    rate: {trough: 1, peak: 2}
+)");
+  ASSERT_TRUE(services.has_value()) << services.error().message();
+  const TaskShape& replica = (*services)[0].spec.replica;
+  EXPECT_EQ(replica.mig, MigProfile::k2g20gb);
+  EXPECT_EQ(replica.milli_per_gpu, mig_gpu_milli(MigProfile::k2g20gb));
+}
+
 TEST(ServicesFile, EachMistakeNamesItsPlaceAndReason) {
   const auto error = [](const std::string& body) {
     auto services = parse("services:\n  - name: a\n    tenant: t\n" + body);
@@ -85,7 +99,11 @@ TEST(ServicesFile, EachMistakeNamesItsPlaceAndReason) {
   EXPECT_THAT(error("    replica: {service_time: 0ms}\n" + ok_rest),
               HasSubstr("services[0].replica.service_time"));
   EXPECT_THAT(error("    replica: {service_time: 1s, gpus: 1, gpu_milli: 500}\n" + ok_rest),
-              HasSubstr("not both"));
+              HasSubstr("one of them"));
+  EXPECT_THAT(error("    replica: {service_time: 1s, gpus: 1, mig_profile: 1g.10gb}\n" + ok_rest),
+              HasSubstr("one of them"));
+  EXPECT_THAT(error("    replica: {service_time: 1s, mig_profile: 1g.5gb}\n" + ok_rest),
+              HasSubstr("services[0].replica.mig_profile"));
   EXPECT_THAT(error("    replica: {service_time: 1s, gpu_models: [H100]}\n" + ok_rest),
               HasSubstr("'H100' is not a GPU model of the pool"));
   EXPECT_THAT(error("    replica: {service_time: 1s, slots: 0}\n" + ok_rest),
