@@ -1,6 +1,7 @@
 #include "api/agent_wire.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <array>
 #include <limits>
@@ -280,6 +281,66 @@ Result<void> check_reply_map(const Json& value, const std::string& path) {
   return fail(path, "expected a map, got " + body_fields::describe(value));
 }
 
+// A MIG instance's uuid, which ends up in CUDA_VISIBLE_DEVICES: 1..kMaxMigUuid characters of
+// printable ASCII, no space (which would end the variable in a shell) and no comma (which
+// separates devices there).
+Result<std::string> read_mig_uuid(const Json& value, const std::string& path) {
+  auto uuid = body_fields::read_text(value, path, body_fields::kMaxTextBytes);
+  if (!uuid) return uuid;
+  if (uuid->empty()) return fail(path, "must not be empty");
+  if (uuid->size() > kMaxMigUuid) {
+    return fail(path, fmt::format("{} is {} characters long; at most {}", body_fields::quote(*uuid),
+                                  uuid->size(), kMaxMigUuid));
+  }
+  for (const char c : *uuid) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte > 0x20 && byte < 0x7F && c != ',') continue;
+    const std::string shown = byte == ' '                  ? "a space"
+                              : c == ','                   ? "a comma"
+                              : byte > 0x20 && byte < 0x7F ? fmt::format("'{}'", c)
+                                                           : fmt::format("the byte 0x{:02X}", byte);
+    return fail(path, fmt::format("{} contains {}; a MIG uuid is printable ASCII without spaces "
+                                  "or commas (CUDA_VISIBLE_DEVICES names it)",
+                                  body_fields::quote(*uuid), shown));
+  }
+  return uuid;
+}
+
+Result<AssignedMig> read_assigned_mig(const Json& value, const std::string& path) {
+  if (auto ok = check_reply_map(value, path); !ok) {
+    return std::unexpected(ok.error());
+  }
+  for (const char* key : {"profile", "start", "uuid"}) {
+    if (auto present = body_fields::required(value, path, key); !present) {
+      return std::unexpected(present.error());
+    }
+  }
+  AssignedMig mig;
+  std::string profile;
+  if (auto ok = first_failure({
+          read_optional(value, path, "profile", profile, short_text()),
+          read_optional(value, path, "start", mig.start, integer_in(0, kMigMemorySlices - 1)),
+          read_optional(value, path, "uuid", mig.uuid, read_mig_uuid),
+      });
+      !ok) {
+    return std::unexpected(ok.error());
+  }
+  auto parsed = parse_mig_profile(profile);
+  if (!parsed) return fail(key_path(path, "profile"), parsed.error().reason);
+  mig.profile = *parsed;
+  if (!MigLayout{}.fits(mig.profile, mig.start)) {
+    const MigProfileSpec& spec = mig_profile_spec(mig.profile);
+    std::vector<int> starts;
+    for (int s = 0; s < kMigMemorySlices; ++s) {
+      if ((spec.starts >> s) & 1U) starts.push_back(s);
+    }
+    return fail(key_path(path, "start"),
+                fmt::format("a {} instance starts at memory slice {}, not {}", spec.name,
+                            fmt::join(starts, ", "), mig.start));
+  }
+  return mig;
+}
+
 Result<AssignedTask> read_assigned_task(const Json& value, const std::string& path) {
   if (auto ok = check_reply_map(value, path); !ok) {
     return std::unexpected(ok.error());
@@ -288,9 +349,14 @@ Result<AssignedTask> read_assigned_task(const Json& value, const std::string& pa
   if (auto ok = first_failure({
           read_optional(value, path, "index", task.index, integer_in(0, kMaxGangTasks - 1)),
           read_optional(value, path, "gpus", task.gpus, read_gpu_indices),
+          read_optional(value, path, "mig", task.mig, read_assigned_mig),
       });
       !ok) {
     return std::unexpected(ok.error());
+  }
+  if (task.mig && task.gpus.size() != 1) {
+    return fail(key_path(path, "gpus"),
+                fmt::format("a task on a MIG instance has one GPU, got {}", task.gpus.size()));
   }
   return task;
 }
@@ -535,7 +601,15 @@ Result<NodeAssignment> node_assignment_from_json(const nlohmann::json& value,
 
 nlohmann::json node_assignment_to_json(const NodeAssignment& a) {
   nlohmann::json tasks = nlohmann::json::array();
-  for (const AssignedTask& t : a.tasks) tasks.push_back({{"index", t.index}, {"gpus", t.gpus}});
+  for (const AssignedTask& t : a.tasks) {
+    nlohmann::json task = {{"index", t.index}, {"gpus", t.gpus}};
+    if (t.mig) {
+      task["mig"] = {{"profile", std::string(mig_profile_spec(t.mig->profile).name)},
+                     {"start", t.mig->start},
+                     {"uuid", t.mig->uuid}};
+    }
+    tasks.push_back(std::move(task));
+  }
   nlohmann::json out = {{"job", a.job},
                         {"run", a.run},
                         {"name", a.name},

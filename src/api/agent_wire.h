@@ -184,10 +184,28 @@ struct ReplicaAssignment {
   friend bool operator==(const ReplicaAssignment&, const ReplicaAssignment&) = default;
 };
 
+// The longest uuid of a MIG instance an assignment may name.
+inline constexpr std::size_t kMaxMigUuid = 128;
+
+// The MIG instance a task of a job with a mig_profile (api/job_spec.h) runs on: its profile, its
+// first memory slice on the task's one GPU (core/mig.h) and its uuid, which the agent puts in
+// CUDA_VISIBLE_DEVICES once its own discovery confirms the instance (agent/assignment.h).
+//   {"profile": "3g.40gb", "start": 4, "uuid": "MIG-..."}
+// every key required: profile "1g.10gb" .. "7g.80gb"; start one the profile may start at
+// (MigLayout{}.fits); uuid 1..128 characters of printable ASCII without spaces or commas.
+struct AssignedMig {
+  MigProfile profile = MigProfile::k1g10gb;
+  int start = 0;
+  std::string uuid;
+
+  friend bool operator==(const AssignedMig&, const AssignedMig&) = default;
+};
+
 // One of a job's tasks on the node.
 struct AssignedTask {
-  int index = 0;          // the task's rank in the job, 0 .. world_size - 1
-  std::vector<int> gpus;  // GPU indices on this node, 0..15
+  int index = 0;                     // the task's rank in the job, 0 .. world_size - 1
+  std::vector<int> gpus;             // GPU indices on this node, 0..15
+  std::optional<AssignedMig> mig{};  // a MIG instance of its one GPU; else the whole GPUs
 
   friend bool operator==(const AssignedTask&, const AssignedTask&) = default;
 };
@@ -199,13 +217,17 @@ struct AssignedTask {
 //    "cpu_milli_per_task": 4000, "memory_mib_per_task": 1024, "gpu_milli": 1000,
 //    "preemptible": true, "checkpoints": true, "resume_from": "/ckpt/12/step-40",
 //    "checkpoint_step": 40}
+// and a task on a MIG instance (a job with a mig_profile) names it:
+//    "tasks": [{"index": 0, "gpus": [1],
+//               "mig": {"profile": "3g.40gb", "start": 4, "uuid": "MIG-..."}}]
 // job (> 0) and command (1..256 words of at most 4 KiB) are required, the rest optional with the
 // defaults below: run >= 0; name, tenant and master_addr at most 256 characters; world_size
 // 1..100000; tasks at most 256, each index in 0..world_size - 1 and listed once, at most 16 GPUs
-// each; master_port 0..65535; env at most 256 entries, keys variable names, values and
-// working_dir and resume_from at most 4 KiB; cpu_milli_per_task 0..10^9; memory_mib_per_task
-// 0..2^30; gpu_milli 1..1000; checkpoint_step >= 0 or null; replica a ReplicaAssignment or null.
-// to_json writes every key (checkpoint_step null when unknown), but replica only when it is set.
+// each, and a task with mig (an AssignedMig) exactly one; master_port 0..65535; env at most 256
+// entries, keys variable names, values and working_dir and resume_from at most 4 KiB;
+// cpu_milli_per_task 0..10^9; memory_mib_per_task 0..2^30; gpu_milli 1..1000; checkpoint_step >= 0
+// or null; replica a ReplicaAssignment or null. to_json writes every key (checkpoint_step null when
+// unknown), but replica, and a task's mig, only when it is set.
 struct NodeAssignment {
   std::int64_t job = 0;
   std::int64_t run = 0;  // the job's start count: a new run of the job is a new assignment

@@ -1,10 +1,12 @@
 #include "api/agent_wire.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -267,6 +269,30 @@ TEST(AgentWireTest, AssignmentAndHeartbeatReplyRoundTrip) {
   expect_round_trip(HeartbeatReply{}, heartbeat_reply_to_json, heartbeat_reply_from_json);
 }
 
+TEST(AgentWireTest, AssignmentOnAMigInstanceRoundTrips) {
+  expect_round_trip(test_support::mig_notebook(), node_assignment_to_json, read_assignment);
+  // Every profile at each of its starts, and the longest uuid.
+  for (const MigProfileSpec& profile : mig_profiles()) {
+    for (int start = 0; start < kMigMemorySlices; ++start) {
+      if (((profile.starts >> start) & 1U) == 0) continue;
+      NodeAssignment a = test_support::mig_notebook();
+      a.tasks[0].gpus = {15};
+      a.tasks[0].mig = AssignedMig{
+          .profile = profile.profile, .start = start, .uuid = std::string(kMaxMigUuid, 'M')};
+      expect_round_trip(a, node_assignment_to_json, read_assignment);
+    }
+  }
+  // One task on an instance beside another on whole GPUs, in one reply.
+  NodeAssignment mixed = gang_task_1();
+  mixed.tasks.push_back(test_support::mig_notebook().tasks[0]);
+  const HeartbeatReply reply{.node = "gpu-a1",
+                             .jobs = {12, 14},
+                             .assignments = {mixed, test_support::mig_notebook()},
+                             .heartbeat_timeout_ms = std::nullopt,
+                             .rejected = {}};
+  expect_round_trip(reply, heartbeat_reply_to_json, heartbeat_reply_from_json);
+}
+
 TEST(AgentWireTest, ReplicaAssignmentRoundTrips) {
   NodeAssignment served = gang_task_1();
   served.world_size = 1;
@@ -458,6 +484,21 @@ TEST(AgentWireGoldenTest, HeartbeatReply) {
   EXPECT_EQ(node_assignment_to_json(fresh)["resume_from"], "");
   // A job that is no service's replica has no "replica".
   EXPECT_FALSE(node_assignment_to_json(fresh).contains("replica"));
+}
+
+TEST(AgentWireGoldenTest, MigTask) {
+  const Json written = node_assignment_to_json(test_support::mig_notebook());
+  EXPECT_EQ(written["tasks"], json(R"([{"index": 0, "gpus": [1], "mig": {"profile": "3g.40gb",
+      "start": 4, "uuid": "MIG-4f1e2d3c-5b6a-5978-8695-a4b3c2d1e0f9"}}])"));
+  // A task on whole GPUs has no "mig"; a null one is none.
+  EXPECT_FALSE(node_assignment_to_json(gang_task_1())["tasks"][0].contains("mig"));
+  Json sent = node_assignment_to_json(gang_task_1());
+  sent["tasks"][0]["mig"] = nullptr;
+  EXPECT_EQ(read_assignment(sent).value(), gang_task_1());
+  // A newer server's keys in it are ignored, as elsewhere in a reply.
+  sent = written;
+  sent["tasks"][0]["mig"]["memory_mib"] = 40'192;
+  EXPECT_EQ(read_assignment(sent).value(), test_support::mig_notebook());
 }
 
 TEST(AgentWireGoldenTest, ReplicaAssignment) {
@@ -781,6 +822,73 @@ TEST(NodeAssignmentTest, NamesTheFieldThatIsWrong) {
   EXPECT_EQ(least->gpu_milli, 1000);
   EXPECT_TRUE(least->preemptible);
   EXPECT_TRUE(least->tasks.empty());
+}
+
+TEST(NodeAssignmentTest, NamesTheMigFieldThatIsWrong) {
+  const Json good = node_assignment_to_json(test_support::mig_notebook());
+  // The error of the assignment with the instance's `key` set to `value` (nullopt: left out).
+  const auto refusal = [&](std::string_view key, const std::optional<Json>& value) {
+    Json a = good;
+    if (value) {
+      a["tasks"][0]["mig"][std::string(key)] = *value;
+    } else {
+      a["tasks"][0]["mig"].erase(std::string(key));
+    }
+    auto read = read_assignment(a);
+    EXPECT_FALSE(read.has_value()) << key << ": " << value.value_or("(none)").dump();
+    return read ? Error{} : read.error();
+  };
+  const std::string at = "assignments[0].tasks[0].mig";
+  for (const char* key : {"profile", "start", "uuid"}) {
+    const Error absent = refusal(key, std::nullopt);
+    EXPECT_EQ(absent.field, at + "." + key);
+    EXPECT_EQ(absent.reason, "the key is missing");
+  }
+  EXPECT_EQ(refusal("profile", "3g.41gb").field, at + ".profile");
+  EXPECT_THAT(refusal("profile", "3g.41gb").reason, HasSubstr("1g.10gb, 1g.20gb"));
+  EXPECT_EQ(refusal("profile", 3).field, at + ".profile");
+  EXPECT_EQ(refusal("start", 8).field, at + ".start");
+  EXPECT_EQ(refusal("start", -1).field, at + ".start");
+  EXPECT_EQ(refusal("start", "4").field, at + ".start");
+  const Error start = refusal("start", 2);
+  EXPECT_EQ(start.field, at + ".start");
+  EXPECT_EQ(start.reason, "a 3g.40gb instance starts at memory slice 0, 4, not 2");
+  for (const Json& uuid :
+       {Json(""), Json(std::string(kMaxMigUuid + 1, 'M')), Json("MIG-a b"), Json("MIG-a,MIG-b"),
+        Json("MIG-a\nb"), Json("MIG-\xc3\xa9"), Json("MIG-\x7f"), Json(7)}) {
+    EXPECT_EQ(refusal("uuid", uuid).field, at + ".uuid") << uuid.dump();
+  }
+  EXPECT_EQ(refusal("uuid", "").reason, "must not be empty");
+  EXPECT_THAT(refusal("uuid", "MIG-a b").reason, HasSubstr("contains a space"));
+  EXPECT_THAT(refusal("uuid", "MIG-a,MIG-b").reason, HasSubstr("contains a comma"));
+  EXPECT_THAT(refusal("uuid", "MIG-a\tb").reason, HasSubstr("the byte 0x09"));
+  EXPECT_THAT(refusal("uuid", std::string(kMaxMigUuid + 1, 'M')).reason,
+              HasSubstr("129 characters long; at most 128"));
+
+  // The instance is on the task's one GPU.
+  for (const Json& gpus : {Json::array(), Json{1, 2}}) {
+    Json a = good;
+    a["tasks"][0]["gpus"] = gpus;
+    auto read = read_assignment(a);
+    ASSERT_FALSE(read.has_value()) << gpus.dump();
+    EXPECT_EQ(read.error().field, "assignments[0].tasks[0].gpus");
+    EXPECT_EQ(read.error().reason,
+              fmt::format("a task on a MIG instance has one GPU, got {}", gpus.size()));
+  }
+  Json not_a_map = good;
+  not_a_map["tasks"][0]["mig"] = "3g.40gb";
+  EXPECT_EQ(read_assignment(not_a_map).error().field, at);
+
+  // In a reply, the job with a bad instance is rejected alone, the path naming the field.
+  Json bad = good;
+  bad["tasks"][0]["mig"]["start"] = 1;
+  auto reply = heartbeat_reply_from_json(
+      {{"assignments", {node_assignment_to_json(gang_task_1()), good, bad}}});
+  ASSERT_TRUE(reply.has_value()) << reply.error().message();
+  EXPECT_EQ(reply->assignments.size(), 2U);
+  ASSERT_EQ(reply->rejected.size(), 1U);
+  EXPECT_EQ(reply->rejected[0].job, 14);
+  EXPECT_EQ(reply->rejected[0].error.field, "assignments[2].tasks[0].mig.start");
 }
 
 // One job without a command (or with a field of the wrong type) is rejected on its own, with the

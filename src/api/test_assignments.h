@@ -29,4 +29,24 @@ inline NodeAssignment gang_task_1() {
                         .replica = std::nullopt};
 }
 
+// A notebook on a 3g.40gb MIG instance of GPU 1, at memory slice 4: a job of one task.
+inline NodeAssignment mig_notebook() {
+  NodeAssignment a = gang_task_1();
+  a.job = 14;
+  a.run = 1;
+  a.name = "notebook";
+  a.world_size = 1;
+  a.tasks = {AssignedTask{.index = 0,
+                          .gpus = {1},
+                          .mig = AssignedMig{.profile = MigProfile::k3g40gb,
+                                             .start = 4,
+                                             .uuid = "MIG-4f1e2d3c-5b6a-5978-8695-a4b3c2d1e0f9"}}};
+  a.command = {"jupyter", "lab"};
+  a.env.clear();
+  a.checkpoints = false;
+  a.resume_from.clear();
+  a.checkpoint_step.reset();
+  return a;
+}
+
 }  // namespace tidepool::test_support

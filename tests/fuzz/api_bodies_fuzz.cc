@@ -98,7 +98,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     for (const NodeAssignment& a : reply->assignments) {
       check(a.job > 0 && !a.command.empty(), "assignment job and command");
-      for (const AssignedTask& t : a.tasks) check(t.index < a.world_size, "task index");
+      for (const AssignedTask& t : a.tasks) {
+        check(t.index < a.world_size, "task index");
+        check(!t.mig || (t.gpus.size() == 1 && MigLayout{}.fits(t.mig->profile, t.mig->start) &&
+                         !t.mig->uuid.empty() && t.mig->uuid.size() <= kMaxMigUuid),
+              "a task's MIG instance");
+      }
     }
     HeartbeatReply accepted = *reply;
     accepted.rejected.clear();

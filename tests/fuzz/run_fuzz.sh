@@ -212,6 +212,10 @@ fuzz_target() {
           '"job": 12, "run": 2, "world_size": 2, "tasks": [{"index": 1, "gpus": [4, 5]}]' \
           '"command": ["python", "train.py"], "env": {"EPOCHS": "3"}, "checkpoint_step": null' \
           > "${corpus}/heartbeat-reply"
+        printf '0{"assignments": [{%s, "tasks": [{%s, "mig": {%s}}]}]}' \
+          '"job": 14, "run": 1, "command": ["jupyter"]' '"index": 0, "gpus": [1]' \
+          '"profile": "3g.40gb", "start": 4, "uuid": "MIG-4f1e"' \
+          > "${corpus}/heartbeat-reply-mig"
         printf '0{"assignments": [{%s, %s}]}' '"job": 31, "run": 1, "command": ["serve"]' \
           '"replica": {"service": 7, "port": 8001, "metric_names": {"requests_running": "r"}}' \
           > "${corpus}/heartbeat-reply-replica"
