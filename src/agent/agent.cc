@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "agent/fake_gpu_backend.h"
+#include "agent/gpu_hold.h"
 #include "agent/process_stats.h"
 #include "agent/task_files.h"
 
@@ -62,6 +63,7 @@ struct Agent::LocalTask {
   std::int64_t run = 0;
   int index = 0;
   std::vector<int> gpus;
+  std::optional<MigInstance> mig;  // the MIG instance of its one GPU it runs on, if any
   bool checkpoints = false;
   std::string tenant;
   int uid = -1;  // the job's uid on this node; -1: the agent's own
@@ -427,9 +429,9 @@ void Agent::reconcile(const std::vector<NodeAssignment>& assignments, std::int64
 }
 
 void Agent::start_ready_tasks(std::int64_t now_ms) {
-  std::set<int> busy;
+  GpuHold held;
   for (const auto& [key, task] : tasks_) {
-    if (!task.group_gone) busy.insert(task.gpus.begin(), task.gpus.end());
+    if (!task.group_gone) held.add(task.gpus, task.mig);
   }
   // Without isolation, one tenant at a time: the one whose tasks are here.
   std::set<std::string> tenants;
@@ -439,8 +441,8 @@ void Agent::start_ready_tasks(std::int64_t now_ms) {
   const bool shared = isolates_tenants() || options_.allow_shared_node_without_isolation;
   for (auto it = waiting_.begin(); it != waiting_.end();) {
     const auto& [assignment, task] = it->second;
-    if (std::ranges::any_of(task.gpus, [&](int g) { return busy.contains(g); })) {
-      ++it;  // a task that is stopping still holds one of its GPUs
+    if (!held.free_for(task.gpus, mig_instance(task))) {
+      ++it;  // a task that is stopping still holds one of its GPUs (or its MIG instance)
       continue;
     }
     if (!shared && !tenants.empty() && !tenants.contains(assignment.tenant)) {
@@ -456,7 +458,7 @@ void Agent::start_ready_tasks(std::int64_t now_ms) {
     }
     told_waiting_.erase(it->first);
     start_task(it->first, assignment, task, now_ms);
-    busy.insert(task.gpus.begin(), task.gpus.end());
+    held.add(task.gpus, mig_instance(task));
     tenants.insert(assignment.tenant);
     it = waiting_.erase(it);
   }
@@ -469,6 +471,7 @@ void Agent::start_task(const TaskKey& key, const NodeAssignment& assignment,
   task.run = assignment.run;
   task.index = assigned.index;
   task.gpus = assigned.gpus;
+  task.mig = mig_instance(assigned);
   task.checkpoints = assignment.checkpoints;
   task.tenant = assignment.tenant;
   task.replica = assignment.replica;
@@ -481,7 +484,13 @@ void Agent::start_task(const TaskKey& key, const NodeAssignment& assignment,
   task.notice_file = task.run_dir + "/preemption-notice";
   task.checkpoint_dir = fmt::format("{}/{}", options_.checkpoint_root, assignment.job);
   std::string failure;
-  if (options_.task_uids) {
+  // A MIG instance the server assigned but this node's discovery does not have (the GPU was
+  // partitioned anew, or the server's view is stale): the task would run on another instance,
+  // or on none.
+  if (auto instance = check_mig_instance(assigned, gpu_info_); !instance) {
+    failure = instance.error().message();
+  }
+  if (failure.empty() && options_.task_uids) {
     if (auto uid = uids_.acquire(task.job); uid) {
       task.uid = *uid;
     } else {
@@ -531,7 +540,7 @@ void Agent::start_task(const TaskKey& key, const NodeAssignment& assignment,
     }
   }
   auto process =
-      failure.empty() ? TaskProcess::start(launch) : Result<TaskProcess>(fail("run_dir", failure));
+      failure.empty() ? TaskProcess::start(launch) : Result<TaskProcess>(fail("", failure));
   if (!process) {
     // It cannot start here: say so; the job fails with the reason.
     log(fmt::format("job {} task {} cannot start: {}", task.job, task.index,
@@ -543,8 +552,12 @@ void Agent::start_task(const TaskKey& key, const NodeAssignment& assignment,
     return;
   }
   task.start_ticks = process_start_ticks(process->pid());
-  log(fmt::format("job {} run {} task {} started as pid {} on GPU(s) [{}]{}", task.job, task.run,
+  log(fmt::format("job {} run {} task {} started as pid {} on GPU(s) [{}]{}{}", task.job, task.run,
                   task.index, process->pid(), fmt::join(task.gpus, ","),
+                  assigned.mig ? fmt::format(", MIG {} at memory slice {} ({})",
+                                             mig_profile_spec(assigned.mig->profile).name,
+                                             assigned.mig->start, assigned.mig->uuid)
+                               : std::string(),
                   task.uid >= 0 ? fmt::format(", uid {}", task.uid) : std::string()));
   task.process = std::move(*process);
   task.usage = group_usage(task.leader(), now_ms);
@@ -897,6 +910,10 @@ void Agent::save_state() {
                             {"log_path", task.log_path},
                             {"log_shipped", task.log_shipped},
                             {"checkpoint_read", task.checkpoint_read}};
+    if (task.mig) {
+      entry["mig"] = {{"profile", mig_profile_spec(task.mig->profile).name},
+                      {"start", task.mig->start}};
+    }
     tasks.push_back(std::move(entry));
   }
   const std::string path = options_.state_dir + "/tasks.json";
@@ -941,6 +958,12 @@ void Agent::load_state() {
       task.run = entry.at("run").get<std::int64_t>();
       task.index = entry.at("task").get<int>();
       task.gpus = entry.at("gpus").get<std::vector<int>>();
+      if (const auto mig = entry.find("mig"); mig != entry.end() && mig->is_object()) {
+        // An instance this agent cannot read back holds its GPU whole (GpuHold): safe.
+        if (auto profile = parse_mig_profile(mig->value("profile", std::string()))) {
+          task.mig = MigInstance{.profile = *profile, .start = mig->value("start", 0)};
+        }
+      }
       task.checkpoints = entry.value("checkpoints", false);
       task.tenant = entry.value("tenant", std::string());
       task.uid = entry.value("uid", -1);

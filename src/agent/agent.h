@@ -7,7 +7,9 @@
 // should run (each message to and from the server is one of api/agent_wire.h). The agent makes
 // the node match it:
 //   - an assigned task that does not run is started once its GPUs are free of any task still
-//     stopping there (the server gives GPUs to the next job as soon as it preempts one);
+//     stopping there (the server gives GPUs to the next job as soon as it preempts one); a task
+//     on a MIG instance needs only its instance free, and starts only on an instance the agent's
+//     own discovery has (uuid, profile and start: check_mig_instance), else it fails with why;
 //   - a running task that is no longer assigned (preempted, cancelled, past its max_runtime, its
 //     job failed elsewhere) is stopped: notice, checkpoint, SIGTERM, SIGKILL;
 //   - a task that ends on its own is reported (POST /v1/jobs/{id}/status with its exit code);

@@ -1,5 +1,9 @@
 #include "agent/assignment.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
 #include <map>
 
 namespace tidepool {
@@ -15,6 +19,8 @@ std::vector<std::pair<std::string, std::string>> task_environment(const NodeAssi
                    ? setting.gpu_names[static_cast<std::size_t>(g)]
                    : std::to_string(g);
   }
+  // CUDA names an instance by its uuid, and a process sees one instance at most.
+  if (task.mig) devices = task.mig->uuid;
   vars.try_emplace("PATH", setting.agent_dir.empty()
                                ? std::string("/usr/local/bin:/usr/bin:/bin")
                                : setting.agent_dir + ":/usr/local/bin:/usr/bin:/bin");
@@ -37,6 +43,37 @@ std::vector<std::pair<std::string, std::string>> task_environment(const NodeAssi
   vars["TIDEPOOL_CHECKPOINT_REPORT"] = setting.checkpoint_file;
   vars["TIDEPOOL_SERVER"] = setting.server_url;
   return {vars.begin(), vars.end()};
+}
+
+std::optional<MigInstance> mig_instance(const AssignedTask& task) {
+  if (!task.mig) return std::nullopt;
+  return MigInstance{.profile = task.mig->profile, .start = task.mig->start};
+}
+
+Result<void> check_mig_instance(const AssignedTask& task, std::span<const GpuInfo> gpus) {
+  if (!task.mig) return {};
+  const AssignedMig& want = *task.mig;
+  if (task.gpus.size() != 1) {
+    return fail("", fmt::format("a task on a MIG instance has one GPU, got {}", task.gpus.size()));
+  }
+  const int gpu = task.gpus.front();
+  const std::string missing =
+      fmt::format("GPU {} has no {} MIG instance at memory slice {} with uuid {}", gpu,
+                  mig_profile_spec(want.profile).name, want.start, want.uuid);
+  const auto info = std::ranges::find(gpus, gpu, &GpuInfo::index);
+  if (info == gpus.end()) {
+    return fail("",
+                fmt::format("{}; the node has no GPU {} ({} found)", missing, gpu, gpus.size()));
+  }
+  if (!info->mig_enabled) return fail("", missing + "; it is not in MIG mode");
+  std::vector<std::string> has;
+  for (const MigDevice& m : info->mig) {
+    if (m.uuid == want.uuid && m.profile == want.profile && m.start == want.start) return {};
+    has.push_back(fmt::format("{} at memory slice {} ({})", mig_profile_spec(m.profile).name,
+                              m.start, m.uuid));
+  }
+  if (has.empty()) return fail("", missing + "; it has no instances");
+  return fail("", fmt::format("{}; it has {}", missing, fmt::join(has, ", ")));
 }
 
 }  // namespace tidepool
