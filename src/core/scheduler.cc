@@ -36,7 +36,7 @@ std::int64_t count_whole_free_gpus(const Pool& pool, const ModelSet& models) {
 
 bool may_fit(const Pool& pool, const GangRequest& request) {
   const TaskShape& task = request.task;
-  if (task.is_fractional() || !task.needs_gpu()) return true;
+  if (task.is_fractional() || task.is_mig() || !task.needs_gpu()) return true;
   const std::int64_t need = std::int64_t{request.task_count} * task.gpu_count;
   const bool one_node =
       request.topology.requires_level(TopologyLevel::kNode) || request.task_count == 1;

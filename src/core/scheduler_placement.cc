@@ -37,7 +37,7 @@ std::optional<PendingReason> Scheduler::try_to_place(Entry& e, const QuotaVerdic
   } else if (auto it = state.unplaceable.find(shape_key); it != state.unplaceable.end()) {
     unplaceable = it->second;
   } else if (const std::int64_t free = whole_free_gpus(request.task.models);
-             !request.task.is_fractional() && free < gpus) {
+             !request.task.is_fractional() && !request.task.is_mig() && free < gpus) {
     unplaceable = make_reason(PendingKind::kCapacity,
                               fmt::format("needs {} GPUs ({}); {} free", gpus,
                                           describe(request.task.models, pool_.models()), free));
@@ -81,8 +81,10 @@ std::optional<PendingReason> Scheduler::try_to_place(Entry& e, const QuotaVerdic
       running_changed(now, state);
       return std::nullopt;
     }
-    unplaceable = make_reason(free >= gpus ? PendingKind::kTopology : PendingKind::kCapacity,
-                              placed.error().reason);
+    // A MIG instance needs room on one GPU, not a topology: short of capacity.
+    unplaceable = make_reason(
+        free >= gpus && !request.task.is_mig() ? PendingKind::kTopology : PendingKind::kCapacity,
+        placed.error().reason);
     // A replica's spread limit binds it alone, not the other jobs of its shape.
     if (!e.job.replica_of) state.unplaceable.emplace(shape_key, *unplaceable);
   }

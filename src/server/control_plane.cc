@@ -30,6 +30,14 @@ Result<std::unique_ptr<ControlPlane>> ControlPlane::create(ControlPlaneSetup set
   }
   auto tenants = apply_overrides(setup.tenants, overrides, setup.cluster.models);
   if (!tenants) return std::unexpected(tenants.error());
+  for (const NodeSpec& node : setup.cluster.nodes) {
+    if (node.mig_on_demand != 0) {
+      return fail("cluster node " + node.name + " mig",
+                  "on_demand is the simulator's: the server runs MIG tasks on the instances the "
+                  "agents find, so the cluster file lists each partitioned GPU's instances "
+                  "(mig: {all: [3g.40gb, 3g.40gb]})");
+    }
+  }
   if (setup.market) {
     // Rented GPUs are charged by model: the offers' models join the catalog (with no node).
     for (const BurstOfferSpec& offer : setup.market->burst_offers) {

@@ -232,6 +232,121 @@ TEST(ControlPlaneNodes, AJobWaitsForANodeWhoseAgentRegistered) {
   }
 }
 
+// A cluster whose first A100 node has GPU 0 partitioned into two 3g.40gb instances.
+TEST(ControlPlaneMig, AMigJobRunsOnAnInstanceOfAPartitionedGpuAndItsAgentGetsTheInstance) {
+  ControlPlaneSetup setup = example_setup();
+  setup.simulate_unregistered_nodes = false;
+  std::string a100;
+  for (NodeSpec& node : setup.cluster.nodes) {
+    if (node.gpu_count > 0 && setup.cluster.models.name(node.model) == "A100" && a100.empty()) {
+      a100 = node.name;
+      node.mig_partitions.push_back({0, {{MigProfile::k3g40gb, 4}, {MigProfile::k3g40gb, 0}}});
+    }
+  }
+  ASSERT_FALSE(a100.empty());
+  // Quotas count an instance as its share of a GPU (a 3g.40gb: 0.5).
+  auto tenants = read_tenants_yaml(R"(orgs:
+  - name: lab
+    tenants:
+      - name: vision
+        quota:
+          A100: {guaranteed_gpus: 8}
+          H100: {guaranteed_gpus: 8}
+)",
+                                   "tenants.yaml", setup.cluster.models);
+  ASSERT_TRUE(tenants.has_value()) << tenants.error().message();
+  setup.tenants = std::move(*tenants);
+  Batch repairs;
+  auto made = ControlPlane::create(setup, Snapshot{}, kT0, repairs, std::make_shared<TokenTable>());
+  ASSERT_TRUE(made.has_value()) << made.error().message();
+  ControlPlane& plane = **made;
+  Batch batch;
+  const Principal agent{"agent-token", Role::kAgent, "", a100};
+  // The agent must find what the cluster file declares.
+  NodeRegistration registration;
+  registration.address = "10.0.0.5";
+  for (int g = 0; g < 8; ++g) {
+    registration.devices.push_back(GpuDevice{.index = g,
+                                             .uuid = fmt::format("GPU-{}", g),
+                                             .model = "A100",
+                                             .memory_mib = 81920,
+                                             .pci_bus_id = "",
+                                             .numa_node = -1,
+                                             .nvlink_peers = {}});
+  }
+  const Wire whole = wire(plane.register_node(agent, a100, registration, kT0, batch));
+  EXPECT_EQ(whole.status, 409) << whole.body.dump();
+  EXPECT_THAT(whole.body.dump(), HasSubstr("devices[0].mig"));
+  EXPECT_THAT(whole.body.dump(), HasSubstr("3g.40gb@0, 3g.40gb@4"));
+  registration.devices[0].mig = {{"MIG-low", MigProfile::k3g40gb, 0, 40960},
+                                 {"MIG-high", MigProfile::k3g40gb, 4, 40960}};
+  ASSERT_EQ(wire(plane.register_node(agent, a100, registration, kT0, batch)).status, 200);
+
+  JobSpec spec = job("infer", 1, 1);
+  spec.gpu_models = {"A100"};
+  spec.mig_profile = MigProfile::k3g40gb;
+  std::vector<std::int64_t> ids;
+  for (int i = 0; i < 3; ++i) {
+    const Wire submitted = wire(plane.submit(kVision, spec, "", kT0, batch));
+    ASSERT_EQ(submitted.status, 201) << submitted.body.dump();
+    ids.push_back(submitted.body["id"]);
+  }
+  plane.schedule(kT0, batch);
+  // Two instances: packing takes the high half first; the third waits.
+  for (auto [index, start] : {std::pair{0, 4}, std::pair{1, 0}}) {
+    const Wire ran = wire(plane.get_job(kAdmin, jid(ids[index])));
+    ASSERT_EQ(ran.body["state"], "running") << ran.body.dump();
+    EXPECT_EQ(ran.body["placement"][0]["node"], a100);
+    EXPECT_EQ(ran.body["placement"][0]["gpus"], nlohmann::json::array({0}));
+    EXPECT_EQ(ran.body["placement"][0]["mig_start"], start);
+  }
+  const Wire waiting = wire(plane.get_job(kAdmin, jid(ids[2])));
+  EXPECT_EQ(waiting.body["state"], "pending");
+  EXPECT_EQ(waiting.body["pending"]["kind"], "capacity") << waiting.body.dump();
+  EXPECT_THAT(waiting.body["pending"]["reason"].get<std::string>(), HasSubstr("3g.40gb"));
+  // The other seven GPUs stay whole: a job of 7 GPUs runs beside the instances.
+  JobSpec seven = job("train", 1, 7);
+  seven.gpu_models = {"A100"};
+  const std::int64_t train = wire(plane.submit(kVision, seven, "", kT0, batch)).body["id"];
+  plane.schedule(kT0, batch);
+  const Wire trained = wire(plane.get_job(kAdmin, jid(train)));
+  ASSERT_EQ(trained.body["state"], "running") << trained.body.dump();
+  EXPECT_EQ(trained.body["placement"][0]["node"], a100);
+  // The agent's heartbeat reply names each instance by its UUID.
+  const Wire beat = wire(plane.heartbeat(agent, a100, NodeHeartbeat{}, kT0 + 1s, batch));
+  ASSERT_EQ(beat.status, 200) << beat.body.dump();
+  std::map<std::string, std::string> uuid_by_start;
+  for (const auto& assignment : beat.body["assignments"]) {
+    for (const auto& task : assignment["tasks"]) {
+      if (!task.contains("mig")) continue;
+      EXPECT_EQ(task["mig"]["profile"], "3g.40gb");
+      uuid_by_start[std::to_string(task["mig"]["start"].get<int>())] = task["mig"]["uuid"];
+    }
+  }
+  EXPECT_EQ(uuid_by_start,
+            (std::map<std::string, std::string>{{"0", "MIG-low"}, {"4", "MIG-high"}}));
+  // An instance freed goes to the job that waited.
+  ASSERT_EQ(wire(plane.cancel(kVision, jid(ids[0]), kT0 + 2s, batch)).status, 200);
+  plane.schedule(kT0 + 2s, batch);
+  const Wire third = wire(plane.get_job(kAdmin, jid(ids[2])));
+  ASSERT_EQ(third.body["state"], "running") << third.body.dump();
+  EXPECT_EQ(third.body["placement"][0]["mig_start"], 4);
+}
+
+TEST(ControlPlaneMig, TheServerRefusesGpusPartitionedOnDemand) {
+  ControlPlaneSetup setup = example_setup();
+  for (NodeSpec& node : setup.cluster.nodes) {
+    if (node.gpu_count > 0 && setup.cluster.models.name(node.model) == "A100") {
+      node.mig_on_demand = 0b1;
+      break;
+    }
+  }
+  Batch repairs;
+  auto made = ControlPlane::create(setup, Snapshot{}, kT0, repairs, std::make_shared<TokenTable>());
+  ASSERT_FALSE(made.has_value());
+  EXPECT_THAT(made.error().message(), HasSubstr("on_demand"));
+}
+
 TEST_F(ControlPlaneTest, AListingRefusesATenantQueueOrNodeThePoolLacks) {
   ASSERT_EQ(submit(job("one")).status, 201);
   const auto listed = [&](std::string tenant, std::string queue, std::string node = "") {

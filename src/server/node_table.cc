@@ -36,6 +36,46 @@ bool names_model(std::string_view reported, std::string_view declared) {
 // The port a gang's task 0 listens on for its peers (MASTER_PORT): one per job, 20000..29999.
 int master_port(JobId job) { return 20'000 + static_cast<int>(job.value % 10'000); }
 
+// A GPU's MIG instances in words, the same for the agent's report and the cluster file:
+// "whole", or "in MIG mode with 1g.10gb@0, 3g.40gb@4" (sorted by start).
+std::string mig_text(std::vector<MigInstance> instances) {
+  if (instances.empty()) return "whole";
+  std::ranges::sort(instances, {}, [](const MigInstance& i) {
+    return std::pair{i.start, i.profile};
+  });
+  std::string text = "in MIG mode with ";
+  for (std::size_t k = 0; k < instances.size(); ++k) {
+    text += fmt::format("{}{}@{}", k == 0 ? "" : ", ", mig_profile_spec(instances[k].profile).name,
+                        instances[k].start);
+  }
+  return text;
+}
+
+std::string mig_layout_text(const std::vector<MigSlice>& slices) {
+  std::vector<MigInstance> instances;
+  for (const MigSlice& slice : slices) instances.push_back({slice.profile, slice.start});
+  return mig_text(std::move(instances));
+}
+
+std::string declared_mig_text(const NodeSpec& spec, int gpu) {
+  for (const NodeSpec::MigPartition& partition : spec.mig_partitions) {
+    if (partition.gpu == gpu) return mig_text(partition.instances);
+  }
+  return mig_text({});
+}
+
+// The UUID of the agent's MIG instance of `profile` at `start` on GPU `gpu`, or "".
+std::string reported_mig_uuid(const NodeRegistration& reported, int gpu, MigProfile profile,
+                              int start) {
+  for (const GpuDevice& device : reported.devices) {
+    if (device.index != gpu) continue;
+    for (const MigSlice& slice : device.mig) {
+      if (slice.profile == profile && slice.start == start) return slice.uuid;
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 NodeTable::NodeTable(PlaneState& state, MarketClerk& clerk)
@@ -159,6 +199,17 @@ Outcome<NodeId> NodeTable::register_node(const std::string& name,
                                          model->empty() ? "unnamed" : *model, declared, name));
     }
   }
+  for (std::size_t i = 0; i < registration.devices.size(); ++i) {
+    const GpuDevice& device = registration.devices[i];
+    const std::string found = mig_layout_text(device.mig);
+    const std::string declared = declared_mig_text(spec, device.index);
+    if (found != declared) {
+      return conflict(fmt::format("devices[{}].mig", i),
+                      fmt::format("the agent found GPU {} of node '{}' {}, the cluster file "
+                                  "declares it {}",
+                                  device.index, name, found, declared));
+    }
+  }
   const Topology& topology = cluster.topology;
   const LeafSpec& leaf = topology.leaves[spec.leaf.value];
   for (auto [field, told, declared] :
@@ -271,10 +322,22 @@ Outcome<NodeId> NodeTable::set_drained(const Principal& who, const std::string& 
 
 NodeAssignment NodeTable::assignment_of(const ServerJob& job, const std::string& node) const {
   std::vector<AssignedTask> tasks;
+  const PlaneNode* here = find(node);
   for (std::size_t i = 0; i < job.placement.size(); ++i) {
-    if (job.placement[i].node == node) {
-      tasks.push_back({.index = static_cast<int>(i), .gpus = job.placement[i].gpus});
+    const TaskPlace& place = job.placement[i];
+    if (place.node != node) continue;
+    AssignedTask task{.index = static_cast<int>(i), .gpus = place.gpus};
+    if (place.mig_start >= 0 && job.spec.mig_profile && place.gpus.size() == 1) {
+      // The instance's UUID as the node's agent reported it (registration checked the layout);
+      // empty if it reported no devices: the agent then refuses the task.
+      task.mig = AssignedMig{
+          .profile = *job.spec.mig_profile,
+          .start = place.mig_start,
+          .uuid = here == nullptr ? std::string()
+                                  : reported_mig_uuid(here->reported, place.gpus[0],
+                                                      *job.spec.mig_profile, place.mig_start)};
     }
+    tasks.push_back(std::move(task));
   }
   std::string master = job.placement.empty() ? node : job.placement.front().node;
   if (const PlaneNode* leader = find(master); leader && !leader->reported.address.empty()) {

@@ -204,7 +204,11 @@ Result<std::vector<Assignment>> PlaneState::to_assignments(const ServerJob& job)
       }
       gpus |= GpuSet{1} << g;
     }
-    out.push_back(Assignment{*id, gpus});
+    if (place.mig_start >= 0 && place.gpus.size() != 1) {
+      return fail("placement", fmt::format("a MIG instance on node '{}' takes one GPU, got {}",
+                                           place.node, place.gpus.size()));
+    }
+    out.push_back(Assignment{*id, gpus, place.mig_start});
   }
   return out;
 }
@@ -213,7 +217,7 @@ std::vector<TaskPlace> PlaneState::to_places(const std::vector<Assignment>& assi
   std::vector<TaskPlace> out;
   out.reserve(assignments.size());
   for (const Assignment& a : assignments) {
-    TaskPlace place{setup_.cluster.nodes[a.node.value].name, {}};
+    TaskPlace place{setup_.cluster.nodes[a.node.value].name, {}, a.mig_start};
     for (int g = 0; g < kMaxGpusPerNode; ++g) {
       if (gpu_set_contains(a.gpus, g)) place.gpus.push_back(g);
     }

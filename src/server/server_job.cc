@@ -72,7 +72,11 @@ nlohmann::json server_job_to_json(const ServerJob& job) {
   }
   const auto places_json = [](const std::vector<TaskPlace>& places) {
     nlohmann::json out = nlohmann::json::array();
-    for (const TaskPlace& p : places) out.push_back({{"node", p.node}, {"gpus", p.gpus}});
+    for (const TaskPlace& p : places) {
+      nlohmann::json place = {{"node", p.node}, {"gpus", p.gpus}};
+      if (p.mig_start >= 0) place["mig_start"] = p.mig_start;
+      out.push_back(std::move(place));
+    }
     return out;
   };
   nlohmann::json out = {
@@ -165,7 +169,14 @@ Result<ServerJob> server_job_from_json(const nlohmann::json& value) {
       auto node = read_field<std::string>(p, "node");
       auto gpus = read_field<std::vector<int>>(p, "gpus");
       if (!node || !gpus) return fail(key, "malformed task place");
-      places->push_back(TaskPlace{std::move(*node), std::move(*gpus)});
+      int mig_start = -1;
+      if (auto start = p.find("mig_start"); start != p.end()) {
+        if (!start->is_number_integer() || *start < 0 || *start >= kMigMemorySlices) {
+          return fail(key, "malformed task place: mig_start is a memory slice 0..7");
+        }
+        mig_start = start->get<int>();
+      }
+      places->push_back(TaskPlace{std::move(*node), std::move(*gpus), mig_start});
     }
   }
   // Written only when it differs from a running job's placement.

@@ -64,6 +64,7 @@ struct Transition {
 struct TaskPlace {
   std::string node;
   std::vector<int> gpus;
+  int mig_start = -1;  // a task on a MIG instance: its first memory slice on its one GPU
 
   friend bool operator==(const TaskPlace&, const TaskPlace&) = default;
 };
