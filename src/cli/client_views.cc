@@ -14,6 +14,7 @@
 #include "cli/output_format.h"
 #include "core/decimal_text.h"
 #include "core/duration_format.h"
+#include "core/mig.h"
 #include "report/text_table.h"
 
 namespace tidepool {
@@ -59,10 +60,31 @@ std::string indented(const std::string& text, std::string_view indent) {
   return out;
 }
 
+// The MIG profile a spec's task runs on (its mig_profile), or nullopt.
+std::optional<MigProfile> mig_profile_of(const Json& spec) {
+  const auto it = spec.find("mig_profile");
+  if (it == spec.end() || !it->is_string()) return std::nullopt;
+  auto profile = parse_mig_profile(it->get_ref<const std::string&>());
+  return profile ? std::optional(*profile) : std::nullopt;
+}
+
+// "MIG 3g.40gb" for a job on a MIG instance, else empty.
+std::string mig_text(const Json& spec) {
+  const auto profile = mig_profile_of(spec);
+  return profile ? fmt::format("MIG {}", mig_profile_spec(*profile).name) : std::string();
+}
+
+// What a task takes of each of its GPUs, in milli-GPUs (a MIG instance: what it counts against
+// quotas, core/mig.h).
+std::int64_t task_gpu_milli(const Json& spec) {
+  if (number_of(spec, "gpus_per_task") == 0) return 0;
+  if (const auto profile = mig_profile_of(spec)) return mig_gpu_milli(*profile);
+  return number_of(spec, "gpu_milli");
+}
+
 // The job's total GPUs in milli-GPUs.
 std::int64_t job_gpu_milli(const Json& spec) {
-  const std::int64_t gpus = number_of(spec, "gpus_per_task");
-  return number_of(spec, "tasks") * gpus * (gpus == 0 ? 0 : number_of(spec, "gpu_milli"));
+  return number_of(spec, "tasks") * number_of(spec, "gpus_per_task") * task_gpu_milli(spec);
 }
 
 std::vector<std::string> placement_nodes(const Json& job) {
@@ -106,7 +128,9 @@ std::string shape_text(const Json& spec) {
   const std::int64_t gpus = number_of(spec, "gpus_per_task");
   const std::int64_t milli = number_of(spec, "gpu_milli");
   std::string out = fmt::format("{} task{} x ", tasks, tasks == 1 ? "" : "s");
-  if (gpus == 0) {
+  if (const std::string mig = mig_text(spec); !mig.empty()) {
+    out += mig;
+  } else if (gpus == 0) {
     out += "no GPU";
   } else if (milli < 1000) {
     out += fmt::format("{} of a GPU", format_gpus(milli));
@@ -356,7 +380,7 @@ Listing jobs_listing(const Json& jobs, const std::map<std::int64_t, std::string>
     listing.rows.push_back(
         {.cells = {std::to_string(id), array_name(job, text_of(spec, "name")),
                    text_of(spec, "tenant"), text_of(spec, "queue"), state,
-                   format_gpus(job_gpu_milli(spec)),
+                   mig_text(spec).empty() ? format_gpus(job_gpu_milli(spec)) : mig_text(spec),
                    format_duration_about((now_ms - number_of(job, "submitted_ms")) / 1000),
                    run_time,
                    job.contains("attained_gpu_seconds")
@@ -445,9 +469,13 @@ std::string render_job_details(const Json& job, std::int64_t now_ms) {
   } else {
     TextTable places({"TASK", "NODE", "GPUS"});
     int task = 0;
+    const std::string mig = mig_text(spec);
     for (const Json& place : placement) {
-      places.add_row(
-          {std::to_string(task++), text_of(place, "node"), joined(array_of(place, "gpus"), ",")});
+      std::string gpus = joined(array_of(place, "gpus"), ",");
+      if (!mig.empty() && place.contains("mig_start")) {
+        gpus += fmt::format(" ({} at memory slice {})", mig, number_of(place, "mig_start"));
+      }
+      places.add_row({std::to_string(task++), text_of(place, "node"), std::move(gpus)});
     }
     out += "\nPlacement:\n" + indented(table_text(places), "  ");
   }
@@ -655,8 +683,7 @@ std::string render_top_frame(const Json& nodes, const Json& running_jobs, const 
   for (const Json& job : running_jobs) {
     const Json& spec = job.contains("spec") ? job["spec"] : Json::object();
     const int tenant = tenant_of(text_of(spec, "tenant"));
-    const std::int64_t milli =
-        number_of(spec, "gpus_per_task") == 0 ? 0 : number_of(spec, "gpu_milli");
+    const std::int64_t milli = task_gpu_milli(spec);
     for (const Json& place : array_of(job, "placement")) {
       for (const Json& gpu : array_of(place, "gpus")) {
         GpuUse& u = use[text_of(place, "node")][gpu.is_number() ? gpu.get<int>() : -1];

@@ -53,6 +53,18 @@ Json place(const std::string& node, std::vector<int> gpus) {
   return {{"node", node}, {"gpus", gpus}};
 }
 
+// A job of one task on a 3g.40gb MIG instance, as the server writes its spec (mig_profile in
+// place of gpu_milli), placed at memory slice 4 of GPU 1 of a100-01 when running.
+Json mig_job(std::int64_t id, const std::string& state) {
+  Json j = job(id, state, "vision",
+               state == "running" ? Json::array({place("a100-01", {1})}) : Json::array(), 1, 1);
+  j["spec"].erase("gpu_milli");
+  j["spec"]["mig_profile"] = "3g.40gb";
+  j["spec"]["gpu_model"] = Json::array({"A100"});
+  if (state == "running") j["placement"][0]["mig_start"] = 4;
+  return j;
+}
+
 // The table a listing prints by default (`-o table`).
 std::string table_of(const Listing& listing) {
   return render_listing(listing, OutputFormat::kTable);
@@ -107,6 +119,16 @@ TEST(RenderJobsTableTest, FractionalGpus) {
   const std::string text = table_of(
       jobs_listing(Json::array({job(7, "pending", "vision", Json::array(), 1, 1, 500)}), {}, kNow));
   EXPECT_THAT(text, HasSubstr("0.5"));
+}
+
+TEST(RenderJobsTableTest, AJobOnAMigInstanceShowsItsProfile) {
+  const auto lines = lines_of(table_of(jobs_listing(
+      Json::array({mig_job(7, "running"), job(8, "pending", "vision", Json::array(), 1, 1, 500)}),
+      {}, kNow)));
+  ASSERT_EQ(lines.size(), 4U);
+  EXPECT_THAT(lines[2], HasSubstr("running  MIG 3g.40gb"));
+  EXPECT_THAT(lines[3], Not(HasSubstr("MIG")));
+  EXPECT_THAT(lines[3], HasSubstr("0.5"));
 }
 
 TEST(JobsListingTest, WideColumnsNamesAndCsv) {
@@ -165,6 +187,16 @@ TEST(RenderJobDetailsTest, SpecTransitionsPlacement) {
   EXPECT_THAT(text, HasSubstr("submitted"));
   EXPECT_THAT(text, HasSubstr("Placement:"));
   EXPECT_THAT(text, HasSubstr("0,1,2,3"));
+}
+
+TEST(RenderJobDetailsTest, AJobOnAMigInstanceShowsItsProfileAndPlace) {
+  const std::string text = render_job_details(mig_job(7, "running"), kNow);
+  EXPECT_THAT(text, HasSubstr("1 task x MIG 3g.40gb (A100), 8 CPUs and 64 GiB per task"));
+  EXPECT_THAT(text, HasSubstr("a100-01  1 (MIG 3g.40gb at memory slice 4)"));
+  // A placement from a server that does not say the slice: the GPU alone.
+  Json older = mig_job(7, "running");
+  older["placement"][0].erase("mig_start");
+  EXPECT_THAT(render_job_details(older, kNow), Not(HasSubstr("memory slice")));
 }
 
 TEST(RenderJobDetailsTest, PendingHasNoPlacement) {
@@ -523,6 +555,18 @@ TEST(RenderTopFrameTest, BarsLegendAndQueues) {
   EXPECT_THAT(text, Not(HasSubstr("\x1b[")));
   style.color = true;
   EXPECT_THAT(render_top_frame(nodes, running, queues, style), HasSubstr("\x1b["));
+}
+
+TEST(RenderTopFrameTest, AMigInstanceCountsItsShareOfTheGpu) {
+  const Json nodes = Json::array(
+      {{{"name", "a100-01"}, {"state", "ready"}, {"gpus", 2}, {"gpu_milli_allocated", 500}}});
+  TopFrameStyle style;
+  style.width = 40;
+  // 3g.40gb counts 500 milli-GPU (4 of 8 memory slices): the tenant's GPU 1 is half taken.
+  const std::string text =
+      render_top_frame(nodes, Json::array({mig_job(7, "running")}), Json::array(), style);
+  EXPECT_THAT(text, HasSubstr("a100-01 [.a] 1/2"));
+  EXPECT_THAT(text, HasSubstr("A    vision   0.5"));
 }
 
 TEST(RenderTopFrameTest, NodesPackedIntoColumns) {

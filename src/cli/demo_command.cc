@@ -203,8 +203,9 @@ void print_dry_run(const DemoSettings& s, const Result<std::string>& server_prog
     const JobSpec& spec = sub.spec;
     fmt::print("  {:<7} {:<18} {:<8} {:<9} {:>4} {:<11} {}\n", format_seconds(sub.at_ms) + "s",
                spec.name, spec.tenant, job_class_name(spec.job_class),
-               spec.tasks == 1 ? std::to_string(spec.gpus_per_task)
-                               : fmt::format("{}x{}", spec.tasks, spec.gpus_per_task),
+               spec.mig_profile  ? fmt::format("MIG {}", mig_profile_spec(*spec.mig_profile).name)
+               : spec.tasks == 1 ? std::to_string(spec.gpus_per_task)
+                                 : fmt::format("{}x{}", spec.tasks, spec.gpus_per_task),
                spec.preemptible ? "yes" : "no", shell_line(spec.command));
   }
   if (s.service) {
