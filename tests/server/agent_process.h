@@ -1,4 +1,5 @@
-// A real `tidepool agent` process for a test, with eight fake H100 GPUs, on 127.0.0.1: it follows
+// A real `tidepool agent` process for a test, with eight fake H100 GPUs (or the fake GPUs of
+// `gpus`, as --gpus takes them), on 127.0.0.1: it follows
 // the servers it is given (a comma-separated list, as --server takes), keeps its state in the
 // test's folder and ends with the test (SIGKILL) unless stopped before. Header only; tests only.
 #pragma once
@@ -30,8 +31,13 @@ spines:
 
 class AgentProcess {
  public:
-  AgentProcess(const TempDir& dir, std::string node, std::string servers, std::string token)
-      : dir_(dir), node_(std::move(node)), servers_(std::move(servers)), token_(std::move(token)) {}
+  AgentProcess(const TempDir& dir, std::string node, std::string servers, std::string token,
+               std::string gpus = "fake:8xH100")
+      : dir_(dir),
+        node_(std::move(node)),
+        servers_(std::move(servers)),
+        token_(std::move(token)),
+        gpus_(std::move(gpus)) {}
   ~AgentProcess() { kill_hard(); }
   AgentProcess(const AgentProcess&) = delete;
   AgentProcess& operator=(const AgentProcess&) = delete;
@@ -47,7 +53,7 @@ class AgentProcess {
                                      "--node",
                                      node_,
                                      "--gpus",
-                                     "fake:8xH100",
+                                     gpus_,
                                      "--state-dir",
                                      dir_.file("state-" + node_),
                                      "--checkpoint-root",
@@ -74,6 +80,7 @@ class AgentProcess {
   std::string node_;
   std::string servers_;
   std::string token_;
+  std::string gpus_;
   std::string log_path_;
   pid_t pid_ = -1;
 };
