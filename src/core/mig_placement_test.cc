@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <iostream>
 #include <limits>
 #include <map>
 #include <optional>
@@ -235,6 +236,7 @@ TEST(MigPoolProperty, RandomStreamsKeepEveryLayoutValidAndPackAtLeastAsMuchAsFir
   long long packed_in_all = 0;
   long long first_fit_in_all = 0;
   int packed_more_before_refusal = 0;
+  int packed_fewer_before_refusal = 0;
   for (std::uint64_t seed = 1; seed <= 80; ++seed) {
     Rng rng(seed);
     const bool departures = seed % 2 == 0;
@@ -249,11 +251,18 @@ TEST(MigPoolProperty, RandomStreamsKeepEveryLayoutValidAndPackAtLeastAsMuchAsFir
       EXPECT_GE(packed.before_first_refusal, first.before_first_refusal) << "seed " << seed;
     }
     packed_more_before_refusal += packed.before_first_refusal > first.before_first_refusal;
-    packed_in_all += packed.in_all;
-    first_fit_in_all += first.in_all;
+    packed_fewer_before_refusal += packed.before_first_refusal < first.before_first_refusal;
+    if (departures) {
+      packed_in_all += packed.in_all;
+      first_fit_in_all += first.in_all;
+    }
   }
-  EXPECT_GT(packed_more_before_refusal, 0);
-  EXPECT_GE(packed_in_all, first_fit_in_all);
+  EXPECT_GT(packed_more_before_refusal, packed_fewer_before_refusal);
+  EXPECT_GT(packed_in_all, first_fit_in_all);
+  std::cout << "[ figures  ] before the first refusal, packing placed more slices on "
+            << packed_more_before_refusal << " of 80 streams, fewer on "
+            << packed_fewer_before_refusal << "; with departures, " << packed_in_all
+            << " slices placed against first fit's " << first_fit_in_all << "\n";
 }
 
 }  // namespace
