@@ -859,6 +859,12 @@ std::string spec_field(const std::string& core_field) {
   return it == kNames.end() ? core_field : it->second;
 }
 
+std::int64_t task_gpu_milli(const JobSpec& spec) {
+  if (spec.gpus_per_task == 0) return 0;
+  if (spec.mig_profile) return mig_gpu_milli(*spec.mig_profile);
+  return spec.gpu_milli;
+}
+
 Result<Job> core_job_of(const JobSpec& spec, JobId id, TenantId tenant, QueueId queue,
                         Seconds submit_time, const GpuModelCatalog& models) {
   ModelSet accepted = spec.gpu_models.empty() ? ModelSet::any() : ModelSet::none();

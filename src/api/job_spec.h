@@ -164,6 +164,11 @@ nlohmann::json job_spec_to_json(const JobSpec& spec);
 // "gpus_per_task", ...); other names unchanged.
 std::string spec_field(const std::string& core_field);
 
+// What a task of `spec` takes of each of its GPUs, in milli-GPUs, as quotas, the meter and the
+// views count it: 0 without GPUs, the instance's share for a MIG profile (core/mig.h), else
+// gpu_milli.
+[[nodiscard]] std::int64_t task_gpu_milli(const JobSpec& spec);
+
 // The core job (core/job.h) of `spec`, with what the caller resolved: its id, tenant, queue and
 // submit time. GPU models are looked up by name in `models` (one it lacks fails naming
 // "gpu_model[i]", with the models it has); the task shape and the job are checked by the core,

@@ -299,9 +299,9 @@ Result<void> ClusterReader::read_mig(const YAML::Node& mig, const std::string& p
   }
   if (mig.IsScalar()) {
     if (mig.Scalar() != "on_demand") {
-      return error_at(mig, path,
-                      fmt::format("'{}' is not on_demand or a map of GPUs to their instances",
-                                  mig.Scalar()));
+      return error_at(
+          mig, path,
+          fmt::format("'{}' is not on_demand or a map of GPUs to their instances", mig.Scalar()));
     }
     node.mig_on_demand = static_cast<GpuSet>((std::uint64_t{1} << node.gpu_count) - 1);
     return {};

@@ -192,8 +192,8 @@ TEST(ClusterFileTest, ReadsMigOnDemandAndPartitionedGpus) {
   EXPECT_EQ(parts.mig_partitions[1].gpu, 2);
   EXPECT_EQ(parts.mig_partitions[1].instances[0], (MigInstance{MigProfile::k1g10gb, 6}));
   // What reads is what the pool takes.
-  auto pool = Pool::create(std::move(spec->models), std::move(spec->topology),
-                           std::move(spec->nodes));
+  auto pool =
+      Pool::create(std::move(spec->models), std::move(spec->topology), std::move(spec->nodes));
   ASSERT_TRUE(pool.has_value()) << pool.error().message();
   EXPECT_EQ(pool->state(NodeId{1}).mig_gpus, GpuSet{0b0101});
   EXPECT_EQ(pool->state(NodeId{1}).whole_free_gpus, 2);
@@ -233,8 +233,8 @@ TEST(ClusterFileTest, RejectsBadValues) {
       {"{name: a, gpus: 0, cpus: 1, memory_mib: 1, nvlink_domains: [[0]]}",
        "nodes[0].nvlink_domains[0][0]", "the node has no GPUs"},
       {"[name, a]", "nodes[0]", "expected a map, got a list"},
-      {"{name: a, gpus: 2, gpu_model: T4, cpus: 1, memory_mib: 1, mig: on_demand}",
-       "nodes[0].mig", "T4 GPUs cannot be partitioned"},
+      {"{name: a, gpus: 2, gpu_model: T4, cpus: 1, memory_mib: 1, mig: on_demand}", "nodes[0].mig",
+       "T4 GPUs cannot be partitioned"},
       {"{name: a, gpus: 2, gpu_model: A100, cpus: 1, memory_mib: 1, mig: sometimes}",
        "nodes[0].mig", "'sometimes' is not on_demand"},
       {"{name: a, gpus: 2, gpu_model: A100, cpus: 1, memory_mib: 1, mig: {2: [7g.80gb]}}",

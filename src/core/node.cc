@@ -17,8 +17,8 @@ NodeState empty_state(const NodeSpec& spec) {
     state.mig_gpus |= GpuSet{1} << partition.gpu;
     state.free_milli[partition.gpu] = 0;
     for (const MigInstance& instance : partition.instances) {
-      state.mig_fits = static_cast<std::uint8_t>(
-          state.mig_fits | (1U << static_cast<unsigned>(instance.profile)));
+      state.mig_fits = static_cast<std::uint8_t>(state.mig_fits |
+                                                 (1U << static_cast<unsigned>(instance.profile)));
     }
   }
   refresh_summary(state, spec.gpu_count);

@@ -312,6 +312,17 @@ TEST(ControlPlaneMig, AMigJobRunsOnAnInstanceOfAPartitionedGpuAndItsAgentGetsThe
   const Wire trained = wire(plane.get_job(kAdmin, jid(train)));
   ASSERT_EQ(trained.body["state"], "running") << trained.body.dump();
   EXPECT_EQ(trained.body["placement"][0]["node"], a100);
+  // The node's view: each instance with its job; the instances count half a GPU each.
+  const Wire nodes = wire(plane.list_nodes(kAdmin));
+  for (const auto& node : nodes.body["nodes"]) {
+    if (node["name"] != a100) continue;
+    EXPECT_EQ(node["gpu_milli_allocated"], 500 + 500 + 7000) << node.dump();
+    ASSERT_EQ(node["mig"].size(), 1U) << node.dump();
+    EXPECT_EQ(node["mig"][0]["gpu"], 0);
+    for (const auto& instance : node["mig"][0]["instances"]) {
+      EXPECT_EQ(instance["job"], ids[instance["start"] == 4 ? 0 : 1]) << node.dump();
+    }
+  }
   // The agent's heartbeat reply names each instance by its UUID.
   const Wire beat = wire(plane.heartbeat(agent, a100, NodeHeartbeat{}, kT0 + 1s, batch));
   ASSERT_EQ(beat.status, 200) << beat.body.dump();

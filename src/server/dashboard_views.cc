@@ -12,11 +12,11 @@ namespace {
 // One job's share of a GPU, as the map shows it: `tenant` indexes the map's tenants; -1 is a
 // tenant the caller may not see, whose job is not named.
 nlohmann::json share_of(const ServerJob& job, int tenant, bool borrowed) {
-  if (tenant < 0) return {{"tenant", -1}, {"milli", job.spec.gpu_milli}};
+  if (tenant < 0) return {{"tenant", -1}, {"milli", task_gpu_milli(job.spec)}};
   return {{"tenant", tenant},
           {"job", job.id},
           {"name", job.spec.name},
-          {"milli", job.spec.gpu_milli},
+          {"milli", task_gpu_milli(job.spec)},
           {"borrowed", borrowed}};
 }
 

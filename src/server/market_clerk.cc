@@ -28,7 +28,7 @@ nlohmann::json budget_figures(const MarketEvent& event) {
 
 // What a job's GPUs hold, for the meter: the pool's share of each of its GPUs.
 std::int64_t metered_milli(const JobSpec& spec) {
-  return spec.gpus_per_task == 0 ? 0 : std::int64_t{spec.gpus_per_task} * spec.gpu_milli;
+  return std::int64_t{spec.gpus_per_task} * task_gpu_milli(spec);
 }
 
 PriceClass price_class(const JobSpec& spec) {

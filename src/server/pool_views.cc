@@ -38,6 +38,34 @@ nlohmann::json PlaneViews::node(const std::string& name) const {
   return cluster_node(node, state_.running_by_node()[node.id.value]);
 }
 
+namespace {
+
+// A node's partitioned GPUs: each instance, with the job on it when one runs there.
+nlohmann::json mig_partitions_view(const NodeSpec& spec,
+                                   const std::vector<const ServerJob*>& running) {
+  nlohmann::json gpus = nlohmann::json::array();
+  for (const NodeSpec::MigPartition& partition : spec.mig_partitions) {
+    nlohmann::json instances = nlohmann::json::array();
+    for (const MigInstance& instance : partition.instances) {
+      nlohmann::json view = {{"profile", mig_profile_spec(instance.profile).name},
+                             {"start", instance.start}};
+      for (const ServerJob* job : running) {
+        for (const TaskPlace& p : job->placement) {
+          if (p.node == spec.name && p.mig_start == instance.start && p.gpus.size() == 1 &&
+              p.gpus[0] == partition.gpu && job->spec.mig_profile == instance.profile) {
+            view["job"] = job->id;
+          }
+        }
+      }
+      instances.push_back(std::move(view));
+    }
+    gpus.push_back({{"gpu", partition.gpu}, {"instances", std::move(instances)}});
+  }
+  return gpus;
+}
+
+}  // namespace
+
 std::string_view PlaneViews::node_state(const PlaneNode& node) const {
   return node.drained ? "drained" : !nodes_.schedulable(node) ? "not_ready" : "ready";
 }
@@ -60,13 +88,13 @@ nlohmann::json PlaneViews::cluster_node(const PlaneNode& node,
       gpus += static_cast<int>(p.gpus.size());
     }
     if (tasks == 0) continue;
-    allocated_milli += std::int64_t{gpus} * (job.spec.gpus_per_task == 0 ? 0 : job.spec.gpu_milli);
+    allocated_milli += std::int64_t{gpus} * task_gpu_milli(job.spec);
     jobs.push_back({{"job", job.id},
                     {"tenant", job.spec.tenant},
                     {"name", job.spec.name},
                     {"tasks", tasks},
                     {"gpus", gpus},
-                    {"gpu_milli", job.spec.gpu_milli}});
+                    {"gpu_milli", task_gpu_milli(job.spec)}});
   }
   nlohmann::json out = {
       {"name", spec.name},
@@ -82,6 +110,7 @@ nlohmann::json PlaneViews::cluster_node(const PlaneNode& node,
       {"registered_ms", unix_ms(node.registered_at)},
       {"last_heartbeat_ms", unix_ms(node.last_heartbeat_at)},
   };
+  if (!spec.mig_partitions.empty()) out["mig"] = mig_partitions_view(spec, running);
   if (node.drained) {
     out["drain_reason"] = node.drain_reason;
     out["drained_ms"] = unix_ms(node.drained_at);
@@ -104,14 +133,14 @@ nlohmann::json PlaneViews::rented_node(const PlaneNode& node) const {
                     {"name", job.spec.name},
                     {"tasks", 1},
                     {"gpus", gpus},
-                    {"gpu_milli", job.spec.gpu_milli}});
+                    {"gpu_milli", task_gpu_milli(job.spec)}});
   }
   return {{"name", node.name},
           {"state", node.registered_at == kNotYet ? "starting" : "ready"},
           {"gpu_model",
            offer ? state_.scheduler().pool().models().name(clerk_.offers()[*offer].model) : ""},
           {"gpus", gpus},
-          {"gpu_milli_allocated", running ? std::int64_t{gpus} * job.spec.gpu_milli : 0},
+          {"gpu_milli_allocated", running ? std::int64_t{gpus} * task_gpu_milli(job.spec) : 0},
           {"leaf", "(rented)"},
           {"spine", ""},
           {"jobs", std::move(jobs)},

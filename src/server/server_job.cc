@@ -93,6 +93,8 @@ nlohmann::json server_job_to_json(const ServerJob& job) {
       {"message", job.message},
       {"last_checkpoint_ms", unix_ms(job.last_checkpoint_at)},
   };
+  // Derived, for readers that do not know MIG profiles: what a task takes of each of its GPUs.
+  if (job.spec.mig_profile) out["task_gpu_milli"] = task_gpu_milli(job.spec);
   if (!job.idempotency_key.empty()) out["idempotency_key"] = job.idempotency_key;
   if (!job.submitter_token.empty()) out["submitter_token"] = job.submitter_token;
   if (!job.submitter.empty()) out["submitter"] = job.submitter;

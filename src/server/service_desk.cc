@@ -252,8 +252,7 @@ std::optional<ServiceDesk::ModelChoice> ServiceDesk::choose_model(const ServerJo
   if (!core) return ModelChoice{.model = "", .reason = core.error().message()};
   const TaskShape& shape = core->gang.task;
   const std::int64_t milli_gpus =
-      std::int64_t{service.spec.gpus_per_task} *
-      (service.spec.gpus_per_task == 1 ? std::int64_t{service.spec.gpu_milli} : 1000);
+      std::int64_t{service.spec.gpus_per_task} * task_gpu_milli(service.spec);
   const ServerMarket* market = clerk_.market();
   std::vector<ModelOffer> offers;
   for (const auto& [name, figures] : spec.models) {

@@ -183,8 +183,8 @@ class ServicesReader : private YamlReader {
   Result<void> read_replica(const YAML::Node& node, const std::string& path,
                             SimServiceSpec& spec) const {
     auto f = fields(node, path,
-                    {"gpus", "gpu_milli", "mig_profile", "gpu_models", "cpu_milli",
-                     "memory_mib", "slots", "service_time", "startup", "drain"});
+                    {"gpus", "gpu_milli", "mig_profile", "gpu_models", "cpu_milli", "memory_mib",
+                     "slots", "service_time", "startup", "drain"});
     if (!f) return std::unexpected(f.error());
     std::int64_t gpus = 1;
     std::int64_t gpu_milli = kMilliPerGpu;

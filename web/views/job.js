@@ -39,7 +39,8 @@ function specHtml(s) {
     ['priority', text(s.priority)],
     ['tasks', text(s.tasks)],
     ['GPUs per task', text(s.gpus_per_task)],
-    ['GPU share', s.gpu_milli !== undefined ? `${esc(gpus(s.gpu_milli))} of each GPU` : ''],
+    ['GPU share', s.mig_profile ? `a MIG ${esc(s.mig_profile)} instance`
+      : s.gpu_milli !== undefined ? `${esc(gpus(s.gpu_milli))} of each GPU` : ''],
     ['GPU models', models.length ? esc(models.join(', ')) : 'any'],
     ['CPU per task', s.cpu_milli_per_task !== undefined ? esc(`${s.cpu_milli_per_task / 1000} cores`) : ''],
     ['memory per task', s.memory_mib_per_task !== undefined ? esc(`${num(s.memory_mib_per_task)} MiB`) : ''],

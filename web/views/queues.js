@@ -35,7 +35,8 @@ function pendingSince(job) {
 
 function jobGpuMilli(job) {
   const s = job.spec || {};
-  return (s.tasks || 0) * (s.gpus_per_task || 0) * (s.gpu_milli ?? 1000);
+  // A MIG instance's share comes with the job (task_gpu_milli); a spec without gpu_milli: whole.
+  return (s.tasks || 0) * (s.gpus_per_task || 0) * (job.task_gpu_milli ?? s.gpu_milli ?? 1000);
 }
 
 function lastWith(job, state) {
