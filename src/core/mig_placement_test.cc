@@ -67,7 +67,7 @@ TEST(MigTaskShapeTest, CountsTheProfilesShareAndRunsAlone) {
 }
 
 TEST(MigPoolTest, RefusesMigWhereItCannotBe) {
-  const auto create = [](NodeSpec node) {
+  const auto create = [](const NodeSpec& node) {
     return Pool::create(test_support::t4_and_a100_catalog(), Topology::single_leaf(), {node});
   };
   NodeSpec t4 = a100_node("t4", 4, 0b1);

@@ -118,7 +118,7 @@ Result<Pool> Pool::create(GpuModelCatalog models, Topology topology, std::vector
     pool.mig_first_[i] = static_cast<std::int32_t>(pool.mig_layouts_.size());
     pool.mig_layouts_.resize(pool.mig_layouts_.size() + static_cast<std::size_t>(spec.gpu_count));
     for (const NodeSpec::MigPartition& partition : spec.mig_partitions) {
-      pool.mig_layouts_[static_cast<std::size_t>(pool.mig_first_[i] + partition.gpu)] =
+      pool.mig_layouts_[pool.mig_index(NodeId{static_cast<std::uint32_t>(i)}, partition.gpu)] =
           *MigLayout::partitioned(partition.instances);  // checked above
     }
   }
@@ -177,7 +177,7 @@ const MigLayout* Pool::mig_layout(NodeId node, int gpu) const {
       gpu >= specs_[node.value].gpu_count) {
     return nullptr;
   }
-  const MigLayout& layout = mig_layouts_[static_cast<std::size_t>(mig_first_[node.value] + gpu)];
+  const MigLayout& layout = mig_layouts_[mig_index(node, gpu)];
   // Partitioned (it offers instances) or on demand; another GPU of the node takes no instance.
   if (layout.offered() == 0 && !gpu_set_contains(specs_[node.value].mig_on_demand, gpu)) {
     return nullptr;
@@ -355,7 +355,7 @@ void Pool::apply(const TaskShape& task, const Assignment& where, int sign) {
 
 void Pool::apply_mig(const Assignment& where, MigInstance instance, int sign, NodeState& state) {
   const int gpu = std::countr_zero(where.gpus);
-  MigLayout& layout = mig_layouts_[static_cast<std::size_t>(mig_first_[where.node.value] + gpu)];
+  MigLayout& layout = mig_layouts_[mig_index(where.node, gpu)];
   (void)(sign < 0 ? layout.add(instance) : layout.remove(instance));  // checked by the caller
   const GpuSet bit = GpuSet{1} << gpu;
   if (!layout.empty() || layout.offered() != 0) {

@@ -96,6 +96,10 @@ class Pool {
   [[nodiscard]] const NodeState& actual(NodeId node) const;
   // Whether GPU `gpu` of `state` may take a MIG instance (see mig_usable), its layout aside.
   [[nodiscard]] bool mig_open(NodeId node, const NodeState& state, int gpu) const;
+  // Where GPU `gpu` of a node with layouts has its layout in mig_layouts_.
+  [[nodiscard]] std::size_t mig_index(NodeId node, int gpu) const {
+    return static_cast<std::size_t>(mig_first_[node.value]) + static_cast<std::size_t>(gpu);
+  }
   // Recomputes state.mig_fits from the node's layouts.
   void refresh_mig_fits(NodeId node, NodeState& state) const;
   // Adds (sign < 0) or removes the instance on the assigned GPU, and shows the GPU in MIG mode
