@@ -68,20 +68,12 @@ constexpr std::string_view kRefusedServer = "http://127.0.0.1:1";
 class AgentTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    write_text(dir_.file("cluster.yaml"), kTwoAgentNodes);
-    write_text(dir_.file("tenants.yaml"), kTenants);
-    write_text(dir_.file("train.sh"), kTrainScript);
-    std::filesystem::create_directories(dir_.file("out"));
     // The agents run as root, their jobs as uids of their own: the jobs pass through the test's
     // folder (to train.sh) and write their results in out/.
-    ::chmod(dir_.file("").c_str(), 0711);
-    ::chmod(dir_.file("out").c_str(), 0777);
+    const std::string config = prepare_agent_test_dir(dir_, kTwoAgentNodes, kTenants);
+    write_text(dir_.file("train.sh"), kTrainScript);
     marker_ = "TIDEPOOL_TEST_MARKER=" + dir_.file("");
-    write_text(dir_.file("server.yaml"),
-               "cluster: " + dir_.file("cluster.yaml") + "\ntenants: " + dir_.file("tenants.yaml") +
-                   "\ndatabase: " + dir_.file("tidepool.db") +
-                   "\nlisten: 127.0.0.1:0\nheartbeat_timeout: 3s\ntick: 1s\n");
-    server_ = std::make_unique<ServerProcess>(dir_, dir_.file("server.yaml"));
+    server_ = std::make_unique<ServerProcess>(dir_, config);
     ASSERT_TRUE(server_->start()) << server_->log();
     admin_ = std::make_unique<ApiClient>(server_->port(), server_->admin_token());
     for (const std::string node : {"node-1", "node-2"}) {

@@ -40,18 +40,10 @@ constexpr const char* kMigTenants = R"(orgs:
 class AgentMigTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    write_text(dir_.file("cluster.yaml"), kMigCluster);
-    write_text(dir_.file("tenants.yaml"), kMigTenants);
-    std::filesystem::create_directories(dir_.file("out"));
     // The agent runs as root, its jobs as uids of their own: they write their results in out/.
-    ::chmod(dir_.file("").c_str(), 0711);
-    ::chmod(dir_.file("out").c_str(), 0777);
+    const std::string config = prepare_agent_test_dir(dir_, kMigCluster, kMigTenants);
     marker_ = "TIDEPOOL_TEST_MARKER=" + dir_.file("");
-    write_text(dir_.file("server.yaml"),
-               "cluster: " + dir_.file("cluster.yaml") + "\ntenants: " + dir_.file("tenants.yaml") +
-                   "\ndatabase: " + dir_.file("tidepool.db") +
-                   "\nlisten: 127.0.0.1:0\nheartbeat_timeout: 3s\ntick: 1s\n");
-    server_ = std::make_unique<ServerProcess>(dir_, dir_.file("server.yaml"));
+    server_ = std::make_unique<ServerProcess>(dir_, config);
     ASSERT_TRUE(server_->start()) << server_->log();
     admin_ = std::make_unique<ApiClient>(server_->port(), server_->admin_token());
     auto token = admin_->post("/v1/tokens", R"({"role": "agent", "node": "a100-1"})");

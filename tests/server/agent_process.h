@@ -5,9 +5,12 @@
 #pragma once
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
+#include <filesystem>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -28,6 +31,24 @@ spines:
         nodes:
           - {name: node-2, gpu_model: H100, gpus: 8, cpus: 16, memory_gib: 64, nvlink_domains: [[0, 1, 2, 3, 4, 5, 6, 7]]}
 )";
+
+// Readies `dir` for a server and agents whose jobs run as uids of their own: cluster.yaml and
+// tenants.yaml with the texts given, the folder passable and out/ writable by every uid (the jobs
+// write their results there), and server.yaml (heartbeat_timeout 3s, tick 1s) naming them; returns
+// the path of server.yaml.
+inline std::string prepare_agent_test_dir(const TempDir& dir, std::string_view cluster,
+                                          std::string_view tenants) {
+  write_text(dir.file("cluster.yaml"), std::string(cluster));
+  write_text(dir.file("tenants.yaml"), std::string(tenants));
+  std::filesystem::create_directories(dir.file("out"));
+  ::chmod(dir.file("").c_str(), 0711);
+  ::chmod(dir.file("out").c_str(), 0777);
+  write_text(dir.file("server.yaml"),
+             "cluster: " + dir.file("cluster.yaml") + "\ntenants: " + dir.file("tenants.yaml") +
+                 "\ndatabase: " + dir.file("tidepool.db") +
+                 "\nlisten: 127.0.0.1:0\nheartbeat_timeout: 3s\ntick: 1s\n");
+  return dir.file("server.yaml");
+}
 
 class AgentProcess {
  public:
