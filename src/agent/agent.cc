@@ -64,6 +64,7 @@ struct Agent::LocalTask {
   int index = 0;
   std::vector<int> gpus;
   std::optional<MigInstance> mig;  // the MIG instance of its one GPU it runs on, if any
+  int gpu_milli = 1000;            // its share of each of its GPUs
   bool checkpoints = false;
   std::string tenant;
   int uid = -1;  // the job's uid on this node; -1: the agent's own
@@ -431,7 +432,7 @@ void Agent::reconcile(const std::vector<NodeAssignment>& assignments, std::int64
 void Agent::start_ready_tasks(std::int64_t now_ms) {
   GpuHold held;
   for (const auto& [key, task] : tasks_) {
-    if (!task.group_gone) held.add(task.gpus, task.mig);
+    if (!task.group_gone) held.add(task.gpus, task.mig, task.gpu_milli);
   }
   // Without isolation, one tenant at a time: the one whose tasks are here.
   std::set<std::string> tenants;
@@ -441,8 +442,8 @@ void Agent::start_ready_tasks(std::int64_t now_ms) {
   const bool shared = isolates_tenants() || options_.allow_shared_node_without_isolation;
   for (auto it = waiting_.begin(); it != waiting_.end();) {
     const auto& [assignment, task] = it->second;
-    if (!held.free_for(task.gpus, mig_instance(task))) {
-      ++it;  // a task that is stopping still holds one of its GPUs (or its MIG instance)
+    if (!held.free_for(task.gpus, mig_instance(task), assignment.gpu_milli)) {
+      ++it;  // a task that is stopping still holds one of its GPUs (or its share or instance)
       continue;
     }
     if (!shared && !tenants.empty() && !tenants.contains(assignment.tenant)) {
@@ -458,7 +459,7 @@ void Agent::start_ready_tasks(std::int64_t now_ms) {
     }
     told_waiting_.erase(it->first);
     start_task(it->first, assignment, task, now_ms);
-    held.add(task.gpus, mig_instance(task));
+    held.add(task.gpus, mig_instance(task), assignment.gpu_milli);
     tenants.insert(assignment.tenant);
     it = waiting_.erase(it);
   }
@@ -472,6 +473,7 @@ void Agent::start_task(const TaskKey& key, const NodeAssignment& assignment,
   task.index = assigned.index;
   task.gpus = assigned.gpus;
   task.mig = mig_instance(assigned);
+  task.gpu_milli = assignment.gpu_milli;
   task.checkpoints = assignment.checkpoints;
   task.tenant = assignment.tenant;
   task.replica = assignment.replica;
@@ -900,6 +902,7 @@ void Agent::save_state() {
                             {"run", task.run},
                             {"task", task.index},
                             {"gpus", task.gpus},
+                            {"gpu_milli", task.gpu_milli},
                             {"checkpoints", task.checkpoints},
                             {"tenant", task.tenant},
                             {"uid", task.uid},
@@ -964,6 +967,8 @@ void Agent::load_state() {
           task.mig = MigInstance{.profile = *profile, .start = mig->value("start", 0)};
         }
       }
+      // Without a share (an older agent's file) a task holds its GPUs whole: safe.
+      task.gpu_milli = entry.value("gpu_milli", 1000);
       task.checkpoints = entry.value("checkpoints", false);
       task.tenant = entry.value("tenant", std::string());
       task.uid = entry.value("uid", -1);

@@ -54,5 +54,26 @@ TEST(GpuHold, AnInstanceOverlappingOneHeldHoldsItsGpuWhole) {
   EXPECT_FALSE(held.free_for(std::vector{3}, instance(MigProfile::k1g10gb, 6)));
 }
 
+TEST(GpuHold, SharesOfAGpuRunBesideEachOtherUpToTheWholeGpu) {
+  GpuHold held;
+  held.add(std::vector{0}, kWhole, 500);
+  EXPECT_TRUE(held.free_for(std::vector{0}, kWhole, 500));
+  EXPECT_FALSE(held.free_for(std::vector{0}, kWhole, 501));
+  EXPECT_FALSE(held.free_for(std::vector{0}, kWhole));  // whole: it waits for the share
+  EXPECT_FALSE(held.free_for(std::vector{0}, instance(MigProfile::k1g10gb, 0)));
+  held.add(std::vector{0}, kWhole, 250);
+  EXPECT_TRUE(held.free_for(std::vector{0}, kWhole, 250));
+  EXPECT_FALSE(held.free_for(std::vector{0}, kWhole, 251));
+  EXPECT_TRUE(held.free_for(std::vector{1}, kWhole));
+  // A share does not go where instances or a whole task are held.
+  held.add(std::vector{1}, instance(MigProfile::k1g10gb, 0));
+  EXPECT_FALSE(held.free_for(std::vector{1}, kWhole, 100));
+  held.add(std::vector{2}, kWhole);
+  EXPECT_FALSE(held.free_for(std::vector{2}, kWhole, 100));
+  // A share past the whole GPU (no valid assignment gives it) holds the GPU whole.
+  held.add(std::vector{0}, kWhole, 400);
+  EXPECT_FALSE(held.free_for(std::vector{0}, kWhole, 1));
+}
+
 }  // namespace
 }  // namespace tidepool

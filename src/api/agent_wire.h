@@ -242,7 +242,7 @@ struct NodeAssignment {
   std::string working_dir;  // empty: the task's own folder
   std::int64_t cpu_milli_per_task = 0;
   std::int64_t memory_mib_per_task = 0;
-  int gpu_milli = 1000;      // the share of each GPU (the agent does not use it)
+  int gpu_milli = 1000;      // the share of each GPU: tasks whose shares fit share one GPU
   bool preemptible = true;   // (the agent does not use it)
   bool checkpoints = false;  // the job declared a checkpoint interval: it answers a notice
   std::string resume_from;   // the last reported checkpoint; empty on a first run

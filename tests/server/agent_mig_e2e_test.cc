@@ -1,7 +1,8 @@
 // MIG end to end: a real server and a real `tidepool agent` whose fake A100s include one in MIG
 // mode with two 3g.40gb instances, as the cluster file declares it. Jobs asking for a 3g.40gb run
 // on those instances, each task seeing its instance's UUID (what the agent discovered) in
-// CUDA_VISIBLE_DEVICES; a third waits until one is free; a whole-GPU job takes the other GPU.
+// CUDA_VISIBLE_DEVICES; a third waits until one is free; a whole-GPU job takes the other GPU. Two
+// jobs on half a GPU each share the whole one at once.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -129,6 +130,21 @@ TEST_F(AgentMigTest, EachTaskSeesItsInstanceAndAFreedInstanceServesTheNext) {
   EXPECT_EQ(devices_of(third), a);
   for (std::int64_t id : {second, third, whole}) stop(id);
   for (std::int64_t id : {second, third, whole}) {
+    EXPECT_TRUE(job_state_is(id, "succeeded", 20s)) << job(id).dump();
+  }
+}
+
+TEST_F(AgentMigTest, TwoHalvesOfTheWholeGpuRunAtOnce) {
+  const std::int64_t first = submit(R"("gpu_milli": 500)");
+  const std::int64_t second = submit(R"("gpu_milli": 500)");
+  // Both run on GPU 1 (GPU 0 is in MIG mode), each started while the other still runs.
+  for (std::int64_t id : {first, second}) {
+    ASSERT_TRUE(job_state_is(id, "running", 20s)) << job(id).dump() << agent_->log();
+    EXPECT_EQ(job(id)["placement"][0]["gpus"], nlohmann::json::array({1}));
+  }
+  EXPECT_EQ(devices_of(first), devices_of(second));
+  for (std::int64_t id : {first, second}) stop(id);
+  for (std::int64_t id : {first, second}) {
     EXPECT_TRUE(job_state_is(id, "succeeded", 20s)) << job(id).dump();
   }
 }
