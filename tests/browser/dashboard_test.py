@@ -213,15 +213,17 @@ def views_case(tidepool, source, shots):
                       f"{tenant}'s {label} chart ends at {drawn.get(label)}, the history at {value}")
         screenshot(driver, shots, "tenants")
 
-        # Money: the prices on the page are the API's.
+        # Money: the prices on the page are the API's. A price moves with the pool's use (the
+        # jobs above just started), and the page follows at its next refresh: wait for it.
         show(driver, "money")
-        for model in api.get("/v1/prices")["models"]:
-            cell = driver.find_element(
-                By.CSS_SELECTOR, f".prices-table tr[data-model='{model['model']}'] "
-                "[data-class=standard]")
-            check(f"{model['per_gpu_hour']['standard']:.2f}" in cell.text,
-                  f"{model['model']} standard price: page {cell.text!r}, API "
-                  f"{model['per_gpu_hour']['standard']}")
+        for name in [m["model"] for m in api.get("/v1/prices")["models"]]:
+            def shows_the_api_price(name=name):
+                model = next(m for m in api.get("/v1/prices")["models"] if m["model"] == name)
+                cell = driver.find_element(
+                    By.CSS_SELECTOR, f".prices-table tr[data-model='{name}'] [data-class=standard]")
+                return f"{model['per_gpu_hour']['standard']:.2f}" in cell.text
+            wait_until(f"{name}'s standard price on the page as the API gives it",
+                       shows_the_api_price)
         # The bill's total is the API's, and the CSV link is ready.
         tenant = driver.find_element(By.ID, "bill-tenant").get_attribute("value")
         link = wait_until("the CSV download", lambda: driver.find_element(
