@@ -156,6 +156,12 @@ fuzz_target() {
   case "${target}" in
     cluster_yaml_fuzz)
       cp "${repo_root}"/data/clusters/*.yaml "${corpus}/" 2> /dev/null
+      # MIG: a node with a partitioned GPU, and one partitioned on demand.
+      printf '%s\n' 'site: s' 'spines:' '  - name: sp' '    leaves:' '      - name: lf' \
+        '        nodes:' \
+        '          - {name: a, gpu_model: A100, gpus: 2, cpus: 8, memory_gib: 64, mig: {0: [3g.40gb@0, 2g.20gb@4, 1g.10gb@6]}}' \
+        '          - {name: b, gpu_model: H100, gpus: 2, cpus: 8, memory_gib: 64, mig: on_demand}' \
+        > "${corpus}/mig.yaml"
       dict="${repo_root}/tests/fuzz/cluster_yaml.dict"
       ;;
     market_yaml_fuzz)
