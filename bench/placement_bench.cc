@@ -22,6 +22,7 @@
 
 #include "core/fragmentation.h"
 #include "core/policies/placement_policy.h"
+#include "core/policies/policy_factories.h"
 #include "core/pool.h"
 #include "core/rng.h"
 #include "core/task.h"
@@ -132,7 +133,11 @@ struct Running {
   Assignment where;
 };
 
+// A policy by name; "fgd-scan" and "tidepool-scan" are FGD and Tidepool scanning every node
+// instead of looking them up in their index (core/policies/score_index.h): the same choices.
 std::unique_ptr<PlacementPolicy> make_policy(const std::string& name) {
+  if (name == "fgd-scan") return make_fgd_policy(workload_profile(), ScoreLookup::kScan);
+  if (name == "tidepool-scan") return make_tidepool_policy(workload_profile(), ScoreLookup::kScan);
   return take(make_placement_policy(name, workload_profile()), "policy");
 }
 
@@ -247,12 +252,15 @@ void BM_node_fragmentation(benchmark::State& state, int occupancy) {
 
 int main(int argc, char** argv) {
   using tidepool::kOccupancies;
+  std::vector<std::string> policies;
   for (const tidepool::PolicyInfo& info : tidepool::placement_policies()) {
+    policies.emplace_back(info.name);
+  }
+  policies.insert(policies.end(), {"fgd-scan", "tidepool-scan"});
+  for (const std::string& policy : policies) {
     for (int occupancy : kOccupancies) {
-      const std::string name =
-          "place/" + std::string(info.name) + "/occupancy:" + std::to_string(occupancy);
-      benchmark::RegisterBenchmark(name.c_str(), tidepool::BM_place, std::string(info.name),
-                                   occupancy);
+      const std::string name = "place/" + policy + "/occupancy:" + std::to_string(occupancy);
+      benchmark::RegisterBenchmark(name.c_str(), tidepool::BM_place, policy, occupancy);
     }
   }
   for (int occupancy : kOccupancies) {

@@ -142,6 +142,7 @@ Result<void> Pool::set_tie_order(std::span<const NodeId> order) {
     ranks[node.value] = rank;
   }
   tie_ranks_ = std::move(ranks);
+  for (std::uint32_t n = 0; n < specs_.size(); ++n) changed(NodeId{n});
   return {};
 }
 
@@ -270,8 +271,24 @@ Result<void> Pool::set_schedulable(NodeId node, bool schedulable) {
     cordoned_.emplace(node.value, states_[node.value]);
     states_[node.value] = shown_cordoned(states_[node.value], gpu_count);
   }
-  ++versions_[node.value];
+  changed(node);
   return {};
+}
+
+void Pool::changed(NodeId node) {
+  ++versions_[node.value];
+  // Kept to about twice the node count: a reader further behind starts afresh.
+  const std::size_t keep = 2 * specs_.size() + 64;
+  if (changes_.size() >= 2 * keep) {
+    changes_dropped_ += changes_.size() - keep;
+    changes_.erase(changes_.begin(), changes_.end() - static_cast<std::ptrdiff_t>(keep));
+  }
+  changes_.push_back(node.value);
+}
+
+std::optional<std::span<const std::uint32_t>> Pool::changes_since(std::uint64_t seq) const {
+  if (seq < changes_dropped_ || seq > change_count()) return std::nullopt;
+  return std::span<const std::uint32_t>(changes_).subspan(seq - changes_dropped_);
 }
 
 Result<void> Pool::allocate(const TaskShape& task, const Assignment& where) {
@@ -350,7 +367,7 @@ void Pool::apply(const TaskShape& task, const Assignment& where, int sign) {
   }
   allocated_milli_gpu_ -= sign * task.total_milli_gpu();
   allocated_cpu_ -= sign * task.milli_cpu;
-  ++versions_[where.node.value];
+  changed(where.node);
 }
 
 void Pool::apply_mig(const Assignment& where, MigInstance instance, int sign, NodeState& state) {

@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -28,6 +30,31 @@ struct Assignment {
   friend bool operator==(const Assignment&, const Assignment&) = default;
 };
 
+// A token unique to each Pool object while it lives: a copy gets a new one (a copy changes apart
+// from its original), a move keeps it. What a reader keeps about one pool (an index of its nodes,
+// core/policies/score_index.h) is never taken for another's: the reader holds a weak reference,
+// which no other pool's token can equal while it is held.
+class PoolIdentity {
+ public:
+  PoolIdentity() : token_(std::make_shared<const char>('\0')) {}
+  PoolIdentity(const PoolIdentity& /*other*/) : PoolIdentity() {}
+  PoolIdentity& operator=(const PoolIdentity& other) {
+    if (this != &other) token_ = std::make_shared<const char>('\0');
+    return *this;
+  }
+  PoolIdentity(PoolIdentity&&) noexcept = default;
+  PoolIdentity& operator=(PoolIdentity&&) noexcept = default;
+  ~PoolIdentity() = default;
+
+  [[nodiscard]] std::weak_ptr<const char> reference() const { return token_; }
+  [[nodiscard]] bool is(const std::weak_ptr<const char>& reference) const {
+    return !reference.owner_before(token_) && !token_.owner_before(reference) && token_ != nullptr;
+  }
+
+ private:
+  std::shared_ptr<const char> token_;
+};
+
 class Pool {
  public:
   // Validates the node list (unique names, GPU counts within bounds, known models and leaves,
@@ -43,6 +70,14 @@ class Pool {
   [[nodiscard]] std::span<const NodeState> states() const { return states_; }
   // Bumped on every change of the node; lets callers cache per-node computations.
   [[nodiscard]] std::uint32_t version(NodeId node) const { return versions_[node.value]; }
+  // The pool's changes in order, for readers that follow it (core/policies/score_index.h): how
+  // many node changes there have been, and the nodes changed since change `seq` (one entry per
+  // change; a tie order set anew lists every node), or nullopt when that is older than what the
+  // pool keeps (about twice its node count), so that the reader starts afresh.
+  [[nodiscard]] std::uint64_t change_count() const { return changes_dropped_ + changes_.size(); }
+  [[nodiscard]] std::optional<std::span<const std::uint32_t>> changes_since(
+      std::uint64_t seq) const;
+  [[nodiscard]] const PoolIdentity& identity() const { return identity_; }
   [[nodiscard]] const GpuModelCatalog& models() const { return models_; }
 
   // Where the node stands in the order that breaks ties between equally good placements:
@@ -94,6 +129,8 @@ class Pool {
   void apply(const TaskShape& task, const Assignment& where, int sign);
   // What is really free on the node (its shown state unless cordoned).
   [[nodiscard]] const NodeState& actual(NodeId node) const;
+  // Records a change of `node`: its version, and the change list (changes_since).
+  void changed(NodeId node);
   // Whether GPU `gpu` of `state` may take a MIG instance (see mig_usable), its layout aside.
   [[nodiscard]] bool mig_open(NodeId node, const NodeState& state, int gpu) const;
   // Where GPU `gpu` of a node with layouts has its layout in mig_layouts_.
@@ -114,6 +151,9 @@ class Pool {
   std::vector<NodeState> states_;  // as placement sees them: cordoned nodes show nothing free
   std::map<std::uint32_t, NodeState> cordoned_;  // the actual state of each cordoned node
   std::vector<std::uint32_t> versions_;
+  std::vector<std::uint32_t> changes_;  // the nodes of the last changes, oldest first
+  std::uint64_t changes_dropped_ = 0;   // changes no longer listed
+  PoolIdentity identity_;
   std::vector<std::uint32_t> tie_ranks_;
   // Per node, where its GPU 0's layout is in mig_layouts_ (one per GPU of the node), or -1 when no
   // GPU of it can hold MIG instances.

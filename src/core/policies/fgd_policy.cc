@@ -12,48 +12,51 @@
 #include "core/policies/node_choice.h"
 #include "core/policies/policy_factories.h"
 #include "core/policies/score_cache.h"
+#include "core/policies/score_index.h"
 
 namespace tidepool {
 namespace {
 
 class FgdPolicy final : public PlacementPolicy {
  public:
-  explicit FgdPolicy(const WorkloadProfile& profile) : profile_(profile) {}
+  FgdPolicy(const WorkloadProfile& profile, ScoreLookup lookup)
+      : profile_(profile), lookup_(lookup) {}
 
   std::string_view name() const override { return "fgd"; }
 
   PlacementResult place(const Pool& pool, const TaskShape& task, Rng& /*rng*/) override {
-    const int slot = cache_.slot_for(task, pool.node_count());
     const double scale = 1000.0 * static_cast<double>(profile_.total_count());
     auto score_of = [&](std::int64_t growth) {
       const double x = -static_cast<double>(growth) / scale;
       return static_cast<std::int64_t>(100.0 / (1.0 + std::exp(-x)));
     };
-    auto node = pick_highest_score(pool, task, [&](NodeId n) {
-      const NodeState& state = pool.state(n);
-      if (const ScoredChoice* hit = cache_.find(slot, n, state)) return hit->score;
+    const auto evaluate = [&](NodeId n) {
       ScoredChoice best{std::numeric_limits<std::int64_t>::min(), 0};
       for_each_gpu_choice(pool.spec(n), pool.state(n), task, [&](GpuSet gpus) {
         const std::int64_t s =
             score_of(fragmentation_growth(pool.spec(n), pool.state(n), task, gpus, profile_));
         if (s > best.score) best = {s, gpus};
       });
-      cache_.store(slot, n, state, best);
-      return best.score;
-    });
-    if (!node) return std::unexpected(Unplaceable{explain_unplaceable(pool, task)});
-    return Assignment{*node, cache_.find(slot, *node, pool.state(*node))->gpus};
+      return best;
+    };
+    auto chosen = place_by_score(pool, task, lookup_ == ScoreLookup::kIndex ? &index_ : nullptr,
+                                 cache_, evaluate);
+    if (!chosen) return std::unexpected(Unplaceable{explain_unplaceable(pool, task)});
+    return *chosen;
   }
 
  private:
   WorkloadProfile profile_;
+  ScoreLookup lookup_;
   NodeScoreCache cache_;
+  NodeScoreIndex index_;
 };
 
 }  // namespace
 
-std::unique_ptr<PlacementPolicy> make_fgd_policy(const WorkloadProfile& profile) {
-  return std::make_unique<FgdPolicy>(profile);
+std::unique_ptr<PlacementPolicy> make_fgd_policy(const WorkloadProfile& profile,
+                                                 ScoreLookup lookup) {
+  return std::make_unique<FgdPolicy>(profile, lookup);
 }
 
 }  // namespace tidepool

@@ -5,6 +5,7 @@
 
 #include "core/fragmentation.h"
 #include "core/policies/placement_policy.h"
+#include "core/policies/score_index.h"
 
 namespace tidepool {
 
@@ -13,8 +14,12 @@ std::unique_ptr<PlacementPolicy> make_dot_product_policy();
 std::unique_ptr<PlacementPolicy> make_gpu_clustering_policy();
 std::unique_ptr<PlacementPolicy> make_gpu_packing_policy();
 std::unique_ptr<PlacementPolicy> make_best_fit_policy();
-std::unique_ptr<PlacementPolicy> make_fgd_policy(const WorkloadProfile& profile);
-std::unique_ptr<PlacementPolicy> make_tidepool_policy(const WorkloadProfile& profile);
+// FGD and Tidepool look their nodes up in an index by default (core/policies/score_index.h); the
+// scan makes the same choices.
+std::unique_ptr<PlacementPolicy> make_fgd_policy(const WorkloadProfile& profile,
+                                                 ScoreLookup lookup = ScoreLookup::kIndex);
+std::unique_ptr<PlacementPolicy> make_tidepool_policy(const WorkloadProfile& profile,
+                                                      ScoreLookup lookup = ScoreLookup::kIndex);
 
 // The normalisation constants of the FGD paper's baselines: the largest node it considers has
 // 128 cores and 8 GPUs.

@@ -34,6 +34,7 @@
 #include "core/policies/node_choice.h"
 #include "core/policies/policy_factories.h"
 #include "core/policies/score_cache.h"
+#include "core/policies/score_index.h"
 
 namespace tidepool {
 namespace {
@@ -44,21 +45,17 @@ constexpr double kUniversalModelShare = 0.99;
 
 class TidepoolPolicy final : public PlacementPolicy {
  public:
-  explicit TidepoolPolicy(const WorkloadProfile& profile) : profile_(profile) {}
+  TidepoolPolicy(const WorkloadProfile& profile, ScoreLookup lookup)
+      : profile_(profile), lookup_(lookup) {}
 
   std::string_view name() const override { return "tidepool"; }
 
   PlacementResult place(const Pool& pool, const TaskShape& task, Rng& /*rng*/) override {
-    const int slot = cache_.slot_for(task, pool.node_count());
-    auto node = pick_highest_score(pool, task, [&](NodeId n) {
-      const NodeState& state = pool.state(n);
-      if (const ScoredChoice* hit = cache_.find(slot, n, state)) return hit->score;
-      const ScoredChoice choice = evaluate(pool.spec(n), pool.state(n), task);
-      cache_.store(slot, n, state, choice);
-      return choice.score;
-    });
-    if (!node) return std::unexpected(Unplaceable{explain_unplaceable(pool, task)});
-    return Assignment{*node, cache_.find(slot, *node, pool.state(*node))->gpus};
+    auto chosen =
+        place_by_score(pool, task, lookup_ == ScoreLookup::kIndex ? &index_ : nullptr, cache_,
+                       [&](NodeId n) { return evaluate(pool.spec(n), pool.state(n), task); });
+    if (!chosen) return std::unexpected(Unplaceable{explain_unplaceable(pool, task)});
+    return *chosen;
   }
 
  private:
@@ -105,14 +102,17 @@ class TidepoolPolicy final : public PlacementPolicy {
   }
 
   WorkloadProfile profile_;
+  ScoreLookup lookup_;
   NodeScoreCache cache_;
+  NodeScoreIndex index_;
   std::array<std::optional<bool>, kMaxGpuModels> universal_{};
 };
 
 }  // namespace
 
-std::unique_ptr<PlacementPolicy> make_tidepool_policy(const WorkloadProfile& profile) {
-  return std::make_unique<TidepoolPolicy>(profile);
+std::unique_ptr<PlacementPolicy> make_tidepool_policy(const WorkloadProfile& profile,
+                                                      ScoreLookup lookup) {
+  return std::make_unique<TidepoolPolicy>(profile, lookup);
 }
 
 }  // namespace tidepool
