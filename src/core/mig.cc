@@ -156,10 +156,23 @@ std::int64_t MigLayout::used_milli() const {
   return milli;
 }
 
+bool MigLayout::offers(MigProfile profile, int start) const {
+  return offered_ == 0 || (offered_ & offer_bit(profile, start)) != 0;
+}
+
+std::uint8_t MigLayout::profiles_that_fit() const {
+  std::uint8_t fit = 0;
+  for (const MigProfileSpec& spec : kProfiles) {
+    if (first_start(spec.profile)) {
+      fit = static_cast<std::uint8_t>(fit | (1U << static_cast<unsigned>(spec.profile)));
+    }
+  }
+  return fit;
+}
+
 bool MigLayout::fits(MigProfile profile, int start) const {
   const MigProfileSpec& spec = mig_profile_spec(profile);
-  return allowed_start(spec, start) &&
-         (offered_ == 0 || (offered_ & offer_bit(profile, start)) != 0) &&
+  return allowed_start(spec, start) && offers(profile, start) &&
          compute_used_ + spec.compute_slices <= kMigComputeSlices &&
          (memory_used_ & memory_mask(spec, start)) == 0;
 }
@@ -180,8 +193,7 @@ int MigLayout::room_for(MigProfile profile) const {
   std::uint8_t memory = memory_used_;
   for (int start = 0; start < kMigMemorySlices; ++start) {
     const std::uint8_t mask = memory_mask(spec, start);
-    if (!allowed_start(spec, start) || (memory & mask) != 0 ||
-        (offered_ != 0 && (offered_ & offer_bit(profile, start)) == 0) ||
+    if (!allowed_start(spec, start) || (memory & mask) != 0 || !offers(profile, start) ||
         compute + spec.compute_slices > kMigComputeSlices) {
       continue;
     }
@@ -198,7 +210,7 @@ Result<void> MigLayout::add(MigInstance instance) {
     return fail("start", fmt::format("a {} instance cannot start at memory slice {}", spec.name,
                                      instance.start));
   }
-  if (offered_ != 0 && (offered_ & offer_bit(instance.profile, instance.start)) == 0) {
+  if (!offers(instance.profile, instance.start)) {
     return fail("start", fmt::format("the GPU has no {} instance at memory slice {}", spec.name,
                                      instance.start));
   }

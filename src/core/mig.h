@@ -103,6 +103,8 @@ class MigLayout {
   [[nodiscard]] std::optional<int> first_start(MigProfile profile) const;
   // How many more instances of `profile` the GPU could take, with nothing else added.
   [[nodiscard]] int room_for(MigProfile profile) const;
+  // The profiles of which an instance fits now: bit p for MigProfile p.
+  [[nodiscard]] std::uint8_t profiles_that_fit() const;
 
   Result<void> add(MigInstance instance);
   // Removes one instance equal to `instance`; an Error when there is none.
@@ -118,6 +120,10 @@ class MigLayout {
   [[nodiscard]] std::int64_t used_milli() const;
 
  private:
+  // Whether the layout may hold an instance of `profile` at `start`: an open layout any, a fixed
+  // one those it offers.
+  [[nodiscard]] bool offers(MigProfile profile, int start) const;
+
   std::vector<MigInstance> instances_;
   std::uint64_t offered_ = 0;
   int compute_used_ = 0;

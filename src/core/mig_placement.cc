@@ -1,6 +1,6 @@
 #include "core/mig_placement.h"
 
-#include <tuple>
+#include <utility>
 
 namespace tidepool {
 
@@ -28,20 +28,19 @@ bool allowed(std::span<const std::uint8_t> allowed_nodes, NodeId node) {
 
 std::optional<Assignment> pack_mig_task(const Pool& pool, const TaskShape& task,
                                         std::span<const std::uint8_t> allowed_nodes) {
-  std::optional<std::tuple<MigRoom, std::uint32_t, Assignment>> best;
+  std::optional<std::pair<MigRoom, std::uint32_t>> best;  // what the GPU loses, the tie rank
+  std::optional<Assignment> where;
   for (int n = 0; n < pool.node_count(); ++n) {
     const NodeId node{static_cast<std::uint32_t>(n)};
     if (!allowed(allowed_nodes, node)) continue;
     const std::optional<MigNodeChoice> choice = mig_choice_on_node(pool, node, task);
     if (!choice) continue;
-    const std::uint32_t rank = pool.tie_rank(node);
-    if (best && std::tie(choice->lost, rank) >= std::tie(std::get<0>(*best), std::get<1>(*best))) {
-      continue;
-    }
-    best = {choice->lost, rank, choice->where};
+    const std::pair key{choice->lost, pool.tie_rank(node)};
+    if (best && !(key < *best)) continue;
+    best = key;
+    where = choice->where;
   }
-  if (!best) return std::nullopt;
-  return std::get<2>(*best);
+  return where;
 }
 
 std::optional<Assignment> first_fit_mig_task(const Pool& pool, const TaskShape& task,

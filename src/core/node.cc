@@ -10,16 +10,16 @@ NodeState empty_state(const NodeSpec& spec) {
   state.free_memory = spec.memory_mib;
   for (int i = 0; i < spec.gpu_count; ++i) state.free_milli[i] = kMilliPerGpu;
   // MIG: a partitioned GPU is in MIG mode from the start, offering its instances; a GPU
-  // partitioned on demand takes any profile.
-  if (spec.mig_on_demand != 0) state.mig_fits = (1U << kMigProfileCount) - 1;
+  // partitioned on demand takes what an empty layout takes.
+  if (spec.mig_on_demand != 0) state.mig_fits = MigLayout{}.profiles_that_fit();
   for (const NodeSpec::MigPartition& partition : spec.mig_partitions) {
-    if (partition.gpu < 0 || partition.gpu >= spec.gpu_count) continue;  // Pool::create refuses it
+    const auto layout = MigLayout::partitioned(partition.instances);
+    if (partition.gpu < 0 || partition.gpu >= spec.gpu_count || !layout) {
+      continue;  // Pool::create refuses it
+    }
     state.mig_gpus |= GpuSet{1} << partition.gpu;
     state.free_milli[partition.gpu] = 0;
-    for (const MigInstance& instance : partition.instances) {
-      state.mig_fits = static_cast<std::uint8_t>(state.mig_fits |
-                                                 (1U << static_cast<unsigned>(instance.profile)));
-    }
+    state.mig_fits = static_cast<std::uint8_t>(state.mig_fits | layout->profiles_that_fit());
   }
   refresh_summary(state, spec.gpu_count);
   return state;

@@ -201,13 +201,8 @@ void Pool::refresh_mig_fits(NodeId node, NodeState& state) const {
   if (mig_first_[node.value] < 0 || state.cordoned) return;
   for (int g = 0; g < specs_[node.value].gpu_count; ++g) {
     if (!mig_open(node, state, g)) continue;
-    const MigLayout& layout = *mig_layout(node, g);
-    for (const MigProfileSpec& profile : mig_profiles()) {
-      if (layout.first_start(profile.profile)) {
-        state.mig_fits = static_cast<std::uint8_t>(state.mig_fits |
-                                                   (1U << static_cast<unsigned>(profile.profile)));
-      }
-    }
+    state.mig_fits =
+        static_cast<std::uint8_t>(state.mig_fits | mig_layout(node, g)->profiles_that_fit());
   }
 }
 

@@ -35,7 +35,8 @@ std::optional<Assignment> place_replica(const Pool& pool, const TaskShape& repli
   // Of the allowed nodes where the replica fits, the fewest alike first; then best fit, or for a
   // MIG instance the packing of core/mig_placement.h.
   std::optional<std::tuple<int, BestFitKey, std::uint32_t>> best;
-  std::optional<std::tuple<int, MigRoom, std::uint32_t, Assignment>> best_mig;
+  std::optional<std::tuple<int, MigRoom, std::uint32_t>> best_mig;  // alike, lost, tie rank
+  std::optional<Assignment> mig_where;
   for (int n = 0; n < pool.node_count(); ++n) {
     const NodeId node{static_cast<std::uint32_t>(n)};
     const NodeSpec& spec = pool.spec(node);
@@ -48,18 +49,17 @@ std::optional<Assignment> place_replica(const Pool& pool, const TaskShape& repli
     if (replica.mig) {
       const std::optional<MigNodeChoice> choice = mig_choice_on_node(pool, node, replica);
       if (!choice) continue;
-      const std::tuple key{alike, choice->lost, pool.tie_rank(node), choice->where};
-      if (!best_mig ||
-          std::tie(std::get<0>(key), std::get<1>(key), std::get<2>(key)) <
-              std::tie(std::get<0>(*best_mig), std::get<1>(*best_mig), std::get<2>(*best_mig))) {
+      const std::tuple key{alike, choice->lost, pool.tie_rank(node)};
+      if (!best_mig || key < *best_mig) {
         best_mig = key;
+        mig_where = choice->where;
       }
       continue;
     }
     const std::tuple key{alike, best_fit_key(pool, node, state, replica), node.value};
     if (!best || key < *best) best = key;
   }
-  if (best_mig) return std::get<3>(*best_mig);
+  if (mig_where) return mig_where;
   if (!best) return std::nullopt;
   const NodeId node{std::get<2>(*best)};
   return Assignment{

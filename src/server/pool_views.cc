@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <utility>
 
 #include "api/job_spec.h"
@@ -43,19 +44,25 @@ namespace {
 // A node's partitioned GPUs: each instance, with the job on it when one runs there.
 nlohmann::json mig_partitions_view(const NodeSpec& spec,
                                    const std::vector<const ServerJob*>& running) {
+  // The node's MIG tasks by (GPU, start), in one pass over the running jobs.
+  std::map<std::pair<int, int>, const ServerJob*> on_instance;
+  for (const ServerJob* job : running) {
+    if (!job->spec.mig_profile) continue;
+    for (const TaskPlace& p : job->placement) {
+      if (p.node == spec.name && p.mig_start >= 0 && p.gpus.size() == 1) {
+        on_instance[{p.gpus[0], p.mig_start}] = job;
+      }
+    }
+  }
   nlohmann::json gpus = nlohmann::json::array();
   for (const NodeSpec::MigPartition& partition : spec.mig_partitions) {
     nlohmann::json instances = nlohmann::json::array();
     for (const MigInstance& instance : partition.instances) {
       nlohmann::json view = {{"profile", mig_profile_spec(instance.profile).name},
                              {"start", instance.start}};
-      for (const ServerJob* job : running) {
-        for (const TaskPlace& p : job->placement) {
-          if (p.node == spec.name && p.mig_start == instance.start && p.gpus.size() == 1 &&
-              p.gpus[0] == partition.gpu && job->spec.mig_profile == instance.profile) {
-            view["job"] = job->id;
-          }
-        }
+      const auto it = on_instance.find({partition.gpu, instance.start});
+      if (it != on_instance.end() && it->second->spec.mig_profile == instance.profile) {
+        view["job"] = it->second->id;
       }
       instances.push_back(std::move(view));
     }
