@@ -14,9 +14,9 @@
 #include <cerrno>
 #include <string_view>
 
-#include "agent/owned_fd.h"
 #include "agent/system_reason.h"
 #include "api/http_response.h"
+#include "api/owned_fd.h"
 
 namespace tidepool {
 namespace {

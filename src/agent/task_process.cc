@@ -19,8 +19,8 @@
 #include <cerrno>
 #include <string_view>
 
-#include "agent/owned_fd.h"
 #include "agent/system_reason.h"
+#include "api/owned_fd.h"
 
 namespace tidepool {
 namespace {

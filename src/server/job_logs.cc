@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <system_error>
 
+#include "api/owned_fd.h"
+
 namespace tidepool {
 namespace {
 
@@ -26,21 +28,6 @@ std::string byte_count(std::int64_t bytes) {
   if (bytes >= kMiB && bytes % kMiB == 0) return fmt::format("{} MiB", bytes / kMiB);
   return fmt::format("{} bytes", bytes);
 }
-
-// Closes a file descriptor when it goes out of scope.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  [[nodiscard]] int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 // The size of the file at `path`: 0 if there is none.
 Result<std::int64_t> file_size(const std::string& path) {
@@ -134,7 +121,7 @@ Result<std::int64_t> JobLogs::append(std::int64_t job, int task, std::int64_t ru
     fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
   }
   if (fd < 0) return fail(path, "cannot open the log: " + errno_text(errno));
-  const Fd file(fd);
+  const OwnedFd file(fd);
   std::size_t written = 0;
   while (written < rest.size()) {
     const ssize_t n = ::write(file.get(), rest.data() + written, rest.size() - written);
@@ -185,7 +172,7 @@ Result<LogChunk> JobLogs::read(std::int64_t job, int task, std::int64_t run, std
     if (errno == ENOENT) return LogChunk{};
     return fail(path, "cannot open the log: " + errno_text(errno));
   }
-  const Fd file(fd);
+  const OwnedFd file(fd);
   struct stat st {};
   if (::fstat(file.get(), &st) != 0) {
     return fail(path, "cannot read the log's size: " + errno_text(errno));

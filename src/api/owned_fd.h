@@ -1,5 +1,5 @@
-// A file descriptor of the agent, closed when it goes out of scope (task processes, a replica's
-// metrics file or socket).
+// A file descriptor closed when it goes out of scope (the agent's task processes and a replica's
+// metrics file or socket; the server's task log files). Header only.
 #pragma once
 
 #include <unistd.h>
