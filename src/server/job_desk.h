@@ -173,7 +173,7 @@ class JobDesk {
   void stop_run(ServerJob& job, const std::string& cause, Instant now);
   // A job becomes live (pending or running) or stops being live.
   void add_live(const ServerJob& job);
-  void drop_live(JobId id);
+  void drop_live(const ServerJob& job);
 
   // --- dependencies (job_desk_dependencies.cc) ---
   // Whether `spec`'s after_ok can be, or why not (a job `who` cannot see, or one that ended

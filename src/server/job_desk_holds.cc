@@ -113,7 +113,7 @@ Outcome<const ServerJob*> JobDesk::update(const Principal& who, JobId id, const 
       return refuse(Refusal::kInvalid, "invalid update", queued.error());
     }
   }
-  drop_live(job.id);
+  drop_live(job);
   job.spec = std::move(updated.spec);
   add_live(job);
   state_.mark_dirty();

@@ -28,7 +28,7 @@ void JobDesk::load(ServerJob loaded, Instant now, Batch& repairs) {
   if (is_final(job.state) || job.spec.service) return;
   add_live(job);
   if (auto restored = restore(state_.scheduler(), job, now); !restored) {
-    drop_live(id);
+    drop_live(job);
     job.placement.clear();
     job.move_to(JobState::kFailed, now,
                 "could not be restored after a restart: " + restored.error().message());
@@ -75,16 +75,16 @@ Result<void> JobDesk::restore(Scheduler& scheduler, const ServerJob& job, Instan
 // --- live jobs ---
 
 void JobDesk::add_live(const ServerJob& job) {
-  state_.set_live(job.id, true);
+  state_.set_live(job, true);
   if (job.state == JobState::kPending) note_dependencies(job);
   note_parked(job);
   if (job.spec.max_runtime) timed_.insert(job.id);
 }
 
-void JobDesk::drop_live(JobId id) {
-  state_.set_live(id, false);
-  timed_.erase(id);
-  parked_.erase(id);
+void JobDesk::drop_live(const ServerJob& job) {
+  state_.set_live(job, false);
+  timed_.erase(job.id);
+  parked_.erase(job.id);
 }
 
 Result<void> JobDesk::enqueue(const Job& core, const ServerJob& job, Instant now, Batch& batch) {
@@ -130,7 +130,7 @@ void JobDesk::end_job(ServerJob& job, JobState state, std::string reason, Instan
                             batch);
     }
   }
-  drop_live(job.id);
+  drop_live(job);
   job.held.clear();  // an ended job is no longer held
   job.move_to(state, now, std::move(reason));
   job.ended_at = now;
@@ -194,7 +194,7 @@ void JobDesk::queue_again(ServerJob& job, const std::string& reason, Instant now
   auto queued =
       core ? enqueue(*core, job, now, batch) : Result<void>(std::unexpected(core.error()));
   if (!queued) {
-    drop_live(job.id);
+    drop_live(job);
     job.move_to(JobState::kFailed, now, "could not be queued again: " + queued.error().message());
     job.ended_at = now;
     state_.record_job(batch, job, now, "job.failed");

@@ -35,16 +35,26 @@ PlaneState::PlaneState(ControlPlaneSetup setup, Scheduler scheduler,
 
 // --- jobs ---
 
-void PlaneState::set_live(JobId id, bool live) {
+void PlaneState::set_live(const ServerJob& job, bool live) {
   if (live) {
-    live_.insert(id);
+    live_.insert(job.id);
+    if (job.replica_of != JobId{}) live_replicas_[job.replica_of].insert(job.id);
     // A job restored where it runs.
-    if (const auto it = jobs_.find(id); it != jobs_.end() && !it->second.placement.empty()) {
-      note_placed(it->second);
-    }
+    if (!job.placement.empty()) note_placed(job);
   } else {
-    live_.erase(id);
+    live_.erase(job.id);
+    if (const auto replicas = live_replicas_.find(job.replica_of);
+        replicas != live_replicas_.end()) {
+      replicas->second.erase(job.id);
+      if (replicas->second.empty()) live_replicas_.erase(replicas);
+    }
   }
+}
+
+const std::set<JobId>& PlaneState::live_replicas(JobId service) const {
+  static const std::set<JobId> kNone;
+  const auto it = live_replicas_.find(service);
+  return it == live_replicas_.end() ? kNone : it->second;
 }
 
 bool PlaneState::may_see(const Principal& who, const ServerJob& job) const {

@@ -92,7 +92,9 @@ class PlaneState {
   [[nodiscard]] const std::map<JobId, ServerJob>& jobs() const { return jobs_; }
   // The live jobs (pending or running), by id; the job desk keeps it (JobDesk::add_live).
   [[nodiscard]] const std::set<JobId>& live() const { return live_; }
-  void set_live(JobId id, bool live);
+  void set_live(const ServerJob& job, bool live);
+  // The live replicas of a service, by id (empty for any other job); kept by set_live.
+  [[nodiscard]] const std::set<JobId>& live_replicas(JobId service) const;
   // Users see their tenant's jobs, agents those their node runs or ran, admins all (may_see_job).
   [[nodiscard]] bool may_see(const Principal& who, const ServerJob& job) const;
   // The job if `who` may see it, else kNotFound (another tenant's job is "not found" too).
@@ -174,6 +176,7 @@ class PlaneState {
   std::shared_ptr<TokenTable> tokens_;
   std::map<JobId, ServerJob> jobs_;
   std::set<JobId> live_;
+  std::map<JobId, std::set<JobId>> live_replicas_;  // by service; no empty sets
   // By NodeId: jobs placed on the node since it was last pruned, some of which may have stopped
   // or moved since (running_on checks each and drops those; mutable for that).
   mutable std::vector<std::vector<JobId>> placed_on_;

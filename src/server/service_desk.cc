@@ -80,13 +80,9 @@ void ServiceDesk::adopt(const ServerJob& service) {
                                             .failed_at = kNotYet});
 }
 
-std::map<JobId, std::vector<JobId>> ServiceDesk::replicas_by_service() const {
-  std::map<JobId, std::vector<JobId>> out;
-  for (JobId id : state_.live()) {
-    const ServerJob& job = state_.jobs().at(id);
-    if (job.replica_of != JobId{}) out[job.replica_of].push_back(id);
-  }
-  return out;
+std::vector<JobId> ServiceDesk::replicas_of(JobId service) const {
+  const std::set<JobId>& replicas = state_.live_replicas(service);
+  return {replicas.begin(), replicas.end()};
 }
 
 ReplicaPhase ServiceDesk::phase_of(const ServerJob& replica, Instant now) const {
@@ -178,14 +174,14 @@ std::optional<Observation> ServiceDesk::observe(const ServerJob& service,
 }
 
 void ServiceDesk::tick(Instant now, Batch& batch) {
-  std::map<JobId, std::vector<JobId>> groups = replicas_by_service();
+  if (services_.empty() && figures_.empty()) return;
   // Figures of replicas that ended are of no use any more.
   std::erase_if(figures_, [&](const auto& entry) { return !state_.live().contains(entry.first); });
   for (auto& [id, service] : services_) {
     ServerJob& job = state_.jobs().at(id);
     const ServiceSpec& spec = spec_of(job);
     std::vector<JobId> replicas;
-    for (JobId r : groups[id]) {
+    for (JobId r : replicas_of(id)) {
       ServerJob& replica = state_.jobs().at(r);
       // A draining replica stops once its drain is over, or at once if it no longer runs (its
       // node failed and it was queued again).
@@ -235,12 +231,13 @@ void ServiceDesk::tick(Instant now, Batch& batch) {
 void ServiceDesk::placed(Instant now, Batch& batch) {
   if (services_.empty()) return;
   std::vector<JobId> replicas;
-  for (JobId id : state_.live()) {
-    const ServerJob& job = state_.jobs().at(id);
-    if (job.replica_of != JobId{} && job.state == JobState::kRunning && job.replica_port == 0) {
-      replicas.push_back(id);
+  for (const auto& [service, _] : services_) {
+    for (JobId id : state_.live_replicas(service)) {
+      const ServerJob& job = state_.jobs().at(id);
+      if (job.state == JobState::kRunning && job.replica_port == 0) replicas.push_back(id);
     }
   }
+  std::ranges::sort(replicas);
   for (JobId id : replicas) ensure_port(state_.jobs().at(id), now, batch);
 }
 
@@ -379,7 +376,7 @@ void ServiceDesk::note_figures(const std::string& node, const std::vector<Replic
 }
 
 void ServiceDesk::ended(const ServerJob& service, Instant now, Batch& batch) {
-  const std::vector<JobId> replicas = replicas_by_service()[service.id];
+  const std::vector<JobId> replicas = replicas_of(service.id);
   for (JobId r : replicas) {
     jobs_.end_job(state_.jobs().at(r), JobState::kCancelled,
                   fmt::format("its service {} ended: {}", service.id, service.message), now, batch);
@@ -397,9 +394,7 @@ nlohmann::json ServiceDesk::view(const ServerJob& service, Instant now) const {
   const ServiceSpec& spec = spec_of(service);
   nlohmann::json replicas = nlohmann::json::array();
   nlohmann::json endpoints = nlohmann::json::array();
-  std::vector<JobId> ids;
-  if (auto groups = replicas_by_service(); groups.contains(service.id)) ids = groups[service.id];
-  for (JobId id : ids) {
+  for (JobId id : replicas_of(service.id)) {
     const ServerJob& replica = state_.jobs().at(id);
     const ReplicaPhase phase = phase_of(replica, now);
     const std::string node = node_of(replica);

@@ -137,8 +137,8 @@ class ServiceDesk {
   // nullopt for one that declares none.
   [[nodiscard]] std::optional<ModelChoice> choose_model(const ServerJob& service) const;
 
-  // The live replicas of every service, by service, in id order.
-  [[nodiscard]] std::map<JobId, std::vector<JobId>> replicas_by_service() const;
+  // The live replicas of a service, in id order (a copy: ending one changes the plane's set).
+  [[nodiscard]] std::vector<JobId> replicas_of(JobId service) const;
   // Where a node's replicas are reached: its agent's registered address, or its name.
   [[nodiscard]] std::string address_of(const std::string& node) const;
   [[nodiscard]] ReplicaPhase phase_of(const ServerJob& replica, Instant now) const;
