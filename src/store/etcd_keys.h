@@ -11,6 +11,7 @@
 //   <prefix>/meta/last_event_seq           decimal; absent: 0
 //   <prefix>/meta/last_ledger_seq          decimal; absent: 0
 //   <prefix>/index/job_key/<hex tenant>/<idempotency key>   the holding job's id, decimal
+//                                          (only an unfenced store writes these: etcd_store.h)
 //   <prefix>/index/token_hash/<hash>       the holding token's id
 //
 // The tenant of an idempotency-key index entry is hex-encoded so that no tenant and key pair can
@@ -56,6 +57,8 @@ class Layout {
   [[nodiscard]] KeyRange meta() const { return collection("meta/"); }
   // Both indexes (job_key and token_hash).
   [[nodiscard]] KeyRange indexes() const { return collection("index/"); }
+  [[nodiscard]] KeyRange job_key_indexes() const { return collection("index/job_key/"); }
+  [[nodiscard]] KeyRange token_hash_indexes() const { return collection("index/token_hash/"); }
   // Everything the store wrote.
   [[nodiscard]] KeyRange all() const;
 

@@ -6,8 +6,9 @@
 
 namespace tidepool {
 
-EtcdKnownKeys::EtcdKnownKeys(etcd_keys::Layout layout)
+EtcdKnownKeys::EtcdKnownKeys(etcd_keys::Layout layout, bool job_key_index_in_memory)
     : layout_(std::move(layout)),
+      job_key_index_in_memory_(job_key_index_in_memory),
       wanted_{layout_.jobs(), layout_.tokens(), layout_.indexes(), layout_.meta()} {}
 
 bool EtcdKnownKeys::wanted(const std::string& key) const {
@@ -71,12 +72,20 @@ void EtcdKnownKeys::restart() { forget(); }
 
 void EtcdKnownKeys::found(const std::string& key, const std::string& value,
                           std::int64_t mod_revision) {
+  if (job_key_index_in_memory_) {
+    const etcd_keys::KeyRange index = layout_.job_key_indexes();
+    if (key >= index.begin && key < index.end) return;  // derived from the jobs instead
+  }
   if (wanted(key)) values_[key] = etcd_plan::ReadValue{kept(key, value), mod_revision};
 }
 
 void EtcdKnownKeys::found_job(const std::string& key, const JobRecord& job,
                               std::int64_t mod_revision) {
   values_[key] = etcd_plan::ReadValue{job_summary(job), mod_revision};
+  if (job_key_index_in_memory_ && !job.idempotency_key.empty()) {
+    values_[layout_.job_key_index(job.tenant, job.idempotency_key)] =
+        etcd_plan::ReadValue{std::to_string(job.id), mod_revision};
+  }
 }
 
 void EtcdKnownKeys::committed(const etcd_plan::Plan& plan, std::int64_t revision) {

@@ -10,6 +10,11 @@
 // After load() the store knows every such key (complete()): a key it does not hold is absent. Jobs
 // are known by their tenant and idempotency key only (the plan reads no more of a stored job), so
 // this costs some tens of bytes per job, not a copy of the documents.
+//
+// Index in memory (a fenced store's, etcd_store.h): the idempotency-key index entries are not
+// keys in etcd but derived from the jobs found (found_job) and kept from the plans committed, as
+// if they were; stored index entries are not taken (found() skips them). Such an index is only
+// right while complete(): after forget(), the store loads again rather than read its keys.
 #pragma once
 
 #include <cstdint>
@@ -26,7 +31,7 @@ namespace tidepool {
 
 class EtcdKnownKeys {
  public:
-  explicit EtcdKnownKeys(etcd_keys::Layout layout);
+  EtcdKnownKeys(etcd_keys::Layout layout, bool job_key_index_in_memory);
 
   // What is known of `keys`: those known (present or, when complete, absent) go into `state`
   // (absent ones are left out of it, as a read leaves them), the others are returned, to be read.
@@ -61,6 +66,7 @@ class EtcdKnownKeys {
   void keep(const std::string& key, const etcd_plan::ReadValue& value);
 
   etcd_keys::Layout layout_;
+  bool job_key_index_in_memory_;
   std::vector<etcd_keys::KeyRange> wanted_;  // the collections plans read
   // Known keys: value and mod_revision; mod_revision 0 means known to be absent.
   std::map<std::string, etcd_plan::ReadValue> values_;

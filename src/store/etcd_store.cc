@@ -33,10 +33,13 @@ class EtcdStore final : public Store {
   EtcdStore(EtcdStoreOptions options, std::unique_ptr<EtcdClient> client)
       : options_(std::move(options)),
         layout_(options_.prefix),
-        known_(layout_),
+        known_(layout_, options_.guard.has_value()),
         client_(std::move(client)) {}
 
-  Result<Snapshot> load() override;
+  Result<Snapshot> load() override {
+    std::lock_guard lock(mutex_);
+    return load_unlocked();
+  }
   Result<void> commit(const Batch& batch) override;
   CommitLimits commit_limits() const override {
     return {.writes = options_.max_txn_ops, .bytes = options_.max_request_bytes};
@@ -44,31 +47,37 @@ class EtcdStore final : public Store {
   Result<std::vector<EventRecord>> events_after(std::int64_t after, int limit) override;
 
  private:
+  Result<Snapshot> load_unlocked();
   Result<etcdserverpb::RangeResponse> read_range(const etcd_keys::KeyRange& range,
-                                                 std::int64_t revision);
+                                                 std::int64_t revision, bool count_only = false);
+  // A fenced store's index of idempotency keys is in memory (known_), not in etcd.
+  [[nodiscard]] bool job_key_index_in_memory() const { return options_.guard.has_value(); }
   Result<etcd_plan::ReadState> read_keys(const std::vector<std::string>& keys);
   Result<etcdserverpb::TxnRequest> transaction(const etcd_plan::Plan& plan) const;
 
   const EtcdStoreOptions options_;
   const etcd_keys::Layout layout_;
   EtcdKnownKeys known_;  // under mutex_
+  // Under mutex_: the load found idempotency-key index entries in etcd that a fenced store does
+  // not keep there (written by an unfenced store: a restore); the next commit deletes them.
+  bool stored_job_key_index_ = false;
   std::unique_ptr<EtcdClient> client_;
   std::mutex mutex_;  // serializes load() and commit()
 };
 
 Result<etcdserverpb::RangeResponse> EtcdStore::read_range(const etcd_keys::KeyRange& range,
-                                                          std::int64_t revision) {
+                                                          std::int64_t revision, bool count_only) {
   etcdserverpb::RangeRequest request;
   request.set_key(range.begin);
   request.set_range_end(range.end);
   request.set_revision(revision);
+  request.set_count_only(count_only);
   return client_->range(request);
 }
 
 // Every collection at one revision, the first range's, so the snapshot is of one moment.
 // What the commits depend on is learnt on the way (known_), whole once every range was read.
-Result<Snapshot> EtcdStore::load() {
-  std::lock_guard lock(mutex_);
+Result<Snapshot> EtcdStore::load_unlocked() {
   Snapshot snapshot;
   known_.restart();
   const auto learn = [&](const etcdserverpb::RangeResponse& response) {
@@ -128,9 +137,18 @@ Result<Snapshot> EtcdStore::load() {
     snapshot.last_event_seq = *seq;
   }
 
-  auto indexes = read_range(layout_.indexes(), revision);
-  if (!indexes) return std::unexpected(indexes.error());
-  learn(*indexes);
+  if (job_key_index_in_memory()) {
+    auto hashes = read_range(layout_.token_hash_indexes(), revision);
+    if (!hashes) return std::unexpected(hashes.error());
+    learn(*hashes);
+    auto job_keys = read_range(layout_.job_key_indexes(), revision, /*count_only=*/true);
+    if (!job_keys) return std::unexpected(job_keys.error());
+    stored_job_key_index_ = job_keys->count() > 0;
+  } else {
+    auto indexes = read_range(layout_.indexes(), revision);
+    if (!indexes) return std::unexpected(indexes.error());
+    learn(*indexes);
+  }
   known_.done();
   return snapshot;
 }
@@ -157,7 +175,14 @@ Result<etcd_plan::ReadState> EtcdStore::read_keys(const std::vector<std::string>
 
 Result<etcdserverpb::TxnRequest> EtcdStore::transaction(const etcd_plan::Plan& plan) const {
   etcdserverpb::TxnRequest request;
+  const etcd_keys::KeyRange job_keys = layout_.job_key_indexes();
+  // Keys of the index in memory are neither compared nor written (the guard keeps other writers
+  // out, and known_ holds the index).
+  const auto in_memory = [&](const std::string& key) {
+    return job_key_index_in_memory() && key >= job_keys.begin && key < job_keys.end;
+  };
   for (const auto& [key, mod_revision] : plan.unchanged) {
+    if (in_memory(key)) continue;
     etcdserverpb::Compare& compare = *request.add_compare();
     compare.set_key(key);
     compare.set_target(etcdserverpb::Compare::MOD);
@@ -174,6 +199,7 @@ Result<etcdserverpb::TxnRequest> EtcdStore::transaction(const etcd_plan::Plan& p
     *request.add_failure() = range_op(options_.guard->key);
   }
   for (const auto& [key, value] : plan.writes) {
+    if (in_memory(key)) continue;
     etcdserverpb::RequestOp& op = *request.add_success();
     if (value) {
       op.mutable_request_put()->set_key(key);
@@ -182,7 +208,10 @@ Result<etcdserverpb::TxnRequest> EtcdStore::transaction(const etcd_plan::Plan& p
       op.mutable_request_delete_range()->set_key(key);
     }
   }
-  for (const auto& [key, end] : plan.deleted_ranges) {
+  auto ranges = plan.deleted_ranges;
+  if (job_key_index_in_memory() && stored_job_key_index_)
+    ranges.emplace_back(job_keys.begin, job_keys.end);
+  for (const auto& [key, end] : ranges) {
     etcdserverpb::DeleteRangeRequest& erase =
         *request.add_success()->mutable_request_delete_range();
     erase.set_key(key);
@@ -210,13 +239,22 @@ Result<etcdserverpb::TxnRequest> EtcdStore::transaction(const etcd_plan::Plan& p
 
 // Planned on what is known (no read), else on the unknown keys read first. A plan refused on what
 // was known is planned again on every key read afresh (the refusal may rest on a stale guess); a
-// transaction that finds a key changed drops what is known and is tried again.
+// transaction that finds a key changed drops what is known and is tried again. A fenced store,
+// whose index is in memory, reads everything again (a load) instead of some keys.
 Result<void> EtcdStore::commit(const Batch& batch) {
   if (batch.empty()) return {};
   std::lock_guard lock(mutex_);
   const std::vector<std::string> keys = etcd_plan::keys_to_read(batch, layout_);
   bool read_every_key = false;
+  bool loaded = false;
   for (int attempt = 1; attempt <= kCommitAttempts; ++attempt) {
+    if (job_key_index_in_memory() && !known_.complete()) {
+      if (auto reloaded = load_unlocked(); !reloaded) {
+        known_.forget();
+        return std::unexpected(reloaded.error());
+      }
+      loaded = true;
+    }
     etcd_plan::ReadState read;
     const std::vector<std::string> to_read = read_every_key ? keys : known_.lookup(keys, read);
     if (!to_read.empty()) {
@@ -226,6 +264,11 @@ Result<void> EtcdStore::commit(const Batch& batch) {
       read.merge(*fresh);
     }
     auto plan = etcd_plan::plan(batch, layout_, read, kStoreField);
+    if (!plan && job_key_index_in_memory()) {
+      if (loaded) return std::unexpected(plan.error());
+      known_.forget();
+      continue;
+    }
     if (!plan) {
       if (to_read.size() == keys.size()) return std::unexpected(plan.error());
       read_every_key = true;
@@ -240,6 +283,7 @@ Result<void> EtcdStore::commit(const Batch& batch) {
     }
     if (response->succeeded()) {
       known_.committed(*plan, response->header().revision());
+      if (job_key_index_in_memory()) stored_job_key_index_ = false;  // deleted with it
       return {};
     }
     known_.forget();

@@ -32,6 +32,12 @@
 //
 // Fencing: with `guard` set, every Txn also compares the guard key's mod_revision (the leader's
 // election key) and fails with "leadership lost" if it moved, so a deposed leader writes nothing.
+// Such a store is the only writer of its prefix, so it keeps the index of idempotency keys in
+// memory, derived from the jobs at load() and kept from its commits, rather than as a key per job
+// in etcd (a submission writes one key and one compare fewer: etcd's time for a transaction grows
+// with its keys). Index keys an unfenced store wrote (a restore) are not taken and go with the
+// first commit. Whenever what it knows may be stale (a failed call, a key changed under it), a
+// fenced store loads again before it plans, rather than read single keys.
 //
 // Threads: load() and commit() are serialized by a mutex; events_after() needs no lock (gRPC
 // stubs may be shared) and sees whole batches only, since each batch is one Txn.

@@ -156,10 +156,69 @@ TEST_F(EtcdStoreTest, AGuardedStoreWritesOnlyWhileTheGuardKeyIsUnchanged) {
   EXPECT_EQ(refused.error().field, kLeadershipLostField);
   EXPECT_THAT(refused.error().reason, HasSubstr("leadership lost"));
   EXPECT_THAT(refused.error().reason, HasSubstr(std::to_string(taken_over)));
-  EXPECT_EQ(counts_.txn - txns, 2);  // one read, one write that etcd did not apply; no retry
+  // One write that etcd did not apply: no read (the store knows its keys), no retry.
+  EXPECT_EQ(counts_.txn - txns, 1);
   const Keyspace after = keyspace();
   EXPECT_EQ(after.kvs, before.kvs);
   EXPECT_EQ(after.revision, before.revision);
+}
+
+// A fenced store (the leader's, the only writer) keeps the index of idempotency keys in memory,
+// derived from the jobs it loads and kept from its commits, not as keys in etcd: a submission
+// writes one key fewer. The rule holds all the same, across a failover to another leader's store.
+TEST_F(EtcdStoreTest, AFencedStoreKeepsItsIdempotencyIndexInMemory) {
+  const std::int64_t revision = put("/election/leader", "server-a");
+  EtcdStoreOptions guarded = options();
+  guarded.guard = EtcdGuard{"/election/leader", revision};
+  const auto leader = open(guarded);
+  ASSERT_NE(leader, nullptr);
+  load_or_die(*leader);
+  ASSERT_TRUE(
+      leader->commit(jobs_batch({job(1, "vision", "k"), job(2, "vision", "other")})).has_value());
+  const etcd_keys::Layout layout("/tidepool");
+  const auto index_keys = [&] { return keyspace(layout.job_key_indexes().begin).kvs.size(); };
+  EXPECT_EQ(index_keys(), 0U);
+  auto taken = leader->commit(jobs_batch({job(3, "vision", "k")}));
+  ASSERT_FALSE(taken.has_value());
+  EXPECT_THAT(taken.error().reason, HasSubstr("job 1 of tenant vision has the idempotency key"));
+  ASSERT_TRUE(leader->commit(jobs_batch({job(4, "nlp", "k")})).has_value());  // another tenant's
+
+  // The next leader derives the index from the jobs it loads.
+  const auto next = open(guarded);
+  ASSERT_NE(next, nullptr);
+  load_or_die(*next);
+  taken = next->commit(jobs_batch({job(3, "vision", "k")}));
+  ASSERT_FALSE(taken.has_value());
+  EXPECT_THAT(taken.error().reason, HasSubstr("job 1 of tenant vision"));
+  Batch removal;
+  removal.jobs_removed = {1};
+  ASSERT_TRUE(next->commit(removal).has_value());
+  ASSERT_TRUE(next->commit(jobs_batch({job(3, "vision", "k")})).has_value());
+  taken = next->commit(jobs_batch({job(5, "vision", "k")}));
+  ASSERT_FALSE(taken.has_value());
+  EXPECT_THAT(taken.error().reason, HasSubstr("job 3 of tenant vision"));
+  EXPECT_EQ(index_keys(), 0U);
+}
+
+// Index entries that an unfenced store wrote (a restore) are not taken by a fenced one, which
+// derives its own from the jobs, and they go with its first commit.
+TEST_F(EtcdStoreTest, AFencedStoreDeletesTheIndexKeysAnUnfencedOneWrote) {
+  const auto restore = open(options());
+  ASSERT_NE(restore, nullptr);
+  ASSERT_TRUE(restore->commit(jobs_batch({job(1, "vision", "k")})).has_value());
+  const etcd_keys::Layout layout("/tidepool");
+  ASSERT_EQ(keyspace(layout.job_key_indexes().begin).kvs.size(), 1U);
+
+  EtcdStoreOptions guarded = options();
+  guarded.guard = EtcdGuard{"/election/leader", put("/election/leader", "server-a")};
+  const auto leader = open(guarded);
+  ASSERT_NE(leader, nullptr);
+  load_or_die(*leader);
+  ASSERT_TRUE(leader->commit(events_batch(1, 1)).has_value());
+  EXPECT_EQ(keyspace(layout.job_key_indexes().begin).kvs.size(), 0U);
+  auto taken = leader->commit(jobs_batch({job(2, "vision", "k")}));
+  ASSERT_FALSE(taken.has_value());
+  EXPECT_THAT(taken.error().reason, HasSubstr("job 1 of tenant vision"));
 }
 
 // The events of a commit share one key, under the last one's seq; keys of one event each, as

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "store/etcd_client.h"
 #include "store/etcd_store.h"
 #include "store/etcd_test_cluster.h"
 #include "store/memory_store.h"
@@ -60,8 +61,9 @@ std::unique_ptr<Store> open_memory(const TempDir& /*dir*/) {
 }
 
 // One etcd per test program, started by the first etcd store and killed at exit; each store has a
-// prefix of its own, so it starts empty.
-std::unique_ptr<Store> open_etcd(const TempDir& /*dir*/) {
+// prefix of its own, so it starts empty. A fenced store (a leader's) has a guard key of its own,
+// written here, which nothing moves.
+std::unique_ptr<Store> open_etcd_store_for_test(bool fenced) {
   static const auto cluster = test_support::EtcdTestCluster::start();
   static int stores = 0;
   if (!cluster) {
@@ -71,14 +73,38 @@ std::unique_ptr<Store> open_etcd(const TempDir& /*dir*/) {
   EtcdStoreOptions options;
   options.endpoints = (*cluster)->endpoints();
   options.prefix = "/tidepool-contract/" + std::to_string(++stores);
+  if (fenced) {
+    auto client = EtcdClient::connect(options.endpoints, std::nullopt, "/", std::chrono::seconds(5),
+                                      std::chrono::seconds(5), nullptr);
+    if (!client) {
+      ADD_FAILURE() << client.error().message();
+      return nullptr;
+    }
+    etcdserverpb::TxnRequest request;
+    etcdserverpb::PutRequest& put = *request.add_success()->mutable_request_put();
+    put.set_key("/tidepool-contract-guard/" + std::to_string(stores));
+    put.set_value("leader");
+    auto written = (*client)->txn(request, true);
+    if (!written) {
+      ADD_FAILURE() << written.error().message();
+      return nullptr;
+    }
+    options.guard = EtcdGuard{put.key(), written->header().revision()};
+  }
   auto store = open_etcd_store(options);
   EXPECT_TRUE(store.has_value()) << store.error().message();
   return store ? std::move(*store) : nullptr;
 }
 
+std::unique_ptr<Store> open_etcd(const TempDir& /*dir*/) { return open_etcd_store_for_test(false); }
+std::unique_ptr<Store> open_fenced_etcd(const TempDir& /*dir*/) {
+  return open_etcd_store_for_test(true);
+}
+
 const StoreKind kSqlite{"sqlite", open_sqlite};
 const StoreKind kMemory{"memory", open_memory};
 const StoreKind kEtcd{"etcd", open_etcd};
+const StoreKind kFencedEtcd{"fenced_etcd", open_fenced_etcd};
 
 void PrintTo(const StoreKind& kind, std::ostream* out) { *out << kind.name; }
 
@@ -687,8 +713,8 @@ TEST_P(EveryStoreTest, ReaderThreadFollowsTheStreamWhileCommitsHappen) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllStores, EveryStoreTest, ::testing::Values(kSqlite, kMemory, kEtcd),
-                         kind_name);
+INSTANTIATE_TEST_SUITE_P(AllStores, EveryStoreTest,
+                         ::testing::Values(kSqlite, kMemory, kEtcd, kFencedEtcd), kind_name);
 
 // --- the memory store as the model of every other store --------------------------------------
 
@@ -857,7 +883,7 @@ TEST_P(AgreesWithTheModelTest, SameAnswersAndSameStateAfterEveryBatch) {
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryStoreButTheModel, AgreesWithTheModelTest,
-                         ::testing::Values(kSqlite, kEtcd), kind_name);
+                         ::testing::Values(kSqlite, kEtcd, kFencedEtcd), kind_name);
 
 }  // namespace
 }  // namespace tidepool
