@@ -144,6 +144,7 @@ Scheduler::Scheduler(Pool pool, TenantBook book, FairShareLedger ledger, Runtime
   tenant_usage_.assign(static_cast<std::size_t>(book_.tenant_count()), 0);
   tenant_pending_.assign(static_cast<std::size_t>(book_.tenant_count()), 0);
   tenant_running_.resize(static_cast<std::size_t>(book_.tenant_count()));
+  tenant_checkpointing_.assign(static_cast<std::size_t>(book_.tenant_count()), 0);
   class_usage_.assign(kJobClasses, 0);
   if (!config_.typical_tasks.empty()) {
     fraction_policy_ = make_tidepool_policy(WorkloadProfile::from_tasks(config_.typical_tasks));
@@ -438,7 +439,7 @@ Result<void> Scheduler::finish(JobId job, Seconds now, std::optional<Seconds> ob
   tenant_usage_[e.job.tenant.value] -= e.milli;
   class_usage_[static_cast<std::size_t>(e.job.job_class)] -= e.milli;
   running_.erase(job);
-  tenant_running_[e.job.tenant.value].erase({e.job.priority_class, job.value});
+  remove_running(e);
   e.phase = JobPhase::kDone;
   e.assignments.clear();
   e.charges.clear();
@@ -676,8 +677,20 @@ void Scheduler::mark_running(Entry& e, std::vector<Assignment> assignments, Seco
   tenant_usage_[e.job.tenant.value] += e.milli;
   class_usage_[static_cast<std::size_t>(e.job.job_class)] += e.milli;
   running_.insert(e.job.id);
+  add_running(e);
+}
+
+void Scheduler::add_running(const Entry& e) {
   tenant_running_[e.job.tenant.value].emplace(std::make_pair(e.job.priority_class, e.job.id.value),
                                               &e);
+  if (e.job.preemptible && e.job.checkpoint_interval) ++tenant_checkpointing_[e.job.tenant.value];
+}
+
+void Scheduler::remove_running(const Entry& e) {
+  if (tenant_running_[e.job.tenant.value].erase({e.job.priority_class, e.job.id.value}) > 0 &&
+      e.job.preemptible && e.job.checkpoint_interval) {
+    --tenant_checkpointing_[e.job.tenant.value];
+  }
 }
 
 PreemptedJob Scheduler::preempt(Entry& e, Seconds now, PreemptionCause cause,
@@ -702,7 +715,7 @@ PreemptedJob Scheduler::preempt(Entry& e, Seconds now, PreemptionCause cause,
   tenant_usage_[e.job.tenant.value] -= e.milli;
   class_usage_[static_cast<std::size_t>(e.job.job_class)] -= e.milli;
   running_.erase(e.job.id);
-  tenant_running_[e.job.tenant.value].erase({e.job.priority_class, e.job.id.value});
+  remove_running(e);
   e.assignments.clear();
   e.charges.clear();
   e.attained += gpus * p.segment_seconds;

@@ -511,6 +511,10 @@ class Scheduler {
                          PassResult& out);
   [[nodiscard]] std::int64_t whole_free_gpus(const ModelSet& models) const;
   void count_tasks(const Entry& e, int sign);
+  // A job starts or stops running: its tenant's running jobs (tenant_running_) and those of them
+  // the time slicer may stop for a checkpoint (tenant_checkpointing_).
+  void add_running(const Entry& e);
+  void remove_running(const Entry& e);
   // "08:00" for a time; midnight as "24:00" (the end of a day).
   [[nodiscard]] std::string time_of_day_text(Seconds t) const;
 
@@ -529,9 +533,10 @@ class Scheduler {
   std::set<JobId> running_;
   // Running jobs per tenant, by (priority class, id).
   std::vector<std::map<std::pair<int, std::uint32_t>, const Entry*>> tenant_running_;
-  std::vector<std::int64_t> tenant_usage_;                      // milli-GPUs, per tenant
-  std::vector<int> tenant_pending_;                             // pending jobs, per tenant
-  std::vector<std::int64_t> class_usage_;                       // milli-GPUs, per JobClass
+  std::vector<int> tenant_checkpointing_;   // running, preemptible and checkpointing, per tenant
+  std::vector<std::int64_t> tenant_usage_;  // milli-GPUs, per tenant
+  std::vector<int> tenant_pending_;         // pending jobs, per tenant
+  std::vector<std::int64_t> class_usage_;   // milli-GPUs, per JobClass
   std::vector<std::optional<PendingReason>> budget_exhausted_;  // per tenant
   std::set<TenantId> budget_lifted_;                            // since the last pass
   std::vector<Loan> loans_;

@@ -125,10 +125,7 @@ bool Scheduler::may_find_victims(const Entry& e, bool reclaim, bool slicing) con
       e.job.tenant.value >= tenant_running_.size()) {
     return false;
   }
-  const auto& own = tenant_running_[e.job.tenant.value];
-  return std::any_of(own.begin(), own.end(), [](const auto& running) {
-    return running.second->job.preemptible && running.second->job.checkpoint_interval;
-  });
+  return tenant_checkpointing_[e.job.tenant.value] > 0;
 }
 
 const Scheduler::RunningIndex& Scheduler::running_index(Seconds now, PassState& state) const {
