@@ -39,8 +39,9 @@ class FgdPolicy final : public PlacementPolicy {
       });
       return best;
     };
+    // The score reads the task's CPU and GPUs, not its memory (fragmentation ignores memory).
     auto chosen = place_by_score(pool, task, lookup_ == ScoreLookup::kIndex ? &index_ : nullptr,
-                                 cache_, evaluate);
+                                 cache_, evaluate, TaskInScore::kAllButMemory);
     if (!chosen) return std::unexpected(Unplaceable{explain_unplaceable(pool, task)});
     return *chosen;
   }

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,13 +20,15 @@ namespace {
 
 using test_support::draw;
 
-TaskShape shape(int gpus, MilliGpu milli, MilliCpu cpu, ModelSet models = ModelSet::any()) {
-  auto task = make_task_shape(gpus, milli, cpu, 1024, models);
+TaskShape shape(int gpus, MilliGpu milli, MilliCpu cpu, ModelSet models = ModelSet::any(),
+                MemoryMib memory = 1024) {
+  auto task = make_task_shape(gpus, milli, cpu, memory, models);
   EXPECT_TRUE(task.has_value()) << task.error().message();
   return *task;
 }
 
-// A random pool: 20-120 nodes of 2, 4 or 8 GPUs (T4 or A100), 16-96 cores, under 1-4 leaves.
+// A random pool: 20-120 nodes of 2, 4 or 8 GPUs (T4 or A100), 16-96 cores, 16-128 GiB of memory
+// (so that memory, which FGD's and Tidepool's scores do not read, decides where some tasks fit).
 Pool random_pool(Rng& rng) {
   std::vector<NodeSpec> nodes;
   const int count = draw(rng, 20, 120);
@@ -35,25 +38,37 @@ Pool random_pool(Rng& rng) {
     node.model = rng.below(2) == 0 ? test_support::kT4 : test_support::kA100;
     node.gpu_count = std::array{2, 4, 8}[rng.below(3)];
     node.milli_cpu = 1000 * draw(rng, 16, 96);
-    node.memory_mib = 1 << 20;
+    node.memory_mib = 1024 * draw(rng, 16, 128);
     nodes.push_back(node);
   }
   return test_support::single_leaf_pool(std::move(nodes));
 }
 
-// The workload's shapes: CPU-only, fractions, one GPU, several GPUs, some tied to a model.
+// The workload's shapes: CPU-only, fractions, one GPU, several GPUs, some tied to a model, with
+// 1-48 GiB of memory; some differ from another only in memory (the index shares one order
+// between those).
 std::vector<TaskShape> random_shapes(Rng& rng) {
   std::vector<TaskShape> shapes;
   ModelSet a100_only = ModelSet::none();
   a100_only.add(test_support::kA100);
-  shapes.push_back(shape(0, 0, 4000));
+  const auto memory = [&] { return 1024 * draw(rng, 1, 48); };
+  shapes.push_back(shape(0, 0, 4000, ModelSet::any(), memory()));
   for (int i = 0; i < 6; ++i) {
     const int kind = static_cast<int>(rng.below(4));
     const MilliCpu cpu = 1000 * draw(rng, 1, 24);
-    if (kind == 0) shapes.push_back(shape(1, 100 * draw(rng, 1, 9), cpu));
-    if (kind == 1) shapes.push_back(shape(1, 1000, cpu));
-    if (kind == 2) shapes.push_back(shape(std::array{2, 4, 8}[rng.below(3)], 1000, cpu));
-    if (kind == 3) shapes.push_back(shape(1, 1000, cpu, a100_only));
+    if (kind == 0)
+      shapes.push_back(shape(1, 100 * draw(rng, 1, 9), cpu, ModelSet::any(), memory()));
+    if (kind == 1) shapes.push_back(shape(1, 1000, cpu, ModelSet::any(), memory()));
+    if (kind == 2) {
+      shapes.push_back(
+          shape(std::array{2, 4, 8}[rng.below(3)], 1000, cpu, ModelSet::any(), memory()));
+    }
+    if (kind == 3) shapes.push_back(shape(1, 1000, cpu, a100_only, memory()));
+    if (rng.below(2) == 0) {
+      TaskShape other = shapes.back();
+      other.memory_mib = memory();
+      shapes.push_back(other);
+    }
   }
   return shapes;
 }
@@ -155,13 +170,91 @@ TEST(ScoreIndexTest, FollowsOnePoolAtATimeAndAnswersNotIndexedForOthers) {
   EXPECT_TRUE(index.best(copy, task, evaluate).indexed);
   // Past max_shapes shapes, a new shape is not indexed.
   EXPECT_EQ(NodeScoreIndex::max_shapes(1), 256U);
-  EXPECT_EQ(NodeScoreIndex::max_shapes(10'000), 67U);
+  EXPECT_EQ(NodeScoreIndex::max_shapes(10'000), 256U);
+  EXPECT_EQ(NodeScoreIndex::max_shapes(100'000), 41U);
   EXPECT_EQ(NodeScoreIndex::max_shapes(1'000'000), 4U);
   for (int cpu = 1; cpu <= static_cast<int>(NodeScoreIndex::max_shapes(1)); ++cpu) {
     (void)index.best(copy, shape(1, 1000, cpu), evaluate);
   }
   EXPECT_FALSE(index.best(copy, shape(1, 1000, 5000), evaluate).indexed);
   EXPECT_TRUE(index.best(copy, task, evaluate).indexed);
+}
+
+// The order's bit sets against std::set: random inserts and erases over sizes with one to three
+// summary levels, and next() from every kind of place.
+TEST(RankSetTest, AgreesWithAnOrderedSet) {
+  Rng rng(3);
+  for (const std::uint32_t size : {1U, 63U, 64U, 65U, 4095U, 4097U, 300'000U}) {
+    RankSet ranks(size);
+    std::set<std::uint32_t> model;
+    for (int step = 0; step < 4000; ++step) {
+      const auto rank = static_cast<std::uint32_t>(rng.below(size));
+      if (rng.below(3) == 0 && !model.empty()) {
+        const auto it = model.lower_bound(rank);
+        const std::uint32_t gone = it == model.end() ? *model.begin() : *it;
+        ranks.erase(gone);
+        model.erase(gone);
+      } else {
+        ranks.insert(rank);
+        model.insert(rank);
+      }
+      const auto from = static_cast<std::uint32_t>(rng.below(size + 2));
+      const auto it = model.lower_bound(from);
+      ASSERT_EQ(ranks.next(from), it == model.end() ? RankSet::kNone : *it)
+          << "size " << size << " step " << step;
+      ASSERT_EQ(ranks.next(0), model.empty() ? RankSet::kNone : *model.begin());
+    }
+  }
+}
+
+// Scores of many values: an empty bucket takes a new score, and a shape whose nodes need more than
+// kMaxScores scores at once is answered "not indexed" (the caller scans), not wrongly.
+TEST(ScoreIndexTest, ScoresBeyondTheBucketsAreNotIndexed) {
+  std::vector<NodeSpec> specs;
+  for (int i = 0; i < 300; ++i) {
+    specs.push_back(NodeSpec{.name = "n" + std::to_string(i),
+                             .model = test_support::kT4,
+                             .gpu_count = 2,
+                             .milli_cpu = 64000,
+                             .memory_mib = 1 << 20,
+                             .leaf = LeafId{0}});
+  }
+  Pool pool = test_support::single_leaf_pool(std::move(specs));
+  NodeScoreIndex index;
+  const TaskShape task = shape(1, 1000, 1000);
+  std::int64_t round = 0;
+  // Each round gives the nodes 100 scores of its own, the highest to nodes 99, 199 and 299.
+  const auto evaluate = [&](NodeId n) {
+    return ScoredChoice{round * 1000 + static_cast<std::int64_t>(n.value % 100), 0b1};
+  };
+  const auto touch_all = [&] {
+    for (std::uint32_t n = 0; n < 300; ++n) {
+      ASSERT_TRUE(pool.set_schedulable(NodeId{n}, false).has_value());
+      ASSERT_TRUE(pool.set_schedulable(NodeId{n}, true).has_value());
+    }
+  };
+  auto answer = index.best(pool, task, evaluate);
+  ASSERT_TRUE(answer.indexed);
+  ASSERT_TRUE(answer.best.has_value());
+  EXPECT_EQ(answer.best->first, NodeId{99});
+  EXPECT_EQ(answer.best->second.score, 99);
+  // Rescored with 100 new values twice: 300 values in all, the buckets emptied take the last.
+  for (round = 1; round <= 2; ++round) {
+    touch_all();
+    answer = index.best(pool, task, evaluate);
+    ASSERT_TRUE(answer.indexed);
+    ASSERT_TRUE(answer.best.has_value());
+    EXPECT_EQ(answer.best->first, NodeId{99});
+    EXPECT_EQ(answer.best->second.score, round * 1000 + 99);
+  }
+  // 300 values at once: more than kMaxScores.
+  const auto many = [](NodeId n) { return ScoredChoice{static_cast<std::int64_t>(n.value), 0b1}; };
+  touch_all();
+  EXPECT_FALSE(index.best(pool, task, many).indexed);
+  EXPECT_FALSE(index.best(pool, task, evaluate).indexed);
+  // Another shape is still indexed.
+  answer = index.best(pool, shape(1, 500, 1000), evaluate);
+  EXPECT_TRUE(answer.indexed);
 }
 
 }  // namespace

@@ -51,9 +51,10 @@ class TidepoolPolicy final : public PlacementPolicy {
   std::string_view name() const override { return "tidepool"; }
 
   PlacementResult place(const Pool& pool, const TaskShape& task, Rng& /*rng*/) override {
-    auto chosen =
-        place_by_score(pool, task, lookup_ == ScoreLookup::kIndex ? &index_ : nullptr, cache_,
-                       [&](NodeId n) { return evaluate(pool.spec(n), pool.state(n), task); });
+    auto chosen = place_by_score(
+        pool, task, lookup_ == ScoreLookup::kIndex ? &index_ : nullptr, cache_,
+        [&](NodeId n) { return evaluate(pool.spec(n), pool.state(n), task); },
+        TaskInScore::kAllButMemory);
     if (!chosen) return std::unexpected(Unplaceable{explain_unplaceable(pool, task)});
     return *chosen;
   }
