@@ -1,14 +1,20 @@
 // Placement decisions per second of every policy on a synthetic pool of 10,000 nodes / 80,000
-// GPUs, held at 50% and 90% GPU allocation, and the cost of the FGD fragmentation measure alone.
+// GPUs, held at 50% and 90% GPU allocation, and the cost of the FGD fragmentation measure alone;
+// FGD and Tidepool, by their index and by the scan, also at 1,000 and 100,000 nodes, with the
+// memory their lookup takes per node.
 //
 // The task mix is shaped like the openb trace (Alibaba GPU cluster trace v2023): 13% CPU-only,
 // 38% a GPU fraction (810/470/320/650/230 milli-GPU), 48% one GPU, 1% 2/4/8 GPUs. A fixture is
-// filled to its target allocation by the policy under test itself. One benchmark iteration is
-// the steady state of a live scheduler: one decision, its commit, and the release of random
-// earlier allocations while the pool is above the target. items_per_second is decisions/s.
+// filled to its target allocation by the policy under test itself (the scans: by the same policy
+// looking its nodes up in its index, which places exactly as the scan). A benchmark takes a copy
+// of it with a policy of its own, warmed by one decision for every shape of the mix (not timed).
+// One benchmark iteration is the steady state of a live scheduler: one decision, its commit, and
+// the release of random earlier allocations while the pool is above the target. items_per_second
+// is decisions/s.
 //
 // Read the figures as ratios between policies of the same run (see bench/README.md).
 #include <benchmark/benchmark.h>
+#include <malloc.h>
 
 #include <array>
 #include <cstdint>
@@ -17,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -31,7 +38,8 @@
 namespace tidepool {
 namespace {
 
-constexpr int kNodes = 10'000;
+constexpr int kDefaultNodes = 10'000;
+constexpr std::array<int, 3> kNodeCounts = {1'000, 10'000, 100'000};
 constexpr int kGpusPerNode = 8;
 constexpr int kNodesPerLeaf = 32;
 constexpr int kSpines = 8;
@@ -52,9 +60,9 @@ T take(Result<T> result, const char* what) {
   return std::move(*result);
 }
 
-// 10,000 nodes of 8 GPUs: 60% H100, 30% A100, 10% T4 (two NVLink domains of 4), 96-128 cores,
+// `node_count` nodes of 8 GPUs: 60% H100, 30% A100, 10% T4 (two NVLink domains of 4), 96-128 cores,
 // 1-2 TiB memory; 32 nodes per leaf switch, leaves spread over 8 spine switches.
-Pool make_synthetic_pool() {
+Pool make_synthetic_pool(int node_count) {
   GpuModelCatalog models;
   const GpuModelId h100 = take(models.intern("H100"), "model");
   const GpuModelId a100 = take(models.intern("A100"), "model");
@@ -62,14 +70,14 @@ Pool make_synthetic_pool() {
   Topology topology;
   topology.site = "bench";
   for (int s = 0; s < kSpines; ++s) topology.spines.push_back({"spine-" + std::to_string(s)});
-  const int leaves = (kNodes + kNodesPerLeaf - 1) / kNodesPerLeaf;
+  const int leaves = (node_count + kNodesPerLeaf - 1) / kNodesPerLeaf;
   for (int l = 0; l < leaves; ++l) {
     topology.leaves.push_back(
         {"leaf-" + std::to_string(l), SpineId{static_cast<std::uint32_t>(l * kSpines / leaves)}});
   }
   Rng rng(kPoolSeed);
-  std::vector<NodeSpec> nodes(kNodes);
-  for (int i = 0; i < kNodes; ++i) {
+  std::vector<NodeSpec> nodes(node_count);
+  for (int i = 0; i < node_count; ++i) {
     NodeSpec& node = nodes[i];
     node.name = "node-" + std::to_string(i);
     const std::uint64_t kind = rng.below(10);
@@ -141,12 +149,20 @@ std::unique_ptr<PlacementPolicy> make_policy(const std::string& name) {
   return take(make_placement_policy(name, workload_profile()), "policy");
 }
 
-// A pool held at a target allocation, with the policy that filled it.
+// The policy that fills the fixtures of `name`: the policy itself, but for a scan its indexed
+// twin (the same placements, a hundred times sooner at 100,000 nodes).
+std::string filler_of(const std::string& name) {
+  if (name == "fgd-scan") return "fgd";
+  if (name == "tidepool-scan") return "tidepool";
+  return name;
+}
+
+// A pool held at a target allocation, with the policy that places on it.
 struct Fixture {
-  Fixture(Pool start, std::vector<Running> tasks, Rng random, const std::string& policy_name,
-          int target_percent)
+  Fixture(Pool start, std::vector<Running> tasks, Rng random,
+          std::unique_ptr<PlacementPolicy> placer, int target_percent)
       : pool(std::move(start)),
-        policy(make_policy(policy_name)),
+        policy(std::move(placer)),
         running(std::move(tasks)),
         rng(random),
         target_milli_gpu(pool.capacity_milli_gpu() * target_percent / 100) {}
@@ -193,46 +209,98 @@ struct Fixture {
   std::int64_t target_milli_gpu;
 };
 
-// The fixtures of one policy, all built on first use of any: the empty pool filled to the first
-// occupancy, a copy of that filled on to the next, and so on (each pool with a policy object of
-// its own, as a policy serves one pool). Built before any is measured, so they do not depend on
-// which benchmarks run.
-Fixture& fixture(const std::string& policy, int occupancy) {
-  static std::map<std::pair<std::string, int>, std::unique_ptr<Fixture>> cache;
-  if (!cache.contains({policy, kOccupancies.front()})) {
-    static const Pool empty = make_synthetic_pool();
+// The filled fixtures of one filler and pool size, all built on first use of any: the empty pool
+// filled to the first occupancy, a copy of that filled on to the next, and so on (each pool with a
+// policy object of its own, as a policy serves one pool). Built before any is measured, so they do
+// not depend on which benchmarks run.
+const Fixture& filled(const std::string& filler, int nodes, int occupancy) {
+  static std::map<std::tuple<std::string, int, int>, std::unique_ptr<Fixture>> cache;
+  if (!cache.contains({filler, nodes, kOccupancies.front()})) {
+    const Pool empty = make_synthetic_pool(nodes);
     const Fixture* previous = nullptr;
     for (int target : kOccupancies) {
-      auto fx = previous != nullptr ? std::make_unique<Fixture>(previous->pool, previous->running,
-                                                                previous->rng, policy, target)
-                                    : std::make_unique<Fixture>(empty, std::vector<Running>{},
-                                                                Rng(kFillSeed), policy, target);
+      auto fx = previous != nullptr
+                    ? std::make_unique<Fixture>(previous->pool, previous->running, previous->rng,
+                                                make_policy(filler), target)
+                    : std::make_unique<Fixture>(empty, std::vector<Running>{}, Rng(kFillSeed),
+                                                make_policy(filler), target);
       fx->fill();
       previous = fx.get();
-      cache[{policy, target}] = std::move(fx);
+      cache[{filler, nodes, target}] = std::move(fx);
     }
   }
-  return *cache.at({policy, occupancy});
+  return *cache.at({filler, nodes, occupancy});
 }
 
-void BM_place(benchmark::State& state, const std::string& policy, int occupancy) {
-  Fixture& fx = fixture(policy, occupancy);
+// The distinct task shapes of the mix, in a fixed order.
+const std::vector<TaskShape>& mix_shapes() {
+  static const std::vector<TaskShape> shapes = [] {
+    Rng rng(kProfileSeed);
+    std::map<TaskShape, int> seen;
+    for (int i = 0; i < kProfileSample; ++i) seen.emplace(draw_task(rng), 0);
+    std::vector<TaskShape> all;
+    for (const auto& [shape, unused] : seen) all.push_back(shape);
+    return all;
+  }();
+  return shapes;
+}
+
+// Heap bytes in use (malloc'd and mmap'd).
+std::size_t heap_bytes() {
+  const struct mallinfo2 info = mallinfo2();
+  return info.uordblks + info.hblkhd;
+}
+
+// What one benchmark measures on: a copy of the filled fixture with a policy of its own, warmed by
+// one decision for every shape of the mix (that builds an index, or fills the scan's memo), and
+// the heap that took. Kept while Google Benchmark calls the same benchmark again (it does so with
+// growing iteration counts), dropped for the next.
+struct Measured {
+  std::unique_ptr<Fixture> fixture;
+  std::size_t lookup_bytes = 0;
+};
+
+Measured& measured(const std::string& policy, int nodes, int occupancy) {
+  static std::tuple<std::string, int, int> current;
+  static Measured m;
+  if (m.fixture == nullptr || current != std::tuple{policy, nodes, occupancy}) {
+    m.fixture.reset();
+    const Fixture& source = filled(filler_of(policy), nodes, occupancy);
+    auto fx =
+        std::make_unique<Fixture>(source.pool, source.running, source.rng, nullptr, occupancy);
+    const std::size_t before = heap_bytes();
+    fx->policy = make_policy(policy);
+    Rng unused(1);
+    for (const TaskShape& shape : mix_shapes()) (void)fx->policy->place(fx->pool, shape, unused);
+    m.lookup_bytes = heap_bytes() - std::min(heap_bytes(), before);
+    m.fixture = std::move(fx);
+    current = {policy, nodes, occupancy};
+  }
+  return m;
+}
+
+void BM_place(benchmark::State& state, const std::string& policy, int nodes, int occupancy) {
+  Measured& m = measured(policy, nodes, occupancy);
+  Fixture& fx = *m.fixture;
   std::int64_t unplaceable = 0;
   for (auto _ : state) {
     if (!fx.place_one()) ++unplaceable;
     fx.release_to_target();
   }
   state.SetItemsProcessed(state.iterations());
-  state.SetLabel(policy + " @ " + std::to_string(occupancy) + "% GPU");
+  state.SetLabel(policy + " @ " + std::to_string(nodes) + " nodes, " + std::to_string(occupancy) +
+                 "% GPU");
   state.counters["occupancy_%"] = fx.occupancy_percent();
   state.counters["unplaceable_%"] =
       100.0 * static_cast<double>(unplaceable) / static_cast<double>(state.iterations());
+  state.counters["lookup_B/node"] =
+      static_cast<double>(m.lookup_bytes) / static_cast<double>(nodes);
 }
 
 // The FGD fragmentation of one node (against the workload profile), over the nodes of a pool
 // filled by best-fit.
 void BM_node_fragmentation(benchmark::State& state, int occupancy) {
-  const Fixture& fx = fixture("best-fit", occupancy);
+  const Fixture& fx = filled("best-fit", kDefaultNodes, occupancy);
   const WorkloadProfile& profile = workload_profile();
   const auto specs = fx.pool.specs();
   const auto states = fx.pool.states();
@@ -257,10 +325,15 @@ int main(int argc, char** argv) {
     policies.emplace_back(info.name);
   }
   policies.insert(policies.end(), {"fgd-scan", "tidepool-scan"});
-  for (const std::string& policy : policies) {
-    for (int occupancy : kOccupancies) {
-      const std::string name = "place/" + policy + "/occupancy:" + std::to_string(occupancy);
-      benchmark::RegisterBenchmark(name.c_str(), tidepool::BM_place, policy, occupancy);
+  // Every policy at 10,000 nodes; FGD and Tidepool, indexed and scanning, at every size.
+  const std::vector<std::string> scaled = {"fgd", "fgd-scan", "tidepool", "tidepool-scan"};
+  for (int nodes : tidepool::kNodeCounts) {
+    for (const std::string& policy : nodes == tidepool::kDefaultNodes ? policies : scaled) {
+      for (int occupancy : kOccupancies) {
+        const std::string name = "place/" + policy + "/nodes:" + std::to_string(nodes) +
+                                 "/occupancy:" + std::to_string(occupancy);
+        benchmark::RegisterBenchmark(name.c_str(), tidepool::BM_place, policy, nodes, occupancy);
+      }
     }
   }
   for (int occupancy : kOccupancies) {
