@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -10,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/policies/fragmentation_delta.h"
 #include "core/policies/policy_factories.h"
 #include "core/rng.h"
 #include "core/test_pool.h"
@@ -178,6 +181,66 @@ TEST(ScoreIndexTest, FollowsOnePoolAtATimeAndAnswersNotIndexedForOthers) {
   }
   EXPECT_FALSE(index.best(copy, shape(1, 1000, 5000), evaluate).indexed);
   EXPECT_TRUE(index.best(copy, task, evaluate).indexed);
+}
+
+// fragmentation_growth against its definition (the fragmentation after minus before), on random
+// nodes, GPU choices and profiles of up to 14 distinct per-GPU shares (more than it keeps counted).
+TEST(FragmentationGrowthTest, IsTheFragmentationAfterMinusBefore) {
+  Rng rng(5);
+  ModelSet a100_only = ModelSet::none();
+  a100_only.add(test_support::kA100);
+  for (int round = 0; round < 300; ++round) {
+    std::vector<TaskShape> sample;
+    const int shares = draw(rng, 1, 14);
+    for (int i = 0; i < 200; ++i) {
+      const int kind = static_cast<int>(rng.below(4));
+      const MilliCpu cpu = 1000 * draw(rng, 0, 16);
+      if (kind == 0) sample.push_back(shape(0, 0, cpu));
+      if (kind == 1) sample.push_back(shape(1, 1000 - 50 * draw(rng, 1, shares), cpu));
+      if (kind == 2) sample.push_back(shape(draw(rng, 1, 4), 1000, cpu));
+      if (kind == 3) sample.push_back(shape(1, 1000 - 50 * draw(rng, 0, shares), cpu, a100_only));
+    }
+    const WorkloadProfile profile = WorkloadProfile::from_tasks(sample, 100);
+    NodeSpec spec{.name = "n",
+                  .model = rng.below(2) == 0 ? test_support::kT4 : test_support::kA100,
+                  .gpu_count = draw(rng, 1, 8),
+                  .milli_cpu = 32000,
+                  .memory_mib = 1 << 20,
+                  .leaf = LeafId{0}};
+    NodeState state = empty_state(spec);
+    state.free_cpu = 1000 * draw(rng, 0, 32);
+    for (int g = 0; g < spec.gpu_count; ++g) {
+      state.free_milli[g] = rng.below(3) == 0 ? 1000 : 50 * draw(rng, 0, 20);
+    }
+    refresh_summary(state, spec.gpu_count);
+    for (const TaskShape& task :
+         {shape(0, 0, 2000), shape(1, 1000 - 50 * draw(rng, 1, shares), 3000), shape(1, 1000, 1000),
+          shape(2, 1000, 4000)}) {
+      if (!fits(spec, state, task)) continue;
+      std::vector<MilliGpu> visited;
+      for_each_gpu_choice(spec, state, task, [&](GpuSet gpus) {
+        NodeState after = state;
+        subtract_task(after, task, gpus);
+        EXPECT_EQ(fragmentation_growth(spec, state, task, gpus, profile),
+                  scaled_node_fragmentation(spec, after, profile) -
+                      scaled_node_fragmentation(spec, state, profile))
+            << "round " << round;
+        if (task.is_fractional()) {
+          // One GPU per distinct free share.
+          const MilliGpu free = state.free_milli[std::countr_zero(gpus)];
+          EXPECT_EQ(std::count(visited.begin(), visited.end(), free), 0);
+          visited.push_back(free);
+        }
+      });
+      if (task.is_fractional()) {
+        std::set<MilliGpu> distinct;
+        for (int g = 0; g < spec.gpu_count; ++g) {
+          if (state.free_milli[g] >= task.milli_per_gpu) distinct.insert(state.free_milli[g]);
+        }
+        EXPECT_EQ(visited.size(), distinct.size());
+      }
+    }
+  }
 }
 
 // The order's bit sets against std::set: random inserts and erases over sizes with one to three
