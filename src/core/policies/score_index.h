@@ -14,7 +14,8 @@
 // A rule whose score reads all of the shape but its memory (TaskInScore::kAllButMemory: FGD and
 // Tidepool, where memory only decides where a task fits) shares one order between the shapes that
 // differ only in memory: the nodes where the shape fits but for memory, scored once per change;
-// a decision takes the first of them that has the memory too.
+// a decision walks the order to the first of them that has the memory too (where memory is what
+// the best nodes lack, a walk as long as a scan).
 //
 // It follows one pool: the first it is asked about, until that pool is gone (PoolIdentity). Asked
 // about another (a copy the scheduler tries placements on), it answers "not indexed" and the
