@@ -511,5 +511,51 @@ TEST(TidepoolPolicyTest, AvoidsGrowingFragmentation) {
   EXPECT_EQ(result->node, NodeId{1});
 }
 
+// Demand tied to A100 (a third of the GPU demand) expects all of the A100 node's capacity. A
+// half-GPU task that accepts any model: FGD fills the A100 node's half-used GPU, whose 500m are a
+// fragment for whole-GPU tasks; Tidepool leaves the A100 to the demand tied to it (its pressure
+// outweighs the fragment) as long as the pool can feed its GPUs.
+Pool pressed_a100_pool(MilliCpu cpu_per_node) {
+  Pool pool = single_leaf_pool(
+      {policy_node("a100", 2, cpu_per_node, kA100), policy_node("t4", 6, 3 * cpu_per_node, kT4)});
+  occupy(pool, 0, policy_task(1, 500), 0b01);
+  return pool;
+}
+
+WorkloadProfile a100_tied_profile(MilliCpu cpu) {
+  std::vector<TaskShape> tasks(6, policy_task(1, 500, cpu));
+  tasks.push_back(policy_task(1, 1000, cpu));
+  tasks.push_back(policy_task(1, 1000, cpu, ModelSet::only(kA100)));
+  tasks.push_back(policy_task(1, 1000, cpu, ModelSet::only(kA100)));
+  return WorkloadProfile::from_tasks(tasks, 100);
+}
+
+TEST(TidepoolPolicyTest, LeavesAPressedModelToTheDemandTiedToIt) {
+  const WorkloadProfile profile = a100_tied_profile(0);
+  const Pool pool = pressed_a100_pool(16000);
+  const auto fgd = place("fgd", pool, policy_task(1, 500), profile);
+  ASSERT_TRUE(fgd.has_value());
+  EXPECT_EQ(fgd->node, NodeId{0});
+  const auto any = place("tidepool", pool, policy_task(1, 500), profile);
+  ASSERT_TRUE(any.has_value());
+  EXPECT_EQ(any->node, NodeId{1});
+  const auto tied = place("tidepool", pool, policy_task(1, 500, 0, ModelSet::only(kA100)), profile);
+  ASSERT_TRUE(tied.has_value());
+  EXPECT_EQ(tied->node, NodeId{0});
+}
+
+// The same where the pool cannot feed its GPUs at the workload's CPU per GPU (it has 0.8 cores
+// per GPU, the workload asks 1.5): Tidepool follows FGD alone.
+TEST(TidepoolPolicyTest, FollowsFgdWhereThePoolCannotFeedItsGpus) {
+  const WorkloadProfile profile = a100_tied_profile(1000);
+  const Pool pool = pressed_a100_pool(1600);
+  const auto fgd = place("fgd", pool, policy_task(1, 500), profile);
+  const auto tidepool = place("tidepool", pool, policy_task(1, 500), profile);
+  ASSERT_TRUE(fgd.has_value());
+  ASSERT_TRUE(tidepool.has_value());
+  EXPECT_EQ(fgd->node, NodeId{0});
+  EXPECT_EQ(*tidepool, *fgd);
+}
+
 }  // namespace
 }  // namespace tidepool

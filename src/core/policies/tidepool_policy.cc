@@ -1,47 +1,54 @@
 // Tidepool's default placement: FGD's fragmentation gradient, plus the GPU capacity a placement
-// strands behind exhausted CPU.
+// strands behind exhausted CPU, plus the capacity it takes from demand with fewer model choices.
 //
-// FGD (fgd_policy.cc) places a task where the workload's expected fragmentation grows least, and
-// looks at CPU only one task ahead: a typical task that lacks CPU on a node sees that node's idle
-// GPUs as fragment, but a node whose CPU drains faster than its GPUs looks fine until it is too
-// late. On the openb traces this is what FGD loses: at 100% of capacity arrived, nine tenths of
-// the GPU demand it turns away had GPU room on some node that had run out of CPU.
+// FGD (fgd_policy.cc) places a task where the workload's expected fragmentation grows least. Two
+// things it does not see, each a growth in GPUs added to FGD's (every term is in GPUs, added as
+// it is; the sum goes through FGD's own scoring, an integer 0..100 from a sigmoid, equal scores to
+// the lowest tie rank):
 //
-// Tidepool adds to FGD's fragmentation growth the growth of the node's stranded GPU capacity:
-// the GPU share beyond what the node's free CPU can feed at the node's own CPU-per-GPU ratio,
-//   stranded = max(0, free GPU - free CPU x (GPUs x 1000) / CPU capacity)   [milli-GPU],
-// so tasks whose CPU-to-GPU mix would drain a node's CPU first go where CPU is plentiful, and each
-// node's CPU and GPUs drain together. Both terms are milli-GPUs and are added as they are; the sum
-// goes through FGD's own scoring (an integer 0..100 from a sigmoid, equal scores to the lowest
-// tie rank), whose coarse grain packs equally good nodes in a consistent order.
+//   - Stranding. FGD looks at CPU only one task ahead: a node whose CPU drains faster than its
+//     GPUs looks fine until its remaining GPUs can no longer be fed (on the openb default trace,
+//     at 100% arrived, nine tenths of the GPU demand FGD turns away had GPU room on some node that
+//     had run out of CPU). A node's stranded GPU capacity is the GPU share beyond what its free
+//     CPU can feed at the node's own CPU-per-GPU ratio,
+//       stranded = max(0, free GPU - free CPU x (GPUs x 1000) / CPU capacity)   [milli-GPU],
+//     and a task on one GPU adds its growth, so each node's CPU and GPUs drain together.
+//   - Model pressure (pool_demand.h). Demand tied to some GPU models expects part of their
+//     capacity; a task that takes a GPU of a pressed model while it accepts a less pressed one
+//     takes capacity that demand with fewer choices needed: it adds, per GPU it takes, the
+//     difference of the two pressures. So demand that can use only some models finds room on
+//     them, and demand that can use any goes elsewhere first.
 //
-// Three limits, each measured on the FGD traces (see README, "Results"):
+// Both are derived at run time from the workload's profile and the pool (pool_demand.h), and both
+// apply only where the pool can feed its GPUs (CPU supply >= 1): when it cannot, some GPUs strand
+// whatever the placement, CPU rather than models or GPUs binds, and FGD's own measure (which sees
+// a node's GPUs that lack CPU as fragments) is what to follow. Where neither applies Tidepool
+// places exactly as FGD does. Measured on the FGD traces and on pools derived from openb's (half
+// and double the CPU, half the memory, nodes of 2, 4 and 8 GPUs, other model mixes): README,
+// "Why Tidepool's policy beats FGD".
+//
+// Limits, measured:
 //   - Only tasks on one GPU (a whole GPU or a fraction) are steered by stranding. CPU-only tasks
 //     already go, by FGD's measure, where they block no typical task; steering them as well cost
 //     0.85 pp of allocation on the trace with most CPU-only tasks (cpu250). Multi-GPU tasks need
-//     wholly free GPUs, mostly whole nodes that FGD keeps together for them; steering them by CPU
-//     cost up to 0.1 pp on the multigpu traces.
-//   - Only on nodes whose GPU model (nearly) all of the workload's GPU demand accepts. Where part
-//     of the demand is tied to particular models, FGD's measure keeps those models for it, and
-//     steering other work by CPU onto them cost 3 to 4 pp on the gpuspec traces.
-// The GPU within the node is chosen as FGD chooses it, so where stranding does not apply
-// Tidepool places exactly as FGD does.
-#include <array>
+//     wholly free GPUs, mostly whole nodes that FGD keeps together for them.
+//   - The GPU within the node is chosen as FGD chooses it: stranding and pressure are the same
+//     for every GPU choice on a node.
+//   - The scores depend only on the node, the task (not its memory) and what the profile and the
+//     pool's capacity give once, and are equal for GPUs of equal free share, so the index
+//     (score_index.h) serves Tidepool as it serves FGD.
 #include <cmath>
 #include <optional>
 
 #include "core/policies/fragmentation_delta.h"
 #include "core/policies/node_choice.h"
 #include "core/policies/policy_factories.h"
+#include "core/policies/pool_demand.h"
 #include "core/policies/score_cache.h"
 #include "core/policies/score_index.h"
 
 namespace tidepool {
 namespace {
-
-// Share of the workload's GPU demand (count x milli-GPU, over every shape) above which a model
-// counts as accepted by all of it.
-constexpr double kUniversalModelShare = 0.99;
 
 class TidepoolPolicy final : public PlacementPolicy {
  public:
@@ -51,6 +58,9 @@ class TidepoolPolicy final : public PlacementPolicy {
   std::string_view name() const override { return "tidepool"; }
 
   PlacementResult place(const Pool& pool, const TaskShape& task, Rng& /*rng*/) override {
+    // The pool's capacity is the same in every pool the policy is asked about (the scheduler's
+    // trial copies are copies of one pool).
+    if (!demand_) demand_ = PoolDemand::of(profile_, pool);
     auto chosen = place_by_score(
         pool, task, lookup_ == ScoreLookup::kIndex ? &index_ : nullptr, cache_,
         [&](NodeId n) { return evaluate(pool.spec(n), pool.state(n), task); },
@@ -62,17 +72,21 @@ class TidepoolPolicy final : public PlacementPolicy {
  private:
   ScoredChoice evaluate(const NodeSpec& spec, const NodeState& state, const TaskShape& task) {
     const double scale = 1000.0 * static_cast<double>(profile_.total_count());
-    double stranding = 0;  // milli-GPU, the same for every GPU choice on this node
-    if (task.gpu_count == 1 && accepted_by_all_demand(spec.model)) {
-      stranding = stranded(spec, state.total_free_milli - task.total_milli_gpu(),
-                           state.free_cpu - task.milli_cpu) -
-                  stranded(spec, state.total_free_milli, state.free_cpu);
+    double steering = 0;  // milli-GPU, the same for every GPU choice on this node
+    if (demand_->cpu_supply() >= 1.0 && task.needs_gpu()) {
+      steering +=
+          demand_->displacement(task, spec.model) * static_cast<double>(task.total_milli_gpu());
+      if (task.gpu_count == 1) {
+        steering += stranded(spec, state.total_free_milli - task.total_milli_gpu(),
+                             state.free_cpu - task.milli_cpu) -
+                    stranded(spec, state.total_free_milli, state.free_cpu);
+      }
     }
     ScoredChoice best{std::numeric_limits<std::int64_t>::min(), 0};
     for_each_gpu_choice(spec, state, task, [&](GpuSet gpus) {
       const double growth =
           static_cast<double>(fragmentation_growth(spec, state, task, gpus, profile_)) / scale +
-          stranding / 1000.0;
+          steering / 1000.0;
       const auto score = static_cast<std::int64_t>(100.0 / (1.0 + std::exp(growth)));
       if (score > best.score) best = {score, gpus};
     });
@@ -87,26 +101,11 @@ class TidepoolPolicy final : public PlacementPolicy {
     return std::max(0.0, static_cast<double>(free_milli_gpu) - fed);
   }
 
-  bool accepted_by_all_demand(GpuModelId model) {
-    std::optional<bool>& known = universal_[model.value];
-    if (!known) {
-      double accepting = 0, all = 0;
-      for (const TypicalTask& shape : profile_.all_shapes()) {
-        if (!shape.shape.needs_gpu()) continue;
-        const double demand = static_cast<double>(shape.count * shape.shape.total_milli_gpu());
-        all += demand;
-        if (shape.shape.models.accepts(model)) accepting += demand;
-      }
-      known = all > 0 && accepting >= kUniversalModelShare * all;
-    }
-    return *known;
-  }
-
   WorkloadProfile profile_;
   ScoreLookup lookup_;
   NodeScoreCache cache_;
   NodeScoreIndex index_;
-  std::array<std::optional<bool>, kMaxGpuModels> universal_{};
+  std::optional<PoolDemand> demand_;
 };
 
 }  // namespace
