@@ -122,6 +122,10 @@ Result<Pool> Pool::create(GpuModelCatalog models, Topology topology, std::vector
           *MigLayout::partitioned(partition.instances);  // checked above
     }
   }
+  pool.whole_free_gpus_.assign(static_cast<std::size_t>(pool.models_.size()), 0);
+  pool.whole_free_nodes_.assign(
+      static_cast<std::size_t>(pool.models_.size()) * (kMaxGpusPerNode + 1), 0);
+  for (std::uint32_t i = 0; i < pool.specs_.size(); ++i) pool.count_whole_free(NodeId{i}, +1);
   pool.versions_.assign(pool.specs_.size(), 0);
   pool.tie_ranks_.resize(pool.specs_.size());
   for (std::uint32_t i = 0; i < pool.tie_ranks_.size(); ++i) pool.tie_ranks_[i] = i;
@@ -259,6 +263,7 @@ Result<void> Pool::set_schedulable(NodeId node, bool schedulable) {
   }
   if (schedulable == this->schedulable(node)) return {};
   const int gpu_count = specs_[node.value].gpu_count;
+  count_whole_free(node, -1);
   if (schedulable) {
     states_[node.value] = cordoned_.at(node.value);
     cordoned_.erase(node.value);
@@ -266,8 +271,16 @@ Result<void> Pool::set_schedulable(NodeId node, bool schedulable) {
     cordoned_.emplace(node.value, states_[node.value]);
     states_[node.value] = shown_cordoned(states_[node.value], gpu_count);
   }
+  count_whole_free(node, +1);
   changed(node);
   return {};
+}
+
+void Pool::count_whole_free(NodeId node, int sign) {
+  const std::size_t model = specs_[node.value].model.value;
+  const int free = states_[node.value].whole_free_gpus;
+  whole_free_gpus_[model] += sign * free;
+  whole_free_nodes_[model * (kMaxGpusPerNode + 1) + static_cast<std::size_t>(free)] += sign;
 }
 
 void Pool::changed(NodeId node) {
@@ -344,6 +357,7 @@ void Pool::apply(const TaskShape& task, const Assignment& where, int sign) {
   const NodeSpec& spec = specs_[where.node.value];
   const auto cordoned = cordoned_.empty() ? cordoned_.end() : cordoned_.find(where.node.value);
   NodeState& state = cordoned != cordoned_.end() ? cordoned->second : states_[where.node.value];
+  count_whole_free(where.node, -1);
   state.free_cpu += sign * task.milli_cpu;
   state.free_memory += sign * task.memory_mib;
   if (task.mig) {
@@ -360,6 +374,7 @@ void Pool::apply(const TaskShape& task, const Assignment& where, int sign) {
   if (cordoned != cordoned_.end()) {
     states_[where.node.value] = shown_cordoned(state, spec.gpu_count);
   }
+  count_whole_free(where.node, +1);
   allocated_milli_gpu_ -= sign * task.total_milli_gpu();
   allocated_cpu_ -= sign * task.milli_cpu;
   changed(where.node);
@@ -420,6 +435,17 @@ Result<void> Pool::check_invariants() const {
       return fail(spec.name, "cached GPU summary disagrees with the per-GPU figures");
     }
     allocated_cpu += spec.milli_cpu - state.free_cpu;
+  }
+  std::vector<std::int64_t> whole_free(whole_free_gpus_.size(), 0);
+  std::vector<std::int64_t> whole_free_nodes(whole_free_nodes_.size(), 0);
+  for (std::size_t i = 0; i < specs_.size(); ++i) {
+    const std::size_t model = specs_[i].model.value;
+    whole_free[model] += states_[i].whole_free_gpus;
+    ++whole_free_nodes[model * (kMaxGpusPerNode + 1) +
+                       static_cast<std::size_t>(states_[i].whole_free_gpus)];
+  }
+  if (whole_free != whole_free_gpus_ || whole_free_nodes != whole_free_nodes_) {
+    return fail("pool", "whole free GPUs per model disagree with the per-node figures");
   }
   if (allocated_gpu != allocated_milli_gpu_) {
     return fail("pool", fmt::format("allocated GPU {}m, per-node sum {}m", allocated_milli_gpu_,

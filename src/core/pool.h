@@ -91,6 +91,16 @@ class Pool {
   [[nodiscard]] std::int64_t total_gpus() const { return total_gpus_; }
   [[nodiscard]] std::int64_t capacity_milli_gpu() const { return total_gpus_ * kMilliPerGpu; }
   [[nodiscard]] std::int64_t allocated_milli_gpu() const { return allocated_milli_gpu_; }
+  // Whole free GPUs of `model`, as placement sees them (cordoned nodes show none), and the nodes
+  // of `model` showing exactly `count` (0..kMaxGpusPerNode) whole free GPUs: kept as the pool
+  // changes, so that asking costs O(1) whatever the node count.
+  [[nodiscard]] std::int64_t whole_free_gpus(GpuModelId model) const {
+    return whole_free_gpus_[model.value];
+  }
+  [[nodiscard]] std::int64_t nodes_with_whole_free(GpuModelId model, int count) const {
+    return whole_free_nodes_[static_cast<std::size_t>(model.value) * (kMaxGpusPerNode + 1) +
+                             static_cast<std::size_t>(count)];
+  }
   [[nodiscard]] MilliCpu capacity_milli_cpu() const { return capacity_cpu_; }
   [[nodiscard]] MilliCpu allocated_milli_cpu() const { return allocated_cpu_; }
 
@@ -131,6 +141,8 @@ class Pool {
   [[nodiscard]] const NodeState& actual(NodeId node) const;
   // Records a change of `node`: its version, and the change list (changes_since).
   void changed(NodeId node);
+  // Adds (+1) or takes out (-1) the node's shown state in the whole-free counts.
+  void count_whole_free(NodeId node, int sign);
   // Whether GPU `gpu` of `state` may take a MIG instance (see mig_usable), its layout aside.
   [[nodiscard]] bool mig_open(NodeId node, const NodeState& state, int gpu) const;
   // Where GPU `gpu` of a node with layouts has its layout in mig_layouts_.
@@ -160,6 +172,8 @@ class Pool {
   std::vector<std::int32_t> mig_first_;
   std::vector<MigLayout> mig_layouts_;
   std::int64_t total_gpus_ = 0;
+  std::vector<std::int64_t> whole_free_gpus_;   // per model
+  std::vector<std::int64_t> whole_free_nodes_;  // per model and count of whole free GPUs
   std::int64_t allocated_milli_gpu_ = 0;
   MilliCpu capacity_cpu_ = 0;
   MilliCpu allocated_cpu_ = 0;

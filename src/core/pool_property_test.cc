@@ -295,6 +295,53 @@ TEST(PoolPropertyTest, RandomOperationsKeepThePoolConsistent) {
   EXPECT_GT(tally.bogus_accepted, 100);
 }
 
+// The whole-free counts a pool keeps per model (whole_free_gpus, nodes_with_whole_free) equal the
+// per-node figures after random allocations, releases, cordons and uncordons, and in copies.
+TEST(PoolPropertyTest, WholeFreeCountsPerModelFollowEveryChange) {
+  for (std::uint64_t seed = 0; seed < 50; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    Rng rng(seed);
+    Pool pool = random_pool(rng);
+    std::vector<Placed> live;
+    for (int step = 0; step < 200; ++step) {
+      const int op = draw(rng, 0, 99);
+      const NodeId node{static_cast<std::uint32_t>(rng.below(pool.node_count()))};
+      if (op < 50) {
+        const TaskShape task = random_task(rng);
+        const Assignment where = random_assignment(rng, pool, task);
+        if (pool.allocate(task, where)) live.push_back({task, where});
+      } else if (op < 80) {
+        if (live.empty()) continue;
+        const std::size_t k = rng.below(live.size());
+        ASSERT_TRUE(pool.release(live[k].task, live[k].where).has_value());
+        live[k] = live.back();
+        live.pop_back();
+      } else {
+        ASSERT_TRUE(pool.set_schedulable(node, !pool.schedulable(node)).has_value());
+      }
+      const Pool copy = pool;
+      for (int m = 0; m < kPoolModels; ++m) {
+        const GpuModelId model{static_cast<std::uint32_t>(m)};
+        std::int64_t free = 0;
+        std::array<std::int64_t, kMaxGpusPerNode + 1> nodes{};
+        for (int n = 0; n < pool.node_count(); ++n) {
+          const NodeId id{static_cast<std::uint32_t>(n)};
+          if (pool.spec(id).model != model) continue;
+          const int whole = pool.schedulable(id) ? pool.state(id).whole_free_gpus : 0;
+          free += whole;
+          ++nodes[static_cast<std::size_t>(whole)];
+        }
+        ASSERT_EQ(pool.whole_free_gpus(model), free) << "step " << step << " model " << m;
+        ASSERT_EQ(copy.whole_free_gpus(model), free);
+        for (int k = 0; k <= kMaxGpusPerNode; ++k) {
+          ASSERT_EQ(pool.nodes_with_whole_free(model, k), nodes[static_cast<std::size_t>(k)])
+              << "step " << step << " model " << m << " count " << k;
+        }
+      }
+    }
+  }
+}
+
 // --- placement policies --------------------------------------------------------------------------
 
 struct PolicyDecision {

@@ -27,9 +27,9 @@ namespace scheduler_detail {
 
 std::int64_t count_whole_free_gpus(const Pool& pool, const ModelSet& models) {
   std::int64_t free = 0;
-  for (int n = 0; n < pool.node_count(); ++n) {
-    const NodeId node{static_cast<std::uint32_t>(n)};
-    if (models.accepts(pool.spec(node).model)) free += pool.state(node).whole_free_gpus;
+  for (int m = 0; m < pool.models().size(); ++m) {
+    const GpuModelId model{static_cast<std::uint32_t>(m)};
+    if (models.accepts(model)) free += pool.whole_free_gpus(model);
   }
   return free;
 }
@@ -40,23 +40,27 @@ bool may_fit(const Pool& pool, const GangRequest& request) {
   const std::int64_t need = std::int64_t{request.task_count} * task.gpu_count;
   const bool one_node =
       request.topology.requires_level(TopologyLevel::kNode) || request.task_count == 1;
-  const bool one_leaf = request.topology.requires_level(TopologyLevel::kLeaf);
-  std::vector<std::int64_t> leaf_free(one_leaf ? pool.topology().leaves.size() : 0, 0);
-  std::int64_t total = 0;
+  if (one_node) {  // some node of an accepted model shows `need` whole free GPUs or more
+    for (int m = 0; m < pool.models().size(); ++m) {
+      const GpuModelId model{static_cast<std::uint32_t>(m)};
+      if (!task.models.accepts(model)) continue;
+      for (std::int64_t free = need; free <= kMaxGpusPerNode; ++free) {
+        if (pool.nodes_with_whole_free(model, static_cast<int>(free)) > 0) return true;
+      }
+    }
+    return false;
+  }
+  if (!request.topology.requires_level(TopologyLevel::kLeaf)) {
+    return count_whole_free_gpus(pool, task.models) >= need;
+  }
+  std::vector<std::int64_t> leaf_free(pool.topology().leaves.size(), 0);
   for (int n = 0; n < pool.node_count(); ++n) {
     const NodeId node{static_cast<std::uint32_t>(n)};
     const NodeSpec& spec = pool.spec(node);
-    if (!task.models.accepts(spec.model)) continue;
-    const int free = pool.state(node).whole_free_gpus;
-    if (one_node && free >= need) return true;
-    if (one_leaf) leaf_free[spec.leaf.value] += free;
-    total += free;
+    if (task.models.accepts(spec.model))
+      leaf_free[spec.leaf.value] += pool.state(node).whole_free_gpus;
   }
-  if (one_node) return false;
-  if (one_leaf)
-    return std::any_of(leaf_free.begin(), leaf_free.end(),
-                       [&](std::int64_t f) { return f >= need; });
-  return total >= need;
+  return std::any_of(leaf_free.begin(), leaf_free.end(), [&](std::int64_t f) { return f >= need; });
 }
 
 }  // namespace scheduler_detail
@@ -304,13 +308,7 @@ Seconds Scheduler::lost_if_preempted(const Entry& e, Seconds now) const {
 }
 
 std::int64_t Scheduler::whole_free_gpus(const ModelSet& models) const {
-  const auto key = std::make_pair(models.is_any(), models.bits());
-  if (auto it = free_cache_.find(key); it != free_cache_.end() && it->second.first == changes_) {
-    return it->second.second;
-  }
-  const std::int64_t free = count_whole_free_gpus(pool_, models);
-  free_cache_[key] = {changes_, free};
-  return free;
+  return count_whole_free_gpus(pool_, models);
 }
 
 std::int64_t Scheduler::usage_milli(TenantId tenant) const {
@@ -433,7 +431,6 @@ Result<void> Scheduler::finish(JobId job, Seconds now, std::optional<Seconds> ob
   for (const Assignment& a : e.assignments) {
     if (auto ok = pool_.release(e.job.gang.task, a); !ok) return std::unexpected(ok.error());
   }
-  ++changes_;
   count_tasks(e, -1);
   for (const ModelCharge& c : e.charges) (void)book_.refund(e.job.tenant, c.model, c.milli);
   tenant_usage_[e.job.tenant.value] -= e.milli;
@@ -513,7 +510,6 @@ Result<void> Scheduler::adopt(const Job& job, std::span<const Assignment> assign
     entries_.pop_back();
     return ok;
   }
-  ++changes_;
   Entry& e = entry(job.id);
   if (config_.quotas) {
     std::map<GpuModelId, std::int64_t> by_model;
@@ -567,7 +563,6 @@ bool Scheduler::budget_exhausted(TenantId tenant) const {
 
 Result<void> Scheduler::set_node_schedulable(NodeId node, bool schedulable) {
   if (auto ok = pool_.set_schedulable(node, schedulable); !ok) return ok;
-  ++changes_;
   return {};
 }
 
@@ -590,7 +585,13 @@ std::optional<Seconds> Scheduler::next_wakeup(Seconds now) const {
 
 void Scheduler::count_tasks(const Entry& e, int sign) {
   std::vector<int>& counts = e.borrowing ? borrowed_tasks_ : guaranteed_tasks_;
-  for (const Assignment& a : e.assignments) counts[a.node.value] += sign;
+  int& nodes = e.borrowing ? nodes_with_borrowed_ : nodes_with_guaranteed_;
+  for (const Assignment& a : e.assignments) {
+    int& count = counts[a.node.value];
+    if (count == 0) ++nodes;
+    count += sign;
+    if (count == 0) --nodes;
+  }
 }
 
 GangResult Scheduler::place(const Pool& pool, const Job& job, const GangRequest& request,
@@ -645,7 +646,6 @@ void Scheduler::start(Entry& e, const GangPlacement& placement, Seconds now,
   for (const Assignment& a : placement.assignments) {
     (void)pool_.allocate(e.job.gang.task, a);  // checked by the placement on this very pool
   }
-  ++changes_;
   if (config_.quotas && admission != StartAdmission::kWindow) {
     std::map<GpuModelId, std::int64_t> by_model;
     for (const Assignment& a : placement.assignments) {
@@ -710,7 +710,6 @@ PreemptedJob Scheduler::preempt(Entry& e, Seconds now, PreemptionCause cause,
   p.lost_gpu_seconds = (p.segment_seconds - p.kept_seconds) * gpus;
   count_tasks(e, -1);
   for (const Assignment& a : e.assignments) (void)pool_.release(e.job.gang.task, a);
-  ++changes_;
   for (const ModelCharge& c : e.charges) (void)book_.refund(e.job.tenant, c.model, c.milli);
   tenant_usage_[e.job.tenant.value] -= e.milli;
   class_usage_[static_cast<std::size_t>(e.job.job_class)] -= e.milli;

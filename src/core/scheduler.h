@@ -543,16 +543,16 @@ class Scheduler {
   // Running tasks per node admitted within guarantee, and by borrowing (segregate_borrowed).
   std::vector<int> guaranteed_tasks_;
   std::vector<int> borrowed_tasks_;
+  // Nodes with any such task (so that placement knows without a look at every node whether
+  // segregation allows every node, or none).
+  int nodes_with_guaranteed_ = 0;
+  int nodes_with_borrowed_ = 0;
   std::vector<JobId> fresh_;  // submitted or requeued since the last pass
   bool cut_short_ = false;    // the last pass stopped at max_starts_per_pass
   std::unique_ptr<PlacementPolicy> fraction_policy_;
   mutable Rng fraction_rng_{0};
   std::unique_ptr<PlacementPolicy> gang_policy_;  // SchedulerConfig::gang_policy
   mutable Rng gang_rng_{0};
-  // Whole free GPUs per model set, valid while changes_ (bumped by every pool change) holds.
-  std::uint64_t changes_ = 0;
-  mutable std::map<std::pair<bool, std::uint64_t>, std::pair<std::uint64_t, std::int64_t>>
-      free_cache_;
   PendingSeconds pending_total_{};
   // When a job that the last pass could not slice yet (min_slice_run, max_slice_loss) may be.
   std::optional<Seconds> slice_wakeup_;

@@ -48,14 +48,18 @@ std::optional<PendingReason> Scheduler::try_to_place(Entry& e, const QuotaVerdic
         config_.placement == PlacementRule::kTopology && !request.task.is_fractional()) {
       // Borrowed work goes where no guaranteed work runs and the other way round, so that
       // reclaim can empty whole nodes; anywhere if that fails.
-      // (No filter when it would allow every node: the placement below is the same.)
-      std::vector<std::uint8_t> allowed(static_cast<std::size_t>(pool_.node_count()));
-      bool every_node = true;
-      for (std::size_t n = 0; n < allowed.size(); ++n) {
-        allowed[n] = (quota.borrowed > 0 ? guaranteed_tasks_[n] : borrowed_tasks_[n]) == 0 ? 1 : 0;
-        every_node = every_node && allowed[n] != 0;
+      // No filter when it would allow every node (the placement below is the same) or none (it
+      // would find nothing, and changes nothing, not even a policy's random draws): told by the
+      // count of nodes running the other kind of work, without a look at each node.
+      const int others = quota.borrowed > 0 ? nodes_with_guaranteed_ : nodes_with_borrowed_;
+      if (others > 0 && others < pool_.node_count()) {
+        std::vector<std::uint8_t> allowed(static_cast<std::size_t>(pool_.node_count()));
+        for (std::size_t n = 0; n < allowed.size(); ++n) {
+          allowed[n] =
+              (quota.borrowed > 0 ? guaranteed_tasks_[n] : borrowed_tasks_[n]) == 0 ? 1 : 0;
+        }
+        placed = place(pool_, e.job, request, allowed);
       }
-      if (!every_node) placed = place(pool_, e.job, request, allowed);
     }
     if (!placed) placed = place(pool_, e.job, request);
     if (placed) {
@@ -63,7 +67,10 @@ std::optional<PendingReason> Scheduler::try_to_place(Entry& e, const QuotaVerdic
       if (state.reservation) {
         Reservation& r = *state.reservation;
         bool fits_beside = true;
-        if (now + predicted_remaining(e) > r.start) {
+        if (now + predicted_remaining(e) > r.start && placed->assignments.size() == 1) {
+          // One task: allocate changes nothing when it fails, so no copy of the shadow pool.
+          fits_beside = r.shadow.allocate(request.task, placed->assignments.front()).has_value();
+        } else if (now + predicted_remaining(e) > r.start) {
           Pool trial = r.shadow;
           for (const Assignment& a : placed->assignments) {
             fits_beside = fits_beside && trial.allocate(request.task, a).has_value();

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/rng.h"
+#include "core/scheduler_pass_state.h"
 #include "core/test_pool.h"
 
 namespace tidepool {
@@ -165,6 +166,131 @@ TEST(Scheduler, APassStopsAtItsLimitAndTheNextGoesOnWhereItStopped) {
   auto refused = Scheduler::create(two_leaf_pool(), a_and_b_book(), limited);
   ASSERT_FALSE(refused.has_value());
   EXPECT_EQ(refused.error().field, "max_starts_per_pass");
+}
+
+// may_fit (answered from the pool's whole-free counts) says what a look at every node says: some
+// node of an accepted model has the gang's GPUs whole and free (one task, or the gang bound to a
+// node), a leaf has them (the gang bound to a leaf), or the pool has them; on random pools,
+// allocations and cordons.
+TEST(SchedulerDetail, MayFitAgreesWithALookAtEveryNode) {
+  auto by_every_node = [](const Pool& pool, const GangRequest& request) {
+    const TaskShape& task = request.task;
+    if (task.is_fractional() || task.is_mig() || !task.needs_gpu()) return true;
+    const std::int64_t need = std::int64_t{request.task_count} * task.gpu_count;
+    const bool one_node =
+        request.topology.requires_level(TopologyLevel::kNode) || request.task_count == 1;
+    std::vector<std::int64_t> leaf(pool.topology().leaves.size(), 0);
+    std::int64_t total = 0;
+    bool node_fits = false;
+    for (int n = 0; n < pool.node_count(); ++n) {
+      const NodeId node{static_cast<std::uint32_t>(n)};
+      if (!task.models.accepts(pool.spec(node).model)) continue;
+      const int free = pool.state(node).whole_free_gpus;
+      node_fits = node_fits || free >= need;
+      leaf[pool.spec(node).leaf.value] += free;
+      total += free;
+    }
+    if (one_node) return node_fits;
+    if (request.topology.requires_level(TopologyLevel::kLeaf)) {
+      return std::any_of(leaf.begin(), leaf.end(), [&](std::int64_t f) { return f >= need; });
+    }
+    return total >= need;
+  };
+  int fits = 0;
+  int not_fits = 0;
+  for (std::uint64_t seed = 0; seed < 40; ++seed) {
+    Rng rng(seed);
+    Pool pool = test_support::make_two_model_pool();
+    for (int step = 0; step < 60; ++step) {
+      const NodeId node{static_cast<std::uint32_t>(rng.below(4))};
+      const std::uint64_t op = rng.below(10);
+      if (op == 0) {
+        ASSERT_TRUE(pool.set_schedulable(node, !pool.schedulable(node)).has_value());
+      } else if (op < 6) {
+        auto task = make_task_shape(1, kMilliPerGpu, 1000, 1024);
+        (void)pool.allocate(*task, {node, GpuSet{1} << rng.below(8)});
+      } else {
+        auto task = make_task_shape(1, kMilliPerGpu, 1000, 1024);
+        (void)pool.release(*task, {node, GpuSet{1} << rng.below(8)});
+      }
+      GangRequest request;
+      request.task_count = static_cast<int>(1 + rng.below(4));
+      ModelSet models;
+      if (rng.below(3) != 0) models.add(GpuModelId{static_cast<std::uint32_t>(rng.below(2))});
+      request.task = *make_task_shape(static_cast<std::int64_t>(1 + rng.below(8)), kMilliPerGpu,
+                                      1000, 1024, rng.below(2) == 0 ? ModelSet::any() : models);
+      const std::array<TopologyLevel, 3> levels = {TopologyLevel::kNode, TopologyLevel::kLeaf,
+                                                   TopologyLevel::kSpine};
+      request.topology = {levels[rng.below(3)], rng.below(2) == 0 ? TopologyStrength::kRequired
+                                                                  : TopologyStrength::kPreferred};
+      const bool expected = by_every_node(pool, request);
+      ASSERT_EQ(scheduler_detail::may_fit(pool, request), expected)
+          << "seed " << seed << " step " << step;
+      (expected ? fits : not_fits) += 1;
+    }
+  }
+  EXPECT_GT(fits, 200);
+  EXPECT_GT(not_fits, 200);
+}
+
+// segregate_borrowed: borrowed work starts on nodes without guaranteed work while one has room,
+// guaranteed work on nodes without borrowed work; and anywhere when every node runs the other
+// kind (the pass tells both cases apart by counts of nodes, not a look at each).
+TEST(Scheduler, BorrowedAndGuaranteedWorkKeepToNodesOfTheirOwnWhileAnyHasRoom) {
+  Scheduler s = make_scheduler(policy("tidepool"), a_and_b_book(8));
+  std::map<std::uint32_t, std::set<std::uint32_t>> guaranteed_nodes;  // node -> jobs
+  std::set<std::uint32_t> borrowed_nodes;
+  auto record = [&](const PassResult& result) {
+    for (const StartedJob& started : result.started) {
+      for (const Assignment& a : started.assignments) {
+        if (started.admission == StartAdmission::kBorrowing) {
+          EXPECT_FALSE(guaranteed_nodes.contains(a.node.value))
+              << "job " << started.job.value << " borrows on node " << a.node.value
+              << " beside guaranteed work";
+          borrowed_nodes.insert(a.node.value);
+        } else {
+          EXPECT_FALSE(borrowed_nodes.contains(a.node.value))
+              << "job " << started.job.value << " within guarantee on node " << a.node.value
+              << " beside borrowed work";
+          guaranteed_nodes[a.node.value].insert(started.job.value);
+        }
+      }
+    }
+  };
+  // A: one job within guarantee; B: 8 within guarantee, then 2 that borrow.
+  ASSERT_TRUE(s.submit(make_test_job(1, kA, 1, 0), 0).has_value());
+  record(s.pass(0));
+  for (std::uint32_t id = 10; id < 18; ++id) {
+    ASSERT_TRUE(s.submit(make_test_job(id, kB, 1, 10), 10).has_value());
+  }
+  record(s.pass(10));
+  for (std::uint32_t id = 20; id < 22; ++id) {
+    ASSERT_TRUE(s.submit(make_test_job(id, kB, 1, 20), 20).has_value());
+    const PassResult result = s.pass(20);
+    ASSERT_EQ(result.started.size(), 1U);
+    EXPECT_EQ(result.started[0].admission, StartAdmission::kBorrowing);
+    record(result);
+  }
+  ASSERT_FALSE(borrowed_nodes.empty());
+  // A's next jobs, within guarantee, keep off the borrowing node.
+  for (std::uint32_t id = 30; id < 33; ++id) {
+    ASSERT_TRUE(s.submit(make_test_job(id, kA, 1, 30), 30).has_value());
+    const PassResult result = s.pass(30);
+    ASSERT_EQ(result.started.size(), 1U);
+    EXPECT_NE(result.started[0].admission, StartAdmission::kBorrowing);
+    record(result);
+  }
+
+  // One node: every node runs guaranteed work, and borrowed work starts there all the same.
+  auto one = Scheduler::create(test_support::make_test_pool({.nodes_per_leaf = 1}), a_and_b_book(4),
+                               policy("tidepool"));
+  ASSERT_TRUE(one.has_value());
+  for (std::uint32_t id = 0; id < 5; ++id) {
+    ASSERT_TRUE(one->submit(make_test_job(id, kB, 1, 0), 0).has_value());
+  }
+  const PassResult result = one->pass(0);
+  ASSERT_EQ(result.started.size(), 5U);
+  EXPECT_EQ(result.started.back().admission, StartAdmission::kBorrowing);
 }
 
 TEST(Scheduler, ATenantsShortJobStopsItsOwnLongJobOnceThatPassedAThreshold) {
