@@ -49,6 +49,17 @@ inline GpuModelCatalog t4_and_a100_catalog() {
   return models;
 }
 
+// A node of `gpus` GPUs of `model` with `milli_cpu` and 256 GiB of memory, for single_leaf_pool.
+inline NodeSpec model_node(std::string name, int gpus, MilliCpu milli_cpu, GpuModelId model) {
+  NodeSpec spec;
+  spec.name = std::move(name);
+  spec.model = model;
+  spec.gpu_count = gpus;
+  spec.milli_cpu = milli_cpu;
+  spec.memory_mib = 262144;
+  return spec;
+}
+
 // A pool of `nodes` (models of t4_and_a100_catalog()) under one leaf switch.
 inline Pool single_leaf_pool(std::vector<NodeSpec> nodes) {
   auto pool = Pool::create(t4_and_a100_catalog(), Topology::single_leaf(), std::move(nodes));

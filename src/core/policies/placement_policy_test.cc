@@ -21,13 +21,7 @@ using test_support::kT4;
 using test_support::single_leaf_pool;
 
 NodeSpec policy_node(std::string name, int gpus, MilliCpu cpu = 64000, GpuModelId model = kT4) {
-  NodeSpec spec;
-  spec.name = std::move(name);
-  spec.model = model;
-  spec.gpu_count = gpus;
-  spec.milli_cpu = cpu;
-  spec.memory_mib = 262144;
-  return spec;
+  return test_support::model_node(std::move(name), gpus, cpu, model);
 }
 
 TaskShape policy_task(int gpus, MilliGpu milli, MilliCpu cpu = 0,

@@ -14,15 +14,7 @@ using test_support::kA100;
 using test_support::kT4;
 using test_support::single_leaf_pool;
 
-NodeSpec node(std::string name, int gpus, MilliCpu cpu, GpuModelId model) {
-  NodeSpec spec;
-  spec.name = std::move(name);
-  spec.model = model;
-  spec.gpu_count = gpus;
-  spec.milli_cpu = cpu;
-  spec.memory_mib = 262144;
-  return spec;
-}
+using test_support::model_node;
 
 TaskShape task(int gpus, MilliGpu milli, MilliCpu cpu, ModelSet models = ModelSet::any()) {
   auto shape = make_task_shape(gpus, milli, cpu, 0, models);
@@ -37,7 +29,8 @@ WorkloadProfile profile_of(const std::vector<TaskShape>& tasks) {
 // 6 T4 GPUs and 2 A100 GPUs. A fourth of the tasks (by GPU) accept only A100: they expect a fourth
 // of the pool's 8 GPUs, 2, all of the A100s' capacity. The others accept any model: no pressure.
 TEST(PoolDemandTest, DemandTiedToAModelPressesOnItsCapacity) {
-  const Pool pool = single_leaf_pool({node("t4", 6, 48000, kT4), node("a100", 2, 16000, kA100)});
+  const Pool pool =
+      single_leaf_pool({model_node("t4", 6, 48000, kT4), model_node("a100", 2, 16000, kA100)});
   std::vector<TaskShape> tasks(3, task(1, 1000, 4000));
   tasks.push_back(task(1, 1000, 4000, ModelSet::only(kA100)));
   const PoolDemand demand = PoolDemand::of(profile_of(tasks), pool);
@@ -53,7 +46,8 @@ TEST(PoolDemandTest, DemandTiedToAModelPressesOnItsCapacity) {
 // Tied demand spreads over the models it accepts in proportion to their capacity, and a pressure
 // is at most 1.
 TEST(PoolDemandTest, TiedDemandSpreadsOverItsModelsByCapacityAndPressureIsAtMostOne) {
-  const Pool pool = single_leaf_pool({node("t4", 6, 48000, kT4), node("a100", 2, 16000, kA100)});
+  const Pool pool =
+      single_leaf_pool({model_node("t4", 6, 48000, kT4), model_node("a100", 2, 16000, kA100)});
   ModelSet both = ModelSet::none();
   both.add(kT4);
   both.add(kA100);
@@ -66,7 +60,7 @@ TEST(PoolDemandTest, TiedDemandSpreadsOverItsModelsByCapacityAndPressureIsAtMost
       PoolDemand::of(profile_of({task(1, 1000, 0, ModelSet::only(kA100))}), pool);
   EXPECT_DOUBLE_EQ(over.pressure(kA100).value_or(-1), 1.0);
   // A model the pool lacks has none.
-  const Pool t4_only = single_leaf_pool({node("t4", 8, 64000, kT4)});
+  const Pool t4_only = single_leaf_pool({model_node("t4", 8, 64000, kT4)});
   const PoolDemand lacking =
       PoolDemand::of(profile_of({task(1, 1000, 0, ModelSet::only(kT4))}), t4_only);
   EXPECT_FALSE(lacking.pressure(kA100).has_value());
@@ -76,7 +70,7 @@ TEST(PoolDemandTest, TiedDemandSpreadsOverItsModelsByCapacityAndPressureIsAtMost
 // CPU supply: the pool's CPU over what its GPUs ask at the workload's CPU per GPU (tasks without
 // a GPU do not count).
 TEST(PoolDemandTest, CpuSupplyComparesThePoolsCpuWithWhatItsGpusAsk) {
-  const Pool pool = single_leaf_pool({node("t4", 8, 64000, kT4)});           // 8 cores per GPU
+  const Pool pool = single_leaf_pool({model_node("t4", 8, 64000, kT4)});     // 8 cores per GPU
   const std::vector<TaskShape> half{task(1, 500, 8000), task(0, 0, 32000)};  // 16 per GPU
   EXPECT_DOUBLE_EQ(PoolDemand::of(profile_of(half), pool).cpu_supply(), 0.5);
   const std::vector<TaskShape> double_{task(2, 1000, 8000)};  // 4 per GPU
