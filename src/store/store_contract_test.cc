@@ -715,8 +715,8 @@ TEST_P(EveryStoreTest, ReaderThreadFollowsTheStreamWhileCommitsHappen) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllStores, EveryStoreTest,
-                         ::testing::Values(kSqlite, kMemory, kEtcd), kind_name);
+INSTANTIATE_TEST_SUITE_P(AllStores, EveryStoreTest, ::testing::Values(kSqlite, kMemory, kEtcd),
+                         kind_name);
 
 // --- the memory store as the model of every other store --------------------------------------
 
