@@ -2,9 +2,9 @@
 // gRPC), so that several servers can share it and one takes over when another fails.
 //
 // Layout: one key per record under a prefix (etcd_keys.h), so load() reads the whole state with
-// one Range request per collection (six), whatever the number of jobs; the events of a commit
-// share one key (etcd's time for a transaction grows with the keys it writes, and a round that
-// starts its jobs writes two events per job).
+// one Range request per collection (six; seven for a fenced store), whatever the number of jobs;
+// the events of a commit share one key (etcd's time for a transaction grows with the keys it
+// writes, and a round that starts its jobs writes two events per job).
 //
 // Atomicity: a commit() is one etcd transaction. The batch's rules depend on some keys (its jobs
 // and tokens, the index entries of their idempotency keys and hashes, the last event and ledger
