@@ -588,6 +588,18 @@ GangResult place_gang_by_policy(const Pool& pool, const GangRequest& request,
     }
     return place_gang(pool, request);
   }
+  if (request.task_count == 1 && request.task.gpu_count == 1 && policy.places_among()) {
+    // One task of one GPU on some nodes: as the copy below would, but without it (the policy's
+    // node, found on the pool itself, is as compact as the planner's; the planner is asked only
+    // when the policy finds none, as above).
+    if (std::optional<Assignment> one = policy.place_among(pool, request.task, allowed_nodes)) {
+      GangPlacement chosen;
+      chosen.assignments.push_back(*one);
+      chosen.span = gang_span(pool, chosen.assignments);
+      return chosen;
+    }
+    return place_gang(pool, request, allowed_nodes);
+  }
   GangResult planned = place_gang(pool, request, allowed_nodes);
   if (!planned) return planned;
   GangPlacement chosen;

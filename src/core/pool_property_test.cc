@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/policies/placement_policy.h"
+#include "core/policies/policy_factories.h"
 #include "core/pool.h"
 #include "core/rng.h"
 #include "core/test_random.h"
@@ -415,6 +416,60 @@ std::vector<PolicyDecision> run_policy_sequence(std::string_view policy_name, st
     if (!invariants) return outcomes;
   }
   return outcomes;
+}
+
+// place_among (FGD and Tidepool, by their index and by the scan) chooses as place() does on a copy
+// of the pool with the nodes not allowed cordoned, on random pools, tasks and node sets, the pool
+// changing between decisions (so that the index follows it).
+TEST(PlaceAmongPropertyTest, IsPlaceOnACopyOfThePoolWithTheOtherNodesCordoned) {
+  using Make = std::unique_ptr<PlacementPolicy> (*)(const WorkloadProfile&, ScoreLookup);
+  const std::array<std::pair<const char*, Make>, 2> policies = {
+      std::pair<const char*, Make>{"fgd", &make_fgd_policy},
+      std::pair<const char*, Make>{"tidepool", &make_tidepool_policy}};
+  int found = 0;
+  int none = 0;
+  for (const auto& [name, make] : policies) {
+    for (const ScoreLookup lookup : {ScoreLookup::kIndex, ScoreLookup::kScan}) {
+      for (std::uint64_t seed = 0; seed < 40; ++seed) {
+        SCOPED_TRACE(std::string(name) + " seed " + std::to_string(seed));
+        Rng rng(seed);
+        Pool pool = random_pool(rng);
+        std::vector<TaskShape> workload;
+        for (int i = 0; i < 20; ++i) workload.push_back(random_task(rng));
+        const WorkloadProfile profile = WorkloadProfile::from_tasks(workload, 95);
+        std::unique_ptr<PlacementPolicy> policy = make(profile, lookup);
+        ASSERT_TRUE(policy->places_among());
+        for (int step = 0; step < 60; ++step) {
+          const TaskShape task = workload[rng.below(workload.size())];
+          std::vector<std::uint8_t> allowed(static_cast<std::size_t>(pool.node_count()));
+          Pool cordoned = pool;
+          for (std::size_t n = 0; n < allowed.size(); ++n) {
+            allowed[n] = chance(rng, 50) ? 1 : 0;
+            if (allowed[n] == 0) {
+              ASSERT_TRUE(cordoned.set_schedulable(NodeId{static_cast<std::uint32_t>(n)}, false));
+            }
+          }
+          const std::optional<Assignment> among = policy->place_among(pool, task, allowed);
+          std::unique_ptr<PlacementPolicy> fresh = make(profile, lookup);
+          Rng unused(0);
+          const PlacementResult on_copy = fresh->place(cordoned, task, unused);
+          ASSERT_EQ(among.has_value(), on_copy.has_value()) << "step " << step;
+          if (among) {
+            ASSERT_EQ(*among, *on_copy) << "step " << step;
+            ++found;
+          } else {
+            ++none;
+          }
+          // The pool changes: the decision of place() itself is taken.
+          if (PlacementResult placed = policy->place(pool, task, unused)) {
+            ASSERT_TRUE(pool.allocate(task, *placed).has_value());
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(found, 1000);
+  EXPECT_GT(none, 100);
 }
 
 class PolicyPropertyTest : public ::testing::TestWithParam<std::string_view> {};

@@ -155,6 +155,8 @@ Scheduler::Scheduler(Pool pool, TenantBook book, FairShareLedger ledger, Runtime
   }
   guaranteed_tasks_.assign(static_cast<std::size_t>(pool_.node_count()), 0);
   borrowed_tasks_.assign(static_cast<std::size_t>(pool_.node_count()), 0);
+  free_of_guaranteed_.assign(static_cast<std::size_t>(pool_.node_count()), 1);
+  free_of_borrowed_.assign(static_cast<std::size_t>(pool_.node_count()), 1);
 }
 
 Result<Scheduler> Scheduler::create(Pool pool, TenantBook book, SchedulerConfig config) {
@@ -585,12 +587,14 @@ std::optional<Seconds> Scheduler::next_wakeup(Seconds now) const {
 
 void Scheduler::count_tasks(const Entry& e, int sign) {
   std::vector<int>& counts = e.borrowing ? borrowed_tasks_ : guaranteed_tasks_;
+  std::vector<std::uint8_t>& free_of = e.borrowing ? free_of_borrowed_ : free_of_guaranteed_;
   int& nodes = e.borrowing ? nodes_with_borrowed_ : nodes_with_guaranteed_;
   for (const Assignment& a : e.assignments) {
     int& count = counts[a.node.value];
     if (count == 0) ++nodes;
     count += sign;
     if (count == 0) --nodes;
+    free_of[a.node.value] = count == 0 ? 1 : 0;
   }
 }
 

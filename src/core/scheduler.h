@@ -543,6 +543,9 @@ class Scheduler {
   // Running tasks per node admitted within guarantee, and by borrowing (segregate_borrowed).
   std::vector<int> guaranteed_tasks_;
   std::vector<int> borrowed_tasks_;
+  // Per node, 1 while it runs no such task: the nodes segregation allows the other kind.
+  std::vector<std::uint8_t> free_of_guaranteed_;
+  std::vector<std::uint8_t> free_of_borrowed_;
   // Nodes with any such task (so that placement knows without a look at every node whether
   // segregation allows every node, or none).
   int nodes_with_guaranteed_ = 0;

@@ -641,6 +641,7 @@ bool Scheduler::preempt_for(Entry& e, const GangRequest& request, bool reclaim, 
   start(e, room->second, now, admission, borrowed, false, out);
   state.admissions.clear();
   state.unplaceable.clear();
+  state.not_kept_apart.clear();
   state.no_room.clear();
   running_changed(now, state);
   return true;

@@ -130,6 +130,10 @@ struct Scheduler::PassState {
       admissions;  // cleared when the book changes
   std::map<std::tuple<int, TaskShape, std::uint8_t, std::uint8_t>, PendingReason>
       unplaceable;  // cleared when capacity is freed
+  // Single-task shapes (and whether the job borrows) that found no room on the nodes
+  // segregate_borrowed keeps them to: as the pool only fills and those nodes only get fewer
+  // until capacity is freed, they would find none again (cleared with `unplaceable`).
+  std::set<std::tuple<int, TaskShape, std::uint8_t, std::uint8_t, bool>> not_kept_apart;
   std::set<std::tuple<std::uint32_t, int, TaskShape, int, std::int64_t, bool, bool, int, bool,
                       std::int64_t, std::int64_t, std::uint8_t, std::uint8_t>>
       no_room;  // make_room failures (see preempt_for)

@@ -51,14 +51,15 @@ std::optional<PendingReason> Scheduler::try_to_place(Entry& e, const QuotaVerdic
       // No filter when it would allow every node (the placement below is the same) or none (it
       // would find nothing, and changes nothing, not even a policy's random draws): told by the
       // count of nodes running the other kind of work, without a look at each node.
-      const int others = quota.borrowed > 0 ? nodes_with_guaranteed_ : nodes_with_borrowed_;
-      if (others > 0 && others < pool_.node_count()) {
-        std::vector<std::uint8_t> allowed(static_cast<std::size_t>(pool_.node_count()));
-        for (std::size_t n = 0; n < allowed.size(); ++n) {
-          allowed[n] =
-              (quota.borrowed > 0 ? guaranteed_tasks_[n] : borrowed_tasks_[n]) == 0 ? 1 : 0;
-        }
-        placed = place(pool_, e.job, request, allowed);
+      // A single task that found no room there earlier in the pass finds none again.
+      const bool borrows = quota.borrowed > 0;
+      const int others = borrows ? nodes_with_guaranteed_ : nodes_with_borrowed_;
+      const auto apart_key = std::tuple_cat(shape_key, std::make_tuple(borrows));
+      const bool single = request.task_count == 1 && !e.job.replica_of;
+      if (others > 0 && others < pool_.node_count() &&
+          !(single && state.not_kept_apart.contains(apart_key))) {
+        placed = place(pool_, e.job, request, borrows ? free_of_guaranteed_ : free_of_borrowed_);
+        if (!placed && single) state.not_kept_apart.insert(apart_key);
       }
     }
     if (!placed) placed = place(pool_, e.job, request);

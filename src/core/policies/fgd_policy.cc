@@ -25,6 +25,15 @@ class FgdPolicy final : public PlacementPolicy {
   std::string_view name() const override { return "fgd"; }
 
   PlacementResult place(const Pool& pool, const TaskShape& task, Rng& /*rng*/) override {
+    auto chosen = place_among(pool, task, {});
+    if (!chosen) return std::unexpected(Unplaceable{explain_unplaceable(pool, task)});
+    return *chosen;
+  }
+
+  [[nodiscard]] bool places_among() const override { return true; }
+
+  std::optional<Assignment> place_among(const Pool& pool, const TaskShape& task,
+                                        std::span<const std::uint8_t> allowed) override {
     const double scale = 1000.0 * static_cast<double>(profile_.total_count());
     auto score_of = [&](std::int64_t growth) {
       const double x = -static_cast<double>(growth) / scale;
@@ -40,10 +49,8 @@ class FgdPolicy final : public PlacementPolicy {
       return best;
     };
     // The score reads the task's CPU and GPUs, not its memory (fragmentation ignores memory).
-    auto chosen = place_by_score(pool, task, lookup_ == ScoreLookup::kIndex ? &index_ : nullptr,
-                                 cache_, evaluate, TaskInScore::kAllButMemory);
-    if (!chosen) return std::unexpected(Unplaceable{explain_unplaceable(pool, task)});
-    return *chosen;
+    return place_by_score(pool, task, lookup_ == ScoreLookup::kIndex ? &index_ : nullptr, cache_,
+                          evaluate, TaskInScore::kAllButMemory, allowed);
   }
 
  private:

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <span>
 #include <type_traits>
 #include <vector>
 
@@ -17,9 +18,11 @@ namespace tidepool {
 
 // Returns the feasible node with the highest score(NodeId) (any totally ordered value: an integer
 // or a tuple of them, higher is better). Equal scores go to the node of lowest Pool::tie_rank, so
-// the choice is a total order: the same pool and task give the same node.
+// the choice is a total order: the same pool and task give the same node. With `allowed` (one
+// flag per node), only among the nodes n with allowed[n] != 0.
 template <class ScoreFn>
-std::optional<NodeId> pick_highest_score(const Pool& pool, const TaskShape& task, ScoreFn&& score) {
+std::optional<NodeId> pick_highest_score(const Pool& pool, const TaskShape& task, ScoreFn&& score,
+                                         std::span<const std::uint8_t> allowed = {}) {
   using Score = std::decay_t<decltype(score(NodeId{}))>;
   std::optional<NodeId> chosen;
   Score best{};
@@ -27,6 +30,7 @@ std::optional<NodeId> pick_highest_score(const Pool& pool, const TaskShape& task
   const auto specs = pool.specs();
   const auto states = pool.states();
   for (std::uint32_t i = 0; i < specs.size(); ++i) {
+    if (!allowed.empty() && allowed[i] == 0) continue;
     if (!fits(specs[i], states[i], task)) continue;
     const NodeId node{i};
     const Score s = score(node);

@@ -4,8 +4,10 @@
 // decision. A policy object serves one pool: make one per pool.
 #pragma once
 
+#include <cstdint>
 #include <expected>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -31,6 +33,17 @@ class PlacementPolicy {
   [[nodiscard]] virtual std::string_view name() const = 0;
   // Chooses where `task` goes. The assignment is valid for Pool::allocate as the pool is now.
   virtual PlacementResult place(const Pool& pool, const TaskShape& task, Rng& rng) = 0;
+  // Whether the policy answers place_among; if not, a caller that must keep to some nodes places
+  // on a copy of the pool with the other nodes cordoned.
+  [[nodiscard]] virtual bool places_among() const { return false; }
+  // Where place() would put `task` on a copy of `pool` with every node n where allowed[n] == 0
+  // cordoned (one flag per node), found on `pool` itself: no copy, and an index that follows
+  // `pool` serves it. nullopt when the task fits none of the allowed nodes. Only where
+  // places_among(); such a policy draws nothing from its random generator.
+  virtual std::optional<Assignment> place_among(const Pool& /*pool*/, const TaskShape& /*task*/,
+                                                std::span<const std::uint8_t> /*allowed*/) {
+    return std::nullopt;
+  }
 };
 
 struct PolicyInfo {

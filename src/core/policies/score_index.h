@@ -36,6 +36,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <span>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -109,10 +110,13 @@ class NodeScoreIndex {
 
   // The node of highest score (lowest tie rank among equals) where `task` fits, with the choice
   // `evaluate(NodeId)` made there (a ScoredChoice; called only for nodes where the task fits, but
-  // for its memory with TaskInScore::kAllButMemory).
+  // for its memory with TaskInScore::kAllButMemory). With `allowed` (one flag per node), among the
+  // nodes n with allowed[n] != 0 only: the walk down the order passes over the others, so it costs
+  // up to the listed nodes ranked ahead of the first allowed one.
   template <class Evaluate>
   Answer best(const Pool& pool, const TaskShape& task, Evaluate&& evaluate,
-              TaskInScore in_score = TaskInScore::kWholeShape) {
+              TaskInScore in_score = TaskInScore::kWholeShape,
+              std::span<const std::uint8_t> allowed = {}) {
     TaskShape key = task;
     if (in_score == TaskInScore::kAllButMemory) key.memory_mib = 0;
     Shape* shape = shape_for(pool, key);
@@ -152,6 +156,7 @@ class NodeScoreIndex {
       for (std::uint32_t rank = bucket.ranks.next(0); rank != RankSet::kNone;
            rank = bucket.ranks.next(rank + 1)) {
         const NodeId node{node_at_rank_[rank]};
+        if (!allowed.empty() && allowed[node.value] == 0) continue;
         if (check_memory && !fits(pool.spec(node), pool.state(node), task)) continue;
         const ScoredChoice choice{bucket.score, shape->entries[node.value].gpus};
         return {.indexed = true, .best = std::pair{node, choice}};
@@ -248,27 +253,32 @@ enum class ScoreLookup : std::uint8_t { kIndex, kScan };
 // A scoring policy's choice for `task`: by `index` when it follows the pool (and is given), else by
 // the scan with `cache` (each node's choice kept for its state); nullopt when the task fits
 // nowhere. `evaluate(NodeId)` scores a node where the task fits (a ScoredChoice); `in_score` says
-// whether that reads the task's memory (the scan does not rely on it).
+// whether that reads the task's memory (the scan does not rely on it). With `allowed` (one flag
+// per node), among the nodes n with allowed[n] != 0 only.
 template <class Evaluate>
 std::optional<Assignment> place_by_score(const Pool& pool, const TaskShape& task,
                                          NodeScoreIndex* index, NodeScoreCache& cache,
                                          Evaluate&& evaluate,
-                                         TaskInScore in_score = TaskInScore::kWholeShape) {
+                                         TaskInScore in_score = TaskInScore::kWholeShape,
+                                         std::span<const std::uint8_t> allowed = {}) {
   if (index != nullptr) {
-    const NodeScoreIndex::Answer answer = index->best(pool, task, evaluate, in_score);
+    const NodeScoreIndex::Answer answer = index->best(pool, task, evaluate, in_score, allowed);
     if (answer.indexed) {
       if (!answer.best) return std::nullopt;
       return Assignment{answer.best->first, answer.best->second.gpus};
     }
   }
   const int slot = cache.slot_for(task, pool.node_count());
-  const auto node = pick_highest_score(pool, task, [&](NodeId n) {
-    const NodeState& state = pool.state(n);
-    if (const ScoredChoice* hit = cache.find(slot, n, state)) return hit->score;
-    const ScoredChoice choice = evaluate(n);
-    cache.store(slot, n, state, choice);
-    return choice.score;
-  });
+  const auto node = pick_highest_score(
+      pool, task,
+      [&](NodeId n) {
+        const NodeState& state = pool.state(n);
+        if (const ScoredChoice* hit = cache.find(slot, n, state)) return hit->score;
+        const ScoredChoice choice = evaluate(n);
+        cache.store(slot, n, state, choice);
+        return choice.score;
+      },
+      allowed);
   if (!node) return std::nullopt;
   return Assignment{*node, cache.find(slot, *node, pool.state(*node))->gpus};
 }

@@ -58,15 +58,22 @@ class TidepoolPolicy final : public PlacementPolicy {
   std::string_view name() const override { return "tidepool"; }
 
   PlacementResult place(const Pool& pool, const TaskShape& task, Rng& /*rng*/) override {
-    // The pool's capacity is the same in every pool the policy is asked about (the scheduler's
-    // trial copies are copies of one pool).
-    if (!demand_) demand_ = PoolDemand::of(profile_, pool);
-    auto chosen = place_by_score(
-        pool, task, lookup_ == ScoreLookup::kIndex ? &index_ : nullptr, cache_,
-        [&](NodeId n) { return evaluate(pool.spec(n), pool.state(n), task); },
-        TaskInScore::kAllButMemory);
+    auto chosen = place_among(pool, task, {});
     if (!chosen) return std::unexpected(Unplaceable{explain_unplaceable(pool, task)});
     return *chosen;
+  }
+
+  [[nodiscard]] bool places_among() const override { return true; }
+
+  std::optional<Assignment> place_among(const Pool& pool, const TaskShape& task,
+                                        std::span<const std::uint8_t> allowed) override {
+    // The pool's capacity is the same in every pool the policy is asked about (the scheduler's
+    // trial copies are copies of one pool; PoolDemand reads the nodes' specs, not their state).
+    if (!demand_) demand_ = PoolDemand::of(profile_, pool);
+    return place_by_score(
+        pool, task, lookup_ == ScoreLookup::kIndex ? &index_ : nullptr, cache_,
+        [&](NodeId n) { return evaluate(pool.spec(n), pool.state(n), task); },
+        TaskInScore::kAllButMemory, allowed);
   }
 
  private:
