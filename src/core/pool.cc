@@ -277,6 +277,8 @@ Result<void> Pool::set_schedulable(NodeId node, bool schedulable) {
 }
 
 void Pool::count_whole_free(NodeId node, int sign) {
+  // A node without GPUs counts nowhere (its model need not be one of the catalog's).
+  if (specs_[node.value].gpu_count == 0) return;
   const std::size_t model = specs_[node.value].model.value;
   const int free = states_[node.value].whole_free_gpus;
   whole_free_gpus_[model] += sign * free;
