@@ -277,9 +277,9 @@ Result<void> Pool::set_schedulable(NodeId node, bool schedulable) {
 }
 
 void Pool::count_whole_free(NodeId node, int sign) {
-  // A node without GPUs counts nowhere (its model need not be one of the catalog's).
-  if (specs_[node.value].gpu_count == 0) return;
+  // A node without GPUs may name a model outside the catalog: it counts nowhere.
   const std::size_t model = specs_[node.value].model.value;
+  if (model >= whole_free_gpus_.size()) return;
   const int free = states_[node.value].whole_free_gpus;
   whole_free_gpus_[model] += sign * free;
   whole_free_nodes_[model * (kMaxGpusPerNode + 1) + static_cast<std::size_t>(free)] += sign;
@@ -442,6 +442,7 @@ Result<void> Pool::check_invariants() const {
   std::vector<std::int64_t> whole_free_nodes(whole_free_nodes_.size(), 0);
   for (std::size_t i = 0; i < specs_.size(); ++i) {
     const std::size_t model = specs_[i].model.value;
+    if (model >= whole_free.size()) continue;  // a node without GPUs, of no model of the catalog
     whole_free[model] += states_[i].whole_free_gpus;
     ++whole_free_nodes[model * (kMaxGpusPerNode + 1) +
                        static_cast<std::size_t>(states_[i].whole_free_gpus)];
