@@ -34,63 +34,24 @@
 #include "core/rng.h"
 #include "core/task.h"
 #include "core/topology.h"
+#include "synthetic_pool.h"
 
 namespace tidepool {
 namespace {
 
 constexpr int kDefaultNodes = 10'000;
 constexpr std::array<int, 3> kNodeCounts = {1'000, 10'000, 100'000};
-constexpr int kGpusPerNode = 8;
-constexpr int kNodesPerLeaf = 32;
-constexpr int kSpines = 8;
-constexpr std::uint64_t kPoolSeed = 7;
 constexpr std::uint64_t kProfileSeed = 11;
 constexpr std::uint64_t kFillSeed = 42;
 constexpr int kProfileSample = 200'000;
 constexpr std::array<int, 2> kOccupancies = {50, 90};
 
-[[noreturn]] void die(const std::string& what) {
-  std::fprintf(stderr, "placement_bench: %s\n", what.c_str());
-  std::abort();
-}
+using bench_support::die;
+using bench_support::kGpusPerNode;
+using bench_support::take;
 
-template <class T>
-T take(Result<T> result, const char* what) {
-  if (!result) die(std::string(what) + ": " + result.error().message());
-  return std::move(*result);
-}
-
-// `node_count` nodes of 8 GPUs: 60% H100, 30% A100, 10% T4 (two NVLink domains of 4), 96-128 cores,
-// 1-2 TiB memory; 32 nodes per leaf switch, leaves spread over 8 spine switches.
 Pool make_synthetic_pool(int node_count) {
-  GpuModelCatalog models;
-  const GpuModelId h100 = take(models.intern("H100"), "model");
-  const GpuModelId a100 = take(models.intern("A100"), "model");
-  const GpuModelId t4 = take(models.intern("T4"), "model");
-  Topology topology;
-  topology.site = "bench";
-  for (int s = 0; s < kSpines; ++s) topology.spines.push_back({"spine-" + std::to_string(s)});
-  const int leaves = (node_count + kNodesPerLeaf - 1) / kNodesPerLeaf;
-  for (int l = 0; l < leaves; ++l) {
-    topology.leaves.push_back(
-        {"leaf-" + std::to_string(l), SpineId{static_cast<std::uint32_t>(l * kSpines / leaves)}});
-  }
-  Rng rng(kPoolSeed);
-  std::vector<NodeSpec> nodes(node_count);
-  for (int i = 0; i < node_count; ++i) {
-    NodeSpec& node = nodes[i];
-    node.name = "node-" + std::to_string(i);
-    const std::uint64_t kind = rng.below(10);
-    node.model = kind < 6 ? h100 : kind < 9 ? a100 : t4;
-    node.gpu_count = kGpusPerNode;
-    node.milli_cpu = (96 + 16 * static_cast<MilliCpu>(rng.below(3))) * 1000;
-    node.memory_mib = (1024 + 512 * static_cast<MemoryMib>(rng.below(3))) * 1024;
-    node.leaf = LeafId{static_cast<std::uint32_t>(i / kNodesPerLeaf)};
-    if (node.model == t4) {
-      for (int g = 4; g < kGpusPerNode; ++g) node.nvlink_domain[g] = 1;
-    }
-  }
-  return take(Pool::create(std::move(models), std::move(topology), std::move(nodes)), "pool");
+  return bench_support::make_synthetic_pool(node_count, /*t4_domains=*/true);
 }
 
 template <std::size_t N, class T>

@@ -30,60 +30,25 @@
 #include "core/task.h"
 #include "core/tenants.h"
 #include "core/topology.h"
+#include "synthetic_pool.h"
 
 namespace tidepool {
 namespace {
 
-constexpr int kGpusPerNode = 8;
-constexpr int kNodesPerLeaf = 32;
-constexpr int kSpines = 8;
 constexpr int kTenants = 4;
-constexpr std::uint64_t kPoolSeed = 7;
 constexpr Seconds kNow = 600;
 
-[[noreturn]] void die(const std::string& what) {
-  std::fprintf(stderr, "scheduler_pass_bench: %s\n", what.c_str());
-  std::abort();
-}
-
-template <class T>
-T take(Result<T> result, const char* what) {
-  if (!result) die(std::string(what) + ": " + result.error().message());
-  return std::move(*result);
-}
+using bench_support::die;
+using bench_support::kGpusPerNode;
+using bench_support::take;
 
 void check(Result<void> result, const char* what) {
   if (!result) die(std::string(what) + ": " + result.error().message());
 }
 
-// `node_count` nodes of 8 GPUs: 60% H100, 30% A100, 10% T4, 96-128 cores, 1-2 TiB memory; 32
-// nodes per leaf switch, the leaves spread over 8 spine switches (placement_bench's pool).
+// placement_bench's pool (bench/synthetic_pool.h), every node one NVLink domain.
 Pool make_pool(int node_count) {
-  GpuModelCatalog models;
-  const GpuModelId h100 = take(models.intern("H100"), "model");
-  const GpuModelId a100 = take(models.intern("A100"), "model");
-  const GpuModelId t4 = take(models.intern("T4"), "model");
-  Topology topology;
-  topology.site = "bench";
-  for (int s = 0; s < kSpines; ++s) topology.spines.push_back({"spine-" + std::to_string(s)});
-  const int leaves = (node_count + kNodesPerLeaf - 1) / kNodesPerLeaf;
-  for (int l = 0; l < leaves; ++l) {
-    topology.leaves.push_back(
-        {"leaf-" + std::to_string(l), SpineId{static_cast<std::uint32_t>(l * kSpines / leaves)}});
-  }
-  Rng rng(kPoolSeed);
-  std::vector<NodeSpec> nodes(static_cast<std::size_t>(node_count));
-  for (int i = 0; i < node_count; ++i) {
-    NodeSpec& node = nodes[static_cast<std::size_t>(i)];
-    node.name = "node-" + std::to_string(i);
-    const std::uint64_t kind = rng.below(10);
-    node.model = kind < 6 ? h100 : kind < 9 ? a100 : t4;
-    node.gpu_count = kGpusPerNode;
-    node.milli_cpu = (96 + 16 * static_cast<MilliCpu>(rng.below(3))) * 1000;
-    node.memory_mib = (1024 + 512 * static_cast<MemoryMib>(rng.below(3))) * 1024;
-    node.leaf = LeafId{static_cast<std::uint32_t>(i / kNodesPerLeaf)};
-  }
-  return take(Pool::create(std::move(models), std::move(topology), std::move(nodes)), "pool");
+  return bench_support::make_synthetic_pool(node_count, /*t4_domains=*/false);
 }
 
 // How the work is spread over the tenants and their quotas.
