@@ -6,8 +6,6 @@
 // smallest node name, the names carrying a random per-run prefix). For a GPU fraction every GPU
 // with the share free is tried and the one with the best score taken (lowest index on ties); whole
 // GPUs are the lowest-indexed free ones.
-#include <cmath>
-
 #include "core/policies/fragmentation_delta.h"
 #include "core/policies/node_choice.h"
 #include "core/policies/policy_factories.h"
@@ -34,19 +32,8 @@ class FgdPolicy final : public PlacementPolicy {
 
   std::optional<Assignment> place_among(const Pool& pool, const TaskShape& task,
                                         std::span<const std::uint8_t> allowed) override {
-    const double scale = 1000.0 * static_cast<double>(profile_.total_count());
-    auto score_of = [&](std::int64_t growth) {
-      const double x = -static_cast<double>(growth) / scale;
-      return static_cast<std::int64_t>(100.0 / (1.0 + std::exp(-x)));
-    };
     const auto evaluate = [&](NodeId n) {
-      ScoredChoice best{std::numeric_limits<std::int64_t>::min(), 0};
-      for_each_gpu_choice(pool.spec(n), pool.state(n), task, [&](GpuSet gpus) {
-        const std::int64_t s =
-            score_of(fragmentation_growth(pool.spec(n), pool.state(n), task, gpus, profile_));
-        if (s > best.score) best = {s, gpus};
-      });
-      return best;
+      return best_fragmentation_choice(pool.spec(n), pool.state(n), task, profile_);
     };
     // The score reads the task's CPU and GPUs, not its memory (fragmentation ignores memory).
     return place_by_score(pool, task, lookup_ == ScoreLookup::kIndex ? &index_ : nullptr, cache_,

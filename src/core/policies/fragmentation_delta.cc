@@ -1,5 +1,8 @@
 #include "core/policies/fragmentation_delta.h"
 
+#include <cmath>
+#include <limits>
+
 namespace tidepool {
 
 // The terms of scaled_node_fragmentation before and after, side by side: per typical task, one
@@ -65,6 +68,21 @@ std::int64_t fragmentation_growth(const NodeSpec& spec, const NodeState& state,
     after += typical.count * (usable_after ? below_after : idle_after);
   }
   return (idle_after == 0 ? 0 : after) - (idle == 0 ? 0 : before);
+}
+
+ScoredChoice best_fragmentation_choice(const NodeSpec& spec, const NodeState& state,
+                                       const TaskShape& task, const WorkloadProfile& profile,
+                                       double extra_gpus) {
+  const double scale = 1000.0 * static_cast<double>(profile.total_count());
+  ScoredChoice best{std::numeric_limits<std::int64_t>::min(), 0};
+  for_each_gpu_choice(spec, state, task, [&](GpuSet gpus) {
+    const double growth =
+        static_cast<double>(fragmentation_growth(spec, state, task, gpus, profile)) / scale +
+        extra_gpus;
+    const auto score = static_cast<std::int64_t>(100.0 / (1.0 + std::exp(growth)));
+    if (score > best.score) best = {score, gpus};
+  });
+  return best;
 }
 
 }  // namespace tidepool

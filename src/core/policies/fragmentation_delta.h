@@ -6,6 +6,7 @@
 #include "core/fragmentation.h"
 #include "core/node.h"
 #include "core/policies/node_choice.h"
+#include "core/policies/score_cache.h"
 #include "core/task.h"
 
 namespace tidepool {
@@ -16,6 +17,14 @@ namespace tidepool {
 std::int64_t fragmentation_growth(const NodeSpec& spec, const NodeState& state,
                                   const TaskShape& task, GpuSet gpus,
                                   const WorkloadProfile& profile);
+
+// FGD's choice on a node that `task` fits: of the GPU choices (for_each_gpu_choice, in its order),
+// the one whose growth in GPUs, fragmentation_growth over 1000 x profile.total_count() plus
+// `extra_gpus` (a growth the caller adds, the same for every choice), scores highest as
+// floor(100 * sigmoid(-growth)); the first among equal scores.
+ScoredChoice best_fragmentation_choice(const NodeSpec& spec, const NodeState& state,
+                                       const TaskShape& task, const WorkloadProfile& profile,
+                                       double extra_gpus = 0.0);
 
 // Calls visit(GpuSet) for each distinct way to give `task` GPUs on this node: for a fraction,
 // each GPU with the share free, one per distinct free share (the lowest index among GPUs with the

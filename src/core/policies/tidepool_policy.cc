@@ -37,7 +37,7 @@
 //   - The scores depend only on the node, the task (not its memory) and what the profile and the
 //     pool's capacity give once, and are equal for GPUs of equal free share, so the index
 //     (score_index.h) serves Tidepool as it serves FGD.
-#include <cmath>
+#include <algorithm>
 #include <optional>
 
 #include "core/policies/fragmentation_delta.h"
@@ -78,7 +78,6 @@ class TidepoolPolicy final : public PlacementPolicy {
 
  private:
   ScoredChoice evaluate(const NodeSpec& spec, const NodeState& state, const TaskShape& task) {
-    const double scale = 1000.0 * static_cast<double>(profile_.total_count());
     double steering = 0;  // milli-GPU, the same for every GPU choice on this node
     if (demand_->cpu_supply() >= 1.0 && task.needs_gpu()) {
       steering +=
@@ -89,15 +88,7 @@ class TidepoolPolicy final : public PlacementPolicy {
                     stranded(spec, state.total_free_milli, state.free_cpu);
       }
     }
-    ScoredChoice best{std::numeric_limits<std::int64_t>::min(), 0};
-    for_each_gpu_choice(spec, state, task, [&](GpuSet gpus) {
-      const double growth =
-          static_cast<double>(fragmentation_growth(spec, state, task, gpus, profile_)) / scale +
-          steering / 1000.0;
-      const auto score = static_cast<std::int64_t>(100.0 / (1.0 + std::exp(growth)));
-      if (score > best.score) best = {score, gpus};
-    });
-    return best;
+    return best_fragmentation_choice(spec, state, task, profile_, steering / 1000.0);
   }
 
   // GPU share (milli) of the node that its free CPU cannot feed at the node's own ratio.
