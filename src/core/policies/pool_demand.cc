@@ -7,15 +7,13 @@ namespace tidepool {
 
 PoolDemand PoolDemand::of(const WorkloadProfile& profile, const Pool& pool) {
   std::array<double, kMaxGpuModels> capacity{};  // milli-GPU per model
-  double pool_gpu = 0;
-  double pool_cpu = 0;
-  for (int n = 0; n < pool.node_count(); ++n) {
-    const NodeSpec& spec = pool.spec(NodeId{static_cast<std::uint32_t>(n)});
-    const double gpus = static_cast<double>(spec.gpu_count) * kMilliPerGpu;
-    capacity[spec.model.value] += gpus;
-    pool_gpu += gpus;
-    pool_cpu += static_cast<double>(spec.milli_cpu);
+  for (const NodeSpec& spec : pool.specs()) {
+    // A node without GPUs may name a model outside the catalog.
+    if (spec.gpu_count > 0)
+      capacity[spec.model.value] += static_cast<double>(spec.gpu_count) * kMilliPerGpu;
   }
+  const auto pool_gpu = static_cast<double>(pool.capacity_milli_gpu());
+  const auto pool_cpu = static_cast<double>(pool.capacity_milli_cpu());
   std::array<double, kMaxGpuModels> tied{};  // milli-GPU of model-tied demand, per model
   double demand = 0;
   double demand_cpu = 0;
