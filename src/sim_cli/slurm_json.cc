@@ -1,0 +1,469 @@
+#include "sim_cli/slurm_json.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <unordered_map>
+
+#include "cli/output_format.h"
+#include "core/split_text.h"
+
+namespace tidepool {
+namespace {
+
+using Json = nlohmann::json;
+
+// A field of an object: missing and null are told apart from a wrong type.
+const Json* find_field(const Json& object, std::string_view key) {
+  const auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+Result<std::optional<std::int64_t>> optional_integer(const Json& object, std::string_view key,
+                                                     const std::string& where) {
+  const Json* v = find_field(object, key);
+  if (v == nullptr) return std::optional<std::int64_t>();
+  if (!v->is_number_integer()) {
+    return fail(where + " " + std::string(key),
+                fmt::format("expected an integer, got {}", v->dump()));
+  }
+  return std::optional(v->get<std::int64_t>());
+}
+
+Result<std::int64_t> integer(const Json& object, std::string_view key, const std::string& where) {
+  auto v = optional_integer(object, key, where);
+  if (!v) return std::unexpected(v.error());
+  if (!*v) return fail(where + " " + std::string(key), "missing");
+  return **v;
+}
+
+Result<std::string> optional_text(const Json& object, std::string_view key,
+                                  const std::string& where) {
+  const Json* v = find_field(object, key);
+  if (v == nullptr) return std::string();
+  if (!v->is_string()) {
+    return fail(where + " " + std::string(key),
+                fmt::format("expected a string, got {}", v->dump()));
+  }
+  return v->get<std::string>();
+}
+
+Result<const Json*> optional_object(const Json& object, std::string_view key,
+                                    const std::string& where) {
+  const Json* v = find_field(object, key);
+  if (v != nullptr && !v->is_object()) {
+    return fail(where + " " + std::string(key),
+                fmt::format("expected an object, got {}", v->dump()));
+  }
+  return v;
+}
+
+// The list at `key` of the reply, after checking its "errors".
+Result<const Json*> reply_list(const Json& reply, std::string_view source, std::string_view key) {
+  const std::string where(source);
+  if (!reply.is_object()) return fail(where, "expected a JSON object");
+  if (const Json* errors = find_field(reply, "errors");
+      errors != nullptr && errors->is_array() && !errors->empty()) {
+    return fail(where + " errors", errors->dump());
+  }
+  const Json* list = find_field(reply, key);
+  if (list == nullptr) return fail(where + " " + std::string(key), "missing");
+  if (!list->is_array()) return fail(where + " " + std::string(key), "expected a list");
+  return list;
+}
+
+enum class Stage : std::uint8_t { kWaiting, kRunning, kEnded };
+
+Stage stage_of(std::string_view state) {
+  static const std::map<std::string_view, Stage> kStages = {
+      {"COMPLETED", Stage::kEnded},     {"COMPLETING", Stage::kEnded},
+      {"FAILED", Stage::kEnded},        {"CANCELLED", Stage::kEnded},
+      {"TIMEOUT", Stage::kEnded},       {"NODE_FAIL", Stage::kEnded},
+      {"PREEMPTED", Stage::kEnded},     {"OUT_OF_MEMORY", Stage::kEnded},
+      {"BOOT_FAIL", Stage::kEnded},     {"DEADLINE", Stage::kEnded},
+      {"RUNNING", Stage::kRunning},     {"SUSPENDED", Stage::kRunning},
+      {"CONFIGURING", Stage::kRunning}, {"STAGE_OUT", Stage::kRunning},
+      {"SIGNALING", Stage::kRunning},   {"RESIZING", Stage::kRunning}};
+  // "CANCELLED by 0" in sacct's state.current of some versions: the first word decides.
+  const std::string_view word = state.substr(0, state.find(' '));
+  const auto it = kStages.find(word);
+  return it == kStages.end() ? Stage::kWaiting : it->second;
+}
+
+Stage stage_of(const ObservedJob& job) {
+  if (job.end || job.cancelled) return Stage::kEnded;
+  return job.start ? Stage::kRunning : Stage::kWaiting;
+}
+
+// Sets start, end and cancelled from the stage and the times (0: not yet).
+void set_times(ObservedJob& job, Stage stage, std::int64_t start, std::int64_t end) {
+  if (stage == Stage::kWaiting) return;
+  if (start <= 0 || job.nodes.empty()) {
+    // A job that ended without starting was cancelled (or failed) before it ran.
+    job.cancelled = stage == Stage::kEnded;
+    return;
+  }
+  job.start = start;
+  if (stage == Stage::kEnded) job.end = std::max(start, end);
+}
+
+Result<std::vector<std::string>> hostlist(std::string_view text, const std::string& field) {
+  if (text.empty() || text == "None assigned" || text == "(null)") {
+    return std::vector<std::string>();
+  }
+  return expand_node_names(text, field);
+}
+
+// MiB from a TRES memory figure: "512", "512M", "4G", "1T", "2048K".
+std::optional<std::int64_t> mebibytes(std::string_view text) {
+  std::int64_t value = 0;
+  const auto [rest, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || value < 0) return std::nullopt;
+  const std::string_view unit(rest, text.data() + text.size() - rest);
+  if (unit.empty() || unit == "M") return value;
+  if (unit == "K") return value / 1024;
+  if (unit == "G") return value * 1024;
+  if (unit == "T") return value * 1024 * 1024;
+  return std::nullopt;
+}
+
+// The mem= of a TRES text ("cpu=1,mem=1M,node=1"), when present and readable.
+std::optional<std::int64_t> memory_in_tres(std::string_view text) {
+  for (const std::string_view item : split_text(text, ',')) {
+    if (item.starts_with("mem=")) return mebibytes(item.substr(4));
+  }
+  return std::nullopt;
+}
+
+std::string tenant_of(const std::string& account, const std::string& user,
+                      std::optional<std::int64_t> uid) {
+  if (!account.empty()) return account;
+  if (!user.empty()) return user;
+  return uid ? fmt::format("uid {}", *uid) : "unknown";
+}
+
+// A job of squeue's reply; nullopt for the record of an array's tasks that have not started
+// (array_job_id set, array_task_id null): each task is listed as a job of its own once it starts.
+Result<std::optional<ObservedJob>> squeue_job(const Json& entry, std::size_t index) {
+  std::string where = fmt::format("squeue jobs[{}]", index);
+  if (!entry.is_object()) return fail(where, "expected an object");
+  auto id = integer(entry, "job_id", where);
+  if (!id) return std::unexpected(id.error());
+  ObservedJob job;
+  job.id = std::to_string(*id);
+  auto array_task = optional_integer(entry, "array_task_id", where);
+  if (!array_task) return std::unexpected(array_task.error());
+  auto array_job = optional_integer(entry, "array_job_id", where);
+  if (!array_job) return std::unexpected(array_job.error());
+  if (*array_job && **array_job > 0) {
+    if (!*array_task) return std::optional<ObservedJob>();
+    job.id = fmt::format("{}_{}", **array_job, **array_task);
+  }
+  where += " (job " + job.id + ")";
+  auto account = optional_text(entry, "account", where);
+  auto user = optional_text(entry, "user_name", where);
+  auto uid = optional_integer(entry, "user_id", where);
+  auto partition = optional_text(entry, "partition", where);
+  auto state = optional_text(entry, "job_state", where);
+  auto nodes_text = optional_text(entry, "nodes", where);
+  for (const auto* r : {&account, &user, &partition, &state, &nodes_text}) {
+    if (!*r) return std::unexpected(r->error());
+  }
+  if (!uid) return std::unexpected(uid.error());
+  if (state->empty()) return fail(where + " job_state", "missing");
+  job.tenant = tenant_of(*account, *user, *uid);
+  job.partition = *partition;
+  auto submit = integer(entry, "submit_time", where);
+  auto start = optional_integer(entry, "start_time", where);
+  auto end = optional_integer(entry, "end_time", where);
+  auto node_count = optional_integer(entry, "node_count", where);
+  auto cpus = optional_integer(entry, "cpus", where);
+  auto tasks = optional_integer(entry, "tasks", where);
+  auto limit = optional_integer(entry, "time_limit", where);
+  auto mem_node = optional_integer(entry, "memory_per_node", where);
+  auto mem_cpu = optional_integer(entry, "memory_per_cpu", where);
+  if (!submit) return std::unexpected(submit.error());
+  for (const auto* r : {&start, &end, &node_count, &cpus, &tasks, &limit, &mem_node, &mem_cpu}) {
+    if (!*r) return std::unexpected(r->error());
+  }
+  job.submit = *submit;
+  // The nodes: job_resources lists them one by one; else the hostlist.
+  auto resources = optional_object(entry, "job_resources", where);
+  if (!resources) return std::unexpected(resources.error());
+  if (*resources != nullptr) {
+    if (const Json* list = find_field(**resources, "allocated_nodes"); list != nullptr) {
+      if (!list->is_array())
+        return fail(where + " job_resources.allocated_nodes", "expected a list");
+      for (std::size_t n = 0; n < list->size(); ++n) {
+        const std::string at = fmt::format("{} job_resources.allocated_nodes[{}]", where, n);
+        if (!(*list)[n].is_object()) return fail(at, "expected an object");
+        auto name = optional_text((*list)[n], "nodename", at);
+        if (!name) return std::unexpected(name.error());
+        if (name->empty()) return fail(at + " nodename", "missing");
+        job.nodes.push_back(*name);
+      }
+    }
+  }
+  if (job.nodes.empty()) {
+    auto names = hostlist(*nodes_text, where + " nodes");
+    if (!names) return std::unexpected(names.error());
+    job.nodes = std::move(*names);
+  }
+  job.node_count = static_cast<int>(std::max<std::int64_t>(1, node_count->value_or(1)));
+  const std::int64_t nodes =
+      job.nodes.empty() ? job.node_count : static_cast<std::int64_t>(job.nodes.size());
+  // GPUs: allocated (a total) when accounting tracks them, else as asked.
+  std::optional<int> gpus;
+  for (const auto& [key, per] :
+       {std::pair<const char*, std::int64_t>{"tres_alloc_str", 1},
+        {"tres_per_job", 1},
+        {"tres_per_node", nodes},
+        {"tres_per_task", std::max<std::int64_t>(1, tasks->value_or(1))}}) {
+    auto text = optional_text(entry, key, where);
+    if (!text) return std::unexpected(text.error());
+    auto count = gpus_in_tres(*text, where + " " + key);
+    if (!count) return std::unexpected(count.error());
+    if (*count) {
+      gpus = static_cast<int>(**count * per);
+      break;
+    }
+  }
+  job.gpus = gpus.value_or(0);
+  job.milli_cpu = std::max<std::int64_t>(0, cpus->value_or(0)) * 1000;
+  if (*mem_node && **mem_node > 0) {
+    job.memory_mib = **mem_node * nodes;
+  } else if (*mem_cpu && **mem_cpu > 0) {
+    job.memory_mib = **mem_cpu * std::max<std::int64_t>(1, cpus->value_or(1));
+  } else {
+    auto req = optional_text(entry, "tres_req_str", where);
+    if (!req) return std::unexpected(req.error());
+    job.memory_mib = memory_in_tres(*req).value_or(0);
+  }
+  if (*limit && **limit > 0) job.time_limit = **limit * 60;
+  set_times(job, stage_of(*state), start->value_or(0), end->value_or(0));
+  return std::optional(std::move(job));
+}
+
+// The GPUs of a sacct TRES list ([{type, name, count}]).
+Result<std::optional<int>> gpus_in_tres_list(const Json& list, const std::string& where) {
+  if (!list.is_array()) return fail(where, "expected a list");
+  std::optional<int> gpus;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string at = fmt::format("{}[{}]", where, i);
+    if (!list[i].is_object()) return fail(at, "expected an object");
+    auto type = optional_text(list[i], "type", at);
+    auto name = optional_text(list[i], "name", at);
+    if (!type) return std::unexpected(type.error());
+    if (!name) return std::unexpected(name.error());
+    if (*type != "gres" || !(*name == "gpu" || name->starts_with("gpu:"))) continue;
+    auto count = integer(list[i], "count", at);
+    if (!count) return std::unexpected(count.error());
+    gpus = gpus.value_or(0) + static_cast<int>(*count);
+  }
+  return gpus;
+}
+
+Result<std::optional<ObservedJob>> sacct_job(const Json& entry, std::size_t index) {
+  std::string where = fmt::format("sacct jobs[{}]", index);
+  if (!entry.is_object()) return fail(where, "expected an object");
+  auto id = integer(entry, "job_id", where);
+  if (!id) return std::unexpected(id.error());
+  ObservedJob job;
+  job.id = std::to_string(*id);
+  auto array = optional_object(entry, "array", where);
+  if (!array) return std::unexpected(array.error());
+  if (*array != nullptr) {
+    auto task = optional_integer(**array, "task_id", where + " array");
+    auto array_job = optional_integer(**array, "job_id", where + " array");
+    if (!task) return std::unexpected(task.error());
+    if (!array_job) return std::unexpected(array_job.error());
+    if (*task && *array_job && **array_job > 0) job.id = fmt::format("{}_{}", **array_job, **task);
+  }
+  where += " (job " + job.id + ")";
+  auto account = optional_text(entry, "account", where);
+  auto user = optional_text(entry, "user", where);
+  auto partition = optional_text(entry, "partition", where);
+  auto nodes_text = optional_text(entry, "nodes", where);
+  for (const auto* r : {&account, &user, &partition, &nodes_text}) {
+    if (!*r) return std::unexpected(r->error());
+  }
+  job.tenant = tenant_of(*account, *user, std::nullopt);
+  job.partition = *partition;
+  auto time = optional_object(entry, "time", where);
+  auto state = optional_object(entry, "state", where);
+  auto required = optional_object(entry, "required", where);
+  auto tres = optional_object(entry, "tres", where);
+  for (const auto* r : {&time, &state, &required, &tres}) {
+    if (!*r) return std::unexpected(r->error());
+  }
+  if (*time == nullptr) return fail(where + " time", "missing");
+  if (*state == nullptr) return fail(where + " state", "missing");
+  auto submit = integer(**time, "submission", where + " time");
+  auto start = optional_integer(**time, "start", where + " time");
+  auto end = optional_integer(**time, "end", where + " time");
+  auto limit = optional_integer(**time, "limit", where + " time");
+  auto current = optional_text(**state, "current", where + " state");
+  if (!submit) return std::unexpected(submit.error());
+  for (const auto* r : {&start, &end, &limit}) {
+    if (!*r) return std::unexpected(r->error());
+  }
+  if (!current) return std::unexpected(current.error());
+  if (current->empty()) return fail(where + " state.current", "missing");
+  job.submit = *submit;
+  auto names = hostlist(*nodes_text, where + " nodes");
+  if (!names) return std::unexpected(names.error());
+  job.nodes = std::move(*names);
+  job.node_count = std::max<int>(1, static_cast<int>(job.nodes.size()));
+  if (*required != nullptr) {
+    auto cpus = optional_integer(**required, "CPUs", where + " required");
+    auto memory = optional_integer(**required, "memory", where + " required");
+    if (!cpus) return std::unexpected(cpus.error());
+    if (!memory) return std::unexpected(memory.error());
+    job.milli_cpu = std::max<std::int64_t>(0, cpus->value_or(0)) * 1000;
+    job.memory_mib = std::max<std::int64_t>(0, memory->value_or(0));
+  }
+  if (*tres != nullptr) {
+    for (const char* key : {"allocated", "requested"}) {
+      const Json* list = find_field(**tres, key);
+      if (list == nullptr) continue;
+      auto gpus = gpus_in_tres_list(*list, where + " tres." + key);
+      if (!gpus) return std::unexpected(gpus.error());
+      if (*gpus) {
+        job.gpus = **gpus;
+        break;
+      }
+    }
+  }
+  if (*limit && **limit > 0) job.time_limit = **limit * 60;
+  set_times(job, stage_of(*current), start->value_or(0), end->value_or(0));
+  return std::optional(std::move(job));
+}
+
+template <class Read>
+Result<std::vector<ObservedJob>> read_jobs(const Json& reply, std::string_view source,
+                                           std::string_view partition, Read read) {
+  auto list = reply_list(reply, source, "jobs");
+  if (!list) return std::unexpected(list.error());
+  std::vector<ObservedJob> jobs;
+  for (std::size_t i = 0; i < (*list)->size(); ++i) {
+    auto job = read((**list)[i], i);
+    if (!job) return std::unexpected(job.error());
+    if (!*job || (!partition.empty() && (*job)->partition != partition)) continue;
+    jobs.push_back(std::move(**job));
+  }
+  return jobs;
+}
+
+}  // namespace
+
+Result<std::optional<int>> gpus_in_tres(std::string_view text, const std::string& field) {
+  std::optional<int> total;
+  for (std::string_view item : split_text(text, ',')) {
+    if (item.starts_with("gres:") || item.starts_with("gres/")) item.remove_prefix(5);
+    if (item != "gpu" && !item.starts_with("gpu:") && !item.starts_with("gpu=")) continue;
+    // The count is the last figure: "gpu:2", "gpu:a100:2", "gpu=2", "gpu:a100=2", "gpu:2(IDX:0-1)".
+    item = item.substr(0, item.find('('));
+    const std::size_t at = item.find_last_of(":=");
+    int count = 0;
+    const std::string_view digits = at == std::string_view::npos ? "" : item.substr(at + 1);
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), count);
+    if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size() || count < 0) {
+      return fail(field, fmt::format("no GPU count in '{}'", text));
+    }
+    total = total.value_or(0) + count;
+  }
+  return total;
+}
+
+Result<std::vector<ObservedJob>> read_squeue_json(const nlohmann::json& reply,
+                                                  std::string_view partition) {
+  return read_jobs(reply, "squeue", partition, squeue_job);
+}
+
+Result<std::vector<ObservedJob>> read_sacct_json(const nlohmann::json& reply,
+                                                 std::string_view partition) {
+  return read_jobs(reply, "sacct", partition, sacct_job);
+}
+
+Result<ClusterSpec> read_sinfo_json(const nlohmann::json& reply, std::string_view default_model,
+                                    std::string_view partition) {
+  auto list = reply_list(reply, "sinfo", "nodes");
+  if (!list) return std::unexpected(list.error());
+  ClusterSpec spec;
+  spec.topology = Topology::single_leaf();
+  std::map<std::string, bool, std::less<>> seen;
+  for (std::size_t i = 0; i < (*list)->size(); ++i) {
+    const Json& entry = (**list)[i];
+    std::string where = fmt::format("sinfo nodes[{}]", i);
+    if (!entry.is_object()) return fail(where, "expected an object");
+    auto name = optional_text(entry, "name", where);
+    if (!name) return std::unexpected(name.error());
+    if (name->empty()) return fail(where + " name", "missing");
+    where += " (" + *name + ")";
+    if (seen.contains(*name)) continue;  // sinfo lists a node once per partition
+    if (!partition.empty()) {
+      const Json* parts = find_field(entry, "partitions");
+      if (parts == nullptr || !parts->is_array()) {
+        return fail(where + " partitions", "expected a list");
+      }
+      const bool member = std::any_of(parts->begin(), parts->end(), [&](const Json& p) {
+        return p.is_string() && p.get<std::string>() == partition;
+      });
+      if (!member) continue;
+    }
+    seen.emplace(*name, true);
+    auto cpus = integer(entry, "cpus", where);
+    auto memory = optional_integer(entry, "real_memory", where);
+    auto gres = optional_text(entry, "gres", where);
+    if (!cpus) return std::unexpected(cpus.error());
+    if (!memory) return std::unexpected(memory.error());
+    if (!gres) return std::unexpected(gres.error());
+    NodeSpec node;
+    node.name = *name;
+    node.milli_cpu = std::max<std::int64_t>(0, *cpus) * 1000;
+    node.memory_mib = std::max<std::int64_t>(0, memory->value_or(0));
+    std::string model(default_model);
+    for (std::string_view item : split_text(*gres, ',')) {
+      item = item.substr(0, item.find('('));
+      if (!item.starts_with("gpu:")) continue;
+      const auto parts = split_text(item, ':');
+      if (parts.size() == 3 && node.gpu_count == 0) model = std::string(parts[1]);
+      int count = 0;
+      const std::string_view digits = parts.back();
+      const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), count);
+      if (ec != std::errc() || end != digits.data() + digits.size() || count < 0) {
+        return fail(where + " gres", fmt::format("no GPU count in '{}'", *gres));
+      }
+      node.gpu_count += count;
+    }
+    if (node.gpu_count > kMaxGpusPerNode) {
+      return fail(where + " gres",
+                  fmt::format("{} GPUs; a node has at most {}", node.gpu_count, kMaxGpusPerNode));
+    }
+    auto id = spec.models.intern(model);
+    if (!id) return fail(where + " gres", id.error().reason);
+    node.model = *id;
+    spec.nodes.push_back(std::move(node));
+  }
+  if (spec.nodes.empty()) return fail("sinfo nodes", "no nodes");
+  return spec;
+}
+
+void merge_observations(std::vector<ObservedJob>& known, std::vector<ObservedJob> update) {
+  std::unordered_map<std::string, std::size_t> at;
+  for (std::size_t i = 0; i < known.size(); ++i) at.emplace(known[i].id, i);
+  for (ObservedJob& job : update) {
+    const auto it = at.find(job.id);
+    if (it == at.end()) {
+      at.emplace(job.id, known.size());
+      known.push_back(std::move(job));
+    } else if (stage_of(job) >= stage_of(known[it->second])) {
+      known[it->second] = std::move(job);
+    }
+  }
+}
+
+}  // namespace tidepool
