@@ -65,12 +65,19 @@ struct JobTrack {
   bool running = false;
   Seconds segment_start = 0;
   PlacementEfficiency efficiency;
+  AdvisedMfu advised;  // of the current segment
   bool multi_gpu = false;
   int gpus = 0;
   Seconds ran = 0;  // wall seconds run, all segments
   Seconds pending_since = 0;
   double comm_gpu_seconds = 0;
   double mfu_gpu_seconds = 0;
+  // MFU x GPU-seconds under each advice (AdvisedMfu's accumulate, compact, both).
+  double advised_accumulate_gpu_seconds = 0;
+  double advised_compact_gpu_seconds = 0;
+  double advised_both_gpu_seconds = 0;
+  bool advised_accumulate = false;  // some segment was given that advice
+  bool advised_compact = false;
   std::optional<SimLoan> loan;
   // On rented capacity: the offer, when it was sent there, the seconds rented and interruptions.
   std::optional<std::size_t> burst_offer;
@@ -245,6 +252,10 @@ void Simulation::stop_segment(JobTrack& track, SimJobResult& result, Seconds now
   track.ran += wall;
   track.comm_gpu_seconds += static_cast<double>(gpu_seconds) * track.efficiency.comm_share();
   track.mfu_gpu_seconds += static_cast<double>(gpu_seconds) * track.efficiency.est_mfu();
+  track.advised_accumulate_gpu_seconds +=
+      static_cast<double>(gpu_seconds) * track.advised.accumulate;
+  track.advised_compact_gpu_seconds += static_cast<double>(gpu_seconds) * track.advised.compact;
+  track.advised_both_gpu_seconds += static_cast<double>(gpu_seconds) * track.advised.both;
   track.running = false;
   ++track.generation;
 }
@@ -310,11 +321,20 @@ void Simulation::apply(const PassResult& pass, Seconds now) {
     track.gpus = static_cast<int>(whole_gpus(sj.job.total_milli_gpu()));
     track.multi_gpu = track.gpus > 1;
     if (track.multi_gpu) {
-      track.efficiency = placement_efficiency(draw_comm_profile(settings_.seed, s.job.value),
-                                              sched_.pool(), s.assignments);
+      const JobCommProfile profile = draw_comm_profile(settings_.seed, s.job.value);
+      track.efficiency = placement_efficiency(profile, sched_.pool(), s.assignments);
+      const RingSpan ring = ring_span(sched_.pool(), s.assignments);
+      track.advised = advised_mfu(profile,
+                                  AdvicePlacement{ring, ideal_ring_span(sched_.pool(), ring.gpus),
+                                                  sched_.pool().topology().links},
+                                  settings_.advice);
+      track.advised_accumulate |= track.advised.accumulate > track.advised.now;
+      track.advised_compact |= track.advised.compact > track.advised.now;
     } else {
       track.efficiency = PlacementEfficiency{};
       track.efficiency.actual.compute_us = track.efficiency.ideal.compute_us = 1;
+      const double mfu = track.efficiency.est_mfu();
+      track.advised = AdvisedMfu{mfu, mfu, mfu, mfu};
     }
     result.nodes = s.span.nodes;
     result.leaves = s.span.leaves;
@@ -819,6 +839,7 @@ void Simulation::summarise(Seconds end) {
       static_cast<std::size_t>(sched_.book().tenant_count()));
   long double jct = 0;
   long double gpu_seconds = 0, lost = 0, comm = 0, multi = 0, mfu = 0;
+  long double mfu_accumulate = 0, mfu_compact = 0, mfu_both = 0;
   Seconds first_submit = workload_.empty() ? 0 : workload_.front().job.submit_time;
   for (std::size_t i = 0; i < workload_.size(); ++i) {
     SimJobResult& r = run_.jobs[i];
@@ -839,6 +860,9 @@ void Simulation::summarise(Seconds end) {
     gpu_seconds += r.gpu_seconds;
     lost += r.lost_gpu_seconds;
     mfu += track.mfu_gpu_seconds;
+    mfu_accumulate += track.advised_accumulate_gpu_seconds;
+    mfu_compact += track.advised_compact_gpu_seconds;
+    mfu_both += track.advised_both_gpu_seconds;
     if (track.gpus > 1) {
       multi += r.gpu_seconds;
       comm += track.comm_gpu_seconds;
@@ -846,6 +870,8 @@ void Simulation::summarise(Seconds end) {
     s.preemptions += r.preemptions;
     if (!from_trace(i)) continue;
     ++s.jobs;
+    if (track.advised_accumulate) ++s.jobs_advised_accumulate;
+    if (track.advised_compact) ++s.jobs_advised_compact;
     if (!r.first_start) ++s.never_started;
     if (r.backfilled) ++s.backfilled;
     if (r.end) {
@@ -875,6 +901,11 @@ void Simulation::summarise(Seconds end) {
   }
   s.comm_overhead_share = multi > 0 ? static_cast<double>(comm / multi) : 0;
   s.est_mfu = gpu_seconds > 0 ? static_cast<double>(mfu / gpu_seconds) : 0;
+  if (gpu_seconds > 0) {
+    s.est_mfu_advised_accumulate = static_cast<double>(mfu_accumulate / gpu_seconds);
+    s.est_mfu_advised_compact = static_cast<double>(mfu_compact / gpu_seconds);
+    s.est_mfu_advised_both = static_cast<double>(mfu_both / gpu_seconds);
+  }
   s.lost_gpu_hours_share = gpu_seconds > 0 ? static_cast<double>(lost / gpu_seconds) : 0;
   s.min_tenant_guarantee_ratio = 1.0;
   for (std::size_t t = 0; t < wanted_.size(); ++t) {

@@ -35,6 +35,7 @@
 
 #include "core/error.h"
 #include "core/job.h"
+#include "core/job_advice.h"
 #include "core/pending_reason.h"
 #include "core/pool.h"
 #include "core/scheduler.h"
@@ -77,6 +78,8 @@ struct ClusterSimSettings {
   std::optional<SimMarketSettings> market;
   // Inference services beside the workload; their replicas get job ids after it (and the loans).
   std::vector<SimServiceSpec> services;
+  // The advice rule whose MFU gain the summary reports (est_mfu_advised_*).
+  AdviceConfig advice;
 };
 
 // What happened to one job.
@@ -142,6 +145,13 @@ struct SimSummary {
   double gpu_allocation_avg = 0;   // time-average allocated / capacity over [0, makespan]
   double comm_overhead_share = 0;  // multi-GPU jobs: communication share of their GPU-seconds
   double est_mfu = 0;              // GPU-seconds-weighted over all jobs
+  // est_mfu had every job followed the advice of core/job_advice.h on its steps (the model's):
+  // gradient accumulation, the compact placement, and both.
+  double est_mfu_advised_accumulate = 0;
+  double est_mfu_advised_compact = 0;
+  double est_mfu_advised_both = 0;
+  int jobs_advised_accumulate = 0;  // trace jobs given that advice on some run (segment)
+  int jobs_advised_compact = 0;
   int preemptions = 0;
   double lost_gpu_hours_share = 0;  // lost / allocated GPU-seconds
   // min over tenants of received / min(demand, guarantee), the guarantee less its share of what

@@ -280,6 +280,14 @@ void print_run_table(std::span<const std::string> policies, std::span<const Clus
   row("GPU allocation (%)", [](S s) { return fmt::format("{:.2f}", s.gpu_allocation_avg * 100); });
   row("comm overhead (%)", [](S s) { return fmt::format("{:.2f}", s.comm_overhead_share * 100); });
   row("est. MFU", [](S s) { return fmt::format("{:.3f}", s.est_mfu); });
+  row("est. MFU with advice: accumulation", [](S s) {
+    return fmt::format("{:.3f} ({} jobs)", s.est_mfu_advised_accumulate, s.jobs_advised_accumulate);
+  });
+  row("est. MFU with advice: compact", [](S s) {
+    return fmt::format("{:.3f} ({} jobs)", s.est_mfu_advised_compact, s.jobs_advised_compact);
+  });
+  row("est. MFU with advice: both",
+      [](S s) { return fmt::format("{:.3f}", s.est_mfu_advised_both); });
   row("preemptions", [](S s) { return std::to_string(s.preemptions); });
   row("lost GPU-hours (%)",
       [](S s) { return fmt::format("{:.2f}", s.lost_gpu_hours_share * 100); });
