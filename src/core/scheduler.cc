@@ -882,6 +882,11 @@ PassResult Scheduler::pass(Seconds now) {
     }
   }
   budget_lifted_.clear();
+  expected_start_.reset();
+  if (state.reservation) {
+    const Reservation& r = *state.reservation;
+    expected_start_ = ExpectedStart{r.job, r.start, r.nodes};
+  }
   return out;
 }
 

@@ -103,6 +103,7 @@
 #include "core/pool.h"
 #include "core/queue_order.h"
 #include "core/rng.h"
+#include "core/prewarm.h"
 #include "core/runtime_predictor.h"
 #include "core/tenants.h"
 #include "core/tidal_window.h"
@@ -320,6 +321,11 @@ class Scheduler {
   // Quotas, topology and other lanes are left out: it says when room is expected, not a promise.
   // nullopt when the job is not pending, or the running jobs' ends never free enough.
   [[nodiscard]] std::optional<Seconds> estimated_start(JobId job, Seconds now) const;
+  // The start the last pass expects next, for pre-warming its data (core/prewarm.h): with
+  // backfill on, the reservation of the first waiting job that did not fit (when and on which
+  // nodes it fits as the running jobs end at their predicted ends); nullopt when the pass made
+  // none or that job is no longer pending.
+  [[nodiscard]] std::optional<ExpectedStart> expected_start() const;
   // Pending time of all jobs per reason, up to each job's last reason change.
   [[nodiscard]] const PendingSeconds& pending_seconds_total() const { return pending_total_; }
 
@@ -357,6 +363,7 @@ class Scheduler {
     JobId job;
     Seconds start = 0;
     Pool shadow;  // the pool at `start` with the reserved job placed
+    std::vector<NodeId> nodes;  // where it goes then, sorted, each once
     PendingReason reason;
   };
   struct PassState;
@@ -522,6 +529,7 @@ class Scheduler {
   TenantBook book_;
   FairShareLedger ledger_;
   RuntimePredictor predictor_;
+  std::optional<ExpectedStart> expected_start_;  // the last pass's reservation
   SchedulerConfig config_;
   std::vector<std::unique_ptr<Entry>> entries_;  // an entry stays where it is until forgotten
   std::unordered_map<JobId, std::size_t> index_;

@@ -43,4 +43,9 @@ std::optional<Seconds> Scheduler::estimated_start(JobId job, Seconds now) const 
   return std::nullopt;
 }
 
+std::optional<ExpectedStart> Scheduler::expected_start() const {
+  if (!expected_start_ || phase(expected_start_->job) != JobPhase::kPending) return std::nullopt;
+  return expected_start_;
+}
+
 }  // namespace tidepool

@@ -733,6 +733,13 @@ TEST(Scheduler, BackfillNeverDelaysTheReservedStart) {
   EXPECT_TRUE(pass.started[0].backfilled);
   EXPECT_EQ(s.reason(JobId{1})->kind, PendingKind::kCapacity);
   EXPECT_EQ(s.reason(JobId{2})->kind, PendingKind::kReservation);
+  // The pass expects job 1 next, at 1000, on the nodes reserved for it (for pre-warming).
+  const std::optional<ExpectedStart> next = s.expected_start();
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->job, JobId{1});
+  EXPECT_EQ(next->start, 1000);
+  EXPECT_TRUE(std::is_sorted(next->nodes.begin(), next->nodes.end()));
+  EXPECT_GE(next->nodes.size(), 2U);
   EXPECT_THAT(std::string(s.reason(JobId{2})->message()), HasSubstr("reservation of job 1"));
 }
 
