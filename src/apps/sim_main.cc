@@ -1,10 +1,12 @@
-// tidepool-sim: the program behind `tidepool sim` and `tidepool plan` (external_command.h).
+// tidepool-sim: the program behind `tidepool sim`, `tidepool plan` and `tidepool shadow`
+// (external_command.h).
 #include <CLI/CLI.hpp>
 #include <string_view>
 
 #include "apps/external_command.h"
 #include "sim_cli/plan_capacity_command.h"
 #include "sim_cli/plan_tco_command.h"
+#include "sim_cli/shadow_command.h"
 #include "sim_cli/sim_pack_command.h"
 #include "sim_cli/sim_replay_command.h"
 #include "sim_cli/sim_run_command.h"
@@ -28,10 +30,13 @@ int main(int argc, char** argv) {
   plan->require_subcommand(1);
   tidepool::add_plan_capacity_command(*plan, &exit_code);
   tidepool::add_plan_tco_command(*plan, &exit_code);
-  // `tidepool-sim plan ...` and `tidepool-sim sim ...`; any other first word is taken as `sim`'s.
-  const bool planning = argc >= 2 && std::string_view(argv[1]) == "plan";
+  tidepool::add_shadow_command(app, &exit_code);
+  // `tidepool-sim plan|shadow ...` and `tidepool-sim sim ...`; any other first word is taken as
+  // `sim`'s.
+  const std::string_view first = argc >= 2 ? std::string_view(argv[1]) : std::string_view();
+  const char* command = first == "plan" || first == "shadow" ? argv[1] : "sim";
   try {
-    app.parse(tidepool::external_program_args(argc, argv, planning ? "plan" : "sim"));
+    app.parse(tidepool::external_program_args(argc, argv, command));
   } catch (const CLI::ParseError& error) {
     return tidepool::usage_exit_status(app.exit(error));
   }

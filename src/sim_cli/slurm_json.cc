@@ -117,27 +117,6 @@ Result<std::vector<std::string>> hostlist(std::string_view text, const std::stri
   return expand_node_names(text, field);
 }
 
-// MiB from a TRES memory figure: "512", "512M", "4G", "1T", "2048K".
-std::optional<std::int64_t> mebibytes(std::string_view text) {
-  std::int64_t value = 0;
-  const auto [rest, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || value < 0) return std::nullopt;
-  const std::string_view unit(rest, text.data() + text.size() - rest);
-  if (unit.empty() || unit == "M") return value;
-  if (unit == "K") return value / 1024;
-  if (unit == "G") return value * 1024;
-  if (unit == "T") return value * 1024 * 1024;
-  return std::nullopt;
-}
-
-// The mem= of a TRES text ("cpu=1,mem=1M,node=1"), when present and readable.
-std::optional<std::int64_t> memory_in_tres(std::string_view text) {
-  for (const std::string_view item : split_text(text, ',')) {
-    if (item.starts_with("mem=")) return mebibytes(item.substr(4));
-  }
-  return std::nullopt;
-}
-
 std::string tenant_of(const std::string& account, const std::string& user,
                       std::optional<std::int64_t> uid) {
   if (!account.empty()) return account;
@@ -233,14 +212,12 @@ Result<std::optional<ObservedJob>> squeue_job(const Json& entry, std::size_t ind
   }
   job.gpus = gpus.value_or(0);
   job.milli_cpu = std::max<std::int64_t>(0, cpus->value_or(0)) * 1000;
+  // Memory only as asked (--mem, --mem-per-cpu): the mem= of tres_req_str is Slurm's default
+  // even where memory is not a consumable resource.
   if (*mem_node && **mem_node > 0) {
     job.memory_mib = **mem_node * nodes;
   } else if (*mem_cpu && **mem_cpu > 0) {
     job.memory_mib = **mem_cpu * std::max<std::int64_t>(1, cpus->value_or(1));
-  } else {
-    auto req = optional_text(entry, "tres_req_str", where);
-    if (!req) return std::unexpected(req.error());
-    job.memory_mib = memory_in_tres(*req).value_or(0);
   }
   if (*limit && **limit > 0) job.time_limit = **limit * 60;
   set_times(job, stage_of(*state), start->value_or(0), end->value_or(0));

@@ -15,7 +15,7 @@
 //   ("gres/gpu=4", the total, when accounting tracks GPUs) else tres_per_job (a total),
 //   tres_per_node (per node) or tres_per_task (per task), each "gres:gpu:N", "gres:gpu:TYPE:N",
 //   "gres/gpu=N" or "gres/gpu:TYPE=N"; memory from memory_per_node or memory_per_cpu (MiB) when
-//   set, else the mem= of tres_req_str.
+//   set (asked for with --mem or --mem-per-cpu), else none.
 // sacct --json (Slurm's accounting; needs slurmdbd), per entry of "jobs":
 //   job_id, array.{job_id,task_id}, account, user, partition, time.{submission,start,end,limit},
 //   state.current, nodes ("None assigned" before it starts), required.{CPUs,memory},

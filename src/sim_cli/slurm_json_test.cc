@@ -58,7 +58,7 @@ TEST(SlurmJson, SqueueWhileJobsRunAndWait) {
   EXPECT_EQ(done->end, 1796626849);
   EXPECT_THAT(done->nodes, ElementsAre("tp1"));
   EXPECT_EQ(done->milli_cpu, 1000);
-  EXPECT_EQ(done->memory_mib, 1);
+  EXPECT_EQ(done->memory_mib, 0);  // no --mem: Slurm's default does not count
   const ObservedJob* running = find(jobs, "2");
   ASSERT_NE(running, nullptr);
   EXPECT_EQ(running->start, 1796626848);
