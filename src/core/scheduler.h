@@ -239,6 +239,12 @@ struct LanePlace {
   std::vector<JobId> ahead;  // the nearest jobs ahead of it, nearest first
 };
 
+class Scheduler;
+namespace scheduler_detail {
+// Tests only (core/scheduler_pass_state.h): see there.
+void find_room_naively(Scheduler& scheduler);
+}  // namespace scheduler_detail
+
 class Scheduler {
  public:
   static Result<Scheduler> create(Pool pool, TenantBook book, SchedulerConfig config);
@@ -409,9 +415,10 @@ class Scheduler {
   [[nodiscard]] bool may_find_victims(const Entry& e, bool reclaim, bool slicing) const;
   // Per tenant and model, whether the tenant borrows the model now.
   [[nodiscard]] std::vector<bool> borrowing_models() const;
-  // Jobs were started or preempted in this pass: what the pass found of the running jobs is
-  // brought up to date.
-  void running_changed(Seconds now, PassState& state) const;
+  // Jobs were started, and `preempted` preempted, in this pass: what the pass found of the
+  // running jobs is brought up to date (O(candidate kinds x log candidates) per job preempted,
+  // unless a tenant started or stopped borrowing a model: then found anew when next asked for).
+  void running_changed(PassState& state, std::span<const JobId> preempted = {}) const;
   // Whether any preemption rule may take running job `v` for a job like `e` (a superset: the
   // tenant's own, those of tenants that borrow, lower priorities under priority preemption; every
   // job under LAS preemption).
@@ -458,6 +465,8 @@ class Scheduler {
   // The running jobs (end, id) by predicted end, soonest first, as reservations count on them.
   [[nodiscard]] std::vector<std::tuple<Seconds, std::uint32_t>> running_by_predicted_end(
       Seconds now) const;
+  // Victims, in the order preempted, and where the job then goes.
+  using Room = std::pair<std::vector<JobId>, GangPlacement>;
   // Victims that make `request` fit, and its placement on the pool without them.
   std::optional<std::pair<std::vector<JobId>, GangPlacement>> make_room(
       const Entry& e, const GangRequest& request, bool reclaim, bool admit_after, std::int64_t hold,
@@ -467,6 +476,28 @@ class Scheduler {
   std::optional<std::pair<std::vector<JobId>, GangPlacement>> victims_until_fits(
       const Entry& e, const GangRequest& request, const std::vector<std::uint32_t>& order,
       bool admit_after, std::int64_t hold) const;
+  // Whether reclaim's limits let make_room take running job `v` (a candidate, stopped for its own
+  // tenant's work if `slice`) for `e`, whose tenant is `shortfall` milli-GPUs below its guarantee
+  // on the models it accepts, given what the same attempt took before, per tenant, in `taken`
+  // (updated when it takes `v`).
+  [[nodiscard]] bool may_take(const Entry& e, const Entry& v, bool slice, std::int64_t shortfall,
+                              std::vector<std::int64_t>& taken) const;
+  // Whether placement draws nothing from a random generator (every rule but a gang policy that
+  // does not place among nodes, core/policies/placement_policy.h): it then depends on the pool's
+  // state alone, and for one task it finds a node whenever some node fits the task.
+  [[nodiscard]] bool places_without_draws() const;
+  // make_room for one task of whole GPUs, where placement draws nothing and no book decides
+  // (victims_until_fits' answer, found on the pool itself): victims are released from the pool in
+  // order until the task fits, then restored; only the candidates walked cost, not the others or
+  // a copy of the pool. nullopt when it cannot be found so (a victim on a cordoned node, or a MIG
+  // task, would not go back as it was): make_room then asks victims_until_fits.
+  std::optional<std::optional<Room>> room_in_place(const Entry& e, const GangRequest& request,
+                                                   RoomCandidates& found, std::int64_t shortfall,
+                                                   bool admit_after, std::int64_t hold);
+  // The first candidate left at or after position `at` (found.sorted.size() if none).
+  static std::uint32_t next_left(RoomCandidates& found, std::uint32_t at);
+  // Drops the candidates whose views are gone, for the answers that read every candidate.
+  static void compact_candidates(RoomCandidates& found);
   // What each node and leaf would have free without the candidates (found once per candidates).
   const RoomObtainable& obtainable(RoomCandidates& found) const;
   // The candidates arranged node by node, or leaf by leaf (found once per candidates).
@@ -569,6 +600,9 @@ class Scheduler {
   std::optional<Seconds> slice_wakeup_;
   int pending_count_ = 0;
   Seconds accounted_until_ = 0;
+  // The reference answer of making room (scheduler_detail::find_room_naively).
+  bool room_naively_ = false;
+  friend void scheduler_detail::find_room_naively(Scheduler& scheduler);
 };
 
 }  // namespace tidepool

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/policies/placement_policy.h"
 #include "core/scheduler.h"
 #include "core/scheduler_pass_state.h"
 
@@ -19,8 +20,17 @@ using scheduler_detail::may_fit;
 
 // Reclaim may leave a borrowing tenant below its guarantee by at most 1/this of it (see make_room).
 constexpr std::int64_t kReclaimSlackDivisor = 20;
+// Of the victims chosen, at most this many (the last but one first) are tried back (see
+// victims_until_fits).
+constexpr std::size_t kPruneLimit = 16;
 
 }  // namespace
+
+namespace scheduler_detail {
+
+void find_room_naively(Scheduler& scheduler) { scheduler.room_naively_ = true; }
+
+}  // namespace scheduler_detail
 
 std::vector<bool> Scheduler::borrowing_models() const {
   std::vector<bool> borrowing;
@@ -70,7 +80,10 @@ const std::vector<Scheduler::RunningView>& Scheduler::running_view(Seconds now,
             [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<std::int8_t> tenant_borrows(tenant_running_.size(), -1);  // found when first asked
   view.reserve(keys.size());
+  state.view_at.clear();
+  state.view_at.reserve(keys.size());
   for (const auto& [candidate, v] : keys) {
+    state.view_at.emplace(v->job.id.value, static_cast<std::uint32_t>(view.size()));
     RunningView& r = view.emplace_back();
     r.entry = v;
     r.candidate = candidate;
@@ -155,10 +168,13 @@ void Scheduler::possible_victims(const Entry& e, bool reclaim, bool slicing, Sec
   // Any job may be taken under LAS preemption, and any of a lower class under priority
   // preemption; otherwise only a borrowing tenant's (reclaim, slicing) or the tenant's own
   // (slicing).
+  const std::vector<RunningView>& view = *state.running_view;
   if (config_.las_preemption || (config_.priority_preemption && index.least_priority &&
                                  *index.least_priority < e.job.priority_class)) {
-    at.resize(state.running_view->size());
-    for (std::size_t i = 0; i < at.size(); ++i) at[i] = static_cast<std::uint32_t>(i);
+    at.reserve(view.size());
+    for (std::size_t i = 0; i < view.size(); ++i) {
+      if (!view[i].gone) at.push_back(static_cast<std::uint32_t>(i));
+    }
     return;
   }
   const std::vector<std::uint32_t> none;
@@ -169,23 +185,75 @@ void Scheduler::possible_victims(const Entry& e, bool reclaim, bool slicing, Sec
   at.reserve(borrowing.size() + sliceable.size());
   std::merge(borrowing.begin(), borrowing.end(), sliceable.begin(), sliceable.end(),
              std::back_inserter(at));
+  std::erase_if(at, [&](std::uint32_t i) { return view[i].gone; });
 }
 
-void Scheduler::running_changed(Seconds now, PassState& state) const {
+void Scheduler::running_changed(PassState& state, std::span<const JobId> preempted) const {
   state.slice_victims.clear();
-  state.room_candidates.clear();
-  state.running_index.reset();
-  if (!state.running_view) return;
   // What a view holds of a job does not change during a pass, except whether its tenant
   // borrows: while no tenant starts or stops borrowing a model, the view only loses the jobs
-  // preempted (and those started again since).
-  if (borrowing_models() != state.view_borrowing) {
+  // preempted (a job started in this pass is never in it), and so do the room candidates, which
+  // are found from the view alone. Otherwise both are found anew.
+  if (room_naively_ || !state.running_view || borrowing_models() != state.view_borrowing) {
+    state.room_candidates.clear();
+    state.running_index.reset();
     state.running_view.reset();
+    state.view_at.clear();
     return;
   }
-  std::erase_if(*state.running_view, [&](const RunningView& v) {
-    return v.entry->phase != JobPhase::kRunning || v.entry->segment_start == now;
-  });
+  for (const JobId id : preempted) {
+    const auto at = state.view_at.find(id.value);
+    if (at == state.view_at.end()) continue;
+    RunningView& v = (*state.running_view)[at->second];
+    if (v.gone) continue;
+    v.gone = true;
+    // The same order without the last tie (slice, which differs between kinds of job: ids
+    // are unique).
+    auto before = [](const RoomCandidate& a, const RoomCandidate& b) {
+      return std::tie(a.not_borrowing, a.priority, a.lost, a.neg_attained, a.id) <
+             std::tie(b.not_borrowing, b.priority, b.lost, b.neg_attained, b.id);
+    };
+    for (auto& [kind, found] : state.room_candidates) {
+      const auto it =
+          std::lower_bound(found.sorted.begin(), found.sorted.end(), v.candidate, before);
+      if (it == found.sorted.end() || it->id != v.candidate.id) continue;
+      --found.count;
+      found.offered -= v.gpus;
+    }
+  }
+  // What the pool has free changed.
+  for (auto& [kind, found] : state.room_candidates) {
+    found.obtainable.reset();
+    found.by_node.reset();
+    found.by_leaf.reset();
+  }
+}
+
+std::uint32_t Scheduler::next_left(RoomCandidates& found, std::uint32_t at) {
+  const auto size = static_cast<std::uint32_t>(found.sorted.size());
+  std::uint32_t left = at;
+  while (left < size && found.views[left]->gone) left = std::max(left + 1, found.next_left[left]);
+  for (std::uint32_t i = at; i < left;) {
+    const std::uint32_t next = std::max(i + 1, found.next_left[i]);
+    found.next_left[i] = left;
+    i = next;
+  }
+  return left;
+}
+
+void Scheduler::compact_candidates(RoomCandidates& found) {
+  if (found.count == found.sorted.size()) return;
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < found.sorted.size(); ++i) {
+    if (found.views[i]->gone) continue;
+    found.sorted[kept] = found.sorted[i];
+    found.views[kept] = found.views[i];
+    ++kept;
+  }
+  found.sorted.resize(kept);
+  found.views.resize(kept);
+  found.next_left.resize(kept);
+  for (std::size_t i = 0; i < kept; ++i) found.next_left[i] = static_cast<std::uint32_t>(i);
 }
 
 bool Scheduler::may_be_victim(const RunningView& v, const Entry& e) const {
@@ -254,6 +322,9 @@ Scheduler::RoomCandidates& Scheduler::room_candidates(const Entry& e, bool recla
     found.views.push_back(&v);
     found.offered += v.gpus;
   }
+  found.count = found.sorted.size();
+  found.next_left.resize(found.count);
+  for (std::size_t i = 0; i < found.count; ++i) found.next_left[i] = static_cast<std::uint32_t>(i);
   return found;
 }
 
@@ -324,9 +395,18 @@ std::optional<std::pair<std::vector<JobId>, GangPlacement>> Scheduler::make_room
     const Entry& e, const GangRequest& request, bool reclaim, bool admit_after, std::int64_t hold,
     Seconds now, PassState& state) {
   RoomCandidates& found = room_candidates(e, reclaim, now, state);
-  if (found.sorted.empty()) return std::nullopt;
+  if (found.count == 0) return std::nullopt;
   if (whole_free_gpus(request.task.models) + found.offered < whole_gpus(e.milli) + hold) {
     return std::nullopt;
+  }
+  // Reclaim takes from a tenant while it borrows, and never leaves it further below its
+  // guarantee than the job's tenant is now: every reclaim lowers the largest shortfall of the two,
+  // so reclaims cannot chase each other in circles.
+  std::int64_t shortfall = 0;  // the job's tenant: guarantee - usage, over the models it accepts
+  for (int m = 0; m < book_.model_count(); ++m) {
+    const GpuModelId model{static_cast<std::uint32_t>(m)};
+    if (!request.task.models.accepts(model)) continue;
+    shortfall += book_.guaranteed(e.job.tenant, model) - book_.usage(e.job.tenant, model);
   }
   // A gang that must sit on one node needs a node cleared: take the victims node by node, the
   // nodes that free the most GPUs first, each node's victims in candidate order. A gang of
@@ -335,6 +415,10 @@ std::optional<std::pair<std::vector<JobId>, GangPlacement>> Scheduler::make_room
   const bool one_node = request.topology.requires_level(TopologyLevel::kNode) ||
                         (request.task_count == 1 && request.task.gpu_count > 1);
   const bool by_leaf = !one_node && request.task.gpu_count > 1;
+  if (!one_node && !by_leaf && !room_naively_) {
+    if (auto room = room_in_place(e, request, found, shortfall, admit_after, hold)) return *room;
+  }
+  compact_candidates(found);
   std::vector<std::uint32_t> holding_leaves;  // by_leaf: leaves that might hold the whole gang
   const std::vector<RoomCandidate>* arranged = &found.sorted;
   if (one_node || by_leaf) {
@@ -359,39 +443,13 @@ std::optional<std::pair<std::vector<JobId>, GangPlacement>> Scheduler::make_room
     }
   }
   const std::vector<RoomCandidate>& candidates = *arranged;
-  // Reclaim takes from a tenant while it borrows, and never leaves it further below its
-  // guarantee than the job's tenant is now: every reclaim lowers the largest shortfall of the two,
-  // so reclaims cannot chase each other in circles.
-  std::int64_t shortfall = 0;  // the job's tenant: guarantee - usage, over the models it accepts
-  for (int m = 0; m < book_.model_count(); ++m) {
-    const GpuModelId model{static_cast<std::uint32_t>(m)};
-    if (!request.task.models.accepts(model)) continue;
-    shortfall += book_.guaranteed(e.job.tenant, model) - book_.usage(e.job.tenant, model);
-  }
   // The candidates of `among` that may be taken, in order.
   auto takeable = [&](const std::vector<RoomCandidate>& among) {
     std::vector<std::uint32_t> order;
     order.reserve(among.size());
     std::vector<std::int64_t> taken(static_cast<std::size_t>(book_.tenant_count()), 0);
     for (const RoomCandidate& c : among) {
-      const Entry& v = entry(JobId{c.id});
-      const bool only_reclaim =
-          v.job.priority_class >= e.job.priority_class && !config_.las_preemption && !c.slice;
-      if (only_reclaim && config_.quotas) {
-        std::int64_t borrowed = 0;
-        for (const ModelCharge& ch : v.charges) borrowed += book_.borrowed(v.job.tenant, ch.model);
-        if (v.job.tenant.value >= taken.size()) taken.resize(v.job.tenant.value + 1, 0);
-        std::int64_t& taken_of = taken[v.job.tenant.value];
-        const std::int64_t after = taken_of + v.milli - borrowed;  // its shortfall then
-        std::int64_t guaranteed = 0;
-        for (const ModelCharge& ch : v.charges)
-          guaranteed += book_.guaranteed(v.job.tenant, ch.model);
-        const bool within =
-            after <= 0 || (after < shortfall && after * kReclaimSlackDivisor <= guaranteed);
-        if (taken_of >= borrowed || !within) continue;
-        taken_of += v.milli;
-      }
-      order.push_back(c.id);
+      if (may_take(e, entry(JobId{c.id}), c.slice, shortfall, taken)) order.push_back(c.id);
     }
     return order;
   };
@@ -420,6 +478,104 @@ std::optional<std::pair<std::vector<JobId>, GangPlacement>> Scheduler::make_room
     }
   }
   return victims_until_fits(e, request, order, admit_after, hold);
+}
+
+bool Scheduler::may_take(const Entry& e, const Entry& v, bool slice, std::int64_t shortfall,
+                         std::vector<std::int64_t>& taken) const {
+  const bool only_reclaim =
+      v.job.priority_class >= e.job.priority_class && !config_.las_preemption && !slice;
+  if (!only_reclaim || !config_.quotas) return true;
+  std::int64_t borrowed = 0;
+  for (const ModelCharge& ch : v.charges) borrowed += book_.borrowed(v.job.tenant, ch.model);
+  if (v.job.tenant.value >= taken.size()) taken.resize(v.job.tenant.value + 1, 0);
+  std::int64_t& taken_of = taken[v.job.tenant.value];
+  const std::int64_t after = taken_of + v.milli - borrowed;  // its shortfall then
+  std::int64_t guaranteed = 0;
+  for (const ModelCharge& ch : v.charges) guaranteed += book_.guaranteed(v.job.tenant, ch.model);
+  const bool within =
+      after <= 0 || (after < shortfall && after * kReclaimSlackDivisor <= guaranteed);
+  if (taken_of >= borrowed || !within) return false;
+  taken_of += v.milli;
+  return true;
+}
+
+bool Scheduler::places_without_draws() const {
+  return config_.placement != PlacementRule::kTopology || !gang_policy_ ||
+         gang_policy_->places_among();
+}
+
+std::optional<std::optional<Scheduler::Room>> Scheduler::room_in_place(
+    const Entry& e, const GangRequest& request, RoomCandidates& found, std::int64_t shortfall,
+    bool admit_after, std::int64_t hold) {
+  const TaskShape& task = request.task;
+  if (admit_after || request.task_count != 1 || task.gpu_count != 1 || task.is_fractional() ||
+      task.is_mig() || e.job.replica_of || !places_without_draws()) {
+    return std::nullopt;
+  }
+  // victims_until_fits asks first whether the job fits without every victim, then releases them
+  // one by one until it fits. For one task of whole GPUs, placed without draws, fitting only gets
+  // easier as victims go (a node that fits the task fits it with more free), so the first prefix
+  // after which it fits is its answer, and none is when it does not fit without them all: the
+  // same answer without the first question, found on the pool itself.
+  auto restorable = [&](const Entry& v) {
+    return !v.job.gang.task.is_mig() &&
+           std::all_of(v.assignments.begin(), v.assignments.end(),
+                       [&](const Assignment& a) { return pool_.schedulable(a.node); });
+  };
+  auto release = [&](const Entry& v) {
+    for (const Assignment& a : v.assignments) (void)pool_.release(v.job.gang.task, a);
+  };
+  auto restore = [&](const Entry& v) {
+    for (const Assignment& a : v.assignments) (void)pool_.allocate(v.job.gang.task, a);
+  };
+  std::vector<const Entry*> chosen;
+  auto restore_chosen = [&] {
+    for (auto it = chosen.rbegin(); it != chosen.rend(); ++it) restore(**it);
+  };
+  auto fits = [&]() -> std::optional<GangPlacement> {
+    if (!may_fit(pool_, request)) return std::nullopt;
+    if (hold > 0 && count_whole_free_gpus(pool_, ModelSet::any()) - whole_gpus(e.milli) < hold) {
+      return std::nullopt;
+    }
+    auto placed = place(pool_, e.job, request);
+    if (!placed) return std::nullopt;
+    return std::move(*placed);
+  };
+  std::vector<std::int64_t> taken(static_cast<std::size_t>(book_.tenant_count()), 0);
+  std::optional<GangPlacement> placed;
+  const auto size = static_cast<std::uint32_t>(found.sorted.size());
+  for (std::uint32_t i = next_left(found, 0); i < size; i = next_left(found, i + 1)) {
+    const Entry& v = *found.views[i]->entry;
+    if (!may_take(e, v, found.sorted[i].slice, shortfall, taken)) continue;
+    if (!restorable(v)) {
+      restore_chosen();
+      return std::nullopt;
+    }
+    release(v);
+    chosen.push_back(&v);
+    if ((placed = fits())) break;
+  }
+  if (!placed) {
+    restore_chosen();
+    return std::optional<Room>{};
+  }
+  // The victims not needed after all keep running, as in victims_until_fits.
+  for (std::size_t i = chosen.size() - 1, tried = 0; i-- > 0 && tried < kPruneLimit; ++tried) {
+    restore(*chosen[i]);
+    if (fits()) {
+      chosen.erase(chosen.begin() + static_cast<std::ptrdiff_t>(i));
+    } else {
+      release(*chosen[i]);
+    }
+  }
+  placed = fits();
+  restore_chosen();
+  if (!placed) return std::optional<Room>{};
+  Room room;
+  room.first.reserve(chosen.size());
+  for (const Entry* v : chosen) room.first.push_back(v->job.id);
+  room.second = std::move(*placed);
+  return room;
 }
 
 std::optional<std::pair<std::vector<JobId>, GangPlacement>> Scheduler::victims_until_fits(
@@ -514,7 +670,6 @@ std::optional<std::pair<std::vector<JobId>, GangPlacement>> Scheduler::victims_u
     }
     return true;
   };
-  constexpr std::size_t kPruneLimit = 16;
   for (std::size_t i = chosen.size() - 1, tried = 0; i-- > 0 && tried < kPruneLimit; ++tried) {
     if (!restore_into(trial, chosen[i].value)) {
       // A copy of the pool and book without the other victims instead.
@@ -643,7 +798,7 @@ bool Scheduler::preempt_for(Entry& e, const GangRequest& request, bool reclaim, 
   state.unplaceable.clear();
   state.not_kept_apart.clear();
   state.no_room.clear();
-  running_changed(now, state);
+  running_changed(state, room->first);
   return true;
 }
 

@@ -12,6 +12,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -29,6 +30,12 @@ std::int64_t count_whole_free_gpus(const Pool& pool, const ModelSet& models);
 // on one node (when it must sit on one node), under one leaf (when it must sit under one leaf),
 // or in the pool. Placement is only tried when it holds.
 bool may_fit(const Pool& pool, const GangRequest& request);
+
+// Tests only: `scheduler` makes room the plain way from now on, the reference that the pass's
+// answers must equal: the running view and the room candidates found anew after every start and
+// preemption, and victims always tried on copies of the pool (victims_until_fits) rather than on
+// the pool itself (room_in_place).
+void find_room_naively(Scheduler& scheduler);
 
 }  // namespace scheduler_detail
 
@@ -68,11 +75,16 @@ struct Scheduler::RunningView {
   int las_level = 0;            // of its attained service now (under LAS preemption)
   // Time slicing: when it may be sliced (now or later: sliceable_from); none if never.
   std::optional<Seconds> sliceable_from;
+  // Preempted in this pass: no longer a victim. A view is marked rather than erased, so that the
+  // positions the index and the room candidates hold stay valid while the view only loses jobs.
+  bool gone = false;
 };
 
 // Where in the pass's running view the jobs that making room may take can be (positions in the
 // view, increasing): no other view is a room candidate or a slice victim, unless LAS preemption
-// or priority preemption of a job of a lower class than `least_priority` may take any job.
+// or priority preemption of a job of a lower class than `least_priority` may take any job. Found
+// once per view: positions of views gone since stay listed (readers skip them), and
+// `least_priority` may then be lower than that of the views left (a superset still).
 struct Scheduler::RunningIndex {
   std::vector<std::uint32_t> borrowing;  // preemptible, of a tenant that borrows a model it holds
   std::map<TenantId, std::vector<std::uint32_t>> own_sliceable;  // per tenant: may be sliced
@@ -93,11 +105,19 @@ struct Scheduler::RoomArrangement {
   std::vector<std::uint32_t> leaves;  // by leaf: the leaves, in the candidates' order
 };
 
+// The candidates of one kind of waiting job, found once per running view: while the view only
+// loses jobs (preempted), so do the candidates, in the same order. A candidate whose view is gone
+// stays in `sorted` and `views` until an answer needs them compact (compact_candidates); `count`
+// and `offered` are of those left.
 struct Scheduler::RoomCandidates {
   std::vector<RoomCandidate> sorted;
   std::vector<const RunningView*> views;  // of each candidate (the pass's running view)
+  std::size_t count = 0;                  // candidates left
   std::int64_t offered = 0;               // their whole GPUs
-  // Found when first asked for.
+  // Per position, a position at or before the next candidate left (path-compressed, so that a
+  // walk skips gone candidates in amortised constant time): the position itself while it is left.
+  std::vector<std::uint32_t> next_left;
+  // Found when first asked for, and again after each change of the pool.
   std::optional<RoomObtainable> obtainable;
   std::optional<RoomArrangement> by_node;
   std::optional<RoomArrangement> by_leaf;
@@ -153,6 +173,7 @@ struct Scheduler::PassState {
   // The running jobs as making room sees them (Scheduler::running_view), and which tenants
   // borrowed which models when it was found (per tenant, per model).
   std::optional<std::vector<RunningView>> running_view;
+  std::unordered_map<std::uint32_t, std::uint32_t> view_at;  // job id -> position in the view
   std::vector<bool> view_borrowing;
   std::optional<RunningIndex> running_index;    // of running_view, found when first asked for
   std::vector<std::uint32_t> possible_victims;  // Scheduler::possible_victims' answer, reused

@@ -86,7 +86,7 @@ std::optional<PendingReason> Scheduler::try_to_place(Entry& e, const QuotaVerdic
       }
       start(e, *placed, now, quota.admission, quota.borrowed, backfilled, out);
       state.admissions.clear();
-      running_changed(now, state);
+      running_changed(state);
       return std::nullopt;
     }
     // A MIG instance needs room on one GPU, not a topology: short of capacity.

@@ -966,6 +966,172 @@ TEST(SchedulerProperty, InvariantsHoldAndTheSameInputGivesTheSameSchedule) {
   }
 }
 
+// Making room against its reference (scheduler_detail::find_room_naively: candidates found anew
+// after every change, victims tried on copies of the pool): random workloads, mostly one-GPU
+// jobs on a pool kept full, where a tenant without a guarantee borrows and the others reclaim,
+// higher priorities preempt, tenants slice their own long jobs and nodes are cordoned now and
+// then. Every pass must preempt the same victims for the same jobs, start the same jobs in the
+// same places and wake at the same time.
+struct RoomRunCounts {
+  int passes = 0;
+  int preempted = 0;
+  int for_one_gpu = 0;  // preempted for a job of one one-GPU task that may go to any node
+  std::map<PreemptionCause, int> by_cause;
+};
+
+// Tenants A (no guarantee: all it runs borrows), B (40 GPUs) and C (32), borrowing unlimited: B
+// and C go above and below their guarantees.
+TenantBook borrower_and_two_owners_book() {
+  TenantsSpec spec;
+  OrgSpec org;
+  org.name = "org";
+  for (const std::string name : {"A", "B", "C"}) {
+    TenantSpec t;
+    t.name = name;
+    if (name != "A") {
+      t.quotas.push_back(
+          {kH100, (name == "B" ? 40 : 32) * kMilliPerGpu, std::nullopt, std::nullopt});
+    }
+    org.tenants.push_back(std::move(t));
+  }
+  spec.orgs.push_back(std::move(org));
+  auto book = TenantBook::create(std::move(spec), h100_catalog());
+  EXPECT_TRUE(book.has_value()) << book.error().message();
+  return std::move(book).value();
+}
+
+std::string describe_pass(const PassResult& pass) {
+  std::string text;
+  for (const PreemptedJob& p : pass.preempted) {
+    text +=
+        fmt::format("preempt {} {} for {} lost {}; ", p.job.value, preemption_cause_name(p.cause),
+                    p.beneficiary ? p.beneficiary->value : 0, p.lost_gpu_seconds);
+  }
+  for (const StartedJob& st : pass.started) {
+    text += fmt::format("start {} {} {} {}", st.job.value, static_cast<int>(st.admission),
+                        st.borrowed_milli, st.backfilled);
+    for (const Assignment& a : st.assignments) text += fmt::format(" {}:{}", a.node.value, a.gpus);
+    text += "; ";
+  }
+  return text;
+}
+
+RoomRunCounts room_against_reference(std::uint64_t seed, const SchedulerConfig& config) {
+  RoomRunCounts counts;
+  auto pool = [] {
+    return test_support::make_test_pool(
+        {.spine_oversubscription = {1, 1}, .leaves_per_spine = 2, .nodes_per_leaf = 3});
+  };
+  auto fast = Scheduler::create(pool(), borrower_and_two_owners_book(), config);
+  auto naive = Scheduler::create(pool(), borrower_and_two_owners_book(), config);
+  EXPECT_TRUE(fast.has_value() && naive.has_value());
+  if (!fast || !naive) return counts;
+  scheduler_detail::find_room_naively(*naive);
+  Rng rng(seed);
+  std::map<std::uint32_t, Job> jobs;
+  std::map<std::uint32_t, Seconds> ends;
+  std::uint32_t next_id = 0;
+  for (Seconds t = 0; t < 150 * 60; t += 60) {
+    for (auto it = ends.begin(); it != ends.end();) {
+      if (it->second > t) {
+        ++it;
+        continue;
+      }
+      for (Scheduler* s : {&*fast, &*naive}) {
+        EXPECT_TRUE(s->finish(JobId{it->first}, t, std::nullopt).has_value());
+      }
+      it = ends.erase(it);
+    }
+    if (rng.below(15) == 0) {
+      const NodeId node{static_cast<std::uint32_t>(rng.below(12))};
+      const bool open = rng.below(2) == 0;
+      for (Scheduler* s : {&*fast, &*naive}) {
+        EXPECT_TRUE(s->set_node_schedulable(node, open).has_value());
+      }
+    }
+    for (std::uint64_t k = rng.below(t == 0 ? 120 : t % 600 == 0 ? 50 : 5); k > 0; --k) {
+      const std::uint64_t kind = rng.below(10);
+      const int gpus = kind < 7 ? 1 : std::array{2, 4, 8}[rng.below(3)];
+      Job job = make_test_job(next_id++, TenantId{static_cast<std::uint32_t>(rng.below(3))}, gpus,
+                              t, static_cast<Seconds>(300 + rng.below(6000)),
+                              gpus == 8 && rng.below(2) == 0 ? 8 : 1);
+      if (kind == 7) job.gang.topology = {TopologyLevel::kNode, TopologyStrength::kRequired};
+      if (kind == 8) job.job_class = JobClass::kInference;
+      job.priority_class = rng.below(6) == 0 ? 1 : 0;
+      job.preemptible = rng.below(10) != 0;
+      if (rng.below(4) == 0) job.checkpoint_interval.reset();
+      for (Scheduler* s : {&*fast, &*naive}) EXPECT_TRUE(s->submit(job, t).has_value());
+      jobs.emplace(job.id.value, job);
+    }
+    const PassResult pass = fast->pass(t);
+    const PassResult reference = naive->pass(t);
+    EXPECT_EQ(describe_pass(pass), describe_pass(reference)) << "seed " << seed << " at " << t;
+    EXPECT_EQ(fast->next_wakeup(t), naive->next_wakeup(t)) << "seed " << seed << " at " << t;
+    if (describe_pass(pass) != describe_pass(reference)) return counts;
+    ++counts.passes;
+    for (const PreemptedJob& p : pass.preempted) {
+      ends.erase(p.job.value);
+      ++counts.preempted;
+      ++counts.by_cause[p.cause];
+      const Job& beneficiary = jobs.at(p.beneficiary ? p.beneficiary->value : p.job.value);
+      if (beneficiary.gang.task_count == 1 && beneficiary.gang.task.gpu_count == 1 &&
+          !beneficiary.gang.topology.requires_level(TopologyLevel::kNode)) {
+        ++counts.for_one_gpu;
+      }
+    }
+    for (const StartedJob& st : pass.started) {
+      ends[st.job.value] = t + 60 * static_cast<Seconds>(5 + rng.below(60));
+    }
+  }
+  return counts;
+}
+
+TEST(SchedulerProperty, MakingRoomPreemptsWhatItsPlainReferenceDoes) {
+  SchedulerConfig slicing = policy("tidepool");
+  slicing.gang_policy = "tidepool";
+  slicing.min_slice_run = 600;
+  slicing.max_slice_loss = 300;
+  slicing.starvation_limit = 3600;
+  SchedulerConfig drawing = policy("tidepool");
+  drawing.gang_policy = "random";  // draws: victims are tried on copies of the pool either way
+  SchedulerConfig window = policy("tidepool");
+  window.windows = {TidalWindow{JobClass::kInference, 3600, 2 * 3600, 24}};
+  const std::array<std::pair<std::string_view, SchedulerConfig>, 6> configs = {{
+      {"tidepool", policy("tidepool")},
+      {"tidepool, slicing after 10 minutes", slicing},
+      {"tidepool, 24 GPUs held for inference from 01:00 to 02:00", window},
+      {"tidepool, random gang policy", drawing},
+      {"quota-borrow", policy("quota-borrow")},
+      {"tiresias", policy("tiresias")},
+  }};
+  for (const auto& [name, config] : configs) {
+    RoomRunCounts total;
+    for (std::uint64_t seed = 1; seed <= 3; ++seed) {
+      const RoomRunCounts counts = room_against_reference(seed, config);
+      total.passes += counts.passes;
+      total.preempted += counts.preempted;
+      total.for_one_gpu += counts.for_one_gpu;
+      for (const auto& [cause, n] : counts.by_cause) total.by_cause[cause] += n;
+    }
+    SCOPED_TRACE(name);
+    EXPECT_EQ(total.passes, 3 * 150);
+    // The workloads make room often, also for one-GPU jobs (answered on the pool itself).
+    EXPECT_GT(total.preempted, 40);
+    EXPECT_GT(total.for_one_gpu, 0);
+    if (config.las_preemption) {
+      EXPECT_GT(total.by_cause[PreemptionCause::kLeastAttained], 20);
+    } else {
+      EXPECT_GT(total.by_cause[PreemptionCause::kReclaim], 20);
+    }
+    if (config.priority_preemption) {
+      EXPECT_GT(total.by_cause[PreemptionCause::kPriority], 0);
+    }
+    if (config.min_slice_run == 600) {
+      EXPECT_GT(total.by_cause[PreemptionCause::kTimeSlice], 0);
+    }
+  }
+}
+
 TEST(SchedulerServerHooks, WithdrawnJobNeverStarts) {
   Scheduler s = make_scheduler(policy("tidepool"));
   ASSERT_TRUE(s.submit(make_test_job(1, kA, 8, 0), 0).has_value());
