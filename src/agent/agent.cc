@@ -73,6 +73,7 @@ struct Agent::LocalTask {
   std::string log_path;
   std::string checkpoint_file;
   std::string notice_file;
+  std::string step_file;
   std::optional<TaskProcess> process;  // started by this agent
   pid_t adopted_pid = 0;               // taken back after a restart: not this agent's child
   std::uint64_t start_ticks = 0;       // the leader's start time, against pid reuse
@@ -84,7 +85,11 @@ struct Agent::LocalTask {
   std::optional<ReplicaAssignment> replica;  // a service's replica: its figures are read
   std::int64_t log_shipped = 0;              // bytes of the local log (this run's) the server has
   std::int64_t checkpoint_read = 0;          // bytes of checkpoint_file forwarded
-  GroupUsage usage;                          // for fake GPUs' load
+  std::int64_t step_read = 0;                // bytes of step_file read
+  StepLineReader steps;                      // read, not yet taken for a report
+  StepStats unsent_steps;                    // taken, not yet acknowledged by the server
+  bool step_refusal_logged = false;
+  GroupUsage usage;  // for fake GPUs' load
 
   [[nodiscard]] pid_t leader() const { return process ? process->pid() : adopted_pid; }
   [[nodiscard]] bool finished() const { return group_gone && (reported || stop.has_value()); }
@@ -335,12 +340,27 @@ void Agent::heartbeat(std::int64_t now_ms) {
     if (!task.group_gone && !task.stop) jobs.insert(task.job);
   }
   scrape_replicas(now_ms);
-  const NodeHeartbeat beat{.running_jobs = {jobs.begin(), jobs.end()},
-                           .healthy_gpus = static_cast<int>(gpu_info_.size()),
-                           .gpus = samples_,
-                           .replicas = replicas_.reports()};
+  NodeHeartbeat beat{.running_jobs = {jobs.begin(), jobs.end()},
+                     .healthy_gpus = static_cast<int>(gpu_info_.size()),
+                     .gpus = samples_,
+                     .replicas = replicas_.reports()};
+  // The steps of the tasks still running; an ended task's go with its exit report.
+  for (auto& [key, task] : tasks_) {
+    if (task.exit || task.run < 1) continue;
+    task.unsent_steps.merge(task.steps.take());
+    if (task.unsent_steps.empty() || beat.steps.size() >= kMaxHeartbeatSteps) continue;
+    beat.steps.push_back(TaskSteps{
+        .job = task.job, .run = task.run, .task = task.index, .stats = task.unsent_steps});
+  }
   auto reply = client_.post(fmt::format("/v1/nodes/{}/heartbeat", options_.node),
                             node_heartbeat_to_json(beat));
+  if (reply && reply->ok()) {
+    for (const TaskSteps& sent : beat.steps) {
+      if (auto it = tasks_.find(TaskKey{sent.job, sent.run, sent.task}); it != tasks_.end()) {
+        it->second.unsent_steps = StepStats{};
+      }
+    }
+  }
   if (!reply) {
     // Said once, not at every heartbeat; the tasks keep running meanwhile.
     if (server_reachable_) log("heartbeat failed: " + reply.error().message());
@@ -484,6 +504,7 @@ void Agent::start_task(const TaskKey& key, const NodeAssignment& assignment,
   task.log_path = fmt::format("{}/task-{}.run-{}.log", log_dir, assigned.index, assignment.run);
   task.checkpoint_file = task.run_dir + "/checkpoints.jsonl";
   task.notice_file = task.run_dir + "/preemption-notice";
+  task.step_file = task.run_dir + "/steps.txt";
   task.checkpoint_dir = fmt::format("{}/{}", options_.checkpoint_root, assignment.job);
   std::string failure;
   // A MIG instance the server assigned but this node's discovery does not have (the GPU was
@@ -523,6 +544,7 @@ void Agent::start_task(const TaskKey& key, const NodeAssignment& assignment,
                                                     .checkpoint_dir = task.checkpoint_dir,
                                                     .notice_file = task.notice_file,
                                                     .checkpoint_file = task.checkpoint_file,
+                                                    .step_file = task.step_file,
                                                     .server_url = client_.server(),
                                                     .gpu_names = gpu_names_});
   launch.working_dir = assignment.working_dir.empty() ? task.run_dir : assignment.working_dir;
@@ -699,6 +721,7 @@ void Agent::enforce_log_quota() {
 void Agent::watch_tasks(std::int64_t now_ms) {
   for (auto& [key, task] : tasks_) {
     forward_checkpoints(task, now_ms);
+    read_steps(task, 1);
     if (!task.group_gone) {
       task.group_gone = task_gone(task);
       if (task.exit && !task.group_gone && !task.stop) {
@@ -787,8 +810,31 @@ void Agent::forward_checkpoints(LocalTask& task, std::int64_t now_ms) {
   }
 }
 
+void Agent::read_steps(LocalTask& task, int rounds) {
+  for (int round = 0; round < rounds; ++round) {
+    // The file is in the job's folder: read only a regular file, never through a link.
+    std::int64_t size = 0;
+    const std::string bytes =
+        read_regular_file(task.step_file, task.step_read, kMaxStepReadBytes, &size);
+    if (size < task.step_read) task.step_read = 0;  // truncated or replaced: from its start
+    if (bytes.empty()) return;
+    task.steps.feed(bytes);
+    task.step_read += static_cast<std::int64_t>(bytes.size());
+    if (task.steps.first_refusal() && !task.step_refusal_logged) {
+      task.step_refusal_logged = true;
+      log(
+          fmt::format("job {} task {}: a line of its step report is refused ({}); such lines are "
+                      "counted and skipped, this is said once",
+                      task.job, task.index, task.steps.first_refusal()->message()));
+    }
+  }
+}
+
 void Agent::report_exit(LocalTask& task) {
   ship_log(task);
+  // The last lines of its step file, up to 16 reads more (4 MiB).
+  read_steps(task, 16);
+  task.unsent_steps.merge(task.steps.take());
   const bool ok = task.exit->exit_code == 0 && task.exit->signal == 0;
   const JobStatusReport report{
       .state = ok ? "succeeded" : "failed",
@@ -797,7 +843,9 @@ void Agent::report_exit(LocalTask& task) {
                      ? task.exit->reason + " (out of memory: over its limit)"
                      : task.exit->reason,
       .task = task.index,
-      .run = task.run};
+      .run = task.run,
+      .steps = task.unsent_steps.empty() || task.run < 1 ? std::nullopt
+                                                         : std::optional(task.unsent_steps)};
   auto reply =
       client_.post(fmt::format("/v1/jobs/{}/status", task.job), job_status_report_to_json(report));
   if (!reply) return;  // again at the next turn
@@ -807,6 +855,7 @@ void Agent::report_exit(LocalTask& task) {
   } else {
     log(fmt::format("job {} task {}: {}", task.job, task.index, task.exit->reason));
   }
+  task.unsent_steps = StepStats{};
   task.reported = true;
   state_dirty_ = true;
 }
@@ -980,6 +1029,9 @@ void Agent::load_state() {
       task.log_path = entry.at("log_path").get<std::string>();
       task.checkpoint_file = task.run_dir + "/checkpoints.jsonl";
       task.notice_file = task.run_dir + "/preemption-notice";
+      task.step_file = task.run_dir + "/steps.txt";
+      // The steps it read but had not sent are gone with the agent: from here on, none twice.
+      task.step_read = file_size(task.step_file);
       task.log_shipped = entry.value("log_shipped", std::int64_t{0});
       task.checkpoint_read = entry.value("checkpoint_read", std::int64_t{0});
       if (task.adopted_pid <= 1) continue;

@@ -16,7 +16,12 @@
 //   - what a task writes goes to a log file (one per run), shipped to the server in chunks while
 //     the task runs (every log_ship_ms) and when it ends;
 //   - the checkpoints a task reports with `tidepool checkpoint` (a line appended to its
-//     TIDEPOOL_CHECKPOINT_REPORT file) are forwarded to the server with the agent's token.
+//     TIDEPOOL_CHECKPOINT_REPORT file) are forwarded to the server with the agent's token;
+//   - the steps a task reports (lines appended to its TIDEPOOL_STEP_REPORT file, the protocol of
+//     api/step_report.h) are read as the file grows, at most kMaxStepReadBytes a turn, summed per
+//     task (StepStats: bounded whatever the job writes; refused lines counted, the first reason
+//     logged once per task) and sent in the next heartbeat's `steps`; what is left when the task
+//     ends goes with its exit report. Figures a heartbeat could not deliver wait for the next one.
 // A task whose assignment carries a `replica` is an inference service's replica: just before each
 // heartbeat the agent reads its Prometheus metrics (its file, or http://127.0.0.1:<port>/metrics
 // within 500 ms) and sends the figures they give (requests waiting and in flight, the request
@@ -135,6 +140,9 @@ class Agent {
   void apply(LocalTask& task, const std::vector<StopAction>& actions, std::int64_t now_ms);
   void watch_tasks(std::int64_t now_ms);
   void forward_checkpoints(LocalTask& task, std::int64_t now_ms);
+  // Reads what the task appended to its step file since the last read, at most `rounds` x
+  // kMaxStepReadBytes.
+  void read_steps(LocalTask& task, int rounds);
   void report_exit(LocalTask& task);
   void ship_log(LocalTask& task);
   // Ships the running tasks' new output, every log_ship_ms.

@@ -41,6 +41,7 @@ std::vector<std::pair<std::string, std::string>> task_environment(const NodeAssi
   }
   vars["TIDEPOOL_NOTICE_FILE"] = setting.notice_file;
   vars["TIDEPOOL_CHECKPOINT_REPORT"] = setting.checkpoint_file;
+  vars["TIDEPOOL_STEP_REPORT"] = setting.step_file;
   vars["TIDEPOOL_SERVER"] = setting.server_url;
   return {vars.begin(), vars.end()};
 }

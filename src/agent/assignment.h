@@ -23,6 +23,7 @@ struct TaskSetting {
   std::string checkpoint_dir;   // the job's checkpoint folder (shared between nodes)
   std::string notice_file;      // written by the agent when it gives notice
   std::string checkpoint_file;  // where `tidepool checkpoint` appends its reports
+  std::string step_file{};      // where the task appends its step lines (api/step_report.h)
   std::string server_url;
   // CUDA_VISIBLE_DEVICES names: GPU UUIDs with NVML, indices for fake GPUs; by GPU index.
   std::vector<std::string> gpu_names;
@@ -33,8 +34,8 @@ struct TaskSetting {
 // MIG instance that instance's uuid alone), TIDEPOOL_JOB_ID, TIDEPOOL_TASK_INDEX,
 // TIDEPOOL_RUN, WORLD_SIZE, RANK, MASTER_ADDR, MASTER_PORT, TIDEPOOL_CHECKPOINT_DIR,
 // TIDEPOOL_RESUME_FROM (only when the job has a checkpoint), TIDEPOOL_NOTICE_FILE,
-// TIDEPOOL_CHECKPOINT_REPORT and TIDEPOOL_SERVER; PATH (agent_dir, /usr/local/bin, /usr/bin, /bin)
-// and HOME (run_dir) unless the job sets them.
+// TIDEPOOL_CHECKPOINT_REPORT, TIDEPOOL_STEP_REPORT and TIDEPOOL_SERVER; PATH (agent_dir,
+// /usr/local/bin, /usr/bin, /bin) and HOME (run_dir) unless the job sets them.
 std::vector<std::pair<std::string, std::string>> task_environment(const NodeAssignment& assignment,
                                                                   const AssignedTask& task,
                                                                   const TaskSetting& setting);

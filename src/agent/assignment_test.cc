@@ -22,6 +22,7 @@ TEST(Assignment, TheTaskEnvironmentHasTidepoolsAndTorchrunsVariables) {
                             .checkpoint_dir = "/ckpt/12",
                             .notice_file = "/run/notice",
                             .checkpoint_file = "/run/checkpoints.jsonl",
+                            .step_file = "/run/steps.txt",
                             .server_url = "http://server:8470",
                             .gpu_names = {"GPU-a", "GPU-b", "GPU-c", "GPU-d", "GPU-e", "GPU-f"}};
   const auto env = task_environment(a, a.tasks[0], setting);
@@ -39,6 +40,7 @@ TEST(Assignment, TheTaskEnvironmentHasTidepoolsAndTorchrunsVariables) {
   EXPECT_EQ(vars["TIDEPOOL_RESUME_FROM"], "/ckpt/12/step-40");
   EXPECT_EQ(vars["TIDEPOOL_NOTICE_FILE"], "/run/notice");
   EXPECT_EQ(vars["TIDEPOOL_CHECKPOINT_REPORT"], "/run/checkpoints.jsonl");
+  EXPECT_EQ(vars["TIDEPOOL_STEP_REPORT"], "/run/steps.txt");
   EXPECT_EQ(vars["EPOCHS"], "3");
   EXPECT_EQ(vars["PATH"], "/opt/bin");  // the job's own PATH is kept
   EXPECT_EQ(vars["HOME"], setting.run_dir);

@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 #include <string_view>
+#include <tuple>
 #include <utility>
 
 #include "api/body_fields.h"
@@ -267,6 +268,50 @@ Result<std::vector<ReplicaReport>> read_replica_reports(const Json& value,
   return out;
 }
 
+Result<TaskSteps> read_task_steps(const Json& value, const std::string& path) {
+  if (auto ok = check_keys(value, path, "a map of job, run, task and stats",
+                           {"job", "run", "task", "stats"}, false);
+      !ok) {
+    return std::unexpected(ok.error());
+  }
+  TaskSteps out;
+  for (const char* key : {"job", "run", "task", "stats"}) {
+    if (auto given = body_fields::required(value, path, key); !given) {
+      return std::unexpected(given.error());
+    }
+  }
+  if (auto ok = first_failure({
+          read_optional(value, path, "job", out.job, integer_in(1, kNoLimit)),
+          read_optional(value, path, "run", out.run, integer_in(1, kNoLimit)),
+          read_optional(value, path, "task", out.task, integer_in(0, kMaxTaskIndex)),
+          read_optional(value, path, "stats", out.stats, step_stats_from_json),
+      });
+      !ok) {
+    return std::unexpected(ok.error());
+  }
+  return out;
+}
+
+// At most kMaxHeartbeatSteps reports, each (job, run, task) once.
+Result<std::vector<TaskSteps>> read_task_steps_list(const Json& value, const std::string& path) {
+  if (auto ok = body_fields::check_list(value, path, kMaxHeartbeatSteps, "step reports"); !ok) {
+    return std::unexpected(ok.error());
+  }
+  std::vector<TaskSteps> out;
+  std::set<std::tuple<std::int64_t, std::int64_t, int>> seen;
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    auto report = read_task_steps(value[i], index_path(path, i));
+    if (!report) return std::unexpected(report.error());
+    if (!seen.emplace(report->job, report->run, report->task).second) {
+      return fail(index_path(path, i),
+                  fmt::format("the steps of job {} run {} task {} are listed twice", report->job,
+                              report->run, report->task));
+    }
+    out.push_back(std::move(*report));
+  }
+  return out;
+}
+
 nlohmann::json replica_report_to_json(const ReplicaReport& report) {
   nlohmann::json out = {{"job", report.job}, {"run", report.run}};
   for (const auto& [key, figure] : kReplicaFigureKeys) {
@@ -512,8 +557,9 @@ nlohmann::json node_registration_to_json(const NodeRegistration& r) {
 // --- heartbeat ---
 
 Result<NodeHeartbeat> node_heartbeat_from_json(const nlohmann::json& value) {
-  if (auto ok = check_keys(value, "", "a map of running_jobs, healthy_gpus, gpus and replicas",
-                           {"running_jobs", "healthy_gpus", "gpus", "replicas"}, true);
+  if (auto ok =
+          check_keys(value, "", "a map of running_jobs, healthy_gpus, gpus, replicas and steps",
+                     {"running_jobs", "healthy_gpus", "gpus", "replicas", "steps"}, true);
       !ok) {
     return std::unexpected(ok.error());
   }
@@ -524,6 +570,7 @@ Result<NodeHeartbeat> node_heartbeat_from_json(const nlohmann::json& value) {
                         integer_in(0, kMaxGpusPerNode)),
           read_optional(value, "", "gpus", heartbeat.gpus, read_gpu_readings),
           read_optional(value, "", "replicas", heartbeat.replicas, read_replica_reports),
+          read_optional(value, "", "steps", heartbeat.steps, read_task_steps_list),
       });
       !ok) {
     return std::unexpected(ok.error());
@@ -550,6 +597,16 @@ nlohmann::json node_heartbeat_to_json(const NodeHeartbeat& heartbeat) {
                         {"gpus", std::move(gpus)},
                         {"replicas", std::move(replicas)}};
   if (heartbeat.healthy_gpus) out["healthy_gpus"] = *heartbeat.healthy_gpus;
+  if (!heartbeat.steps.empty()) {
+    nlohmann::json steps = nlohmann::json::array();
+    for (const TaskSteps& t : heartbeat.steps) {
+      steps.push_back({{"job", t.job},
+                       {"run", t.run},
+                       {"task", t.task},
+                       {"stats", step_stats_to_json(t.stats)}});
+    }
+    out["steps"] = std::move(steps);
+  }
   return out;
 }
 
@@ -684,8 +741,8 @@ nlohmann::json heartbeat_reply_to_json(const HeartbeatReply& reply) {
 // --- reports about a job's run ---
 
 Result<JobStatusReport> job_status_report_from_json(const nlohmann::json& value) {
-  if (auto ok = check_keys(value, "", "a map of state, exit_code, message, task and run",
-                           {"state", "exit_code", "message", "task", "run"}, true);
+  if (auto ok = check_keys(value, "", "a map of state, exit_code, message, task, run and steps",
+                           {"state", "exit_code", "message", "task", "run", "steps"}, true);
       !ok) {
     return std::unexpected(ok.error());
   }
@@ -703,9 +760,13 @@ Result<JobStatusReport> job_status_report_from_json(const nlohmann::json& value)
           read_optional(value, "", "message", report.message, long_text()),
           read_optional(value, "", "task", report.task, integer_in(0, kMaxTaskIndex)),
           read_optional(value, "", "run", report.run, integer_in(1, kNoLimit)),
+          read_optional(value, "", "steps", report.steps, step_stats_from_json),
       });
       !ok) {
     return std::unexpected(ok.error());
+  }
+  if (report.steps && (!report.task || !report.run)) {
+    return fail("steps", "are a task's: they need task and run");
   }
   return report;
 }
@@ -715,6 +776,7 @@ nlohmann::json job_status_report_to_json(const JobStatusReport& report) {
   if (report.exit_code) out["exit_code"] = *report.exit_code;
   if (report.task) out["task"] = *report.task;
   if (report.run) out["run"] = *report.run;
+  if (report.steps) out["steps"] = step_stats_to_json(*report.steps);
   return out;
 }
 

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "api/replica_metrics.h"
+#include "api/step_report.h"
 #include "core/error.h"
 #include "core/mig.h"
 
@@ -41,7 +42,8 @@ namespace tidepool {
 // Limits of the messages below.
 inline constexpr int kMinExitCode = -255;
 inline constexpr int kMaxExitCode = 255;
-inline constexpr std::size_t kMaxHeartbeatJobs = 4096;  // job ids of a heartbeat or its reply
+inline constexpr std::size_t kMaxHeartbeatJobs = 4096;   // job ids of a heartbeat or its reply
+inline constexpr std::size_t kMaxHeartbeatSteps = 4096;  // tasks' step reports of a heartbeat
 
 // --- registration ---
 
@@ -129,12 +131,13 @@ struct GpuReading {
 //    "gpus": [{"index": 0, "model": "H100", "utilization_percent": 93, "memory_used_mib": 61000,
 //              "memory_total_mib": 81559, "power_milliwatts": 612000, "temperature_celsius": 71,
 //              "throttle_reasons": 0, "ecc_errors_uncorrected": 0}],
-//    "replicas": [<ReplicaReport>, ...]}
+//    "replicas": [<ReplicaReport>, ...], "steps": [<TaskSteps>, ...]}
 // every field optional (job ids > 0, each at most once, at most 4096 of them; healthy_gpus
 // 0..16; at most 16 GPUs, each index once, figures >= 0 and below 2^63, utilization 0..100,
 // temperature -273..1000; a GPU's keys all optional too; at most 4096 replicas, each (job, run)
-// once). to_json writes running_jobs, gpus and replicas (empty lists too), every key of each GPU,
-// a replica's job, run and the figures it has, and healthy_gpus when it is set.
+// once; at most 4096 steps, each (job, run, task) once). to_json writes running_jobs, gpus and
+// replicas (empty lists too), every key of each GPU, a replica's job, run and the figures it has,
+// healthy_gpus when it is set, and steps when there are some.
 // What the agent read from one of its service replicas (the task of a job with a `replica` in its
 // assignment) at its latest scrape: the job, its run, and the figures (api/replica_metrics.h), each
 // absent when the replica did not say it:
@@ -153,11 +156,29 @@ struct ReplicaReport {
 };
 inline constexpr std::int64_t kMaxReplicaFigure = 1'000'000'000'000'000;
 
+// What one task of a job reported of its steps since the agent's last heartbeat (its
+// TIDEPOOL_STEP_REPORT lines, api/step_report.h), with the lines the agent refused counted in
+// stats.refused_lines:
+//   {"job": 12, "run": 2, "task": 1, "stats": <step_stats_to_json>}
+// every key required: job >= 1, run >= 1, task 0..99999, stats as step_stats_from_json reads it.
+struct TaskSteps {
+  std::int64_t job = 0;
+  std::int64_t run = 0;
+  int task = 0;
+  StepStats stats;
+
+  friend bool operator==(const TaskSteps&, const TaskSteps&) = default;
+};
+
 struct NodeHeartbeat {
   std::vector<std::int64_t> running_jobs;  // the jobs with a live task on the node
   std::optional<int> healthy_gpus;
   std::vector<GpuReading> gpus;
   std::vector<ReplicaReport> replicas;  // at most kMaxHeartbeatJobs
+  // The tasks' step reports since the last heartbeat (TaskSteps), at most kMaxHeartbeatSteps, each
+  // (job, run, task) once; the server adds each to its job's figures when the job's current run
+  // has a task on the node, and ignores the others.
+  std::vector<TaskSteps> steps{};
 
   friend bool operator==(const NodeHeartbeat&, const NodeHeartbeat&) = default;
 };
@@ -295,18 +316,22 @@ Result<HeartbeatReply> heartbeat_reply_from_json(const nlohmann::json& value);
 
 // POST /v1/jobs/{id}/status, from the agent running the job:
 //   {"state": "running" | "succeeded" | "failed", "exit_code": 0, "message": "...",
-//    "task": 0, "run": 1}
+//    "task": 0, "run": 1, "steps": <step_stats_to_json>}
 // state is required; exit_code optional (-255..255); message optional (at most 4 KiB); task
 // (0..99999) says which task ended: a job succeeds when each of its tasks did, and fails with
 // its first failed task; without it the report is the whole job's. run (>= 1, the job's "starts"
-// when the run began) makes a late report of an earlier run harmless: it is refused. to_json
-// writes state and message (an empty one too), and the others when they are set.
+// when the run began) makes a late report of an earlier run harmless: it is refused. steps
+// (optional, with task and run) are the task's step figures not yet sent in a heartbeat (the
+// agent's last read of its TIDEPOOL_STEP_REPORT once it ended), as step_stats_from_json reads
+// them; the server adds them to the job's. to_json writes state and message (an empty one too),
+// and the others when they are set.
 struct JobStatusReport {
   std::string state;
   std::optional<int> exit_code;
   std::string message;
   std::optional<int> task;
   std::optional<std::int64_t> run;
+  std::optional<StepStats> steps{};
 
   friend bool operator==(const JobStatusReport&, const JobStatusReport&) = default;
 };

@@ -230,6 +230,68 @@ TEST(AgentWireTest, HeartbeatWithReplicasRoundTrips) {
   expect_round_trip(edges, node_heartbeat_to_json, node_heartbeat_from_json);
 }
 
+StepStats two_steps() {
+  StepStats stats;
+  stats.add({.step = 9,
+             .step_us = 50'000,
+             .compute_us = 30'000,
+             .allreduce_us = 18'000,
+             .allreduce_bytes = 4'194'304});
+  stats.add({.step = 10,
+             .step_us = 52'000,
+             .compute_us = 31'000,
+             .allreduce_us = 19'000,
+             .allreduce_bytes = 4'194'304});
+  stats.refused_lines = 1;
+  return stats;
+}
+
+TEST(AgentWireTest, HeartbeatWithStepsRoundTrips) {
+  NodeHeartbeat beat = busy_heartbeat();
+  beat.steps.push_back(TaskSteps{.job = 12, .run = 2, .task = 0, .stats = two_steps()});
+  beat.steps.push_back(TaskSteps{.job = 12, .run = 2, .task = 1, .stats = {}});
+  beat.steps.push_back(TaskSteps{.job = kBig, .run = kBig, .task = 99'999, .stats = two_steps()});
+  expect_round_trip(beat, node_heartbeat_to_json, node_heartbeat_from_json);
+  EXPECT_FALSE(node_heartbeat_to_json(busy_heartbeat()).contains("steps"));
+}
+
+TEST(NodeHeartbeatTest, NamesTheStepFieldThatIsWrong) {
+  const auto read = node_heartbeat_from_json;
+  const Json stats = step_stats_to_json(two_steps());
+  const auto with = [&](Json entry) { return Json{{"steps", Json::array({std::move(entry)})}}; };
+  const Json good = {{"job", 12}, {"run", 2}, {"task", 0}, {"stats", stats}};
+  EXPECT_TRUE(read(with(good)).has_value());
+  EXPECT_EQ(refused(read, R"({"steps": {"job": 1}})").field, "steps");
+  EXPECT_EQ(refused(read, R"({"steps": [7]})").field, "steps[0]");
+  for (const char* key : {"job", "run", "task", "stats"}) {
+    Json missing = good;
+    missing.erase(key);
+    EXPECT_EQ(read(with(missing)).error().field, fmt::format("steps[0].{}", key));
+  }
+  Json bad = good;
+  bad["run"] = 0;
+  EXPECT_EQ(read(with(bad)).error().field, "steps[0].run");
+  bad = good;
+  bad["task"] = 100'000;
+  EXPECT_EQ(read(with(bad)).error().field, "steps[0].task");
+  bad = good;
+  bad["stats"]["compute_us"] = -1;
+  EXPECT_EQ(read(with(bad)).error().field, "steps[0].stats.compute_us");
+  bad = good;
+  bad["stats"]["buckets"][0][1] = "7";
+  EXPECT_EQ(read(with(bad)).error().field, "steps[0].stats.buckets[0][1]");
+  bad = good;
+  bad["extra"] = true;
+  EXPECT_EQ(read(with(bad)).error().field, "steps[0].extra");
+  EXPECT_EQ(read(Json{{"steps", {good, good}}}).error().reason,
+            "the steps of job 12 run 2 task 0 are listed twice");
+  Json many = Json::array();
+  for (std::size_t i = 0; i <= kMaxHeartbeatSteps; ++i) {
+    many.push_back({{"job", i + 1}, {"run", 1}, {"task", 0}, {"stats", stats}});
+  }
+  EXPECT_EQ(read(Json{{"steps", many}}).error().reason, "has 4097 step reports; at most 4096");
+}
+
 TEST(AgentWireTest, AssignmentAndHeartbeatReplyRoundTrip) {
   expect_round_trip(gang_task_1(), node_assignment_to_json, read_assignment);
 
@@ -340,6 +402,13 @@ TEST(AgentWireTest, ReportsRoundTrip) {
   expect_round_trip(
       JobStatusReport{.state = "succeeded", .exit_code = 255, .message = "", .task = 0, .run = 1},
       job_status_report_to_json, job_status_report_from_json);
+  expect_round_trip(JobStatusReport{.state = "succeeded",
+                                    .exit_code = 0,
+                                    .message = "",
+                                    .task = 1,
+                                    .run = 3,
+                                    .steps = two_steps()},
+                    job_status_report_to_json, job_status_report_from_json);
 
   const CheckpointReport checkpoint{
       .step = 1200, .path = "/ckpt/12/step-1200", .note = "epoch 3", .run = 2};
@@ -599,6 +668,16 @@ TEST(JobStatusReportTest, NamesTheFieldThatIsWrong) {
   EXPECT_EQ(refused(read, R"({"state": "failed", "task": 100000})").field, "task");
   EXPECT_EQ(refused(read, R"({"state": "failed", "run": 0})").field, "run");
   EXPECT_EQ(refused(read, R"({"state": "failed", "code": 1})").field, "code");
+  const Json steps = step_stats_to_json(two_steps());
+  EXPECT_EQ(read(Json{{"state", "failed"}, {"task", 0}, {"run", 1}, {"steps", 5}}).error().field,
+            "steps");
+  Json bad_steps = steps;
+  bad_steps["allreduce_us"] = 1'000'000;
+  EXPECT_EQ(
+      read(Json{{"state", "failed"}, {"task", 0}, {"run", 1}, {"steps", bad_steps}}).error().field,
+      "steps.allreduce_us");
+  EXPECT_EQ(read(Json{{"state", "failed"}, {"steps", steps}}).error().reason,
+            "are a task's: they need task and run");
   EXPECT_THAT(refused(read, R"([1])").reason, HasSubstr("expected a map of state"));
   Json long_message = {{"state", "failed"}, {"message", std::string(4097, 'x')}};
   EXPECT_EQ(read(long_message).error().reason, "is 4097 bytes long; at most 4096");
@@ -951,6 +1030,10 @@ TEST(AgentWireTest, NoReaderThrowsOnAnyShape) {
   shapes.push_back(Json({{"assignments", {Json::binary({}), {{"job", Json::binary({})}}}}}));
   shapes.push_back(Json({{"gpus", {{{"index", Json::binary({})}}}}}));
   shapes.push_back(Json({{"replicas", {{{"job", Json::binary({})}}}}}));
+  shapes.push_back(Json({{"steps", {{{"stats", Json::binary({})}}}}}));
+  shapes.push_back(Json(
+      {{"steps",
+        {{{"job", 1}, {"run", 1}, {"task", 0}, {"stats", {{"buckets", {Json::binary({})}}}}}}}}));
   shapes.push_back(
       Json({{"assignments",
              {{{"job", 1}, {"command", {"x"}}, {"replica", {{"metric_names", Json::binary({})}}}},

@@ -1,10 +1,12 @@
 // libFuzzer target: the request body readers (api/api_bodies.h, api/agent_wire.h and
 // job_spec_from_json) on arbitrary text: parse_body as JSON or YAML, chosen by the first input byte
-// (even: JSON, odd: YAML), then every reader on the same value. They must return a value or an
-// Error, never throw or crash (an exception is not caught here: it aborts the run); every error
-// says something in valid UTF-8, and what reads keeps the promises of api_bodies.h and
-// agent_wire.h (an agent message read back from its to_json is the same). Built and run by
-// run_fuzz.sh.
+// (even: JSON, odd: YAML), then every reader on the same value; and the step line protocol
+// (api/step_report.h: what a job writes to its TIDEPOOL_STEP_REPORT) on the text itself. They must
+// return a value or an Error, never throw or crash (an exception is not caught here: it aborts the
+// run); every error says something in valid UTF-8, and what reads keeps the promises of
+// api_bodies.h and agent_wire.h (an agent message read back from its to_json is the same). Built
+// and run by run_fuzz.sh.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -15,6 +17,7 @@
 #include "api/api_bodies.h"
 #include "api/body_fields.h"
 #include "api/job_spec.h"
+#include "api/step_report.h"
 #include "core/tenants.h"
 
 namespace {
@@ -52,6 +55,21 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   using namespace tidepool;
   if (size == 0) return 0;
   const std::string_view body(reinterpret_cast<const char*>(data) + 1, size - 1);
+  {
+    // Whatever a job writes, in whatever pieces: each line is a step or a refusal, and what was
+    // read reads back from its JSON.
+    StepLineReader reader;
+    reader.feed(body.substr(0, body.size() / 2));
+    reader.feed(body.substr(body.size() / 2));
+    reader.feed("\n");
+    const StepStats stats = reader.take();
+    const auto lines = static_cast<std::int64_t>(std::count(body.begin(), body.end(), '\n')) + 1;
+    check(stats.steps.count() + stats.refused_lines <= lines, "one figure per line");
+    check(reads_back(
+              stats, [](const StepStats& s) { return step_stats_to_json(s); },
+              [](const nlohmann::json& j) { return step_stats_from_json(j, "steps"); }),
+          "step stats round trip");
+  }
   auto value = parse_body(body, data[0] % 2 == 0 ? BodyFormat::kJson : BodyFormat::kYaml);
   if (failed(value)) return 0;
 

@@ -76,6 +76,7 @@ sources=(
 server_sources=(
   "${src}/api/agent_wire.cc" "${src}/api/api_bodies.cc" "${src}/api/body_fields.cc"
   "${src}/api/job_spec.cc" "${src}/api/replica_metrics.cc" "${src}/api/service_spec.cc"
+  "${src}/api/step_report.cc"
 )
 # The CLI's HTTP response reader.
 client_sources=("${src}/api/http_response.cc")
