@@ -577,6 +577,20 @@ Result<void> read_service_kind(const Json& value, JobSpec& spec) {
   return {};
 }
 
+// A job's model FLOPs per step: a number, integer or not, in (0, kMaxModelFlopsPerStep].
+Result<double> read_model_flops(const Json& value, const std::string& path) {
+  if (!value.is_number()) {
+    return fail(path,
+                "expected a number of FLOPs (such as 4.2e16), got " + body_fields::describe(value));
+  }
+  const double flops = value.get<double>();
+  if (!(flops > 0) || !(flops <= kMaxModelFlopsPerStep)) {
+    return fail(path, fmt::format("{} is out of range: more than 0 and at most {:g}",
+                                  body_fields::describe(value), kMaxModelFlopsPerStep));
+  }
+  return flops;
+}
+
 }  // namespace
 
 Result<std::vector<std::string>> read_job_command(const Json& value, const std::string& path) {
@@ -609,7 +623,7 @@ bool operator==(const JobSpec& a, const JobSpec& b) {
                     s.memory_mib_per_task, s.topology.level, s.topology.strength,
                     s.runtime_estimate, s.max_runtime, s.max_cost, s.preemptible,
                     s.checkpoint_interval, s.command, s.working_dir, s.env, s.labels, s.after_ok,
-                    s.array, s.service);
+                    s.array, s.model_flops_per_step, s.service);
   };
   return fields(a) == fields(b);
 }
@@ -663,6 +677,7 @@ Result<JobSpec> job_spec_from_json(const nlohmann::json& value) {
                                            "labels",
                                            "after_ok",
                                            "array",
+                                           "model_flops_per_step",
                                            "kind",
                                            "service"},
                                           false);
@@ -705,6 +720,8 @@ Result<JobSpec> job_spec_from_json(const nlohmann::json& value) {
           read_optional(value, "", "labels", spec.labels, read_labels),
           read_optional(value, "", "after_ok", spec.after_ok, read_dependencies),
           read_optional(value, "", "array", spec.array, read_array),
+          read_optional(value, "", "model_flops_per_step", spec.model_flops_per_step,
+                        read_model_flops),
       });
       !read) {
     return std::unexpected(read.error());
@@ -812,6 +829,7 @@ nlohmann::json job_spec_to_json(const JobSpec& spec) {
   }
   if (!spec.after_ok.empty()) out["after_ok"] = spec.after_ok;
   if (!spec.array.empty()) out["array"] = spec.array;
+  if (spec.model_flops_per_step) out["model_flops_per_step"] = *spec.model_flops_per_step;
   if (spec.service) {
     out["kind"] = "service";
     out["service"] = service_spec_to_json(*spec.service);

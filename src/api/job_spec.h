@@ -43,6 +43,11 @@
 //   after_ok: [41, 42]         # job ids: it starts only once each of them has succeeded, and is
 //                              #   cancelled if one fails or is cancelled (Slurm's afterok); at
 //                              #   most 100, no repeats; each must exist when it is submitted
+//   model_flops_per_step: 4.2e16  # optional: the model FLOPs one step of the whole job does
+//                              #   (e.g. 6 x parameters x tokens per step), a number > 0 and at
+//                              #   most 1e30, integer or not (1e21 does not fit an integer); with
+//                              #   the steps the job reports (api/step_report.h) and the peak of
+//                              #   its GPUs it gives the job's MFU (core/step_stats.h)
 //   kind: job                  # job (default) or service: an inference service whose replicas
 //                              #   are this spec's one task, with a `service` block
 //                              #   (api/service_spec.h: replicas, target, autoscaling, spread,
@@ -94,6 +99,7 @@ inline constexpr std::int64_t kMaxArrayIndex = 1'000'000;
 inline constexpr std::size_t kMaxArrayJobs = 10'000;
 inline constexpr std::int64_t kMaxCpuMilliPerTask = 1'000'000'000;
 inline constexpr std::int64_t kMaxMemoryMibPerTask = std::int64_t{1} << 30;
+inline constexpr double kMaxModelFlopsPerStep = 1e30;
 // The deepest nesting of maps and lists parse_body accepts.
 inline constexpr int kMaxBodyDepth = 32;
 
@@ -122,7 +128,8 @@ struct JobSpec {
   std::map<std::string, std::string> labels;
   std::vector<std::int64_t> after_ok;  // job ids, in the order given
   std::string array;                   // the indexes of a job array as written; empty: one job
-  std::optional<ServiceSpec> service;  // kind: service
+  std::optional<double> model_flops_per_step;  // FLOPs, > 0 and <= kMaxModelFlopsPerStep
+  std::optional<ServiceSpec> service;          // kind: service
 
   // Field by field. (Not defaulted: TopologyRequirement has no operator==.)
   friend bool operator==(const JobSpec&, const JobSpec&);
@@ -155,7 +162,8 @@ Result<void> check_runnable(const JobSpec& spec);
 Result<JobSpec> parse_job_spec(std::string_view body, BodyFormat format);
 
 // The spec as JSON, every field written (durations as strings such as "1h30m", absent ones as
-// null), except after_ok, array, kind and service only when given, and mig_profile in place of
+// null), except after_ok, array, model_flops_per_step, kind and service only when given, and
+// mig_profile in place of
 // gpu_milli for a MIG task; reading it back with job_spec_from_json gives an equal spec, for any
 // spec that job_spec_from_json returned.
 nlohmann::json job_spec_to_json(const JobSpec& spec);

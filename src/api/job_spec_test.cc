@@ -370,6 +370,32 @@ TEST(JobSpecTest, MaxCostIsExactMoneyAndRoundTrips) {
   EXPECT_EQ(spec->max_cost, 12'500'000);
 }
 
+TEST(JobSpecTest, ModelFlopsPerStepIsAPositiveNumberAndRoundTrips) {
+  for (const char* text : {"model_flops_per_step: 4200000000", "model_flops_per_step: 3.4e21",
+                           "model_flops_per_step: 1e30", "model_flops_per_step: 0.5"}) {
+    auto spec = parse_job_spec(std::string("name: a\ntenant: vision\n") + text, BodyFormat::kYaml);
+    ASSERT_TRUE(spec.has_value()) << text << ": " << spec.error().message();
+    ASSERT_TRUE(spec->model_flops_per_step.has_value());
+    auto back = job_spec_from_json(job_spec_to_json(*spec));
+    ASSERT_TRUE(back.has_value()) << back.error().message();
+    EXPECT_EQ(*back, *spec);
+  }
+  EXPECT_EQ(json_spec({{"model_flops_per_step", 3.4e21}})->model_flops_per_step, 3.4e21);
+  EXPECT_FALSE(json_spec(Json::object())->model_flops_per_step.has_value());
+  EXPECT_FALSE(job_spec_to_json(*json_spec(Json::object())).contains("model_flops_per_step"));
+  for (const Json& bad : {Json(0), Json(-1.5), Json(2e30), Json("1e18"), Json(true)}) {
+    auto spec = json_spec({{"model_flops_per_step", bad}});
+    ASSERT_FALSE(spec.has_value()) << bad.dump();
+    EXPECT_EQ(spec.error().field, "model_flops_per_step");
+  }
+  EXPECT_EQ(json_spec({{"model_flops_per_step", -2}}).error().reason,
+            "the number -2 is out of range: more than 0 and at most 1e+30");
+  auto yaml_inf =
+      parse_job_spec("name: a\ntenant: vision\nmodel_flops_per_step: .inf", BodyFormat::kYaml);
+  ASSERT_FALSE(yaml_inf.has_value());
+  EXPECT_EQ(yaml_inf.error().field, "model_flops_per_step");
+}
+
 TEST(JobSpecTest, RuntimeEstimateMustNotExceedMaxRuntime) {
   EXPECT_TRUE(json_spec({{"runtime_estimate", "6h"}, {"max_runtime", "6h"}}).has_value());
   EXPECT_TRUE(json_spec({{"runtime_estimate", "6h"}}).has_value());
@@ -669,6 +695,9 @@ TEST(JobSpecTest, EqualityComparesEveryField) {
   EXPECT_NE(other, *spec);
   other = *spec;
   other.mig_profile = MigProfile::k1g10gb;
+  EXPECT_NE(other, *spec);
+  other = *spec;
+  other.model_flops_per_step = 1e15;
   EXPECT_NE(other, *spec);
 }
 

@@ -396,6 +396,79 @@ Listing jobs_listing(const Json& jobs, const std::map<std::int64_t, std::string>
   return listing;
 }
 
+namespace {
+
+// A step time: "850 us", "44.8 ms", "1.25 s".
+std::string step_time_text(std::int64_t us) {
+  if (us < 1000) return fmt::format("{} us", us);
+  if (us < 1'000'000) return fmt::format("{:.1f} ms", static_cast<double>(us) / 1e3);
+  return fmt::format("{:.2f} s", static_cast<double>(us) / 1e6);
+}
+
+// A rate of bytes: "850 B/s", "12.5 MB/s", "3.20 GB/s" (decimal units, as nccl-tests print).
+std::string byte_rate_text(double bytes_per_s) {
+  if (bytes_per_s < 1e3) return fmt::format("{:.0f} B/s", bytes_per_s);
+  if (bytes_per_s < 1e6) return fmt::format("{:.1f} kB/s", bytes_per_s / 1e3);
+  if (bytes_per_s < 1e9) return fmt::format("{:.1f} MB/s", bytes_per_s / 1e6);
+  return fmt::format("{:.2f} GB/s", bytes_per_s / 1e9);
+}
+
+double real_of(const Json& object, const char* key) {
+  auto it = object.find(key);
+  return it == object.end() || !it->is_number() ? 0.0 : it->get<double>();
+}
+
+// The lines of a job's step_summary (api/step_report.h: step_summary_json).
+std::vector<std::pair<std::string, std::string>> step_lines(const Json& s) {
+  std::vector<std::pair<std::string, std::string>> out;
+  std::string steps = fmt::format("{} reported", number_of(s, "steps"));
+  if (s.contains("last_step")) steps += fmt::format(" (last step {})", number_of(s, "last_step"));
+  if (s.contains("p50_us")) {
+    steps += fmt::format(
+        "; time p50 {}, p90 {}, p99 {}, mean {}", step_time_text(number_of(s, "p50_us")),
+        step_time_text(number_of(s, "p90_us")), step_time_text(number_of(s, "p99_us")),
+        step_time_text(number_of(s, "mean_us")));
+  }
+  if (s.contains("refused_lines")) {
+    steps += fmt::format("; {} line(s) refused", number_of(s, "refused_lines"));
+  }
+  out.emplace_back("Steps", steps);
+  if (s.contains("comm_share")) {
+    std::string comm = fmt::format(
+        "{:.1f}% of step time ({})", 100.0 * real_of(s, "comm_share"),
+        text_of(s, "comm_share_source") == "allreduce" ? "all-reduce / step" : "step - compute");
+    if (s.contains("mean_compute_us")) {
+      comm += "; compute " + step_time_text(number_of(s, "mean_compute_us"));
+    }
+    out.emplace_back("Comm share", comm);
+  }
+  if (s.contains("mean_allreduce_us")) {
+    std::string allreduce = step_time_text(number_of(s, "mean_allreduce_us")) + " per step";
+    if (s.contains("mean_allreduce_bytes")) {
+      allreduce += fmt::format(" of {} bytes", number_of(s, "mean_allreduce_bytes"));
+    }
+    if (s.contains("allreduce_bus_bytes_per_s")) {
+      allreduce += fmt::format("; bus bandwidth {} ({} ranks), algorithm {}",
+                               byte_rate_text(real_of(s, "allreduce_bus_bytes_per_s")),
+                               number_of(s, "allreduce_ranks"),
+                               byte_rate_text(real_of(s, "allreduce_alg_bytes_per_s")));
+    }
+    out.emplace_back("All-reduce", allreduce);
+  }
+  if (s.contains("mfu")) {
+    out.emplace_back("MFU",
+                     fmt::format("{:.1f}% ({:.3g} model FLOPs per step, peak {:.4g} "
+                                 "TFLOP/s)",
+                                 100.0 * real_of(s, "mfu"), real_of(s, "model_flops_per_step"),
+                                 real_of(s, "peak_flops_per_s") / 1e12));
+  } else if (s.contains("model_flops_per_step")) {
+    out.emplace_back("MFU", "unknown: no peak FLOP/s known for the job's GPU model");
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string render_job_details(const Json& job, std::int64_t now_ms) {
   const Json& spec = job.contains("spec") ? job["spec"] : Json::object();
   std::string out = fmt::format("Job {}: {}\n", number_of(job, "id"), text_of(spec, "name"));
@@ -451,6 +524,9 @@ std::string render_job_details(const Json& job, std::int64_t now_ms) {
                            number_of(job, "preemptions")));
   if (job.contains("exit_code")) {
     line("Exit code", std::to_string(number_of(job, "exit_code")));
+  }
+  if (auto steps = job.find("step_summary"); steps != job.end() && steps->is_object()) {
+    for (const auto& [label, text] : step_lines(*steps)) line(label, text);
   }
 
   TextTable transitions({"TIME", "STATE", "REASON"});

@@ -23,8 +23,10 @@ namespace tidepool {
 Listing jobs_listing(const nlohmann::json& jobs,
                      const std::map<std::int64_t, std::string>& pending_kinds, std::int64_t now_ms);
 
-// `tidepool job ID`: the spec in a few lines, the times, the transitions and the placement; for a
-// service's job (its `service_status`, as render_service_details reads it) then its replicas.
+// `tidepool job ID`: the spec in a few lines, the times, what its steps say when it reported some
+// (its `step_summary`: step times, communication share, all-reduce, MFU), the transitions and the
+// placement; for a service's job (its `service_status`, as render_service_details reads it) then
+// its replicas.
 std::string render_job_details(const nlohmann::json& job, std::int64_t now_ms);
 
 // `tidepool why ID`: the state with its reason; for a pending job, how long it has waited and the

@@ -199,6 +199,40 @@ TEST(RenderJobDetailsTest, AJobOnAMigInstanceShowsItsProfileAndPlace) {
   EXPECT_THAT(render_job_details(older, kNow), Not(HasSubstr("memory slice")));
 }
 
+TEST(RenderJobDetailsTest, StepsShowTimesCommunicationAndMfu) {
+  Json with_steps =
+      job(1, "running", "vision", Json::array({place("h100-a-01", {0, 1, 2, 3})}), 1, 4);
+  with_steps["step_summary"] = {{"steps", 120},
+                                {"last_step", 119},
+                                {"mean_us", 45'000},
+                                {"p50_us", 44'800},
+                                {"p90_us", 47'000},
+                                {"p99_us", 1'510'000},
+                                {"comm_share", 0.3334},
+                                {"comm_share_source", "step_minus_compute"},
+                                {"mean_compute_us", 30'000},
+                                {"mean_allreduce_us", 850},
+                                {"mean_allreduce_bytes", 1'048'576},
+                                {"allreduce_alg_bytes_per_s", 1.2e9},
+                                {"allreduce_bus_bytes_per_s", 1.8e9},
+                                {"allreduce_ranks", 4},
+                                {"model_flops_per_step", 1e15},
+                                {"peak_flops_per_s", 3.9576e15},
+                                {"mfu", 0.5612},
+                                {"refused_lines", 2}};
+  const std::string text = render_job_details(with_steps, kNow);
+  EXPECT_THAT(text, HasSubstr("Steps:       120 reported (last step 119); time p50 44.8 ms, p90 "
+                              "47.0 ms, p99 1.51 s, mean 45.0 ms; 2 line(s) refused"));
+  EXPECT_THAT(text, HasSubstr("Comm share:  33.3% of step time (step - compute); compute 30.0 ms"));
+  EXPECT_THAT(text, HasSubstr("All-reduce:  850 us per step of 1048576 bytes; bus bandwidth 1.80 "
+                              "GB/s (4 ranks), algorithm 1.20 GB/s"));
+  EXPECT_THAT(text,
+              HasSubstr("MFU:         56.1% (1e+15 model FLOPs per step, peak 3958 TFLOP/s)"));
+  // Without steps, none of it.
+  EXPECT_THAT(render_job_details(job(2, "pending", "vision", Json::array()), kNow),
+              Not(HasSubstr("Steps:")));
+}
+
 TEST(RenderJobDetailsTest, PendingHasNoPlacement) {
   const std::string text = render_job_details(job(2, "pending", "vision", Json::array()), kNow);
   EXPECT_THAT(text, HasSubstr("Placement: none"));

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <utility>
 
 namespace tidepool {
@@ -273,6 +274,17 @@ Reply ControlPlane::heartbeat(const Principal& who, const std::string& node,
                                            ? bursts_.heard_from(**heard, now, batch)
                                            : state_.running_on((*heard)->id);
   services_.note_figures(node, heartbeat.replicas, now);
+  // The steps of tasks that run on this node in their job's current run; others are ignored (a
+  // late report of an earlier run, or a node reporting for a task it does not run).
+  for (const TaskSteps& reported : heartbeat.steps) {
+    const auto id = job_id_from_wire(reported.job);
+    const auto job = std::ranges::find_if(here, [&](const ServerJob* j) {
+      return id && j->id == *id && reported.run == j->starts && reported.task >= 0 &&
+             std::cmp_less(reported.task, j->placement.size()) &&
+             j->placement[static_cast<std::size_t>(reported.task)].node == node;
+    });
+    if (job != here.end()) state_.jobs().at((*job)->id).steps.merge(reported.stats);
+  }
   HeartbeatReply reply = nodes_.answer_heartbeat(node, here, heartbeat.gpus, now, batch);
   for (NodeAssignment& assignment : reply.assignments) {
     const auto id = job_id_from_wire(assignment.job);

@@ -1175,6 +1175,66 @@ JobStatusReport succeeded(std::optional<std::int64_t> run = std::nullopt,
   return report;
 }
 
+// Step telemetry: what the agents of a gang's nodes report (heartbeats, then each task's exit
+// report) is merged into the job, shown in its step_summary with the MFU of its declared FLOPs on
+// its H100s, and kept over a restart; a node reporting a task it does not run counts for nothing.
+TEST_F(ControlPlaneTest, StepsFromTheAgentsOfAJobsNodesAddUpAndSurviveARestart) {
+  JobSpec spec = job("steps", 2, 8);
+  spec.model_flops_per_step = 4e15;
+  const std::int64_t id = submit(spec).body["id"];
+  const nlohmann::json placement = get(id).body["placement"];
+  ASSERT_EQ(placement.size(), 2U);
+  const std::string node0 = placement[0]["node"];
+  const std::string node1 = placement[1]["node"];
+  ASSERT_NE(node0, node1);
+  const auto agent = [](const std::string& node) {
+    return Principal{"agent-" + node, Role::kAgent, "", node};
+  };
+  const auto stats_of = [](std::int64_t first, int count) {
+    StepStats stats;
+    for (int i = 0; i < count; ++i) {
+      stats.add({.step = first + i,
+                 .step_us = 1'000'000,
+                 .compute_us = 750'000,
+                 .allreduce_us = 200'000,
+                 .allreduce_bytes = 1'000'000'000});
+    }
+    return stats;
+  };
+  NodeHeartbeat beat;
+  beat.steps.push_back(TaskSteps{.job = id, .run = 1, .task = 0, .stats = stats_of(0, 10)});
+  // Not this node's task, and an earlier run: ignored.
+  beat.steps.push_back(TaskSteps{.job = id, .run = 1, .task = 1, .stats = stats_of(0, 5)});
+  beat.steps.push_back(TaskSteps{.job = id, .run = 2, .task = 0, .stats = stats_of(0, 5)});
+  Batch batch;
+  ASSERT_EQ(wire(plane_->heartbeat(agent(node0), node0, beat, kT0 + 1s, batch)).status, 200);
+  commit(batch);
+  nlohmann::json summary = get(id).body["step_summary"];
+  EXPECT_EQ(summary["steps"], 10) << summary.dump();
+  EXPECT_EQ(summary["p50_us"], 1'000'000);
+  EXPECT_DOUBLE_EQ(summary["comm_share"].get<double>(), 0.25);
+  // 4e15 FLOPs a second on 16 H100 at 989.4 TFLOP/s each.
+  EXPECT_NEAR(summary["mfu"].get<double>(), 4e15 / (16 * 989.4e12), 1e-9);
+  EXPECT_EQ(summary["allreduce_ranks"], 16);
+  // Task 1 ends: its last steps come with its exit report.
+  JobStatusReport done = succeeded(1, 1);
+  done.steps = stats_of(0, 10);
+  batch = Batch{};
+  ASSERT_EQ(wire(plane_->report_status(agent(node1), jid(id), done, kT0 + 2s, batch)).status, 200);
+  commit(batch);
+  EXPECT_EQ(get(id).body["step_summary"]["steps"], 20);
+  plane_ = restart(kT0 + 3s);
+  const nlohmann::json after = get(id).body;
+  EXPECT_EQ(after["step_summary"]["steps"], 20) << after.dump();
+  EXPECT_EQ(after["steps"]["compute_steps"], 20);
+  const ControlPlane::Figures figures = plane_->figures();
+  ASSERT_TRUE(figures.running_job_steps.contains(id));
+  EXPECT_DOUBLE_EQ(*figures.running_job_steps.at(id).comm_share, 0.25);
+  EXPECT_NEAR(
+      figures.tenant_steps.at("vision").model_flops / figures.tenant_steps.at("vision").peak_flops,
+      4e15 / (16 * 989.4e12), 1e-9);
+}
+
 double price_of(const Wire& prices, const std::string& model, const std::string& price_class) {
   for (const auto& m : prices.body.at("models")) {
     if (m.at("model") == model) return m.at("per_gpu_hour").at(price_class).get<double>();

@@ -180,6 +180,10 @@ Outcome<const ServerJob*> JobDesk::report_status(const Principal& who, JobId id,
     return conflict("run", fmt::format("job {} is in run {}; this report is about run {}", id,
                                        job.starts, *report.run));
   }
+  // The last steps of an ended task (the wire has them only with its task and run).
+  if (report.steps && report.task && *report.task < job.spec.tasks) {
+    job.steps.merge(*report.steps);
+  }
   if (report.state == "running") return &job;
   auto state = parse_job_state(report.state);
   if (!state || (*state != JobState::kSucceeded && *state != JobState::kFailed)) {

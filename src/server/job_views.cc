@@ -5,14 +5,40 @@
 #include <algorithm>
 #include <utility>
 
+#include "core/gpu_peak_flops.h"
 #include "server/plane_views.h"
 
 namespace tidepool {
+
+double PlaneViews::peak_flops_per_s(const ServerJob& job) const {
+  const std::vector<TaskPlace>& places = job.placement.empty() ? job.last_placement : job.placement;
+  const ClusterSpec& cluster = state_.setup().cluster;
+  const double share = static_cast<double>(task_gpu_milli(job.spec)) / 1000.0;
+  double peak = 0;
+  for (const TaskPlace& place : places) {
+    const PlaneNode* node = nodes_.find(place.node);
+    if (node == nullptr) return 0;
+    const std::string& model = node->kind == NodeKind::kCluster
+                                   ? cluster.models.name(cluster.nodes[node->id.value].model)
+                                   : node->reported.gpu_model;
+    const auto entry = find_gpu_peak_flops(model);
+    if (!entry) return 0;  // a model without a known peak: no MFU rather than a wrong one
+    peak +=
+        static_cast<double>(entry->flops_per_s) * static_cast<double>(place.gpus.size()) * share;
+  }
+  return peak;
+}
+
+nlohmann::json PlaneViews::step_summary(const ServerJob& job) const {
+  const int ranks = job.spec.tasks * std::max(1, job.spec.gpus_per_task);
+  return step_summary_json(job.steps, ranks, job.spec.model_flops_per_step, peak_flops_per_s(job));
+}
 
 nlohmann::json PlaneViews::job(const ServerJob& job) const {
   nlohmann::json out = server_job_to_json(job);
   if (job.state == JobState::kPending) out["pending"] = pending(job);
   if (auto attained = state_.attained_gpu_seconds(job)) out["attained_gpu_seconds"] = *attained;
+  if (!job.steps.empty()) out["step_summary"] = step_summary(job);
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -56,6 +57,27 @@ struct PlaneFigures {
   std::map<std::pair<std::string, std::string>, std::int64_t> guarantee_shortfall_milli;
   // Spend anomalies raised since the server started; with a market, every tenant (0: none).
   std::map<std::string, std::int64_t> tenant_spend_anomalies;
+  // Step telemetry (core/step_stats.h) of the running jobs that reported steps, by job id: their
+  // step-time quantiles, communication share and MFU, each when known.
+  struct JobSteps {
+    std::string tenant;
+    std::int64_t p50_us = 0;
+    std::int64_t p90_us = 0;
+    std::int64_t p99_us = 0;
+    std::optional<double> comm_share;
+    std::optional<double> mfu;
+  };
+  std::map<std::int64_t, JobSteps> running_job_steps;
+  // Per tenant, over the same jobs: the step time of those with a communication share and the part
+  // of it spent communicating, and the model FLOPs done by those with a known MFU and what their
+  // GPUs could have done in that time (their step time x peak).
+  struct TenantSteps {
+    double step_seconds = 0;
+    double comm_seconds = 0;
+    double model_flops = 0;
+    double peak_flops = 0;
+  };
+  std::map<std::string, TenantSteps> tenant_steps;
 };
 
 // Thousandths of a GPU as a JSON number of GPUs: whole when they are (8000: 8), else 0.5.
@@ -71,6 +93,14 @@ class PlaneViews {
   // The job as the API shows it: server_job_to_json, and for a pending job "pending" (its
   // reason's kind and text) and for a live one the GPU-seconds of service it received.
   [[nodiscard]] nlohmann::json job(const ServerJob& job) const;
+  // What the job's step figures say (api/step_report.h: step_summary_json), its all-reduce ring
+  // taken as its GPUs (tasks x gpus_per_task) and its peak as peak_flops_per_s: shown as the
+  // job's "step_summary" when it reported steps.
+  [[nodiscard]] nlohmann::json step_summary(const ServerJob& job) const;
+  // The peak dense FLOP/s of the GPUs the job holds (its last run's when it no longer runs), by
+  // its nodes' GPU models (core/gpu_peak_flops.h) and its share of each GPU; 0 when a model has no
+  // known peak or the job holds no GPU.
+  [[nodiscard]] double peak_flops_per_s(const ServerJob& job) const;
   // A pending job's reason: {"kind", "reason"}.
   [[nodiscard]] nlohmann::json pending(const ServerJob& job) const;
   // What a submission answers: the job, and for an array's first job "array": its jobs.

@@ -418,6 +418,30 @@ HistoryValues PlaneViews::history_values() const {
 PlaneFigures PlaneViews::figures() const {
   PlaneFigures f;
   f.tenant_queue_waits = state_.queue_waits();
+  for (const auto& [id, job] : state_.jobs()) {
+    const StepHistogram& steps = job.steps.steps;
+    if (job.state != JobState::kRunning || steps.count() == 0) continue;
+    PlaneFigures::JobSteps& out = f.running_job_steps[wire_job_id(id)];
+    out.tenant = job.spec.tenant;
+    out.p50_us = steps.quantile_us(0.5);
+    out.p90_us = steps.quantile_us(0.9);
+    out.p99_us = steps.quantile_us(0.99);
+    PlaneFigures::TenantSteps& tenant = f.tenant_steps[job.spec.tenant];
+    const double seconds = static_cast<double>(steps.sum_us()) / 1e6;
+    if (auto share = job.steps.comm_share()) {
+      out.comm_share = share->share;
+      tenant.step_seconds += seconds;
+      tenant.comm_seconds += share->share * seconds;
+    }
+    const double peak = peak_flops_per_s(job);
+    if (job.spec.model_flops_per_step) {
+      out.mfu = job.steps.mfu(*job.spec.model_flops_per_step, peak);
+      if (out.mfu) {
+        tenant.model_flops += *job.spec.model_flops_per_step * static_cast<double>(steps.count());
+        tenant.peak_flops += seconds * peak;
+      }
+    }
+  }
   for (JobState s : {JobState::kPending, JobState::kRunning, JobState::kSucceeded,
                      JobState::kFailed, JobState::kCancelled}) {
     f.jobs_by_state[std::string(job_state_name(s))] = 0;

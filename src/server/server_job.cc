@@ -120,6 +120,7 @@ nlohmann::json server_job_to_json(const ServerJob& job) {
     out["replica_port"] = job.replica_port;
     if (job.draining_since != kNotYet) out["draining_ms"] = unix_ms(job.draining_since);
   }
+  if (!job.steps.empty()) out["steps"] = step_stats_to_json(job.steps);
   if (job.burst) {
     const BurstRun& b = *job.burst;
     out["burst"] = {{"offer", b.offer},
@@ -238,6 +239,12 @@ Result<ServerJob> server_job_from_json(const nlohmann::json& value) {
            body_fields::read_optional(value, "", "draining_ms", job.draining_since, unix_time)});
       !ok) {
     return std::unexpected(ok.error());
+  }
+  // Documents from before step telemetry have none.
+  if (const nlohmann::json* steps = body_fields::member(value, "steps")) {
+    auto read = step_stats_from_json(*steps, "steps");
+    if (!read) return std::unexpected(read.error());
+    job.steps = std::move(*read);
   }
   job.array_job = JobId{static_cast<std::uint32_t>(array_job)};
   job.replica_of = JobId{static_cast<std::uint32_t>(replica_of)};

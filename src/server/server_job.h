@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "api/job_spec.h"
+#include "api/step_report.h"
 #include "core/error.h"
 #include "core/ids.h"
 #include "core/instant.h"
@@ -127,6 +128,10 @@ struct ServerJob {
   JobId replica_of;
   int replica_port = 0;
   Instant draining_since = kNotYet;
+  // What its tasks reported of their steps, over all its runs (core/step_stats.h; bounded): from
+  // the agents' heartbeats and the tasks' exit reports. Written to the store with the job's other
+  // changes, not at every heartbeat: a server that restarts has the figures of the last write.
+  StepStats steps;
 
   // Records a move to `state` at `at` for `reason`.
   void move_to(JobState state, Instant at, std::string reason);

@@ -173,7 +173,34 @@ ServerMetrics::ServerMetrics()
               .Name("tidepool_tenant_spend_anomalies_total")
               .Help("Spend anomalies raised for each tenant (a day's spend past twice its "
                     "7-day average: cost.anomaly events), since the server started")
-              .Register(*registry_)) {}
+              .Register(*registry_)),
+      job_step_seconds_(BuildGauge()
+                            .Name("tidepool_job_step_seconds")
+                            .Help("Step time of each running job that reports its steps "
+                                  "(TIDEPOOL_STEP_REPORT), by quantile 0.5, 0.9 and 0.99, over "
+                                  "all its steps")
+                            .Register(*registry_)),
+      job_comm_share_(BuildGauge()
+                          .Name("tidepool_job_comm_share")
+                          .Help("Share of each running job's step time spent communicating: "
+                                "(step - compute) / step, or all-reduce / step (0..1)")
+                          .Register(*registry_)),
+      job_mfu_(BuildGauge()
+                   .Name("tidepool_job_mfu")
+                   .Help("Model FLOPs utilisation of each running job: its declared "
+                         "model_flops_per_step over its mean step time and its GPUs' peak (0..1)")
+                   .Register(*registry_)),
+      tenant_comm_share_(BuildGauge()
+                             .Name("tidepool_tenant_comm_share")
+                             .Help("Share of the step time of each tenant's running jobs spent "
+                                   "communicating, weighted by step time (0..1)")
+                             .Register(*registry_)),
+      tenant_mfu_(BuildGauge()
+                      .Name("tidepool_tenant_mfu")
+                      .Help("Model FLOPs of each tenant's running jobs over what their GPUs "
+                            "could have done in their step time (0..1); jobs that declare "
+                            "model_flops_per_step only")
+                      .Register(*registry_)) {}
 
 void ServerMetrics::count_request(const std::string& method, const std::string& route, int status,
                                   double seconds) {
@@ -288,6 +315,7 @@ void ServerMetrics::set_figures(const ControlPlane::Figures& figures) {
   for (const auto& [tenant, count] : figures.tenant_spend_anomalies) {
     raise_to(spend_anomalies_.Add({{"tenant", tenant}}), static_cast<double>(count));
   }
+  set_step_figures(figures);
   // The figures count since the control plane started; a histogram takes what is new.
   for (const auto& [tenant, waits] : figures.tenant_queue_waits) {
     QueueWaits& reported = reported_waits_[tenant];
@@ -298,6 +326,44 @@ void ServerMetrics::set_figures(const ControlPlane::Figures& figures) {
     }
     queue_waits_of(tenant).ObserveMultiple(increments, waits.sum_seconds - reported.sum_seconds);
     reported = waits;
+  }
+}
+
+void ServerMetrics::set_step_figures(const ControlPlane::Figures& figures) {
+  using Labels = std::map<std::string, std::string>;
+  std::map<const void*, std::set<Labels>> now;
+  const auto set = [&now](prometheus::Family<prometheus::Gauge>& family, const Labels& labels,
+                          double value) {
+    family.Add(labels).Set(value);
+    now[&family].insert(labels);
+  };
+  for (const auto& [id, job] : figures.running_job_steps) {
+    const Labels labels = {{"job", std::to_string(id)}, {"tenant", job.tenant}};
+    for (auto [quantile, us] : {std::pair{"0.5", job.p50_us}, std::pair{"0.9", job.p90_us},
+                                std::pair{"0.99", job.p99_us}}) {
+      Labels with = labels;
+      with["quantile"] = quantile;
+      set(job_step_seconds_, with, static_cast<double>(us) / 1e6);
+    }
+    if (job.comm_share) set(job_comm_share_, labels, *job.comm_share);
+    if (job.mfu) set(job_mfu_, labels, *job.mfu);
+  }
+  for (const auto& [tenant, steps] : figures.tenant_steps) {
+    if (steps.step_seconds > 0) {
+      set(tenant_comm_share_, {{"tenant", tenant}}, steps.comm_seconds / steps.step_seconds);
+    }
+    if (steps.peak_flops > 0) {
+      set(tenant_mfu_, {{"tenant", tenant}}, steps.model_flops / steps.peak_flops);
+    }
+  }
+  // A job that stopped (or a tenant without such jobs now) loses its series.
+  for (auto* family :
+       {&job_step_seconds_, &job_comm_share_, &job_mfu_, &tenant_comm_share_, &tenant_mfu_}) {
+    const std::set<Labels>& current = now[family];
+    for (const Labels& labels : step_series_[family]) {
+      if (!current.contains(labels)) family->Remove(&family->Add(labels));
+    }
+    step_series_[family] = current;
   }
 }
 

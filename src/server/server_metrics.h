@@ -48,6 +48,9 @@ class ServerMetrics {
   [[nodiscard]] std::string render() const;
 
  private:
+  // The step telemetry gauges (set_figures' part).
+  void set_step_figures(const ControlPlane::Figures& figures);
+
   std::shared_ptr<prometheus::Registry> registry_ = std::make_shared<prometheus::Registry>();
   prometheus::Family<prometheus::Counter>& requests_;
   prometheus::Family<prometheus::Histogram>& request_seconds_;
@@ -81,6 +84,14 @@ class ServerMetrics {
   std::set<std::string> waiting_tenants_;  // those with an oldest_pending_ series now
   prometheus::Family<prometheus::Gauge>& guarantee_shortfall_;
   prometheus::Family<prometheus::Counter>& spend_anomalies_;
+  // Step telemetry: per running job (removed when it stops) and per tenant.
+  prometheus::Family<prometheus::Gauge>& job_step_seconds_;
+  prometheus::Family<prometheus::Gauge>& job_comm_share_;
+  prometheus::Family<prometheus::Gauge>& job_mfu_;
+  prometheus::Family<prometheus::Gauge>& tenant_comm_share_;
+  prometheus::Family<prometheus::Gauge>& tenant_mfu_;
+  // The label sets each of those families has a series of now, to remove those that went.
+  std::map<const void*, std::set<std::map<std::string, std::string>>> step_series_;
   std::map<std::string, QueueWaits> reported_waits_;  // what the histograms hold, per tenant
   // Guards gpu_metrics_: written by the loop thread, read by the /metrics handler.
   mutable std::mutex gpu_metrics_mutex_;

@@ -95,5 +95,35 @@ TEST(ServerMetricsTest, EveryMetricTheAlertsQueryIsExported) {
   EXPECT_EQ(exported.find("# TYPE tidepool_no_such_metric "), std::string::npos);
 }
 
+// The step telemetry gauges: a series per running job that reported steps and per tenant,
+// removed once the job is no longer in the figures (it stopped).
+TEST(ServerMetricsTest, StepSeriesFollowTheRunningJobs) {
+  ControlPlane::Figures figures;
+  figures.running_job_steps[12] = {.tenant = "vision",
+                                   .p50_us = 45'000,
+                                   .p90_us = 47'000,
+                                   .p99_us = 51'000,
+                                   .comm_share = 0.25,
+                                   .mfu = 0.5};
+  figures.tenant_steps["vision"] = {
+      .step_seconds = 10, .comm_seconds = 2.5, .model_flops = 4e15, .peak_flops = 8e15};
+  ServerMetrics metrics;
+  metrics.set_figures(figures);
+  std::string exported = metrics.render();
+  for (const std::string series :
+       {R"(tidepool_job_step_seconds{job="12",quantile="0.5",tenant="vision"} 0.045)",
+        R"(tidepool_job_step_seconds{job="12",quantile="0.99",tenant="vision"} 0.051)",
+        R"(tidepool_job_comm_share{job="12",tenant="vision"} 0.25)",
+        R"(tidepool_job_mfu{job="12",tenant="vision"} 0.5)",
+        R"(tidepool_tenant_comm_share{tenant="vision"} 0.25)",
+        R"(tidepool_tenant_mfu{tenant="vision"} 0.5)"}) {
+    EXPECT_NE(exported.find(series), std::string::npos) << series << " in\n" << exported;
+  }
+  metrics.set_figures(ControlPlane::Figures{});
+  exported = metrics.render();
+  EXPECT_EQ(exported.find(R"(job="12")"), std::string::npos) << exported;
+  EXPECT_EQ(exported.find(R"(tidepool_tenant_mfu{)"), std::string::npos) << exported;
+}
+
 }  // namespace
 }  // namespace tidepool
