@@ -72,49 +72,15 @@ done
 export PATH="${PATH}:/usr/sbin:/sbin"
 
 # --- network namespace ------------------------------------------------------------------------------
-# slurmctld and slurmd bind 0.0.0.0 on their ports (no bind-address setting in Slurm). All traffic is
-# to 127.0.0.1 anyway, but in a private network namespace nothing is reachable from outside at all.
-# Re-executes this script there (after apt-get, which needs the network). Besides bringing lo up,
-# it gives lo a second address, 127.0.0.2/32: Slurm resolves with getaddrinfo(AF_INET,
-# AI_ADDRCONFIG), and glibc answers EAI_NONAME to that when the only IPv4 address is 127.0.0.1.
-if [[ "${host_net}" -eq 0 && -z "${SLURM_BASELINE_IN_NETNS:-}" ]]; then
-  if command -v unshare >/dev/null 2>&1 && command -v ip >/dev/null 2>&1 \
-     && unshare --net true >/dev/null 2>&1; then
-    export SLURM_BASELINE_IN_NETNS=1
-    exec unshare --net -- bash -c '
-      if ! { ip link set lo up && ip addr add 127.0.0.2/32 dev lo; }; then
-        echo "slurm_baseline.sh: cannot set up lo in the private network namespace (try --host-net)" >&2
-        exit 3
-      fi
-      exec bash "$@"' slurm_baseline "${BASH_SOURCE[0]}" "${orig_args[@]}"
-  fi
-  echo "${prog}: note: no private network namespace (unshare --net failed); slurmctld and slurmd will listen on 0.0.0.0" >&2
-fi
+# Re-executes this script in a private network namespace (bench/slurm_cluster_helpers.sh), after
+# apt-get, which needs the network.
+# shellcheck source=../slurm_cluster_helpers.sh
+source "$(dirname -- "${BASH_SOURCE[0]}")/../slurm_cluster_helpers.sh"
+[[ "${host_net}" -eq 1 ]] || slurm_enter_netns "${prog}" "${BASH_SOURCE[0]}" "${orig_args[@]}"
 
 # --- temp directory and cleanup -------------------------------------------------------------------
 tmp="$(mktemp -d -t tidepool-slurm-bench.XXXXXX)"
-# munged insists that every directory above its socket be searchable (x) by all users.
-chmod 0711 "${tmp}"
-munged_pid=""
-slurmctld_pid=""
-slurmd_pid=""
 client_pids=()
-
-stop_pid() {  # stop_pid NAME PID: SIGTERM, wait up to 30 s, then SIGKILL. Only our own children.
-  local name="$1" pid="$2" i
-  [[ -n "${pid}" ]] || return 0
-  kill -0 "${pid}" 2>/dev/null || { wait "${pid}" 2>/dev/null || true; return 0; }
-  kill -TERM "${pid}" 2>/dev/null || true
-  for ((i = 0; i < 300; i++)); do
-    kill -0 "${pid}" 2>/dev/null || break
-    sleep 0.1
-  done
-  if kill -0 "${pid}" 2>/dev/null; then
-    echo "${prog}: ${name} (pid ${pid}) ignored SIGTERM for 30 s, sending SIGKILL" >&2
-    kill -KILL "${pid}" 2>/dev/null || true
-  fi
-  wait "${pid}" 2>/dev/null || true
-}
 
 cleanup() {
   local rc=$?
@@ -124,14 +90,12 @@ cleanup() {
   for pid in "${client_pids[@]}"; do kill -TERM "${pid}" 2>/dev/null; done
   for pid in "${client_pids[@]}"; do wait "${pid}" 2>/dev/null; done
   # Slurm 22.05's scancel sends one kill RPC per job: a few seconds per thousand jobs.
-  if [[ -n "${slurmctld_pid}" ]] && kill -0 "${slurmctld_pid}" 2>/dev/null; then
+  if [[ ${#slurm_cluster_pids[@]} -gt 0 ]]; then
     echo "${prog}: cancelling the jobs and stopping Slurm" >&2
     timeout $((30 + jobs / 20)) scancel --quiet --partition=bench >/dev/null 2>&1 \
       || echo "${prog}: scancel failed or timed out; stopping the daemons anyway" >&2
   fi
-  stop_pid slurmd "${slurmd_pid}"
-  stop_pid slurmctld "${slurmctld_pid}"
-  stop_pid munged "${munged_pid}"
+  slurm_cluster_stop
   if [[ "${keep}" -eq 1 ]]; then
     echo "${prog}: kept ${tmp}" >&2
   else
@@ -143,152 +107,17 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-show_logs() {  # daemons' log files, and their stdout/stderr where the log file stayed empty
-  local f
-  for f in "${tmp}"/log/*; do
-    [[ -s "${f}" ]] || continue
-    [[ "${f}" == *.out && -s "${f%.out}.log" ]] && continue
-    echo "----- tail of ${f}" >&2
-    tail -n 25 "${f}" >&2
-  done
-}
-fail_start() { echo "${prog}: $*" >&2; show_logs; exit 3; }
-
-mkdir -p "${tmp}"/{etc,state,spool/slurmd,run,log,dev,munge,munge-socket,work}
-chmod 0700 "${tmp}/munge"        # key and seed: private
-chmod 0755 "${tmp}/munge-socket" # socket: munged requires a directory searchable by all
-
-# --- ports ------------------------------------------------------------------------------------------
-port_busy() {  # listening on TCP port $1 (any address)?
-  if command -v ss >/dev/null 2>&1; then
-    [[ -n "$(ss -Hltn "sport = :$1" 2>/dev/null)" ]]
-  else
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
-  fi
-}
-pick_ports() {  # pick_ports COUNT: first of COUNT consecutive free ports in 20000-29999
-  local count="$1" p i k ok
-  for ((i = 0; i < 200; i++)); do
-    p=$((20000 + RANDOM % (10000 - count)))
-    ok=1
-    for ((k = 0; k < count; k++)); do
-      port_busy $((p + k)) && { ok=0; break; }
-    done
-    [[ "${ok}" -eq 1 ]] && { echo "${p}"; return 0; }
-  done
-  return 1
-}
-# slurmctld listens on 4 ports (clients pick one at random, as the high-throughput guide suggests
-# against listen-queue overflows); slurmd takes the port right after them.
-ctld_ports=4
-ctld_port="$(pick_ports $((ctld_ports + 1)))" || die "no $((ctld_ports + 1)) consecutive free TCP ports found in 20000-29999"
-slurmd_port=$((ctld_port + ctld_ports))
-
-# --- munge --------------------------------------------------------------------------------------------
-# A private munged: own key, socket, pid, log and seed files; more threads than the default 2, as
-# Slurm's high-throughput guide recommends (every sbatch call needs one credential).
-munge_socket="${tmp}/munge-socket/munge.socket"
-(( ${#munge_socket} < 100 )) || die "temp path too long for a unix socket: ${munge_socket} (set TMPDIR to a shorter directory)"
-dd if=/dev/urandom of="${tmp}/munge/munge.key" bs=1024 count=1 status=none
-chmod 0600 "${tmp}/munge/munge.key"
-# In --foreground mode munged logs to stderr (munged.out), not to --log-file.
-munged --foreground --socket="${munge_socket}" --key-file="${tmp}/munge/munge.key" \
-  --pid-file="${tmp}/run/munged.pid" --log-file="${tmp}/log/munged.log" \
-  --seed-file="${tmp}/munge/munged.seed" --num-threads=10 \
-  >"${tmp}/log/munged.out" 2>&1 &
-munged_pid=$!
-for ((i = 0; i < 100; i++)); do
-  [[ -S "${munge_socket}" ]] && break
-  kill -0 "${munged_pid}" 2>/dev/null || fail_start "munged exited at start"
-  sleep 0.1
-done
-[[ -S "${munge_socket}" ]] || fail_start "munged did not create ${munge_socket} within 10 s"
-
-# --- fake GPUs --------------------------------------------------------------------------------------
-# Character devices with the NVIDIA major number 195; slurmd only stat()s the files named in
-# gres.conf (no NVML here: AutoDetect=off), so they need not be backed by a driver.
-for g in 0 1 2 3 4 5 6 7; do
-  mknod "${tmp}/dev/nvidia${g}" c 195 "${g}" || die "mknod ${tmp}/dev/nvidia${g} failed (no CAP_MKNOD, or a nodev mount? set TMPDIR elsewhere)"
-done
-
-# --- slurm.conf and gres.conf -----------------------------------------------------------------------
-host="$(hostname -s)"
-[[ -n "${host}" ]] || die "hostname -s is empty"
-# The node line uses the hardware as slurmd sees it (slurmd -C), without RealMemory so a
-# fluctuating figure cannot drain the node.
-node_hw="$(slurmd -C 2>/dev/null | head -n 1 | tr ' ' '\n' | grep -E '^(CPUs|Boards|SocketsPerBoard|CoresPerSocket|ThreadsPerCore)=' | tr '\n' ' ' || true)"
-[[ -n "${node_hw}" ]] || node_hw="CPUs=$(nproc)"
-
-cat >"${tmp}/etc/gres.conf" <<EOF
-AutoDetect=off
-Name=gpu File=${tmp}/dev/nvidia[0-7]
-EOF
-: >"${tmp}/etc/plugstack.conf"
-
-cat >"${tmp}/etc/slurm.conf" <<EOF
-# Throw-away single-node cluster of ${prog}; see bench/submit/README.md.
-ClusterName=tpbench
-SlurmctldHost=${host}(127.0.0.1)
-SlurmctldPort=${ctld_port}-$((ctld_port + ctld_ports - 1))
-SlurmdPort=${slurmd_port}
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-CredType=cred/munge
-AuthInfo=socket=${munge_socket}
-StateSaveLocation=${tmp}/state
-SlurmdSpoolDir=${tmp}/spool/slurmd
-SlurmctldPidFile=${tmp}/run/slurmctld.pid
-SlurmdPidFile=${tmp}/run/slurmd.pid
-SlurmctldLogFile=${tmp}/log/slurmctld.log
-SlurmdLogFile=${tmp}/log/slurmd.log
-SlurmctldDebug=info
-SlurmdDebug=info
-PlugStackConfig=${tmp}/etc/plugstack.conf
-TmpFS=${tmp}/work
-MailProg=/bin/true
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/none
-MpiDefault=none
-SwitchType=switch/none
-ReturnToService=2
-SchedulerType=sched/backfill
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-PriorityType=priority/basic
-GresTypes=gpu
-# High-throughput settings from Slurm's High Throughput Computing Administration Guide
-# (doc/html/high_throughput.shtml): a big job table, no per-job scheduling attempt at submit
-# (defer) and the guide's sample SchedulerParameters of a cluster sustaining hundreds of jobs/s.
-MaxJobCount=200000
-SchedulerParameters=defer,batch_sched_delay=20,bf_continue,bf_interval=300,bf_min_age_reserve=10800,bf_resolution=600,bf_yield_interval=1000000,partition_job_depth=500,sched_max_job_start=200,sched_min_interval=2000000
-NodeName=${host} NodeAddr=127.0.0.1 ${node_hw}Gres=gpu:8 State=UNKNOWN
-PartitionName=bench Nodes=${host} Default=YES MaxTime=INFINITE State=UP
-EOF
-export SLURM_CONF="${tmp}/etc/slurm.conf"
-
-# --- daemons ----------------------------------------------------------------------------------------
-# The guide asks for high open-file and stack limits for slurmctld: raise ours to the hard limits
-# (this shell and its children only).
-ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
-ulimit -s unlimited 2>/dev/null || true
-slurmctld -D -f "${SLURM_CONF}" >"${tmp}/log/slurmctld.out" 2>&1 &
-slurmctld_pid=$!
-slurmd -D -f "${SLURM_CONF}" -N "${host}" >"${tmp}/log/slurmd.out" 2>&1 &
-slurmd_pid=$!
-
-state=""
-for ((i = 0; i < 600; i++)); do
-  kill -0 "${slurmctld_pid}" 2>/dev/null || fail_start "slurmctld exited at start"
-  kill -0 "${slurmd_pid}" 2>/dev/null || fail_start "slurmd exited at start"
-  state="$(sinfo -h -n "${host}" -o '%t' 2>/dev/null || true)"
-  [[ "${state}" == "idle" ]] && break
-  sleep 0.1
-done
-[[ "${state}" == "idle" ]] || fail_start "node ${host} not idle after 60 s (sinfo state: '${state:-no answer}')"
+# --- the cluster ------------------------------------------------------------------------------------
+# One node of 8 fake GPUs (bench/slurm_cluster_helpers.sh), with the high-throughput settings of
+# Slurm's High Throughput Computing Administration Guide (doc/html/high_throughput.shtml): no
+# per-job scheduling attempt at submit (defer) and the guide's sample SchedulerParameters of a
+# cluster sustaining hundreds of jobs/s.
+slurm_cluster_start "${tmp}" bench 1 8 0 \
+  "defer,batch_sched_delay=20,bf_continue,bf_interval=300,bf_min_age_reserve=10800,bf_resolution=600,bf_yield_interval=1000000,partition_job_depth=500,sched_max_job_start=200,sched_min_interval=2000000" \
+  || die "Slurm did not start (see the logs above)"
+slurmctld_pid="${slurm_cluster_pids[1]}"
+munged_pid="${slurm_cluster_pids[0]}"
+mkdir -p "${tmp}/log"
 
 # --- submissions ------------------------------------------------------------------------------------
 # Each client writes the count of its accepted jobs, and the CPU seconds it and its sbatch children

@@ -73,12 +73,22 @@ MeasuredSchedule measure_schedule(const Pool& empty, std::span<const ScheduledJo
   for (const ScheduledJob& j : jobs) {
     if (j.compared && j.start && j.end) makespan = std::max(makespan, *j.end);
   }
-  // (time, kind: 0 end, 1 start, job)
+  // (time, kind, job). Times are whole seconds, so jobs shorter than a second start and end at
+  // one time, and which of a second's events came first is not known. At one time: ends of jobs
+  // that started earlier, then jobs that start and end at it (each taken and given back at
+  // once: it ran beside the jobs that span the second), then starts. Every state this passes
+  // through is one the schedule was in, so a schedule that never shared a GPU never conflicts.
+  enum Kind : int { kEnd = 0, kBlip = 1, kStart = 2 };
   std::vector<std::tuple<Seconds, int, std::size_t>> events;
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     if (!jobs[i].start) continue;
-    events.emplace_back(*jobs[i].start, 1, i);
-    if (jobs[i].end) events.emplace_back(std::max(*jobs[i].end, *jobs[i].start), 0, i);
+    const Seconds start = *jobs[i].start;
+    if (jobs[i].end && *jobs[i].end <= start) {
+      events.emplace_back(start, kBlip, i);
+      continue;
+    }
+    events.emplace_back(start, kStart, i);
+    if (jobs[i].end) events.emplace_back(*jobs[i].end, kEnd, i);
   }
   std::sort(events.begin(), events.end());
   PoolIntegrals integrals(pool, profile);
@@ -93,7 +103,7 @@ MeasuredSchedule measure_schedule(const Pool& empty, std::span<const ScheduledJo
     last = std::max(last, time);
     const ScheduledJob& j = jobs[i];
     std::vector<Assignment>& held = out.places[i];
-    if (kind == 0) {
+    if (kind == kEnd) {
       for (const Assignment& a : held) {
         (void)pool.release(j.task, a);
         integrals.changed(pool, a.node);
@@ -117,6 +127,9 @@ MeasuredSchedule measure_schedule(const Pool& empty, std::span<const ScheduledJo
       held.clear();
       if (j.compared) ++s.conflicts;
       continue;
+    }
+    if (kind == kBlip) {
+      for (const Assignment& a : held) (void)pool.release(j.task, a);
     }
     for (const Assignment& a : held) integrals.changed(pool, a.node);
     if (!j.compared) continue;

@@ -36,8 +36,10 @@ struct MeasuredSchedule {
 };
 
 // Replays `jobs` on `pool` (empty) and measures them as the file comment of shadow_schedule.h
-// says: at one time, ends before starts, each kind by job index. A start the pool cannot hold is
-// a conflict, counted and left out of every figure.
+// says. At one time (whole seconds: which of a second's events came first is not known): ends of
+// jobs that started earlier, then jobs that start and end at that time (taken and given back at
+// once), then starts, each kind by job index. A start the pool cannot hold is a conflict, counted
+// and left out of every figure.
 MeasuredSchedule measure_schedule(const Pool& pool, std::span<const ScheduledJob> jobs,
                                   const WorkloadProfile& profile, std::uint64_t seed);
 

@@ -94,6 +94,23 @@ TEST(ShadowSchedule, ObservedGpusAreNumberedLowestFreeFirst) {
   EXPECT_EQ(run.jobs[1].observed_places[0].gpus, 0b1100U);
 }
 
+// Slurm's times are whole seconds: three jobs shorter than a second and a fourth that followed
+// them on the same GPUs all show one start time.
+TEST(ShadowSchedule, JobsShorterThanASecondShareItWithoutConflict) {
+  const std::vector<ObservedJob> jobs = {
+      ended("1", "a", 1, 100, 100, 100, {"tp1"}), ended("2", "a", 2, 100, 100, 100, {"tp1"}),
+      ended("3", "a", 1, 100, 100, 100, {"tp1"}), ended("4", "a", 4, 100, 100, 101, {"tp1"}),
+      ended("5", "a", 4, 99, 99, 101, {"tp2"}),
+  };
+  const ShadowRun run = run_shadow(two_nodes(), jobs, 200, ShadowSettings{}).value();
+  EXPECT_EQ(run.observed.conflicts, 0);
+  EXPECT_EQ(run.observed.started, 5);
+  EXPECT_EQ(run.tidepool.conflicts, 0);
+  EXPECT_EQ(run.tidepool.started, 5);
+  EXPECT_EQ(run.jobs[3].observed_places[0].gpus, 0b1111U);
+  expect_no_gpu_shared(run);
+}
+
 TEST(ShadowSchedule, NoShareKeepsEveryJobWhereSlurmPutIt) {
   std::vector<ObservedJob> jobs;
   for (int i = 0; i < 12; ++i) {
