@@ -39,9 +39,15 @@ class FakeControlPlane {
         R"(/v1/nodes/([^/]+)/register)",
         [=](const httplib::Request&, httplib::Response& res) { reply(res, Json::object()); });
     server_.Post(R"(/v1/nodes/([^/]+)/heartbeat)",
-                 [=, this](const httplib::Request&, httplib::Response& res) {
+                 [=, this](const httplib::Request& req, httplib::Response& res) {
                    std::lock_guard lock(mutex_);
                    ++heartbeats_;
+                   const Json beat = Json::parse(req.body, nullptr, false);
+                   if (beat.is_object() && beat.contains("steps")) {
+                     for (const Json& steps : beat["steps"]) {
+                       steps_[steps.value("job", std::int64_t{0})].push_back(steps["stats"]);
+                     }
+                   }
                    reply(res, {{"assignments", assignments_}});
                  });
     server_.Post(
@@ -89,6 +95,11 @@ class FakeControlPlane {
     std::lock_guard lock(mutex_);
     return heartbeats_;
   }
+  // The step figures the heartbeats carried for `job`, in order.
+  [[nodiscard]] std::vector<Json> steps(std::int64_t job) {
+    std::lock_guard lock(mutex_);
+    return steps_[job];
+  }
 
  private:
   httplib::Server server_;
@@ -98,6 +109,7 @@ class FakeControlPlane {
   Json assignments_ = Json::array();
   std::map<std::int64_t, std::vector<Json>> statuses_;
   std::map<std::int64_t, std::vector<Json>> checkpoints_;
+  std::map<std::int64_t, std::vector<Json>> steps_;
   int heartbeats_ = 0;
 };
 
@@ -503,6 +515,48 @@ exec sleep 600
   for (const char* step : {"escape/etc/passwd", "other-job/step-2", "/etc/passwd"}) {
     EXPECT_NE(agent_log().find(step), std::string::npos) << step << "\n" << agent_log();
   }
+}
+
+// A task's step report (TIDEPOOL_STEP_REPORT) is someone else's file: while it is a link (here to
+// a file only root may read) it is not read at all; a line of a megabyte without its end costs the
+// agent one refused line and bounded memory; what it reads goes in the heartbeats, the rest with
+// the exit report, each step once.
+TEST_F(AgentIsolationTest, StepReportsAreReadBoundedAndNeverThroughALink) {
+  start_agent({"--cgroups", "none"});
+  const std::string script = R"(
+ln -s /etc/shadow "$TIDEPOOL_STEP_REPORT"
+echo linked
+sleep 1
+rm "$TIDEPOOL_STEP_REPORT"
+printf 'step=0 time_us=1000 compute_us=700\nstep=1 time_us=oops\n' >> "$TIDEPOOL_STEP_REPORT"
+head -c 1000000 /dev/zero | tr '\0' 'z' >> "$TIDEPOOL_STEP_REPORT"
+printf '\nstep=1 time_us=2000 compute_us=1500 x_loss=0.5\n' >> "$TIDEPOOL_STEP_REPORT"
+sleep 1
+printf 'step=2 time_us=3000\n' >> "$TIDEPOOL_STEP_REPORT"
+)";
+  server_.assign({assignment(701, "search", 0, script, env())});
+  ASSERT_TRUE(eventually([&] { return log_of(701) == "linked\n"; }, 10s)) << agent_log();
+  const int seen = server_.heartbeats();
+  ASSERT_TRUE(eventually([&] { return server_.heartbeats() >= seen + 3; }, 10s));
+  EXPECT_TRUE(server_.steps(701).empty()) << Json(server_.steps(701)).dump();
+  ASSERT_TRUE(eventually([&] { return !final_status(701).is_null(); }, 20s)) << agent_log();
+  std::int64_t steps = 0;
+  std::int64_t refused = 0;
+  std::int64_t compute = 0;
+  std::int64_t sum = 0;
+  std::vector<Json> reports = server_.steps(701);
+  reports.push_back(final_status(701).value("steps", Json::object()));
+  for (const Json& r : reports) {
+    steps += r.value("steps", std::int64_t{0});
+    refused += r.value("refused_lines", std::int64_t{0});
+    compute += r.value("compute_us", std::int64_t{0});
+    sum += r.value("sum_us", std::int64_t{0});
+  }
+  EXPECT_EQ(steps, 3) << Json(reports).dump();
+  EXPECT_EQ(refused, 2) << Json(reports).dump();
+  EXPECT_EQ(compute, 2200);
+  EXPECT_EQ(sum, 6000);
+  EXPECT_TRUE(agent_says("a line of its step report is refused")) << agent_log();
 }
 
 // A reply whose first assignment has no command: that job fails, once, with the reason; the
