@@ -170,6 +170,14 @@ function create(root, ctx) {
     }
   });
 
+  // What a job reported of its steps (step_summary: docs/step-telemetry.md).
+  function stepsHtml(steps) {
+    if (!steps || !steps.steps) return '';
+    const ms = (us) => `${num(us / 1000, 1)} ms`;
+    return esc(`${steps.steps} reported; p50 ${ms(steps.p50_us)}, p90 ${ms(steps.p90_us)}, ` +
+      `p99 ${ms(steps.p99_us)}`);
+  }
+
   function renderMain(j, why, now) {
     const raw = main.querySelector('details.raw');
     const open = raw ? raw.open : false;
@@ -189,6 +197,10 @@ function create(root, ctx) {
       ['checkpoint path', j.checkpoint_path ? `<code>${esc(j.checkpoint_path)}</code>` : ''],
       ['last checkpoint', when(j.last_checkpoint_ms)],
       ['exit code', text(j.exit_code)],
+      ['steps', stepsHtml(j.step_summary)],
+      ['comm share', j.step_summary?.comm_share !== undefined
+        ? esc(`${num(100 * j.step_summary.comm_share, 1)}% of step time`) : ''],
+      ['MFU', j.step_summary?.mfu !== undefined ? esc(`${num(100 * j.step_summary.mfu, 1)}%`) : ''],
       ['message', text(j.message)],
       ['held', text(j.held)],
       ['array', j.array_job ? `${jobLink(j.array_job)} index ${esc(j.array_index)}` : ''],
