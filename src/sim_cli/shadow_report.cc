@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <ctime>
 #include <sstream>
 
@@ -138,7 +139,7 @@ std::string shadow_report_text(const ShadowRun& run, std::span<const ObservedJob
   auto row = [&](std::string name, std::string x, std::string y) {
     summary.add_row({std::move(name), std::move(x), std::move(y)});
   };
-  auto secs = [](double s) { return format_duration(static_cast<Seconds>(s + 0.5)); };
+  auto secs = [](double s) { return format_duration(std::llround(s)); };
   row("jobs started", fmt::format("{}/{}", a.started, a.jobs),
       fmt::format("{}/{}", b.started, b.jobs));
   row("wait mean", secs(a.wait_mean_s), secs(b.wait_mean_s));
