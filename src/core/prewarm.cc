@@ -1,15 +1,39 @@
 // The pre-warm planner (prewarm.h).
 #include "core/prewarm.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <tuple>
 
 namespace tidepool {
 
-std::optional<PrewarmCall> PrewarmPlanner::call(const ExpectedStart& next, Seconds at) {
-  expected_called_ = true;
-  PrewarmCall made{next.job, {}, next.start, at};
-  std::map<NodeId, Seconds>& called = called_[next.job];
-  for (NodeId node : next.nodes) {
+Result<void> validate(const PrewarmConfig& config) {
+  if (config.lead < 0)
+    return fail("lead", fmt::format("must not be negative, got {}", config.lead));
+  if (config.horizon < config.lead) {
+    return fail("horizon", fmt::format("must be at least the lead ({}s), got {}s", config.lead,
+                                       config.horizon));
+  }
+  if (config.max_expected < 1 || config.max_expected > kMaxExpectedStarts) {
+    return fail("max_expected",
+                fmt::format("must be 1..{}, got {}", kMaxExpectedStarts, config.max_expected));
+  }
+  if (config.refresh < 0) {
+    return fail("refresh", fmt::format("must not be negative, got {}", config.refresh));
+  }
+  return {};
+}
+
+Seconds PrewarmPlanner::due(const Expectation& e) const {
+  return std::max(e.since, e.start.start - config_.lead);
+}
+
+std::optional<PrewarmCall> PrewarmPlanner::call(Expectation& e, Seconds at) {
+  e.called = true;
+  PrewarmCall made{e.start.job, {}, e.start.start, at};
+  std::map<NodeId, Seconds>& called = called_[e.start.job];
+  for (NodeId node : e.start.nodes) {
     if (called.emplace(node, at).second) made.nodes.push_back(node);
   }
   if (made.nodes.empty()) return std::nullopt;
@@ -17,30 +41,48 @@ std::optional<PrewarmCall> PrewarmPlanner::call(const ExpectedStart& next, Secon
 }
 
 std::optional<Seconds> PrewarmPlanner::due_at() const {
-  if (!expected_ || expected_called_) return std::nullopt;
-  return std::max(expected_since_, expected_->start - config_.lead);
-}
-
-std::optional<PrewarmCall> PrewarmPlanner::advance(Seconds now) {
-  const std::optional<Seconds> due = due_at();
-  if (!due || *due > now) return std::nullopt;
-  return call(*expected_, *due);
-}
-
-std::optional<PrewarmCall> PrewarmPlanner::expect(std::optional<ExpectedStart> next, Seconds now) {
-  if (next != expected_) {
-    expected_ = std::move(next);
-    expected_since_ = now;
-    expected_called_ = false;
+  std::optional<Seconds> first;
+  for (const Expectation& e : expected_) {
+    if (!e.called && (!first || due(e) < *first)) first = due(e);
   }
+  return first;
+}
+
+std::vector<PrewarmCall> PrewarmPlanner::advance(Seconds now) {
+  std::vector<PrewarmCall> calls;
+  for (Expectation& e : expected_) {
+    if (e.called || due(e) > now) continue;
+    if (std::optional<PrewarmCall> made = call(e, due(e))) calls.push_back(std::move(*made));
+  }
+  std::sort(calls.begin(), calls.end(), [](const PrewarmCall& a, const PrewarmCall& b) {
+    return std::tie(a.at, a.job) < std::tie(b.at, b.job);
+  });
+  return calls;
+}
+
+std::vector<PrewarmCall> PrewarmPlanner::expect(std::vector<ExpectedStart> next, Seconds now) {
+  std::vector<Expectation> kept;
+  kept.reserve(next.size());
+  for (ExpectedStart& start : next) {
+    const auto same = std::find_if(expected_.begin(), expected_.end(),
+                                   [&](const Expectation& e) { return e.start == start; });
+    if (same != expected_.end()) {
+      kept.push_back(*same);
+    } else {
+      kept.push_back(Expectation{std::move(start), now, false});
+    }
+  }
+  expected_ = std::move(kept);
+  last_expect_ = now;
   return advance(now);
 }
 
+void PrewarmPlanner::drop_expectation(JobId job) {
+  std::erase_if(expected_, [&](const Expectation& e) { return e.start.job == job; });
+}
+
 PrewarmedStart PrewarmPlanner::started(JobId job, std::span<const NodeId> nodes, Seconds now) {
-  if (expected_ && expected_->job == job) {
-    expected_.reset();
-    expected_called_ = false;
-  }
+  drop_expectation(job);
   const auto it = called_.find(job);
   if (it == called_.end()) return {};
   PrewarmedStart result;
@@ -61,10 +103,7 @@ PrewarmedStart PrewarmPlanner::started(JobId job, std::span<const NodeId> nodes,
 
 void PrewarmPlanner::forget(JobId job) {
   called_.erase(job);
-  if (expected_ && expected_->job == job) {
-    expected_.reset();
-    expected_called_ = false;
-  }
+  drop_expectation(job);
 }
 
 }  // namespace tidepool

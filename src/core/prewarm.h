@@ -3,18 +3,20 @@
 // while its GPUs wait. The rule both the server (which calls the `prewarm` hook) and the
 // simulator (which measures it) follow.
 //
-// What is expected: the scheduler's reservation (Scheduler::expected_start): with backfill on,
-// the first waiting job that does not fit gets the earliest time at which it fits as the running
-// jobs end at the runtime predictor's predicted ends, and the nodes it would take then.
+// What is expected (Scheduler::expected_starts): the nodes that free up next, as the running jobs
+// end at the runtime predictor's predicted ends, and the waiting jobs that go there: the jobs the
+// last pass left waiting for room, in the order it considered them, each placed (by the
+// scheduler's own placement) on a copy of the pool at the first predicted end after which it
+// fits, up to PrewarmConfig::horizon ahead.
 //
 // The planner (PrewarmPlanner):
-//   - expect(next, now) remembers the expected start after a pass; a call is due at
+//   - expect(next, now) remembers the expected starts after a pass; each one's call is due at
 //     predicted start - lead (PrewarmConfig::lead), at once when that is past. A job is called
 //     once per node: a later expectation for the same job on other nodes calls for those nodes.
-//   - advance(now) makes the call of the remembered expectation if it fell due by `now`, dated
-//     when it fell due (a driver that runs a pass at every due time, as the server does with
-//     due_at, dates it `now`; one that runs passes only at events, as the simulator does, gets
-//     the same call it would have made at the due time).
+//   - advance(now) makes the calls of the remembered expectations that fell due by `now`, dated
+//     when they fell due (a driver that runs a pass at every due time, as the server does with
+//     due_at, dates them `now`; one that runs passes only at events, as the simulator does, gets
+//     the calls it would have made at the due times, for starts expected within the horizon).
 //   - started(job, nodes, now): a job that starts is pre-warmed when every node it starts on was
 //     called for it; how long before the start the last of them was called is its staging lead.
 //     A job started without a call on every node counts as not pre-warmed.
@@ -28,16 +30,32 @@
 #include <span>
 #include <vector>
 
+#include "core/error.h"
 #include "core/ids.h"
 #include "core/resources.h"
 
 namespace tidepool {
 
+// The most expected starts a scheduler keeps candidates for, and a config may ask for.
+inline constexpr int kMaxExpectedStarts = 4096;
+
 struct PrewarmConfig {
   Seconds lead = 600;  // call this long before the predicted start (10 minutes)
+  // How far ahead starts are expected: twice the lead, so that a driver running passes only at
+  // events still sees a start whose call falls due before its next pass.
+  Seconds horizon = 1200;
+  // At most this many expected starts (jobs) at a time.
+  int max_expected = 64;
+  // Expectations are asked for at most this often (they cost a walk of the predicted ends with
+  // placements on a copy of the pool, too much for every pass of a busy pool).
+  Seconds refresh = 60;
 };
 
-// The start the scheduler expects next: its reservation.
+// Checks each field (lead >= 0, horizon >= lead, max_expected 1..kMaxExpectedStarts,
+// refresh >= 0), naming the first bad.
+Result<void> validate(const PrewarmConfig& config);
+
+// A start the scheduler expects.
 struct ExpectedStart {
   JobId job;
   Seconds start = 0;
@@ -68,11 +86,15 @@ class PrewarmPlanner {
 
   [[nodiscard]] const PrewarmConfig& config() const { return config_; }
 
-  // The call the remembered expectation made due by `now`, if any.
-  std::optional<PrewarmCall> advance(Seconds now);
-  // Remembers `next` (nullopt: nothing expected) and returns its call if it is due at `now`.
-  std::optional<PrewarmCall> expect(std::optional<ExpectedStart> next, Seconds now);
-  // When the remembered expectation's call falls due, if it has not been made.
+  // The calls the remembered expectations made due by `now`, by due time, then job.
+  std::vector<PrewarmCall> advance(Seconds now);
+  // Remembers `next` (in place of the last expectations) and returns the calls due at `now`.
+  std::vector<PrewarmCall> expect(std::vector<ExpectedStart> next, Seconds now);
+  // Whether expectations are due to be asked for again (PrewarmConfig::refresh since the last).
+  [[nodiscard]] bool wants_expectations(Seconds now) const {
+    return !last_expect_ || now >= *last_expect_ + config_.refresh;
+  }
+  // When the next call of the remembered expectations falls due, if one has not been made.
   [[nodiscard]] std::optional<Seconds> due_at() const;
   // A job started on `nodes` at `now`.
   PrewarmedStart started(JobId job, std::span<const NodeId> nodes, Seconds now);
@@ -83,12 +105,18 @@ class PrewarmPlanner {
   [[nodiscard]] std::size_t called_jobs() const { return called_.size(); }
 
  private:
-  std::optional<PrewarmCall> call(const ExpectedStart& next, Seconds at);
+  struct Expectation {
+    ExpectedStart start;
+    Seconds since = 0;  // when expect() first saw it so
+    bool called = false;
+  };
+  [[nodiscard]] Seconds due(const Expectation& e) const;
+  std::optional<PrewarmCall> call(Expectation& e, Seconds at);
+  void drop_expectation(JobId job);
 
   PrewarmConfig config_;
-  std::optional<ExpectedStart> expected_;
-  Seconds expected_since_ = 0;  // when expect() first saw it
-  bool expected_called_ = false;
+  std::vector<Expectation> expected_;
+  std::optional<Seconds> last_expect_;  // when expect() was last called
   // Per waiting job called: when each of its nodes was called.
   std::map<JobId, std::map<NodeId, Seconds>> called_;
 };

@@ -787,6 +787,7 @@ PassResult Scheduler::pass(Seconds now) {
   drain_for_windows(now, out);
 
   PassState state;
+  waiting_for_room_.clear();
   find_windows_in_effect(now, state);
 
   // Walk the lanes in admission order. Under fair share, tenants are ranked by share once: the
@@ -834,6 +835,11 @@ PassResult Scheduler::pass(Seconds now) {
     ++cursor[best];
     Entry& e = entry(id);
     evaluate(e, now, state, out);
+    if (e.phase == JobPhase::kPending && std::ssize(waiting_for_room_) < kMaxExpectedStarts &&
+        (e.reason.kind == PendingKind::kCapacity || e.reason.kind == PendingKind::kTopology ||
+         e.reason.kind == PendingKind::kReservation || e.reason.kind == PendingKind::kQuota)) {
+      waiting_for_room_.push_back(id);
+    }
     // A job held by its tenant's budget is the tenant's matter: it does not hold the line.
     if (config_.head_of_line_blocking && e.phase == JobPhase::kPending && !state.blocking &&
         e.reason.kind != PendingKind::kBudget) {
@@ -882,11 +888,6 @@ PassResult Scheduler::pass(Seconds now) {
     }
   }
   budget_lifted_.clear();
-  expected_start_.reset();
-  if (state.reservation) {
-    const Reservation& r = *state.reservation;
-    expected_start_ = ExpectedStart{r.job, r.start, r.nodes};
-  }
   return out;
 }
 

@@ -101,9 +101,9 @@
 #include "core/lane_shapes.h"
 #include "core/pending_reason.h"
 #include "core/pool.h"
+#include "core/prewarm.h"
 #include "core/queue_order.h"
 #include "core/rng.h"
-#include "core/prewarm.h"
 #include "core/runtime_predictor.h"
 #include "core/tenants.h"
 #include "core/tidal_window.h"
@@ -327,11 +327,16 @@ class Scheduler {
   // Quotas, topology and other lanes are left out: it says when room is expected, not a promise.
   // nullopt when the job is not pending, or the running jobs' ends never free enough.
   [[nodiscard]] std::optional<Seconds> estimated_start(JobId job, Seconds now) const;
-  // The start the last pass expects next, for pre-warming its data (core/prewarm.h): with
-  // backfill on, the reservation of the first waiting job that did not fit (when and on which
-  // nodes it fits as the running jobs end at their predicted ends); nullopt when the pass made
-  // none or that job is no longer pending.
-  [[nodiscard]] std::optional<ExpectedStart> expected_start() const;
+  // The starts expected within `horizon` of `now`, for pre-warming (core/prewarm.h): the jobs the
+  // last pass left waiting for room or quota and still pending, per tenant in the order it
+  // considered them. The running jobs end at their predicted ends (as reservations count them)
+  // on a copy of the pool; after each end, each tenant's next jobs are placed there by the
+  // scheduler's placement while they fit (one that does not fit holds its tenant's later jobs),
+  // a job that waited for quota only in what its tenant's own ended jobs freed. At most
+  // `max_jobs`, soonest first. It says where room is expected, not a promise; it draws nothing,
+  // so the schedule is the same whether it is asked or not.
+  [[nodiscard]] std::vector<ExpectedStart> expected_starts(Seconds now, Seconds horizon,
+                                                           int max_jobs) const;
   // Pending time of all jobs per reason, up to each job's last reason change.
   [[nodiscard]] const PendingSeconds& pending_seconds_total() const { return pending_total_; }
 
@@ -369,7 +374,6 @@ class Scheduler {
     JobId job;
     Seconds start = 0;
     Pool shadow;  // the pool at `start` with the reserved job placed
-    std::vector<NodeId> nodes;  // where it goes then, sorted, each once
     PendingReason reason;
   };
   struct PassState;
@@ -560,7 +564,8 @@ class Scheduler {
   TenantBook book_;
   FairShareLedger ledger_;
   RuntimePredictor predictor_;
-  std::optional<ExpectedStart> expected_start_;  // the last pass's reservation
+  // Jobs the last pass left waiting for room, in the order it considered them (expected_starts).
+  std::vector<JobId> waiting_for_room_;
   SchedulerConfig config_;
   std::vector<std::unique_ptr<Entry>> entries_;  // an entry stays where it is until forgotten
   std::unordered_map<JobId, std::size_t> index_;

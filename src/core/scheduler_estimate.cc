@@ -1,9 +1,16 @@
 // A pending job's estimated start (Scheduler::estimated_start).
+#include <algorithm>
+#include <map>
+#include <vector>
+
 #include "core/scheduler.h"
+#include "core/scheduler_pass_state.h"
 
 namespace tidepool {
 
 namespace {
+
+using scheduler_detail::may_fit;
 
 bool share_a_model(const ModelSet& a, const ModelSet& b) {
   return a.is_any() || b.is_any() || (a.bits() & b.bits()) != 0;
@@ -43,9 +50,61 @@ std::optional<Seconds> Scheduler::estimated_start(JobId job, Seconds now) const 
   return std::nullopt;
 }
 
-std::optional<ExpectedStart> Scheduler::expected_start() const {
-  if (!expected_start_ || phase(expected_start_->job) != JobPhase::kPending) return std::nullopt;
-  return expected_start_;
+std::vector<ExpectedStart> Scheduler::expected_starts(Seconds now, Seconds horizon,
+                                                      int max_jobs) const {
+  // The waiting jobs per tenant, in the pass's order; tenants in the order of their first job.
+  std::vector<std::vector<const Entry*>> lanes;
+  std::map<TenantId, std::size_t> lane_of;
+  for (JobId id : waiting_for_room_) {
+    if (!index_.contains(id) || entry(id).phase != JobPhase::kPending) continue;
+    const Entry& e = entry(id);
+    const auto [at, added] = lane_of.emplace(e.job.tenant, lanes.size());
+    if (added) lanes.emplace_back();
+    lanes[at->second].push_back(&e);
+  }
+  std::vector<ExpectedStart> expected;
+  if (lanes.empty() || max_jobs <= 0) return expected;
+  // Placement may draw from the scheduler's generators: what it draws here is given back.
+  const Rng fraction_rng = fraction_rng_;
+  const Rng gang_rng = gang_rng_;
+  Pool shadow = pool_;
+  std::vector<std::size_t> next(lanes.size(), 0);    // per lane, the first job not placed
+  std::vector<std::int64_t> freed(lanes.size(), 0);  // per lane, milli-GPUs its jobs freed
+  for (const auto& [end, id] : running_by_predicted_end(now)) {
+    if (end > now + horizon || std::ssize(expected) >= max_jobs) break;
+    const Entry& ending = entry(JobId{id});
+    for (const Assignment& a : ending.assignments) (void)shadow.release(ending.job.gang.task, a);
+    if (const auto lane = lane_of.find(ending.job.tenant); lane != lane_of.end()) {
+      freed[lane->second] += ending.milli;
+    }
+    // Per lane in the pass's order, while they fit: a job that does not fit yet holds those of
+    // its lane behind it, as the reservation holds back what would delay it. A job waiting for
+    // its tenant's quota fits only in what its tenant's own jobs freed.
+    for (std::size_t l = 0; l < lanes.size() && std::ssize(expected) < max_jobs; ++l) {
+      while (next[l] < lanes[l].size() && std::ssize(expected) < max_jobs) {
+        const Entry& e = *lanes[l][next[l]];
+        const bool quota = e.reason.kind == PendingKind::kQuota;
+        if (quota && freed[l] < e.milli) break;
+        const GangRequest& request = e.job.gang;
+        if (!may_fit(shadow, request)) break;
+        GangResult placed = place(shadow, e.job, request);
+        if (!placed) break;
+        if (quota) freed[l] -= e.milli;
+        ExpectedStart start{e.job.id, end, {}};
+        for (const Assignment& a : placed->assignments) {
+          (void)shadow.allocate(request.task, a);
+          start.nodes.push_back(a.node);
+        }
+        std::sort(start.nodes.begin(), start.nodes.end());
+        start.nodes.erase(std::unique(start.nodes.begin(), start.nodes.end()), start.nodes.end());
+        expected.push_back(std::move(start));
+        ++next[l];
+      }
+    }
+  }
+  fraction_rng_ = fraction_rng;
+  gang_rng_ = gang_rng;
+  return expected;
 }
 
 }  // namespace tidepool

@@ -128,11 +128,7 @@ std::optional<Scheduler::Reservation> Scheduler::reserve(const Entry& e, const G
   }
   if (!placed) return std::nullopt;
   for (const Assignment& a : placed->assignments) (void)shadow.allocate(request.task, a);
-  std::vector<NodeId> nodes;
-  for (const Assignment& a : placed->assignments) nodes.push_back(a.node);
-  std::sort(nodes.begin(), nodes.end());
-  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
-  Reservation res{e.job.id, start, std::move(shadow), std::move(nodes), {}};
+  Reservation res{e.job.id, start, std::move(shadow), {}};
   res.reason =
       make_reason(PendingKind::kReservation,
                   fmt::format("behind the reservation of job {} (predicted to start in {})",

@@ -733,13 +733,15 @@ TEST(Scheduler, BackfillNeverDelaysTheReservedStart) {
   EXPECT_TRUE(pass.started[0].backfilled);
   EXPECT_EQ(s.reason(JobId{1})->kind, PendingKind::kCapacity);
   EXPECT_EQ(s.reason(JobId{2})->kind, PendingKind::kReservation);
-  // The pass expects job 1 next, at 1000, on the nodes reserved for it (for pre-warming).
-  const std::optional<ExpectedStart> next = s.expected_start();
-  ASSERT_TRUE(next);
-  EXPECT_EQ(next->job, JobId{1});
-  EXPECT_EQ(next->start, 1000);
-  EXPECT_TRUE(std::is_sorted(next->nodes.begin(), next->nodes.end()));
-  EXPECT_GE(next->nodes.size(), 2U);
+  // For pre-warming: job 1 is expected when job 0 ends at 1000, on the nodes it then fits on.
+  // Job 2 would fit when job 3 ends at 510, but not before job 1: it waits behind it.
+  const std::vector<ExpectedStart> next = s.expected_starts(10, 2000, 64);
+  ASSERT_EQ(next.size(), 1U);
+  EXPECT_EQ(next[0].job, JobId{1});
+  EXPECT_EQ(next[0].start, 1000);
+  EXPECT_TRUE(std::is_sorted(next[0].nodes.begin(), next[0].nodes.end()));
+  EXPECT_GE(next[0].nodes.size(), 2U);
+  EXPECT_TRUE(s.expected_starts(10, 900, 64).empty());  // job 0 ends after 910
   EXPECT_THAT(std::string(s.reason(JobId{2})->message()), HasSubstr("reservation of job 1"));
 }
 

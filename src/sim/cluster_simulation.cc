@@ -113,7 +113,8 @@ class Simulation {
         config_(config),
         workload_(workload.begin(), workload.end()),
         loans_(loans.begin(), loans.end()),
-        settings_(settings) {}
+        settings_(settings),
+        prewarm_(settings.prewarm.planner) {}
 
   Result<ClusterSimRun> run();
 
@@ -123,6 +124,8 @@ class Simulation {
   void sample(Seconds time);
   void apply(const PassResult& pass, Seconds now);
   void stop_segment(JobTrack& track, SimJobResult& result, Seconds now);
+  // Counts a start against its pre-warm (SimPrewarmSettings).
+  void count_prewarm(const StartedJob& s, Seconds now);
   Seconds wait_in_window(const SimJob& job, Seconds start) const;
   void summarise(Seconds end);
   [[nodiscard]] bool bursting() const { return market_ && settings_.market->burst.has_value(); }
@@ -174,6 +177,9 @@ class Simulation {
   std::vector<ServiceRun> services_;
   std::vector<std::int64_t> training_milli_;   // per tenant
   std::vector<long double> training_outside_;  // per tenant, milli-GPU-seconds
+  PrewarmPlanner prewarm_;
+  long double prewarm_saved_s_ = 0;            // start delay saved, summed over starts
+  long double prewarm_saved_gpu_seconds_ = 0;  // ... times the GPUs of each start
 };
 
 Result<void> Simulation::submit_loan(std::size_t k, Seconds now) {
@@ -245,6 +251,27 @@ void Simulation::sample(Seconds time) {
   run_.samples.push_back(std::move(s));
 }
 
+void Simulation::count_prewarm(const StartedJob& s, Seconds now) {
+  std::vector<NodeId> nodes;
+  for (const Assignment& a : s.assignments) nodes.push_back(a.node);
+  std::sort(nodes.begin(), nodes.end());
+  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  const PrewarmedStart warm = prewarm_.started(s.job, nodes, now);
+  SimSummary& summary = run_.summary;
+  ++summary.starts;
+  const bool waited = now - tracks_[s.job.value].pending_since >= settings_.prewarm.planner.lead;
+  if (waited) ++summary.starts_after_lead;
+  if (!warm.prewarmed) return;
+  ++summary.prewarmed_starts;
+  if (waited) ++summary.prewarmed_starts_after_lead;
+  const Seconds stage = settings_.prewarm.stage_seconds;
+  if (warm.lead >= stage) ++summary.fully_staged_starts;
+  const Seconds saved = std::min(warm.lead, stage);
+  prewarm_saved_s_ += saved;
+  prewarm_saved_gpu_seconds_ +=
+      static_cast<long double>(saved) * whole_gpus(workload_[s.job.value].job.total_milli_gpu());
+}
+
 void Simulation::stop_segment(JobTrack& track, SimJobResult& result, Seconds now) {
   const Seconds wall = now - track.segment_start;
   const std::int64_t gpu_seconds = wall * track.gpus;
@@ -313,6 +340,7 @@ void Simulation::apply(const PassResult& pass, Seconds now) {
     track.running = true;
     track.segment_start = now;
     count_training(sj.job, +1);
+    count_prewarm(s, now);
     if (market_) {
       market_hook(market_->start(sj.job, s.assignments, sched_.pool(),
                                  track.loan ? PriceClass::kEmergency : price_class_of(sj.job),
@@ -371,6 +399,7 @@ void Simulation::burst(Seconds now) {
       continue;
     }
     waiting_.erase({track.pending_since, i});
+    prewarm_.forget(d.job);
     pending_milli_[workload_[i].job.tenant.value] -= workload_[i].job.total_milli_gpu();
     rent(i, d.offer, now);
   }
@@ -632,7 +661,14 @@ Result<ClusterSimRun> Simulation::run() {
     // a pass would decide what the last one did.
     if (!outside_event && !woken) continue;
     const PassResult pass = sched_.pass(t);
+    // Calls the last expectations made due since the last pass were made when they fell due.
+    run_.summary.prewarm_calls += static_cast<int>(prewarm_.advance(t).size());
     apply(pass, t);
+    if (prewarm_.wants_expectations(t)) {
+      const PrewarmConfig& warm = settings_.prewarm.planner;
+      run_.summary.prewarm_calls += static_cast<int>(
+          prewarm_.expect(sched_.expected_starts(t, warm.horizon, warm.max_expected), t).size());
+    }
     if (bursting()) {
       burst(t);
       // Wake up when the longest-waiting job reaches the threshold.
@@ -759,6 +795,7 @@ Result<void> Simulation::stop_replica(std::uint32_t i, Seconds now) {
     }
     result.queue_seconds += now - track.pending_since;
     pending_milli_[sj.job.tenant.value] -= sj.job.total_milli_gpu();
+    prewarm_.forget(sj.job.id);
   }
   result.end = now;
   track.draining_until.reset();
@@ -901,6 +938,8 @@ void Simulation::summarise(Seconds end) {
   }
   s.comm_overhead_share = multi > 0 ? static_cast<double>(comm / multi) : 0;
   s.est_mfu = gpu_seconds > 0 ? static_cast<double>(mfu / gpu_seconds) : 0;
+  if (s.starts > 0) s.start_delay_saved_avg_s = static_cast<double>(prewarm_saved_s_ / s.starts);
+  s.start_delay_saved_gpu_hours = static_cast<double>(prewarm_saved_gpu_seconds_ / 3600);
   if (gpu_seconds > 0) {
     s.est_mfu_advised_accumulate = static_cast<double>(mfu_accumulate / gpu_seconds);
     s.est_mfu_advised_compact = static_cast<double>(mfu_compact / gpu_seconds);

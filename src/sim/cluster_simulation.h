@@ -38,6 +38,7 @@
 #include "core/job_advice.h"
 #include "core/pending_reason.h"
 #include "core/pool.h"
+#include "core/prewarm.h"
 #include "core/scheduler.h"
 #include "core/tenants.h"
 #include "sim/service_model.h"
@@ -64,6 +65,17 @@ struct SimLoan {
   int priority = 100;
 };
 
+// Pre-warming as the simulator measures it (core/prewarm.h). The staging model: a job's data must
+// be on a node before it computes there; staging takes stage_seconds per start (a dataset read at
+// the storage's rate: e.g. 300 GB at 1 GB/s is 5 minutes), on all its nodes at once. A start whose
+// nodes were all called for it `lead` seconds before computes min(lead, stage_seconds) sooner
+// than one that stages after it starts. The schedule is not changed: the figures say what the
+// calls would save.
+struct SimPrewarmSettings {
+  PrewarmConfig planner;
+  Seconds stage_seconds = 300;
+};
+
 struct ClusterSimSettings {
   std::uint64_t seed = 42;        // per-job communication profiles
   Seconds sample_interval = 600;  // timeline rows
@@ -80,6 +92,7 @@ struct ClusterSimSettings {
   std::vector<SimServiceSpec> services;
   // The advice rule whose MFU gain the summary reports (est_mfu_advised_*).
   AdviceConfig advice;
+  SimPrewarmSettings prewarm;
 };
 
 // What happened to one job.
@@ -152,6 +165,19 @@ struct SimSummary {
   double est_mfu_advised_both = 0;
   int jobs_advised_accumulate = 0;  // trace jobs given that advice on some run (segment)
   int jobs_advised_compact = 0;
+  // Pre-warming (SimPrewarmSettings): calls made, starts (first and after a preemption), starts
+  // pre-warmed (every node called for the job), those called at least stage_seconds before, and
+  // the start delay the calls saved: per start on average, and in GPU-hours (GPUs x delay).
+  int prewarm_calls = 0;
+  int starts = 0;
+  int prewarmed_starts = 0;
+  // Starts after waiting at least the lead (those a call could have reached in time), and of them
+  // those pre-warmed.
+  int starts_after_lead = 0;
+  int prewarmed_starts_after_lead = 0;
+  int fully_staged_starts = 0;
+  double start_delay_saved_avg_s = 0;
+  double start_delay_saved_gpu_hours = 0;
   int preemptions = 0;
   double lost_gpu_hours_share = 0;  // lost / allocated GPU-seconds
   // min over tenants of received / min(demand, guarantee), the guarantee less its share of what

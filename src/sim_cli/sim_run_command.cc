@@ -64,6 +64,8 @@ struct RunOptions {
   std::string min_slice_run;
   std::string max_slice_loss;
   std::string gang_policy;
+  std::string prewarm_lead = "10m";
+  std::string prewarm_stage = "5m";
 };
 
 // A loan as given on the command line, before its tenant is looked up.
@@ -288,6 +290,21 @@ void print_run_table(std::span<const std::string> policies, std::span<const Clus
   });
   row("est. MFU with advice: both",
       [](S s) { return fmt::format("{:.3f}", s.est_mfu_advised_both); });
+  row("pre-warmed starts (%)", [](S s) {
+    return fmt::format("{:.1f} ({} of {})",
+                       s.starts > 0 ? 100.0 * s.prewarmed_starts / s.starts : 0.0,
+                       s.prewarmed_starts, s.starts);
+  });
+  row("pre-warmed of starts that waited the lead (%)", [](S s) {
+    return fmt::format(
+        "{:.1f} ({} of {})",
+        s.starts_after_lead > 0 ? 100.0 * s.prewarmed_starts_after_lead / s.starts_after_lead : 0.0,
+        s.prewarmed_starts_after_lead, s.starts_after_lead);
+  });
+  row("start delay saved (s/start)",
+      [](S s) { return fmt::format("{:.1f}", s.start_delay_saved_avg_s); });
+  row("start delay saved (GPU-h)",
+      [](S s) { return fmt::format("{:.0f}", s.start_delay_saved_gpu_hours); });
   row("preemptions", [](S s) { return std::to_string(s.preemptions); });
   row("lost GPU-hours (%)",
       [](S s) { return fmt::format("{:.2f}", s.lost_gpu_hours_share * 100); });
@@ -521,6 +538,19 @@ Result<void> run_sim_run(const RunOptions& options) {
 
   ClusterSimSettings settings;
   settings.seed = options.seed;
+  for (const auto& [text, target, flag] :
+       {std::tuple{&options.prewarm_lead, &settings.prewarm.planner.lead, "--prewarm-lead"},
+        std::tuple{&options.prewarm_stage, &settings.prewarm.stage_seconds, "--prewarm-stage"}}) {
+    const auto seconds = parse_duration(*text, kMaxLoanSeconds);
+    if (!seconds) {
+      return fail(flag, fmt::format("expected a duration such as 10m or 0; got '{}'", *text));
+    }
+    *target = *seconds;
+  }
+  settings.prewarm.planner.horizon = 2 * settings.prewarm.planner.lead;
+  if (auto ok = validate(settings.prewarm.planner); !ok) {
+    return fail("--prewarm-lead", ok.error().message());
+  }
   settings.horizon = options.horizon;
   const Seconds services_end = options.horizon > 0 ? options.horizon
                                : *until > 0        ? *until
@@ -707,6 +737,16 @@ void add_sim_run_command(CLI::App& sim, int* exit_code) {
   command
       ->add_option("--seed", options->seed,
                    "seed of the jobs' communication profiles and of the inference service")
+      ->capture_default_str();
+  command
+      ->add_option("--prewarm-lead", options->prewarm_lead,
+                   "call the pre-warm hook of a job this long before its predicted start (e.g. "
+                   "10m); starts are expected up to twice as far ahead")
+      ->capture_default_str();
+  command
+      ->add_option("--prewarm-stage", options->prewarm_stage,
+                   "the staging model: a start waits this long for its data unless it was "
+                   "pre-warmed (e.g. 5m: 300 GB at 1 GB/s)")
       ->capture_default_str();
   command
       ->add_option("--checkpoint-interval", options->checkpoint_interval,
