@@ -8,7 +8,10 @@
 #   - every submitted job is listed exactly once, and nothing else;
 #   - Slurm's start time and nodes in the report are those squeue shows for the job;
 #   - Tidepool never starts a job before its submission, and never gives a GPU to two jobs at once;
-#   - the summary has both schedules, each with all 200 jobs started.
+#   - the summary has both schedules, each with all 200 jobs started;
+#   - the gray rollout, on the saved squeue --json read as a trace: with 30% of jobs by hash, and
+#     with whole tenants, only the chosen jobs are compared, the others keep Slurm's start unless
+#     counted as held up, and no GPU is shared.
 # Needs root (SlurmUser=root, mknod) and Debian's slurm-wlm and munge; exits 77 (ctest: skipped),
 # saying why, when it is not root or Slurm cannot start. Every daemon is stopped by PID and the
 # folder removed at exit (kept, for a look, with SHADOW_TEST_KEEP=1).
@@ -112,14 +115,15 @@ for r in rows:
     start, nodes = slurm[r["id"]]
     seen = r["observed"]
     check(seen["start"] == start, f"job {r['id']}: Slurm's start {seen['start']}, squeue shows {start}")
-    names = [p.split(":")[0] for p in seen["nodes"].split(",")]
+    names = [p.split(":")[0] for p in seen["nodes"].split()]
     check(sorted(names) == sorted(nodes), f"job {r['id']}: Slurm's nodes {names}, squeue shows {nodes}")
     ours = r["tidepool"]
     check(ours["start"] is not None and ours["start"] >= r["submit"],
           f"job {r['id']}: Tidepool starts it at {ours['start']}, submitted at {r['submit']}")
     check(ours["end"] is not None, f"job {r['id']}: no end in Tidepool's schedule")
     gpus = 0
-    for place in ours["nodes"].split(","):
+    for place in ours["nodes"].split():
+        check(place.count(":") == 1, f"job {r['id']}: a place without GPUs in Tidepool's schedule: {r}")
         node, ranges = place.split(":")
         for part in ranges.split(","):
             a, _, b = part.partition("-")
@@ -140,6 +144,60 @@ for side in ("observed", "tidepool"):
         check(key in s, f"{side} summary lacks {key}")
 print(f"ok: {jobs} jobs listed once each; Slurm's starts and nodes as squeue shows them; "
       f"Tidepool's after submission, no GPU shared")
+EOF
+# The gray rollout, offline on what Slurm shows now (a saved squeue --json read as a trace):
+# 30% of jobs by hash, then whole tenants (the first seed that takes one or two of the three).
+squeue --json >"${work}/squeue.json"
+sinfo --json >"${work}/sinfo.json"
+python3 - "${tidepool}" "${work}" <<'EOF'
+import json, subprocess, sys
+tidepool, work = sys.argv[1], sys.argv[2]
+def check(ok, text):
+    if not ok:
+        print("FAIL:", text, file=sys.stderr)
+        sys.exit(1)
+def shadow(*args):
+    out = subprocess.run([tidepool, "shadow", "--trace", f"{work}/squeue.json", "--sinfo",
+                          f"{work}/sinfo.json", "--format", "json", *args],
+                         capture_output=True, text=True)
+    check(out.returncode == 0, f"tidepool shadow {' '.join(args)}: {out.stderr}")
+    return json.loads(out.stdout)
+def check_rollout(report, what):
+    rows = report["jobs"]
+    chosen = [r for r in rows if r["chosen"]]
+    check(0 < len(chosen) < len(rows), f"{what}: {len(chosen)} of {len(rows)} jobs chosen")
+    for side in ("observed", "tidepool"):
+        check(report["summary"][side]["jobs"] == len(chosen), f"{what}: {side} summary")
+    held = {}
+    for r in rows:
+        ours, seen = r["tidepool"], r["observed"]
+        check(ours["start"] is not None, f"{what}: job {r['id']} never starts")
+        if not r["chosen"]:
+            check(ours["start"] - seen["start"] == r["displaced_s"] >= 0,
+                  f"{what}: job {r['id']} left to Slurm moved: {seen} -> {ours}")
+        for place in ours["nodes"].split():
+            node, ranges = place.split(":")
+            for part in ranges.split(","):
+                a, _, b = part.partition("-")
+                for g in range(int(a), int(b or a) + 1):
+                    held.setdefault((node, g), []).append((ours["start"], ours["end"], r["id"]))
+    for gpu, spans in held.items():
+        spans.sort()
+        for a, b in zip(spans, spans[1:]):
+            check(a[1] <= b[0], f"{what}: GPU {gpu} held by jobs {a[2]} and {b[2]} at once")
+    return len(chosen), report["displaced"]
+n, moved = check_rollout(shadow("--share", "30%", "--by", "hash"), "30% by hash")
+print(f"ok: 30% by hash: {n} jobs to Tidepool, {moved} of Slurm's held up, no GPU shared")
+for seed in range(50):
+    report = shadow("--share", "30%", "--by", "tenant", "--seed", str(seed))
+    if len(report["share"]["tenants"]) in (1, 2):
+        break
+tenants = report["share"]["tenants"]
+check(len(tenants) in (1, 2), "no seed below 50 takes one or two tenants of three")
+for r in report["jobs"]:
+    check(r["chosen"] == (r["tenant"] in tenants), f"job {r['id']} of {r['tenant']}: chosen {r['chosen']}")
+n, moved = check_rollout(report, "30% by tenant")
+print(f"ok: 30% by tenant (seed {seed}: {', '.join(tenants)}): {n} jobs to Tidepool, {moved} of Slurm's held up")
 EOF
 # Both summaries, for the log.
 sed -n '/^figure/,$p' "${work}/report/report.txt"

@@ -155,6 +155,34 @@ TEST(ShadowSchedule, APartialShareComparesOnlyTheChosenJobs) {
   expect_no_gpu_shared(run);
 }
 
+// A job left to Slurm whose node Tidepool filled with a job of the share waits for it.
+TEST(ShadowSchedule, AJobLeftToSlurmWaitsForGpusTidepoolGaveAway) {
+  ShadowSettings settings;
+  settings.share.percent = 50;
+  std::vector<std::string> in;
+  std::vector<std::string> out;
+  for (int i = 0; in.empty() || out.size() < 2; ++i) {
+    ObservedJob probe;
+    probe.id = "j" + std::to_string(i);
+    (in_share(settings.share, probe) ? in : out).push_back(probe.id);
+  }
+  const std::vector<ObservedJob> jobs = {
+      ended(out[0], "a", 4, 0, 0, 40, {"tp2"}),    // left to Slurm: tp2 busy until 40
+      ended(in[0], "a", 4, 0, 0, 30, {"tp2"}),     // Tidepool's: only tp1 is free at 0
+      ended(out[1], "a", 4, 10, 10, 20, {"tp1"}),  // left to Slurm on tp1 at 10
+  };
+  const ShadowRun run = run_shadow(two_nodes(), jobs, 100, settings).value();
+  EXPECT_EQ(run.chosen, 1);
+  ASSERT_EQ(run.jobs[1].tidepool_places.size(), 1U);
+  EXPECT_EQ(run.jobs[1].tidepool_places[0].node, "tp1");
+  EXPECT_EQ(run.jobs[1].tidepool_start, 0);
+  EXPECT_EQ(run.displaced, 1);
+  EXPECT_EQ(run.jobs[2].displaced_seconds, 20);
+  EXPECT_EQ(run.jobs[2].tidepool_start, 30);
+  EXPECT_EQ(run.observed.jobs, 1);
+  expect_no_gpu_shared(run);
+}
+
 TEST(ShadowSchedule, ShareByTenantTakesWholeTenants) {
   ShadowShare share{50, ShareRule::kTenant, 7};
   ObservedJob a = ended("1", "vision", 1, 0, 0, 1, {"tp1"});

@@ -88,7 +88,7 @@ Json side_json(std::optional<std::int64_t> start, std::optional<std::int64_t> en
 std::string places_text(std::span<const ShadowPlace> places) {
   std::string out;
   for (const ShadowPlace& p : places) {
-    out += (out.empty() ? "" : ",") + p.node;
+    out += (out.empty() ? "" : " ") + p.node;
     if (p.gpus != 0) out += ":" + gpu_ranges(p.gpus);
   }
   return out;

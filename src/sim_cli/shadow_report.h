@@ -24,7 +24,8 @@ struct ShadowReportContext {
   bool job_rows = true;  // the text form lists every job (else the summary only)
 };
 
-// A task's GPUs as "tp1:0-1"; a job's places joined by ','.
+// A task's place as "tp1:0-1" (its GPUs "0,2-3"); a job's places joined by spaces:
+// "tp1:0-3 tp2:0-3".
 std::string places_text(std::span<const ShadowPlace> places);
 
 std::string shadow_report_text(const ShadowRun& run, std::span<const ObservedJob> jobs,

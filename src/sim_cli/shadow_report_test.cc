@@ -41,7 +41,7 @@ struct Fixture {
 
 TEST(ShadowReport, PlacesText) {
   const std::vector<ShadowPlace> places = {{"tp1", 0b0011}, {"tp2", 0b1101}};
-  EXPECT_EQ(places_text(places), "tp1:0-1,tp2:0,2-3");
+  EXPECT_EQ(places_text(places), "tp1:0-1 tp2:0,2-3");
 }
 
 TEST(ShadowReport, EveryJobOnceInEveryForm) {
