@@ -477,9 +477,20 @@ class Scheduler {
       Seconds now, PassState& state);
   // The shortest prefix of `order` whose jobs, gone, make room for `request` (in the pool, and in
   // the book with `admit_after`), less the victims it does not need, and the placement then.
+  // Victims are tried on the pool itself (victims_until_fits_in_place) when each would go back
+  // as it was (restorable), on copies of it otherwise.
   std::optional<std::pair<std::vector<JobId>, GangPlacement>> victims_until_fits(
       const Entry& e, const GangRequest& request, const std::vector<std::uint32_t>& order,
-      bool admit_after, std::int64_t hold) const;
+      bool admit_after, std::int64_t hold);
+  std::optional<Room> victims_until_fits_in_place(const Entry& e, const GangRequest& request,
+                                                  const std::vector<const Entry*>& order,
+                                                  bool admit_after, std::int64_t hold);
+  // Whether running job `v`, released from the pool for a trial, goes back as it was: it holds no
+  // MIG instance and runs on schedulable nodes only (a cordoned node takes no task back).
+  [[nodiscard]] bool restorable(const Entry& v) const;
+  // Takes a restorable running job's tasks out of the pool for a trial, and puts them back.
+  void release_for_trial(const Entry& v);
+  void restore_after_trial(const Entry& v);
   // Whether reclaim's limits let make_room take running job `v` (a candidate, stopped for its own
   // tenant's work if `slice`) for `e`, whose tenant is `shortfall` milli-GPUs below its guarantee
   // on the models it accepts, given what the same attempt took before, per tenant, in `taken`

@@ -80,10 +80,7 @@ const std::vector<Scheduler::RunningView>& Scheduler::running_view(Seconds now,
             [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<std::int8_t> tenant_borrows(tenant_running_.size(), -1);  // found when first asked
   view.reserve(keys.size());
-  state.view_at.clear();
-  state.view_at.reserve(keys.size());
   for (const auto& [candidate, v] : keys) {
-    state.view_at.emplace(v->job.id.value, static_cast<std::uint32_t>(view.size()));
     RunningView& r = view.emplace_back();
     r.entry = v;
     r.candidate = candidate;
@@ -198,8 +195,16 @@ void Scheduler::running_changed(PassState& state, std::span<const JobId> preempt
     state.room_candidates.clear();
     state.running_index.reset();
     state.running_view.reset();
-    state.view_at.clear();
+    if (!state.view_at.empty()) state.view_at = {};  // (clear() would keep the buckets)
     return;
+  }
+  // Where each job is in the view, found when the view first loses one.
+  if (!preempted.empty() && state.view_at.empty()) {
+    const std::vector<RunningView>& view = *state.running_view;
+    state.view_at.reserve(view.size());
+    for (std::size_t i = 0; i < view.size(); ++i) {
+      state.view_at.emplace(view[i].entry->job.id.value, static_cast<std::uint32_t>(i));
+    }
   }
   for (const JobId id : preempted) {
     const auto at = state.view_at.find(id.value);
@@ -499,6 +504,20 @@ bool Scheduler::may_take(const Entry& e, const Entry& v, bool slice, std::int64_
   return true;
 }
 
+bool Scheduler::restorable(const Entry& v) const {
+  return !v.job.gang.task.is_mig() &&
+         std::all_of(v.assignments.begin(), v.assignments.end(),
+                     [&](const Assignment& a) { return pool_.schedulable(a.node); });
+}
+
+void Scheduler::release_for_trial(const Entry& v) {
+  for (const Assignment& a : v.assignments) (void)pool_.release(v.job.gang.task, a);
+}
+
+void Scheduler::restore_after_trial(const Entry& v) {
+  for (const Assignment& a : v.assignments) (void)pool_.allocate(v.job.gang.task, a);
+}
+
 bool Scheduler::places_without_draws() const {
   return config_.placement != PlacementRule::kTopology || !gang_policy_ ||
          gang_policy_->places_among();
@@ -517,20 +536,9 @@ std::optional<std::optional<Scheduler::Room>> Scheduler::room_in_place(
   // easier as victims go (a node that fits the task fits it with more free), so the first prefix
   // after which it fits is its answer, and none is when it does not fit without them all: the
   // same answer without the first question, found on the pool itself.
-  auto restorable = [&](const Entry& v) {
-    return !v.job.gang.task.is_mig() &&
-           std::all_of(v.assignments.begin(), v.assignments.end(),
-                       [&](const Assignment& a) { return pool_.schedulable(a.node); });
-  };
-  auto release = [&](const Entry& v) {
-    for (const Assignment& a : v.assignments) (void)pool_.release(v.job.gang.task, a);
-  };
-  auto restore = [&](const Entry& v) {
-    for (const Assignment& a : v.assignments) (void)pool_.allocate(v.job.gang.task, a);
-  };
   std::vector<const Entry*> chosen;
   auto restore_chosen = [&] {
-    for (auto it = chosen.rbegin(); it != chosen.rend(); ++it) restore(**it);
+    for (auto it = chosen.rbegin(); it != chosen.rend(); ++it) restore_after_trial(**it);
   };
   auto fits = [&]() -> std::optional<GangPlacement> {
     if (!may_fit(pool_, request)) return std::nullopt;
@@ -551,7 +559,7 @@ std::optional<std::optional<Scheduler::Room>> Scheduler::room_in_place(
       restore_chosen();
       return std::nullopt;
     }
-    release(v);
+    release_for_trial(v);
     chosen.push_back(&v);
     if ((placed = fits())) break;
   }
@@ -561,11 +569,11 @@ std::optional<std::optional<Scheduler::Room>> Scheduler::room_in_place(
   }
   // The victims not needed after all keep running, as in victims_until_fits.
   for (std::size_t i = chosen.size() - 1, tried = 0; i-- > 0 && tried < kPruneLimit; ++tried) {
-    restore(*chosen[i]);
+    restore_after_trial(*chosen[i]);
     if (fits()) {
       chosen.erase(chosen.begin() + static_cast<std::ptrdiff_t>(i));
     } else {
-      release(*chosen[i]);
+      release_for_trial(*chosen[i]);
     }
   }
   placed = fits();
@@ -578,9 +586,102 @@ std::optional<std::optional<Scheduler::Room>> Scheduler::room_in_place(
   return room;
 }
 
+std::optional<Scheduler::Room> Scheduler::victims_until_fits_in_place(
+    const Entry& e, const GangRequest& request, const std::vector<const Entry*>& order,
+    bool admit_after, std::int64_t hold) {
+  // victims_until_fits, step by step, with the pool itself in the trial (the book still a copy):
+  // the same placements asked on the same pool states, without a copy of the pool or a
+  // placement index built for one.
+  auto refund_into = [&](TenantBook& book, const Entry& v) {
+    for (const ModelCharge& ch : v.charges) (void)book.refund(v.job.tenant, ch.model, ch.milli);
+  };
+  auto admitted_models = [&](const TenantBook& book) {
+    ModelSet admitted = ModelSet::none();
+    for (const Admission& a : book.assess(e.job.tenant, request.task.models, e.milli)) {
+      if (a.admitted()) admitted.add(a.model);
+    }
+    return admitted;
+  };
+  auto fits = [&](const std::optional<TenantBook>& book) -> std::optional<GangPlacement> {
+    GangRequest admitted_request = request;
+    if (book) {
+      admitted_request.task.models = admitted_models(*book);
+      if (admitted_request.task.models.is_none()) return std::nullopt;
+    }
+    if (!may_fit(pool_, admitted_request)) return std::nullopt;
+    if (hold > 0 && count_whole_free_gpus(pool_, ModelSet::any()) - whole_gpus(e.milli) < hold) {
+      return std::nullopt;
+    }
+    auto placed = place(pool_, e.job, admitted_request);
+    if (!placed) return std::nullopt;
+    return std::move(*placed);
+  };
+  {
+    std::optional<TenantBook> book;
+    if (admit_after) {
+      book = book_;
+      for (const Entry* v : order) refund_into(*book, *v);
+      if (admitted_models(*book).is_none()) return std::nullopt;
+    }
+    for (const Entry* v : order) release_for_trial(*v);
+    const bool fits_without_all = fits(book).has_value();
+    for (auto it = order.rbegin(); it != order.rend(); ++it) restore_after_trial(**it);
+    if (!fits_without_all) return std::nullopt;
+  }
+  std::optional<TenantBook> book;
+  if (admit_after) book = book_;
+  std::vector<const Entry*> chosen;
+  auto restore_chosen = [&] {
+    for (auto it = chosen.rbegin(); it != chosen.rend(); ++it) restore_after_trial(**it);
+  };
+  std::optional<GangPlacement> placed;
+  for (const Entry* v : order) {
+    release_for_trial(*v);
+    if (book) refund_into(*book, *v);
+    chosen.push_back(v);
+    if ((placed = fits(book))) break;
+  }
+  if (!placed) {
+    restore_chosen();
+    return std::nullopt;
+  }
+  for (std::size_t i = chosen.size() - 1, tried = 0; i-- > 0 && tried < kPruneLimit; ++tried) {
+    const Entry& v = *chosen[i];
+    restore_after_trial(v);
+    if (book) {
+      for (const ModelCharge& ch : v.charges) {
+        (void)book->record_usage(v.job.tenant, ch.model, ch.milli);
+      }
+    }
+    if (fits(book)) {
+      chosen.erase(chosen.begin() + static_cast<std::ptrdiff_t>(i));
+    } else {
+      release_for_trial(v);
+      if (book) refund_into(*book, v);
+    }
+  }
+  placed = fits(book);
+  restore_chosen();
+  if (!placed) return std::nullopt;
+  Room room;
+  room.first.reserve(chosen.size());
+  for (const Entry* v : chosen) room.first.push_back(v->job.id);
+  room.second = std::move(*placed);
+  return room;
+}
+
 std::optional<std::pair<std::vector<JobId>, GangPlacement>> Scheduler::victims_until_fits(
     const Entry& e, const GangRequest& request, const std::vector<std::uint32_t>& order,
-    bool admit_after, std::int64_t hold) const {
+    bool admit_after, std::int64_t hold) {
+  if (!room_naively_) {
+    std::vector<const Entry*> victims;
+    victims.reserve(order.size());
+    for (std::uint32_t id : order) victims.push_back(&entry(JobId{id}));
+    if (std::all_of(victims.begin(), victims.end(),
+                    [&](const Entry* v) { return restorable(*v); })) {
+      return victims_until_fits_in_place(e, request, victims, admit_after, hold);
+    }
+  }
   // The trial pool (and book, when the job's admission depends on the victims) without a set of
   // victims, and whether the job then fits.
   struct Trial {

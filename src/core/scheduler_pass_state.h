@@ -33,8 +33,8 @@ bool may_fit(const Pool& pool, const GangRequest& request);
 
 // Tests only: `scheduler` makes room the plain way from now on, the reference that the pass's
 // answers must equal: the running view and the room candidates found anew after every start and
-// preemption, and victims always tried on copies of the pool (victims_until_fits) rather than on
-// the pool itself (room_in_place).
+// preemption, and victims always tried on copies of the pool rather than on the pool itself
+// (room_in_place, victims_until_fits_in_place).
 void find_room_naively(Scheduler& scheduler);
 
 }  // namespace scheduler_detail
@@ -173,7 +173,8 @@ struct Scheduler::PassState {
   // The running jobs as making room sees them (Scheduler::running_view), and which tenants
   // borrowed which models when it was found (per tenant, per model).
   std::optional<std::vector<RunningView>> running_view;
-  std::unordered_map<std::uint32_t, std::uint32_t> view_at;  // job id -> position in the view
+  // Job id -> position in the view, found when the view first loses a job.
+  std::unordered_map<std::uint32_t, std::uint32_t> view_at;
   std::vector<bool> view_borrowing;
   std::optional<RunningIndex> running_index;    // of running_view, found when first asked for
   std::vector<std::uint32_t> possible_victims;  // Scheduler::possible_victims' answer, reused
