@@ -9,6 +9,7 @@
 //   tidepool requeue ID...             stop running jobs and queue them again (they resume)
 //   tidepool update ID... --priority N change pending jobs' priority and limits (scontrol update)
 //   tidepool why ID                    why a job waits (or where it runs)
+//   tidepool advise ID                 what a job could change to run faster, with the numbers
 //   tidepool logs ID                   a task's output, as its agent shipped it (--follow)
 //   tidepool checkpoint                a job reports a checkpoint (from inside its tasks)
 //   tidepool nodes                     nodes and who holds their GPUs

@@ -240,6 +240,20 @@ Result<void> why_job(const JobFlags& flags) {
   return {};
 }
 
+Result<void> advise_job(const JobFlags& flags) {
+  auto client = open_client(flags.client);
+  if (!client) return std::unexpected(client.error());
+  auto advice = client->get(job_path(flags.id) + "/advice");
+  if (!advice) return std::unexpected(advice.error());
+  const OutputFormat format = output_format(flags.client);
+  if (is_document(format)) {
+    write_document(*advice, format, std::cout);
+  } else {
+    std::cout << render_advice(*advice);
+  }
+  return {};
+}
+
 // --- logs ---
 
 struct LogsFlags {
@@ -568,6 +582,24 @@ void add_job_commands(CLI::App& app, int* exit_code) {
         connection_help());
     cmd->callback(
         [flags, exit_code] { run_client_command(exit_code, [&] { return why_job(*flags); }); });
+  }
+  {
+    auto flags = std::make_shared<JobFlags>();
+    CLI::App* cmd = app.add_subcommand(
+        "advise", "What a job could change to run faster or waste less, with the numbers");
+    cmd->add_option("ID", flags->id, "Job id")->required();
+    add_client_flags(*cmd, flags->client, kDocumentFormats);
+    cmd->footer(
+        "From the step times the job reports (TIDEPOOL_STEP_REPORT, see docs/step-telemetry.md), "
+        "where it runs and its GPUs' utilisation: gradient accumulation when its all-reduce is "
+        "bandwidth-bound and takes more than 10% of a step (the micro-batches per all-reduce "
+        "and the expected time per micro-batch), the compact placement it could have had and "
+        "the slowdown it pays now, and GPUs it holds idle. With model_flops_per_step in its "
+        "spec, the MFU it would reach.\n\n"
+        "Examples:\n  tidepool advise 42\n  tidepool advise 42 -o json\n\n" +
+        connection_help());
+    cmd->callback(
+        [flags, exit_code] { run_client_command(exit_code, [&] { return advise_job(*flags); }); });
   }
   {
     auto flags = std::make_shared<LogsFlags>();

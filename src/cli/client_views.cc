@@ -525,6 +525,13 @@ std::string render_job_details(const Json& job, std::int64_t now_ms) {
   if (job.contains("exit_code")) {
     line("Exit code", std::to_string(number_of(job, "exit_code")));
   }
+  // The server pre-warms (its `prewarm:` hook): how the last start stood with its data.
+  if (auto warm = job.find("prewarm"); warm != job.end() && warm->is_object()) {
+    line("Pre-warm", warm->value("prewarmed", false)
+                         ? fmt::format("data staged for the last start, called {} before it",
+                                       format_duration(number_of(*warm, "lead_seconds")))
+                         : std::string("none: the last start began without its data staged"));
+  }
   if (auto steps = job.find("step_summary"); steps != job.end() && steps->is_object()) {
     for (const auto& [label, text] : step_lines(*steps)) line(label, text);
   }
@@ -556,6 +563,34 @@ std::string render_job_details(const Json& job, std::int64_t now_ms) {
     out += "\nPlacement:\n" + indented(table_text(places), "  ");
   }
   if (service) out += "\n" + replicas_section(*status);
+  return out;
+}
+
+// The advice as text: one line per piece, then the note and the MFU it would reach.
+std::string render_advice(const nlohmann::json& advice) {
+  std::string out;
+  const std::string job = advice.value("job", nlohmann::json(0)).dump();
+  const nlohmann::json lines = advice.value("advice", nlohmann::json::array());
+  if (lines.empty()) {
+    out += fmt::format("No advice for job {}", job);
+  } else {
+    out += fmt::format("Advice for job {}:\n", job);
+    for (const nlohmann::json& line : lines) {
+      out += fmt::format("  - {}\n", line.is_string() ? line.get<std::string>() : line.dump());
+    }
+  }
+  if (advice.contains("note") && advice["note"].is_string()) {
+    out += fmt::format(
+        "{}{}\n", lines.empty() ? ": " : "  Communication: ", advice["note"].get<std::string>());
+  } else if (lines.empty()) {
+    out += "\n";
+  }
+  if (advice.contains("mfu_now") && advice["mfu_now"].is_number() &&
+      advice.contains("mfu_expected") && advice["mfu_expected"].is_number()) {
+    out += fmt::format("  MFU: {:.1f}% now, {:.1f}% with the advice\n",
+                       advice["mfu_now"].get<double>() * 100,
+                       advice["mfu_expected"].get<double>() * 100);
+  }
   return out;
 }
 

@@ -32,6 +32,9 @@ std::string render_job_details(const nlohmann::json& job, std::int64_t now_ms);
 // `tidepool why ID`: the state with its reason; for a pending job, how long it has waited and the
 // seconds it has waited for each kind of reason.
 std::string render_why(const nlohmann::json& why);
+// `tidepool advise`: each advice on a line, then the note on communication and the MFU it would
+// reach (GET /v1/jobs/ID/advice).
+std::string render_advice(const nlohmann::json& advice);
 
 // `tidepool nodes`: NAME STATE MODEL GPUS USED LEAF JOBS REASON (REASON: why it is drained).
 // AGENT: the registered agent's version ("-": none yet); HEARTBEAT: its last, as of `now_ms`.

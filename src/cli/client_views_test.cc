@@ -410,6 +410,26 @@ TEST(RenderJobDetailsTest, AServiceShowsItsReplicas) {
               Not(HasSubstr("Replicas")));
 }
 
+TEST(RenderAdviceTest, EachAdviceOnALineWithTheMfuItWouldReach) {
+  const Json advice = {
+      {"job", 42},
+      {"advice", {"accumulate gradients over 6 micro-batches", "2 of its 8 GPUs idle"}},
+      {"note", "the all-reduce is bandwidth-bound"},
+      {"mfu_now", 0.3},
+      {"mfu_expected", 0.45}};
+  const std::string text = render_advice(advice);
+  EXPECT_THAT(text, HasSubstr("Advice for job 42:\n  - accumulate gradients over 6 micro-batches\n"
+                              "  - 2 of its 8 GPUs idle\n"));
+  EXPECT_THAT(text, HasSubstr("MFU: 30.0% now, 45.0% with the advice"));
+}
+
+TEST(RenderAdviceTest, NoAdviceSaysWhy) {
+  const Json advice = {{"job", 7}, {"advice", Json::array()}, {"note", "no step times reported"}};
+  EXPECT_EQ(render_advice(advice), "No advice for job 7: no step times reported\n");
+  // A hostile or old server's body does not crash it.
+  EXPECT_THAT(render_advice(Json{{"advice", "x"}, {"mfu_now", "y"}}), HasSubstr("job"));
+}
+
 TEST(RenderWhyTest, PendingWithWaitedTimes) {
   const Json why = {{"id", 5},
                     {"state", "pending"},

@@ -214,6 +214,12 @@ Reply ControlPlane::why(const Principal& who, JobId id, Instant now) const {
   return answer(views_.why(who, **job, now));
 }
 
+Reply ControlPlane::advise(const Principal& who, JobId id) const {
+  auto job = state_.visible_job(who, id);
+  if (!job) return std::unexpected(job.error());
+  return answer(views_.advice(**job));
+}
+
 Reply ControlPlane::log_access(const Principal& who, JobId id, bool write, std::optional<int> task,
                                std::optional<std::int64_t> run) const {
   auto job = jobs_.log_access(who, id, write, task, run);

@@ -88,6 +88,8 @@ class ControlPlane {
       std::map<JobId, std::shared_ptr<const ListedJob>>& cache, const std::set<JobId>& changed,
       std::int64_t version) const;
   [[nodiscard]] Reply why(const Principal& who, JobId id, Instant now) const;
+  // What the job could do to run faster or waste less (PlaneViews::advice).
+  [[nodiscard]] Reply advise(const Principal& who, JobId id) const;
   // --- services (service_desk.h) ---
   // GET /v1/services: the running services `who` may see, each as ServiceDesk::view shows it.
   [[nodiscard]] Reply list_services(const Principal& who, Instant now) const;

@@ -1175,6 +1175,61 @@ JobStatusReport succeeded(std::optional<std::int64_t> run = std::nullopt,
   return report;
 }
 
+// Advice from the steps a job reports (a gang of 2 x 8 GPUs on two nodes of one leaf): its
+// all-reduce takes 25% of a step. With 1 GB in 200 ms it moves 9.4 GB/s, 37.5% of the leaf
+// link: not bandwidth-bound, no accumulation advised, and the note says why. With 4 GB it
+// saturates the link, and 3 micro-batches per all-reduce bring the share under 10%. Another
+// tenant may not ask.
+class AdviceTest : public ControlPlaneTest {
+ protected:
+  Wire advice_after_steps(std::int64_t bytes) {
+    JobSpec spec = job("advised", 2, 8);
+    spec.model_flops_per_step = 4e15;
+    const std::int64_t id = submit(spec).body["id"];
+    const Wire before = wire(plane_->advise(kVision, jid(id)));
+    EXPECT_TRUE(before.body["advice"].empty());
+    EXPECT_THAT(before.body["note"].get<std::string>(), HasSubstr("no step times"));
+    EXPECT_EQ(wire(plane_->advise(kSearch, jid(id))).status, 404);
+    const std::string node = get(id).body["placement"][0]["node"];
+    NodeHeartbeat beat;
+    StepStats stats;
+    for (int i = 0; i < 10; ++i) {
+      stats.add({.step = i,
+                 .step_us = 1'000'000,
+                 .compute_us = 750'000,
+                 .allreduce_us = 200'000,
+                 .allreduce_bytes = bytes});
+    }
+    beat.steps.push_back(TaskSteps{.job = id, .run = 1, .task = 0, .stats = stats});
+    Batch batch;
+    const Principal agent{"agent-" + node, Role::kAgent, "", node};
+    EXPECT_EQ(wire(plane_->heartbeat(agent, node, beat, kT0 + 1s, batch)).status, 200);
+    commit(batch);
+    return wire(plane_->advise(kVision, jid(id)));
+  }
+};
+
+TEST_F(AdviceTest, NoAccumulationWhenTheAllReduceIsNotBandwidthBound) {
+  const Wire advice = advice_after_steps(1'000'000'000);
+  ASSERT_EQ(advice.status, 200);
+  EXPECT_TRUE(advice.body["advice"].empty()) << advice.body.dump();
+  EXPECT_THAT(advice.body["note"].get<std::string>(), HasSubstr("37.5% of its leaf"));
+  // 4e15 FLOPs a second on 16 H100 at 989.4 TFLOP/s each; nothing to gain.
+  EXPECT_NEAR(advice.body["mfu_now"].get<double>(), 4e15 / (16 * 989.4e12), 1e-9);
+  EXPECT_DOUBLE_EQ(advice.body["mfu_expected"].get<double>(), advice.body["mfu_now"].get<double>());
+}
+
+TEST_F(AdviceTest, AccumulationWhenTheAllReduceSaturatesItsLink) {
+  const Wire advice = advice_after_steps(4'000'000'000);
+  ASSERT_EQ(advice.status, 200);
+  ASSERT_TRUE(advice.body.contains("accumulate")) << advice.body.dump();
+  EXPECT_EQ(advice.body["accumulate"]["steps"], 3);
+  EXPECT_EQ(advice.body["accumulate"]["link"], "leaf");
+  EXPECT_GT(advice.body["mfu_expected"].get<double>(), advice.body["mfu_now"].get<double>());
+  ASSERT_EQ(advice.body["advice"].size(), 1U);
+  EXPECT_THAT(advice.body["advice"][0].get<std::string>(), HasSubstr("over 3 micro-batches"));
+}
+
 // Step telemetry: what the agents of a gang's nodes report (heartbeats, then each task's exit
 // report) is merged into the job, shown in its step_summary with the MFU of its declared FLOPs on
 // its H100s, and kept over a restart; a node reporting a task it does not run counts for nothing.

@@ -90,6 +90,9 @@ class GpuTelemetry {
   };
   [[nodiscard]] std::vector<LowUse> low_use_now() const;
 
+  // The latest utilisation (percent) of each GPU allocated to `job`, by node, then GPU.
+  [[nodiscard]] std::vector<int> utilization_of_job(std::int64_t job) const;
+
   // Appends the Prometheus text exposition format (version 0.0.4), with HELP and TYPE once per
   // family, every family even when it has no sample, series ordered by node, then GPU:
   //   tidepool_gpu_utilization_percent{node,gpu,model}           gauge

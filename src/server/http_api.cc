@@ -764,6 +764,14 @@ void HttpApi::add_routes() {
       return p.why(who, id, now);
     });
   });
+  loop_json("GET", "/v1/jobs/{}/advice", "/v1/jobs/{id}/advice",
+            [on_loop](const Call& c) -> LoopAnswer {
+              auto id = path_id(c.captures[0]);
+              if (!id) return no_such_job(c.captures[0]);
+              return on_loop([who = c.who, id = *id](ControlPlane& p, Instant, Batch&) {
+                return p.advise(who, id);
+              });
+            });
   // scontrol's hold, release and requeue: no body.
   using JobAction = Reply (ControlPlane::*)(const Principal&, JobId, Instant, Batch&);
   for (const auto& verb_action : {std::pair{"hold", JobAction{&ControlPlane::hold}},

@@ -97,6 +97,10 @@ class PlaneViews {
   // taken as its GPUs (tasks x gpus_per_task) and its peak as peak_flops_per_s: shown as the
   // job's "step_summary" when it reported steps.
   [[nodiscard]] nlohmann::json step_summary(const ServerJob& job) const;
+  // The advice for the job (advice_views.cc, core/job_advice.h) from its reported steps, its
+  // placement while it runs, and its GPUs' latest utilisation: one line per advice with its
+  // numbers, the figures behind each, and the MFU it would reach where the job declared its FLOPs.
+  [[nodiscard]] nlohmann::json advice(const ServerJob& job) const;
   // The peak dense FLOP/s of the GPUs the job holds (its last run's when it no longer runs), by
   // its nodes' GPU models (core/gpu_peak_flops.h) and its share of each GPU; 0 when a model has no
   // known peak or the job holds no GPU.
