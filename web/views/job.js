@@ -178,7 +178,22 @@ function create(root, ctx) {
       `p99 ${ms(steps.p99_us)}`);
   }
 
-  function renderMain(j, why, now) {
+  // The advice for the job (GET /v1/jobs/ID/advice): each with its numbers, else why none.
+  function adviceHtml(advice) {
+    if (!advice) return '';
+    const lines = Array.isArray(advice.advice) ? advice.advice : [];
+    let html = lines.length
+      ? `<ul class="advice">${lines.map((l) => `<li>${esc(l)}</li>`).join('')}</ul>`
+      : esc(advice.note || 'none');
+    if (typeof advice.mfu_now === 'number' && typeof advice.mfu_expected === 'number' &&
+        advice.mfu_expected > advice.mfu_now) {
+      html += esc(` (MFU ${num(100 * advice.mfu_now, 1)}% now, ` +
+        `${num(100 * advice.mfu_expected, 1)}% with the advice)`);
+    }
+    return html;
+  }
+
+  function renderMain(j, why, now, advice) {
     const raw = main.querySelector('details.raw');
     const open = raw ? raw.open : false;
     const s = j.spec || {};
@@ -201,6 +216,7 @@ function create(root, ctx) {
       ['comm share', j.step_summary?.comm_share !== undefined
         ? esc(`${num(100 * j.step_summary.comm_share, 1)}% of step time`) : ''],
       ['MFU', j.step_summary?.mfu !== undefined ? esc(`${num(100 * j.step_summary.mfu, 1)}%`) : ''],
+      ['advice', adviceHtml(advice)],
       ['message', text(j.message)],
       ['held', text(j.held)],
       ['array', j.array_job ? `${jobLink(j.array_job)} index ${esc(j.array_index)}` : ''],
@@ -366,10 +382,18 @@ function create(root, ctx) {
           if (err.name === 'AbortError' || err.status === 401) throw err;
         }
       }
+      let advice = null;
+      if (j.state === 'running' && j.step_summary) {
+        try {
+          advice = await getJSON(`/v1/jobs/${id}/advice`, signal);
+        } catch (err) {
+          if (err.name === 'AbortError' || err.status === 401) throw err;
+        }
+      }
       const t0 = performance.now();
       job = j;
       if (mode !== 'job') skeleton();
-      renderMain(j, why, Date.now());
+      renderMain(j, why, Date.now(), advice);
       ensureLogs(j);
       ctx.rendered(t0);
       await pollLogs(j, signal);
