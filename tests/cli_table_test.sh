@@ -46,7 +46,7 @@ diff "$work/commands" "$work/listed" >"$work/diff" ||
 args_of() {
   case $1 in
     submit) echo "$source_dir/data/examples/notebook.yaml" ;;
-    job | cancel | hold | release | requeue | why | logs) echo 1 ;;
+    job | cancel | hold | release | requeue | why | advise | logs) echo 1 ;;
     update) echo "1 --priority 5" ;;
     checkpoint) echo "--job 1 --step 1" ;;
     drain | undrain) echo h100-a-01 ;;
