@@ -87,11 +87,14 @@ std::string sacct_since(std::int64_t epoch) {
   return text;
 }
 
-// What one look at Slurm found.
-struct SlurmLook {
-  std::vector<ObservedJob> jobs;
-  bool sacct = false;
-};
+// The latest time the jobs show (submit, start or end).
+std::int64_t latest_time(const std::vector<ObservedJob>& jobs) {
+  std::int64_t latest = 0;
+  for (const ObservedJob& j : jobs) {
+    latest = std::max({latest, j.submit, j.start.value_or(0), j.end.value_or(0)});
+  }
+  return latest;
+}
 
 class SlurmFollower {
  public:
@@ -258,11 +261,8 @@ Result<void> run_shadow_command(const ShadowOptions& options) {
     if (!options.partition.empty()) {
       std::erase_if(*jobs, [&](const ObservedJob& j) { return j.partition != options.partition; });
     }
-    std::int64_t now = 0;
-    for (const ObservedJob& j : *jobs) {
-      now = std::max({now, j.submit, j.start.value_or(0), j.end.value_or(0)});
-    }
-    auto report = shadow_once(options, *cluster, *jobs, now, options.trace, settings);
+    auto report =
+        shadow_once(options, *cluster, *jobs, latest_time(*jobs), options.trace, settings);
     if (!report) return std::unexpected(report.error());
     print_report(*report, *jobs, *format);
     return {};
@@ -276,7 +276,8 @@ Result<void> run_shadow_command(const ShadowOptions& options) {
   std::optional<Report> last;
   while (true) {
     if (auto ok = follower.poll(); !ok) return std::unexpected(ok.error());
-    const std::int64_t now = wall();
+    // Slurm's clock may run ahead of ours (another machine's): nothing it shows is in the future.
+    const std::int64_t now = std::max(wall(), latest_time(follower.jobs()));
     auto report = shadow_once(options, *cluster, follower.jobs(), now, follower.source(), settings);
     if (!report) return std::unexpected(report.error());
     int waiting = 0;
