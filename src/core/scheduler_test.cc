@@ -745,6 +745,54 @@ TEST(Scheduler, BackfillNeverDelaysTheReservedStart) {
   EXPECT_THAT(std::string(s.reason(JobId{2})->message()), HasSubstr("reservation of job 1"));
 }
 
+// Asking for the expected starts (pre-warming) changes no schedule: two schedulers fed the same
+// random jobs, one asked after every pass, start and preempt the same jobs in the same places,
+// under every policy and with a placement policy that draws random numbers.
+TEST(Scheduler, AskingForExpectedStartsChangesNoSchedule) {
+  for (std::string_view name : scheduler_policy_names()) {
+    for (const std::string gang_policy : {"", "random"}) {
+      SchedulerConfig config = policy(name);
+      config.gang_policy = gang_policy;
+      Scheduler plain = make_scheduler(config);
+      Scheduler asked = make_scheduler(config);
+      Rng rng(7);
+      std::vector<JobId> running;
+      std::uint32_t next_id = 0;
+      int expected = 0;
+      for (Seconds t = 0; t < 40 * 300; t += 300) {
+        for (auto k = rng.below(4); k > 0; --k) {
+          const int gpus = std::array{1, 2, 4, 8, 16}[rng.below(5)];
+          const Job job = make_test_job(next_id++, rng.below(2) == 0 ? kA : kB, gpus, t,
+                                        static_cast<Seconds>(rng.below(10) + 1) * 300);
+          ASSERT_TRUE(plain.submit(job, t).has_value());
+          ASSERT_TRUE(asked.submit(job, t).has_value());
+        }
+        if (!running.empty() && rng.below(2) == 0) {
+          const auto at = static_cast<std::size_t>(rng.below(running.size()));
+          ASSERT_TRUE(plain.finish(running[at], t, std::nullopt).has_value());
+          ASSERT_TRUE(asked.finish(running[at], t, std::nullopt).has_value());
+          running.erase(running.begin() + static_cast<std::ptrdiff_t>(at));
+        }
+        const PassResult a = plain.pass(t);
+        const PassResult b = asked.pass(t);
+        expected += static_cast<int>(asked.expected_starts(t, 3600, 64).size());
+        ASSERT_EQ(a.started.size(), b.started.size()) << name << " " << gang_policy << " at " << t;
+        for (std::size_t i = 0; i < a.started.size(); ++i) {
+          EXPECT_EQ(a.started[i].job, b.started[i].job);
+          EXPECT_EQ(a.started[i].assignments, b.started[i].assignments);
+        }
+        ASSERT_EQ(a.preempted.size(), b.preempted.size());
+        for (std::size_t i = 0; i < a.preempted.size(); ++i) {
+          EXPECT_EQ(a.preempted[i].job, b.preempted[i].job);
+          std::erase(running, a.preempted[i].job);
+        }
+        for (const StartedJob& s : a.started) running.push_back(s.job);
+      }
+      EXPECT_GT(expected, 0) << name << ": the test never expected a start";
+    }
+  }
+}
+
 TEST(Scheduler, StrictFifoHoldsEveryoneBehindTheHead) {
   Scheduler s = make_scheduler(policy("fifo-firstfit"));
   ASSERT_TRUE(s.submit(make_test_job(0, kA, 24, 0), 0).has_value());
