@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -122,10 +123,23 @@ class SlurmFollower {
         used_sacct_ = true;
       }
     }
+    // A job not ended that squeue no longer lists left it unseen (MinJobAge passed between two
+    // polls, without sacct): its end is not known, and nothing will tell it.
+    std::set<std::string, std::less<>> listed;
+    for (const ObservedJob& j : *jobs) listed.insert(j.id);
     merge_observations(known_, std::move(*jobs));
+    for (const ObservedJob& j : known_) {
+      if (!j.end && !j.cancelled && !listed.contains(j.id) && lost_.insert(j.id).second) {
+        std::cerr << "shadow: job " << j.id
+                  << " left squeue without being seen to end (poll more often than MinJobAge, "
+                     "or run sacct); it stays censored\n";
+      }
+    }
     return {};
   }
   [[nodiscard]] const std::vector<ObservedJob>& jobs() const { return known_; }
+  // Jobs that left squeue unseen to end: they count as ended for --until-done.
+  [[nodiscard]] bool lost(const std::string& id) const { return lost_.contains(id); }
   [[nodiscard]] std::string source() const { return used_sacct_ ? "squeue + sacct" : "squeue"; }
 
  private:
@@ -134,6 +148,7 @@ class SlurmFollower {
   bool sacct_;
   bool used_sacct_ = false;
   std::vector<ObservedJob> known_;
+  std::set<std::string, std::less<>> lost_;
 };
 
 Result<ClusterSpec> slurm_pool(const ShadowOptions& options) {
@@ -283,7 +298,7 @@ Result<void> run_shadow_command(const ShadowOptions& options) {
     int waiting = 0;
     int running = 0;
     for (const ObservedJob& j : follower.jobs()) {
-      if (!j.end && !j.cancelled) (j.start ? running : waiting) += 1;
+      if (!j.end && !j.cancelled && !follower.lost(j.id)) (j.start ? running : waiting) += 1;
     }
     std::cerr << fmt::format("shadow: {} jobs seen: {} waiting, {} running, {} ended\n",
                              follower.jobs().size(), waiting, running,
