@@ -226,32 +226,27 @@ Result<void> show_job(const JobFlags& flags) {
   return {};
 }
 
-Result<void> why_job(const JobFlags& flags) {
+// GETs the job's `part` ("/why", "/advice") and prints it: the reply as it is for -o json|yaml,
+// else as `render` writes it.
+Result<void> show_job_part(const JobFlags& flags, std::string_view part,
+                           std::string (*render)(const nlohmann::json&)) {
   auto client = open_client(flags.client);
   if (!client) return std::unexpected(client.error());
-  auto why = client->get(job_path(flags.id) + "/why");
-  if (!why) return std::unexpected(why.error());
+  auto reply = client->get(job_path(flags.id) + std::string(part));
+  if (!reply) return std::unexpected(reply.error());
   const OutputFormat format = output_format(flags.client);
   if (is_document(format)) {
-    write_document(*why, format, std::cout);
+    write_document(*reply, format, std::cout);
   } else {
-    std::cout << render_why(*why);
+    std::cout << render(*reply);
   }
   return {};
 }
 
+Result<void> why_job(const JobFlags& flags) { return show_job_part(flags, "/why", render_why); }
+
 Result<void> advise_job(const JobFlags& flags) {
-  auto client = open_client(flags.client);
-  if (!client) return std::unexpected(client.error());
-  auto advice = client->get(job_path(flags.id) + "/advice");
-  if (!advice) return std::unexpected(advice.error());
-  const OutputFormat format = output_format(flags.client);
-  if (is_document(format)) {
-    write_document(*advice, format, std::cout);
-  } else {
-    std::cout << render_advice(*advice);
-  }
-  return {};
+  return show_job_part(flags, "/advice", render_advice);
 }
 
 // --- logs ---
