@@ -4,7 +4,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
 #include <tuple>
+
+#include "core/scheduler.h"
 
 namespace tidepool {
 
@@ -104,6 +107,35 @@ PrewarmedStart PrewarmPlanner::started(JobId job, std::span<const NodeId> nodes,
 void PrewarmPlanner::forget(JobId job) {
   called_.erase(job);
   drop_expectation(job);
+}
+
+std::vector<NodeId> start_nodes(const StartedJob& start) {
+  std::vector<NodeId> nodes;
+  nodes.reserve(start.assignments.size());
+  for (const Assignment& a : start.assignments) nodes.push_back(a.node);
+  std::sort(nodes.begin(), nodes.end());
+  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  return nodes;
+}
+
+PrewarmPass prewarm_after_pass(PrewarmPlanner& planner, const Scheduler& scheduler,
+                               const PassResult& pass, Seconds now) {
+  PrewarmPass out;
+  // Calls that fell due between the passes were made then (advance dates them), before the
+  // starts of this pass are counted against them.
+  out.calls = planner.advance(now);
+  out.started.reserve(pass.started.size());
+  for (const StartedJob& s : pass.started) {
+    out.started.push_back(planner.started(s.job, start_nodes(s), now));
+  }
+  if (planner.wants_expectations(now)) {
+    const PrewarmConfig& config = planner.config();
+    std::vector<PrewarmCall> due =
+        planner.expect(scheduler.expected_starts(now, config.horizon, config.max_expected), now);
+    out.calls.insert(out.calls.end(), std::make_move_iterator(due.begin()),
+                     std::make_move_iterator(due.end()));
+  }
+  return out;
 }
 
 }  // namespace tidepool

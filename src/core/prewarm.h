@@ -22,6 +22,9 @@
 //     A job started without a call on every node counts as not pre-warmed.
 //   - forget(job) when a job leaves without starting. What a job was called for is dropped when
 //     it starts or leaves, so the planner holds only waiting jobs that were called.
+//
+// The drivers (the server's control plane and the simulator) call prewarm_after_pass() after each
+// scheduling pass: one sequence, so that what the server does is what the simulator measures.
 #pragma once
 
 #include <cstdint>
@@ -78,6 +81,8 @@ struct PrewarmCall {
 struct PrewarmedStart {
   bool prewarmed = false;  // every node it starts on was called for it
   Seconds lead = 0;        // start - the latest call among its nodes (0 when not pre-warmed)
+
+  friend bool operator==(const PrewarmedStart&, const PrewarmedStart&) = default;
 };
 
 class PrewarmPlanner {
@@ -120,5 +125,26 @@ class PrewarmPlanner {
   // Per waiting job called: when each of its nodes was called.
   std::map<JobId, std::map<NodeId, Seconds>> called_;
 };
+
+class Scheduler;    // core/scheduler.h
+struct PassResult;  // core/scheduler.h
+struct StartedJob;  // core/scheduler.h
+
+// The nodes a start runs on, sorted, each once (as started() and a call name them).
+[[nodiscard]] std::vector<NodeId> start_nodes(const StartedJob& start);
+
+// What pre-warming made of one scheduling pass.
+struct PrewarmPass {
+  std::vector<PrewarmCall> calls;       // in the order they were made
+  std::vector<PrewarmedStart> started;  // one per pass.started, in its order
+};
+
+// After `scheduler`'s pass `pass` at `now`, in this order: the calls the remembered expectations
+// made due since the last pass (advance), each start of the pass (started, on start_nodes), and,
+// when they are due (wants_expectations), the scheduler's new expectations (expected_starts, the
+// planner's horizon and max_expected) with the calls due at once (expect). The scheduler's
+// state must be as the pass left it; the call changes only the planner.
+PrewarmPass prewarm_after_pass(PrewarmPlanner& planner, const Scheduler& scheduler,
+                               const PassResult& pass, Seconds now);
 
 }  // namespace tidepool

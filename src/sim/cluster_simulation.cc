@@ -122,10 +122,11 @@ class Simulation {
   Result<void> submit_loan(std::size_t k, Seconds now);
   void integrate(Seconds from, Seconds to);
   void sample(Seconds time);
-  void apply(const PassResult& pass, Seconds now);
+  // Applies a pass; `warm` holds how each of its starts stood with its pre-warm.
+  void apply(const PassResult& pass, const std::vector<PrewarmedStart>& warm, Seconds now);
   void stop_segment(JobTrack& track, SimJobResult& result, Seconds now);
   // Counts a start against its pre-warm (SimPrewarmSettings).
-  void count_prewarm(const StartedJob& s, Seconds now);
+  void count_prewarm(const StartedJob& s, const PrewarmedStart& warm, Seconds now);
   Seconds wait_in_window(const SimJob& job, Seconds start) const;
   void summarise(Seconds end);
   [[nodiscard]] bool bursting() const { return market_ && settings_.market->burst.has_value(); }
@@ -251,12 +252,7 @@ void Simulation::sample(Seconds time) {
   run_.samples.push_back(std::move(s));
 }
 
-void Simulation::count_prewarm(const StartedJob& s, Seconds now) {
-  std::vector<NodeId> nodes;
-  for (const Assignment& a : s.assignments) nodes.push_back(a.node);
-  std::sort(nodes.begin(), nodes.end());
-  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
-  const PrewarmedStart warm = prewarm_.started(s.job, nodes, now);
+void Simulation::count_prewarm(const StartedJob& s, const PrewarmedStart& warm, Seconds now) {
   SimSummary& summary = run_.summary;
   ++summary.starts;
   const bool waited = now - tracks_[s.job.value].pending_since >= settings_.prewarm.planner.lead;
@@ -305,7 +301,8 @@ Seconds Simulation::wait_in_window(const SimJob& sj, Seconds start) const {
   return worst;
 }
 
-void Simulation::apply(const PassResult& pass, Seconds now) {
+void Simulation::apply(const PassResult& pass, const std::vector<PrewarmedStart>& warm,
+                       Seconds now) {
   for (const PreemptedJob& p : pass.preempted) {
     JobTrack& track = tracks_[p.job.value];
     SimJobResult& result = run_.jobs[p.job.value];
@@ -322,7 +319,8 @@ void Simulation::apply(const PassResult& pass, Seconds now) {
     pending_milli_[workload_[p.job.value].job.tenant.value] +=
         workload_[p.job.value].job.total_milli_gpu();
   }
-  for (const StartedJob& s : pass.started) {
+  for (std::size_t k = 0; k < pass.started.size(); ++k) {
+    const StartedJob& s = pass.started[k];
     const SimJob& sj = workload_[s.job.value];
     JobTrack& track = tracks_[s.job.value];
     SimJobResult& result = run_.jobs[s.job.value];
@@ -340,7 +338,7 @@ void Simulation::apply(const PassResult& pass, Seconds now) {
     track.running = true;
     track.segment_start = now;
     count_training(sj.job, +1);
-    count_prewarm(s, now);
+    count_prewarm(s, warm[k], now);
     if (market_) {
       market_hook(market_->start(sj.job, s.assignments, sched_.pool(),
                                  track.loan ? PriceClass::kEmergency : price_class_of(sj.job),
@@ -661,14 +659,11 @@ Result<ClusterSimRun> Simulation::run() {
     // a pass would decide what the last one did.
     if (!outside_event && !woken) continue;
     const PassResult pass = sched_.pass(t);
-    // Calls the last expectations made due since the last pass were made when they fell due.
-    run_.summary.prewarm_calls += static_cast<int>(prewarm_.advance(t).size());
-    apply(pass, t);
-    if (prewarm_.wants_expectations(t)) {
-      const PrewarmConfig& warm = settings_.prewarm.planner;
-      run_.summary.prewarm_calls += static_cast<int>(
-          prewarm_.expect(sched_.expected_starts(t, warm.horizon, warm.max_expected), t).size());
-    }
+    // Pre-warming as the server does it: the calls that fell due since the last pass (dated
+    // then), the pass's starts, new expectations when due.
+    const PrewarmPass warm = prewarm_after_pass(prewarm_, sched_, pass, t);
+    run_.summary.prewarm_calls += static_cast<int>(warm.calls.size());
+    apply(pass, warm.started, t);
     if (bursting()) {
       burst(t);
       // Wake up when the longest-waiting job reaches the threshold.
