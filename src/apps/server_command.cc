@@ -115,6 +115,14 @@ Result<void> run_server(const ServerFlags& flags) {
   setup.admission = {config->max_pending_jobs, config->submissions_per_second,
                      config->submission_burst};
   setup.idle_gpu.window = config->idle_gpu_window;
+  if (!config->prewarm_hook.empty()) {
+    PrewarmSetup prewarm;
+    prewarm.hook = config->prewarm_hook;
+    prewarm.planner.lead = config->prewarm_lead;
+    prewarm.planner.horizon = 2 * config->prewarm_lead;  // as the simulator's (core/prewarm.h)
+    prewarm.timeout = config->prewarm_timeout;
+    setup.prewarm = std::move(prewarm);
+  }
   if (!config->market_path.empty()) {
     auto market = load_market_yaml(config->market_path);
     if (!market) return std::unexpected(market.error());

@@ -181,6 +181,25 @@ void ControlLoop::run_hooks() {
   if (!calls.empty() && hooks_) hooks_->run(std::move(calls));
 }
 
+void ControlLoop::run_prewarm_hooks() {
+  std::vector<PrewarmHookCall> calls = plane_->take_prewarm_calls();
+  if (calls.empty() || !hooks_ || !setup_.prewarm) return;
+  for (PrewarmHookCall& c : calls) {
+    spdlog::info("prewarm: running {} prewarm for job {} on {} (predicted start {})", c.hook, c.job,
+                 c.request["nodes"].dump(), c.request["predicted_start"].get<std::string>());
+    // The outcome is the operator's to see; scheduling never waits for it.
+    hooks_->start(std::move(c.hook), "prewarm", c.request.dump(), {}, setup_.prewarm->timeout,
+                  [this, job = c.job](const HookOutcome& outcome) {
+                    metrics_.count_prewarm_call(outcome.ok);
+                    if (outcome.ok) {
+                      spdlog::info("prewarm: job {}: the hook succeeded", job);
+                    } else {
+                      spdlog::warn("prewarm: job {}: the hook failed: {}", job, outcome.output);
+                    }
+                  });
+  }
+}
+
 void ControlLoop::queue_retention() {
   const auto steady = std::chrono::steady_clock::now();
   if (steady < next_retention_) return;
@@ -372,6 +391,8 @@ void ControlLoop::finish_round(Round& current, bool pass_due) {
     log_events(*logged);
     run_hooks();
   }
+  // A pass may ask for pre-warm calls without changing anything to commit.
+  run_prewarm_hooks();
   if (!removed.empty()) {
     spdlog::info("retention: {} job(s) that ended long ago removed", removed.size());
     if (jobs_removed_) jobs_removed_(removed);

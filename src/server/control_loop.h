@@ -3,10 +3,10 @@
 // queued command, runs them in arrival order, runs a scheduling pass if something changed (or the
 // tick or a wakeup is due), commits everything the round changed in one store transaction (group
 // commit: one durable write for many requests), publishes the round's events, and only then
-// answers (the events' log lines and the provider hooks the round asked for come after the
-// answers, which need neither). If the commit fails, every request of the round is refused as
-// unavailable, and the state is rebuilt from the store, so that nothing unacknowledged is kept and
-// nothing acknowledged is lost.
+// answers (the events' log lines and the provider and pre-warm hooks the round asked for come
+// after the answers, which need neither). If the commit fails, every request of the round is
+// refused as unavailable, and the state is rebuilt from the store, so that nothing unacknowledged
+// is kept and nothing acknowledged is lost.
 //
 // Group commit: clients that wait for an answer before they send again come back together after a
 // round, a little apart, while others waited for that round: the round after waits until as many
@@ -143,6 +143,8 @@ class ControlLoop {
   void queue_retention();
   // Starts the provider hooks the plane asked for (after their round was committed).
   void run_hooks();
+  // Starts the pre-warm hook's calls the plane asked for (prewarm_calls.h): logged and counted.
+  void run_prewarm_hooks();
   // Hands a committed round's replies to their callers.
   static void answer(std::vector<Pending>& work, std::vector<Reply>& replies);
 

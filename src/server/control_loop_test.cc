@@ -6,16 +6,21 @@
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -82,6 +87,7 @@ class LimitedStore final : public Store {
 };
 
 const Principal kLoopUser{"vision-token", Role::kUser, "vision", ""};
+const Principal kLoopAdmin{"admin-token", Role::kAdmin, "", ""};
 
 JobSpec one_gpu_job(int n, std::string command = "train.sh") {
   JobSpec spec;
@@ -308,6 +314,92 @@ TEST(RoundCapacityTest, TheTighterLimitDecidesAndNoLimitMeansNone) {
   EXPECT_EQ(round_capacity({.writes = 128, .bytes = 256 * 1024}), 8);
   EXPECT_EQ(round_capacity({.writes = 4}), 1);
   EXPECT_EQ(round_capacity({.bytes = 1536 * 1024}), 48);
+}
+
+// Pre-warming through the loop, with a real hook: a script that writes its action and its request
+// to files. With the tick an hour away, the loop wakes for the call due a lead before the waiting
+// job's predicted start (when the job holding the pool is predicted to end: 603 s after it started;
+// the scheduler takes no running job to end sooner than 600 s from now), 2 s after that start; the
+// hook gets the job and its node, the call is counted, and the start is pre-warmed.
+TEST(ControlLoopPrewarmTest, TheLoopWakesForTheCallAndRunsTheHook) {
+  std::string pattern =
+      (std::filesystem::temp_directory_path() / "tidepool-prewarm-XXXXXX").string();
+  ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+  const std::filesystem::path dir = pattern;
+  const std::string hook = (dir / "stage-data").string();
+  std::ofstream(hook) << "#!/bin/sh\necho \"$1\" > '" << (dir / "action").string() << "'\ncat > '"
+                      << (dir / "request.tmp").string() << "'\nmv '"
+                      << (dir / "request.tmp").string() << "' '" << (dir / "request.json").string()
+                      << "'\n";
+  ::chmod(hook.c_str(), 0700);
+  ControlPlaneSetup setup = test_support::example_setup();
+  setup.prewarm = PrewarmSetup{hook, PrewarmConfig{.lead = 601, .horizon = 1202, .refresh = 0},
+                               std::chrono::seconds(10)};
+  ServerMetrics metrics;
+  ControlLoop::Options options;
+  options.tick = std::chrono::hours(1);  // only the wakeups run passes
+  ControlLoop loop(std::make_unique<::tidepool::MemoryStore>(), std::move(setup), options, metrics);
+  ASSERT_TRUE(loop.start().has_value());
+  const auto submit = [&](JobSpec spec) -> std::int64_t {
+    const Reply reply = loop.call([&](ControlPlane& plane, Instant now, Batch& batch) {
+      return plane.submit(kLoopUser, spec, "", now, batch);
+    });
+    EXPECT_TRUE(reply.has_value());
+    return reply ? reply->body.value("id", std::int64_t{0}) : 0;
+  };
+  const auto job = [&](std::int64_t id) {
+    const Reply reply = loop.call([&](ControlPlane& plane, Instant, Batch&) {
+      return plane.get_job(kLoopAdmin, *job_id_from_wire(id));
+    });
+    return reply ? reply->body : nlohmann::json();
+  };
+  JobSpec fill = one_gpu_job(1);
+  fill.tasks = 16;  // every H100
+  fill.gpus_per_task = 8;
+  fill.runtime_estimate = 603;
+  const std::int64_t filling = submit(fill);
+  ASSERT_EQ(job(filling)["state"], "running");
+  JobSpec waiting = one_gpu_job(2);
+  waiting.gpus_per_task = 8;
+  waiting.env = {{"DATASET", "/data/corpus"}};
+  const auto submitted = std::chrono::steady_clock::now();
+  const std::int64_t id = submit(waiting);
+  ASSERT_EQ(job(id)["state"], "pending");
+
+  const auto eventually = [](const std::function<bool()>& done) {
+    for (int i = 0; i < 200 && !done(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    return done();
+  };
+  ASSERT_TRUE(eventually([&] { return std::filesystem::exists(dir / "request.json"); }));
+  // Due at least a second after the fill started (its predicted end less the lead, in whole
+  // seconds): the loop woke for it.
+  EXPECT_GT(std::chrono::steady_clock::now() - submitted, std::chrono::milliseconds(500));
+  std::ifstream action(dir / "action");
+  std::string word;
+  action >> word;
+  EXPECT_EQ(word, "prewarm");
+  std::ifstream text(dir / "request.json");
+  const nlohmann::json request = nlohmann::json::parse(text, nullptr, false);
+  ASSERT_TRUE(request.is_object());
+  EXPECT_EQ(request["job"]["id"], id);
+  EXPECT_EQ(request["job"]["env"]["DATASET"], "/data/corpus");
+  ASSERT_EQ(request["nodes"].size(), 1U);
+  EXPECT_TRUE(eventually([&] {
+    return metrics.render().find("tidepool_prewarm_calls_total{outcome=\"ok\"} 1") !=
+           std::string::npos;
+  })) << metrics.render();
+  // The fill ends: the job starts where it was expected, pre-warmed.
+  ASSERT_TRUE(loop.call([&](ControlPlane& plane, Instant now, Batch& batch) {
+                    return plane.cancel(kLoopAdmin, *job_id_from_wire(filling), now, batch);
+                  })
+                  .has_value());
+  const nlohmann::json started = job(id);
+  ASSERT_EQ(started["state"], "running");
+  EXPECT_EQ(started["placement"][0]["node"], request["nodes"][0]);
+  EXPECT_EQ(started["prewarm"]["prewarmed"], true);
+  loop.stop();
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -61,6 +61,11 @@ Result<std::unique_ptr<ControlPlane>> ControlPlane::create(ControlPlaneSetup set
   if (!pool) return std::unexpected(pool.error());
   auto book = TenantBook::create(*tenants, setup.cluster.models);
   if (!book) return std::unexpected(book.error());
+  if (setup.prewarm) {
+    if (auto ok = validate(setup.prewarm->planner); !ok) {
+      return fail("prewarm." + ok.error().field, ok.error().reason);
+    }
+  }
   auto scheduler = Scheduler::create(std::move(*pool), std::move(*book), setup.scheduler);
   if (!scheduler) return std::unexpected(scheduler.error());
   tokens->replace_all(snapshot.tokens);
@@ -362,7 +367,20 @@ void ControlPlane::schedule(Instant now, Batch& batch) {
   // The services first, so that the replicas they add are placed by this pass.
   services_.tick(now, batch);
   state_.passed(now);
-  jobs_.apply_pass(state_.scheduler().pass(unix_seconds(now)), now, batch);
+  const PassResult pass = state_.scheduler().pass(unix_seconds(now));
+  PrewarmPass prewarm;
+  if (PrewarmPlanner* planner = state_.prewarm()) {
+    prewarm = prewarm_after_pass(*planner, state_.scheduler(), pass, unix_seconds(now));
+    const PrewarmSetup& setup = *state_.setup().prewarm;
+    for (const PrewarmCall& call : prewarm.calls) {
+      const auto job = state_.jobs().find(call.job);
+      if (job == state_.jobs().end()) continue;
+      prewarm_calls_.push_back(
+          {call.job, setup.hook,
+           prewarm_request(call, job->second, state_.setup().cluster, setup.planner.lead, now)});
+    }
+  }
+  jobs_.apply_pass(pass, prewarm.started, now, batch);
   services_.placed(now, batch);
   if (state_.scheduler().cut_short()) state_.mark_dirty();  // the rest in the next round
   bursts_.rent_waiting(now, batch);
@@ -396,6 +414,9 @@ std::optional<Instant> ControlPlane::next_wakeup(Instant now) const {
   sooner(clerk_.next_post());
   sooner(history_.next_sample());
   sooner(services_.next_wakeup(now));
+  if (const PrewarmPlanner* planner = state_.prewarm()) {
+    if (auto due = planner->due_at()) sooner(instant_from_unix_seconds(*due));
+  }
   return next;
 }
 

@@ -24,6 +24,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "api/agent_wire.h"
@@ -39,6 +40,7 @@
 #include "server/node_table.h"
 #include "server/plane_state.h"
 #include "server/plane_views.h"
+#include "server/prewarm_calls.h"
 #include "server/reply.h"
 #include "server/service_desk.h"
 #include "store/store.h"
@@ -148,12 +150,18 @@ class ControlPlane {
   Reply provider_result(std::int64_t call, bool ok, const std::string& output, Instant now,
                         Batch& batch);
 
+  // --- pre-warming (prewarm_calls.h) ---
+  // The pre-warm hook runs the passes asked for since the last call, in order (none without
+  // pre-warming).
+  std::vector<PrewarmHookCall> take_prewarm_calls() { return std::exchange(prewarm_calls_, {}); }
+
   // --- scheduling ---
   // Whether something changed since the last schedule() that a pass should see.
   [[nodiscard]] bool wants_pass() const { return state_.dirty(); }
   // Stops jobs past their max_runtime or max_cost, marks silent nodes NotReady (requeueing their
-  // jobs) and gives up rentals that failed, runs a scheduler pass and applies it, sends the jobs
-  // waiting past the burst threshold to rented capacity, and posts the ledger when due.
+  // jobs) and gives up rentals that failed, runs a scheduler pass and applies it (with
+  // pre-warming: each start counted as pre-warmed or not, the hook's calls asked for), sends the
+  // jobs waiting past the burst threshold to rented capacity, and posts the ledger when due.
   void schedule(Instant now, Batch& batch);
 
   // Writes the documents of the jobs a round changed into `batch`, once per job and as each job
@@ -164,6 +172,7 @@ class ControlPlane {
   // The next time a pass has something to do without an outside event, if any. Cheap: the jobs'
   // own deadlines (max_runtime, the burst threshold) are those the last pass found; a job started
   // or requeued outside a pass since then is seen by the next pass (the tick's at the latest).
+  // A pre-warm call falling due is one (PrewarmPlanner::due_at).
   [[nodiscard]] std::optional<Instant> next_wakeup(Instant now) const;
 
   // --- retention ---
@@ -201,6 +210,7 @@ class ControlPlane {
   History history_{state_.setup().history_interval, state_.setup().history_hours_kept};
   std::map<std::string, TenantUpdate> tenant_overrides_;  // PUT /v1/tenants, by tenant
   std::optional<Instant> jobs_wakeup_;                    // the jobs' deadlines at the last pass
+  std::vector<PrewarmHookCall> prewarm_calls_;            // asked, not yet taken
 };
 
 }  // namespace tidepool

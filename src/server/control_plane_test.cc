@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -116,6 +117,7 @@ class ControlPlaneTest : public ::testing::Test {
     setup.admission = admission_;
     setup.ledger_entries_per_round = ledger_entries_per_round_;
     setup.ledger_books = ledger_books_;
+    setup.prewarm = prewarm_;
     auto plane = ControlPlane::create(std::move(setup), store_.snapshot(), now, repairs, tokens_);
     EXPECT_TRUE(plane.has_value()) << plane.error().message();
     store_.commit(repairs);
@@ -155,6 +157,7 @@ class ControlPlaneTest : public ::testing::Test {
   AdmissionLimits admission_;
   std::int64_t ledger_entries_per_round_ = 0;
   BookTerms ledger_books_;
+  std::optional<PrewarmSetup> prewarm_;
   std::unique_ptr<ControlPlane> plane_;
 };
 
@@ -2343,6 +2346,147 @@ TEST_F(ControlPlaneTest, JobsOutsideTheSchedulerEndWithoutAnInternalError) {
   }
   EXPECT_EQ(plane_->figures().internal_errors, 0);
   for (const EventRecord& e : store_.events) EXPECT_NE(e.kind, "internal.error") << e.document;
+}
+
+// Data pre-warming (prewarm_calls.h): a lead of 10 minutes. "fill" takes every H100 (16 x 8
+// GPUs) for an hour, as its runtime estimate predicts; "wait" (one task of 8 GPUs) waits behind
+// it, expected to start on one of fill's nodes when fill ends.
+class PrewarmPlaneTest : public ControlPlaneTest {
+ protected:
+  void SetUp() override {
+    PrewarmSetup prewarm;
+    prewarm.hook = "/opt/tidepool/stage-data";
+    prewarm.planner.lead = 600;
+    prewarm.planner.horizon = 1200;
+    prewarm_ = prewarm;
+    plane_ = restart();
+    JobSpec fill = job("fill", 16, 8);
+    fill.runtime_estimate = 3600;
+    fill_ = submit(fill, kVision, "", kT0).body["id"];
+    EXPECT_EQ(get(fill_).body["state"], "running");
+    JobSpec waiting = job("wait", 1, 8);
+    waiting.env = {{"DATASET", "s3://corpus/v3"}};
+    waiting.labels = {{"team", "vision"}};
+    wait_ = submit(waiting, kVision, "", kT0 + 1s).body["id"];
+    EXPECT_EQ(get(wait_).body["state"], "pending");
+  }
+  // A pass at `now` (the control loop's tick), committed.
+  void tick(Instant now) {
+    Batch batch;
+    plane_->schedule(now, batch);
+    commit(batch);
+  }
+  Wire act(const std::function<Reply(ControlPlane&, Instant, Batch&)>& command, Instant now) {
+    return run([&](ControlPlane& p, Instant at, Batch& b) { return command(p, at, b); }, now);
+  }
+  Wire cancel(std::int64_t id, Instant now) {
+    return act(
+        [&](ControlPlane& p, Instant at, Batch& b) { return p.cancel(kAdmin, jid(id), at, b); },
+        now);
+  }
+
+  // fill ends at kT0 + 1h (predicted): wait's call is due 10 minutes before.
+  static constexpr Instant kEnd = kT0 + 1h;
+  static constexpr Instant kDue = kEnd - 10min;
+  std::int64_t fill_ = 0;
+  std::int64_t wait_ = 0;
+};
+
+TEST_F(PrewarmPlaneTest, TheHookIsCalledALeadBeforeThePredictedStartAndTheStartIsPrewarmed) {
+  tick(kT0 + 1min);  // expectations are asked for at most once a minute
+  tick(kDue - 1min);
+  EXPECT_TRUE(plane_->take_prewarm_calls().empty());
+  // The loop wakes for the call.
+  EXPECT_EQ(plane_->next_wakeup(kDue - 1min), kDue);
+  tick(kDue - 1s);
+  EXPECT_TRUE(plane_->take_prewarm_calls().empty());
+  tick(kDue);
+  std::vector<PrewarmHookCall> calls = plane_->take_prewarm_calls();
+  ASSERT_EQ(calls.size(), 1U);
+  EXPECT_EQ(calls[0].job, jid(wait_));
+  EXPECT_EQ(calls[0].hook, "/opt/tidepool/stage-data");
+  const nlohmann::json& request = calls[0].request;
+  EXPECT_EQ(request["action"], "prewarm");
+  EXPECT_EQ(request["job"]["id"], wait_);
+  EXPECT_EQ(request["job"]["name"], "wait");
+  EXPECT_EQ(request["job"]["tenant"], "vision");
+  EXPECT_EQ(request["job"]["env"]["DATASET"], "s3://corpus/v3");
+  EXPECT_EQ(request["job"]["labels"]["team"], "vision");
+  EXPECT_EQ(request["predicted_start"], rfc3339_utc(unix_seconds(kEnd)));
+  EXPECT_EQ(request["predicted_start_in_seconds"], 600);
+  EXPECT_EQ(request["lead_seconds"], 600);
+  ASSERT_EQ(request["nodes"].size(), 1U);
+  const std::string node = request["nodes"][0];
+  EXPECT_THAT(node, HasSubstr("h100-"));
+  // Called once: the passes after do not call again for the same node.
+  tick(kDue + 2min);
+  EXPECT_TRUE(plane_->take_prewarm_calls().empty());
+  // fill ends 5 minutes later than the call: wait starts where it was expected, pre-warmed.
+  ASSERT_EQ(cancel(fill_, kDue + 5min).status, 200);
+  const Wire view = get(wait_);
+  ASSERT_EQ(view.body["state"], "running");
+  EXPECT_EQ(view.body["placement"][0]["node"], node);
+  EXPECT_EQ(view.body["prewarm"], (nlohmann::json{{"prewarmed", true}, {"lead_seconds", 300}}));
+  EXPECT_EQ(plane_->figures().starts_prewarmed, 1);
+  EXPECT_EQ(plane_->figures().starts_not_prewarmed, 1);  // fill, which never waited
+  // The job's record keeps it over a restart.
+  plane_ = restart(kDue + 6min);
+  EXPECT_EQ(get(wait_).body["prewarm"]["lead_seconds"], 300);
+}
+
+TEST_F(PrewarmPlaneTest, AJobStartedOnOtherNodesThanItsCallsIsNotPrewarmed) {
+  tick(kT0 + 1min);
+  tick(kDue);
+  std::vector<PrewarmHookCall> calls = plane_->take_prewarm_calls();
+  ASSERT_EQ(calls.size(), 1U);
+  const std::string node = calls[0].request["nodes"][0];
+  // The node it was called for is drained; wait starts elsewhere, without its data staged.
+  ASSERT_EQ(act([&](ControlPlane& p, Instant at,
+                    Batch& b) { return p.set_drained(kAdmin, node, true, "maintenance", at, b); },
+                kDue + 10s)
+                .status,
+            200);
+  ASSERT_EQ(cancel(fill_, kDue + 20s).status, 200);
+  const Wire view = get(wait_);
+  ASSERT_EQ(view.body["state"], "running");
+  EXPECT_NE(view.body["placement"][0]["node"], node);
+  EXPECT_EQ(view.body["prewarm"], (nlohmann::json{{"prewarmed", false}, {"lead_seconds", 0}}));
+  EXPECT_EQ(plane_->figures().starts_prewarmed, 0);
+  EXPECT_EQ(plane_->figures().starts_not_prewarmed, 2);
+}
+
+TEST_F(PrewarmPlaneTest, AJobHeldOrCancelledWhileWaitingIsForgotten) {
+  tick(kT0 + 1min);
+  tick(kDue);
+  ASSERT_EQ(plane_->take_prewarm_calls().size(), 1U);
+  // Held and released: what was called for it no longer counts, and it is called again.
+  ASSERT_EQ(
+      act([&](ControlPlane& p, Instant at, Batch& b) { return p.hold(kAdmin, jid(wait_), at, b); },
+          kDue + 10s)
+          .status,
+      200);
+  ASSERT_EQ(act([&](ControlPlane& p, Instant at,
+                    Batch& b) { return p.release(kAdmin, jid(wait_), at, b); },
+                kDue + 20s)
+                .status,
+            200);
+  tick(kDue + 1min);
+  std::vector<PrewarmHookCall> calls = plane_->take_prewarm_calls();
+  ASSERT_EQ(calls.size(), 1U);
+  EXPECT_EQ(calls[0].job, jid(wait_));
+  // Cancelled while waiting: no call for it any more.
+  ASSERT_EQ(cancel(wait_, kDue + 2min).status, 200);
+  tick(kDue + 4min);
+  EXPECT_TRUE(plane_->take_prewarm_calls().empty());
+}
+
+// Without a pre-warm hook nothing is called and the jobs' views say nothing of it.
+TEST_F(ControlPlaneTest, WithoutPrewarmingNoCallIsMadeAndStartsCountAsNotPrewarmed) {
+  const std::int64_t id = submit(job("plain")).body["id"];
+  ASSERT_EQ(get(id).body["state"], "running");
+  EXPECT_FALSE(get(id).body.contains("prewarm"));
+  EXPECT_TRUE(plane_->take_prewarm_calls().empty());
+  EXPECT_EQ(plane_->figures().starts_not_prewarmed, 1);
 }
 
 }  // namespace

@@ -101,8 +101,10 @@ class JobDesk {
   void requeue_from_burst(const LostRental& lost, Instant now, Batch& batch);
   // Stops the running jobs past their max_runtime.
   void stop_overdue(Instant now, Batch& batch);
-  // Applies a scheduler pass: its preemptions and starts.
-  void apply_pass(const PassResult& pass, Instant now, Batch& batch);
+  // Applies a scheduler pass: its preemptions and starts; `prewarmed` says how each start stood
+  // with its pre-warm (prewarm_after_pass; empty without pre-warming).
+  void apply_pass(const PassResult& pass, const std::vector<PrewarmedStart>& prewarmed, Instant now,
+                  Batch& batch);
   // The soonest deadline of a live job after `now`: a running job's max_runtime, a waiting
   // job's burst threshold (one walk over the live jobs, once per pass).
   [[nodiscard]] std::optional<Instant> next_deadline(Instant now) const;

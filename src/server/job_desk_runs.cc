@@ -130,6 +130,7 @@ void JobDesk::end_job(ServerJob& job, JobState state, std::string reason, Instan
                             batch);
     }
   }
+  state_.forget_prewarm(job.id);  // a pending job's calls (a running job has none)
   drop_live(job);
   job.held.clear();  // an ended job is no longer held
   job.move_to(state, now, std::move(reason));
@@ -226,7 +227,8 @@ void JobDesk::stop_overdue(Instant now, Batch& batch) {
   }
 }
 
-void JobDesk::apply_pass(const PassResult& pass, Instant now, Batch& batch) {
+void JobDesk::apply_pass(const PassResult& pass, const std::vector<PrewarmedStart>& prewarmed,
+                         Instant now, Batch& batch) {
   const Scheduler& scheduler = state_.scheduler();
   for (const PreemptedJob& p : pass.preempted) {
     ServerJob& job = state_.jobs().at(p.job);
@@ -246,9 +248,13 @@ void JobDesk::apply_pass(const PassResult& pass, Instant now, Batch& batch) {
     state_.record_job(batch, job, now, "job.preempted");
     job.move_to(JobState::kPending, now, "requeued after preemption");
   }
-  for (const StartedJob& s : pass.started) {
+  for (std::size_t k = 0; k < pass.started.size(); ++k) {
+    const StartedJob& s = pass.started[k];
     ServerJob& job = state_.jobs().at(s.job);
     state_.observe_queue_wait(job, now);
+    job.prewarm.reset();
+    if (k < prewarmed.size()) job.prewarm = prewarmed[k];
+    state_.count_start(job.prewarm && job.prewarm->prewarmed);
     job.placement = state_.to_places(s.assignments);
     state_.note_placed(job);
     job.started_at = now;

@@ -31,6 +31,7 @@ PlaneState::PlaneState(ControlPlaneSetup setup, Scheduler scheduler,
   for (const NodeSpec& spec : setup_.cluster.nodes) {
     pool_nodes_.emplace(spec.name, NodeId{static_cast<std::uint32_t>(pool_nodes_.size())});
   }
+  if (setup_.prewarm) prewarm_.emplace(setup_.prewarm->planner);
 }
 
 // --- jobs ---
@@ -245,6 +246,7 @@ void PlaneState::withdraw_pending(const ServerJob& job, Instant now, Batch& batc
   if (auto ok = scheduler_.forget(core_id); !ok) {
     internal_error(fmt::format("job {}: scheduler forget", job.id), ok.error(), now, batch);
   }
+  forget_prewarm(core_id);
 }
 
 std::optional<std::int64_t> PlaneState::attained_gpu_seconds(const ServerJob& job) const {

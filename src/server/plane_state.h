@@ -19,6 +19,7 @@
 #include "config/market_file.h"
 #include "core/error.h"
 #include "core/ledger_books.h"
+#include "core/prewarm.h"
 #include "core/scheduler.h"
 #include "core/tenants.h"
 #include "server/auth.h"
@@ -39,6 +40,15 @@ struct AdmissionLimits {
   std::int64_t max_pending_jobs = 5000;       // pending at once
   std::int64_t submissions_per_second = 200;  // new jobs per second on average; 0: no limit
   std::int64_t submission_burst = 1000;       // and at most this many at once
+};
+
+// Data pre-warming (server configuration `prewarm:`; core/prewarm.h): a lead time before a
+// waiting job's predicted start on the nodes expected to free up for it, the loop runs
+// `<hook> prewarm` with the job and those nodes (prewarm_calls.h), so that its data is staged.
+struct PrewarmSetup {
+  std::string hook;       // an executable file
+  PrewarmConfig planner;  // the lead; the horizon twice the lead, as the simulator's
+  Millis timeout = std::chrono::minutes{5};  // a hook running longer is stopped (a failure)
 };
 
 // What the server was configured with.
@@ -71,6 +81,7 @@ struct ControlPlaneSetup {
   // The figures' history (history.h, GET /v1/history): a sample this often, kept this long.
   Millis history_interval = std::chrono::minutes{5};
   std::int64_t history_hours_kept = 14 * 24;
+  std::optional<PrewarmSetup> prewarm;  // none: no pre-warming
 };
 
 // Whether `who` holds an admin token, or kForbidden saying what it holds.
@@ -138,6 +149,20 @@ class PlaneState {
   void passed(Instant now);
   [[nodiscard]] Instant last_pass() const { return last_pass_; }
 
+  // --- pre-warming (core/prewarm.h), with setup().prewarm only ---
+  [[nodiscard]] PrewarmPlanner* prewarm() { return prewarm_ ? &*prewarm_ : nullptr; }
+  [[nodiscard]] const PrewarmPlanner* prewarm() const { return prewarm_ ? &*prewarm_ : nullptr; }
+  // A pending job left the scheduler's queue without starting (cancelled, held, updated, sent to
+  // rented capacity): the calls made for it no longer count for a later start.
+  void forget_prewarm(JobId job) {
+    if (prewarm_) prewarm_->forget(job);
+  }
+  // A pass started a job on the pool's nodes, pre-warmed or not (counted since the plane was
+  // made, for the metrics).
+  void count_start(bool prewarmed) { ++(prewarmed ? starts_prewarmed_ : starts_not_prewarmed_); }
+  [[nodiscard]] std::int64_t starts_prewarmed() const { return starts_prewarmed_; }
+  [[nodiscard]] std::int64_t starts_not_prewarmed() const { return starts_not_prewarmed_; }
+
   // --- tokens ---
   [[nodiscard]] TokenTable& tokens() { return *tokens_; }
   [[nodiscard]] const TokenTable& tokens() const { return *tokens_; }
@@ -186,6 +211,9 @@ class PlaneState {
   bool dirty_ = true;
   Instant last_pass_;                              // when the last scheduling pass ran
   std::map<std::string, QueueWaits> queue_waits_;  // by tenant, since the server started
+  std::optional<PrewarmPlanner> prewarm_;          // with setup_.prewarm
+  std::int64_t starts_prewarmed_ = 0;              // since the plane was made
+  std::int64_t starts_not_prewarmed_ = 0;
 };
 
 }  // namespace tidepool

@@ -46,6 +46,10 @@ struct PlaneFigures {
   std::int64_t burst_rentals = 0;                  // since the server started
   std::map<std::string, QueueWaits> tenant_queue_waits;  // starts since the server started
   std::int64_t internal_errors = 0;  // internal.error events since the server started
+  // Job runs started on the pool's nodes since the server started, by whether each was
+  // pre-warmed (every node it started on called for it; server configuration `prewarm:`).
+  std::int64_t starts_prewarmed = 0;
+  std::int64_t starts_not_prewarmed = 0;
   // Pending jobs that may start (not held, their dependencies met): for each tenant with one, the
   // Unix ms its longest-waiting one began to wait (submitted, or last requeued).
   std::map<std::string, std::int64_t> tenant_oldest_pending_ms;

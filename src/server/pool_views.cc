@@ -418,6 +418,8 @@ HistoryValues PlaneViews::history_values() const {
 PlaneFigures PlaneViews::figures() const {
   PlaneFigures f;
   f.tenant_queue_waits = state_.queue_waits();
+  f.starts_prewarmed = state_.starts_prewarmed();
+  f.starts_not_prewarmed = state_.starts_not_prewarmed();
   for (const auto& [id, job] : state_.jobs()) {
     const StepHistogram& steps = job.steps.steps;
     if (job.state != JobState::kRunning || steps.count() == 0) continue;

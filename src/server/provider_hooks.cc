@@ -209,9 +209,7 @@ void ProviderHooks::set_server_url(std::string url) {
   server_url_ = std::move(url);
 }
 
-void ProviderHooks::run(std::vector<ProviderCall> calls) {
-  std::lock_guard lock(mutex_);
-  // Threads whose hook ended are joined here.
+void ProviderHooks::join_ended() {
   for (auto it = running_.begin(); it != running_.end();) {
     if (it->done.load()) {
       it->thread.join();
@@ -220,18 +218,30 @@ void ProviderHooks::run(std::vector<ProviderCall> calls) {
       ++it;
     }
   }
+}
+
+void ProviderHooks::run(std::vector<ProviderCall> calls) {
   for (ProviderCall& call : calls) {
-    Running& slot = running_.emplace_back();
-    std::vector<std::pair<std::string, std::string>> environment = {
-        {"TIDEPOOL_SERVER", server_url_}, {"TIDEPOOL_PROVIDER", call.provider}};
-    slot.thread =
-        std::thread([this, &slot, call = std::move(call), environment = std::move(environment)] {
-          HookOutcome outcome = run_hook(call.hook, call.action, call.request.dump(), environment,
-                                         timeout_, stopping_);
-          report_(call.id, outcome);
-          slot.done = true;
-        });
+    const std::int64_t id = call.id;
+    start(std::move(call.hook), std::move(call.action), call.request.dump(),
+          {{"TIDEPOOL_PROVIDER", call.provider}}, timeout_,
+          [this, id](const HookOutcome& outcome) { report_(id, outcome); });
   }
+}
+
+void ProviderHooks::start(std::string hook, std::string action, std::string input,
+                          std::vector<std::pair<std::string, std::string>> environment,
+                          std::chrono::milliseconds timeout, Done done) {
+  std::lock_guard lock(mutex_);
+  join_ended();  // threads whose hook ended are joined here
+  environment.insert(environment.begin(), {"TIDEPOOL_SERVER", server_url_});
+  Running& slot = running_.emplace_back();
+  slot.thread = std::thread([this, &slot, hook = std::move(hook), action = std::move(action),
+                             input = std::move(input), environment = std::move(environment),
+                             timeout, done = std::move(done)] {
+    done(run_hook(hook, action, input, environment, timeout, stopping_));
+    slot.done = true;
+  });
 }
 
 }  // namespace tidepool

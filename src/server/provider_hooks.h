@@ -1,14 +1,15 @@
-// Runs the hooks of burst providers (ControlPlane::take_provider_calls): each call as
-// `<hook> up|down`, with its JSON request on stdin, on a thread of its own, so that a provider
-// that takes minutes to rent a machine holds nothing else up.
+// Runs the server's hooks, each call on a thread of its own, so that a hook that takes minutes
+// holds nothing else up: those of burst providers (ControlPlane::take_provider_calls), as
+// `<hook> up|down` with their JSON request on stdin, and the pre-warm hook
+// (ControlPlane::take_prewarm_calls, prewarm_calls.h), as `<hook> prewarm`.
 //
 // The hook gets the server's environment plus TIDEPOOL_SERVER (the server's URL, for the agents it
-// starts) and TIDEPOOL_PROVIDER (the provider's name); its stdout and stderr are read together and
-// the last 1000 bytes reported. It succeeds when it exits 0 within the timeout; otherwise (another
-// status, a signal, the timeout, a program that cannot be started) it fails with what it printed
-// and why. A hook past its timeout, or still running when the server stops, gets SIGTERM in its
-// process group, and SIGKILL 5 seconds later. Programs the hook leaves running in the background
-// (an agent for a local test) are not waited for.
+// starts) and, for a provider, TIDEPOOL_PROVIDER (the provider's name); its stdout and stderr are
+// read together and the last 1000 bytes reported. It succeeds when it exits 0 within the timeout;
+// otherwise (another status, a signal, the timeout, a program that cannot be started) it fails with
+// what it printed and why. A hook past its timeout, or still running when the server stops, gets
+// SIGTERM in its process group, and SIGKILL 5 seconds later. Programs the hook leaves running in
+// the background (an agent for a local test) are not waited for.
 #pragma once
 
 #include <atomic>
@@ -54,11 +55,21 @@ class ProviderHooks {
   // Starts each call on a thread of its own.
   void run(std::vector<ProviderCall> calls);
 
+  // Starts `hook action` with `input` on stdin and `environment` (and TIDEPOOL_SERVER) added, on
+  // a thread of its own, stopped after `timeout`; `done` gets the outcome on that thread.
+  using Done = std::function<void(const HookOutcome& outcome)>;
+  void start(std::string hook, std::string action, std::string input,
+             std::vector<std::pair<std::string, std::string>> environment,
+             std::chrono::milliseconds timeout, Done done);
+
  private:
   struct Running {
     std::thread thread;
     std::atomic<bool> done = false;
   };
+
+  // Joins the threads whose hook ended (mutex_ held).
+  void join_ended();
 
   Report report_;
   std::chrono::milliseconds timeout_;

@@ -26,7 +26,7 @@ class HookTest : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
   std::string hook(const std::string& body) {
-    const std::string path = dir_ + "/hook";
+    std::string path = dir_ + "/hook";
     std::ofstream(path) << "#!/bin/sh\n" << body;
     ::chmod(path.c_str(), 0700);
     return path;

@@ -1,9 +1,11 @@
 #include "server/server_config.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <charconv>
 #include <filesystem>
+#include <system_error>
 #include <tuple>
 
 #include "api/job_spec.h"
@@ -51,7 +53,8 @@ class ConfigReader : private YamlReader {
                      "metrics_token_required",
                      "simulate_unregistered_nodes",
                      "store",
-                     "advertise_url"});
+                     "advertise_url",
+                     "prewarm"});
     if (!f) return std::unexpected(f.error());
     if (auto node = f->get("listen")) {
       auto value = text(*node, "listen");
@@ -222,6 +225,9 @@ class ConfigReader : private YamlReader {
       }
       c.advertise_url = *value;
     }
+    if (auto node = f->get("prewarm")) {
+      if (auto ok = read_prewarm(*node, base_dir, c); !ok) return std::unexpected(ok.error());
+    }
     if (auto node = f->get("tls")) {
       auto tls = fields(*node, "tls", {"cert", "key"});
       if (!tls) return std::unexpected(tls.error());
@@ -237,6 +243,49 @@ class ConfigReader : private YamlReader {
   }
 
  private:
+  Result<void> read_prewarm(const YAML::Node& node, const std::string& base_dir,
+                            ServerConfig& c) const {
+    auto f = fields(node, "prewarm", {"hook", "lead", "timeout"});
+    if (!f) return std::unexpected(f.error());
+    auto hook = required(*f, node, "prewarm", "hook");
+    if (!hook) return std::unexpected(hook.error());
+    auto path = text(*hook, "prewarm.hook");
+    if (!path) return std::unexpected(path.error());
+    c.prewarm_hook = resolve(base_dir, *path);
+    // The hook is checked here, so that a server that cannot pre-warm does not start; it runs
+    // as the server's user.
+    std::error_code error;
+    const auto status = std::filesystem::status(c.prewarm_hook, error);
+    if (error || !std::filesystem::is_regular_file(status)) {
+      return error_at(*hook, "prewarm.hook",
+                      fmt::format("'{}' is not a file{}", c.prewarm_hook,
+                                  error ? ": " + error.message() : std::string()));
+    }
+    if (::access(c.prewarm_hook.c_str(), X_OK) != 0) {
+      return error_at(*hook, "prewarm.hook",
+                      fmt::format("'{}' is not executable (chmod +x it)", c.prewarm_hook));
+    }
+    if (auto lead = f->get("lead")) {
+      auto value = text(*lead, "prewarm.lead");
+      if (!value) return std::unexpected(value.error());
+      auto seconds = parse_duration(*value);
+      if (!seconds || *seconds < 1 || *seconds > 86'400) {
+        return error_at(*lead, "prewarm.lead", "expected a duration from 1s to 1d, e.g. 10m");
+      }
+      c.prewarm_lead = *seconds;
+    }
+    if (auto timeout = f->get("timeout")) {
+      auto value = text(*timeout, "prewarm.timeout");
+      if (!value) return std::unexpected(value.error());
+      auto seconds = parse_duration(*value);
+      if (!seconds || *seconds < 1 || *seconds > 3600) {
+        return error_at(*timeout, "prewarm.timeout", "expected a duration from 1s to 1h, e.g. 5m");
+      }
+      c.prewarm_timeout = millis_from_seconds(*seconds);
+    }
+    return {};
+  }
+
   Result<StoreConfig> read_store(const YAML::Node& node, const std::string& base_dir) const {
     StoreConfig store;
     auto f = fields(

@@ -61,6 +61,14 @@
 //     max_pending_jobs: 5000        #   jobs waiting at once; past it a submission gets 429
 //     submissions_per_second: 200   #   new jobs per second on average (0: no limit) ...
 //     submission_burst: 1000        #   ... and at most this many at once
+//   prewarm:                        # optional: data pre-warming (core/prewarm.h); absent: off
+//     hook: /usr/local/lib/tidepool/stage-data  # required: an executable file, run as
+//                                   #   `HOOK prewarm` with the job and its expected nodes as
+//                                   #   JSON on stdin, `lead` before its predicted start
+//     lead: 10m                     #   how long before the predicted start (1s..1d); starts are
+//                                   #   expected up to twice this ahead, asked at most once a
+//                                   #   minute
+//     timeout: 5m                   #   a hook still running this long is stopped (1s..1h)
 //
 // Relative paths are relative to the configuration file's folder (the database default: to the
 // working directory). Unknown keys are errors.
@@ -124,6 +132,10 @@ struct ServerConfig {
   std::int64_t max_pending_jobs = 5000;
   std::int64_t submissions_per_second = 200;
   std::int64_t submission_burst = 1000;
+  // Data pre-warming: the hook (an executable file); empty: off.
+  std::string prewarm_hook;
+  Seconds prewarm_lead = 600;
+  Millis prewarm_timeout = std::chrono::minutes{5};
 };
 
 // Reads the file at `path`; errors name the key ("server.yaml:3:9 listen").

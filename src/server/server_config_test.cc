@@ -2,7 +2,10 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -162,6 +165,68 @@ TEST(ServerConfigTest, ABadStoreIsRefusedNamingTheKey) {
     ASSERT_FALSE(bad.has_value()) << text;
     EXPECT_THAT(bad.error().message(), HasSubstr(field)) << text;
     EXPECT_THAT(bad.error().message(), HasSubstr(words)) << text;
+  }
+}
+
+// A folder with a pre-warm hook (executable), a file that is not executable and a folder.
+class PrewarmConfigTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("tidepool-prewarm-config-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_ / "folder");
+    for (const char* name : {"stage.sh", "plain.txt"}) {
+      std::ofstream(dir_ / name) << "#!/bin/sh\nexit 0\n";
+    }
+    std::filesystem::permissions(dir_ / "stage.sh", std::filesystem::perms::owner_all);
+    std::filesystem::permissions(dir_ / "plain.txt", std::filesystem::perms::owner_read |
+                                                         std::filesystem::perms::owner_write);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  Result<ServerConfig> read(const std::string& lines) const {
+    return read_server_config(std::string(kRequired) + lines, "server.yaml", dir_.string());
+  }
+
+  std::filesystem::path dir_;
+};
+
+TEST_F(PrewarmConfigTest, PrewarmIsOffWithoutTheKeyAndTakesAHookALeadAndATimeout) {
+  auto plain = read("");
+  ASSERT_TRUE(plain.has_value()) << plain.error().message();
+  EXPECT_EQ(plain->prewarm_hook, "");
+
+  auto defaults = read("prewarm: {hook: stage.sh}\n");
+  ASSERT_TRUE(defaults.has_value()) << defaults.error().message();
+  EXPECT_EQ(defaults->prewarm_hook, (dir_ / "stage.sh").string());  // from the file's folder
+  EXPECT_EQ(defaults->prewarm_lead, 600);
+  EXPECT_EQ(defaults->prewarm_timeout, std::chrono::minutes(5));
+
+  auto set =
+      read("prewarm:\n  hook: " + (dir_ / "stage.sh").string() + "\n  lead: 15m\n  timeout: 90s\n");
+  ASSERT_TRUE(set.has_value()) << set.error().message();
+  EXPECT_EQ(set->prewarm_hook, (dir_ / "stage.sh").string());
+  EXPECT_EQ(set->prewarm_lead, 900);
+  EXPECT_EQ(set->prewarm_timeout, std::chrono::seconds(90));
+}
+
+TEST_F(PrewarmConfigTest, ABadPrewarmIsRefusedNamingTheKey) {
+  for (const auto& [lines, key, reason] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"prewarm: stage.sh\n", "prewarm", "expected a map"},
+           {"prewarm: {lead: 10m}\n", "prewarm.hook", "the key is missing"},
+           {"prewarm: {hook: missing.sh}\n", "prewarm.hook", "is not a file"},
+           {"prewarm: {hook: folder}\n", "prewarm.hook", "is not a file"},
+           {"prewarm: {hook: plain.txt}\n", "prewarm.hook", "is not executable"},
+           {"prewarm: {hook: stage.sh, lead: 0s}\n", "prewarm.lead", "from 1s to 1d"},
+           {"prewarm: {hook: stage.sh, lead: 2d}\n", "prewarm.lead", "from 1s to 1d"},
+           {"prewarm: {hook: stage.sh, lead: soon}\n", "prewarm.lead", "from 1s to 1d"},
+           {"prewarm: {hook: stage.sh, timeout: 2h}\n", "prewarm.timeout", "from 1s to 1h"},
+           {"prewarm: {hook: stage.sh, horizon: 1h}\n", "prewarm.horizon", "unknown key"}}) {
+    auto bad = read(lines);
+    ASSERT_FALSE(bad.has_value()) << lines;
+    EXPECT_THAT(bad.error().message(), HasSubstr(key)) << lines;
+    EXPECT_THAT(bad.error().message(), HasSubstr(reason)) << lines;
   }
 }
 

@@ -121,6 +121,9 @@ nlohmann::json server_job_to_json(const ServerJob& job) {
     if (job.draining_since != kNotYet) out["draining_ms"] = unix_ms(job.draining_since);
   }
   if (!job.steps.empty()) out["steps"] = step_stats_to_json(job.steps);
+  if (job.prewarm) {
+    out["prewarm"] = {{"prewarmed", job.prewarm->prewarmed}, {"lead_seconds", job.prewarm->lead}};
+  }
   if (job.burst) {
     const BurstRun& b = *job.burst;
     out["burst"] = {{"offer", b.offer},
@@ -267,6 +270,13 @@ Result<ServerJob> server_job_from_json(const nlohmann::json& value) {
     b.requested_at = instant_from_unix_ms(*requested);
     b.charged_to = instant_from_unix_ms(*charged);
     job.burst = std::move(b);
+  }
+  if (auto it = value.find("prewarm"); it != value.end() && !it->is_null()) {
+    if (!it->is_object()) return fail("prewarm", "expected an object");
+    auto prewarmed = read_field<bool>(*it, "prewarmed");
+    auto lead = read_field<Seconds>(*it, "lead_seconds");
+    if (!prewarmed || !lead || *lead < 0) return fail("prewarm", "malformed pre-warmed start");
+    job.prewarm = PrewarmedStart{*prewarmed, *lead};
   }
   return job;
 }

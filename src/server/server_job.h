@@ -21,6 +21,7 @@
 #include "core/error.h"
 #include "core/ids.h"
 #include "core/instant.h"
+#include "core/prewarm.h"
 #include "store/store.h"
 
 namespace tidepool {
@@ -132,6 +133,10 @@ struct ServerJob {
   // the agents' heartbeats and the tasks' exit reports. Written to the store with the job's other
   // changes, not at every heartbeat: a server that restarts has the figures of the last write.
   StepStats steps;
+  // How its last start on the pool's nodes stood with its pre-warm (server configuration
+  // `prewarm:`): whether every node it started on was called for it, and how long before the start
+  // the last of those calls was made. None: not started with pre-warming on.
+  std::optional<PrewarmedStart> prewarm;
 
   // Records a move to `state` at `at` for `reason`.
   void move_to(JobState state, Instant at, std::string reason);

@@ -141,6 +141,16 @@ ServerMetrics::ServerMetrics()
                          .Help("Jobs sent to rented capacity (provider `up` requests)")
                          .Register(*registry_)
                          .Add({})),
+      prewarm_calls_(BuildCounter()
+                         .Name("tidepool_prewarm_calls_total")
+                         .Help("Runs of the pre-warm hook, by outcome: ok (exit status 0 in its "
+                               "timeout) or failed")
+                         .Register(*registry_)),
+      job_starts_(BuildCounter()
+                      .Name("tidepool_job_starts_total")
+                      .Help("Job runs started on the pool's nodes, by whether the pre-warm hook "
+                            "had been called for every node of the start")
+                      .Register(*registry_)),
       leader_(BuildGauge()
                   .Name("tidepool_leader")
                   .Help("1 while this server leads the pool (a standby answers 0)")
@@ -229,6 +239,10 @@ void ServerMetrics::count_commit_failure() { commit_failures_.Increment(); }
 
 void ServerMetrics::count_pass(double seconds) { pass_seconds_.Observe(seconds); }
 
+void ServerMetrics::count_prewarm_call(bool ok) {
+  prewarm_calls_.Add({{"outcome", ok ? "ok" : "failed"}}).Increment();
+}
+
 void ServerMetrics::set_leading(std::int64_t term) {
   leader_.Set(1);
   const double failovers = static_cast<double>(std::max<std::int64_t>(term - 1, 0));
@@ -256,6 +270,7 @@ void ServerMetrics::set_figures(const ControlPlane::Figures& figures) {
     requeues_.Add({{"cause", cause}});
     lost_work_.Add({{"cause", cause}});
   }
+  for (const char* outcome : {"ok", "failed"}) prewarm_calls_.Add({{"outcome", outcome}});
   // A tenant's queue-wait histogram (made on first use).
   const auto queue_waits_of = [this](const std::string& tenant) -> Histogram& {
     return queue_waits_.Add(
@@ -294,6 +309,9 @@ void ServerMetrics::set_figures(const ControlPlane::Figures& figures) {
     burst_gpus_.Add({{"offer", offer}}).Set(static_cast<double>(gpus));
   }
   raise_to(burst_rentals_, static_cast<double>(figures.burst_rentals));
+  raise_to(job_starts_.Add({{"prewarmed", "true"}}), static_cast<double>(figures.starts_prewarmed));
+  raise_to(job_starts_.Add({{"prewarmed", "false"}}),
+           static_cast<double>(figures.starts_not_prewarmed));
   for (const auto& [tenant, milli] : figures.tenant_gpu_milli) {
     tenant_gpus_.Add({{"tenant", tenant}}).Set(static_cast<double>(milli) / 1000.0);
   }

@@ -38,6 +38,8 @@ class ServerMetrics {
   void count_commit(const Batch& batch, double seconds);
   void count_commit_failure();
   void count_pass(double seconds);
+  // A run of the pre-warm hook ended (prewarm_calls.h); thread-safe.
+  void count_prewarm_call(bool ok);
   // The gauges, from the control plane's figures.
   void set_figures(const ControlPlane::Figures& figures);
   // This server leads (a server alone always does); `term`: the leaderships of the pool since its
@@ -77,6 +79,8 @@ class ServerMetrics {
   prometheus::Family<prometheus::Gauge>& tenant_budget_spend_;
   prometheus::Family<prometheus::Gauge>& burst_gpus_;
   prometheus::Counter& burst_rentals_;
+  prometheus::Family<prometheus::Counter>& prewarm_calls_;
+  prometheus::Family<prometheus::Counter>& job_starts_;
   prometheus::Gauge& leader_;
   prometheus::Counter& failovers_;
   prometheus::Family<prometheus::Histogram>& queue_waits_;
