@@ -64,6 +64,11 @@ std::vector<PrewarmCall> PrewarmPlanner::advance(Seconds now) {
 }
 
 std::vector<PrewarmCall> PrewarmPlanner::expect(std::vector<ExpectedStart> next, Seconds now) {
+  return expect(std::move(next), now, now + config_.horizon);
+}
+
+std::vector<PrewarmCall> PrewarmPlanner::expect(std::vector<ExpectedStart> next, Seconds now,
+                                                Seconds covered_until) {
   std::vector<Expectation> kept;
   kept.reserve(next.size());
   for (ExpectedStart& start : next) {
@@ -77,6 +82,7 @@ std::vector<PrewarmCall> PrewarmPlanner::expect(std::vector<ExpectedStart> next,
   }
   expected_ = std::move(kept);
   last_expect_ = now;
+  covered_until_ = covered_until;
   return advance(now);
 }
 
@@ -119,7 +125,8 @@ std::vector<NodeId> start_nodes(const StartedJob& start) {
 }
 
 PrewarmPass prewarm_after_pass(PrewarmPlanner& planner, const Scheduler& scheduler,
-                               const PassResult& pass, Seconds now) {
+                               const PassResult& pass, Seconds now,
+                               std::optional<Seconds> next_look) {
   PrewarmPass out;
   // Calls that fell due between the passes were made then (advance dates them), before the
   // starts of this pass are counted against them.
@@ -128,10 +135,13 @@ PrewarmPass prewarm_after_pass(PrewarmPlanner& planner, const Scheduler& schedul
   for (const StartedJob& s : pass.started) {
     out.started.push_back(planner.started(s.job, start_nodes(s), now));
   }
-  if (planner.wants_expectations(now)) {
-    const PrewarmConfig& config = planner.config();
-    std::vector<PrewarmCall> due =
-        planner.expect(scheduler.expected_starts(now, config.horizon, config.max_expected), now);
+  const PrewarmConfig& config = planner.config();
+  // A start due to be called before the driver's next look must be expected by now.
+  const Seconds needed = next_look ? *next_look + config.lead : now;
+  if (planner.wants_expectations(now) || planner.covered_until() < needed) {
+    const Seconds horizon = std::max(config.horizon, needed - now);
+    std::vector<PrewarmCall> due = planner.expect(
+        scheduler.expected_starts(now, horizon, config.max_expected), now, now + horizon);
     out.calls.insert(out.calls.end(), std::make_move_iterator(due.begin()),
                      std::make_move_iterator(due.end()));
   }

@@ -95,6 +95,11 @@ class PrewarmPlanner {
   std::vector<PrewarmCall> advance(Seconds now);
   // Remembers `next` (in place of the last expectations) and returns the calls due at `now`.
   std::vector<PrewarmCall> expect(std::vector<ExpectedStart> next, Seconds now);
+  // As expect(), for starts expected up to `covered_until` (covered_until() remembers it).
+  std::vector<PrewarmCall> expect(std::vector<ExpectedStart> next, Seconds now,
+                                  Seconds covered_until);
+  // How far the last expectations looked: the starts expected by then are known.
+  [[nodiscard]] Seconds covered_until() const { return covered_until_; }
   // Whether expectations are due to be asked for again (PrewarmConfig::refresh since the last).
   [[nodiscard]] bool wants_expectations(Seconds now) const {
     return !last_expect_ || now >= *last_expect_ + config_.refresh;
@@ -122,6 +127,7 @@ class PrewarmPlanner {
   PrewarmConfig config_;
   std::vector<Expectation> expected_;
   std::optional<Seconds> last_expect_;  // when expect() was last called
+  Seconds covered_until_ = 0;
   // Per waiting job called: when each of its nodes was called.
   std::map<JobId, std::map<NodeId, Seconds>> called_;
 };
@@ -144,7 +150,13 @@ struct PrewarmPass {
 // when they are due (wants_expectations), the scheduler's new expectations (expected_starts, the
 // planner's horizon and max_expected) with the calls due at once (expect). The scheduler's
 // state must be as the pass left it; the call changes only the planner.
+//
+// `next_look`: when the driver will next call it, if it knows (the simulator: its next event).
+// Expectations are then asked for early enough, and far enough ahead (to next_look + lead), that
+// every call falling due before then is made, dated when it fell due: what a server asking every
+// refresh would have called.
 PrewarmPass prewarm_after_pass(PrewarmPlanner& planner, const Scheduler& scheduler,
-                               const PassResult& pass, Seconds now);
+                               const PassResult& pass, Seconds now,
+                               std::optional<Seconds> next_look = std::nullopt);
 
 }  // namespace tidepool

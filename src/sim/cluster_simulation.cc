@@ -661,7 +661,10 @@ Result<ClusterSimRun> Simulation::run() {
     const PassResult pass = sched_.pass(t);
     // Pre-warming as the server does it: the calls that fell due since the last pass (dated
     // then), the pass's starts, new expectations when due.
-    const PrewarmPass warm = prewarm_after_pass(prewarm_, sched_, pass, t);
+    // The next event: the next time the simulation looks (a server would look every refresh).
+    const std::optional<Seconds> next_look =
+        events_.empty() ? std::nullopt : std::optional<Seconds>(events_.top().time);
+    const PrewarmPass warm = prewarm_after_pass(prewarm_, sched_, pass, t, next_look);
     run_.summary.prewarm_calls += static_cast<int>(warm.calls.size());
     apply(pass, warm.started, t);
     if (bursting()) {

@@ -71,6 +71,26 @@ TEST(ClusterSimulation, ReclaimedJobResumesFromItsCheckpoint) {
   EXPECT_NEAR(r.summary.lost_gpu_hours_share, 3200.0 / (8 * (10000 + 10000 + 500 + 400)), 1e-9);
 }
 
+// Pre-warming: job 2 waits for job 0's node, predicted (its estimate) to free at 3600. Its call
+// falls due at 3000, between the simulation's events (100 and 3600), and is dated then; it starts
+// there at 3600, pre-warmed 600 s ahead, more than the 300 s of staging.
+TEST(ClusterSimulation, AJobWaitingForANodeIsPreWarmedALeadBeforeItFrees) {
+  std::vector<SimJob> jobs = {eight_gpus(0, TenantId{0}, 0, 3600),
+                              eight_gpus(1, TenantId{1}, 0, 7200),
+                              eight_gpus(2, TenantId{1}, 100, 1000)};
+  for (SimJob& sj : jobs) sj.job.runtime_estimate = sj.duration;
+  const ClusterSimRun r = run("tiresias", jobs);
+  EXPECT_EQ(r.jobs[2].first_start, 3600);
+  EXPECT_EQ(r.summary.starts, 3);
+  EXPECT_EQ(r.summary.prewarm_calls, 1);
+  EXPECT_EQ(r.summary.prewarmed_starts, 1);
+  EXPECT_EQ(r.summary.starts_after_lead, 1);
+  EXPECT_EQ(r.summary.prewarmed_starts_after_lead, 1);
+  EXPECT_EQ(r.summary.fully_staged_starts, 1);
+  EXPECT_DOUBLE_EQ(r.summary.start_delay_saved_avg_s, 100.0);  // 300 s over 3 starts
+  EXPECT_NEAR(r.summary.start_delay_saved_gpu_hours, 300.0 * 8 / 3600, 1e-9);
+}
+
 TEST(ClusterSimulation, PlainFifoSpreadsAndRunsSlowerThanTopologyPlacement) {
   // A 4-GPU job holds half of node 0; first fit then splits an 8-GPU job over both nodes, and
   // the job runs longer than its trace duration; tidepool takes node 1 whole.
