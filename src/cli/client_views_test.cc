@@ -233,6 +233,19 @@ TEST(RenderJobDetailsTest, StepsShowTimesCommunicationAndMfu) {
               Not(HasSubstr("Steps:")));
 }
 
+// A server with a pre-warm hook says how the last start stood with its data.
+TEST(RenderJobDetailsTest, ThePrewarmOfTheLastStartIsShownWhenTheServerSaysIt) {
+  Json warm = job(1, "running", "vision", Json::array({place("h100-a-01", {0, 1, 2, 3})}), 1, 4);
+  warm["prewarm"] = {{"prewarmed", true}, {"lead_seconds", 300}};
+  EXPECT_THAT(render_job_details(warm, kNow),
+              HasSubstr("Pre-warm:    data staged for the last start, called 5m before it"));
+  warm["prewarm"] = {{"prewarmed", false}, {"lead_seconds", 0}};
+  EXPECT_THAT(render_job_details(warm, kNow),
+              HasSubstr("Pre-warm:    none: the last start began without its data staged"));
+  warm.erase("prewarm");
+  EXPECT_THAT(render_job_details(warm, kNow), Not(HasSubstr("Pre-warm")));
+}
+
 TEST(RenderJobDetailsTest, PendingHasNoPlacement) {
   const std::string text = render_job_details(job(2, "pending", "vision", Json::array()), kNow);
   EXPECT_THAT(text, HasSubstr("Placement: none"));
