@@ -329,7 +329,7 @@ class Scheduler {
   [[nodiscard]] std::optional<Seconds> estimated_start(JobId job, Seconds now) const;
   // The starts expected within `horizon` of `now`, for pre-warming (core/prewarm.h): the jobs the
   // last pass left waiting for room or quota and still pending, per tenant in the order it
-  // considered them. The running jobs end at their predicted ends (as reservations count them)
+  // considered them. The running jobs end at their predicted ends (one past it at any moment)
   // on a copy of the pool; after each end, each tenant's next jobs are placed there by the
   // scheduler's placement while they fit (one that does not fit holds its tenant's later jobs),
   // a job that waited for quota only in what its tenant's own ended jobs freed. At most

@@ -1,6 +1,7 @@
 // A pending job's estimated start (Scheduler::estimated_start).
 #include <algorithm>
 #include <map>
+#include <tuple>
 #include <vector>
 
 #include "core/scheduler.h"
@@ -70,7 +71,14 @@ std::vector<ExpectedStart> Scheduler::expected_starts(Seconds now, Seconds horiz
   Pool shadow = pool_;
   std::vector<std::size_t> next(lanes.size(), 0);    // per lane, the first job not placed
   std::vector<std::int64_t> freed(lanes.size(), 0);  // per lane, milli-GPUs its jobs freed
-  for (const auto& [end, id] : running_by_predicted_end(now)) {
+  // The running jobs by predicted end; one past it may end at any moment (backfill's
+  // reservations give it a slack instead, which would move its successors' starts, and so their
+  // calls, later at every look).
+  std::vector<std::tuple<Seconds, std::uint32_t>> ends;
+  ends.reserve(running_.size());
+  for (JobId id : running_) ends.emplace_back(std::max(entry(id).predicted_end, now + 1), id.value);
+  std::sort(ends.begin(), ends.end());
+  for (const auto& [end, id] : ends) {
     if (end > now + horizon || std::ssize(expected) >= max_jobs) break;
     const Entry& ending = entry(JobId{id});
     for (const Assignment& a : ending.assignments) (void)shadow.release(ending.job.gang.task, a);
