@@ -41,6 +41,7 @@ case $case_name in
       '^tidepool jobs$' '^ *1 +train-resnet-50 +vision +default +running +32 '
       '^tidepool logs 1 --task 0 --follow$' '^rank 0 of 4 on GPUs 0,1,2,3,4,5,6,7: epoch [0-9]+/90$'
       '^tidepool why 1$' '^Job 1 is running: running since [0-9]+ s on h100-a-0[1-4]'
+      '^tidepool advise 1$' '^No advice for job 1: no step times reported$'
       '^tidepool top$' '^tidepool top  http://127\.0\.0\.1:[0-9]+ '
     )
     ;;

@@ -21,8 +21,9 @@
 //    would have had keeps its compute and scales its communication by the efficiency model's
 //    ratio of the two spans' all-reduce times for the job's bytes (the measured bytes when
 //    reported, else the time alone decides: the ratio of the links' bandwidths).
-// 3. Idle GPUs: GPUs of the job whose mean utilisation over the window is at most
-//    AdviceConfig::idle_utilization_percent.
+// 3. Idle GPUs: GPUs of the job whose utilisation over a window is at most
+//    AdviceConfig::idle_utilization_percent (the server gives a GPU's latest reading once its
+//    idle-GPU alert's window has passed, and counts it busy until then).
 //
 // Expected MFU after advice: MFU scales with the inverse of the time per micro-batch (the same
 // work in less time), so mfu_after = mfu_now x now_us / expected_us (expected_gain_permille).

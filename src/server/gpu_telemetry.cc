@@ -262,11 +262,14 @@ void GpuTelemetry::write_metrics(std::string& out) const {
   }
 }
 
-std::vector<int> GpuTelemetry::utilization_of_job(std::int64_t job) const {
-  std::vector<int> out;
+std::vector<GpuTelemetry::JobGpuUse> GpuTelemetry::use_of_job(std::int64_t job) const {
+  std::vector<JobGpuUse> out;
+  if (job == 0) return out;
   for (const auto& [node, gpus] : nodes_) {
     for (const auto& [index, gpu] : gpus) {
-      if (gpu.job == job && job != 0) out.push_back(gpu.reading.utilization_percent);
+      if (gpu.job == job) {
+        out.push_back(JobGpuUse{gpu.reading.utilization_percent, gpu.kind && gpu.raised});
+      }
     }
   }
   return out;

@@ -90,8 +90,13 @@ class GpuTelemetry {
   };
   [[nodiscard]] std::vector<LowUse> low_use_now() const;
 
-  // The latest utilisation (percent) of each GPU allocated to `job`, by node, then GPU.
-  [[nodiscard]] std::vector<int> utilization_of_job(std::int64_t job) const;
+  // Each GPU allocated to `job`, by node, then GPU: its latest utilisation (percent), and whether
+  // it has been idle or stalled for the rule's whole window (its alert raised).
+  struct JobGpuUse {
+    int utilization_percent = 0;
+    bool low_for_window = false;
+  };
+  [[nodiscard]] std::vector<JobGpuUse> use_of_job(std::int64_t job) const;
 
   // Appends the Prometheus text exposition format (version 0.0.4), with HELP and TYPE once per
   // family, every family even when it has no sample, series ordered by node, then GPU:

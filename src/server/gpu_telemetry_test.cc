@@ -113,6 +113,25 @@ TEST(IdleGpuTest, RaisedOnceAtTheWindowAndNotRepeatedWhileItHolds) {
   EXPECT_THAT(metrics(telemetry), HasSubstr("tidepool_gpu_idle_alerts_total{kind=\"idle\"} 1\n"));
 }
 
+// What the advice reads: each GPU of a job with its latest utilisation, low for the window only
+// once its alert is raised; GPUs of other jobs are not its own.
+TEST(IdleGpuTest, AJobsGpusAreLowForTheWindowOnlyOnceItPassed) {
+  GpuTelemetry telemetry;
+  const std::vector<GpuReading> readings = {reading(0, 2), reading(1, 80), reading(2, 0)};
+  const std::vector<std::int64_t> jobs = {42, 42, 7};
+  (void)beat(telemetry, "n", readings, jobs, 0ms, kWindow - kBeat);
+  std::vector<GpuTelemetry::JobGpuUse> use = telemetry.use_of_job(42);
+  ASSERT_EQ(use.size(), 2U);
+  EXPECT_EQ(use[0].utilization_percent, 2);
+  EXPECT_FALSE(use[0].low_for_window);
+  EXPECT_FALSE(use[1].low_for_window);
+  (void)telemetry.update("n", readings, jobs, after(kWindow));
+  use = telemetry.use_of_job(42);
+  EXPECT_TRUE(use[0].low_for_window);
+  EXPECT_FALSE(use[1].low_for_window);
+  EXPECT_THAT(telemetry.use_of_job(0), IsEmpty());
+}
+
 TEST(IdleGpuTest, RaisedAgainAfterTheConditionBreaksAndHoldsAgain) {
   GpuTelemetry telemetry;
   const std::vector<std::int64_t> jobs = {7};
