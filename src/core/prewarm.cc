@@ -115,10 +115,10 @@ void PrewarmPlanner::forget(JobId job) {
   drop_expectation(job);
 }
 
-std::vector<NodeId> start_nodes(const StartedJob& start) {
+std::vector<NodeId> distinct_nodes(std::span<const Assignment> assignments) {
   std::vector<NodeId> nodes;
-  nodes.reserve(start.assignments.size());
-  for (const Assignment& a : start.assignments) nodes.push_back(a.node);
+  nodes.reserve(assignments.size());
+  for (const Assignment& a : assignments) nodes.push_back(a.node);
   std::sort(nodes.begin(), nodes.end());
   nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
   return nodes;
@@ -133,7 +133,7 @@ PrewarmPass prewarm_after_pass(PrewarmPlanner& planner, const Scheduler& schedul
   out.calls = planner.advance(now);
   out.started.reserve(pass.started.size());
   for (const StartedJob& s : pass.started) {
-    out.started.push_back(planner.started(s.job, start_nodes(s), now));
+    out.started.push_back(planner.started(s.job, distinct_nodes(s.assignments), now));
   }
   const PrewarmConfig& config = planner.config();
   // A start due to be called before the driver's next look must be expected by now.

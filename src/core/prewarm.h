@@ -35,6 +35,7 @@
 
 #include "core/error.h"
 #include "core/ids.h"
+#include "core/pool.h"
 #include "core/resources.h"
 
 namespace tidepool {
@@ -134,10 +135,10 @@ class PrewarmPlanner {
 
 class Scheduler;    // core/scheduler.h
 struct PassResult;  // core/scheduler.h
-struct StartedJob;  // core/scheduler.h
 
-// The nodes a start runs on, sorted, each once (as started() and a call name them).
-[[nodiscard]] std::vector<NodeId> start_nodes(const StartedJob& start);
+// The nodes of `assignments`, sorted, each once: as an expected start, started() and a call name
+// them.
+[[nodiscard]] std::vector<NodeId> distinct_nodes(std::span<const Assignment> assignments);
 
 // What pre-warming made of one scheduling pass.
 struct PrewarmPass {
@@ -146,7 +147,7 @@ struct PrewarmPass {
 };
 
 // After `scheduler`'s pass `pass` at `now`, in this order: the calls the remembered expectations
-// made due since the last pass (advance), each start of the pass (started, on start_nodes), and,
+// made due since the last pass (advance), each start of the pass (started, on distinct_nodes), and,
 // when they are due (wants_expectations), the scheduler's new expectations (expected_starts, the
 // planner's horizon and max_expected) with the calls due at once (expect). The scheduler's
 // state must be as the pass left it; the call changes only the planner.

@@ -98,14 +98,8 @@ std::vector<ExpectedStart> Scheduler::expected_starts(Seconds now, Seconds horiz
         GangResult placed = place(shadow, e.job, request);
         if (!placed) break;
         if (quota) freed[l] -= e.milli;
-        ExpectedStart start{e.job.id, end, {}};
-        for (const Assignment& a : placed->assignments) {
-          (void)shadow.allocate(request.task, a);
-          start.nodes.push_back(a.node);
-        }
-        std::sort(start.nodes.begin(), start.nodes.end());
-        start.nodes.erase(std::unique(start.nodes.begin(), start.nodes.end()), start.nodes.end());
-        expected.push_back(std::move(start));
+        for (const Assignment& a : placed->assignments) (void)shadow.allocate(request.task, a);
+        expected.push_back(ExpectedStart{e.job.id, end, distinct_nodes(placed->assignments)});
         ++next[l];
       }
     }
