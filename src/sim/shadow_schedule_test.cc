@@ -6,25 +6,13 @@
 #include <string>
 #include <vector>
 
+#include "sim/test_slurm_cluster.h"
+
 namespace tidepool {
 namespace {
 
 // Two nodes of 4 GPUs, named as a Slurm test cluster names them.
-ClusterSpec two_nodes() {
-  ClusterSpec spec;
-  const GpuModelId gpu = spec.models.intern("GPU").value();
-  for (const char* name : {"tp1", "tp2"}) {
-    NodeSpec node;
-    node.name = name;
-    node.model = gpu;
-    node.gpu_count = 4;
-    node.milli_cpu = 16000;
-    node.memory_mib = 65536;
-    spec.nodes.push_back(node);
-  }
-  spec.topology = Topology::single_leaf();
-  return spec;
-}
+ClusterSpec two_nodes() { return test_support::two_slurm_nodes(16000, 65536); }
 
 ObservedJob ended(std::string id, std::string tenant, int gpus, std::int64_t submit,
                   std::int64_t start, std::int64_t end, std::vector<std::string> nodes) {

@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "sim/test_slurm_cluster.h"
+
 namespace tidepool {
 namespace {
 
@@ -13,17 +15,7 @@ struct Fixture {
   std::vector<ObservedJob> jobs;
   ShadowRun run;
   Fixture() {
-    ClusterSpec spec;
-    const GpuModelId gpu = spec.models.intern("GPU").value();
-    for (const char* name : {"tp1", "tp2"}) {
-      NodeSpec node;
-      node.name = name;
-      node.model = gpu;
-      node.gpu_count = 4;
-      node.milli_cpu = 8000;
-      spec.nodes.push_back(node);
-    }
-    spec.topology = Topology::single_leaf();
+    const ClusterSpec spec = test_support::two_slurm_nodes(8000);
     for (int i = 0; i < 2; ++i) {
       ObservedJob j;
       j.id = std::to_string(i + 1);
