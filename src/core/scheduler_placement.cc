@@ -101,7 +101,8 @@ std::optional<PendingReason> Scheduler::try_to_place(Entry& e, const QuotaVerdic
 
 std::vector<std::tuple<Seconds, std::uint32_t>> Scheduler::running_by_predicted_end(
     Seconds now) const {
-  // A job past its predicted end is taken to end kOverrunSlack from now.
+  // No job is taken to end sooner than kOverrunSlack from now: not one past its predicted end
+  // (overrunning), nor one predicted to end within the slack (a prediction is not that precise).
   std::vector<std::tuple<Seconds, std::uint32_t>> ends;
   ends.reserve(running_.size());
   for (JobId id : running_) {
