@@ -205,9 +205,13 @@ double PlacementEfficiency::slowdown() const {
 
 PlacementEfficiency placement_efficiency(const JobCommProfile& profile, const Pool& pool,
                                          std::span<const Assignment> assignments) {
-  const LinkSpeeds& links = pool.topology().links;
   const RingSpan actual = ring_span(pool, assignments);
-  const RingSpan ideal = ideal_ring_span(pool, actual.gpus);
+  return placement_efficiency(profile, pool.topology().links, actual,
+                              ideal_ring_span(pool, actual.gpus));
+}
+
+PlacementEfficiency placement_efficiency(const JobCommProfile& profile, const LinkSpeeds& links,
+                                         const RingSpan& actual, const RingSpan& ideal) {
   return PlacementEfficiency{step_time(profile, links, actual), step_time(profile, links, ideal),
                              bottleneck(links, actual), bottleneck(links, ideal)};
 }

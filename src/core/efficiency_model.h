@@ -156,6 +156,9 @@ struct PlacementEfficiency {
 // The efficiency of `profile` placed on `assignments` against the ideal span of as many GPUs.
 PlacementEfficiency placement_efficiency(const JobCommProfile& profile, const Pool& pool,
                                          std::span<const Assignment> assignments);
+// The same on spans already found: `actual` (ring_span) against `ideal` (ideal_ring_span).
+PlacementEfficiency placement_efficiency(const JobCommProfile& profile, const LinkSpeeds& links,
+                                         const RingSpan& actual, const RingSpan& ideal);
 
 // `ideal_runtime` (any unit; the trace's duration) stretched by the slowdown, rounded up:
 // ceil(ideal_runtime x actual total / ideal total), and never less than `ideal_runtime`.

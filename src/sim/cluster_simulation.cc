@@ -348,12 +348,12 @@ void Simulation::apply(const PassResult& pass, const std::vector<PrewarmedStart>
     track.multi_gpu = track.gpus > 1;
     if (track.multi_gpu) {
       const JobCommProfile profile = draw_comm_profile(settings_.seed, s.job.value);
-      track.efficiency = placement_efficiency(profile, sched_.pool(), s.assignments);
+      // The spans once, for the placement's efficiency and for the advice.
+      const LinkSpeeds& links = sched_.pool().topology().links;
       const RingSpan ring = ring_span(sched_.pool(), s.assignments);
-      track.advised = advised_mfu(profile,
-                                  AdvicePlacement{ring, ideal_ring_span(sched_.pool(), ring.gpus),
-                                                  sched_.pool().topology().links},
-                                  settings_.advice);
+      const RingSpan ideal = ideal_ring_span(sched_.pool(), ring.gpus);
+      track.efficiency = placement_efficiency(profile, links, ring, ideal);
+      track.advised = advised_mfu(profile, AdvicePlacement{ring, ideal, links}, settings_.advice);
       track.advised_accumulate |= track.advised.accumulate > track.advised.now;
       track.advised_compact |= track.advised.compact > track.advised.now;
     } else {
