@@ -178,21 +178,21 @@ Result<void> validate(const AdviceConfig& config) {
 }
 
 JobAdvice advise_job(const MeasuredSteps& steps, const std::optional<AdvicePlacement>& placement,
-                     std::span<const int> utilization, const AdviceConfig& config) {
+                     std::span<const GpuUse> gpus, const AdviceConfig& config) {
   JobAdvice advice;
   if (const std::optional<StepSplit> split = split_step(steps, advice.comm_note)) {
     advice.accumulate = accumulation(steps, *split, placement, config, advice.comm_note);
     if (placement) advice.compact = compact(steps, *split, *placement);
   }
-  if (!utilization.empty()) {
+  if (!gpus.empty()) {
     IdleAdvice idle;
     std::int64_t sum = 0;
-    for (int u : utilization) {
-      const int clamped = std::clamp(u, 0, 100);
+    for (const GpuUse& gpu : gpus) {
+      const int clamped = std::clamp(gpu.utilization_percent, 0, 100);
       sum += clamped;
-      if (clamped <= config.idle_utilization_percent) ++idle.idle_gpus;
+      if (gpu.low_for_window && clamped <= config.idle_utilization_percent) ++idle.idle_gpus;
     }
-    idle.gpus = static_cast<int>(utilization.size());
+    idle.gpus = static_cast<int>(gpus.size());
     idle.mean_utilization_percent = static_cast<int>(sum / idle.gpus);
     if (idle.idle_gpus > 0) advice.idle = idle;
   }

@@ -21,9 +21,10 @@
 //    would have had keeps its compute and scales its communication by the efficiency model's
 //    ratio of the two spans' all-reduce times for the job's bytes (the measured bytes when
 //    reported, else the time alone decides: the ratio of the links' bandwidths).
-// 3. Idle GPUs: GPUs of the job whose utilisation over a window is at most
-//    AdviceConfig::idle_utilization_percent (the server gives a GPU's latest reading once its
-//    idle-GPU alert's window has passed, and counts it busy until then).
+// 3. Idle GPUs: GPUs of the job whose utilisation is at most
+//    AdviceConfig::idle_utilization_percent, and has been for a window (GpuUse::low_for_window:
+//    the server's idle-GPU alert is raised), so a job that just started is not told its GPUs
+//    idle. The advice gives the mean utilisation of all the job's GPUs beside.
 //
 // Expected MFU after advice: MFU scales with the inverse of the time per micro-batch (the same
 // work in less time), so mfu_after = mfu_now x now_us / expected_us (expected_gain_permille).
@@ -97,6 +98,13 @@ struct PlacementAdvice {
   std::int64_t expected_us = 0;  // a step on the compact span
 };
 
+// One GPU of a job: its latest utilisation, and whether it has been low for the idle-GPU
+// window.
+struct GpuUse {
+  int utilization_percent = 0;
+  bool low_for_window = false;
+};
+
 struct IdleAdvice {
   int idle_gpus = 0;
   int gpus = 0;
@@ -115,10 +123,10 @@ struct JobAdvice {
 };
 
 // The advice for a job. `placement` is empty when its GPUs are not known (no placement advice,
-// and no saturation check: then accumulation is advised on the share alone). `utilization` holds
-// each of its GPUs' mean utilisation in percent over the window (empty: no idle advice).
+// and no saturation check: then accumulation is advised on the share alone). `gpus` holds the
+// use of each of its GPUs (empty: no idle advice).
 JobAdvice advise_job(const MeasuredSteps& steps, const std::optional<AdvicePlacement>& placement,
-                     std::span<const int> utilization, const AdviceConfig& config);
+                     std::span<const GpuUse> gpus, const AdviceConfig& config);
 
 // expected / now as the gain in throughput, permille (1000: none; 1250: 25% more per second).
 [[nodiscard]] std::int64_t expected_gain_permille(std::int64_t now_us, std::int64_t expected_us);

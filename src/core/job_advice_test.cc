@@ -116,14 +116,15 @@ TEST(JobAdviceTest, NoPlacementAdviceOnTheCompactSpan) {
   EXPECT_FALSE(advice.compact);
 }
 
+// A GPU is idle when low for the window; one low only now is not, but counts in the mean as it is.
 TEST(JobAdviceTest, CountsIdleGpus) {
-  const std::vector<int> utilization{0, 5, 90, 50};
-  const JobAdvice advice = advise_job(MeasuredSteps{}, std::nullopt, utilization, AdviceConfig{});
+  const std::vector<GpuUse> gpus{{0, true}, {5, true}, {90, false}, {50, false}, {2, false}};
+  const JobAdvice advice = advise_job(MeasuredSteps{}, std::nullopt, gpus, AdviceConfig{});
   ASSERT_TRUE(advice.idle);
   EXPECT_EQ(advice.idle->idle_gpus, 2);
-  EXPECT_EQ(advice.idle->gpus, 4);
-  EXPECT_EQ(advice.idle->mean_utilization_percent, 36);
-  const std::vector<int> busy{40, 60};
+  EXPECT_EQ(advice.idle->gpus, 5);
+  EXPECT_EQ(advice.idle->mean_utilization_percent, 29);
+  const std::vector<GpuUse> busy{{40, true}, {60, true}, {1, false}};
   EXPECT_FALSE(advise_job(MeasuredSteps{}, std::nullopt, busy, AdviceConfig{}).idle);
 }
 
@@ -139,9 +140,10 @@ TEST(JobAdviceTest, SaysWhyThereIsNoCommunicationAdvice) {
 }
 
 TEST(JobAdviceTest, WritesEachAdviceWithItsNumbers) {
-  const std::vector<int> utilization{0, 80, 80, 80, 80, 80, 80, 80};
+  std::vector<GpuUse> gpus(8, GpuUse{80, false});
+  gpus[0] = {0, true};
   const JobAdvice advice =
-      advise_job(step_of(kSaturatingBytes), two_nodes_of_eight(), utilization, AdviceConfig{});
+      advise_job(step_of(kSaturatingBytes), two_nodes_of_eight(), gpus, AdviceConfig{});
   const std::vector<std::string> lines = advice_lines(advice);
   ASSERT_EQ(lines.size(), 3U);
   EXPECT_THAT(lines[0], HasSubstr("over 6 micro-batches"));

@@ -47,17 +47,11 @@ nlohmann::json PlaneViews::advice(const ServerJob& job) const {
     }
   }
   // A GPU counts as idle once its low use has lasted the idle-GPU rule's window (its alert is
-  // raised), not at a single low reading: until then it counts just above the idle threshold.
-  const AdviceConfig config;
-  std::vector<int> utilization;
-  if (job.state == JobState::kRunning) {
-    for (const GpuTelemetry::JobGpuUse& use : nodes_.telemetry().use_of_job(job.id.value)) {
-      utilization.push_back(use.low_for_window ? use.utilization_percent
-                                               : std::max(use.utilization_percent,
-                                                          config.idle_utilization_percent + 1));
-    }
-  }
-  const JobAdvice advice = advise_job(steps, placement, utilization, config);
+  // raised), not at a single low reading.
+  const std::vector<GpuUse> gpus = job.state == JobState::kRunning
+                                       ? nodes_.telemetry().use_of_job(job.id.value)
+                                       : std::vector<GpuUse>{};
+  const JobAdvice advice = advise_job(steps, placement, gpus, AdviceConfig{});
   nlohmann::json out = {{"job", job.id.value},
                         {"advice", advice_lines(advice)},
                         {"steps_reported", job.steps.steps.count()}};

@@ -262,13 +262,13 @@ void GpuTelemetry::write_metrics(std::string& out) const {
   }
 }
 
-std::vector<GpuTelemetry::JobGpuUse> GpuTelemetry::use_of_job(std::int64_t job) const {
-  std::vector<JobGpuUse> out;
+std::vector<GpuUse> GpuTelemetry::use_of_job(std::int64_t job) const {
+  std::vector<GpuUse> out;
   if (job == 0) return out;
   for (const auto& [node, gpus] : nodes_) {
     for (const auto& [index, gpu] : gpus) {
       if (gpu.job == job) {
-        out.push_back(JobGpuUse{gpu.reading.utilization_percent, gpu.kind && gpu.raised});
+        out.push_back(GpuUse{gpu.reading.utilization_percent, gpu.kind && gpu.raised});
       }
     }
   }

@@ -20,6 +20,7 @@
 #include "api/agent_wire.h"  // GpuReading: one GPU's sample as the heartbeat carries it
 #include "core/error.h"
 #include "core/instant.h"
+#include "core/job_advice.h"  // GpuUse
 
 namespace tidepool {
 
@@ -92,11 +93,7 @@ class GpuTelemetry {
 
   // Each GPU allocated to `job`, by node, then GPU: its latest utilisation (percent), and whether
   // it has been idle or stalled for the rule's whole window (its alert raised).
-  struct JobGpuUse {
-    int utilization_percent = 0;
-    bool low_for_window = false;
-  };
-  [[nodiscard]] std::vector<JobGpuUse> use_of_job(std::int64_t job) const;
+  [[nodiscard]] std::vector<GpuUse> use_of_job(std::int64_t job) const;
 
   // Appends the Prometheus text exposition format (version 0.0.4), with HELP and TYPE once per
   // family, every family even when it has no sample, series ordered by node, then GPU:

@@ -120,7 +120,7 @@ TEST(IdleGpuTest, AJobsGpusAreLowForTheWindowOnlyOnceItPassed) {
   const std::vector<GpuReading> readings = {reading(0, 2), reading(1, 80), reading(2, 0)};
   const std::vector<std::int64_t> jobs = {42, 42, 7};
   (void)beat(telemetry, "n", readings, jobs, 0ms, kWindow - kBeat);
-  std::vector<GpuTelemetry::JobGpuUse> use = telemetry.use_of_job(42);
+  std::vector<GpuUse> use = telemetry.use_of_job(42);
   ASSERT_EQ(use.size(), 2U);
   EXPECT_EQ(use[0].utilization_percent, 2);
   EXPECT_FALSE(use[0].low_for_window);
