@@ -112,8 +112,9 @@ def runs(system, c):
     return [f for f in found if f]
 for c in counts:
     s, e, slurm = (figures(f"{n}-c{c}.json") for n in ("tidepool", "tidepool-etcd", "slurm"))
-    api = statistics.median(f["api_jobs_per_second"] for f in runs("tidepool", c))
-    print(f"== Side by side, {c} clients (API: the median of {len(runs('tidepool', c))} runs)")
+    on_sqlite = runs("tidepool", c)
+    api = statistics.median(f["api_jobs_per_second"] for f in on_sqlite)
+    print(f"== Side by side, {c} clients (API: the median of {len(on_sqlite)} runs)")
     rate = slurm["jobs_per_second"] if slurm else None
     if rate:
         print(f"  Slurm sbatch:        {rate:8.0f} jobs/s")
@@ -130,7 +131,7 @@ for c in counts:
         etcd_api = statistics.median(f["api_jobs_per_second"] for f in on_etcd)
         line("Tidepool API (etcd):", etcd_api)
         each = ", ".join(f"{f['api_jobs_per_second']:.0f}" for f in on_etcd)
-        each_sqlite = ", ".join(f"{f['api_jobs_per_second']:.0f}" for f in runs("tidepool", c))
+        each_sqlite = ", ".join(f"{f['api_jobs_per_second']:.0f}" for f in on_sqlite)
         print(f"  etcd against SQLite: API {etcd_api / api:.2f}x"
               + (f", CLI {e['cli_jobs_per_second'] / s['cli_jobs_per_second']:.2f}x"
                  if s["cli_jobs"] and e["cli_jobs"] else "")
