@@ -7,7 +7,8 @@ usage: dashboard_test.py TIDEPOOL SOURCE_DIR SCREENSHOT_DIR CASE
          figures against the API's for the same moment, follows a job's log, cancels it, sees a
          user token refused another tenant's job; a screenshot of each view in SCREENSHOT_DIR
   scale  1,000 nodes (8,000 GPUs) and 10,000 jobs: the pool view's first paint and update cycle
-         (the browser's performance API), written to SCREENSHOT_DIR/scale.json
+         (the browser's performance API), written to SCREENSHOT_DIR/scale.json and checked
+         against their budgets times $TIDEPOOL_BROWSER_BUDGET_SLACK (default 1)
 """
 
 import json
@@ -25,6 +26,21 @@ HOSTILE = "<img src=x class=injected><b>fan</b>"
 # The largest script time one pool update may take, and the first paint of the pool view (ms).
 UPDATE_BUDGET_MS = 200
 FIRST_PAINT_BUDGET_MS = 1000
+# How far over those budgets the scale case may go before it fails: 1 when it runs alone (the
+# benchmark, bench/dashboard/run.sh); the test suite, where it shares the processors with other
+# tests, sets more (tests/CMakeLists.txt), so that only a gross regression fails it there.
+BUDGET_SLACK_VARIABLE = "TIDEPOOL_BROWSER_BUDGET_SLACK"
+
+
+def budget_slack():
+    text = os.environ.get(BUDGET_SLACK_VARIABLE, "1")
+    try:
+        slack = float(text)
+    except ValueError:
+        slack = 0
+    if not 1 <= slack < float("inf"):  # NaN fails too
+        raise Failure(f"{BUDGET_SLACK_VARIABLE}={text!r}: not a factor of at least 1")
+    return slack
 
 
 def sign_in(driver, base, token):
@@ -354,6 +370,7 @@ def scale_files(work):
 
 def scale_case(tidepool, shots):
     import tempfile
+    slack = budget_slack()
     work = tempfile.mkdtemp(prefix="tidepool-browser-scale.")
     cluster, tenants = scale_files(work)
     pool = Pool(tidepool, [f"cluster: {cluster}", f"tenants: {tenants}", "tick: 1s",
@@ -407,12 +424,14 @@ def scale_case(tidepool, shots):
         with open(os.path.join(shots, "scale.json"), "w", encoding="utf-8") as out:
             json.dump(figures, out, indent=2)
         print(json.dumps(figures, indent=2))
-        check(first_paint < FIRST_PAINT_BUDGET_MS,
-              f"first paint of the pool view took {first_paint:.0f} ms")
+        check(first_paint < FIRST_PAINT_BUDGET_MS * slack,
+              f"first paint of the pool view took {first_paint:.0f} ms (budget "
+              f"{FIRST_PAINT_BUDGET_MS} ms, x{slack:g} allowed)")
         for name, value in figures.items():
             if name.endswith("_update_ms") and value:
-                check(max(value) < UPDATE_BUDGET_MS,
-                      f"{name}: an update took {max(value):.0f} ms of script time")
+                check(max(value) < UPDATE_BUDGET_MS * slack,
+                      f"{name}: an update took {max(value):.0f} ms of script time (budget "
+                      f"{UPDATE_BUDGET_MS} ms, x{slack:g} allowed)")
     finally:
         if driver is not None:
             driver.quit()
