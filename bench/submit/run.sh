@@ -7,13 +7,15 @@
 #
 # Each system is measured at every client count given: at 8 clients a store whose commit takes a
 # few milliseconds (etcd's) is bound by that latency, not by the machine, while sbatch already
-# fills the CPUs; at 16 each runs at what the machine allows. The API rates of the two stores are
+# fills the CPUs; at 16 and 32 the SQLite store runs at what the machine allows, while etcd's
+# commits carry more jobs each as the clients grow. The API rates of the two stores are
 # measured R times, alternating, and their medians compared: one run's rate moves by a fifth from
 # run to run on a small shared machine.
 #
 # Usage: bench/submit/run.sh [--clients C[,C...]] [--jobs N] [--cli-jobs M] [--slurm-jobs S]
 #                            [--repeat R] [--out DIR] [--no-etcd]
-#   --clients C,...  concurrent clients, one measurement of every system per count (default 8,16)
+#   --clients C,...  concurrent clients, one measurement of every system per count
+#                    (default 8,16,32)
 #   --jobs N         jobs through Tidepool's API (default 5000)
 #   --cli-jobs M     jobs through `tidepool submit`, one process each, at the first count only
 #                    (default 1000)
@@ -28,7 +30,7 @@
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-client_counts=8,16
+client_counts=8,16,32
 jobs=5000
 cli_jobs=1000
 slurm_jobs=2000
