@@ -111,6 +111,7 @@ Result<void> run_server(const ServerFlags& flags) {
     setup.scheduler.gang_policy = config->placement_policy;
   }
   setup.heartbeat_timeout = config->heartbeat_timeout;
+  setup.steps_stored_every = config->steps_stored_every;
   setup.simulate_unregistered_nodes = config->simulate_unregistered_nodes;
   setup.admission = {config->max_pending_jobs, config->submissions_per_second,
                      config->submission_burst};

@@ -208,7 +208,18 @@ std::shared_ptr<const JobListing> ControlPlane::update_listing(
   return views_.listing(cache, changed, version);
 }
 
+void ControlPlane::note_steps(const ServerJob& job, Instant now, Batch& batch) {
+  const auto since = steps_unstored_since_.try_emplace(job.id, now).first;
+  if (now - since->second < state_.setup().steps_stored_every) return;
+  state_.stage(batch, job);
+  steps_unstored_since_.erase(since);
+}
+
 bool ControlPlane::remove_finished(Instant now, std::size_t most, Batch& batch) {
+  std::erase_if(steps_unstored_since_, [&](const auto& entry) {
+    const auto job = state_.jobs().find(entry.first);
+    return job == state_.jobs().end() || job->second.state != JobState::kRunning;
+  });
   const Instant before = now - std::chrono::days{state_.setup().finished_jobs_kept_days};
   return jobs_.remove_finished(before, most, batch);
 }
@@ -294,7 +305,10 @@ Reply ControlPlane::heartbeat(const Principal& who, const std::string& node,
              std::cmp_less(reported.task, j->placement.size()) &&
              j->placement[static_cast<std::size_t>(reported.task)].node == node;
     });
-    if (job != here.end()) state_.jobs().at((*job)->id).steps.merge(reported.stats);
+    if (job == here.end()) continue;
+    ServerJob& reporting = state_.jobs().at((*job)->id);
+    reporting.steps.merge(reported.stats);
+    note_steps(reporting, now, batch);
   }
   HeartbeatReply reply = nodes_.answer_heartbeat(node, here, heartbeat.gpus, now, batch);
   for (NodeAssignment& assignment : reply.assignments) {

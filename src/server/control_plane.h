@@ -191,6 +191,9 @@ class ControlPlane {
 
   // Marks NotReady the nodes whose agents fell silent, and requeues their running jobs.
   void check_liveness(Instant now, Batch& batch);
+  // A heartbeat added steps to `job`: stages its document when steps have waited unwritten for
+  // setup.steps_stored_every (ControlPlaneSetup).
+  void note_steps(const ServerJob& job, Instant now, Batch& batch);
   // Builds a scheduler from `tenants` and puts every live job back into it, the nodes cordoned
   // as they are.
   Result<Scheduler> rebuild_scheduler(const TenantsSpec& tenants, Instant now) const;
@@ -211,6 +214,9 @@ class ControlPlane {
   std::map<std::string, TenantUpdate> tenant_overrides_;  // PUT /v1/tenants, by tenant
   std::optional<Instant> jobs_wakeup_;                    // the jobs' deadlines at the last pass
   std::vector<PrewarmHookCall> prewarm_calls_;            // asked, not yet taken
+  // The running jobs whose reported steps are not all written, since when (note_steps); jobs no
+  // longer running leave it at the next retention sweep (remove_finished).
+  std::map<JobId, Instant> steps_unstored_since_;
 };
 
 }  // namespace tidepool

@@ -1293,6 +1293,42 @@ TEST_F(ControlPlaneTest, StepsFromTheAgentsOfAJobsNodesAddUpAndSurviveARestart) 
       4e15 / (16 * 989.4e12), 1e-9);
 }
 
+// Steps reported while a job runs, with nothing else about it changing, are written to the store
+// at the first heartbeat steps_stored_every (a minute) after a report was left unwritten, not at
+// every heartbeat: a restart before that loses them, one after keeps them.
+TEST_F(ControlPlaneTest, StepsOfARunningJobAreStoredOnceAMinuteWhileItReports) {
+  const std::int64_t id = submit(job("steps", 1, 8)).body["id"];
+  const std::string node = get(id).body["placement"][0]["node"];
+  const Principal agent{"agent-" + node, Role::kAgent, "", node};
+  const auto beat_of = [&](int steps) {
+    StepStats stats;
+    for (int i = 0; i < steps; ++i) stats.add({.step = i, .step_us = 1'000'000});
+    NodeHeartbeat beat;
+    beat.steps.push_back(TaskSteps{.job = id, .run = 1, .task = 0, .stats = stats});
+    return beat;
+  };
+  // Whether a heartbeat at `at` wrote the job.
+  const auto beat_writes_job = [&](int steps, Instant at) {
+    Batch batch;
+    EXPECT_EQ(wire(plane_->heartbeat(agent, node, beat_of(steps), at, batch)).status, 200);
+    plane_->seal(batch);
+    const bool written = std::ranges::any_of(
+        batch.jobs, [&](const JobRecord& record) { return record.id == id; });
+    commit(batch);
+    return written;
+  };
+  EXPECT_FALSE(beat_writes_job(10, kT0 + 1s));
+  EXPECT_FALSE(beat_writes_job(5, kT0 + 60s));
+  plane_ = restart(kT0 + 61s);
+  EXPECT_FALSE(get(id).body.contains("step_summary")) << "no write yet, nothing kept";
+  EXPECT_FALSE(beat_writes_job(10, kT0 + 62s));
+  EXPECT_FALSE(beat_writes_job(5, kT0 + 121s));
+  EXPECT_TRUE(beat_writes_job(5, kT0 + 122s)) << "a minute after the first unwritten report";
+  EXPECT_FALSE(beat_writes_job(1, kT0 + 123s)) << "the next minute starts again";
+  plane_ = restart(kT0 + 124s);
+  EXPECT_EQ(get(id).body["step_summary"]["steps"], 20);
+}
+
 double price_of(const Wire& prices, const std::string& model, const std::string& price_class) {
   for (const auto& m : prices.body.at("models")) {
     if (m.at("model") == model) return m.at("per_gpu_hour").at(price_class).get<double>();

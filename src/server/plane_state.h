@@ -82,6 +82,10 @@ struct ControlPlaneSetup {
   Millis history_interval = std::chrono::minutes{5};
   std::int64_t history_hours_kept = 14 * 24;
   std::optional<PrewarmSetup> prewarm;  // none: no pre-warming
+  // A running job's reported steps (core/step_stats.h) reach the store with its next write, or at
+  // the first heartbeat this long after a report was left unwritten: a server that stops loses at
+  // most this much of them.
+  Millis steps_stored_every = std::chrono::minutes{1};
 };
 
 // Whether `who` holds an admin token, or kForbidden saying what it holds.

@@ -54,7 +54,8 @@ class ConfigReader : private YamlReader {
                      "simulate_unregistered_nodes",
                      "store",
                      "advertise_url",
-                     "prewarm"});
+                     "prewarm",
+                     "steps_stored_every"});
     if (!f) return std::unexpected(f.error());
     if (auto node = f->get("listen")) {
       auto value = text(*node, "listen");
@@ -98,7 +99,8 @@ class ConfigReader : private YamlReader {
           std::tuple{"heartbeat_timeout", &c.heartbeat_timeout, Seconds{3600}, "30s"},
           std::tuple{"idle_gpu_window", &c.idle_gpu_window, Seconds{7 * 86'400}, "15m"},
           std::tuple{"ledger_posting_interval", &c.ledger_posting_interval, Seconds{86'400}, "60s"},
-          std::tuple{"history_interval", &c.history_interval, Seconds{3600}, "5m"}}) {
+          std::tuple{"history_interval", &c.history_interval, Seconds{3600}, "5m"},
+          std::tuple{"steps_stored_every", &c.steps_stored_every, Seconds{3600}, "1m"}}) {
       if (auto node = f->get(key)) {
         auto value = text(*node, key);
         if (!value) return std::unexpected(value.error());

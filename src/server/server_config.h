@@ -57,6 +57,9 @@
 //                                   #   last one is always kept)
 //   history_interval: 5m            # GET /v1/history: the figures sampled this often (1m..1h) ...
 //   history_kept: 14d               #   ... and kept this long (1d..90d), in the store
+//   steps_stored_every: 1m          # a running job's reported steps are written to the store at
+//                                   #   least this often while it reports (1s..1h): a server
+//                                   #   that stops loses at most this much of them
 //   admission:                      # per tenant, unless its entry in the tenants file says
 //     max_pending_jobs: 5000        #   jobs waiting at once; past it a submission gets 429
 //     submissions_per_second: 200   #   new jobs per second on average (0: no limit) ...
@@ -129,6 +132,7 @@ struct ServerConfig {
   std::int64_t events_kept_days = 30;
   Millis history_interval = std::chrono::minutes{5};
   std::int64_t history_kept_days = 14;
+  Millis steps_stored_every = std::chrono::minutes{1};
   std::int64_t max_pending_jobs = 5000;
   std::int64_t submissions_per_second = 200;
   std::int64_t submission_burst = 1000;

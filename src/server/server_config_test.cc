@@ -103,6 +103,24 @@ TEST(ServerConfigTest, RetentionIsInWholeDaysAndJobsOutliveTheirLedgerEntries) {
   }
 }
 
+// How often a running job's reported steps are written: a minute unless set, 1s..1h.
+TEST(ServerConfigTest, StepsAreStoredEveryMinuteUnlessSetWithinASecondAndAnHour) {
+  auto plain = read_server_config(kRequired, "server.yaml", "/etc/tidepool");
+  ASSERT_TRUE(plain.has_value()) << plain.error().message();
+  EXPECT_EQ(plain->steps_stored_every, std::chrono::minutes(1));
+  auto set = read_server_config(std::string(kRequired) + "steps_stored_every: 5m\n", "server.yaml",
+                                "/etc/tidepool");
+  ASSERT_TRUE(set.has_value()) << set.error().message();
+  EXPECT_EQ(set->steps_stored_every, std::chrono::minutes(5));
+  for (const std::string value : {"0s", "2h", "soon"}) {
+    auto bad = read_server_config(std::string(kRequired) + "steps_stored_every: " + value + "\n",
+                                  "server.yaml", "/etc/tidepool");
+    ASSERT_FALSE(bad.has_value()) << value;
+    EXPECT_THAT(bad.error().message(), HasSubstr("steps_stored_every")) << value;
+    EXPECT_THAT(bad.error().message(), HasSubstr("from 1s to 1h")) << value;
+  }
+}
+
 TEST(ServerConfigTest, TheStoreIsSqliteUnlessEtcdIsNamed) {
   auto plain = read_server_config(kRequired, "server.yaml", "/etc/tidepool");
   ASSERT_TRUE(plain.has_value()) << plain.error().message();

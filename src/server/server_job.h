@@ -131,7 +131,8 @@ struct ServerJob {
   Instant draining_since = kNotYet;
   // What its tasks reported of their steps, over all its runs (core/step_stats.h; bounded): from
   // the agents' heartbeats and the tasks' exit reports. Written to the store with the job's other
-  // changes, not at every heartbeat: a server that restarts has the figures of the last write.
+  // changes, and at least every steps_stored_every while it reports (ControlPlaneSetup), not at
+  // every heartbeat: a server that restarts has the figures of the last write.
   StepStats steps;
   // How its last start on the pool's nodes stood with its pre-warm (server configuration
   // `prewarm:`): whether every node it started on was called for it, and how long before the start
