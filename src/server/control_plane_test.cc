@@ -1312,8 +1312,8 @@ TEST_F(ControlPlaneTest, StepsOfARunningJobAreStoredOnceAMinuteWhileItReports) {
     Batch batch;
     EXPECT_EQ(wire(plane_->heartbeat(agent, node, beat_of(steps), at, batch)).status, 200);
     plane_->seal(batch);
-    const bool written = std::ranges::any_of(
-        batch.jobs, [&](const JobRecord& record) { return record.id == id; });
+    const bool written =
+        std::ranges::any_of(batch.jobs, [&](const JobRecord& record) { return record.id == id; });
     commit(batch);
     return written;
   };

@@ -65,11 +65,12 @@ Result<GangRequest> gang_of(const ObservedJob& job) {
   return gang;
 }
 
-// Tenants from the stream: one per tenant name, guaranteed a part of each model's capacity in
-// proportion to its GPU time so far (sim/tenants_from_trace.h; a job not ended counts what it ran,
-// at least a second).
-Result<TenantBook> tenants_of(const Pool& pool, std::span<const ObservedJob> jobs,
-                              std::int64_t now) {
+// The tenants given, else tenants from the stream: one per tenant name, guaranteed a part of each
+// model's capacity in proportion to its GPU time so far (sim/tenants_from_trace.h; a job not ended
+// counts what it ran, at least a second).
+Result<TenantBook> tenants_of(const Pool& pool, std::span<const ObservedJob> jobs, std::int64_t now,
+                              const std::optional<TenantsSpec>& given) {
+  if (given) return TenantBook::create(*given, pool.models());
   std::vector<PhillyJob> work;
   work.reserve(jobs.size());
   for (const ObservedJob& j : jobs) {
@@ -217,7 +218,7 @@ Result<ShadowRun> run_shadow(const ClusterSpec& cluster, std::span<const Observe
                      NodeId{static_cast<std::uint32_t>(n)});
   }
   if (jobs.empty()) return run;
-  auto book = tenants_of(*pool, jobs, now);
+  auto book = tenants_of(*pool, jobs, now, settings.tenants);
   if (!book) return std::unexpected(book.error());
 
   // The jobs both runs place (cancelled ones are listed but placed by neither), and the measure's.
@@ -255,7 +256,10 @@ Result<ShadowRun> run_shadow(const ClusterSpec& cluster, std::span<const Observe
       if (s.observed_nodes.empty()) return fail(field, "started, but on no node");
     }
     const auto tenant = book->find_tenant(o.tenant);
-    if (!tenant) return fail(field, "tenant '" + o.tenant + "' unknown");
+    if (!tenant) {
+      return fail(field, "tenant '" + o.tenant + "' unknown" +
+                             (settings.tenants ? ": it is not in the tenants file" : ""));
+    }
     s.job.id = JobId{static_cast<std::uint32_t>(placed.size())};
     s.job.tenant = *tenant;
     s.job.queue = book->queues_of(*tenant).front();

@@ -48,6 +48,7 @@
 #include "core/error.h"
 #include "core/pool.h"
 #include "core/scheduler.h"
+#include "core/tenants.h"
 
 namespace tidepool {
 
@@ -85,6 +86,11 @@ struct ShadowSettings {
   std::string policy = "tidepool";  // scheduler_policy's names
   ShadowShare share;
   std::uint64_t seed = 42;  // communication profiles of the efficiency model
+  // The tenants, their guarantees and borrowing limits, as a tenants file gives them (its models
+  // interned in the cluster's catalog); every job's tenant must be one of them. None: derived
+  // from the stream (see tenants_of in shadow_schedule.cc: each tenant guaranteed a part of each
+  // model in proportion to its GPU time so far).
+  std::optional<TenantsSpec> tenants;
 };
 
 // One task's place: a node and its GPUs.

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "config/tenants_file.h"
 #include "sim/test_slurm_cluster.h"
 
 namespace tidepool {
@@ -219,6 +220,42 @@ TEST(ShadowSchedule, RefusesBadInputNamingTheJob) {
   run = run_shadow(two_nodes(), std::vector{j}, 100, ShadowSettings{});
   ASSERT_FALSE(run);
   EXPECT_EQ(run.error().field, "job 9 gpus");
+}
+
+// Tenants from a tenants file (--tenants) rather than derived from the stream: a tenant the file
+// guarantees nothing and lets borrow nothing gets no GPU from Tidepool, where the derived tenants
+// (each guaranteed in proportion to its GPU time) start both jobs at once.
+TEST(ShadowSchedule, TenantsFromAFileSetTheGuaranteesAndNameEveryJobsTenant) {
+  const std::vector<ObservedJob> jobs = {
+      ended("1", "vision", 4, 100, 100, 200, {"tp1"}),
+      ended("2", "speech", 4, 100, 200, 300, {"tp1"}),
+  };
+  ClusterSpec cluster = two_nodes();
+  const ShadowRun derived = run_shadow(cluster, jobs, 400, ShadowSettings{}).value();
+  EXPECT_EQ(derived.jobs[1].tidepool_start, 100);
+
+  ShadowSettings settings;
+  settings.tenants = read_tenants_yaml(
+                         "orgs:\n"
+                         "  - name: all\n"
+                         "    tenants:\n"
+                         "      - name: vision\n"
+                         "        quota: {GPU: {guaranteed_gpus: 8, borrowing_limit_gpus: 0}}\n"
+                         "      - name: speech\n"
+                         "        quota: {GPU: {guaranteed_gpus: 0, borrowing_limit_gpus: 0}}\n",
+                         "tenants.yaml", cluster.models)
+                         .value();
+  const ShadowRun run = run_shadow(cluster, jobs, 400, settings).value();
+  EXPECT_EQ(run.jobs[0].tidepool_start, 100);
+  EXPECT_FALSE(run.jobs[1].tidepool_start.has_value()) << *run.jobs[1].tidepool_start;
+  EXPECT_EQ(run.tidepool.started, 1);
+
+  std::vector<ObservedJob> stranger = jobs;
+  stranger.push_back(ended("3", "ads", 1, 100, 100, 110, {"tp2"}));
+  const auto refused = run_shadow(cluster, stranger, 400, settings);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().field, "job 3");
+  EXPECT_EQ(refused.error().reason, "tenant 'ads' unknown: it is not in the tenants file");
 }
 
 }  // namespace

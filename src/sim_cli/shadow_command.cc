@@ -17,6 +17,7 @@
 #include "cli/output_format.h"
 #include "config/cluster_file.h"
 #include "config/duration_text.h"
+#include "config/tenants_file.h"
 #include "sim_cli/command_output.h"
 #include "sim_cli/shadow_report.h"
 #include "sim_cli/shadow_trace.h"
@@ -38,6 +39,7 @@ struct ShadowOptions {
   std::string since = "1h";
   std::string partition;
   std::string cluster;
+  std::string tenants;
   std::string sinfo;
   std::string gpu_model = "GPU";
   std::string policy = "tidepool";
@@ -187,6 +189,7 @@ Result<Report> shadow_once(const ShadowOptions& options, const ClusterSpec& clus
   report.context.observed = options.slurm ? "slurm" : "observed";
   report.context.source = std::move(source);
   report.context.policy = settings.policy;
+  report.context.tenants_file = options.tenants;
   report.context.share = settings.share;
   report.context.nodes = static_cast<int>(cluster.nodes.size());
   for (const NodeSpec& n : cluster.nodes) report.context.gpus += n.gpu_count;
@@ -265,6 +268,12 @@ Result<void> run_shadow_command(const ShadowOptions& options) {
   if (!since) return fail("--since", since.error().reason);
   auto cluster = load_cluster(options);
   if (!cluster) return std::unexpected(cluster.error());
+  if (!options.tenants.empty()) {
+    // Its models go into the cluster's catalog, which the pool is built on.
+    auto tenants = load_tenants_yaml(options.tenants, cluster->models);
+    if (!tenants) return fail("--tenants", tenants.error().message());
+    settings.tenants = std::move(*tenants);
+  }
 
   if (!options.trace.empty()) {
     std::ifstream in(options.trace);
@@ -360,6 +369,12 @@ void add_shadow_command(CLI::App& app, int* exit_code) {
       ->add_option("--cluster", options->cluster,
                    "the nodes from a cluster file (with their topology) instead of sinfo; a "
                    "trace needs it or --sinfo")
+      ->check(CLI::ExistingFile);
+  command
+      ->add_option("--tenants", options->tenants,
+                   "the tenants, their guarantees and borrowing limits, from a tenants file (every "
+                   "job's account, else user, must be one); without it, each tenant is guaranteed "
+                   "a part of each model in proportion to its GPU time so far")
       ->check(CLI::ExistingFile);
   command
       ->add_option("--sinfo", options->sinfo,

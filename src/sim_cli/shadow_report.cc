@@ -100,10 +100,14 @@ std::string shadow_report_text(const ShadowRun& run, std::span<const ObservedJob
   const std::string& seen = context.observed;
   out << fmt::format(
       "Shadow of {} ({}): {} jobs, {} compared ({}), on {} nodes / {} GPUs; Tidepool policy {}\n"
+      "Tenants: {}\n"
       "From {} to {} UTC (observed at {})\n",
       seen, context.source, jobs.size(), run.observed.jobs, share_text(context.share),
-      context.nodes, context.gpus, context.policy, utc_text(run.first_submit, true),
-      utc_text(run.now, true), utc_text(run.now, false));
+      context.nodes, context.gpus, context.policy,
+      context.tenants_file.empty()
+          ? "derived from the stream (guarantees in proportion to GPU time so far)"
+          : "from " + context.tenants_file,
+      utc_text(run.first_submit, true), utc_text(run.now, true), utc_text(run.now, false));
   if (context.share.percent < 100) {
     out << fmt::format(
         "Tenants in the share: {}; jobs left where {} put them and held up by "
@@ -185,6 +189,8 @@ nlohmann::json shadow_report_json(const ShadowRun& run, std::span<const Observed
   return {{"observed_scheduler", context.observed},
           {"source", context.source},
           {"policy", context.policy},
+          {"tenants_file", context.tenants_file.empty() ? nlohmann::json(nullptr)
+                                                        : nlohmann::json(context.tenants_file)},
           {"share",
            {{"percent", context.share.percent},
             {"by", context.share.rule == ShareRule::kTenant ? "tenant" : "hash"},

@@ -18,6 +18,7 @@ struct ShadowReportContext {
   std::string observed = "slurm";  // who made the observed schedule ("slurm", or "observed")
   std::string source;              // "squeue" / "squeue + sacct" / the trace file
   std::string policy;
+  std::string tenants_file;  // where the tenants came from; empty: derived from the stream
   ShadowShare share;
   int nodes = 0;
   std::int64_t gpus = 0;
