@@ -73,6 +73,10 @@ case "$case_name" in
     expect_error "job 3" "tenant 'ads' unknown: it is not in the tenants file" -- \
       shadow --trace "$work/jobs.csv" --cluster "$work/cluster.yaml" \
       --tenants "$work/no-ads.yaml"
+    # Quotas of a model the pool lacks only: nothing could ever start.
+    sed 's/H100/A100/' "$work/tenants.yaml" >"$work/a100.yaml"
+    expect_error "--tenants" "guarantees no GPU of the pool's models (H100)" "name A100" -- \
+      shadow --trace "$work/jobs.csv" --cluster "$work/cluster.yaml" --tenants "$work/a100.yaml"
     printf 'orgs: 5\n' >"$work/bad.yaml"
     expect_error "--tenants" -- shadow --trace "$work/jobs.csv" --cluster "$work/cluster.yaml" \
       --tenants "$work/bad.yaml"

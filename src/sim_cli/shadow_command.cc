@@ -1,6 +1,7 @@
 #include "sim_cli/shadow_command.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <charconv>
 #include <chrono>
@@ -219,6 +220,31 @@ void print_report(const Report& report, const std::vector<ObservedJob>& jobs, Ou
   }
 }
 
+// A tenants file under which no job could start: it guarantees no GPU of a model the pool has
+// (quotas of other models only, or none), so there is nothing to run on or borrow. Else nothing.
+std::optional<std::string> guarantees_nothing_here(const TenantsSpec& tenants,
+                                                   const ClusterSpec& cluster) {
+  std::set<GpuModelId> in_pool;
+  for (const NodeSpec& n : cluster.nodes) {
+    if (n.gpu_count > 0) in_pool.insert(n.model);
+  }
+  std::set<std::string> named;
+  for (const OrgSpec& org : tenants.orgs) {
+    for (const TenantSpec& tenant : org.tenants) {
+      for (const ModelQuota& quota : tenant.quotas) {
+        if (in_pool.contains(quota.model) && quota.guaranteed_milli > 0) return std::nullopt;
+        named.insert(cluster.models.name(quota.model));
+      }
+    }
+  }
+  std::vector<std::string> pool_models;
+  for (const GpuModelId model : in_pool) pool_models.push_back(cluster.models.name(model));
+  return fmt::format(
+      "it guarantees no GPU of the pool's models ({}), so no job could start{}",
+      fmt::join(pool_models, ", "),
+      named.empty() ? "" : fmt::format("; its quotas name {}", fmt::join(named, ", ")));
+}
+
 // The cluster the jobs ran on: a cluster file's, a saved sinfo reply's, else the nodes Slurm
 // lists.
 Result<ClusterSpec> load_cluster(const ShadowOptions& options) {
@@ -272,6 +298,9 @@ Result<void> run_shadow_command(const ShadowOptions& options) {
     // Its models go into the cluster's catalog, which the pool is built on.
     auto tenants = load_tenants_yaml(options.tenants, cluster->models);
     if (!tenants) return fail("--tenants", tenants.error().message());
+    if (auto nothing = guarantees_nothing_here(*tenants, *cluster)) {
+      return fail("--tenants", options.tenants + ": " + *nothing);
+    }
     settings.tenants = std::move(*tenants);
   }
 
