@@ -194,8 +194,8 @@ ServerFigures server_figures(const Server& server) {
   auto res = client.Get("/metrics");
   if (!res || res->status != 200) return figures;
   const std::pair<const char*, double*> wanted[] = {
-      {"tidepool_store_commit_duration_seconds_count", &figures.commits},
-      {"tidepool_store_commit_duration_seconds_sum", &figures.commit_seconds},
+      {"tidepool_store_commit_seconds_count", &figures.commits},
+      {"tidepool_store_commit_seconds_sum", &figures.commit_seconds},
       {"tidepool_store_commit_jobs_sum", &figures.committed_jobs},
       {"tidepool_scheduler_pass_duration_seconds_count", &figures.passes},
       {"tidepool_scheduler_pass_duration_seconds_sum", &figures.pass_seconds}};

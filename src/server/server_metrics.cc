@@ -37,7 +37,7 @@ ServerMetrics::ServerMetrics()
                         .Register(*registry_)
                         .Add({})),
       commit_seconds_(BuildHistogram()
-                          .Name("tidepool_store_commit_duration_seconds")
+                          .Name("tidepool_store_commit_seconds")
                           .Help("Time to commit one batch of changes durably")
                           .Register(*registry_)
                           .Add({}, latency_buckets())),

@@ -351,7 +351,7 @@ TEST_F(ServerApiTest, MetricsAreValidPrometheusText) {
   ASSERT_EQ(res->status, 200);
   EXPECT_THAT(res->body, HasSubstr("tidepool_jobs{state=\"running\"} 1"));
   EXPECT_THAT(res->body, HasSubstr("tidepool_http_requests_total"));
-  EXPECT_THAT(res->body, HasSubstr("tidepool_store_commit_duration_seconds_bucket"));
+  EXPECT_THAT(res->body, HasSubstr("tidepool_store_commit_seconds_bucket"));
   // The job started at once: one wait of vision's, in the first bucket.
   EXPECT_THAT(res->body, HasSubstr("tidepool_queue_wait_seconds_count{tenant=\"vision\"} 1"));
   EXPECT_THAT(res->body,
