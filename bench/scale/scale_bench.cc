@@ -979,8 +979,7 @@ class Bench {
 
     const HistogramDelta passes =
         histogram_delta(before, after, "tidepool_scheduler_pass_duration_seconds");
-    const HistogramDelta commits =
-        histogram_delta(before, after, "tidepool_store_commit_seconds");
+    const HistogramDelta commits = histogram_delta(before, after, "tidepool_store_commit_seconds");
     const HistogramDelta served =
         histogram_delta(before, after, "tidepool_http_request_duration_seconds",
                         "route=\"/v1/nodes/{name}/heartbeat\",");
