@@ -207,6 +207,12 @@ Result<ShadowRun> run_shadow(const ClusterSpec& cluster, std::span<const Observe
   if (!config) return std::unexpected(config.error());
   auto pool = Pool::create(cluster.models, cluster.topology, cluster.nodes);
   if (!pool) return std::unexpected(pool.error());
+  if (auto ok = observed_time(now, "now"); !ok) return std::unexpected(ok.error());
+  for (const ObservedJob& j : jobs) {
+    if (auto ok = check_observed(j); !ok) {
+      return fail("job " + j.id + " " + ok.error().field, ok.error().reason);
+    }
+  }
   ShadowRun run;
   run.now = now;
   run.first_submit = now;
@@ -243,10 +249,7 @@ Result<ShadowRun> run_shadow(const ClusterSpec& cluster, std::span<const Observe
     if (o.start) {
       if (*o.start < o.submit) return fail(field, "started before it was submitted");
       s.observed_start = *o.start - t0;
-      if (o.end) {
-        if (*o.end < *o.start) return fail(field, "ended before it started");
-        s.runtime = *o.end - *o.start;
-      }
+      if (o.end) s.runtime = *o.end - *o.start;
       for (const std::string& name : o.nodes) {
         const auto it = node_ids.find(name);
         if (it == node_ids.end())

@@ -6,7 +6,8 @@
 // Rules:
 //   - Times are integer seconds since the epoch in ObservedJob and in the results; the run itself
 //     counts from the earliest submit. `now` is the time of the observation: nothing after it was
-//     seen.
+//     seen. Every job must keep the bounds of sim/observed_job.h (check_observed), and `now` be
+//     a time there: the run refuses the stream otherwise, naming the job and the field.
 //   - A job's run time is the one the observed scheduler's run showed (end - start). A job still
 //     running at `now`, or never started (still pending, or cancelled before it started), has no
 //     known run time: it is censored. Placed by Tidepool, a censored job holds its GPUs to the end
@@ -49,25 +50,9 @@
 #include "core/pool.h"
 #include "core/scheduler.h"
 #include "core/tenants.h"
+#include "sim/observed_job.h"
 
 namespace tidepool {
-
-// One job of the observed stream.
-struct ObservedJob {
-  std::string id;         // the observed scheduler's id ("1234", "1234_7")
-  std::string tenant;     // its account, or its user when it has none
-  std::string partition;  // may be empty
-  std::int64_t submit = 0;
-  int gpus = 0;            // whole GPUs over all its nodes, 0..
-  int node_count = 1;      // nodes asked for (>= 1)
-  MilliCpu milli_cpu = 0;  // over the whole job
-  MemoryMib memory_mib = 0;
-  std::optional<Seconds> time_limit;  // as asked (seconds), when known
-  std::optional<std::int64_t> start;  // when it started; none while it has not
-  std::optional<std::int64_t> end;    // when it ended; none while it runs or waits
-  std::vector<std::string> nodes;     // where it ran (names of the pool's nodes)
-  bool cancelled = false;             // ended without ever starting
-};
 
 enum class ShareRule : std::uint8_t { kHash, kTenant };
 

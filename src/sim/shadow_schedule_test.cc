@@ -220,6 +220,21 @@ TEST(ShadowSchedule, RefusesBadInputNamingTheJob) {
   run = run_shadow(two_nodes(), std::vector{j}, 100, ShadowSettings{});
   ASSERT_FALSE(run);
   EXPECT_EQ(run.error().field, "job 9 gpus");
+  // Outside observed_job.h's bounds, whatever gave the job: refused before any arithmetic on it
+  // (times far apart would overflow when shifted to the first submit).
+  j = ended("9", "a", 4, 10, 10, 20, {"tp1"});
+  ObservedJob early = ended("8", "a", 4, INT64_MIN, 10, 20, {"tp1"});
+  run = run_shadow(two_nodes(), std::vector{early, j}, 100, ShadowSettings{});
+  ASSERT_FALSE(run);
+  EXPECT_EQ(run.error().field, "job 8 submit");
+  j.end = 5;
+  run = run_shadow(two_nodes(), std::vector{j}, 100, ShadowSettings{});
+  ASSERT_FALSE(run);
+  EXPECT_EQ(run.error().field, "job 9 end");
+  j = ended("9", "a", 4, 10, 10, 20, {"tp1"});
+  run = run_shadow(two_nodes(), std::vector{j}, INT64_MAX, ShadowSettings{});
+  ASSERT_FALSE(run);
+  EXPECT_EQ(run.error().field, "now");
 }
 
 // Tenants from a tenants file (--tenants) rather than derived from the stream: a tenant the file

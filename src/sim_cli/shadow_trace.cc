@@ -8,6 +8,7 @@
 
 #include "cli/output_format.h"
 #include "config/csv.h"
+#include "sim/observed_job.h"
 #include "sim_cli/slurm_json.h"
 
 namespace tidepool {
@@ -48,17 +49,32 @@ Result<ObservedJob> job_of(TraceRow row, const std::string& where) {
   if (row.tenant.empty()) return fail(where + " tenant", "missing");
   if (!row.submit) return fail(where + " submit", "missing");
   if (!row.gpus) return fail(where + " gpus", "missing");
-  if (*row.gpus < 0) return fail(where + " gpus", "must not be negative");
+  // Each figure within observed_job.h's bounds; a node count below 1 is 1.
+  for (const auto& [key, value, most] :
+       {std::tuple{"submit", row.submit, kMaxObservedTime},
+        std::tuple{"start", row.start, kMaxObservedTime},
+        std::tuple{"end", row.end, kMaxObservedTime},
+        std::tuple{"gpus", row.gpus, kMaxObservedGpus},
+        std::tuple{"node_count",
+                   std::optional(std::max<std::int64_t>(1, row.node_count.value_or(1))),
+                   kMaxObservedNodes},
+        std::tuple{"cpus", row.cpus, kMaxObservedCpus},
+        std::tuple{"memory_mib", row.memory, kMaxObservedMemoryMib},
+        std::tuple{"time_limit", row.limit, kMaxObservedTime}}) {
+    if (!value) continue;
+    if (auto ok = observed_count(*value, most, where + " " + key); !ok) {
+      return std::unexpected(ok.error());
+    }
+  }
   ObservedJob job;
   job.id = std::move(row.id);
   job.tenant = std::move(row.tenant);
   job.partition = std::move(row.partition);
   job.submit = *row.submit;
-  job.gpus = static_cast<int>(std::min<std::int64_t>(*row.gpus, 1'000'000));
-  job.node_count =
-      static_cast<int>(std::clamp<std::int64_t>(row.node_count.value_or(1), 1, 100'000));
-  job.milli_cpu = std::max<std::int64_t>(0, row.cpus.value_or(0)) * 1000;
-  job.memory_mib = std::max<std::int64_t>(0, row.memory.value_or(0));
+  job.gpus = static_cast<int>(*row.gpus);
+  job.node_count = static_cast<int>(std::max<std::int64_t>(1, row.node_count.value_or(1)));
+  job.milli_cpu = row.cpus.value_or(0) * 1000;
+  job.memory_mib = row.memory.value_or(0);
   if (row.limit && *row.limit > 0) job.time_limit = *row.limit;
   job.cancelled = row.cancelled;
   if (!row.nodes.empty()) {
@@ -72,6 +88,9 @@ Result<ObservedJob> job_of(TraceRow row, const std::string& where) {
     if (job.nodes.empty()) return fail(where + " nodes", "a job that started needs its nodes");
     job.start = row.start;
     job.end = row.end;
+  }
+  if (auto kept = check_observed(job); !kept) {
+    return fail(where + " " + kept.error().field, kept.error().reason);
   }
   return job;
 }

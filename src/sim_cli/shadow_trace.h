@@ -14,7 +14,8 @@
 //       node_count  nodes asked for, for a job not started (default 1)
 //       cpus, memory_mib, time_limit (seconds), partition: optional
 //       cancelled   true (JSON) or 1 (CSV): ended without starting
-// Errors name the file, the line and the field; nothing is skipped silently.
+// Every figure must keep the bounds of sim/observed_job.h (a node count below 1 is taken as 1).
+// Errors name the file, the line and the field; nothing is skipped, clamped or wrapped silently.
 #pragma once
 
 #include <string>

@@ -82,5 +82,27 @@ TEST(ShadowTrace, ErrorsNameTheLineAndField) {
   EXPECT_FALSE(read_shadow_trace("{not json\n", "t"));
 }
 
+// Every figure within sim/observed_job.h's bounds, or an error naming the line and the field (no
+// figure is clamped or wrapped, and no product overflows); an end before its start is refused.
+TEST(ShadowTrace, FiguresBeyondTheBoundsAreNamed) {
+  const std::string header = "id,tenant,submit,gpus,start,end,nodes,node_count,cpus,memory_mib\n";
+  for (const auto& [row, field] :
+       {std::pair{"a,t,-1,1,,,,,,", "submit"}, std::pair{"a,t,1,-1,,,,,,", "gpus"},
+        std::pair{"a,t,1,1000001,,,,,,", "gpus"},
+        std::pair{"a,t,1,1,9223372036854775807,,x,,,", "start"},
+        std::pair{"a,t,1,1,2,9223372036854775807,x,,,", "end"},
+        std::pair{"a,t,1,1,5,4,x,,,", "end"}, std::pair{"a,t,1,1,,,,100001,,", "node_count"},
+        std::pair{"a,t,1,1,,,,,9223372036854775807,", "cpus"}, std::pair{"a,t,1,1,,,,,-2,", "cpus"},
+        std::pair{"a,t,1,1,,,,,,-5", "memory_mib"}}) {
+    const auto jobs = read_shadow_trace(header + row + "\n", "t.csv");
+    ASSERT_FALSE(jobs) << row;
+    EXPECT_EQ(jobs.error().field, "t.csv:2 " + std::string(field)) << row;
+  }
+  // A node count below 1 is 1, as before.
+  const auto jobs = read_shadow_trace(header + "a,t,1,1,,,,0,,\n", "t.csv");
+  ASSERT_TRUE(jobs) << jobs.error().message();
+  EXPECT_EQ(jobs->front().node_count, 1);
+}
+
 }  // namespace
 }  // namespace tidepool

@@ -9,6 +9,7 @@
 
 #include "cli/output_format.h"
 #include "core/split_text.h"
+#include "sim/observed_job.h"
 
 namespace tidepool {
 namespace {
@@ -75,6 +76,44 @@ Result<const Json*> reply_list(const Json& reply, std::string_view source, std::
   return list;
 }
 
+// Slurm's "not set" and "unlimited" for a number (NO_VAL and INFINITE, 32 bits; their 64-bit
+// forms read as -2 and -1): the figure is absent, as when it is null.
+std::optional<std::int64_t> set_figure(std::optional<std::int64_t> v) {
+  if (v && (*v == -1 || *v == -2 || *v == 0xfffffffe || *v == 0xffffffff)) return std::nullopt;
+  return v;
+}
+
+// The optional count at `key`, 0..`most` when set (Slurm's sentinels read as absent).
+Result<std::optional<std::int64_t>> optional_count(const Json& object, std::string_view key,
+                                                   const std::string& where, std::int64_t most) {
+  auto v = optional_integer(object, key, where);
+  if (!v) return std::unexpected(v.error());
+  const auto figure = set_figure(*v);
+  if (!figure) return figure;
+  auto count = observed_count(*figure, most, where + " " + std::string(key));
+  if (!count) return std::unexpected(count.error());
+  return figure;
+}
+
+// A time limit in minutes as seconds, when it is set and > 0.
+Result<std::optional<Seconds>> limit_seconds(std::optional<std::int64_t> minutes,
+                                             const std::string& field) {
+  minutes = set_figure(minutes);
+  if (!minutes || *minutes <= 0) return std::optional<Seconds>();
+  auto seconds = observed_product(*minutes, 60, kMaxObservedTime, field);
+  if (!seconds) return std::unexpected(seconds.error());
+  return std::optional<Seconds>(*seconds);
+}
+
+// `job` if it keeps observed_job.h's bounds (the readers check each figure as they read it, so
+// this only guards what they combine), else an error naming the job's field after `where`.
+Result<std::optional<ObservedJob>> within_bounds(ObservedJob job, const std::string& where) {
+  if (auto kept = check_observed(job); !kept) {
+    return fail(where + " " + kept.error().field, kept.error().reason);
+  }
+  return std::optional(std::move(job));
+}
+
 enum class Stage : std::uint8_t { kWaiting, kRunning, kEnded };
 
 Stage stage_of(std::string_view state) {
@@ -98,16 +137,25 @@ Stage stage_of(const ObservedJob& job) {
   return job.start ? Stage::kRunning : Stage::kWaiting;
 }
 
-// Sets start, end and cancelled from the stage and the times (0: not yet).
-void set_times(ObservedJob& job, Stage stage, std::int64_t start, std::int64_t end) {
-  if (stage == Stage::kWaiting) return;
+// Sets start, end and cancelled from the stage and the times (0: not yet); a time used must be
+// one of observed_job.h (its field: `where` and the key).
+Result<void> set_times(ObservedJob& job, Stage stage, std::int64_t start, std::int64_t end,
+                       const std::string& where, std::string_view start_key,
+                       std::string_view end_key) {
+  if (stage == Stage::kWaiting) return {};
   if (start <= 0 || job.nodes.empty()) {
     // A job that ended without starting was cancelled (or failed) before it ran.
     job.cancelled = stage == Stage::kEnded;
-    return;
+    return {};
   }
+  auto started = observed_time(start, where + " " + std::string(start_key));
+  if (!started) return std::unexpected(started.error());
   job.start = start;
-  if (stage == Stage::kEnded) job.end = std::max(start, end);
+  if (stage != Stage::kEnded) return {};
+  auto ended = observed_time(std::max(start, end), where + " " + std::string(end_key));
+  if (!ended) return std::unexpected(ended.error());
+  job.end = *ended;
+  return {};
 }
 
 Result<std::vector<std::string>> hostlist(std::string_view text, const std::string& field) {
@@ -158,9 +206,9 @@ Result<std::optional<ObservedJob>> squeue_job(const Json& entry, std::size_t ind
   auto submit = integer(entry, "submit_time", where);
   auto start = optional_integer(entry, "start_time", where);
   auto end = optional_integer(entry, "end_time", where);
-  auto node_count = optional_integer(entry, "node_count", where);
-  auto cpus = optional_integer(entry, "cpus", where);
-  auto tasks = optional_integer(entry, "tasks", where);
+  auto node_count = optional_count(entry, "node_count", where, kMaxObservedNodes);
+  auto cpus = optional_count(entry, "cpus", where, kMaxObservedCpus);
+  auto tasks = optional_count(entry, "tasks", where, kMaxObservedCpus);
   auto limit = optional_integer(entry, "time_limit", where);
   auto mem_node = optional_integer(entry, "memory_per_node", where);
   auto mem_cpu = optional_integer(entry, "memory_per_cpu", where);
@@ -168,7 +216,9 @@ Result<std::optional<ObservedJob>> squeue_job(const Json& entry, std::size_t ind
   for (const auto* r : {&start, &end, &node_count, &cpus, &tasks, &limit, &mem_node, &mem_cpu}) {
     if (!*r) return std::unexpected(r->error());
   }
-  job.submit = *submit;
+  auto submitted = observed_time(*submit, where + " submit_time");
+  if (!submitted) return std::unexpected(submitted.error());
+  job.submit = *submitted;
   // The nodes: job_resources lists them one by one; else the hostlist.
   auto resources = optional_object(entry, "job_resources", where);
   if (!resources) return std::unexpected(resources.error());
@@ -206,22 +256,36 @@ Result<std::optional<ObservedJob>> squeue_job(const Json& entry, std::size_t ind
     auto count = gpus_in_tres(*text, where + " " + key);
     if (!count) return std::unexpected(count.error());
     if (*count) {
-      gpus = static_cast<int>(**count * per);
+      auto total = observed_product(**count, per, kMaxObservedGpus, where + " " + key);
+      if (!total) return std::unexpected(total.error());
+      gpus = static_cast<int>(*total);
       break;
     }
   }
   job.gpus = gpus.value_or(0);
-  job.milli_cpu = std::max<std::int64_t>(0, cpus->value_or(0)) * 1000;
+  job.milli_cpu = cpus->value_or(0) * 1000;
   // Memory only as asked (--mem, --mem-per-cpu): the mem= of tres_req_str is Slurm's default
   // even where memory is not a consumable resource.
-  if (*mem_node && **mem_node > 0) {
-    job.memory_mib = **mem_node * nodes;
-  } else if (*mem_cpu && **mem_cpu > 0) {
-    job.memory_mib = **mem_cpu * std::max<std::int64_t>(1, cpus->value_or(1));
+  const auto per_node = set_figure(*mem_node);
+  const auto per_cpu = set_figure(*mem_cpu);
+  if (per_node && *per_node > 0) {
+    auto memory =
+        observed_product(*per_node, nodes, kMaxObservedMemoryMib, where + " memory_per_node");
+    if (!memory) return std::unexpected(memory.error());
+    job.memory_mib = *memory;
+  } else if (per_cpu && *per_cpu > 0) {
+    auto memory = observed_product(*per_cpu, std::max<std::int64_t>(1, cpus->value_or(1)),
+                                   kMaxObservedMemoryMib, where + " memory_per_cpu");
+    if (!memory) return std::unexpected(memory.error());
+    job.memory_mib = *memory;
   }
-  if (*limit && **limit > 0) job.time_limit = **limit * 60;
-  set_times(job, stage_of(*state), start->value_or(0), end->value_or(0));
-  return std::optional(std::move(job));
+  auto limit_s = limit_seconds(*limit, where + " time_limit");
+  if (!limit_s) return std::unexpected(limit_s.error());
+  job.time_limit = *limit_s;
+  auto timed = set_times(job, stage_of(*state), start->value_or(0), end->value_or(0), where,
+                         "start_time", "end_time");
+  if (!timed) return std::unexpected(timed.error());
+  return within_bounds(std::move(job), where);
 }
 
 // The GPUs of a sacct TRES list ([{type, name, count}]).
@@ -238,6 +302,10 @@ Result<std::optional<int>> gpus_in_tres_list(const Json& list, const std::string
     if (*type != "gres" || !(*name == "gpu" || name->starts_with("gpu:"))) continue;
     auto count = integer(list[i], "count", at);
     if (!count) return std::unexpected(count.error());
+    if (*count < 0 || *count > kMaxObservedGpus - gpus.value_or(0)) {
+      return fail(at + " count",
+                  fmt::format("{} GPUs: a job has 0..{} in all", *count, kMaxObservedGpus));
+    }
     gpus = gpus.value_or(0) + static_cast<int>(*count);
   }
   return gpus;
@@ -289,18 +357,20 @@ Result<std::optional<ObservedJob>> sacct_job(const Json& entry, std::size_t inde
   }
   if (!current) return std::unexpected(current.error());
   if (current->empty()) return fail(where + " state.current", "missing");
-  job.submit = *submit;
+  auto submitted = observed_time(*submit, where + " time.submission");
+  if (!submitted) return std::unexpected(submitted.error());
+  job.submit = *submitted;
   auto names = hostlist(*nodes_text, where + " nodes");
   if (!names) return std::unexpected(names.error());
   job.nodes = std::move(*names);
   job.node_count = std::max<int>(1, static_cast<int>(job.nodes.size()));
   if (*required != nullptr) {
-    auto cpus = optional_integer(**required, "CPUs", where + " required");
-    auto memory = optional_integer(**required, "memory", where + " required");
+    auto cpus = optional_count(**required, "CPUs", where + " required", kMaxObservedCpus);
+    auto memory = optional_count(**required, "memory", where + " required", kMaxObservedMemoryMib);
     if (!cpus) return std::unexpected(cpus.error());
     if (!memory) return std::unexpected(memory.error());
-    job.milli_cpu = std::max<std::int64_t>(0, cpus->value_or(0)) * 1000;
-    job.memory_mib = std::max<std::int64_t>(0, memory->value_or(0));
+    job.milli_cpu = cpus->value_or(0) * 1000;
+    job.memory_mib = memory->value_or(0);
   }
   if (*tres != nullptr) {
     for (const char* key : {"allocated", "requested"}) {
@@ -314,9 +384,13 @@ Result<std::optional<ObservedJob>> sacct_job(const Json& entry, std::size_t inde
       }
     }
   }
-  if (*limit && **limit > 0) job.time_limit = **limit * 60;
-  set_times(job, stage_of(*current), start->value_or(0), end->value_or(0));
-  return std::optional(std::move(job));
+  auto limit_s = limit_seconds(*limit, where + " time.limit");
+  if (!limit_s) return std::unexpected(limit_s.error());
+  job.time_limit = *limit_s;
+  auto timed = set_times(job, stage_of(*current), start->value_or(0), end->value_or(0), where,
+                         "time.start", "time.end");
+  if (!timed) return std::unexpected(timed.error());
+  return within_bounds(std::move(job), where);
 }
 
 template <class Read>
@@ -349,6 +423,9 @@ Result<std::optional<int>> gpus_in_tres(std::string_view text, const std::string
     const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), count);
     if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size() || count < 0) {
       return fail(field, fmt::format("no GPU count in '{}'", text));
+    }
+    if (count > kMaxObservedGpus - total.value_or(0)) {
+      return fail(field, fmt::format("more than {} GPUs in '{}'", kMaxObservedGpus, text));
     }
     total = total.value_or(0) + count;
   }
@@ -393,15 +470,17 @@ Result<ClusterSpec> read_sinfo_json(const nlohmann::json& reply, std::string_vie
     }
     seen.emplace(*name, true);
     auto cpus = integer(entry, "cpus", where);
-    auto memory = optional_integer(entry, "real_memory", where);
+    auto memory = optional_count(entry, "real_memory", where, kMaxObservedMemoryMib);
     auto gres = optional_text(entry, "gres", where);
     if (!cpus) return std::unexpected(cpus.error());
     if (!memory) return std::unexpected(memory.error());
     if (!gres) return std::unexpected(gres.error());
     NodeSpec node;
     node.name = *name;
-    node.milli_cpu = std::max<std::int64_t>(0, *cpus) * 1000;
-    node.memory_mib = std::max<std::int64_t>(0, memory->value_or(0));
+    auto node_cpus = observed_count(*cpus, kMaxObservedCpus, where + " cpus");
+    if (!node_cpus) return std::unexpected(node_cpus.error());
+    node.milli_cpu = *node_cpus * 1000;
+    node.memory_mib = memory->value_or(0);
     std::string model(default_model);
     for (std::string_view item : split_text(*gres, ',')) {
       item = item.substr(0, item.find('('));
@@ -414,11 +493,11 @@ Result<ClusterSpec> read_sinfo_json(const nlohmann::json& reply, std::string_vie
       if (ec != std::errc() || end != digits.data() + digits.size() || count < 0) {
         return fail(where + " gres", fmt::format("no GPU count in '{}'", *gres));
       }
+      if (count > kMaxGpusPerNode - node.gpu_count) {
+        return fail(where + " gres", fmt::format("more than {} GPUs in '{}'; a node has at most {}",
+                                                 kMaxGpusPerNode, *gres, kMaxGpusPerNode));
+      }
       node.gpu_count += count;
-    }
-    if (node.gpu_count > kMaxGpusPerNode) {
-      return fail(where + " gres",
-                  fmt::format("{} GPUs; a node has at most {}", node.gpu_count, kMaxGpusPerNode));
     }
     auto id = spec.models.intern(model);
     if (!id) return fail(where + " gres", id.error().reason);

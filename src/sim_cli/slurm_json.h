@@ -29,6 +29,11 @@
 // sinfo --json, per entry of "nodes": name, cpus, real_memory (MiB), gres ("gpu:4",
 // "gpu:a100:4(S:0-1)", several joined by ','; the GPU model is the first type named, else
 // `default_model`), partitions. Every node is one NVLink domain under one leaf switch.
+// Figures: Slurm's "not set" and "unlimited" numbers (NO_VAL, INFINITE: 4294967294 and
+// 4294967295, and their 64-bit forms) read as absent; every figure read, and every total made of
+// them (GPUs per node times nodes, memory per CPU times CPUs, minutes as seconds), must keep the
+// bounds of sim/observed_job.h, else it is an error naming the field: no job returned breaks
+// check_observed().
 #pragma once
 
 #include <cstdint>

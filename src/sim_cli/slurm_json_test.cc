@@ -174,5 +174,74 @@ TEST(SlurmJson, BadFieldsAreNamed) {
   EXPECT_EQ(bad.error().field, "sacct jobs[0] (job 41) state");
 }
 
+// Figures beyond sim/observed_job.h's bounds are errors naming the field, whatever reads them, so
+// that no sum or product overflows; Slurm's "not set" and "unlimited" numbers read as absent.
+TEST(SlurmJson, FiguresBeyondTheBoundsAreNamedAndSlurmsSentinelsAreAbsent) {
+  const auto sum = gpus_in_tres("gres:gpu:2147483647,gres:gpu:1", "f");
+  ASSERT_FALSE(sum);
+  EXPECT_THAT(sum.error().reason, HasSubstr("more than 1000000 GPUs"));
+
+  const nlohmann::json late = recorded("slurm_22.05_squeue_late.json");
+  const auto refused = [&](const char* key, const nlohmann::json& value) {
+    nlohmann::json reply = late;
+    reply["jobs"][0][key] = value;
+    return read_squeue_json(reply);
+  };
+  for (const auto& [key, value] :
+       {std::pair{"submit_time", nlohmann::json(-1)},
+        std::pair{"submit_time", nlohmann::json(INT64_MAX)},
+        std::pair{"start_time", nlohmann::json(INT64_MAX)},
+        std::pair{"end_time", nlohmann::json(INT64_MAX)},
+        std::pair{"cpus", nlohmann::json(INT64_MAX / 1000 + 1)},
+        std::pair{"node_count", nlohmann::json(1LL << 40)}, std::pair{"tasks", nlohmann::json(-7)},
+        std::pair{"time_limit", nlohmann::json(INT64_MAX / 60 + 1)},
+        std::pair{"memory_per_node", nlohmann::json(INT64_MAX)}}) {
+    const auto jobs = refused(key, value);
+    ASSERT_FALSE(jobs) << key << " " << value;
+    EXPECT_EQ(jobs.error().field, "squeue jobs[0] (job 1) " + std::string(key));
+  }
+  // A per-node count times the nodes, past the bound: refused, not wrapped to a negative count.
+  nlohmann::json reply = late;
+  reply["jobs"][0].erase("tres_alloc_str");
+  reply["jobs"][0]["tres_per_node"] = "gres:gpu:1000000";
+  reply["jobs"][0]["job_resources"]["allocated_nodes"] = {{{"nodename", "tp1"}},
+                                                          {{"nodename", "tp2"}}};
+  const auto gpus = read_squeue_json(reply);
+  ASSERT_FALSE(gpus);
+  EXPECT_EQ(gpus.error().field, "squeue jobs[0] (job 1) tres_per_node");
+
+  // NO_VAL and INFINITE (32 and 64 bits) are Slurm's "not set": no limit, no memory, one task.
+  for (const nlohmann::json& unset :
+       {nlohmann::json(4294967295U), nlohmann::json(4294967294U),
+        nlohmann::json(18446744073709551615ULL), nlohmann::json(18446744073709551614ULL)}) {
+    nlohmann::json sentinels = late;
+    for (const char* key : {"time_limit", "memory_per_node", "memory_per_cpu", "tasks"}) {
+      sentinels["jobs"][0][key] = unset;
+    }
+    const auto jobs = read_squeue_json(sentinels);
+    ASSERT_TRUE(jobs) << unset << ": " << jobs.error().message();
+    EXPECT_EQ(jobs->front().time_limit, std::nullopt);
+    EXPECT_EQ(jobs->front().memory_mib, 0);
+  }
+
+  nlohmann::json sacct = recorded("sacct_dbv0.0.38.json");
+  sacct["jobs"][0]["tres"]["allocated"] = {{{"type", "gres"}, {"name", "gpu"}, {"count", -4}}};
+  const auto negative = read_sacct_json(sacct);
+  ASSERT_FALSE(negative);
+  EXPECT_EQ(negative.error().field, "sacct jobs[0] (job 41) tres.allocated[0] count");
+  sacct = recorded("sacct_dbv0.0.38.json");
+  sacct["jobs"][0]["time"]["end"] = INT64_MAX;
+  EXPECT_EQ(read_sacct_json(sacct).error().field, "sacct jobs[0] (job 41) time.end");
+
+  nlohmann::json sinfo = recorded("slurm_22.05_sinfo.json");
+  sinfo["nodes"][0]["gres"] = "gpu:2147483647,gpu:1";
+  const auto pool = read_sinfo_json(sinfo, "GPU");
+  ASSERT_FALSE(pool);
+  EXPECT_THAT(pool.error().field, HasSubstr("gres"));
+  sinfo = recorded("slurm_22.05_sinfo.json");
+  sinfo["nodes"][0]["cpus"] = INT64_MAX;
+  EXPECT_THAT(read_sinfo_json(sinfo, "GPU").error().field, HasSubstr("cpus"));
+}
+
 }  // namespace
 }  // namespace tidepool

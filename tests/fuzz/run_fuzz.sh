@@ -5,8 +5,8 @@
 # Usage: tests/fuzz/run_fuzz.sh [SECONDS] [TARGET...]
 #   SECONDS  fuzzing time per target (default 30)
 #   TARGET   cluster_yaml_fuzz, openb_csv_fuzz, sim_inputs_fuzz, market_yaml_fuzz,
-#            job_spec_fuzz, api_bodies_fuzz, http_response_fuzz, http_request_fuzz and/or
-#            replica_metrics_fuzz (default: all nine)
+#            job_spec_fuzz, api_bodies_fuzz, http_response_fuzz, http_request_fuzz,
+#            replica_metrics_fuzz and/or slurm_json_fuzz (default: all ten)
 # Environment: CXX (default clang++-14), FUZZ_DIR (default build/fuzz: binaries, corpora, logs,
 # and crash artifacts <target>-crash-*), FUZZ_JOBS (targets built and fuzzed at once, default 2),
 # FUZZ_OPT (optimisation and debug flags, default "-O1 -g": faster fuzzing; the tests' short run
@@ -21,7 +21,8 @@ shift || true
 targets=("$@")
 [[ ${#targets[@]} -eq 0 ]] &&
   targets=(cluster_yaml_fuzz openb_csv_fuzz sim_inputs_fuzz market_yaml_fuzz job_spec_fuzz
-           api_bodies_fuzz http_response_fuzz http_request_fuzz replica_metrics_fuzz)
+           api_bodies_fuzz http_response_fuzz http_request_fuzz replica_metrics_fuzz
+           slurm_json_fuzz)
 cxx="${CXX:-clang++-14}"
 fuzz_dir="${FUZZ_DIR:-${repo_root}/build/fuzz}"
 read -r -a opt_flags <<< "${FUZZ_OPT:--O1 -g}"
@@ -80,6 +81,9 @@ server_sources=(
 )
 # The CLI's HTTP response reader.
 client_sources=("${src}/api/http_response.cc")
+# Shadow mode's readers of Slurm's JSON and of trace files, and the bounds of what they read.
+shadow_sources=("${src}/sim/observed_job.cc" "${src}/sim_cli/slurm_json.cc"
+                "${src}/sim_cli/shadow_trace.cc" "${src}/cli/output_format.cc")
 # The server's HTTP front end (Boost.Beast, header only) and its target grammar.
 http_sources=("${src}/server/http_server.cc" "${src}/server/http_route.cc")
 # spdlog as Debian builds it (its pkg-config flags).
@@ -105,7 +109,8 @@ echo "${opt_flags[*]}" > "${fuzz_dir}/obj/flags"
 objects=()
 pids=()
 batch=0
-for source in "${sources[@]}" "${server_sources[@]}" "${client_sources[@]}" "${http_sources[@]}"; do
+for source in "${sources[@]}" "${server_sources[@]}" "${client_sources[@]}" "${http_sources[@]}" \
+              "${shadow_sources[@]}"; do
   object="${fuzz_dir}/obj/$(basename "$(dirname "${source}")")_$(basename "${source}" .cc).o"
   objects+=("${object}")
   # A batch is up to date when its object is newer than each source it includes.
@@ -270,6 +275,25 @@ fuzz_target() {
       printf '%s\n' 'esc{path="C:\\DIR",error="a\nb \"q\""} +Inf 1395066363000' 'x NaN' \
         > "${corpus}/escapes"
       dict="${repo_root}/tests/fuzz/replica_metrics.dict"
+      ;;
+    slurm_json_fuzz)
+      # The first byte picks the reader (b % 4): '0' squeue, '1' sacct, '2' sinfo, '3' a trace
+      # file. Each reply recorded from Slurm, cut to its first entry (the inputs are at most 4 KiB).
+      testdata="${repo_root}/src/sim_cli/testdata"
+      for seed in 0:slurm_22.05_squeue_late.json:jobs 0:slurm_22.05_squeue_early.json:jobs \
+                  1:sacct_dbv0.0.38.json:jobs 2:slurm_22.05_sinfo.json:nodes; do
+        IFS=: read -r pick file list <<< "${seed}"
+        [[ -f "${testdata}/${file}" ]] || continue
+        { printf '%s' "${pick}"
+          python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); r[sys.argv[2]] = r[sys.argv[2]][:1]; print(json.dumps(r, separators=(",", ":")))' \
+            "${testdata}/${file}" "${list}"; } > "${corpus}/${file}"
+      done
+      printf '3%s\n' 'id,tenant,submit,gpus,start,end,nodes,cpus,memory_mib,time_limit' \
+        '7,vision,1700000000,8,1700000060,1700003600,tp[1-2],16,65536,7200' \
+        '8,nlp,1700000100,1,,,,,,' > "${corpus}/trace.csv"
+      printf '3%s\n' '{"id": "7_1", "tenant": "a", "submit": 5, "gpus": 2, "start": 9, "nodes": ["x"]}' \
+        > "${corpus}/trace.jsonl"
+      dict="${repo_root}/tests/fuzz/slurm_json.dict"
       ;;
     *) dict="" ;;
   esac
