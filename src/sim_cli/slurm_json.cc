@@ -105,15 +105,6 @@ Result<std::optional<Seconds>> limit_seconds(std::optional<std::int64_t> minutes
   return std::optional<Seconds>(*seconds);
 }
 
-// `job` if it keeps observed_job.h's bounds (the readers check each figure as they read it, so
-// this only guards what they combine), else an error naming the job's field after `where`.
-Result<std::optional<ObservedJob>> within_bounds(ObservedJob job, const std::string& where) {
-  if (auto kept = check_observed(job); !kept) {
-    return fail(where + " " + kept.error().field, kept.error().reason);
-  }
-  return std::optional(std::move(job));
-}
-
 enum class Stage : std::uint8_t { kWaiting, kRunning, kEnded };
 
 Stage stage_of(std::string_view state) {
@@ -156,6 +147,32 @@ Result<void> set_times(ObservedJob& job, Stage stage, std::int64_t start, std::i
   if (!ended) return std::unexpected(ended.error());
   job.end = *ended;
   return {};
+}
+
+// The keys a reply gives a job's time limit (minutes) and times under.
+struct TimeKeys {
+  const char* limit;
+  const char* start;
+  const char* end;
+};
+
+// `job` with its time limit and times (set_times), if it then keeps observed_job.h's bounds (the
+// readers check each figure as they read it, so this only guards what they combine), else an
+// error naming the job's field after `where`.
+Result<std::optional<ObservedJob>> with_times(ObservedJob job, Stage stage,
+                                              std::optional<std::int64_t> limit_minutes,
+                                              std::int64_t start, std::int64_t end,
+                                              const std::string& where, const TimeKeys& keys) {
+  auto limit = limit_seconds(limit_minutes, where + " " + keys.limit);
+  if (!limit) return std::unexpected(limit.error());
+  job.time_limit = *limit;
+  if (auto timed = set_times(job, stage, start, end, where, keys.start, keys.end); !timed) {
+    return std::unexpected(timed.error());
+  }
+  if (auto kept = check_observed(job); !kept) {
+    return fail(where + " " + kept.error().field, kept.error().reason);
+  }
+  return std::optional(std::move(job));
 }
 
 Result<std::vector<std::string>> hostlist(std::string_view text, const std::string& field) {
@@ -279,13 +296,8 @@ Result<std::optional<ObservedJob>> squeue_job(const Json& entry, std::size_t ind
     if (!memory) return std::unexpected(memory.error());
     job.memory_mib = *memory;
   }
-  auto limit_s = limit_seconds(*limit, where + " time_limit");
-  if (!limit_s) return std::unexpected(limit_s.error());
-  job.time_limit = *limit_s;
-  auto timed = set_times(job, stage_of(*state), start->value_or(0), end->value_or(0), where,
-                         "start_time", "end_time");
-  if (!timed) return std::unexpected(timed.error());
-  return within_bounds(std::move(job), where);
+  return with_times(std::move(job), stage_of(*state), *limit, start->value_or(0), end->value_or(0),
+                    where, {.limit = "time_limit", .start = "start_time", .end = "end_time"});
 }
 
 // The GPUs of a sacct TRES list ([{type, name, count}]).
@@ -384,13 +396,9 @@ Result<std::optional<ObservedJob>> sacct_job(const Json& entry, std::size_t inde
       }
     }
   }
-  auto limit_s = limit_seconds(*limit, where + " time.limit");
-  if (!limit_s) return std::unexpected(limit_s.error());
-  job.time_limit = *limit_s;
-  auto timed = set_times(job, stage_of(*current), start->value_or(0), end->value_or(0), where,
-                         "time.start", "time.end");
-  if (!timed) return std::unexpected(timed.error());
-  return within_bounds(std::move(job), where);
+  return with_times(std::move(job), stage_of(*current), *limit, start->value_or(0),
+                    end->value_or(0), where,
+                    {.limit = "time.limit", .start = "time.start", .end = "time.end"});
 }
 
 template <class Read>
