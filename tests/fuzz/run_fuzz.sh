@@ -278,15 +278,17 @@ fuzz_target() {
       ;;
     slurm_json_fuzz)
       # The first byte picks the reader (b % 4): '0' squeue, '1' sacct, '2' sinfo, '3' a trace
-      # file. Each reply recorded from Slurm, cut to its first entry (the inputs are at most 4 KiB).
+      # file. Replies recorded from Slurm, each cut to one entry (the inputs are at most 4 KiB):
+      # squeue's job that ended, the one that ran and one that waited; sacct's; sinfo's node.
       testdata="${repo_root}/src/sim_cli/testdata"
-      for seed in 0:slurm_22.05_squeue_late.json:jobs 0:slurm_22.05_squeue_early.json:jobs \
-                  1:sacct_dbv0.0.38.json:jobs 2:slurm_22.05_sinfo.json:nodes; do
-        IFS=: read -r pick file list <<< "${seed}"
+      for seed in 0:slurm_22.05_squeue_late.json:jobs:0 0:slurm_22.05_squeue_early.json:jobs:1 \
+                  0:slurm_22.05_squeue_early.json:jobs:2 1:sacct_dbv0.0.38.json:jobs:0 \
+                  2:slurm_22.05_sinfo.json:nodes:0; do
+        IFS=: read -r pick file list entry <<< "${seed}"
         [[ -f "${testdata}/${file}" ]] || continue
         { printf '%s' "${pick}"
-          python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); r[sys.argv[2]] = r[sys.argv[2]][:1]; print(json.dumps(r, separators=(",", ":")))' \
-            "${testdata}/${file}" "${list}"; } > "${corpus}/${file}"
+          python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); k, i = sys.argv[2], int(sys.argv[3]); r[k] = r[k][i:i + 1]; print(json.dumps(r, separators=(",", ":")))' \
+            "${testdata}/${file}" "${list}" "${entry}"; } > "${corpus}/${file%.json}-${entry}.json"
       done
       printf '3%s\n' 'id,tenant,submit,gpus,start,end,nodes,cpus,memory_mib,time_limit' \
         '7,vision,1700000000,8,1700000060,1700003600,tp[1-2],16,65536,7200' \
